@@ -1,0 +1,28 @@
+# MIRRA_CUDA=AUTO|ON|OFF: whether to build the CUDA path. AUTO uses the CUDA toolkit, cuDNN and NCCL
+# when all three are found (in /usr/local/cuda or on the default paths); ON requires them; OFF skips.
+# Sets MIRRA_WITH_CUDA and, when on, the imported targets CUDA::cudart, mirra_cudnn and mirra_nccl.
+set(MIRRA_CUDA "AUTO" CACHE STRING "Build the CUDA path: AUTO, ON or OFF")
+set_property(CACHE MIRRA_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(MIRRA_WITH_CUDA OFF)
+
+if(NOT MIRRA_CUDA STREQUAL "OFF")
+  set(_cuda_root /usr/local/cuda)
+  find_package(CUDAToolkit QUIET)
+  find_path(MIRRA_CUDNN_INCLUDE_DIR cudnn.h HINTS ${_cuda_root}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(MIRRA_CUDNN_LIBRARY cudnn HINTS ${_cuda_root}/lib64 ${_cuda_root}/lib ${CUDAToolkit_LIBRARY_DIR})
+  find_path(MIRRA_NCCL_INCLUDE_DIR nccl.h HINTS ${_cuda_root}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(MIRRA_NCCL_LIBRARY nccl HINTS ${_cuda_root}/lib64 ${_cuda_root}/lib ${CUDAToolkit_LIBRARY_DIR})
+  if(CUDAToolkit_FOUND AND MIRRA_CUDNN_INCLUDE_DIR AND MIRRA_CUDNN_LIBRARY AND MIRRA_NCCL_INCLUDE_DIR AND MIRRA_NCCL_LIBRARY)
+    set(MIRRA_WITH_CUDA ON)
+    add_library(mirra_cudnn INTERFACE)
+    target_include_directories(mirra_cudnn SYSTEM INTERFACE ${MIRRA_CUDNN_INCLUDE_DIR})
+    target_link_libraries(mirra_cudnn INTERFACE ${MIRRA_CUDNN_LIBRARY})
+    add_library(mirra_nccl INTERFACE)
+    target_include_directories(mirra_nccl SYSTEM INTERFACE ${MIRRA_NCCL_INCLUDE_DIR})
+    target_link_libraries(mirra_nccl INTERFACE ${MIRRA_NCCL_LIBRARY})
+  elseif(MIRRA_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "MIRRA_CUDA=ON, but the CUDA toolkit, cuDNN or NCCL was not found "
+                        "(toolkit: ${CUDAToolkit_FOUND}, cudnn: ${MIRRA_CUDNN_LIBRARY}, nccl: ${MIRRA_NCCL_LIBRARY})")
+  endif()
+endif()
+message(STATUS "mirra: CUDA path ${MIRRA_WITH_CUDA} (MIRRA_CUDA=${MIRRA_CUDA})")

@@ -1,0 +1,20 @@
+# Third-party libraries, all from Debian packages (scripts/setup.sh installs them).
+find_package(TBB REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_library(MIRRA_OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+find_path(MIRRA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
+add_library(mirra_openblas INTERFACE)
+target_link_libraries(mirra_openblas INTERFACE ${MIRRA_OPENBLAS_LIBRARY})
+target_include_directories(mirra_openblas SYSTEM INTERFACE ${MIRRA_CBLAS_INCLUDE_DIR})
+if(MIRRA_BUILD_TESTS)
+  find_package(doctest REQUIRED)
+endif()
+
+# Debian's dnnl CMake config asks for OpenCL (its GPU runtime); mirra uses only the CPU engine, so it
+# links the library directly.
+find_library(MIRRA_DNNL_LIBRARY NAMES dnnl REQUIRED)
+find_path(MIRRA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+add_library(mirra_dnnl INTERFACE)
+target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY})
+target_include_directories(mirra_dnnl SYSTEM INTERFACE ${MIRRA_DNNL_INCLUDE_DIR})

@@ -1,0 +1,39 @@
+// DType sizes and names.
+#include "graph/dtype.h"
+
+namespace mirra::graph {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::i32: return 4;
+    case DType::i64: return 8;
+    case DType::u8: return 1;
+    case DType::boolean: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "u8";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (DType dtype : kAllDTypes) {
+    if (dtype_name(dtype) == name) return dtype;
+  }
+  return std::nullopt;
+}
+
+bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
+}  // namespace mirra::graph

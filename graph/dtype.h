@@ -1,0 +1,29 @@
+// DType: the element types mirra's tensors hold, their sizes and their names ("f32", "i64", ...).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace mirra::graph {
+
+enum class DType : uint8_t { f32, f64, i32, i64, u8, boolean };
+
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean};
+
+size_t dtype_size(DType dtype);
+std::string_view dtype_name(DType dtype);
+std::optional<DType> parse_dtype(std::string_view name);
+bool is_floating(DType dtype);
+
+template <class T>
+constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+
+}  // namespace mirra::graph

@@ -1,0 +1,102 @@
+// Graph storage, naming and topological order.
+#include "graph/graph.h"
+
+#include <queue>
+
+#include "graph/check.h"
+
+namespace mirra::graph {
+
+NodeId Graph::add_node(Node node) {
+  MIRRA_CHECK(!contains(node.name), node.name);
+  node.id = static_cast<NodeId>(nodes_.size());
+  by_name_.emplace(node.name, node.id);
+  nodes_.push_back(std::move(node));
+  return nodes_.back().id;
+}
+
+const Node& Graph::node(NodeId id) const {
+  MIRRA_CHECK(id < nodes_.size());
+  return nodes_[id];
+}
+
+Node& Graph::mutable_node(NodeId id) {
+  MIRRA_CHECK(id < nodes_.size());
+  return nodes_[id];
+}
+
+const TensorType& Graph::type(ValueRef value) const {
+  const Node& producer = node(value.node);
+  MIRRA_CHECK(value.output < producer.outputs.size(), producer.name);
+  return producer.outputs[value.output];
+}
+
+std::optional<NodeId> Graph::find(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Graph::unique_name(std::string_view base) const {
+  if (!contains(base)) return std::string(base);
+  for (int suffix = 1;; ++suffix) {
+    std::string candidate = std::string(base) + "_" + std::to_string(suffix);
+    if (!contains(candidate)) return candidate;
+  }
+}
+
+void Graph::add_control_edge(NodeId from, NodeId to) {
+  MIRRA_CHECK(from < nodes_.size() && to < nodes_.size());
+  auto& controls = nodes_[to].control_inputs;
+  for (NodeId existing : controls) {
+    if (existing == from) return;
+  }
+  controls.push_back(from);
+}
+
+void Graph::replace_all_uses(ValueRef from, ValueRef to) {
+  for (Node& n : nodes_) {
+    for (ValueRef& input : n.inputs) {
+      if (input == from) input = to;
+    }
+  }
+}
+
+Expected<std::vector<NodeId>> Graph::topological_order() const {
+  const size_t n = nodes_.size();
+  std::vector<uint32_t> pending(n, 0);
+  std::vector<std::vector<NodeId>> consumers(n);
+  for (const Node& node : nodes_) {
+    auto depend = [&](NodeId producer) {
+      if (producer >= n) return;
+      ++pending[node.id];
+      consumers[producer].push_back(node.id);
+    };
+    for (ValueRef input : node.inputs) depend(input.node);
+    for (NodeId control : node.control_inputs) depend(control);
+  }
+  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  for (NodeId id = 0; id < n; ++id) {
+    if (pending[id] == 0) ready.push(id);
+  }
+  std::vector<NodeId> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const NodeId id = ready.top();
+    ready.pop();
+    order.push_back(id);
+    for (NodeId consumer : consumers[id]) {
+      if (--pending[consumer] == 0) ready.push(consumer);
+    }
+  }
+  if (order.size() != n) {
+    for (NodeId id = 0; id < n; ++id) {
+      if (pending[id] != 0) {
+        return invalid_argument("graph has a cycle through node '" + nodes_[id].name + "'");
+      }
+    }
+  }
+  return order;
+}
+
+}  // namespace mirra::graph

@@ -1,0 +1,51 @@
+// Graph: the nodes of one computation, indexed by id and by unique name, with topological order.
+// A Graph only stores; the Builder (builder.h) checks ops against their schemas as nodes are added,
+// and verify_structure (verify.h) checks a graph that came from elsewhere.
+//
+//   Graph g;
+//   Builder b(g, ops::registry());
+//   auto y = ops::relu(b, ops::matmul(b, x, w));
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/node.h"
+#include "graph/status.h"
+
+namespace mirra::graph {
+
+class Graph {
+ public:
+  // Adds `node` (its id is assigned here). Its name must not be taken: see unique_name.
+  NodeId add_node(Node node);
+
+  size_t size() const { return nodes_.size(); }
+  const Node& node(NodeId id) const;
+  Node& mutable_node(NodeId id);
+  std::span<const Node> nodes() const { return nodes_; }
+  const TensorType& type(ValueRef value) const;
+
+  std::optional<NodeId> find(std::string_view name) const;
+  bool contains(std::string_view name) const { return find(name).has_value(); }
+  // `base` if no node has that name, else the first free "base_1", "base_2", ...
+  std::string unique_name(std::string_view base) const;
+
+  // `to` runs after `from`.
+  void add_control_edge(NodeId from, NodeId to);
+  // Every data input that reads `from` reads `to` instead.
+  void replace_all_uses(ValueRef from, ValueRef to);
+
+  // Node ids so that every node comes after its data and control inputs; ties keep id order, so the
+  // result is stable. An error names a node on a cycle.
+  Expected<std::vector<NodeId>> topological_order() const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::unordered_map<std::string, NodeId> by_name_;
+};
+
+}  // namespace mirra::graph

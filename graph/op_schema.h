@@ -1,0 +1,78 @@
+// OpSchema: what the graph knows of an op: its inputs, attributes (with types and defaults), traits,
+// and the rule that infers its outputs' dtypes and shapes. check_and_infer applies a schema to a node:
+// arity, attribute names and types, defaults, then inference; errors name the node and its inputs.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/check.h"
+#include "graph/node.h"
+#include "graph/status.h"
+
+namespace mirra::graph {
+
+enum OpTrait : uint32_t {
+  kElementwise = 1u << 0,
+  kReduction = 1u << 1,
+  kStateful = 1u << 2,   // reads or writes state outside its inputs (variables); never deduplicated
+  kCollective = 1u << 3,
+  kSource = 1u << 4,     // no inputs: placeholders, constants, variables
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrType type;
+  std::optional<AttrValue> default_value;  // none: the attribute is required
+};
+
+// What an inference rule sees: the node (name and attributes, defaults filled in) and input types.
+class InferContext {
+ public:
+  InferContext(const Node& node, std::span<const TensorType> inputs) : node_(node), inputs_(inputs) {}
+
+  const Node& node() const { return node_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  const TensorType& input(size_t i) const { return inputs_[i]; }
+  std::span<const TensorType> inputs() const { return inputs_; }
+  // Attributes are present and typed once check_and_infer has run, so these never fail.
+  template <class T>
+  const T& attr(std::string_view name) const;
+  // invalid_argument naming the node, its op and its input types.
+  Status error(std::string_view message) const;
+
+ private:
+  const Node& node_;
+  std::span<const TensorType> inputs_;
+};
+
+using InferFn = std::function<Expected<std::vector<TensorType>>(const InferContext&)>;
+
+struct OpSchema {
+  std::string name;
+  std::vector<std::string> inputs;  // names, for messages and docs
+  bool variadic = false;            // the last input repeats (at least once)
+  std::vector<AttrSpec> attrs;
+  uint32_t traits = 0;
+  InferFn infer;
+  std::string summary;
+
+  bool has(OpTrait trait) const { return (traits & trait) != 0; }
+};
+
+// Checks `node` (op, inputs, attrs) against `schema`, fills in default attributes, and returns the
+// inferred output types. `inputs` are the types of node.inputs.
+Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& node,
+                                                  std::span<const TensorType> inputs);
+
+template <class T>
+const T& InferContext::attr(std::string_view name) const {
+  const T* value = node_.attrs.get<T>(name);
+  MIRRA_CHECK(value != nullptr, node_.name + ": attribute '" + std::string(name) + "' missing after check");
+  return *value;
+}
+
+}  // namespace mirra::graph

@@ -1,0 +1,41 @@
+// Shape and TensorType helpers.
+#include "graph/tensor_type.h"
+
+namespace mirra::graph {
+
+bool Shape::is_fully_defined() const {
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> Shape::num_elements() const {
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return std::nullopt;
+    if (__builtin_mul_overflow(product, d, &product)) return std::nullopt;
+  }
+  return product;
+}
+
+std::string Shape::to_string() const {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) out += ",";
+    out += dims[i] < 0 ? "?" : std::to_string(dims[i]);
+  }
+  return out + "]";
+}
+
+bool Shape::accepts(std::span<const int64_t> concrete) const {
+  if (concrete.size() != dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] >= 0 && dims[i] != concrete[i]) return false;
+  }
+  return true;
+}
+
+std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape.to_string(); }
+
+}  // namespace mirra::graph

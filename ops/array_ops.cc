@@ -1,0 +1,260 @@
+// Reshape, Transpose, Identity, Cast and OneHot: schemas, builders and CPU kernels.
+#include <cmath>
+#include <limits>
+
+#include "ops/array_ops.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/element_copy.h"
+#include "ops/cpu/parallel.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+namespace {
+
+// ---- Reshape ----
+
+// The target shape with its -1 resolved against `count` elements; nullopt when impossible.
+std::optional<std::vector<int64_t>> resolve_reshape(const std::vector<int64_t>& target, int64_t count) {
+  std::vector<int64_t> dims = target;
+  int64_t known = 1;
+  int unknown = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      unknown = static_cast<int>(i);
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      return std::nullopt;
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || count % known != 0) return std::nullopt;
+    dims[static_cast<size_t>(unknown)] = count / known;
+  } else if (known != count) {
+    return std::nullopt;
+  }
+  return dims;
+}
+
+Status reshape_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto dims = resolve_reshape(ctx.attr<std::vector<int64_t>>("shape"), x.num_elements());
+  if (!dims || dims->size() > runtime::kMaxRank) {
+    return graph::invalid_argument("cannot reshape " + x.type_string() + " to " +
+                                   graph::attr_to_string(ctx.attr<std::vector<int64_t>>("shape")));
+  }
+  ctx.set_output(0, x.reshaped(TensorShape(*dims)));
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_reshape(const InferContext& ctx) {
+  const auto& target = ctx.attr<std::vector<int64_t>>("shape");
+  int unknown = 0;
+  for (int64_t d : target) {
+    if (d < -1) return ctx.error("shape dims must be -1 or non-negative");
+    unknown += d == -1;
+  }
+  if (unknown > 1) return ctx.error("shape may hold at most one -1");
+  if (target.size() > runtime::kMaxRank) return ctx.error("shape has too high a rank");
+  if (const auto count = ctx.input(0).shape.num_elements()) {
+    const auto dims = resolve_reshape(target, *count);
+    if (!dims) return ctx.error("cannot reshape to " + graph::attr_to_string(target));
+    return std::vector<TensorType>{{ctx.input(0).dtype, Shape(*dims)}};
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, Shape(target)}};
+}
+
+// ---- Transpose ----
+
+Status transpose_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto& perm = ctx.attr<std::vector<int64_t>>("perm");
+  const int rank = x.rank();
+  TensorShape out_shape = x.shape();
+  int64_t in_strides[runtime::kMaxRank];
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    in_strides[d] = stride;
+    stride *= x.dim(d);
+  }
+  int64_t strides[runtime::kMaxRank];  // input stride of each output dim
+  for (int d = 0; d < rank; ++d) {
+    out_shape.set_dim(d, x.dim(static_cast<int>(perm[static_cast<size_t>(d)])));
+    strides[d] = in_strides[perm[static_cast<size_t>(d)]];
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+  if (y.num_elements() == 0) return Status();
+  const int64_t inner = rank > 0 ? out_shape.dim(rank - 1) : 1;
+  const int64_t inner_stride = rank > 0 ? strides[rank - 1] : 1;
+  const int64_t rows = y.num_elements() / inner;
+  cpu::with_element_type(x.dtype(), [&]<class E>(std::type_identity<E>) {
+    const E* in = static_cast<const E*>(x.raw_data());
+    E* out = static_cast<E*>(y.mutable_raw_data());
+    cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kElementwiseGrain / inner), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t offset = 0, rest = row;
+        for (int d = rank - 2; d >= 0; --d) {
+          offset += (rest % out_shape.dim(d)) * strides[d];
+          rest /= out_shape.dim(d);
+        }
+        for (int64_t i = 0; i < inner; ++i) out[row * inner + i] = in[offset + i * inner_stride];
+      }
+    });
+  });
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_transpose(const InferContext& ctx) {
+  const auto& perm = ctx.attr<std::vector<int64_t>>("perm");
+  const Shape& in = ctx.input(0).shape;
+  if (static_cast<int>(perm.size()) != in.rank()) return ctx.error("perm must have one entry per dim");
+  std::vector<bool> seen(perm.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.rank() || seen[static_cast<size_t>(p)]) return ctx.error("perm must be a permutation of the dims");
+    seen[static_cast<size_t>(p)] = true;
+    out.dims.push_back(in.dim(static_cast<int>(p)));
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+// ---- Identity ----
+
+Status identity_kernel(KernelContext& ctx) {
+  ctx.set_output(0, ctx.input(0));
+  return Status();
+}
+
+// ---- Cast ----
+
+// Converts one value; floats to integers saturate and NaN becomes 0 (a plain cast would be undefined).
+template <class To, class From>
+To convert(From value) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(value)) return To(0);
+    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+Status cast_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, ctx.attr<graph::DType>("dtype"), x.shape());
+  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(x.dtype(), [&]<class From>(cpu::Type<From>) {
+    return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(y.dtype(), [&]<class To>(cpu::Type<To>) {
+      const From* in = x.data<From>();
+      To* out = y.mutable_data<To>();
+      cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = convert<To>(in[i]);
+      });
+      return Status();
+    });
+  });
+}
+
+// ---- OneHot ----
+
+Status one_hot_kernel(KernelContext& ctx) {
+  const Tensor& indices = ctx.input(0);
+  const int64_t depth = ctx.attr<int64_t>("depth");
+  std::vector<int64_t> dims = indices.shape().to_vector();
+  dims.push_back(depth);
+  if (dims.size() > runtime::kMaxRank) return graph::invalid_argument("one-hot output rank is too high");
+  Tensor& y = ctx.allocate_output(0, ctx.attr<graph::DType>("dtype"), TensorShape(dims));
+  const double on = ctx.attr<double>("on_value");
+  const double off = ctx.attr<double>("off_value");
+  return cpu::visit_dtype<int32_t, int64_t>(indices.dtype(), [&]<class I>(cpu::Type<I>) {
+    return cpu::visit_dtype<float, double>(y.dtype(), [&]<class T>(cpu::Type<T>) {
+      const I* in = indices.data<I>();
+      T* out = y.mutable_data<T>();
+      for (int64_t i = 0; i < indices.num_elements(); ++i) {
+        for (int64_t c = 0; c < depth; ++c) out[i * depth + c] = static_cast<T>(in[i] == c ? on : off);
+      }
+      return Status();
+    });
+  });
+}
+
+}  // namespace
+
+void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  using graph::DeviceKind;
+  schemas.add(graph::OpSchema{.name = "Reshape",
+                              .inputs = {"x"},
+                              .attrs = {{"shape", AttrType::int_list, {}}},
+                              .infer = infer_reshape,
+                              .summary = "The same elements with another shape; one dim may be -1."});
+  kernels.add("Reshape", DeviceKind::cpu, {reshape_kernel});
+
+  schemas.add(graph::OpSchema{.name = "Transpose",
+                              .inputs = {"x"},
+                              .attrs = {{"perm", AttrType::int_list, {}}},
+                              .infer = infer_transpose,
+                              .summary = "Permutes the dims: output dim i is input dim perm[i]."});
+  kernels.add("Transpose", DeviceKind::cpu, {transpose_kernel});
+
+  schemas.add(graph::OpSchema{.name = "Identity",
+                              .inputs = {"x"},
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                return std::vector<TensorType>{ctx.input(0)};
+                              },
+                              .summary = "Its input, unchanged (the buffer is shared)."});
+  kernels.add("Identity", DeviceKind::cpu, {identity_kernel});
+
+  schemas.add(graph::OpSchema{.name = "Cast",
+                              .inputs = {"x"},
+                              .attrs = {{"dtype", AttrType::dtype, {}}},
+                              .traits = graph::kElementwise,
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), ctx.input(0).shape}};
+                              },
+                              .summary = "Converts each element to dtype (float to int saturates; NaN to 0)."});
+  kernels.add("Cast", DeviceKind::cpu, {cast_kernel});
+
+  schemas.add(graph::OpSchema{
+      .name = "OneHot",
+      .inputs = {"indices"},
+      .attrs = {{"depth", AttrType::integer, {}},
+                {"on_value", AttrType::real, 1.0},
+                {"off_value", AttrType::real, 0.0},
+                {"dtype", AttrType::dtype, graph::DType::f32}},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::i32, graph::DType::i64}));
+        if (!graph::is_floating(ctx.attr<graph::DType>("dtype"))) return ctx.error("dtype must be f32 or f64");
+        const int64_t depth = ctx.attr<int64_t>("depth");
+        if (depth < 0) return ctx.error("depth must be non-negative");
+        Shape out = ctx.input(0).shape;
+        out.dims.push_back(depth);
+        return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), out}};
+      },
+      .summary = "on_value at each index along a new last dim of size depth, off_value elsewhere."});
+  kernels.add("OneHot", DeviceKind::cpu, {one_hot_kernel});
+}
+
+ValueRef reshape(Builder& b, ValueRef x, std::vector<int64_t> shape) {
+  return b.add_value({.op = "Reshape", .inputs = {x}, .attrs = {{"shape", std::move(shape)}}});
+}
+ValueRef transpose(Builder& b, ValueRef x, std::vector<int64_t> perm) {
+  return b.add_value({.op = "Transpose", .inputs = {x}, .attrs = {{"perm", std::move(perm)}}});
+}
+ValueRef identity(Builder& b, ValueRef x) { return b.add_value({.op = "Identity", .inputs = {x}}); }
+ValueRef cast(Builder& b, ValueRef x, DType dtype) {
+  return b.add_value({.op = "Cast", .inputs = {x}, .attrs = {{"dtype", dtype}}});
+}
+ValueRef one_hot(Builder& b, ValueRef indices, int64_t depth, double on_value, double off_value, DType dtype) {
+  return b.add_value({.op = "OneHot",
+                      .inputs = {indices},
+                      .attrs = {{"depth", depth}, {"on_value", on_value}, {"off_value", off_value}, {"dtype", dtype}}});
+}
+
+}  // namespace mirra::ops

@@ -1,0 +1,96 @@
+// Binary element-wise ops with NumPy broadcasting: arithmetic (same dtype in and out) and Equal
+// (to bool). Integer division by zero is an error, never a trap.
+#include <algorithm>
+
+#include "ops/cpu/broadcast.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/elementwise_ops.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using runtime::KernelContext;
+using runtime::Tensor;
+
+namespace {
+
+struct Add { template <class T> static T apply(T x, T y) { return x + y; } };
+struct Sub { template <class T> static T apply(T x, T y) { return x - y; } };
+struct Mul { template <class T> static T apply(T x, T y) { return x * y; } };
+struct Div {
+  template <class T>
+  static T apply(T x, T y) {
+    // INT_MIN / -1 overflows (and traps); negate through unsigned instead, wrapping as Python's numpy does.
+    if constexpr (std::is_integral_v<T>) {
+      if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(x));
+    }
+    return x / y;
+  }
+};
+struct Maximum { template <class T> static T apply(T x, T y) { return x < y ? y : x; } };
+struct Equal { template <class T> static bool apply(T x, T y) { return x == y; } };
+
+template <class Op>
+inline constexpr bool kToBool = std::is_same_v<Op, Equal>;
+
+template <class Op>
+Status binary_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  const auto shape = cpu::broadcast_shape(x.shape(), y.shape());
+  if (!shape) {
+    return graph::invalid_argument("shapes " + x.shape().to_string() + " and " + y.shape().to_string() +
+                                   " do not broadcast");
+  }
+  Tensor& out = ctx.allocate_output(0, kToBool<Op> ? graph::DType::boolean : x.dtype(), *shape);
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
+      const auto divisors = y.values<T>();
+      if (std::find(divisors.begin(), divisors.end(), T(0)) != divisors.end()) {
+        return graph::invalid_argument("integer division by zero");
+      }
+    }
+    using Out = std::conditional_t<kToBool<Op>, bool, T>;
+    cpu::broadcast_apply<T, T, Out>(x, y, out, [](T a, T b) { return Op::template apply<T>(a, b); });
+    return Status();
+  });
+}
+
+template <class Op>
+void register_binary(const char* name, graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{
+      .name = name,
+      .inputs = {"x", "y"},
+      .traits = graph::kElementwise,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        using graph::DType;
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
+        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        auto shape = broadcast_shapes(ctx.input(0).shape, ctx.input(1).shape);
+        if (!shape) return ctx.error("shapes do not broadcast");
+        return std::vector<TensorType>{{kToBool<Op> ? DType::boolean : ctx.input(0).dtype, *shape}};
+      },
+      .summary = "Element-wise binary function with NumPy broadcasting."});
+  kernels.add(name, graph::DeviceKind::cpu, {binary_kernel<Op>});
+}
+
+}  // namespace
+
+void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  register_binary<Add>("Add", schemas, kernels);
+  register_binary<Sub>("Sub", schemas, kernels);
+  register_binary<Mul>("Mul", schemas, kernels);
+  register_binary<Div>("Div", schemas, kernels);
+  register_binary<Maximum>("Maximum", schemas, kernels);
+  register_binary<Equal>("Equal", schemas, kernels);
+}
+
+ValueRef add(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Add", .inputs = {x, y}}); }
+ValueRef sub(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Sub", .inputs = {x, y}}); }
+ValueRef mul(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Mul", .inputs = {x, y}}); }
+ValueRef div(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Div", .inputs = {x, y}}); }
+ValueRef maximum(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Maximum", .inputs = {x, y}}); }
+ValueRef equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Equal", .inputs = {x, y}}); }
+
+}  // namespace mirra::ops

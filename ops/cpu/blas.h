@@ -1,0 +1,13 @@
+// gemm: row-major C = op(A) * op(B) through OpenBLAS, for float and double. The M rows are split in
+// fixed chunks (independent of the thread count) over oneTBB, and OpenBLAS itself runs single-threaded,
+// so one scheduler owns the cores and results do not depend on how many threads there are.
+#pragma once
+
+#include <cstdint>
+
+namespace mirra::ops::cpu {
+
+template <class T>
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c);
+
+}  // namespace mirra::ops::cpu

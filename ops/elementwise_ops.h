@@ -1,0 +1,29 @@
+// Element-wise ops. Unary (f32, f64): Neg, Exp, Log, Sqrt, Rsqrt, Square, Relu, Sigmoid, Tanh.
+// Binary with NumPy broadcasting (f32, f64, i32, i64): Add, Sub, Mul, Div, Maximum, and Equal (to bool).
+#pragma once
+
+#include "graph/builder.h"
+
+namespace mirra::ops {
+
+using graph::Builder;
+using graph::ValueRef;
+
+ValueRef neg(Builder& b, ValueRef x);
+ValueRef exp(Builder& b, ValueRef x);
+ValueRef log(Builder& b, ValueRef x);
+ValueRef sqrt(Builder& b, ValueRef x);
+ValueRef rsqrt(Builder& b, ValueRef x);
+ValueRef square(Builder& b, ValueRef x);
+ValueRef relu(Builder& b, ValueRef x);
+ValueRef sigmoid(Builder& b, ValueRef x);
+ValueRef tanh(Builder& b, ValueRef x);
+
+ValueRef add(Builder& b, ValueRef x, ValueRef y);
+ValueRef sub(Builder& b, ValueRef x, ValueRef y);
+ValueRef mul(Builder& b, ValueRef x, ValueRef y);
+ValueRef div(Builder& b, ValueRef x, ValueRef y);
+ValueRef maximum(Builder& b, ValueRef x, ValueRef y);
+ValueRef equal(Builder& b, ValueRef x, ValueRef y);
+
+}  // namespace mirra::ops

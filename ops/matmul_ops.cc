@@ -1,0 +1,124 @@
+// MatMul and BiasAdd: schemas, builders and CPU kernels.
+#include "ops/cpu/blas.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/parallel.h"
+#include "ops/matmul_ops.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using graph::DType;
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+namespace {
+
+Status matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const bool ta = ctx.attr<bool>("transpose_a");
+  const bool tb = ctx.attr<bool>("transpose_b");
+  const int64_t m = ta ? a.dim(1) : a.dim(0);
+  const int64_t k = ta ? a.dim(0) : a.dim(1);
+  const int64_t kb = tb ? b.dim(1) : b.dim(0);
+  const int64_t n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb) {
+    return graph::invalid_argument("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
+  }
+  Tensor& c = ctx.allocate_output(0, a.dtype(), TensorShape{m, n});
+  return cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
+    cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>());
+    return Status();
+  });
+}
+
+int channel_axis(const std::string& data_format, int rank) { return data_format == "NCHW" ? 1 : rank - 1; }
+
+Status bias_add_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& bias = ctx.input(1);
+  const int axis = channel_axis(ctx.attr<std::string>("data_format"), x.rank());
+  const int64_t channels = x.dim(axis);
+  if (bias.dim(0) != channels) {
+    return graph::invalid_argument("bias " + bias.type_string() + " does not match channel dim of " + x.type_string());
+  }
+  int64_t inner = 1;
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* in = x.data<T>();
+    const T* pb = bias.data<T>();
+    T* out = y.mutable_data<T>();
+    const int64_t row = channels * inner;  // one outer index
+    const int64_t outer = row == 0 ? 0 : x.num_elements() / row;
+    cpu::parallel_for(outer, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(row, 1)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t o = begin; o < end; ++o) {
+                          for (int64_t c = 0; c < channels; ++c) {
+                            const int64_t base = o * row + c * inner;
+                            for (int64_t i = 0; i < inner; ++i) out[base + i] = in[base + i] + pb[c];
+                          }
+                        }
+                      });
+    return Status();
+  });
+}
+
+}  // namespace
+
+void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{
+      .name = "MatMul",
+      .inputs = {"a", "b"},
+      .attrs = {{"transpose_a", AttrType::boolean, false}, {"transpose_b", AttrType::boolean, false}},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 2));
+        MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 2));
+        const Shape& a = ctx.input(0).shape;
+        const Shape& b = ctx.input(1).shape;
+        const bool ta = ctx.attr<bool>("transpose_a");
+        const bool tb = ctx.attr<bool>("transpose_b");
+        const int64_t k = a.dim(ta ? 0 : 1);
+        const int64_t kb = b.dim(tb ? 1 : 0);
+        if (k >= 0 && kb >= 0 && k != kb) return ctx.error("inner dimensions differ");
+        return std::vector<TensorType>{{ctx.input(0).dtype, Shape{a.dim(ta ? 1 : 0), b.dim(tb ? 0 : 1)}}};
+      },
+      .summary = "Matrix product op(a) * op(b) of rank-2 tensors."});
+  kernels.add("MatMul", graph::DeviceKind::cpu, {matmul_kernel, /*expensive=*/true});
+
+  schemas.add(graph::OpSchema{
+      .name = "BiasAdd",
+      .inputs = {"value", "bias"},
+      .attrs = {{"data_format", AttrType::string, std::string("NHWC")}},
+      .traits = graph::kElementwise,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 1));
+        const std::string& format = ctx.attr<std::string>("data_format");
+        if (format != "NHWC" && format != "NCHW") return ctx.error("data_format must be NHWC or NCHW");
+        const Shape& x = ctx.input(0).shape;
+        if (x.rank() < (format == "NCHW" ? 3 : 1)) return ctx.error("value has too low a rank for " + format);
+        const int64_t channels = x.dim(channel_axis(format, x.rank()));
+        const int64_t bias = ctx.input(1).shape.dim(0);
+        if (channels >= 0 && bias >= 0 && channels != bias) return ctx.error("bias size differs from the channel dim");
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "Adds a per-channel bias."});
+  kernels.add("BiasAdd", graph::DeviceKind::cpu, {bias_add_kernel});
+}
+
+ValueRef matmul(Builder& b, ValueRef x, ValueRef y, bool transpose_x, bool transpose_y) {
+  return b.add_value({.op = "MatMul", .inputs = {x, y}, .attrs = {{"transpose_a", transpose_x}, {"transpose_b", transpose_y}}});
+}
+
+ValueRef bias_add(Builder& b, ValueRef x, ValueRef bias, const std::string& data_format) {
+  return b.add_value({.op = "BiasAdd", .inputs = {x, bias}, .attrs = {{"data_format", data_format}}});
+}
+
+}  // namespace mirra::ops

@@ -1,0 +1,21 @@
+// One registration function per op family (each defined in <family>_ops.cc); register_builtin_ops
+// calls them all. Internal to ops/.
+#pragma once
+
+#include "graph/op_registry.h"
+#include "runtime/kernel.h"
+
+namespace mirra::ops {
+
+void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+
+}  // namespace mirra::ops

@@ -1,0 +1,18 @@
+// Every built-in op's builder, and the op and kernel tables: include this to build graphs.
+//
+//   graph::Graph g;
+//   graph::Builder b(g, ops::registry(), /*seed=*/1);
+//   auto x = ops::placeholder(b, "x", graph::DType::f32, {-1, 784});
+//   auto w = ops::variable(b, "w", {784, 10}, ops::Initializer::glorot_uniform());
+//   auto y = ops::softmax(b, ops::matmul(b, x, w));
+#pragma once
+
+#include "ops/array_ops.h"
+#include "ops/conv_ops.h"
+#include "ops/elementwise_ops.h"
+#include "ops/matmul_ops.h"
+#include "ops/pool_ops.h"
+#include "ops/reduce_ops.h"
+#include "ops/registry.h"
+#include "ops/softmax_ops.h"
+#include "ops/source_ops.h"

@@ -1,0 +1,39 @@
+// register_builtin_ops and the process-wide built-in tables.
+#include "ops/registry.h"
+
+#include "ops/op_families.h"
+
+namespace mirra::ops {
+
+void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  register_source_ops(schemas, kernels);
+  register_unary_ops(schemas, kernels);
+  register_binary_ops(schemas, kernels);
+  register_matmul_ops(schemas, kernels);
+  register_softmax_ops(schemas, kernels);
+  register_conv_ops(schemas, kernels);
+  register_pool_ops(schemas, kernels);
+  register_array_ops(schemas, kernels);
+  register_slicing_ops(schemas, kernels);
+  register_reduce_ops(schemas, kernels);
+}
+
+namespace {
+
+struct BuiltinTables {
+  graph::OpRegistry schemas;
+  runtime::KernelRegistry kernels;
+  BuiltinTables() { register_builtin_ops(schemas, kernels); }
+};
+
+const BuiltinTables& builtin_tables() {
+  static const BuiltinTables tables;
+  return tables;
+}
+
+}  // namespace
+
+const graph::OpRegistry& registry() { return builtin_tables().schemas; }
+const runtime::KernelRegistry& cpu_kernels() { return builtin_tables().kernels; }
+
+}  // namespace mirra::ops

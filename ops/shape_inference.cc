@@ -1,0 +1,83 @@
+// Shape-inference helpers.
+#include "ops/shape_inference.h"
+
+#include <algorithm>
+
+namespace mirra::ops {
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  Shape out;
+  out.dims.assign(static_cast<size_t>(rank), 1);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i;
+    const int ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a.dim(ia) : 1;
+    const int64_t db = ib >= 0 ? b.dim(ib) : 1;
+    int64_t d;
+    if (da == db) {
+      d = da;
+    } else if (da == 1) {
+      d = db;
+    } else if (db == 1) {
+      d = da;
+    } else if (da < 0) {
+      d = db;
+    } else if (db < 0) {
+      d = da;
+    } else {
+      return std::nullopt;
+    }
+    out.dims[static_cast<size_t>(i)] = d;
+  }
+  return out;
+}
+
+std::optional<int> normalize_axis(int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+int64_t known_product(const Shape& shape, int begin, int end) {
+  int64_t product = 1;
+  for (int i = begin; i < end; ++i) {
+    if (shape.dim(i) < 0) return -1;
+    product *= shape.dim(i);
+  }
+  return product;
+}
+
+Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_list<graph::DType> allowed) {
+  const graph::DType dtype = ctx.input(input).dtype;
+  if (std::find(allowed.begin(), allowed.end(), dtype) != allowed.end()) return Status();
+  std::string names;
+  for (graph::DType d : allowed) names += (names.empty() ? "" : ", ") + std::string(graph::dtype_name(d));
+  return ctx.error("input " + std::to_string(input) + " must have dtype in {" + names + "}");
+}
+
+Status require_same_dtype(const InferContext& ctx) {
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype != ctx.input(0).dtype) return ctx.error("inputs must have the same dtype");
+  }
+  return Status();
+}
+
+Status require_rank(const InferContext& ctx, size_t input, int rank) {
+  if (ctx.input(input).shape.rank() == rank) return Status();
+  return ctx.error("input " + std::to_string(input) + " must have rank " + std::to_string(rank));
+}
+
+int64_t window_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same_padding) {
+  if (in < 0) return -1;
+  if (same_padding) return (in + stride - 1) / stride;
+  const int64_t effective = (window - 1) * dilation + 1;
+  return in >= effective ? (in - effective) / stride + 1 : 0;
+}
+
+int64_t same_padding_before(int64_t in, int64_t out, int64_t window, int64_t stride, int64_t dilation) {
+  const int64_t effective = (window - 1) * dilation + 1;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+  return total / 2;
+}
+
+}  // namespace mirra::ops

@@ -1,0 +1,265 @@
+// Concat, Split, Slice and Pad: schemas, builders and CPU kernels. All move bytes only, so they work
+// for every dtype; Slice and Pad share one box copy.
+#include "ops/array_ops.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/element_copy.h"
+#include "ops/cpu/parallel.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+namespace {
+
+// Copies the box of size `box` at `src_origin` in `src` to `dst_origin` in `dst` (same rank and dtype).
+void copy_box(const Tensor& src, const int64_t* src_origin, Tensor& dst, const int64_t* dst_origin, const TensorShape& box) {
+  const int rank = box.rank();
+  if (box.num_elements() == 0) return;
+  int64_t src_strides[runtime::kMaxRank], dst_strides[runtime::kMaxRank];
+  int64_t ss = 1, ds = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    src_strides[d] = ss;
+    dst_strides[d] = ds;
+    ss *= src.dim(d);
+    ds *= dst.dim(d);
+  }
+  const int64_t inner = rank > 0 ? box.dim(rank - 1) : 1;
+  const int64_t rows = box.num_elements() / inner;
+  cpu::with_element_type(src.dtype(), [&]<class E>(std::type_identity<E>) {
+    const E* in = static_cast<const E*>(src.raw_data());
+    E* out = static_cast<E*>(dst.mutable_raw_data());
+    cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kElementwiseGrain / inner), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        int64_t src_offset = 0, dst_offset = 0, rest = row;
+        for (int d = rank - 1; d >= 0; --d) {
+          const int64_t index = d == rank - 1 ? 0 : rest % box.dim(d);
+          if (d != rank - 1) rest /= box.dim(d);
+          src_offset += (index + src_origin[d]) * src_strides[d];
+          dst_offset += (index + dst_origin[d]) * dst_strides[d];
+        }
+        std::copy_n(in + src_offset, inner, out + dst_offset);
+      }
+    });
+  });
+}
+
+// ---- Concat ----
+
+Status concat_kernel(KernelContext& ctx) {
+  const Tensor& first = ctx.input(0);
+  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), first.rank());
+  TensorShape out_shape = first.shape();
+  int64_t total = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& x = ctx.input(i);
+    for (int d = 0; d < first.rank(); ++d) {
+      if (d != axis && x.dim(d) != first.dim(d)) {
+        return graph::invalid_argument("input " + std::to_string(i) + " " + x.type_string() +
+                                       " does not match input 0 " + first.type_string() + " off the concat axis");
+      }
+    }
+    total += x.dim(axis);
+  }
+  out_shape.set_dim(axis, total);
+  Tensor& y = ctx.allocate_output(0, first.dtype(), out_shape);
+  int64_t dst_origin[runtime::kMaxRank] = {};
+  const int64_t src_origin[runtime::kMaxRank] = {};
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    copy_box(ctx.input(i), src_origin, y, dst_origin, ctx.input(i).shape());
+    dst_origin[axis] += ctx.input(i).dim(axis);
+  }
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_concat(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+  const Shape& first = ctx.input(0).shape;
+  const auto axis = normalize_axis(ctx.attr<int64_t>("axis"), first.rank());
+  if (!axis) return ctx.error("axis is out of range");
+  Shape out = first;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Shape& x = ctx.input(i).shape;
+    if (x.rank() != first.rank()) return ctx.error("inputs must have the same rank");
+    for (int d = 0; d < first.rank(); ++d) {
+      if (d == *axis) {
+        out.dims[static_cast<size_t>(d)] = out.dim(d) < 0 || x.dim(d) < 0 ? -1 : out.dim(d) + x.dim(d);
+      } else if (x.dim(d) >= 0 && out.dim(d) >= 0 && x.dim(d) != out.dim(d)) {
+        return ctx.error("inputs differ off the concat axis");
+      } else if (out.dim(d) < 0) {
+        out.dims[static_cast<size_t>(d)] = x.dim(d);
+      }
+    }
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+// ---- Split ----
+
+Status split_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
+  const int64_t parts = ctx.attr<int64_t>("num_split");
+  if (x.dim(axis) % parts != 0) {
+    return graph::invalid_argument("dim " + std::to_string(axis) + " of " + x.type_string() + " does not split into " +
+                                   std::to_string(parts) + " equal parts");
+  }
+  TensorShape part_shape = x.shape();
+  part_shape.set_dim(axis, x.dim(axis) / parts);
+  int64_t src_origin[runtime::kMaxRank] = {};
+  const int64_t dst_origin[runtime::kMaxRank] = {};
+  for (int64_t i = 0; i < parts; ++i) {
+    Tensor& y = ctx.allocate_output(static_cast<size_t>(i), x.dtype(), part_shape);
+    copy_box(x, src_origin, y, dst_origin, part_shape);
+    src_origin[axis] += part_shape.dim(axis);
+  }
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_split(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto axis = normalize_axis(ctx.attr<int64_t>("axis"), in.rank());
+  if (!axis) return ctx.error("axis is out of range");
+  const int64_t parts = ctx.attr<int64_t>("num_split");
+  if (parts < 1 || parts > 65535) return ctx.error("num_split must be in [1, 65535]");
+  Shape part = in;
+  const int64_t dim = in.dim(*axis);
+  if (dim >= 0 && dim % parts != 0) return ctx.error("the split dim does not divide into num_split equal parts");
+  part.dims[static_cast<size_t>(*axis)] = dim < 0 ? -1 : dim / parts;
+  return std::vector<TensorType>(static_cast<size_t>(parts), TensorType{ctx.input(0).dtype, part});
+}
+
+// ---- Slice ----
+
+Status slice_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
+  const auto& size = ctx.attr<std::vector<int64_t>>("size");
+  TensorShape box = x.shape();
+  for (int d = 0; d < x.rank(); ++d) {
+    const auto i = static_cast<size_t>(d);
+    const int64_t extent = size[i] < 0 ? x.dim(d) - begin[i] : size[i];
+    if (begin[i] > x.dim(d) || extent < 0 || begin[i] + extent > x.dim(d)) {
+      return graph::invalid_argument("slice begin " + graph::attr_to_string(begin) + " size " +
+                                     graph::attr_to_string(size) + " is outside " + x.type_string());
+    }
+    box.set_dim(d, extent);
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), box);
+  const int64_t dst_origin[runtime::kMaxRank] = {};
+  copy_box(x, begin.data(), y, dst_origin, box);
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_slice(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
+  const auto& size = ctx.attr<std::vector<int64_t>>("size");
+  if (static_cast<int>(begin.size()) != in.rank() || static_cast<int>(size.size()) != in.rank()) {
+    return ctx.error("begin and size need one entry per dim");
+  }
+  Shape out = in;
+  for (int d = 0; d < in.rank(); ++d) {
+    const auto i = static_cast<size_t>(d);
+    if (begin[i] < 0 || size[i] < -1) return ctx.error("begin must be >= 0 and size >= -1");
+    if (in.dim(d) >= 0 && (begin[i] > in.dim(d) || (size[i] >= 0 && begin[i] + size[i] > in.dim(d)))) {
+      return ctx.error("slice goes past dim " + std::to_string(d));
+    }
+    out.dims[i] = size[i] >= 0 ? size[i] : (in.dim(d) >= 0 ? in.dim(d) - begin[i] : -1);
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+// ---- Pad ----
+
+Status pad_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto& paddings = ctx.attr<std::vector<int64_t>>("paddings");
+  TensorShape out_shape = x.shape();
+  int64_t origin[runtime::kMaxRank] = {};
+  for (int d = 0; d < x.rank(); ++d) {
+    origin[d] = paddings[2 * static_cast<size_t>(d)];
+    out_shape.set_dim(d, x.dim(d) + origin[d] + paddings[2 * static_cast<size_t>(d) + 1]);
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+  const double value = ctx.attr<double>("constant_value");
+  MIRRA_RETURN_IF_ERROR((cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(y.dtype(), [&]<class T>(cpu::Type<T>) {
+    std::fill_n(y.mutable_data<T>(), y.num_elements(), static_cast<T>(value));
+    return Status();
+  })));
+  const int64_t src_origin[runtime::kMaxRank] = {};
+  copy_box(x, src_origin, y, origin, x.shape());
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_pad(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto& paddings = ctx.attr<std::vector<int64_t>>("paddings");
+  if (static_cast<int>(paddings.size()) != 2 * in.rank()) return ctx.error("paddings needs a (before, after) pair per dim");
+  Shape out = in;
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t before = paddings[2 * static_cast<size_t>(d)];
+    const int64_t after = paddings[2 * static_cast<size_t>(d) + 1];
+    if (before < 0 || after < 0) return ctx.error("paddings must be non-negative");
+    if (in.dim(d) >= 0) out.dims[static_cast<size_t>(d)] = in.dim(d) + before + after;
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+}  // namespace
+
+void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  using graph::DeviceKind;
+  schemas.add(graph::OpSchema{.name = "Concat",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = {{"axis", AttrType::integer, {}}},
+                              .infer = infer_concat,
+                              .summary = "Joins its inputs along axis."});
+  kernels.add("Concat", DeviceKind::cpu, {concat_kernel});
+  schemas.add(graph::OpSchema{.name = "Split",
+                              .inputs = {"x"},
+                              .attrs = {{"axis", AttrType::integer, {}}, {"num_split", AttrType::integer, {}}},
+                              .infer = infer_split,
+                              .summary = "Cuts its input along axis into num_split equal parts."});
+  kernels.add("Split", DeviceKind::cpu, {split_kernel});
+  schemas.add(graph::OpSchema{.name = "Slice",
+                              .inputs = {"x"},
+                              .attrs = {{"begin", AttrType::int_list, {}}, {"size", AttrType::int_list, {}}},
+                              .infer = infer_slice,
+                              .summary = "The box of `size` at `begin`; size -1 runs to the end of a dim."});
+  kernels.add("Slice", DeviceKind::cpu, {slice_kernel});
+  schemas.add(graph::OpSchema{.name = "Pad",
+                              .inputs = {"x"},
+                              .attrs = {{"paddings", AttrType::int_list, {}}, {"constant_value", AttrType::real, 0.0}},
+                              .infer = infer_pad,
+                              .summary = "Pads each dim with constant_value before and after."});
+  kernels.add("Pad", DeviceKind::cpu, {pad_kernel});
+}
+
+ValueRef concat(Builder& b, const std::vector<ValueRef>& values, int64_t axis) {
+  return b.add_value({.op = "Concat", .inputs = values, .attrs = {{"axis", axis}}});
+}
+
+std::vector<ValueRef> split(Builder& b, ValueRef x, int64_t axis, int64_t num_split) {
+  const graph::NodeId id = b.add({.op = "Split", .inputs = {x}, .attrs = {{"axis", axis}, {"num_split", num_split}}});
+  if (id == graph::kInvalidNode) return std::vector<ValueRef>(static_cast<size_t>(std::clamp<int64_t>(num_split, 0, 65535)));
+  std::vector<ValueRef> parts;
+  for (int64_t i = 0; i < num_split; ++i) parts.push_back({id, static_cast<uint16_t>(i)});
+  return parts;
+}
+
+ValueRef slice(Builder& b, ValueRef x, std::vector<int64_t> begin, std::vector<int64_t> size) {
+  return b.add_value({.op = "Slice", .inputs = {x}, .attrs = {{"begin", std::move(begin)}, {"size", std::move(size)}}});
+}
+
+ValueRef pad(Builder& b, ValueRef x, std::vector<int64_t> paddings, double constant_value) {
+  return b.add_value(
+      {.op = "Pad", .inputs = {x}, .attrs = {{"paddings", std::move(paddings)}, {"constant_value", constant_value}}});
+}
+
+}  // namespace mirra::ops

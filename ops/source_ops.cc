@@ -1,0 +1,142 @@
+// Placeholder, Const, Variable and Fill: schemas, builders and CPU kernels.
+#include "ops/source_ops.h"
+
+#include <cstring>
+
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrSpec;
+using graph::AttrType;
+using graph::OpSchema;
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+namespace {
+
+Status placeholder_kernel(KernelContext& ctx) {
+  return graph::failed_precondition("placeholder '" + ctx.node().name + "' must be fed, and no value was given");
+}
+
+Status const_kernel(KernelContext& ctx) {
+  const auto& value = ctx.attr<graph::TensorValue>("value");
+  Tensor& out = ctx.allocate_output(0, value.type.dtype, TensorShape(value.type.shape.dims));
+  if (out.byte_size() > 0) std::memcpy(out.mutable_raw_data(), value.bytes->data(), out.byte_size());
+  return Status();
+}
+
+Status variable_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node();
+  auto value = ctx.variables().get_or_create(node.name, [&]() -> graph::Expected<Tensor> {
+    Tensor initial = Tensor::empty(ctx.device().allocator(), ctx.attr<DType>("dtype"),
+                                   TensorShape(ctx.attr<Shape>("shape").dims));
+    MIRRA_RETURN_IF_ERROR(fill_initial_value(ctx.attr<std::string>("initializer"), ctx.attr<double>("init_value"),
+                                             static_cast<uint64_t>(ctx.attr<int64_t>("seed")), initial));
+    return initial;
+  });
+  if (!value.ok()) return value.status();
+  ctx.set_output(0, *value);
+  return Status();
+}
+
+Status fill_kernel(KernelContext& ctx) {
+  Tensor& out = ctx.allocate_output(0, ctx.attr<DType>("dtype"), TensorShape(ctx.attr<Shape>("shape").dims));
+  const double value = ctx.attr<double>("value");
+  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(out.dtype(), [&]<class T>(cpu::Type<T>) {
+    std::fill_n(out.mutable_data<T>(), out.num_elements(), static_cast<T>(value));
+    return Status();
+  });
+}
+
+Expected<std::vector<TensorType>> infer_fully_defined(const InferContext& ctx) {
+  const Shape& shape = ctx.attr<Shape>("shape");
+  if (!shape.is_fully_defined()) return ctx.error("shape " + shape.to_string() + " must be fully defined");
+  if (!shape.num_elements()) return ctx.error("shape " + shape.to_string() + " has too many elements");
+  return std::vector<TensorType>{{ctx.attr<DType>("dtype"), shape}};
+}
+
+}  // namespace
+
+void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  using graph::DeviceKind;
+  schemas.add(OpSchema{
+      .name = "Placeholder",
+      .attrs = {{"dtype", AttrType::dtype, {}}, {"shape", AttrType::shape, {}}},
+      .traits = graph::kSource,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        return std::vector<TensorType>{{ctx.attr<DType>("dtype"), ctx.attr<Shape>("shape")}};
+      },
+      .summary = "An input, fed by name at run time; -1 dims take any size."});
+  kernels.add("Placeholder", DeviceKind::cpu, {placeholder_kernel});
+
+  schemas.add(OpSchema{
+      .name = "Const",
+      .attrs = {{"value", AttrType::tensor, {}}},
+      .traits = graph::kSource,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        const auto& value = ctx.attr<graph::TensorValue>("value");
+        const auto count = value.type.shape.num_elements();
+        if (!count || value.bytes == nullptr ||
+            value.bytes->size() != static_cast<size_t>(*count) * graph::dtype_size(value.type.dtype)) {
+          return ctx.error("value of type " + value.type.to_string() + " does not hold exactly its elements");
+        }
+        return std::vector<TensorType>{value.type};
+      },
+      .summary = "A constant tensor stored in the graph."});
+  kernels.add("Const", DeviceKind::cpu, {const_kernel});
+
+  schemas.add(OpSchema{
+      .name = "Variable",
+      .attrs = {{"dtype", AttrType::dtype, DType::f32},
+                {"shape", AttrType::shape, {}},
+                {"initializer", AttrType::string, std::string("zeros")},
+                {"init_value", AttrType::real, 0.0},
+                {"seed", AttrType::integer, int64_t{0}}},
+      .traits = graph::kSource | graph::kStateful,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        if (!graph::is_floating(ctx.attr<DType>("dtype"))) return ctx.error("variables must be f32 or f64");
+        const std::string& kind = ctx.attr<std::string>("initializer");
+        if (!is_known_initializer(kind)) return ctx.error("unknown initializer '" + kind + "'");
+        return infer_fully_defined(ctx);
+      },
+      .summary = "State kept by the session across steps, created from its initialiser on first use."});
+  kernels.add("Variable", DeviceKind::cpu, {variable_kernel});
+
+  schemas.add(OpSchema{
+      .name = "Fill",
+      .attrs = {{"dtype", AttrType::dtype, DType::f32}, {"shape", AttrType::shape, {}}, {"value", AttrType::real, {}}},
+      .traits = graph::kSource,
+      .infer = infer_fully_defined,
+      .summary = "A tensor of one shape with every element equal to value."});
+  kernels.add("Fill", DeviceKind::cpu, {fill_kernel});
+}
+
+ValueRef placeholder(Builder& b, std::string_view name, DType dtype, Shape shape) {
+  return b.add_value({.op = "Placeholder", .attrs = {{"dtype", dtype}, {"shape", std::move(shape)}}, .name = std::string(name)});
+}
+
+ValueRef constant(Builder& b, graph::TensorValue value, std::string_view name) {
+  return b.add_value({.op = "Const", .attrs = {{"value", std::move(value)}}, .name = std::string(name)});
+}
+
+ValueRef scalar(Builder& b, float value) { return constant<float>(b, Shape{}, std::span<const float>(&value, 1)); }
+
+ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype) {
+  return b.add_value({.op = "Variable",
+                      .attrs = {{"dtype", dtype},
+                                {"shape", std::move(shape)},
+                                {"initializer", init.kind},
+                                {"init_value", init.value},
+                                {"seed", static_cast<int64_t>(b.next_seed() >> 1)}},
+                      .name = std::string(name)});
+}
+
+ValueRef fill(Builder& b, Shape shape, double value, DType dtype) {
+  return b.add_value({.op = "Fill", .attrs = {{"dtype", dtype}, {"shape", std::move(shape)}, {"value", value}}});
+}
+
+}  // namespace mirra::ops

@@ -1,0 +1,30 @@
+// Source ops (no inputs): Placeholder (fed at run time), Const (a value stored in the graph),
+// Variable (state kept by the session, created from its initialiser), Fill (a constant-valued tensor).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "graph/builder.h"
+#include "ops/initializers.h"
+
+namespace mirra::ops {
+
+using graph::Builder;
+using graph::DType;
+using graph::Shape;
+using graph::ValueRef;
+
+ValueRef placeholder(Builder& b, std::string_view name, DType dtype, Shape shape);
+ValueRef constant(Builder& b, graph::TensorValue value, std::string_view name = "Const");
+ValueRef scalar(Builder& b, float value);
+template <class T>
+ValueRef constant(Builder& b, Shape shape, std::span<const T> values) {
+  return constant(b, graph::TensorValue::from<T>(std::move(shape), values));
+}
+// A variable of fully defined `shape`; random initialisers draw from b.next_seed().
+ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init = Initializer::zeros(),
+                  DType dtype = DType::f32);
+ValueRef fill(Builder& b, Shape shape, double value, DType dtype = DType::f32);
+
+}  // namespace mirra::ops

@@ -1,0 +1,40 @@
+// Schema checks shared by the windowed ops: 2-element positive int lists, padding and data_format
+// strings, and the inferred output shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+inline Status check_pair(const InferContext& ctx, const char* name) {
+  const auto& values = ctx.attr<std::vector<int64_t>>(name);
+  if (values.size() != 2 || values[0] < 1 || values[1] < 1) {
+    return ctx.error(std::string(name) + " must be two positive integers [height, width]");
+  }
+  return Status();
+}
+
+inline Status check_padding_and_format(const InferContext& ctx) {
+  const auto& padding = ctx.attr<std::string>("padding");
+  if (padding != "SAME" && padding != "VALID") return ctx.error("padding must be SAME or VALID");
+  const auto& format = ctx.attr<std::string>("data_format");
+  if (format != "NHWC" && format != "NCHW") return ctx.error("data_format must be NHWC or NCHW");
+  return Status();
+}
+
+// Output shape of a windowed op over input 0 (rank 4, checked by the caller).
+inline Shape window_output_shape(const InferContext& ctx, int64_t window_h, int64_t window_w,
+                                 const std::vector<int64_t>& dilations, int64_t out_channels) {
+  const Shape& in = ctx.input(0).shape;
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  const bool same = ctx.attr<std::string>("padding") == "SAME";
+  const auto& strides = ctx.attr<std::vector<int64_t>>("strides");
+  const int64_t h = window_output_dim(in.dim(nchw ? 2 : 1), window_h, strides[0], dilations[0], same);
+  const int64_t w = window_output_dim(in.dim(nchw ? 3 : 2), window_w, strides[1], dilations[1], same);
+  return nchw ? Shape{in.dim(0), out_channels, h, w} : Shape{in.dim(0), h, w, out_channels};
+}
+
+}  // namespace mirra::ops

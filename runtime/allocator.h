@@ -1,0 +1,35 @@
+// Allocator: where a device's tensor memory comes from. Every block is 64-byte aligned. Buffers keep
+// their allocator alive (shared_ptr), so a tensor may outlive the session that made it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace mirra::runtime {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+struct AllocatorStats {
+  size_t bytes_in_use = 0;
+  size_t peak_bytes_in_use = 0;
+  size_t bytes_cached = 0;  // freed blocks kept for reuse
+  size_t allocations = 0;   // requests served
+  size_t cache_hits = 0;    // requests served from the cache
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // A 64-byte aligned block of at least `bytes` bytes (non-null, also for 0 bytes).
+  virtual void* allocate(size_t bytes) = 0;
+  // Returns a block from allocate() with the same `bytes`.
+  virtual void deallocate(void* data, size_t bytes) = 0;
+  virtual AllocatorStats stats() const = 0;
+  virtual std::string name() const = 0;
+};
+
+// The process-wide allocator for host tensors that belong to no device (feeds built by users).
+std::shared_ptr<Allocator> host_allocator();
+
+}  // namespace mirra::runtime

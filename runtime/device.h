@@ -1,0 +1,41 @@
+// Device and DeviceSet: a device is where kernels run and tensors live, with its own allocator.
+// One process may hold several logical CPU devices (cpu:0, cpu:1, ...), each with its own caching
+// allocator, so that strategies can treat them as replicas.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "graph/device_id.h"
+#include "runtime/allocator.h"
+
+namespace mirra::runtime {
+
+using graph::DeviceId;
+using graph::DeviceKind;
+
+class Device {
+ public:
+  Device(DeviceId id, std::shared_ptr<Allocator> allocator) : id_(id), allocator_(std::move(allocator)) {}
+
+  DeviceId id() const { return id_; }
+  const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
+
+ private:
+  DeviceId id_;
+  std::shared_ptr<Allocator> allocator_;
+};
+
+class DeviceSet {
+ public:
+  // `count` logical CPU devices cpu:0 .. cpu:count-1.
+  static DeviceSet cpu(int count);
+
+  Device* find(DeviceId id) const;
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
+};
+
+}  // namespace mirra::runtime

@@ -1,0 +1,129 @@
+// build_plan: pruning, ordering, slots and counts.
+#include "runtime/execution_plan.h"
+
+#include <algorithm>
+
+namespace mirra::runtime {
+
+using graph::Expected;
+using graph::NodeId;
+
+namespace {
+
+// Nodes the request needs: everything the fetches and targets depend on, stopping at fed nodes.
+std::vector<bool> needed_nodes(const graph::Graph& graph, const PlanRequest& request) {
+  std::vector<bool> needed(graph.size(), false);
+  std::vector<bool> fed(graph.size(), false);
+  for (NodeId id : request.fed) fed[id] = true;
+  std::vector<NodeId> stack;
+  auto visit = [&](NodeId id) {
+    if (!needed[id]) {
+      needed[id] = true;
+      if (!fed[id]) stack.push_back(id);
+    }
+  };
+  for (const auto& fetch : request.fetches) visit(fetch.node);
+  for (NodeId target : request.targets) visit(target);
+  while (!stack.empty()) {
+    const graph::Node& node = graph.node(stack.back());
+    stack.pop_back();
+    for (const auto& input : node.inputs) visit(input.node);
+    for (NodeId control : node.control_inputs) visit(control);
+  }
+  return needed;
+}
+
+void append_unique(std::vector<uint32_t>& list, size_t begin, uint32_t value) {
+  if (std::find(list.begin() + static_cast<ptrdiff_t>(begin), list.end(), value) == list.end()) list.push_back(value);
+}
+
+}  // namespace
+
+Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest& request,
+                                   const KernelRegistry& kernels, const DeviceSet& devices,
+                                   graph::DeviceId default_device) {
+  for (const auto& fetch : request.fetches) {
+    if (fetch.node >= graph.size() || fetch.output >= graph.node(fetch.node).outputs.size()) {
+      return graph::invalid_argument("fetch refers to a value the graph does not have");
+    }
+  }
+  for (NodeId id : request.targets) {
+    if (id >= graph.size()) return graph::invalid_argument("target refers to a node the graph does not have");
+  }
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, graph.topological_order());
+  const std::vector<bool> needed = needed_nodes(graph, request);
+  std::vector<bool> fed(graph.size(), false);
+  for (NodeId id : request.fed) fed[id] = true;
+
+  ExecutionPlan plan;
+  std::vector<uint32_t> plan_index(graph.size(), kNotInPlan);
+  for (NodeId id : order) {
+    if (!needed[id]) continue;
+    const graph::Node& node = graph.node(id);
+    PlanNode pn;
+    pn.node = &node;
+    pn.fed = fed[id];
+    const graph::DeviceId device_id = node.device.value_or(default_device);
+    pn.device = devices.find(device_id);
+    if (pn.device == nullptr) {
+      return graph::invalid_argument("node '" + node.name + "' is placed on " + device_id.to_string() +
+                                     ", which this session does not have");
+    }
+    if (!pn.fed) {
+      const KernelDef* kernel = kernels.find(node.op, device_id.kind);
+      if (kernel == nullptr) {
+        return graph::unimplemented("node '" + node.name + "': no " + std::string(graph::device_kind_name(device_id.kind)) +
+                                    " kernel for op '" + node.op + "'");
+      }
+      pn.kernel = *kernel;
+    }
+    pn.first_output = plan.num_values;
+    plan.num_values += static_cast<uint32_t>(node.outputs.size());
+    plan_index[id] = static_cast<uint32_t>(plan.nodes.size());
+    plan.nodes.push_back(pn);
+  }
+
+  // Inputs, producers and pending counts (fed nodes read nothing and wait for nothing).
+  std::vector<std::vector<uint32_t>> consumers(plan.nodes.size());
+  for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
+    PlanNode& pn = plan.nodes[i];
+    if (pn.fed) continue;
+    pn.inputs_begin = static_cast<uint32_t>(plan.input_slots.size());
+    pn.producers_begin = static_cast<uint32_t>(plan.producers.size());
+    for (const auto& input : pn.node->inputs) {
+      const uint32_t producer = plan_index[input.node];
+      plan.input_slots.push_back(plan.nodes[producer].first_output + input.output);
+      append_unique(plan.producers, pn.producers_begin, producer);
+    }
+    pn.inputs_end = static_cast<uint32_t>(plan.input_slots.size());
+    pn.producers_end = static_cast<uint32_t>(plan.producers.size());
+    std::vector<uint32_t> waits_for(plan.producers.begin() + pn.producers_begin, plan.producers.end());
+    for (NodeId control : pn.node->control_inputs) {
+      if (std::find(waits_for.begin(), waits_for.end(), plan_index[control]) == waits_for.end()) {
+        waits_for.push_back(plan_index[control]);
+      }
+    }
+    for (uint32_t producer : waits_for) {
+      if (plan.nodes[producer].fed) continue;
+      ++pn.initial_pending;
+      consumers[producer].push_back(i);
+    }
+    for (uint32_t p = pn.producers_begin; p < pn.producers_end; ++p) ++plan.nodes[plan.producers[p]].initial_uses;
+  }
+  for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
+    PlanNode& pn = plan.nodes[i];
+    pn.consumers_begin = static_cast<uint32_t>(plan.consumers.size());
+    plan.consumers.insert(plan.consumers.end(), consumers[i].begin(), consumers[i].end());
+    pn.consumers_end = static_cast<uint32_t>(plan.consumers.size());
+    if (!pn.fed && pn.initial_pending == 0) plan.initially_ready.push_back(i);
+  }
+  for (const auto& fetch : request.fetches) {
+    PlanNode& pn = plan.nodes[plan_index[fetch.node]];
+    plan.fetch_slots.push_back(pn.first_output + fetch.output);
+    ++pn.initial_uses;  // held until the step ends; extra holds for repeated fetches are harmless
+  }
+  for (NodeId id : request.fed) plan.fed_nodes.push_back(plan_index[id]);
+  return plan;
+}
+
+}  // namespace mirra::runtime

@@ -1,0 +1,62 @@
+// ExecutionPlan: what the executor needs to run one (feeds, fetches, targets) request of a graph,
+// computed once and reused every step: the nodes needed (pruned, in topological order), their
+// kernels and devices, value slots, producer and consumer lists, and initial pending counts.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/device.h"
+#include "runtime/kernel.h"
+
+namespace mirra::runtime {
+
+inline constexpr uint32_t kNotInPlan = 0xFFFFFFFFu;
+
+struct PlanRequest {
+  std::vector<graph::NodeId> fed;  // nodes whose output 0 is fed (they do not run)
+  std::vector<graph::ValueRef> fetches;
+  std::vector<graph::NodeId> targets;  // run, nothing fetched
+};
+
+struct PlanNode {
+  const graph::Node* node = nullptr;
+  KernelDef kernel;
+  Device* device = nullptr;
+  uint32_t first_output = 0;  // value slot of output 0; outputs are consecutive
+  uint32_t inputs_begin = 0, inputs_end = 0;        // value slots, in ExecutionPlan::input_slots
+  uint32_t producers_begin = 0, producers_end = 0;  // distinct data producers, in ExecutionPlan::producers
+  uint32_t consumers_begin = 0, consumers_end = 0;  // distinct data/control consumers, in ::consumers
+  int32_t initial_pending = 0;  // producers (data or control) that must finish first; fed ones excluded
+  int32_t initial_uses = 0;     // consumers that read its outputs, +1 when an output is fetched
+  bool fed = false;
+};
+
+struct ExecutionPlan {
+  std::vector<PlanNode> nodes;  // topological order
+  std::vector<uint32_t> input_slots;
+  std::vector<uint32_t> producers;
+  std::vector<uint32_t> consumers;
+  uint32_t num_values = 0;
+  std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)
+  std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry
+  std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
+
+  std::span<const uint32_t> inputs_of(const PlanNode& n) const {
+    return {input_slots.data() + n.inputs_begin, n.inputs_end - n.inputs_begin};
+  }
+  std::span<const uint32_t> producers_of(const PlanNode& n) const {
+    return {producers.data() + n.producers_begin, n.producers_end - n.producers_begin};
+  }
+  std::span<const uint32_t> consumers_of(const PlanNode& n) const {
+    return {consumers.data() + n.consumers_begin, n.consumers_end - n.consumers_begin};
+  }
+};
+
+// Errors: a fetch or target out of range, a node with no kernel for its device, a device the
+// session does not have.
+graph::Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest& request,
+                                          const KernelRegistry& kernels, const DeviceSet& devices,
+                                          graph::DeviceId default_device);
+
+}  // namespace mirra::runtime

@@ -1,0 +1,183 @@
+// Executor: step state, dispatch (inline vs task), release of dead values, first-error-wins.
+#include "runtime/executor.h"
+
+#include <atomic>
+
+#include <oneapi/tbb/task_group.h>
+
+namespace mirra::runtime {
+
+struct Executor::StepState {
+  explicit StepState(const ExecutionPlan& plan)
+      : values(plan.num_values), pending(new std::atomic<int32_t>[plan.nodes.size()]),
+        uses(new std::atomic<int32_t>[plan.nodes.size()]) {}
+
+  std::vector<Tensor> values;
+  std::unique_ptr<std::atomic<int32_t>[]> pending;
+  std::unique_ptr<std::atomic<int32_t>[]> uses;
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  Status error;
+
+  void record(Status status) {
+    std::lock_guard lock(error_mutex);
+    if (error.ok()) error = std::move(status);
+    failed.store(true, std::memory_order_release);
+  }
+};
+
+Executor::Executor(ExecutionPlan plan, VariableStore& variables, bool deterministic)
+    : plan_(std::move(plan)), variables_(variables), deterministic_(deterministic) {
+  for (const PlanNode& n : plan_.nodes) {
+    initial_pending_.push_back(n.initial_pending);
+    initial_uses_.push_back(n.initial_uses);
+  }
+}
+
+Executor::~Executor() = default;
+
+std::unique_ptr<Executor::StepState> Executor::acquire_state() {
+  std::unique_ptr<StepState> state;
+  {
+    std::lock_guard lock(states_mutex_);
+    if (!free_states_.empty()) {
+      state = std::move(free_states_.back());
+      free_states_.pop_back();
+    }
+  }
+  if (!state) state = std::make_unique<StepState>(plan_);
+  for (size_t i = 0; i < plan_.nodes.size(); ++i) {
+    state->pending[i].store(initial_pending_[i], std::memory_order_relaxed);
+    state->uses[i].store(initial_uses_[i], std::memory_order_relaxed);
+  }
+  state->failed.store(false, std::memory_order_relaxed);
+  state->error = Status();
+  return state;
+}
+
+void Executor::release_state(std::unique_ptr<StepState> state) {
+  for (Tensor& value : state->values) value = Tensor();
+  std::lock_guard lock(states_mutex_);
+  free_states_.push_back(std::move(state));
+}
+
+Status Executor::run_node(StepState& step, uint32_t index) const {
+  const PlanNode& pn = plan_.nodes[index];
+  Tensor* outputs = step.values.data() + pn.first_output;
+  KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs);
+  Status status = pn.kernel.fn(context);
+  auto describe = [&] {
+    return "node '" + pn.node->name + "' (" + pn.node->op + ") on " + pn.device->id().to_string();
+  };
+  if (!status.ok()) return status.with_context(describe());
+  for (size_t i = 0; i < pn.node->outputs.size(); ++i) {
+    const graph::TensorType& declared = pn.node->outputs[i];
+    const Tensor& produced = outputs[i];
+    if (!produced.defined() || produced.dtype() != declared.dtype || !declared.shape.accepts(produced.shape().dims())) {
+      return graph::internal_error(describe() + ": output " + std::to_string(i) + " is " +
+                                   (produced.defined() ? produced.type_string() : std::string("unset")) +
+                                   ", but the graph declares " + declared.to_string());
+    }
+  }
+  return Status();
+}
+
+void Executor::complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
+                             oneapi::tbb::task_group& tasks) const {
+  const PlanNode& pn = plan_.nodes[index];
+  for (uint32_t producer : plan_.producers_of(pn)) {
+    if (step.uses[producer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      const PlanNode& p = plan_.nodes[producer];
+      for (size_t i = 0; i < p.node->outputs.size(); ++i) step.values[p.first_output + i] = Tensor();
+    }
+  }
+  if (pn.initial_uses == 0) {
+    for (size_t i = 0; i < pn.node->outputs.size(); ++i) step.values[pn.first_output + i] = Tensor();
+  }
+  uint32_t held_expensive = kNotInPlan;
+  for (uint32_t consumer : plan_.consumers_of(pn)) {
+    if (step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (!plan_.nodes[consumer].kernel.expensive) {
+      ready_cheap.push_back(consumer);
+      continue;
+    }
+    // Expensive nodes become tasks, except one that this thread may run itself when it has
+    // nothing else to do.
+    if (held_expensive != kNotInPlan) {
+      tasks.run([this, &step, &tasks, held_expensive] { process(step, {held_expensive}, tasks); });
+    }
+    held_expensive = consumer;
+  }
+  if (held_expensive != kNotInPlan) {
+    if (ready_cheap.empty()) {
+      ready_cheap.push_back(held_expensive);
+    } else {
+      tasks.run([this, &step, &tasks, held_expensive] { process(step, {held_expensive}, tasks); });
+    }
+  }
+}
+
+void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const {
+  while (!ready.empty()) {
+    const uint32_t index = ready.back();
+    ready.pop_back();
+    if (step.failed.load(std::memory_order_acquire)) return;
+    Status status = run_node(step, index);
+    if (!status.ok()) {
+      step.record(std::move(status));
+      return;
+    }
+    complete_node(step, index, ready, tasks);
+  }
+}
+
+void Executor::run_parallel(StepState& step) const {
+  oneapi::tbb::task_group tasks;
+  std::vector<uint32_t> cheap;
+  for (uint32_t index : plan_.initially_ready) {
+    if (plan_.nodes[index].kernel.expensive) {
+      tasks.run([this, &step, &tasks, index] { process(step, {index}, tasks); });
+    } else {
+      cheap.push_back(index);
+    }
+  }
+  process(step, std::move(cheap), tasks);
+  tasks.wait();
+}
+
+void Executor::run_sequential(StepState& step) const {
+  for (uint32_t index = 0; index < plan_.nodes.size(); ++index) {
+    if (plan_.nodes[index].fed) continue;
+    Status status = run_node(step, index);
+    if (!status.ok()) {
+      step.record(std::move(status));
+      return;
+    }
+  }
+}
+
+graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds) {
+  MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
+  std::unique_ptr<StepState> step = acquire_state();
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (plan_.fed_nodes[i] == kNotInPlan) continue;
+    step->values[plan_.nodes[plan_.fed_nodes[i]].first_output] = std::move(feeds[i]);
+  }
+  if (deterministic_) {
+    run_sequential(*step);
+  } else {
+    run_parallel(*step);
+  }
+  if (step->failed.load(std::memory_order_acquire)) {
+    Status error = step->error;
+    release_state(std::move(step));
+    return error;
+  }
+  std::vector<Tensor> fetched;
+  fetched.reserve(plan_.fetch_slots.size());
+  for (uint32_t slot : plan_.fetch_slots) fetched.push_back(step->values[slot]);
+  release_state(std::move(step));
+  return fetched;
+}
+
+}  // namespace mirra::runtime

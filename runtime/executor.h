@@ -1,0 +1,52 @@
+// Executor: runs an ExecutionPlan as a dataflow graph on oneTBB. Each step resets atomic pending
+// counts; a node runs when its last producer finishes. Cheap nodes run inline on the thread that made
+// them ready, expensive ones become tasks; no kernel ever waits for another node. The first error
+// wins: the step stops scheduling, and the error names the node, its op and its device. Values are
+// released as soon as their last consumer has run. In deterministic mode nodes run one at a time in
+// plan order on the calling thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <oneapi/tbb/task_group.h>
+
+#include "runtime/execution_plan.h"
+
+namespace mirra::runtime {
+
+class Executor {
+ public:
+  // `variables` must outlive the executor.
+  Executor(ExecutionPlan plan, VariableStore& variables, bool deterministic);
+  ~Executor();
+
+  // One step. `feeds` are in the order of PlanRequest::fed; returns the fetches in request order.
+  // Call it from inside the session's task arena.
+  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds);
+
+  const ExecutionPlan& plan() const { return plan_; }
+
+ private:
+  struct StepState;
+  std::unique_ptr<StepState> acquire_state();
+  void release_state(std::unique_ptr<StepState> state);
+
+  Status run_node(StepState& step, uint32_t index) const;
+  void complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
+                     oneapi::tbb::task_group& tasks) const;
+  void process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const;
+  void run_parallel(StepState& step) const;
+  void run_sequential(StepState& step) const;
+
+  ExecutionPlan plan_;
+  VariableStore& variables_;
+  bool deterministic_;
+  std::vector<int32_t> initial_pending_;
+  std::vector<int32_t> initial_uses_;
+  std::mutex states_mutex_;
+  std::vector<std::unique_ptr<StepState>> free_states_;  // reused so steps do not allocate them
+};
+
+}  // namespace mirra::runtime

@@ -1,0 +1,25 @@
+// KernelRegistry storage.
+#include "runtime/kernel.h"
+
+namespace mirra::runtime {
+
+void KernelRegistry::add(std::string_view op, graph::DeviceKind kind, KernelDef def) {
+  MIRRA_CHECK(def.fn != nullptr, std::string(op));
+  const bool inserted = kernels_.emplace(std::pair{std::string(op), kind}, def).second;
+  MIRRA_CHECK(inserted, "kernel registered twice: " + std::string(op));
+}
+
+const KernelDef* KernelRegistry::find(std::string_view op, graph::DeviceKind kind) const {
+  auto it = kernels_.find(std::pair{std::string(op), kind});
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> KernelRegistry::ops(graph::DeviceKind kind) const {
+  std::vector<std::string> out;
+  for (const auto& [key, def] : kernels_) {
+    if (key.second == kind) out.push_back(key.first);
+  }
+  return out;
+}
+
+}  // namespace mirra::runtime

@@ -1,0 +1,84 @@
+// Kernels: plain functions `Status(KernelContext&)`, one table per device kind (KernelRegistry).
+// The runtime calls kernels through this table and never names an op. A kernel reads its node's
+// attributes and inputs from the context and must set every output.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "graph/node.h"
+#include "graph/status.h"
+#include "runtime/device.h"
+#include "runtime/tensor.h"
+#include "runtime/variable_store.h"
+
+namespace mirra::runtime {
+
+using graph::Status;
+
+class KernelContext {
+ public:
+  KernelContext(const graph::Node& node, Device& device, VariableStore& variables, Tensor* values,
+                std::span<const uint32_t> input_slots, Tensor* outputs)
+      : node_(node), device_(device), variables_(variables), values_(values), input_slots_(input_slots),
+        outputs_(outputs) {}
+
+  const graph::Node& node() const { return node_; }
+  Device& device() const { return device_; }
+  VariableStore& variables() const { return variables_; }
+
+  size_t num_inputs() const { return input_slots_.size(); }
+  const Tensor& input(size_t i) const { return values_[input_slots_[i]]; }
+  size_t num_outputs() const { return node_.outputs.size(); }
+
+  // A new uninitialised output tensor on this device.
+  Tensor& allocate_output(size_t i, DType dtype, const TensorShape& shape) {
+    outputs_[i] = Tensor::empty(device_.allocator(), dtype, shape);
+    return outputs_[i];
+  }
+  // Sets an output to an existing tensor (forwarding an input, a variable's value).
+  void set_output(size_t i, Tensor tensor) { outputs_[i] = std::move(tensor); }
+
+  // The node's attribute `name`; the schema check guarantees it exists with this type.
+  template <class T>
+  const T& attr(std::string_view name) const {
+    const T* value = node_.attrs.get<T>(name);
+    MIRRA_CHECK(value != nullptr, node_.name + ": attribute '" + std::string(name) + "' missing or mistyped");
+    return *value;
+  }
+
+ private:
+  const graph::Node& node_;
+  Device& device_;
+  VariableStore& variables_;
+  Tensor* values_;
+  std::span<const uint32_t> input_slots_;
+  Tensor* outputs_;
+};
+
+using KernelFn = Status (*)(KernelContext&);
+
+struct KernelDef {
+  KernelFn fn = nullptr;
+  // Expensive kernels (matrix products, convolutions) run as their own task; cheap ones run inline
+  // on the thread that made them ready.
+  bool expensive = false;
+};
+
+class KernelRegistry {
+ public:
+  // A second kernel for the same op and device kind is a bug and aborts.
+  void add(std::string_view op, graph::DeviceKind kind, KernelDef def);
+  const KernelDef* find(std::string_view op, graph::DeviceKind kind) const;
+  // Ops with a kernel for `kind`, sorted.
+  std::vector<std::string> ops(graph::DeviceKind kind) const;
+
+ private:
+  std::map<std::pair<std::string, graph::DeviceKind>, KernelDef, std::less<>> kernels_;
+};
+
+}  // namespace mirra::runtime

@@ -1,0 +1,86 @@
+// Session: feed checks, the plan cache and the task arena.
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include <oneapi/tbb/task_arena.h>
+
+namespace mirra::runtime {
+
+namespace {
+
+int cpu_devices_needed(const graph::Graph& graph, graph::DeviceId default_device) {
+  int count = default_device.kind == DeviceKind::cpu ? default_device.ordinal + 1 : 1;
+  for (const graph::Node& node : graph.nodes()) {
+    if (node.device && node.device->kind == DeviceKind::cpu) count = std::max(count, node.device->ordinal + 1);
+  }
+  return count;
+}
+
+std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const graph::ValueRef> fetches,
+                        std::span<const graph::NodeId> targets) {
+  std::string key;
+  for (auto id : fed) key += std::to_string(id) + ",";
+  key += "|";
+  for (auto value : fetches) key += std::to_string(value.node) + ":" + std::to_string(value.output) + ",";
+  key += "|";
+  for (auto id : targets) key += std::to_string(id) + ",";
+  return key;
+}
+
+}  // namespace
+
+Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
+    : graph_(graph), kernels_(kernels), options_(options),
+      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device))) {
+  const int threads = options_.deterministic ? 1
+                      : options_.threads > 0 ? options_.threads
+                                             : oneapi::tbb::task_arena::automatic;
+  arena_ = std::make_unique<oneapi::tbb::task_arena>(threads);
+}
+
+Session::~Session() = default;
+
+graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId>& fed,
+                                                 std::span<const graph::ValueRef> fetches,
+                                                 std::span<const graph::NodeId> targets) {
+  const std::string key = request_key(fed, fetches, targets);
+  std::lock_guard lock(executors_mutex_);
+  auto it = executors_.find(key);
+  if (it != executors_.end()) return it->second.get();
+  PlanRequest request{fed, {fetches.begin(), fetches.end()}, {targets.begin(), targets.end()}};
+  MIRRA_ASSIGN_OR_RETURN(ExecutionPlan plan,
+                         build_plan(graph_, request, kernels_, devices_, options_.default_device));
+  auto executor = std::make_unique<Executor>(std::move(plan), variables_, options_.deterministic);
+  Executor* raw = executor.get();
+  executors_.emplace(key, std::move(executor));
+  return raw;
+}
+
+graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
+                                                  std::span<const graph::NodeId> targets) {
+  std::vector<graph::NodeId> fed;
+  std::vector<Tensor> fed_values;
+  for (const auto& [name, value] : feeds) {
+    const auto id = graph_.find(name);
+    if (!id) return graph::invalid_argument("feed '" + name + "': the graph has no node with that name");
+    const graph::Node& node = graph_.node(*id);
+    if (node.outputs.size() != 1) {
+      return graph::invalid_argument("feed '" + name + "': only single-output nodes can be fed");
+    }
+    const graph::TensorType& expected = node.outputs[0];
+    if (!value.defined()) return graph::invalid_argument("feed '" + name + "': the tensor is empty");
+    if (value.dtype() != expected.dtype || !expected.shape.accepts(value.shape().dims())) {
+      return graph::invalid_argument("feed '" + name + "': expected " + expected.to_string() + ", got " +
+                                     value.type_string());
+    }
+    fed.push_back(*id);
+    fed_values.push_back(value);
+  }
+  MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
+  graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
+  arena_->execute([&] { result = executor->run(std::move(fed_values)); });
+  return result;
+}
+
+}  // namespace mirra::runtime

@@ -1,0 +1,37 @@
+// Buffer and Tensor.
+#include "runtime/tensor.h"
+
+namespace mirra::runtime {
+
+std::string TensorShape::to_string() const {
+  std::string out = "[";
+  for (int i = 0; i < rank_; ++i) {
+    if (i > 0) out += ",";
+    out += std::to_string(dims_[static_cast<size_t>(i)]);
+  }
+  return out + "]";
+}
+
+Buffer::Buffer(std::shared_ptr<Allocator> allocator, size_t bytes)
+    : allocator_(std::move(allocator)), data_(allocator_->allocate(bytes)), bytes_(bytes) {}
+
+Buffer::~Buffer() { allocator_->deallocate(data_, bytes_); }
+
+Tensor::Tensor(DType dtype, const TensorShape& shape, std::shared_ptr<Buffer> buffer, size_t byte_offset)
+    : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)), offset_(byte_offset) {
+  MIRRA_CHECK(buffer_ == nullptr || offset_ + byte_size() <= buffer_->size(), "tensor exceeds its buffer");
+}
+
+Tensor Tensor::empty(const std::shared_ptr<Allocator>& allocator, DType dtype, const TensorShape& shape) {
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * graph::dtype_size(dtype);
+  return Tensor(dtype, shape, std::make_shared<Buffer>(allocator, bytes));
+}
+
+Tensor Tensor::reshaped(const TensorShape& shape) const {
+  MIRRA_CHECK(shape.num_elements() == num_elements(), "reshape changes the element count");
+  return Tensor(dtype_, shape, buffer_, offset_);
+}
+
+std::string Tensor::type_string() const { return std::string(graph::dtype_name(dtype_)) + shape_.to_string(); }
+
+}  // namespace mirra::runtime

@@ -1,0 +1,107 @@
+// Tensor: a dtype, a concrete shape and a ref-counted, 64-byte-aligned buffer (shared, not copied,
+// when a tensor is copied). Kernels read inputs through data<T>() and write outputs they allocated
+// through mutable_data<T>().
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "runtime/allocator.h"
+#include "runtime/tensor_shape.h"
+
+namespace mirra::runtime {
+
+using graph::DType;
+
+// A block of device memory, returned to its allocator when the last tensor using it goes away.
+class Buffer {
+ public:
+  Buffer(std::shared_ptr<Allocator> allocator, size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  std::shared_ptr<Allocator> allocator_;
+  void* data_;
+  size_t bytes_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, const TensorShape& shape, std::shared_ptr<Buffer> buffer, size_t byte_offset = 0);
+
+  // Uninitialised memory from `allocator`.
+  static Tensor empty(const std::shared_ptr<Allocator>& allocator, DType dtype, const TensorShape& shape);
+  // A host tensor holding `values`; its size must match the shape.
+  template <class T>
+  static Tensor from(const TensorShape& shape, std::span<const T> values);
+  template <class T>
+  static Tensor from(const TensorShape& shape, std::initializer_list<T> values) {
+    return from<T>(shape, std::span<const T>(values.begin(), values.size()));
+  }
+  template <class T>
+  static Tensor scalar(T value) {
+    return from<T>(TensorShape{}, std::span<const T>(&value, 1));
+  }
+
+  bool defined() const { return buffer_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const TensorShape& shape() const { return shape_; }
+  int rank() const { return shape_.rank(); }
+  int64_t dim(int i) const { return shape_.dim(i); }
+  int64_t num_elements() const { return shape_.num_elements(); }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * graph::dtype_size(dtype_); }
+  const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+
+  const void* raw_data() const { return static_cast<const std::byte*>(buffer_->data()) + offset_; }
+  void* mutable_raw_data() { return static_cast<std::byte*>(buffer_->data()) + offset_; }
+  template <class T>
+  const T* data() const {
+    MIRRA_CHECK(graph::dtype_of<T>() == dtype_, "tensor dtype mismatch");
+    return static_cast<const T*>(raw_data());
+  }
+  template <class T>
+  T* mutable_data() {
+    MIRRA_CHECK(graph::dtype_of<T>() == dtype_, "tensor dtype mismatch");
+    return static_cast<T*>(mutable_raw_data());
+  }
+  template <class T>
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<size_t>(num_elements())};
+  }
+  template <class T>
+  std::vector<T> to_vector() const {
+    auto v = values<T>();
+    return {v.begin(), v.end()};
+  }
+
+  // The same bytes seen with another shape of the same element count.
+  Tensor reshaped(const TensorShape& shape) const;
+  // "f32[2,3]"
+  std::string type_string() const;
+
+ private:
+  DType dtype_ = DType::f32;
+  TensorShape shape_;
+  std::shared_ptr<Buffer> buffer_;
+  size_t offset_ = 0;
+};
+
+template <class T>
+Tensor Tensor::from(const TensorShape& shape, std::span<const T> values) {
+  MIRRA_CHECK(static_cast<int64_t>(values.size()) == shape.num_elements(), "value count does not match shape");
+  Tensor tensor = empty(host_allocator(), graph::dtype_of<T>(), shape);
+  if (!values.empty()) std::memcpy(tensor.mutable_raw_data(), values.data(), values.size_bytes());
+  return tensor;
+}
+
+}  // namespace mirra::runtime

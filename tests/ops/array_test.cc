@@ -1,0 +1,147 @@
+// Reshape, Transpose, Identity, Cast, OneHot, Concat, Split, Slice and Pad against index arithmetic,
+// for several dtypes and zero-size batches; run-time shape errors name the problem.
+#include <cmath>
+
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+using List = std::vector<int64_t>;
+
+TEST_CASE("Kernels.Reshape.keeps_elements_and_resolves_minus_one") {
+  runtime::Random rng(20);
+  struct Case { TensorShape in; List target; TensorShape out; };
+  for (const Case& c : {Case{{6, 4}, {-1, 2}, {12, 2}}, Case{{0, 4}, {-1, 2, 2}, {0, 2, 2}}, Case{{2, 3, 4}, {24}, {24}},
+                        Case{{1}, {}, {}}, Case{{5, 28, 28, 1}, {-1, 784}, {5, 784}}}) {
+    Tensor x = random_tensor<float>(rng, c.in);
+    check_op("Reshape", {x}, {{"shape", c.target}}, {make_tensor(DType::f32, c.out, [&](int64_t i) { return element(x, i); })});
+  }
+  auto bad = run_op("Reshape", {Tensor::from<float>({5}, {1, 2, 3, 4, 5})}, {{"shape", List{-1, 2}}}, true);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("cannot reshape f32[5] to [-1,2]") != std::string::npos);
+}
+
+TEST_CASE("Kernels.Transpose.permutes_dims") {
+  runtime::Random rng(21);
+  struct Case { TensorShape in; List perm; };
+  for (const Case& c : {Case{{3, 4}, {1, 0}}, Case{{2, 3, 4}, {2, 0, 1}}, Case{{0, 3, 2}, {0, 2, 1}}, Case{{2, 3, 4, 5}, {0, 3, 1, 2}},
+                        Case{{5}, {0}}}) {
+    for (DType dtype : {DType::f32, DType::i64, DType::u8}) {
+      Tensor x = make_tensor(dtype, c.in, [&](int64_t) { return std::floor(rng.uniform() * 100); });
+      const List in_dims = c.in.to_vector();
+      List out_dims;
+      for (int64_t p : c.perm) out_dims.push_back(in_dims[static_cast<size_t>(p)]);
+      Tensor want = make_tensor(dtype, TensorShape(out_dims), [&](int64_t i) {
+        const List out_index = unravel(i, out_dims);
+        List in_index(in_dims.size());
+        for (size_t d = 0; d < c.perm.size(); ++d) in_index[static_cast<size_t>(c.perm[d])] = out_index[d];
+        return element(x, ravel(in_index, in_dims));
+      });
+      check_op("Transpose", {x}, {{"perm", c.perm}}, {want});
+    }
+  }
+}
+
+TEST_CASE("Kernels.Identity_and_Cast.convert_every_dtype") {
+  runtime::Random rng(22);
+  const DType all[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean};
+  for (const TensorShape& shape : {TensorShape{0, 3}, TensorShape{7, 3}}) {
+    for (DType from : all) {
+      Tensor x = make_tensor(from, shape, [&](int64_t) { return std::floor(rng.uniform() * 6); });
+      check_op("Identity", {x}, {}, {x});
+      for (DType to : all) {
+        Tensor want = make_tensor(to, shape, [&](int64_t i) {
+          const double v = element(x, i);
+          return to == DType::boolean ? (v != 0 ? 1.0 : 0.0) : v;
+        });
+        check_op("Cast", {x}, {{"dtype", to}}, {want});
+      }
+    }
+  }
+  // Floats to integers saturate, and NaN becomes 0.
+  auto out = run_op("Cast", {Tensor::from<float>({3}, {1e20f, -1e20f, std::nanf("")})}, {{"dtype", DType::i32}});
+  REQUIRE(out.ok());
+  CHECK((*out)[0].to_vector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 0});
+}
+
+TEST_CASE("Kernels.OneHot.sets_on_value_at_each_index") {
+  for (DType index_type : {DType::i32, DType::i64}) {
+    Tensor indices = make_tensor(index_type, {6}, [](int64_t i) { return static_cast<double>(i) - 1; });  // -1 .. 4
+    const int64_t depth = 4;
+    Tensor want = make_tensor(DType::f32, {6, depth}, [&](int64_t i) { return i % depth == i / depth - 1 ? 2.0 : -1.0; });
+    check_op("OneHot", {indices}, {{"depth", depth}, {"on_value", 2.0}, {"off_value", -1.0}}, {want});
+    check_op("OneHot", {make_tensor(index_type, {0}, [](int64_t) { return 0.0; })}, {{"depth", depth}},
+             {make_tensor(DType::f32, {0, depth}, [](int64_t) { return 0.0; })});
+  }
+}
+
+TEST_CASE("Kernels.Concat_and_Split.join_and_cut_along_an_axis") {
+  runtime::Random rng(23);
+  for (int64_t axis : {0, 1, -1}) {
+    for (int64_t batch : {0, 3}) {
+      const TensorShape sa{batch, 2, 3}, sb{batch, 2, 3};
+      Tensor a = random_tensor<float>(rng, sa), b = random_tensor<float>(rng, sb);
+      const int norm = static_cast<int>(axis < 0 ? axis + 3 : axis);
+      List out_dims = sa.to_vector();
+      out_dims[static_cast<size_t>(norm)] *= 2;
+      Tensor joined = make_tensor(DType::f32, TensorShape(out_dims), [&](int64_t i) {
+        List index = unravel(i, out_dims);
+        const int64_t half = sa.dim(norm);
+        const Tensor& source = index[static_cast<size_t>(norm)] < half ? a : b;
+        index[static_cast<size_t>(norm)] %= half;
+        return element(source, ravel(index, sa.to_vector()));
+      });
+      check_op("Concat", {a, b}, {{"axis", axis}}, {joined});
+      if (norm != 0) check_op("Split", {joined}, {{"axis", axis}, {"num_split", int64_t{2}}}, {a, b});
+    }
+  }
+  Tensor three = random_tensor<float>(rng, {9, 2});
+  check_op("Split", {three}, {{"axis", int64_t{0}}, {"num_split", int64_t{3}}},
+           {make_tensor(DType::f32, {3, 2}, [&](int64_t i) { return element(three, i); }),
+            make_tensor(DType::f32, {3, 2}, [&](int64_t i) { return element(three, 6 + i); }),
+            make_tensor(DType::f32, {3, 2}, [&](int64_t i) { return element(three, 12 + i); })});
+  auto uneven = run_op("Split", {random_tensor<float>(rng, {5, 2})}, {{"axis", int64_t{0}}, {"num_split", int64_t{2}}}, true);
+  REQUIRE_FALSE(uneven.ok());
+  CHECK(uneven.status().message().find("does not split into 2 equal parts") != std::string::npos);
+}
+
+TEST_CASE("Kernels.Slice_and_Pad.copy_boxes") {
+  runtime::Random rng(24);
+  struct Case { TensorShape in; List begin, size; };
+  for (const Case& c : {Case{{5, 4}, {1, 1}, {3, -1}}, Case{{0, 4}, {0, 2}, {-1, 2}}, Case{{2, 3, 4}, {1, 0, 3}, {1, 3, 1}},
+                        Case{{3}, {3}, {0}}}) {
+    Tensor x = random_tensor<float>(rng, c.in);
+    const List in_dims = c.in.to_vector();
+    List out_dims;
+    for (size_t d = 0; d < in_dims.size(); ++d) out_dims.push_back(c.size[d] < 0 ? in_dims[d] - c.begin[d] : c.size[d]);
+    Tensor want = make_tensor(DType::f32, TensorShape(out_dims), [&](int64_t i) {
+      List index = unravel(i, out_dims);
+      for (size_t d = 0; d < index.size(); ++d) index[d] += c.begin[d];
+      return element(x, ravel(index, in_dims));
+    });
+    check_op("Slice", {x}, {{"begin", c.begin}, {"size", c.size}}, {want});
+  }
+  for (const TensorShape& shape : {TensorShape{2, 3}, TensorShape{0, 2}, TensorShape{1, 2, 2, 1}}) {
+    Tensor x = make_tensor(DType::i32, shape, [&](int64_t i) { return static_cast<double>(i + 1); });
+    List paddings;
+    for (int d = 0; d < shape.rank(); ++d) { paddings.push_back(d % 2); paddings.push_back(2 - d % 2); }
+    List out_dims = shape.to_vector();
+    for (size_t d = 0; d < out_dims.size(); ++d) out_dims[d] += paddings[2 * d] + paddings[2 * d + 1];
+    Tensor want = make_tensor(DType::i32, TensorShape(out_dims), [&](int64_t i) {
+      List index = unravel(i, out_dims);
+      for (size_t d = 0; d < index.size(); ++d) {
+        index[d] -= paddings[2 * d];
+        if (index[d] < 0 || index[d] >= shape.dim(static_cast<int>(d))) return 7.0;
+      }
+      return element(x, ravel(index, shape.to_vector()));
+    });
+    check_op("Pad", {x}, {{"paddings", paddings}, {"constant_value", 7.0}}, {want});
+  }
+  auto outside = run_op("Slice", {random_tensor<float>(rng, {2, 2})}, {{"begin", List{1, 0}}, {"size", List{2, 2}}}, true);
+  REQUIRE_FALSE(outside.ok());
+  CHECK(outside.status().message().find("is outside f32[2,2]") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mirra::test

@@ -1,0 +1,138 @@
+// Element-wise kernels against plain loops: every unary op on several shapes (zero batch, size 1, odd
+// sizes) and dtypes; binary ops with NumPy broadcasting in every direction; integer division by zero.
+#include <cmath>
+
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+const std::vector<TensorShape> kShapes = {{0, 3}, {1}, {7, 5}, {2, 3, 4}, {}, {40000}};
+
+struct UnaryCase {
+  const char* op;
+  double (*reference)(double);
+  double low, high;  // input range where the function is defined
+};
+
+const UnaryCase kUnary[] = {
+    {"Neg", [](double x) { return -x; }, -3, 3},
+    {"Exp", [](double x) { return std::exp(x); }, -3, 3},
+    {"Log", [](double x) { return std::log(x); }, 0.1, 5},
+    {"Sqrt", [](double x) { return std::sqrt(x); }, 0, 5},
+    {"Rsqrt", [](double x) { return 1 / std::sqrt(x); }, 0.1, 5},
+    {"Square", [](double x) { return x * x; }, -3, 3},
+    {"Relu", [](double x) { return x > 0 ? x : 0; }, -3, 3},
+    {"Sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
+    {"Tanh", [](double x) { return std::tanh(x); }, -3, 3},
+};
+
+TEST_CASE("Kernels.unary.match_reference") {
+  runtime::Random rng(1);
+  for (const UnaryCase& c : kUnary) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      for (const TensorShape& shape : kShapes) {
+        CAPTURE(shape.to_string());
+        Tensor x = dtype == DType::f32 ? random_tensor<float>(rng, shape, c.low, c.high)
+                                       : random_tensor<double>(rng, shape, c.low, c.high);
+        Tensor want = make_tensor(dtype, shape, [&](int64_t i) { return c.reference(element(x, i)); });
+        check_op(c.op, {x}, {}, {want}, dtype == DType::f32 ? 1e-5 : 1e-12);
+      }
+    }
+  }
+}
+
+struct BinaryCase {
+  const char* op;
+  double (*reference)(double, double);
+};
+
+const BinaryCase kBinary[] = {
+    {"Add", [](double a, double b) { return a + b; }},
+    {"Sub", [](double a, double b) { return a - b; }},
+    {"Mul", [](double a, double b) { return a * b; }},
+    {"Div", [](double a, double b) { return a / b; }},
+    {"Maximum", [](double a, double b) { return a < b ? b : a; }},
+};
+
+// out[i] for broadcast inputs, by explicit index arithmetic.
+Tensor broadcast_reference(const Tensor& a, const Tensor& b, DType out_dtype,
+                           const std::function<double(double, double)>& f) {
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> out_dims(static_cast<size_t>(rank));
+  auto dim_of = [rank](const Tensor& t, int d) { return d - (rank - t.rank()) >= 0 ? t.dim(d - (rank - t.rank())) : 1; };
+  for (int d = 0; d < rank; ++d) out_dims[static_cast<size_t>(d)] = std::max(dim_of(a, d), dim_of(b, d));
+  for (int d = 0; d < rank; ++d) {
+    if (dim_of(a, d) == 0 || dim_of(b, d) == 0) out_dims[static_cast<size_t>(d)] = 0;
+  }
+  auto source_index = [&](const Tensor& t, const std::vector<int64_t>& index) {
+    std::vector<int64_t> dims = t.shape().to_vector(), own(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) own[d] = dims[d] == 1 ? 0 : index[d + static_cast<size_t>(rank - t.rank())];
+    return ravel(own, dims);
+  };
+  return make_tensor(out_dtype, TensorShape(out_dims), [&](int64_t i) {
+    const auto index = unravel(i, out_dims);
+    return f(element(a, source_index(a, index)), element(b, source_index(b, index)));
+  });
+}
+
+const std::vector<std::pair<TensorShape, TensorShape>> kBroadcastPairs = {
+    {{7, 5}, {7, 5}}, {{7, 5}, {5}},       {{5}, {7, 5}},        {{7, 1}, {1, 5}}, {{2, 3, 4}, {3, 1}},
+    {{0, 3}, {3}},    {{0, 3}, {1, 3}},    {{}, {4, 3}},         {{4, 3}, {}},     {{1}, {1}},
+    {{3, 1, 5}, {1, 4, 1}}, {{300, 200}, {200}},
+};
+
+TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
+  runtime::Random rng(2);
+  for (const BinaryCase& c : kBinary) {
+    for (const auto& [sa, sb] : kBroadcastPairs) {
+      const std::string shapes = sa.to_string() + " with " + sb.to_string();
+      CAPTURE(shapes);
+      // Divisors away from zero; f32, f64 and i32/i64 (ints in a small range).
+      Tensor a32 = random_tensor<float>(rng, sa, -3, 3), b32 = random_tensor<float>(rng, sb, 0.5, 3);
+      check_op(c.op, {a32, b32}, {}, {broadcast_reference(a32, b32, DType::f32, c.reference)}, 1e-6);
+      Tensor a64 = random_tensor<double>(rng, sa, -3, 3), b64 = random_tensor<double>(rng, sb, 0.5, 3);
+      check_op(c.op, {a64, b64}, {}, {broadcast_reference(a64, b64, DType::f64, c.reference)}, 1e-12);
+      for (DType int_type : {DType::i32, DType::i64}) {
+        Tensor ai = make_tensor(int_type, sa, [&](int64_t) { return std::floor(rng.uniform() * 20 - 10); });
+        Tensor bi = make_tensor(int_type, sb, [&](int64_t) { return 1 + std::floor(rng.uniform() * 5); });
+        auto int_reference = [&](double x, double y) {
+          return std::string_view(c.op) == "Div" ? std::trunc(x / y) : c.reference(x, y);
+        };
+        check_op(c.op, {ai, bi}, {}, {broadcast_reference(ai, bi, int_type, int_reference)});
+      }
+    }
+  }
+}
+
+TEST_CASE("Kernels.Equal.broadcasts_to_bool") {
+  runtime::Random rng(3);
+  for (const auto& [sa, sb] : kBroadcastPairs) {
+    Tensor a = make_tensor(DType::i32, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+    Tensor b = make_tensor(DType::i32, sb, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+    check_op("Equal", {a, b}, {}, {broadcast_reference(a, b, DType::boolean, [](double x, double y) { return x == y; })});
+  }
+}
+
+TEST_CASE("Kernels.Div.integer_division_by_zero_is_an_error") {
+  auto out = run_op("Div", {Tensor::from<int32_t>({2}, {4, 5}), Tensor::from<int32_t>({2}, {1, 0})});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("division by zero") != std::string::npos);
+  // INT_MIN / -1 wraps instead of trapping.
+  auto wrap = run_op("Div", {Tensor::from<int32_t>({1}, {INT32_MIN}), Tensor::from<int32_t>({1}, {-1})});
+  REQUIRE(wrap.ok());
+  CHECK((*wrap)[0].values<int32_t>()[0] == INT32_MIN);
+}
+
+TEST_CASE("Kernels.binary.incompatible_shapes_fail_when_the_node_is_added") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {3, 4});
+  auto y = ops::placeholder(b, "y", DType::f32, {5});
+  { auto scope = b.scope("layer"); (void)ops::add(b, x, y); }
+  REQUIRE_FALSE(b.status().ok());
+  CHECK(b.status().message() == "node 'layer/Add' (Add): shapes do not broadcast; inputs (f32[3,4], f32[5])");
+}
+
+}  // namespace
+}  // namespace mirra::test

@@ -1,0 +1,217 @@
+// MatMul, BiasAdd, Softmax, LogSoftmax, SparseSoftmaxCrossEntropyWithLogits, Conv2D, MaxPool and
+// AvgPool against plain loops, over transposes, layouts, paddings, strides, dilations, odd sizes and
+// zero-size batches.
+#include <cmath>
+
+#include "ops/shape_inference.h"
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+using graph::AttrValue;
+
+TEST_CASE("Kernels.MatMul.matches_triple_loop") {
+  runtime::Random rng(10);
+  struct Dims { int64_t m, k, n; };
+  for (Dims d : {Dims{0, 4, 3}, Dims{1, 1, 1}, Dims{7, 5, 3}, Dims{33, 17, 9}, Dims{4, 0, 3}, Dims{130, 64, 70}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (DType dtype : {DType::f32, DType::f64}) {
+          CAPTURE(d.m); CAPTURE(d.k); CAPTURE(d.n); CAPTURE(ta); CAPTURE(tb);
+          const TensorShape sa = ta ? TensorShape{d.k, d.m} : TensorShape{d.m, d.k};
+          const TensorShape sb = tb ? TensorShape{d.n, d.k} : TensorShape{d.k, d.n};
+          Tensor a = dtype == DType::f32 ? random_tensor<float>(rng, sa) : random_tensor<double>(rng, sa);
+          Tensor b = dtype == DType::f32 ? random_tensor<float>(rng, sb) : random_tensor<double>(rng, sb);
+          Tensor want = make_tensor(dtype, {d.m, d.n}, [&](int64_t i) {
+            const int64_t r = i / d.n, c = i % d.n;
+            double sum = 0;
+            for (int64_t k = 0; k < d.k; ++k) {
+              sum += element(a, ta ? k * d.m + r : r * d.k + k) * element(b, tb ? c * d.k + k : k * d.n + c);
+            }
+            return sum;
+          });
+          // The batch dim is unknown in the graph only when it is not transposed away.
+          check_op("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, {want}, dtype == DType::f32 ? 1e-5 : 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Kernels.BiasAdd.adds_along_the_channel_dim") {
+  runtime::Random rng(11);
+  struct Case { TensorShape shape; const char* format; int channel_axis; };
+  for (const Case& c : {Case{{0, 4}, "NHWC", 1}, Case{{5, 3}, "NHWC", 1}, Case{{2, 3, 3, 4}, "NHWC", 3},
+                        Case{{2, 4, 3, 3}, "NCHW", 1}, Case{{1, 1, 1, 1}, "NCHW", 1}}) {
+    const int64_t channels = c.shape.dim(c.channel_axis);
+    Tensor x = random_tensor<float>(rng, c.shape);
+    Tensor bias = random_tensor<float>(rng, {channels});
+    const auto dims = c.shape.to_vector();
+    Tensor want = make_tensor(DType::f32, c.shape, [&](int64_t i) {
+      return element(x, i) + element(bias, unravel(i, dims)[static_cast<size_t>(c.channel_axis)]);
+    });
+    check_op("BiasAdd", {x, bias}, {{"data_format", std::string(c.format)}}, {want});
+  }
+}
+
+TEST_CASE("Kernels.Softmax_and_LogSoftmax.match_reference") {
+  runtime::Random rng(12);
+  for (const TensorShape& shape : {TensorShape{0, 10}, TensorShape{1, 1}, TensorShape{7, 10}, TensorShape{2, 3, 5}}) {
+    // Large logits check the max-shift.
+    Tensor x = random_tensor<float>(rng, shape, -50, 50);
+    const int64_t classes = shape.dim(shape.rank() - 1);
+    auto log_softmax_at = [&](int64_t i) {
+      const int64_t row = i / classes;
+      double max = -1e300, sum = 0;
+      for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(x, row * classes + j));
+      for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(x, row * classes + j) - max);
+      return element(x, i) - max - std::log(sum);
+    };
+    check_op("LogSoftmax", {x}, {}, {make_tensor(DType::f32, shape, log_softmax_at)}, 1e-5);
+    check_op("Softmax", {x}, {}, {make_tensor(DType::f32, shape, [&](int64_t i) { return std::exp(log_softmax_at(i)); })}, 1e-6);
+  }
+}
+
+TEST_CASE("Kernels.SparseSoftmaxCrossEntropyWithLogits.loss_and_backprop") {
+  runtime::Random rng(13);
+  for (int64_t batch : {0, 1, 9}) {
+    for (DType label_type : {DType::i32, DType::i64}) {
+      const int64_t classes = 7;
+      Tensor logits = random_tensor<double>(rng, {batch, classes}, -5, 5);
+      Tensor labels = make_tensor(label_type, {batch}, [&](int64_t) { return std::floor(rng.uniform() * classes); });
+      auto log_prob = [&](int64_t r, int64_t c) {
+        double max = -1e300, sum = 0;
+        for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(logits, r * classes + j));
+        for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(logits, r * classes + j) - max);
+        return element(logits, r * classes + c) - max - std::log(sum);
+      };
+      Tensor loss = make_tensor(DType::f64, {batch}, [&](int64_t r) { return -log_prob(r, static_cast<int64_t>(element(labels, r))); });
+      Tensor backprop = make_tensor(DType::f64, {batch, classes}, [&](int64_t i) {
+        const int64_t r = i / classes, c = i % classes;
+        return std::exp(log_prob(r, c)) - (c == static_cast<int64_t>(element(labels, r)) ? 1.0 : 0.0);
+      });
+      check_op("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, {loss, backprop}, 1e-12);
+    }
+  }
+  auto bad = run_op("SparseSoftmaxCrossEntropyWithLogits",
+                    {Tensor::from<float>({2, 3}, {0, 0, 0, 0, 0, 0}), Tensor::from<int32_t>({2}, {1, 3})});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("label 3 of example 1 is outside [0, 3)") != std::string::npos);
+}
+
+// NHWC index of (n, h, w, c), or NCHW when `nchw`.
+int64_t image_index(bool nchw, const std::vector<int64_t>& nhwc_dims, int64_t n, int64_t h, int64_t w, int64_t c) {
+  const int64_t H = nhwc_dims[1], W = nhwc_dims[2], C = nhwc_dims[3];
+  return nchw ? ((n * C + c) * H + h) * W + w : ((n * H + h) * W + w) * C + c;
+}
+
+TensorShape layout_shape(bool nchw, int64_t n, int64_t h, int64_t w, int64_t c) {
+  return nchw ? TensorShape{n, c, h, w} : TensorShape{n, h, w, c};
+}
+
+struct WindowCase {
+  int64_t n, h, w, c;
+  int64_t kh, kw, sh, sw, dh, dw;
+  bool same;
+};
+
+const WindowCase kWindowCases[] = {
+    {2, 5, 5, 3, 3, 3, 1, 1, 1, 1, true},  {2, 5, 5, 3, 3, 3, 1, 1, 1, 1, false}, {1, 7, 6, 2, 2, 3, 2, 2, 1, 1, true},
+    {3, 8, 9, 1, 3, 2, 2, 3, 1, 1, false}, {1, 9, 9, 2, 3, 3, 1, 1, 2, 2, true},  {1, 9, 9, 2, 3, 3, 2, 1, 2, 2, false},
+    {0, 5, 5, 3, 3, 3, 1, 1, 1, 1, true},  {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, {1, 2, 2, 1, 3, 3, 1, 1, 1, 1, false},
+};
+
+TEST_CASE("Kernels.Conv2D.matches_direct_convolution") {
+  runtime::Random rng(14);
+  for (const WindowCase& c : kWindowCases) {
+    for (bool nchw : {false, true}) {
+      const int64_t out_channels = 4;
+      CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.dh); CAPTURE(c.same);
+      Tensor input = random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c));
+      Tensor filter = random_tensor<float>(rng, {c.kh, c.kw, c.c, out_channels});
+      const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, c.dh, c.same);
+      const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, c.dw, c.same);
+      const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, c.dh) : 0;
+      const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, c.dw) : 0;
+      const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
+      Tensor want = make_tensor(DType::f32, layout_shape(nchw, c.n, oh, ow, out_channels), [&](int64_t i) {
+        // i is in the output layout; recover (n, y, x, o).
+        const auto idx = unravel(i, layout_shape(nchw, c.n, oh, ow, out_channels).to_vector());
+        const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
+        double sum = 0;
+        for (int64_t ky = 0; ky < c.kh; ++ky) {
+          for (int64_t kx = 0; kx < c.kw; ++kx) {
+            const int64_t iy = y * c.sh - ph + ky * c.dh, ix = x * c.sw - pw + kx * c.dw;
+            if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+            for (int64_t ic = 0; ic < c.c; ++ic) {
+              sum += element(input, image_index(nchw, in_dims, n, iy, ix, ic)) *
+                     element(filter, ((ky * c.kw + kx) * c.c + ic) * out_channels + o);
+            }
+          }
+        }
+        return sum;
+      });
+      check_op("Conv2D", {input, filter},
+               {{"strides", std::vector<int64_t>{c.sh, c.sw}}, {"dilations", std::vector<int64_t>{c.dh, c.dw}},
+                {"padding", std::string(c.same ? "SAME" : "VALID")}, {"data_format", std::string(nchw ? "NCHW" : "NHWC")}},
+               {want}, 1e-4);
+    }
+  }
+}
+
+TEST_CASE("Kernels.MaxPool_and_AvgPool.match_window_loops") {
+  runtime::Random rng(15);
+  for (const WindowCase& c : kWindowCases) {
+    if (c.dh != 1 || c.dw != 1) continue;  // pooling has no dilation
+    for (bool nchw : {false, true}) {
+      CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.same);
+      Tensor input = random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c));
+      const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, 1, c.same);
+      const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, 1, c.same);
+      const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, 1) : 0;
+      const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, 1) : 0;
+      const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
+      const TensorShape out_shape = layout_shape(nchw, c.n, oh, ow, c.c);
+      auto pooled = [&](bool average) {
+        return make_tensor(DType::f32, out_shape, [&](int64_t i) {
+          const auto idx = unravel(i, out_shape.to_vector());
+          const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], ch = nchw ? idx[1] : idx[3];
+          double max = -1e300, sum = 0;
+          int count = 0;
+          for (int64_t ky = 0; ky < c.kh; ++ky) {
+            for (int64_t kx = 0; kx < c.kw; ++kx) {
+              const int64_t iy = y * c.sh - ph + ky, ix = x * c.sw - pw + kx;
+              if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+              const double v = element(input, image_index(nchw, in_dims, n, iy, ix, ch));
+              max = std::max(max, v);
+              sum += v;
+              ++count;
+            }
+          }
+          return average ? sum / count : max;
+        });
+      };
+      const graph::AttrMap attrs = {{"ksize", std::vector<int64_t>{c.kh, c.kw}},
+                                    {"strides", std::vector<int64_t>{c.sh, c.sw}},
+                                    {"padding", std::string(c.same ? "SAME" : "VALID")},
+                                    {"data_format", std::string(nchw ? "NCHW" : "NHWC")}};
+      check_op("MaxPool", {input}, attrs, {pooled(false)});
+      check_op("AvgPool", {input}, attrs, {pooled(true)}, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("Kernels.Conv2D.wrong_filter_fails_when_the_node_is_added") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {-1, 28, 28, 1});
+  auto w = ops::variable(b, "w", {5, 5, 3, 32});
+  (void)ops::conv2d(b, x, w);
+  REQUIRE_FALSE(b.status().ok());
+  CHECK(b.status().message() ==
+        "node 'Conv2D' (Conv2D): filter's input channels differ from the input's; inputs (f32[?,28,28,1], f32[5,5,3,32])");
+}
+
+}  // namespace
+}  // namespace mirra::test

@@ -1,0 +1,97 @@
+// Kernel test helpers.
+#include "tests/ops/op_test_util.h"
+
+#include <cmath>
+
+#include "ops/cpu/dtype_dispatch.h"
+
+namespace mirra::test {
+
+std::set<std::string>& checked_ops() {
+  static std::set<std::string> ops;
+  return ops;
+}
+
+graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
+                                            const AttrMap& attrs, bool unknown_batch) {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  std::vector<graph::ValueRef> values;
+  runtime::Feeds feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<int64_t> dims = inputs[i].shape().to_vector();
+    if (unknown_batch && i == 0 && !dims.empty()) dims[0] = -1;
+    const std::string name = "in" + std::to_string(i);
+    values.push_back(ops::placeholder(b, name, inputs[i].dtype(), graph::Shape(dims)));
+    feeds[name] = inputs[i];
+  }
+  const graph::NodeId id = b.add({.op = op, .inputs = values, .attrs = attrs});
+  if (!b.status().ok()) return b.status();
+  std::vector<graph::ValueRef> fetches;
+  for (uint16_t i = 0; i < g.node(id).outputs.size(); ++i) fetches.push_back({id, i});
+  runtime::Session session(g, ops::cpu_kernels());
+  return session.run(feeds, fetches);
+}
+
+void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+              const std::vector<Tensor>& expected, double tolerance) {
+  for (bool unknown_batch : {false, true}) {
+    CAPTURE(op);
+    CAPTURE(unknown_batch);
+    auto outputs = run_op(op, inputs, attrs, unknown_batch);
+    REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
+    REQUIRE(outputs->size() == expected.size());
+    for (size_t k = 0; k < expected.size(); ++k) {
+      const Tensor& got = (*outputs)[k];
+      const Tensor& want = expected[k];
+      CAPTURE(k);
+      REQUIRE(got.type_string() == want.type_string());
+      const bool exact = !graph::is_floating(want.dtype());
+      for (int64_t i = 0; i < want.num_elements(); ++i) {
+        const double g = element(got, i), w = element(want, i);
+        const bool equal = exact || std::isinf(w) ? g == w : std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w));
+        if (!equal) FAIL("element " << i << ": got " << g << ", want " << w);
+      }
+    }
+  }
+  checked_ops().insert(op);
+}
+
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> index(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    index[d] = flat % dims[d];
+    flat /= dims[d];
+  }
+  return index;
+}
+
+int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < dims.size(); ++d) flat = flat * dims[d] + index[d];
+  return flat;
+}
+
+double element(const Tensor& t, int64_t i) {
+  double out = 0;
+  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(
+      t.dtype(), [&]<class T>(ops::cpu::Type<T>) {
+        out = static_cast<double>(t.data<T>()[i]);
+        return graph::Status();
+      });
+  MIRRA_CHECK(status.ok());
+  return out;
+}
+
+Tensor make_tensor(DType dtype, const TensorShape& shape, const std::function<double(int64_t)>& f) {
+  Tensor t = Tensor::empty(runtime::host_allocator(), dtype, shape);
+  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(
+      dtype, [&]<class T>(ops::cpu::Type<T>) {
+        for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_data<T>()[i] = static_cast<T>(f(i));
+        return graph::Status();
+      });
+  MIRRA_CHECK(status.ok());
+  return t;
+}
+
+}  // namespace mirra::test

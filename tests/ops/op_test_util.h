@@ -1,0 +1,53 @@
+// Helpers for kernel tests: random tensors, running one op through a real Session, comparing with a
+// reference computed by plain loops, and the record of which ops were checked (op_coverage_main.cc
+// fails the run when a registered op was never checked).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "ops/ops.h"
+#include "runtime/random.h"
+#include "runtime/session.h"
+
+namespace mirra::test {
+
+using graph::AttrMap;
+using graph::DType;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+std::set<std::string>& checked_ops();
+
+// Uniform values in [low, high).
+template <class T>
+Tensor random_tensor(runtime::Random& rng, const TensorShape& shape, double low = -1.0, double high = 1.0) {
+  std::vector<T> values(static_cast<size_t>(shape.num_elements()));
+  for (T& v : values) v = static_cast<T>(low + (high - low) * rng.uniform());
+  return Tensor::from<T>(shape, std::span<const T>(values));
+}
+
+// Runs `op` on `inputs` (fed through placeholders; with `unknown_batch`, dim 0 of input 0 is -1 in the graph).
+graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
+                                            const AttrMap& attrs = {}, bool unknown_batch = false);
+
+// Runs `op` and checks every output against `expected` (same dtype and shape; floats within
+// `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims.
+void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+              const std::vector<Tensor>& expected, double tolerance = 1e-5);
+
+// Row-major index helpers for reference loops.
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& dims);
+int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& dims);
+
+// Reads element i of any tensor as a double (for references written once for every dtype).
+double element(const Tensor& t, int64_t i);
+// A tensor of `dtype` and `shape` whose element i is f(i).
+Tensor make_tensor(DType dtype, const TensorShape& shape, const std::function<double(int64_t)>& f);
+
+}  // namespace mirra::test

@@ -1,0 +1,74 @@
+// Placeholder, Const, Variable (every initialiser, seeded and reproducible) and Fill.
+#include <cmath>
+
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+TEST_CASE("Kernels.Const_and_Fill.produce_their_values") {
+  const std::vector<float> values = {1.5f, -2, 3, 0, 5, 6};
+  check_op("Const", {}, {{"value", graph::TensorValue::from<float>({2, 3}, std::span<const float>(values))}},
+           {Tensor::from<float>({2, 3}, std::span<const float>(values))});
+  check_op("Const", {}, {{"value", graph::TensorValue::from<int64_t>({0}, std::span<const int64_t>())}},
+           {Tensor::from<int64_t>({0}, std::span<const int64_t>())});
+  for (DType dtype : {DType::f32, DType::i32, DType::boolean}) {
+    check_op("Fill", {}, {{"shape", graph::Shape{3, 2}}, {"value", 1.0}, {"dtype", dtype}},
+             {make_tensor(dtype, {3, 2}, [](int64_t) { return 1.0; })});
+  }
+}
+
+TEST_CASE("Kernels.Variable.initialisers") {
+  check_op("Variable", {}, {{"shape", graph::Shape{2, 2}}, {"initializer", std::string("constant")}, {"init_value", 0.25}},
+           {Tensor::from<float>({2, 2}, {0.25f, 0.25f, 0.25f, 0.25f})});
+  check_op("Variable", {}, {{"shape", graph::Shape{3}}, {"initializer", std::string("ones")}, {"dtype", DType::f64}},
+           {Tensor::from<double>({3}, {1, 1, 1})});
+  check_op("Variable", {}, {{"shape", graph::Shape{0, 3}}}, {Tensor::from<float>({0, 3}, std::span<const float>())});
+
+  // Random initialisers: within Keras' bounds, with the expected spread, and reproducible by seed.
+  const int64_t fan_in = 300, fan_out = 200;
+  for (const char* kind : {"glorot_uniform", "he_uniform", "glorot_normal", "he_normal"}) {
+    CAPTURE(kind);
+    const graph::AttrMap attrs = {{"shape", graph::Shape{fan_in, fan_out}}, {"initializer", std::string(kind)},
+                                  {"seed", int64_t{42}}};
+    auto first = run_op("Variable", {}, attrs);
+    auto again = run_op("Variable", {}, attrs);
+    graph::AttrMap other_seed = attrs;
+    other_seed.set("seed", int64_t{43});
+    auto other = run_op("Variable", {}, other_seed);
+    REQUIRE(first.ok());
+    const auto values = (*first)[0].to_vector<float>();
+    CHECK(values == (*again)[0].to_vector<float>());
+    CHECK(values != (*other)[0].to_vector<float>());
+    const bool glorot = std::string_view(kind).starts_with("glorot");
+    const double variance = glorot ? 2.0 / (fan_in + fan_out) : 2.0 / fan_in;
+    double sum = 0, sum_sq = 0, max_abs = 0;
+    for (float v : values) { sum += v; sum_sq += double(v) * v; max_abs = std::max(max_abs, std::abs(double(v))); }
+    const double n = static_cast<double>(values.size());
+    CHECK(std::abs(sum / n) < 0.01 * std::sqrt(variance) * 10);
+    CHECK(sum_sq / n == doctest::Approx(variance).epsilon(0.05));
+    const double bound = std::string_view(kind).ends_with("uniform") ? std::sqrt(3 * variance) : 2 * std::sqrt(variance) / 0.87962566103423978;
+    CHECK(max_abs <= bound + 1e-6);
+  }
+  checked_ops().insert("Variable");
+}
+
+TEST_CASE("Kernels.Placeholder.must_be_fed") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "images", DType::f32, {-1, 4});
+  auto y = ops::relu(b, x);
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::cpu_kernels());
+  auto unfed = session.run({}, {y});
+  REQUIRE_FALSE(unfed.ok());
+  CHECK(unfed.status().message() ==
+        "node 'images' (Placeholder) on cpu:0: placeholder 'images' must be fed, and no value was given");
+  auto fed = session.run({{"images", Tensor::from<float>({1, 4}, {-1, 2, -3, 4})}}, {y});
+  REQUIRE(fed.ok());
+  CHECK((*fed)[0].to_vector<float>() == std::vector<float>{0, 2, 0, 4});
+  checked_ops().insert("Placeholder");
+}
+
+}  // namespace
+}  // namespace mirra::test
