@@ -6,7 +6,7 @@ namespace mirra::graph {
 Builder::Builder(Graph& graph, const OpRegistry& registry, uint64_t seed)
     : graph_(graph), registry_(registry), seed_(seed) {}
 
-std::string Builder::scoped_name(std::string_view base) const {
+std::string Builder::scoped_name(std::string_view base) {
   std::string name;
   for (const std::string& scope : scopes_) name += scope + "/";
   name += base;

@@ -69,7 +69,7 @@ class Builder {
   void fail(Status status);
 
  private:
-  std::string scoped_name(std::string_view base) const;
+  std::string scoped_name(std::string_view base);
 
   Graph& graph_;
   const OpRegistry& registry_;

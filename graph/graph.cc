@@ -37,10 +37,11 @@ std::optional<NodeId> Graph::find(std::string_view name) const {
   return it->second;
 }
 
-std::string Graph::unique_name(std::string_view base) const {
+std::string Graph::unique_name(std::string_view base) {
   if (!contains(base)) return std::string(base);
-  for (int suffix = 1;; ++suffix) {
-    std::string candidate = std::string(base) + "_" + std::to_string(suffix);
+  int& suffix = last_suffix_[std::string(base)];
+  for (;;) {
+    std::string candidate = std::string(base) + "_" + std::to_string(++suffix);
     if (!contains(candidate)) return candidate;
   }
 }

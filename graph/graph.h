@@ -31,8 +31,9 @@ class Graph {
 
   std::optional<NodeId> find(std::string_view name) const;
   bool contains(std::string_view name) const { return find(name).has_value(); }
-  // `base` if no node has that name, else the first free "base_1", "base_2", ...
-  std::string unique_name(std::string_view base) const;
+  // `base` if no node has that name, else a free "base_<k>" with k above every suffix handed out for
+  // `base` so far (so naming n nodes alike costs O(n), not O(n^2)).
+  std::string unique_name(std::string_view base);
 
   // `to` runs after `from`.
   void add_control_edge(NodeId from, NodeId to);
@@ -46,6 +47,7 @@ class Graph {
  private:
   std::vector<Node> nodes_;
   std::unordered_map<std::string, NodeId> by_name_;
+  std::unordered_map<std::string, int> last_suffix_;  // by base name, for unique_name
 };
 
 }  // namespace mirra::graph

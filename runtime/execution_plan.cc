@@ -78,7 +78,13 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       pn.kernel = *kernel;
     }
     pn.first_output = plan.num_values;
-    plan.num_values += static_cast<uint32_t>(node.outputs.size());
+    pn.num_outputs = static_cast<uint32_t>(node.outputs.size());
+    plan.num_values += pn.num_outputs;
+    for (const graph::TensorType& type : node.outputs) {
+      plan.outputs.push_back({type.dtype, static_cast<uint8_t>(type.shape.rank()),
+                              static_cast<uint32_t>(plan.output_dims.size())});
+      plan.output_dims.insert(plan.output_dims.end(), type.shape.dims.begin(), type.shape.dims.end());
+    }
     plan_index[id] = static_cast<uint32_t>(plan.nodes.size());
     plan.nodes.push_back(pn);
   }

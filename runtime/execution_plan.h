@@ -19,11 +19,20 @@ struct PlanRequest {
   std::vector<graph::NodeId> targets;  // run, nothing fetched
 };
 
+// What a node's output must look like, stored flat in the plan so that checking it after each kernel
+// touches no graph memory.
+struct OutputSpec {
+  graph::DType dtype = graph::DType::f32;
+  uint8_t rank = 0;
+  uint32_t dims_begin = 0;  // in ExecutionPlan::output_dims; -1 dims match anything
+};
+
 struct PlanNode {
   const graph::Node* node = nullptr;
   KernelDef kernel;
   Device* device = nullptr;
-  uint32_t first_output = 0;  // value slot of output 0; outputs are consecutive
+  uint32_t first_output = 0;  // value slot of output 0; outputs are consecutive, as are their OutputSpecs
+  uint32_t num_outputs = 0;
   uint32_t inputs_begin = 0, inputs_end = 0;        // value slots, in ExecutionPlan::input_slots
   uint32_t producers_begin = 0, producers_end = 0;  // distinct data producers, in ExecutionPlan::producers
   uint32_t consumers_begin = 0, consumers_end = 0;  // distinct data/control consumers, in ::consumers
@@ -37,6 +46,8 @@ struct ExecutionPlan {
   std::vector<uint32_t> input_slots;
   std::vector<uint32_t> producers;
   std::vector<uint32_t> consumers;
+  std::vector<OutputSpec> outputs;  // by value slot
+  std::vector<int64_t> output_dims;
   uint32_t num_values = 0;
   std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)
   std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry

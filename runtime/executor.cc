@@ -27,12 +27,7 @@ struct Executor::StepState {
 };
 
 Executor::Executor(ExecutionPlan plan, VariableStore& variables, bool deterministic)
-    : plan_(std::move(plan)), variables_(variables), deterministic_(deterministic) {
-  for (const PlanNode& n : plan_.nodes) {
-    initial_pending_.push_back(n.initial_pending);
-    initial_uses_.push_back(n.initial_uses);
-  }
-}
+    : plan_(std::move(plan)), variables_(variables), deterministic_(deterministic) {}
 
 Executor::~Executor() = default;
 
@@ -47,8 +42,8 @@ std::unique_ptr<Executor::StepState> Executor::acquire_state() {
   }
   if (!state) state = std::make_unique<StepState>(plan_);
   for (size_t i = 0; i < plan_.nodes.size(); ++i) {
-    state->pending[i].store(initial_pending_[i], std::memory_order_relaxed);
-    state->uses[i].store(initial_uses_[i], std::memory_order_relaxed);
+    state->pending[i].store(plan_.nodes[i].initial_pending, std::memory_order_relaxed);
+    state->uses[i].store(plan_.nodes[i].initial_uses, std::memory_order_relaxed);
   }
   state->failed.store(false, std::memory_order_relaxed);
   state->error = Status();
@@ -56,7 +51,13 @@ std::unique_ptr<Executor::StepState> Executor::acquire_state() {
 }
 
 void Executor::release_state(std::unique_ptr<StepState> state) {
-  for (Tensor& value : state->values) value = Tensor();
+  // After a full parallel step only fetched values are left (the rest were released as their last
+  // consumer ran); after an error or a sequential step anything may be.
+  if (state->failed.load(std::memory_order_relaxed) || deterministic_) {
+    for (Tensor& value : state->values) value = Tensor();
+  } else {
+    for (uint32_t slot : plan_.fetch_slots) state->values[slot] = Tensor();
+  }
   std::lock_guard lock(states_mutex_);
   free_states_.push_back(std::move(state));
 }
@@ -66,38 +67,47 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   Tensor* outputs = step.values.data() + pn.first_output;
   KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs);
   Status status = pn.kernel.fn(context);
-  auto describe = [&] {
-    return "node '" + pn.node->name + "' (" + pn.node->op + ") on " + pn.device->id().to_string();
-  };
-  if (!status.ok()) return status.with_context(describe());
-  for (size_t i = 0; i < pn.node->outputs.size(); ++i) {
-    const graph::TensorType& declared = pn.node->outputs[i];
-    const Tensor& produced = outputs[i];
-    if (!produced.defined() || produced.dtype() != declared.dtype || !declared.shape.accepts(produced.shape().dims())) {
-      return graph::internal_error(describe() + ": output " + std::to_string(i) + " is " +
-                                   (produced.defined() ? produced.type_string() : std::string("unset")) +
-                                   ", but the graph declares " + declared.to_string());
+  if (!status.ok()) return status.with_context(describe(pn));
+  for (uint32_t i = 0; i < pn.num_outputs; ++i) {
+    if (!output_matches(plan_.outputs[pn.first_output + i], outputs[i])) {
+      return graph::internal_error(describe(pn) + ": output " + std::to_string(i) + " is " +
+                                   (outputs[i].defined() ? outputs[i].type_string() : std::string("unset")) +
+                                   ", but the graph declares " + pn.node->outputs[i].to_string());
     }
   }
   return Status();
 }
 
+bool Executor::output_matches(const OutputSpec& spec, const Tensor& produced) const {
+  if (!produced.defined() || produced.dtype() != spec.dtype || produced.rank() != spec.rank) return false;
+  const int64_t* declared = plan_.output_dims.data() + spec.dims_begin;
+  for (int d = 0; d < spec.rank; ++d) {
+    if (declared[d] >= 0 && declared[d] != produced.dim(d)) return false;
+  }
+  return true;
+}
+
+std::string Executor::describe(const PlanNode& pn) {
+  return "node '" + pn.node->name + "' (" + pn.node->op + ") on " + pn.device->id().to_string();
+}
+
 void Executor::complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
                              oneapi::tbb::task_group& tasks) const {
   const PlanNode& pn = plan_.nodes[index];
+  auto release_outputs = [&](const PlanNode& p) {
+    for (uint32_t i = 0; i < p.num_outputs; ++i) step.values[p.first_output + i] = Tensor();
+  };
+  // A count that starts at 1 has one decrementer, which needs no atomic read-modify-write.
   for (uint32_t producer : plan_.producers_of(pn)) {
-    if (step.uses[producer].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      const PlanNode& p = plan_.nodes[producer];
-      for (size_t i = 0; i < p.node->outputs.size(); ++i) step.values[p.first_output + i] = Tensor();
-    }
+    const PlanNode& p = plan_.nodes[producer];
+    if (p.initial_uses == 1 || step.uses[producer].fetch_sub(1, std::memory_order_acq_rel) == 1) release_outputs(p);
   }
-  if (pn.initial_uses == 0) {
-    for (size_t i = 0; i < pn.node->outputs.size(); ++i) step.values[pn.first_output + i] = Tensor();
-  }
+  if (pn.initial_uses == 0) release_outputs(pn);
   uint32_t held_expensive = kNotInPlan;
   for (uint32_t consumer : plan_.consumers_of(pn)) {
-    if (step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-    if (!plan_.nodes[consumer].kernel.expensive) {
+    const PlanNode& c = plan_.nodes[consumer];
+    if (c.initial_pending != 1 && step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (!c.kernel.expensive) {
       ready_cheap.push_back(consumer);
       continue;
     }

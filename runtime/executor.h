@@ -34,6 +34,8 @@ class Executor {
   void release_state(std::unique_ptr<StepState> state);
 
   Status run_node(StepState& step, uint32_t index) const;
+  bool output_matches(const OutputSpec& spec, const Tensor& produced) const;
+  static std::string describe(const PlanNode& pn);
   void complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
                      oneapi::tbb::task_group& tasks) const;
   void process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const;
@@ -43,8 +45,6 @@ class Executor {
   ExecutionPlan plan_;
   VariableStore& variables_;
   bool deterministic_;
-  std::vector<int32_t> initial_pending_;
-  std::vector<int32_t> initial_uses_;
   std::mutex states_mutex_;
   std::vector<std::unique_ptr<StepState>> free_states_;  // reused so steps do not allocate them
 };
