@@ -2,6 +2,7 @@
 find_package(TBB REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+find_package(ZLIB REQUIRED)
 find_library(MIRRA_OPENBLAS_LIBRARY NAMES openblas REQUIRED)
 find_path(MIRRA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
 add_library(mirra_openblas INTERFACE)

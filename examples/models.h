@@ -1,0 +1,22 @@
+// The benchmark models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU)
+// and the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
+// max-pool 2x2, dense 1024 + ReLU, dense 10). Both read images [batch, 28, 28, 1] from a placeholder
+// named "images" and produce logits [batch, 10].
+#pragma once
+
+#include "graph/builder.h"
+
+namespace mirra::examples {
+
+struct Classifier {
+  graph::ValueRef images;  // placeholder f32[?, 28, 28, 1]
+  graph::ValueRef logits;  // f32[?, 10]
+};
+
+Classifier build_mlp(graph::Builder& b);
+Classifier build_cnn(graph::Builder& b);
+
+// A fully connected layer x * w + b (w Glorot-uniform, b zeros), ReLU when `relu`, in scope `name`.
+graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu);
+
+}  // namespace mirra::examples
