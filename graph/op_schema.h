@@ -51,6 +51,28 @@ class InferContext {
 
 using InferFn = std::function<Expected<std::vector<TensorType>>(const InferContext&)>;
 
+class Builder;
+
+// What a gradient rule sees: the builder to add nodes with, a copy of the node (the graph may grow
+// while the rule runs), its inputs and outputs, and the gradient of each output (invalid: zero).
+struct GradientContext {
+  Builder& builder;
+  Node node;
+  std::vector<ValueRef> outputs;
+  std::vector<ValueRef> output_grads;
+  std::vector<TensorType> input_types;
+
+  ValueRef input(size_t i) const { return node.inputs[i]; }
+  ValueRef output(size_t i) const { return outputs[i]; }
+  ValueRef grad(size_t i) const { return output_grads[i]; }
+  template <class T>
+  const T& attr(std::string_view name) const;
+};
+
+// Builds the gradient of each input from the gradients of the outputs; an invalid ValueRef means no
+// gradient for that input. Errors go to the builder's status.
+using GradientFn = std::function<std::vector<ValueRef>(GradientContext&)>;
+
 struct OpSchema {
   std::string name;
   std::vector<std::string> inputs;  // names, for messages and docs
@@ -59,6 +81,10 @@ struct OpSchema {
   uint32_t traits = 0;
   InferFn infer;
   std::string summary;
+  // Exactly one of these: the op's gradient rule, or why it has none (it outputs integers or
+  // constants, say). Differentiating through an op with no gradient is an error that names it.
+  GradientFn gradient;
+  std::string no_gradient;
 
   bool has(OpTrait trait) const { return (traits & trait) != 0; }
 };
@@ -72,6 +98,17 @@ template <class T>
 const T& InferContext::attr(std::string_view name) const {
   const T* value = node_.attrs.get<T>(name);
   MIRRA_CHECK(value != nullptr, node_.name + ": attribute '" + std::string(name) + "' missing after check");
+  return *value;
+}
+
+}  // namespace mirra::graph
+
+namespace mirra::graph {
+
+template <class T>
+const T& GradientContext::attr(std::string_view name) const {
+  const T* value = node.attrs.get<T>(name);
+  MIRRA_CHECK(value != nullptr, node.name + ": attribute '" + std::string(name) + "' missing");
   return *value;
 }
 

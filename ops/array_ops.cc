@@ -1,5 +1,6 @@
 // Reshape, Transpose, Identity, Cast and OneHot: schemas, builders and CPU kernels.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/array_ops.h"
@@ -185,6 +186,52 @@ Status one_hot_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- ZerosLike and ReshapeLike (for gradients) ----
+
+Status zeros_like_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  if (y.byte_size() > 0) std::memset(y.mutable_raw_data(), 0, y.byte_size());  // all-zero bytes are 0 in every dtype
+  return Status();
+}
+
+Status reshape_like_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& like = ctx.input(1);
+  if (x.num_elements() != like.num_elements()) {
+    return graph::invalid_argument("cannot reshape " + x.type_string() + " to the shape of " + like.type_string());
+  }
+  ctx.set_output(0, x.reshaped(like.shape()));
+  return Status();
+}
+
+// ---- gradients ----
+
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+Grads reshape_grad(GradientContext& g) { return {reshape_like(g.builder, g.grad(0), g.input(0))}; }
+
+Grads transpose_grad(GradientContext& g) {
+  const auto& perm = g.attr<std::vector<int64_t>>("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return {transpose(g.builder, g.grad(0), inverse)};
+}
+
+Grads identity_grad(GradientContext& g) { return {g.grad(0)}; }
+
+Grads cast_grad(GradientContext& g) {
+  // Only a cast between floating types passes a gradient; integer outputs have none.
+  const graph::DType from = g.input_types[0].dtype;
+  if (!graph::is_floating(from) || !graph::is_floating(g.attr<graph::DType>("dtype"))) return {ValueRef{}};
+  return {cast(g.builder, g.grad(0), from)};
+}
+
+Grads reshape_like_grad(GradientContext& g) { return {reshape_like(g.builder, g.grad(0), g.input(0)), ValueRef{}}; }
+
+Grads zeros_like_grad(GradientContext&) { return {ValueRef{}}; }  // constant in x
+
 }  // namespace
 
 void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
@@ -193,14 +240,16 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .inputs = {"x"},
                               .attrs = {{"shape", AttrType::int_list, {}}},
                               .infer = infer_reshape,
-                              .summary = "The same elements with another shape; one dim may be -1."});
+                              .summary = "The same elements with another shape; one dim may be -1.",
+                              .gradient = reshape_grad});
   kernels.add("Reshape", DeviceKind::cpu, {reshape_kernel});
 
   schemas.add(graph::OpSchema{.name = "Transpose",
                               .inputs = {"x"},
                               .attrs = {{"perm", AttrType::int_list, {}}},
                               .infer = infer_transpose,
-                              .summary = "Permutes the dims: output dim i is input dim perm[i]."});
+                              .summary = "Permutes the dims: output dim i is input dim perm[i].",
+                              .gradient = transpose_grad});
   kernels.add("Transpose", DeviceKind::cpu, {transpose_kernel});
 
   schemas.add(graph::OpSchema{.name = "Identity",
@@ -208,7 +257,8 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
-                              .summary = "Its input, unchanged (the buffer is shared)."});
+                              .summary = "Its input, unchanged (the buffer is shared).",
+                              .gradient = identity_grad});
   kernels.add("Identity", DeviceKind::cpu, {identity_kernel});
 
   schemas.add(graph::OpSchema{.name = "Cast",
@@ -218,7 +268,8 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), ctx.input(0).shape}};
                               },
-                              .summary = "Converts each element to dtype (float to int saturates; NaN to 0)."});
+                              .summary = "Converts each element to dtype (float to int saturates; NaN to 0).",
+                              .gradient = cast_grad});
   kernels.add("Cast", DeviceKind::cpu, {cast_kernel});
 
   schemas.add(graph::OpSchema{
@@ -237,8 +288,30 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
         out.dims.push_back(depth);
         return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), out}};
       },
-      .summary = "on_value at each index along a new last dim of size depth, off_value elsewhere."});
+      .summary = "on_value at each index along a new last dim of size depth, off_value elsewhere.",
+      .no_gradient = "its input holds integer indices"});
   kernels.add("OneHot", DeviceKind::cpu, {one_hot_kernel});
+
+  schemas.add(graph::OpSchema{.name = "ZerosLike",
+                              .inputs = {"x"},
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                return std::vector<TensorType>{ctx.input(0)};
+                              },
+                              .summary = "Zeros of x's dtype and run-time shape.",
+                              .gradient = zeros_like_grad});
+  kernels.add("ZerosLike", DeviceKind::cpu, {zeros_like_kernel});
+
+  schemas.add(graph::OpSchema{.name = "ReshapeLike",
+                              .inputs = {"x", "like"},
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                const auto x = ctx.input(0).shape.num_elements();
+                                const auto like = ctx.input(1).shape.num_elements();
+                                if (x && like && *x != *like) return ctx.error("x and like differ in element count");
+                                return std::vector<TensorType>{{ctx.input(0).dtype, ctx.input(1).shape}};
+                              },
+                              .summary = "x's elements in like's run-time shape (the gradient of Reshape).",
+                              .gradient = reshape_like_grad});
+  kernels.add("ReshapeLike", DeviceKind::cpu, {reshape_like_kernel});
 }
 
 ValueRef reshape(Builder& b, ValueRef x, std::vector<int64_t> shape) {
@@ -246,6 +319,10 @@ ValueRef reshape(Builder& b, ValueRef x, std::vector<int64_t> shape) {
 }
 ValueRef transpose(Builder& b, ValueRef x, std::vector<int64_t> perm) {
   return b.add_value({.op = "Transpose", .inputs = {x}, .attrs = {{"perm", std::move(perm)}}});
+}
+ValueRef zeros_like(Builder& b, ValueRef x) { return b.add_value({.op = "ZerosLike", .inputs = {x}}); }
+ValueRef reshape_like(Builder& b, ValueRef x, ValueRef like) {
+  return b.add_value({.op = "ReshapeLike", .inputs = {x, like}});
 }
 ValueRef identity(Builder& b, ValueRef x) { return b.add_value({.op = "Identity", .inputs = {x}}); }
 ValueRef cast(Builder& b, ValueRef x, DType dtype) {

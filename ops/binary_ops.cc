@@ -4,12 +4,15 @@
 
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/reduce.h"
 #include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
+#include "ops/source_ops.h"
 
 namespace mirra::ops {
 
+using graph::DType;
 using runtime::KernelContext;
 using runtime::Tensor;
 
@@ -57,6 +60,69 @@ Status binary_kernel(KernelContext& ctx) {
   });
 }
 
+Status sum_to_shape_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& like = ctx.input(1);
+  const int offset = x.rank() - like.rank();
+  std::vector<int> axes;
+  bool fits = offset >= 0;
+  for (int d = 0; fits && d < x.rank(); ++d) {
+    if (d < offset) {
+      axes.push_back(d);
+    } else if (like.dim(d - offset) == 1 && x.dim(d) != 1) {
+      axes.push_back(d);
+    } else if (like.dim(d - offset) != x.dim(d)) {
+      fits = false;
+    }
+  }
+  if (!fits) return graph::invalid_argument(x.type_string() + " does not sum to the shape of " + like.type_string());
+  Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    cpu::reduce_into<T, cpu::Reduction::sum>(x, axes, y.mutable_data<T>());
+    return Status();
+  });
+}
+
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// Gradients of broadcasting ops are summed back to each input's shape.
+Grads add_grad(GradientContext& g) {
+  auto& b = g.builder;
+  return {sum_to_shape(b, g.grad(0), g.input(0)), sum_to_shape(b, g.grad(0), g.input(1))};
+}
+Grads sub_grad(GradientContext& g) {
+  auto& b = g.builder;
+  return {sum_to_shape(b, g.grad(0), g.input(0)), sum_to_shape(b, neg(b, g.grad(0)), g.input(1))};
+}
+Grads mul_grad(GradientContext& g) {
+  auto& b = g.builder;
+  return {sum_to_shape(b, mul(b, g.grad(0), g.input(1)), g.input(0)),
+          sum_to_shape(b, mul(b, g.grad(0), g.input(0)), g.input(1))};
+}
+Grads div_grad(GradientContext& g) {  // d(x/y) = dy/y, -dy*x/y^2
+  auto& b = g.builder;
+  const ValueRef x = g.input(0), y = g.input(1), dy = g.grad(0);
+  return {sum_to_shape(b, div(b, dy, y), x), sum_to_shape(b, neg(b, div(b, mul(b, dy, x), square(b, y))), y)};
+}
+Grads maximum_grad(GradientContext& g) {  // to x where x >= y (ties go to x), else to y
+  auto& b = g.builder;
+  const ValueRef x = g.input(0), y = g.input(1), dy = g.grad(0);
+  const graph::DType dtype = b.type(x).dtype;
+  const ValueRef x_wins = b.add_value({.op = "Cast", .inputs = {equal(b, g.output(0), x)}, .attrs = {{"dtype", dtype}}});
+  return {sum_to_shape(b, mul(b, dy, x_wins), x), sum_to_shape(b, mul(b, dy, sub(b, scalar_of(b, 1.0, x), x_wins)), y)};
+}
+
+template <class Op>
+graph::GradientFn gradient_of() {
+  if constexpr (std::is_same_v<Op, Add>) return add_grad;
+  if constexpr (std::is_same_v<Op, Sub>) return sub_grad;
+  if constexpr (std::is_same_v<Op, Mul>) return mul_grad;
+  if constexpr (std::is_same_v<Op, Div>) return div_grad;
+  if constexpr (std::is_same_v<Op, Maximum>) return maximum_grad;
+  return {};
+}
+
 template <class Op>
 void register_binary(const char* name, graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{
@@ -71,7 +137,9 @@ void register_binary(const char* name, graph::OpRegistry& schemas, runtime::Kern
         if (!shape) return ctx.error("shapes do not broadcast");
         return std::vector<TensorType>{{kToBool<Op> ? DType::boolean : ctx.input(0).dtype, *shape}};
       },
-      .summary = "Element-wise binary function with NumPy broadcasting."});
+      .summary = "Element-wise binary function with NumPy broadcasting.",
+      .gradient = gradient_of<Op>(),
+      .no_gradient = kToBool<Op> ? "it outputs booleans" : ""});
   kernels.add(name, graph::DeviceKind::cpu, {binary_kernel<Op>});
 }
 
@@ -84,6 +152,23 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   register_binary<Div>("Div", schemas, kernels);
   register_binary<Maximum>("Maximum", schemas, kernels);
   register_binary<Equal>("Equal", schemas, kernels);
+  schemas.add(graph::OpSchema{
+      .name = "SumToShape",
+      .inputs = {"x", "like"},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
+        if (ctx.input(1).shape.rank() > ctx.input(0).shape.rank()) return ctx.error("like has a higher rank than x");
+        return std::vector<TensorType>{{ctx.input(0).dtype, ctx.input(1).shape}};
+      },
+      .summary = "Sums x over the dims along which `like` was broadcast to x's shape (the gradient of broadcasting).",
+      .no_gradient = "it is used only by gradients"});
+  kernels.add("SumToShape", graph::DeviceKind::cpu, {sum_to_shape_kernel});
+}
+
+ValueRef sum_to_shape(Builder& b, ValueRef x, ValueRef like) {
+  // Nothing to sum when the shapes already agree (and are known).
+  if (x.valid() && like.valid() && b.type(x).shape == b.type(like).shape && b.type(x).shape.is_fully_defined()) return x;
+  return b.add_value({.op = "SumToShape", .inputs = {x, like}});
 }
 
 ValueRef add(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Add", .inputs = {x, y}}); }

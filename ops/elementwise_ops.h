@@ -1,5 +1,6 @@
 // Element-wise ops. Unary (f32, f64): Neg, Exp, Log, Sqrt, Rsqrt, Square, Relu, Sigmoid, Tanh.
 // Binary with NumPy broadcasting (f32, f64, i32, i64): Add, Sub, Mul, Div, Maximum, and Equal (to bool).
+// ReluGrad and SumToShape serve gradients.
 #pragma once
 
 #include "graph/builder.h"
@@ -25,5 +26,7 @@ ValueRef mul(Builder& b, ValueRef x, ValueRef y);
 ValueRef div(Builder& b, ValueRef x, ValueRef y);
 ValueRef maximum(Builder& b, ValueRef x, ValueRef y);
 ValueRef equal(Builder& b, ValueRef x, ValueRef y);
+// x summed over the dims along which `like` broadcasts to x's shape, so it has like's shape.
+ValueRef sum_to_shape(Builder& b, ValueRef x, ValueRef like);
 
 }  // namespace mirra::ops

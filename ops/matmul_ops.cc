@@ -4,6 +4,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/matmul_ops.h"
 #include "ops/op_families.h"
+#include "ops/reduce_ops.h"
 #include "ops/shape_inference.h"
 
 namespace mirra::ops {
@@ -67,6 +68,31 @@ Status bias_add_kernel(KernelContext& ctx) {
   });
 }
 
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// For y = op(a) * op(b): da and db by the four transpose cases.
+Grads matmul_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const ValueRef x = g.input(0), w = g.input(1), dy = g.grad(0);
+  const bool ta = g.attr<bool>("transpose_a"), tb = g.attr<bool>("transpose_b");
+  if (!ta && !tb) return {matmul(b, dy, w, false, true), matmul(b, x, dy, true, false)};
+  if (!ta && tb) return {matmul(b, dy, w, false, false), matmul(b, dy, x, true, false)};
+  if (ta && !tb) return {matmul(b, w, dy, false, true), matmul(b, x, dy, false, false)};
+  return {matmul(b, w, dy, true, true), matmul(b, dy, x, true, true)};
+}
+
+// The bias gradient sums dy over every dim but the channel dim.
+Grads bias_add_grad(GradientContext& g) {
+  const int rank = g.input_types[0].shape.rank();
+  const int channel = channel_axis(g.attr<std::string>("data_format"), rank);
+  std::vector<int64_t> axes;
+  for (int d = 0; d < rank; ++d) {
+    if (d != channel) axes.push_back(d);
+  }
+  return {g.grad(0), reduce_sum(g.builder, g.grad(0), axes)};
+}
+
 }  // namespace
 
 void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
@@ -88,7 +114,8 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         if (k >= 0 && kb >= 0 && k != kb) return ctx.error("inner dimensions differ");
         return std::vector<TensorType>{{ctx.input(0).dtype, Shape{a.dim(ta ? 1 : 0), b.dim(tb ? 0 : 1)}}};
       },
-      .summary = "Matrix product op(a) * op(b) of rank-2 tensors."});
+      .summary = "Matrix product op(a) * op(b) of rank-2 tensors.",
+      .gradient = matmul_grad});
   kernels.add("MatMul", graph::DeviceKind::cpu, {matmul_kernel, /*expensive=*/true});
 
   schemas.add(graph::OpSchema{
@@ -109,7 +136,8 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         if (channels >= 0 && bias >= 0 && channels != bias) return ctx.error("bias size differs from the channel dim");
         return std::vector<TensorType>{ctx.input(0)};
       },
-      .summary = "Adds a per-channel bias."});
+      .summary = "Adds a per-channel bias.",
+      .gradient = bias_add_grad});
   kernels.add("BiasAdd", graph::DeviceKind::cpu, {bias_add_kernel});
 }
 

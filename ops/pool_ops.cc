@@ -2,6 +2,8 @@
 #include "ops/pool_ops.h"
 
 #include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/parallel.h"
 #include "ops/cpu/window_geometry.h"
 #include "ops/op_families.h"
 #include "ops/window_attrs.h"
@@ -52,16 +54,110 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
   return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, ksize[0], ksize[1], {1, 1}, channels)}};
 }
 
-void register_pool(const char* name, runtime::KernelFn kernel, graph::OpRegistry& schemas,
+// Gradients of pooling, by direct loops over each (batch, channel) plane, one plane per task: the
+// max's gradient goes to the first largest element of each window; the average's is shared by the
+// window's real (unpadded) elements.
+template <bool kMax>
+Status pool_grad_kernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
+  const auto& strides = ctx.attr<std::vector<int64_t>>("strides");
+  const auto g = cpu::WindowGeometry::make(input, nchw, ksize[0], ksize[1], strides, {1, 1},
+                                           ctx.attr<std::string>("padding") == "SAME");
+  if (!(dy.shape() == g.output_shape(nchw, g.channels))) {
+    return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
+  }
+  Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
+  const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
+  auto at = [nchw, C](int64_t n, int64_t h, int64_t w, int64_t c, int64_t height, int64_t width) {
+    return nchw ? ((n * C + c) * height + h) * width + w : ((n * height + h) * width + w) * C + c;
+  };
+  return cpu::visit_dtype<float, double>(input.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* x = input.data<T>();
+    const T* d = dy.data<T>();
+    T* out = dx.mutable_data<T>();
+    std::fill_n(out, dx.num_elements(), T(0));
+    cpu::parallel_for(g.batch * C, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t plane = begin; plane < end; ++plane) {
+        const int64_t n = plane / C, c = plane % C;
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            const int64_t y0 = std::max<int64_t>(oy * strides[0] - g.pad_before[0], 0);
+            const int64_t x0 = std::max<int64_t>(ox * strides[1] - g.pad_before[1], 0);
+            const int64_t y1 = std::min<int64_t>(oy * strides[0] - g.pad_before[0] + ksize[0], H);
+            const int64_t x1 = std::min<int64_t>(ox * strides[1] - g.pad_before[1] + ksize[1], W);
+            if (y0 >= y1 || x0 >= x1) continue;
+            const T grad = d[at(n, oy, ox, c, OH, OW)];
+            if constexpr (kMax) {
+              int64_t best = at(n, y0, x0, c, H, W);
+              for (int64_t iy = y0; iy < y1; ++iy) {
+                for (int64_t ix = x0; ix < x1; ++ix) {
+                  if (x[at(n, iy, ix, c, H, W)] > x[best]) best = at(n, iy, ix, c, H, W);
+                }
+              }
+              out[best] += grad;
+            } else {
+              const T share = grad / static_cast<T>((y1 - y0) * (x1 - x0));
+              for (int64_t iy = y0; iy < y1; ++iy) {
+                for (int64_t ix = x0; ix < x1; ++ix) out[at(n, iy, ix, c, H, W)] += share;
+              }
+            }
+          }
+        }
+      }
+    });
+    return Status();
+  });
+}
+
+graph::AttrMap pool_attrs(const graph::Node& node) {
+  graph::AttrMap attrs;
+  for (const char* name : {"ksize", "strides", "padding", "data_format"}) attrs.set(name, *node.attrs.find(name));
+  return attrs;
+}
+
+std::vector<graph::ValueRef> max_pool_grad(graph::GradientContext& g) {
+  return {g.builder.add_value({.op = "MaxPoolGrad", .inputs = {g.input(0), g.grad(0)}, .attrs = pool_attrs(g.node)})};
+}
+std::vector<graph::ValueRef> avg_pool_grad(graph::GradientContext& g) {
+  return {g.builder.add_value({.op = "AvgPoolGrad", .inputs = {g.input(0), g.grad(0)}, .attrs = pool_attrs(g.node)})};
+}
+
+const std::vector<graph::AttrSpec> kPoolAttrs = {{"ksize", AttrType::int_list, std::vector<int64_t>{2, 2}},
+                                                 {"strides", AttrType::int_list, std::vector<int64_t>{2, 2}},
+                                                 {"padding", AttrType::string, std::string("VALID")},
+                                                 {"data_format", AttrType::string, std::string("NHWC")}};
+
+void register_pool_grad(const char* name, runtime::KernelFn kernel, graph::OpRegistry& schemas,
+                        runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{.name = name,
+                              .inputs = {"input", "dy"},
+                              .attrs = kPoolAttrs,
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+                                MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+                                MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
+                                MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 4));
+                                MIRRA_RETURN_IF_ERROR(check_pair(ctx, "ksize"));
+                                MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
+                                MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
+                                return std::vector<TensorType>{ctx.input(0)};
+                              },
+                              .summary = "A gradient of pooling, given its input and the gradient of its output.",
+                              .no_gradient = "second derivatives of pooling are not supported"});
+  kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
+}
+
+void register_pool(const char* name, runtime::KernelFn kernel, graph::GradientFn gradient, graph::OpRegistry& schemas,
                    runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"input"},
-                              .attrs = {{"ksize", AttrType::int_list, std::vector<int64_t>{2, 2}},
-                                        {"strides", AttrType::int_list, std::vector<int64_t>{2, 2}},
-                                        {"padding", AttrType::string, std::string("VALID")},
-                                        {"data_format", AttrType::string, std::string("NHWC")}},
+                              .attrs = kPoolAttrs,
                               .infer = infer_pool,
-                              .summary = "2-D pooling over ksize windows."});
+                              .summary = "2-D pooling over ksize windows.",
+                              .gradient = std::move(gradient)});
   kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
 }
 
@@ -77,8 +173,10 @@ graph::ValueRef pool(graph::Builder& b, const char* op, graph::ValueRef input, c
 }  // namespace
 
 void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
-  register_pool("MaxPool", pool_kernel<dnnl::algorithm::pooling_max>, schemas, kernels);
-  register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, schemas, kernels);
+  register_pool("MaxPool", pool_kernel<dnnl::algorithm::pooling_max>, max_pool_grad, schemas, kernels);
+  register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, avg_pool_grad, schemas, kernels);
+  register_pool_grad("MaxPoolGrad", pool_grad_kernel<true>, schemas, kernels);
+  register_pool_grad("AvgPoolGrad", pool_grad_kernel<false>, schemas, kernels);
 }
 
 graph::ValueRef max_pool(graph::Builder& b, graph::ValueRef input, const PoolOptions& options) {

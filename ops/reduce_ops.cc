@@ -4,9 +4,13 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/reduce.h"
+#include "ops/array_ops.h"
+#include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
 #include "ops/reduce_ops.h"
 #include "ops/shape_inference.h"
+#include "ops/source_ops.h"
 
 namespace mirra::ops {
 
@@ -17,8 +21,6 @@ using runtime::Tensor;
 using runtime::TensorShape;
 
 namespace {
-
-enum class Reduction { sum, mean, max };
 
 // Sorted, unique, non-negative axes (all dims when `axes` is empty); nullopt when one is out of range.
 std::optional<std::vector<int>> reduced_axes(const std::vector<int64_t>& axes, int rank) {
@@ -37,57 +39,6 @@ std::optional<std::vector<int>> reduced_axes(const std::vector<int64_t>& axes, i
   return out;
 }
 
-template <class T, Reduction kReduction>
-void reduce_into(const Tensor& x, const std::vector<int>& axes, T* out) {
-  const int rank = x.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int axis : axes) reduced[static_cast<size_t>(axis)] = true;
-  // Dims and input strides of the kept dims (in output order) and of the reduced dims.
-  std::vector<int64_t> strides(static_cast<size_t>(rank));
-  int64_t stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    strides[static_cast<size_t>(d)] = stride;
-    stride *= x.dim(d);
-  }
-  std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
-  for (int d = 0; d < rank; ++d) {
-    const bool is_reduced = reduced[static_cast<size_t>(d)];
-    (is_reduced ? red_dims : kept_dims).push_back(x.dim(d));
-    (is_reduced ? red_strides : kept_strides).push_back(strides[static_cast<size_t>(d)]);
-  }
-  int64_t outputs = 1, count = 1;
-  for (int64_t d : kept_dims) outputs *= d;
-  for (int64_t d : red_dims) count *= d;
-  const T* in = x.data<T>();
-  const T init = kReduction == Reduction::max ? std::numeric_limits<T>::lowest() : T(0);
-  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(count, 1));
-  cpu::parallel_for(outputs, grain, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(red_dims.size());
-    for (int64_t o = begin; o < end; ++o) {
-      int64_t base = 0, rest = o;
-      for (size_t k = kept_dims.size(); k-- > 0;) {
-        base += (rest % kept_dims[k]) * kept_strides[k];
-        rest /= kept_dims[k];
-      }
-      T acc = init;
-      std::fill(index.begin(), index.end(), 0);
-      int64_t offset = base;
-      for (int64_t r = 0; r < count; ++r) {
-        const T v = in[offset];
-        acc = kReduction == Reduction::max ? std::max(acc, v) : acc + v;
-        // Odometer step over the reduced dims, innermost first.
-        for (size_t k = red_dims.size(); k-- > 0;) {
-          offset += red_strides[k];
-          if (++index[k] < red_dims[k]) break;
-          offset -= red_strides[k] * red_dims[k];
-          index[k] = 0;
-        }
-      }
-      out[o] = kReduction == Reduction::mean ? acc / static_cast<T>(count) : acc;
-    }
-  });
-}
-
 TensorShape reduced_shape(const TensorShape& in, const std::vector<int>& axes, bool keep_dims) {
   std::vector<int64_t> dims;
   for (int d = 0; d < in.rank(); ++d) {
@@ -101,13 +52,13 @@ TensorShape reduced_shape(const TensorShape& in, const std::vector<int>& axes, b
   return TensorShape(dims);
 }
 
-template <Reduction kReduction>
+template <cpu::Reduction kReduction>
 Status reduce_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const auto axes = *reduced_axes(ctx.attr<std::vector<int64_t>>("axes"), x.rank());
   Tensor& y = ctx.allocate_output(0, x.dtype(), reduced_shape(x.shape(), axes, ctx.attr<bool>("keep_dims")));
   return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
-    reduce_into<T, kReduction>(x, axes, y.mutable_data<T>());
+    cpu::reduce_into<T, kReduction>(x, axes, y.mutable_data<T>());
     return Status();
   });
 }
@@ -160,7 +111,75 @@ Status argmax_kernel(KernelContext& ctx) {
   });
 }
 
-void register_reduce(const char* name, runtime::KernelFn kernel, graph::OpRegistry& schemas,
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// What the gradient rules share: the reduced axes, and dy (or y) reshaped to keep the reduced dims.
+struct ReducedGrad {
+  std::vector<int64_t> axes;
+  ValueRef kept_dy, kept_y;
+};
+
+std::optional<ReducedGrad> reduced_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const Shape& in = g.input_types[0].shape;
+  const auto axes = *reduced_axes(g.attr<std::vector<int64_t>>("axes"), in.rank());
+  ReducedGrad r;
+  r.axes.assign(axes.begin(), axes.end());
+  if (g.attr<bool>("keep_dims")) {
+    r.kept_dy = g.grad(0);
+    r.kept_y = g.output(0);
+    return r;
+  }
+  std::vector<int64_t> kept;
+  int unknown = 0;
+  for (int d = 0; d < in.rank(); ++d) {
+    const bool is_reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    kept.push_back(is_reduced ? 1 : in.dim(d));
+    unknown += !is_reduced && in.dim(d) < 0;
+  }
+  if (unknown > 1) {
+    b.fail(graph::unimplemented("node '" + g.node.name + "': gradient needs at most one unknown kept dim"));
+    return std::nullopt;
+  }
+  r.kept_dy = reshape(b, g.grad(0), kept);
+  r.kept_y = reshape(b, g.output(0), kept);
+  return r;
+}
+
+// dy broadcast over x's shape.
+ValueRef broadcast_like(Builder& b, ValueRef kept, ValueRef x) { return add(b, zeros_like(b, x), kept); }
+
+Grads reduce_sum_grad(GradientContext& g) {
+  const auto r = reduced_grad(g);
+  if (!r) return {};
+  return {broadcast_like(g.builder, r->kept_dy, g.input(0))};
+}
+
+Grads reduce_mean_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const auto r = reduced_grad(g);
+  if (!r) return {};
+  const ValueRef x = g.input(0);
+  // The count of reduced elements: a constant when the reduced dims are known, else counted at run time.
+  int64_t count = 1;
+  for (int64_t axis : r->axes) count = count < 0 || g.input_types[0].shape.dim(static_cast<int>(axis)) < 0 ? -1 : count * g.input_types[0].shape.dim(static_cast<int>(axis));
+  const ValueRef divisor = count >= 0 ? scalar_of(b, static_cast<double>(count), x)
+                                      : reduce_sum(b, add(b, zeros_like(b, x), scalar_of(b, 1.0, x)), r->axes, true);
+  return {div(b, broadcast_like(b, r->kept_dy, x), divisor)};
+}
+
+Grads reduce_max_grad(GradientContext& g) {  // dy shared among the elements equal to the max
+  auto& b = g.builder;
+  const auto r = reduced_grad(g);
+  if (!r) return {};
+  const ValueRef x = g.input(0);
+  const ValueRef is_max = cast(b, equal(b, x, broadcast_like(b, r->kept_y, x)), b.type(x).dtype);
+  const ValueRef ties = reduce_sum(b, is_max, r->axes, true);
+  return {div(b, mul(b, is_max, broadcast_like(b, r->kept_dy, x)), ties)};
+}
+
+void register_reduce(const char* name, runtime::KernelFn kernel, graph::GradientFn gradient, graph::OpRegistry& schemas,
                      runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"x"},
@@ -168,7 +187,8 @@ void register_reduce(const char* name, runtime::KernelFn kernel, graph::OpRegist
                                         {"keep_dims", AttrType::boolean, false}},
                               .traits = graph::kReduction,
                               .infer = infer_reduce,
-                              .summary = "Reduces over axes (empty: all)."});
+                              .summary = "Reduces over axes (empty: all).",
+                              .gradient = std::move(gradient)});
   kernels.add(name, graph::DeviceKind::cpu, {kernel});
 }
 
@@ -179,9 +199,9 @@ ValueRef reduce(Builder& b, const char* op, ValueRef x, std::vector<int64_t> axe
 }  // namespace
 
 void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
-  register_reduce("ReduceSum", reduce_kernel<Reduction::sum>, schemas, kernels);
-  register_reduce("ReduceMean", reduce_kernel<Reduction::mean>, schemas, kernels);
-  register_reduce("ReduceMax", reduce_kernel<Reduction::max>, schemas, kernels);
+  register_reduce("ReduceSum", reduce_kernel<cpu::Reduction::sum>, reduce_sum_grad, schemas, kernels);
+  register_reduce("ReduceMean", reduce_kernel<cpu::Reduction::mean>, reduce_mean_grad, schemas, kernels);
+  register_reduce("ReduceMax", reduce_kernel<cpu::Reduction::max>, reduce_max_grad, schemas, kernels);
   schemas.add(graph::OpSchema{
       .name = "ArgMax",
       .inputs = {"x"},
@@ -197,7 +217,8 @@ void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         }
         return std::vector<TensorType>{{DType::i64, out}};
       },
-      .summary = "Index of the largest element along axis (the first, on ties)."});
+      .summary = "Index of the largest element along axis (the first, on ties).",
+      .no_gradient = "it outputs integer indices"});
   kernels.add("ArgMax", graph::DeviceKind::cpu, {argmax_kernel});
 }
 

@@ -210,6 +210,79 @@ Expected<std::vector<TensorType>> infer_pad(const InferContext& ctx) {
   return std::vector<TensorType>{{ctx.input(0).dtype, out}};
 }
 
+// ---- gradients ----
+
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// Each input's gradient is its slice of dy; along the axis only the last input may be of unknown size.
+Grads concat_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const int rank = g.input_types[0].shape.rank();
+  const int axis = *normalize_axis(g.attr<int64_t>("axis"), rank);
+  Grads grads;
+  int64_t offset = 0;
+  for (size_t i = 0; i < g.input_types.size(); ++i) {
+    const Shape& shape = g.input_types[i].shape;
+    std::vector<int64_t> begin(static_cast<size_t>(rank), 0), size(static_cast<size_t>(rank), -1);
+    begin[static_cast<size_t>(axis)] = offset;
+    const int64_t extent = shape.dim(axis);
+    if (extent < 0 && i + 1 != g.input_types.size()) {
+      b.fail(graph::unimplemented("node '" + g.node.name + "': gradient of Concat needs known sizes along its axis"));
+      return {};
+    }
+    size[static_cast<size_t>(axis)] = extent;
+    grads.push_back(slice(b, g.grad(0), begin, size));
+    offset += extent;
+  }
+  return grads;
+}
+
+Grads split_grad(GradientContext& g) {
+  auto& b = g.builder;
+  std::vector<ValueRef> parts;
+  for (size_t k = 0; k < g.outputs.size(); ++k) parts.push_back(g.grad(k).valid() ? g.grad(k) : zeros_like(b, g.output(k)));
+  return {concat(b, parts, g.attr<int64_t>("axis"))};
+}
+
+// Slice's gradient pads dy back to the input's shape; Pad's slices it out.
+Grads slice_grad(GradientContext& g) {
+  const Shape& in = g.input_types[0].shape;
+  const auto& begin = g.attr<std::vector<int64_t>>("begin");
+  const auto& size = g.attr<std::vector<int64_t>>("size");
+  std::vector<int64_t> paddings;
+  for (int d = 0; d < in.rank(); ++d) {
+    const auto i = static_cast<size_t>(d);
+    int64_t after = 0;
+    if (size[i] >= 0) {
+      if (in.dim(d) < 0) {
+        g.builder.fail(graph::unimplemented("node '" + g.node.name + "': gradient of Slice needs known dims"));
+        return {};
+      }
+      after = in.dim(d) - begin[i] - size[i];
+    }
+    paddings.push_back(begin[i]);
+    paddings.push_back(after);
+  }
+  return {pad(g.builder, g.grad(0), paddings)};
+}
+
+Grads pad_grad(GradientContext& g) {
+  const Shape& in = g.input_types[0].shape;
+  const auto& paddings = g.attr<std::vector<int64_t>>("paddings");
+  std::vector<int64_t> begin, size;
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t after = paddings[2 * static_cast<size_t>(d) + 1];
+    if (in.dim(d) < 0 && after != 0) {
+      g.builder.fail(graph::unimplemented("node '" + g.node.name + "': gradient of Pad needs known dims where it pads after"));
+      return {};
+    }
+    begin.push_back(paddings[2 * static_cast<size_t>(d)]);
+    size.push_back(in.dim(d));  // -1 (unknown) runs to the end, which is right when nothing is padded after
+  }
+  return {slice(g.builder, g.grad(0), begin, size)};
+}
+
 }  // namespace
 
 void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
@@ -219,25 +292,29 @@ void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
                               .variadic = true,
                               .attrs = {{"axis", AttrType::integer, {}}},
                               .infer = infer_concat,
-                              .summary = "Joins its inputs along axis."});
+                              .summary = "Joins its inputs along axis.",
+                              .gradient = concat_grad});
   kernels.add("Concat", DeviceKind::cpu, {concat_kernel});
   schemas.add(graph::OpSchema{.name = "Split",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, {}}, {"num_split", AttrType::integer, {}}},
                               .infer = infer_split,
-                              .summary = "Cuts its input along axis into num_split equal parts."});
+                              .summary = "Cuts its input along axis into num_split equal parts.",
+                              .gradient = split_grad});
   kernels.add("Split", DeviceKind::cpu, {split_kernel});
   schemas.add(graph::OpSchema{.name = "Slice",
                               .inputs = {"x"},
                               .attrs = {{"begin", AttrType::int_list, {}}, {"size", AttrType::int_list, {}}},
                               .infer = infer_slice,
-                              .summary = "The box of `size` at `begin`; size -1 runs to the end of a dim."});
+                              .summary = "The box of `size` at `begin`; size -1 runs to the end of a dim.",
+                              .gradient = slice_grad});
   kernels.add("Slice", DeviceKind::cpu, {slice_kernel});
   schemas.add(graph::OpSchema{.name = "Pad",
                               .inputs = {"x"},
                               .attrs = {{"paddings", AttrType::int_list, {}}, {"constant_value", AttrType::real, 0.0}},
                               .infer = infer_pad,
-                              .summary = "Pads each dim with constant_value before and after."});
+                              .summary = "Pads each dim with constant_value before and after.",
+                              .gradient = pad_grad});
   kernels.add("Pad", DeviceKind::cpu, {pad_kernel});
 }
 

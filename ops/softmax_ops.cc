@@ -4,7 +4,10 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/array_ops.h"
+#include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
+#include "ops/reduce_ops.h"
 #include "ops/shape_inference.h"
 #include "ops/softmax_ops.h"
 
@@ -98,14 +101,38 @@ Expected<std::vector<TensorType>> infer_softmax(const InferContext& ctx) {
   return std::vector<TensorType>{ctx.input(0)};
 }
 
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+Grads softmax_grad(GradientContext& g) {  // y * (dy - sum(dy * y))
+  auto& b = g.builder;
+  const ValueRef y = g.output(0), dy = g.grad(0);
+  return {mul(b, y, sub(b, dy, reduce_sum(b, mul(b, dy, y), {-1}, true)))};
+}
+
+Grads log_softmax_grad(GradientContext& g) {  // dy - softmax * sum(dy)
+  auto& b = g.builder;
+  const ValueRef y = g.output(0), dy = g.grad(0);
+  return {sub(b, dy, mul(b, exp(b, y), reduce_sum(b, dy, {-1}, true)))};
+}
+
+Grads sparse_xent_grad(GradientContext& g) {
+  auto& b = g.builder;
+  if (g.grad(1).valid()) {
+    b.fail(graph::unimplemented("node '" + g.node.name + "': differentiating its backprop output is not supported"));
+    return {};
+  }
+  return {mul(b, reshape(b, g.grad(0), {-1, 1}), g.output(1)), {}};
+}
+
 }  // namespace
 
 void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = "Softmax", .inputs = {"logits"}, .infer = infer_softmax,
-                              .summary = "exp(x) / sum(exp(x)) along the last axis."});
+                              .summary = "exp(x) / sum(exp(x)) along the last axis.", .gradient = softmax_grad});
   kernels.add("Softmax", graph::DeviceKind::cpu, {softmax_kernel<false>});
   schemas.add(graph::OpSchema{.name = "LogSoftmax", .inputs = {"logits"}, .infer = infer_softmax,
-                              .summary = "x - log(sum(exp(x))) along the last axis."});
+                              .summary = "x - log(sum(exp(x))) along the last axis.", .gradient = log_softmax_grad});
   kernels.add("LogSoftmax", graph::DeviceKind::cpu, {softmax_kernel<true>});
 
   schemas.add(graph::OpSchema{
@@ -122,7 +149,8 @@ void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
         const DType dtype = ctx.input(0).dtype;
         return std::vector<TensorType>{{dtype, Shape{batch >= 0 ? batch : labels}}, ctx.input(0)};
       },
-      .summary = "Per-example softmax cross-entropy against integer labels, and its gradient."});
+      .summary = "Per-example softmax cross-entropy against integer labels, and its gradient.",
+      .gradient = sparse_xent_grad});
   kernels.add("SparseSoftmaxCrossEntropyWithLogits", graph::DeviceKind::cpu, {sparse_xent_kernel});
 }
 

@@ -70,7 +70,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         return std::vector<TensorType>{{ctx.attr<DType>("dtype"), ctx.attr<Shape>("shape")}};
       },
-      .summary = "An input, fed by name at run time; -1 dims take any size."});
+      .summary = "An input, fed by name at run time; -1 dims take any size.",
+      .no_gradient = "a source has no inputs"});
   kernels.add("Placeholder", DeviceKind::cpu, {placeholder_kernel});
 
   schemas.add(OpSchema{
@@ -86,7 +87,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         }
         return std::vector<TensorType>{value.type};
       },
-      .summary = "A constant tensor stored in the graph."});
+      .summary = "A constant tensor stored in the graph.",
+      .no_gradient = "a source has no inputs"});
   kernels.add("Const", DeviceKind::cpu, {const_kernel});
 
   schemas.add(OpSchema{
@@ -103,7 +105,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         if (!is_known_initializer(kind)) return ctx.error("unknown initializer '" + kind + "'");
         return infer_fully_defined(ctx);
       },
-      .summary = "State kept by the session across steps, created from its initialiser on first use."});
+      .summary = "State kept by the session across steps, created from its initialiser on first use.",
+      .no_gradient = "a source has no inputs"});
   kernels.add("Variable", DeviceKind::cpu, {variable_kernel});
 
   schemas.add(OpSchema{
@@ -111,7 +114,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .attrs = {{"dtype", AttrType::dtype, DType::f32}, {"shape", AttrType::shape, {}}, {"value", AttrType::real, {}}},
       .traits = graph::kSource,
       .infer = infer_fully_defined,
-      .summary = "A tensor of one shape with every element equal to value."});
+      .summary = "A tensor of one shape with every element equal to value.",
+      .no_gradient = "a source has no inputs"});
   kernels.add("Fill", DeviceKind::cpu, {fill_kernel});
 }
 
@@ -133,6 +137,10 @@ ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer in
                                 {"init_value", init.value},
                                 {"seed", static_cast<int64_t>(b.next_seed() >> 1)}},
                       .name = std::string(name)});
+}
+
+ValueRef scalar_of(Builder& b, double value, ValueRef like) {
+  return fill(b, Shape{}, value, like.valid() ? b.type(like).dtype : DType::f32);
 }
 
 ValueRef fill(Builder& b, Shape shape, double value, DType dtype) {

@@ -26,5 +26,7 @@ ValueRef constant(Builder& b, Shape shape, std::span<const T> values) {
 ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init = Initializer::zeros(),
                   DType dtype = DType::f32);
 ValueRef fill(Builder& b, Shape shape, double value, DType dtype = DType::f32);
+// A scalar `value` of the same dtype as `like` (for constants in gradient rules).
+ValueRef scalar_of(Builder& b, double value, ValueRef like);
 
 }  // namespace mirra::ops

@@ -6,6 +6,7 @@
 #include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
+#include "ops/source_ops.h"
 
 namespace mirra::ops {
 
@@ -38,8 +39,59 @@ Status unary_kernel(KernelContext& ctx) {
   });
 }
 
+Status relu_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  if (!(dy.shape() == y.shape())) return graph::invalid_argument("dy " + dy.type_string() + " and y " + y.type_string() + " differ");
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());
+  return cpu::visit_dtype<float, double>(dy.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* g = dy.data<T>();
+    const T* out = y.data<T>();
+    T* d = dx.mutable_data<T>();
+    cpu::parallel_for(dy.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) d[i] = out[i] > T(0) ? g[i] : T(0);
+    });
+    return Status();
+  });
+}
+
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// d/dx of each op, from x, y = op(x) and dy.
+Grads neg_grad(GradientContext& g) { return {neg(g.builder, g.grad(0))}; }
+Grads exp_grad(GradientContext& g) { return {mul(g.builder, g.grad(0), g.output(0))}; }
+Grads log_grad(GradientContext& g) { return {div(g.builder, g.grad(0), g.input(0))}; }
+Grads sqrt_grad(GradientContext& g) {  // dy * 0.5 / y
+  auto& b = g.builder;
+  return {div(b, mul(b, g.grad(0), scalar_of(b, 0.5, g.output(0))), g.output(0))};
+}
+Grads rsqrt_grad(GradientContext& g) {  // dy * -0.5 * y^3
+  auto& b = g.builder;
+  const ValueRef y = g.output(0);
+  return {mul(b, g.grad(0), mul(b, scalar_of(b, -0.5, y), mul(b, y, square(b, y))))};
+}
+Grads square_grad(GradientContext& g) {
+  auto& b = g.builder;
+  return {mul(b, g.grad(0), mul(b, scalar_of(b, 2.0, g.input(0)), g.input(0)))};
+}
+Grads relu_grad(GradientContext& g) {
+  return {g.builder.add_value({.op = "ReluGrad", .inputs = {g.grad(0), g.output(0)}})};
+}
+Grads sigmoid_grad(GradientContext& g) {  // dy * y * (1 - y)
+  auto& b = g.builder;
+  const ValueRef y = g.output(0);
+  return {mul(b, g.grad(0), mul(b, y, sub(b, scalar_of(b, 1.0, y), y)))};
+}
+Grads tanh_grad(GradientContext& g) {  // dy * (1 - y^2)
+  auto& b = g.builder;
+  const ValueRef y = g.output(0);
+  return {mul(b, g.grad(0), sub(b, scalar_of(b, 1.0, y), square(b, y)))};
+}
+
 template <class Op>
-void register_unary(const char* name, graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+void register_unary(const char* name, graph::GradientFn gradient, graph::OpRegistry& schemas,
+                    runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{
       .name = name,
       .inputs = {"x"},
@@ -48,22 +100,35 @@ void register_unary(const char* name, graph::OpRegistry& schemas, runtime::Kerne
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
         return std::vector<TensorType>{ctx.input(0)};
       },
-      .summary = "Element-wise unary function."});
+      .summary = "Element-wise unary function.",
+      .gradient = std::move(gradient)});
   kernels.add(name, graph::DeviceKind::cpu, {unary_kernel<Op>});
 }
 
 }  // namespace
 
 void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
-  register_unary<Neg>("Neg", schemas, kernels);
-  register_unary<Exp>("Exp", schemas, kernels);
-  register_unary<Log>("Log", schemas, kernels);
-  register_unary<Sqrt>("Sqrt", schemas, kernels);
-  register_unary<Rsqrt>("Rsqrt", schemas, kernels);
-  register_unary<Square>("Square", schemas, kernels);
-  register_unary<Relu>("Relu", schemas, kernels);
-  register_unary<Sigmoid>("Sigmoid", schemas, kernels);
-  register_unary<Tanh>("Tanh", schemas, kernels);
+  register_unary<Neg>("Neg", neg_grad, schemas, kernels);
+  register_unary<Exp>("Exp", exp_grad, schemas, kernels);
+  register_unary<Log>("Log", log_grad, schemas, kernels);
+  register_unary<Sqrt>("Sqrt", sqrt_grad, schemas, kernels);
+  register_unary<Rsqrt>("Rsqrt", rsqrt_grad, schemas, kernels);
+  register_unary<Square>("Square", square_grad, schemas, kernels);
+  register_unary<Relu>("Relu", relu_grad, schemas, kernels);
+  register_unary<Sigmoid>("Sigmoid", sigmoid_grad, schemas, kernels);
+  register_unary<Tanh>("Tanh", tanh_grad, schemas, kernels);
+  schemas.add(graph::OpSchema{
+      .name = "ReluGrad",
+      .inputs = {"dy", "y"},
+      .traits = graph::kElementwise,
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
+        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "dy where y > 0, else 0: the gradient of Relu.",
+      .no_gradient = "second derivatives of Relu are not supported"});
+  kernels.add("ReluGrad", graph::DeviceKind::cpu, {relu_grad_kernel});
 }
 
 ValueRef neg(Builder& b, ValueRef x) { return b.add_value({.op = "Neg", .inputs = {x}}); }

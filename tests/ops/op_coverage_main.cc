@@ -19,12 +19,21 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "op coverage: %s has no CPU kernel\n", op.c_str());
       ++missing;
     }
+    const mirra::graph::OpSchema& schema = *mirra::ops::registry().find(op);
+    if (static_cast<bool>(schema.gradient) == !schema.no_gradient.empty()) {
+      std::fprintf(stderr, "op coverage: %s needs exactly one of a gradient rule and a no_gradient reason\n", op.c_str());
+      ++missing;
+    }
+    if (schema.gradient && mirra::test::gradient_checked_ops().count(op) == 0) {
+      std::fprintf(stderr, "op coverage: %s has a gradient rule but no numeric gradient check\n", op.c_str());
+      ++missing;
+    }
     if (mirra::test::checked_ops().count(op) == 0) {
       std::fprintf(stderr, "op coverage: %s has no kernel test (check_op was never called for it)\n", op.c_str());
       ++missing;
     }
   }
-  std::printf("op coverage: %zu ops registered, %d missing a kernel or a test\n", mirra::ops::registry().names().size(),
+  std::printf("op coverage: %zu ops registered, %d missing a kernel, a test or a gradient check\n", mirra::ops::registry().names().size(),
               missing);
   return missing == 0 ? 0 : 1;
 }

@@ -23,6 +23,8 @@ using runtime::Tensor;
 using runtime::TensorShape;
 
 std::set<std::string>& checked_ops();
+// Ops whose gradient rule gradient_test.cc checked against central differences.
+std::set<std::string>& gradient_checked_ops();
 
 // Uniform values in [low, high).
 template <class T>
