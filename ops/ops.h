@@ -11,6 +11,8 @@
 #include "ops/conv_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/matmul_ops.h"
+#include "ops/optimizer_ops.h"
+#include "ops/optimizers.h"
 #include "ops/pool_ops.h"
 #include "ops/reduce_ops.h"
 #include "ops/registry.h"

@@ -16,6 +16,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_array_ops(schemas, kernels);
   register_slicing_ops(schemas, kernels);
   register_reduce_ops(schemas, kernels);
+  register_optimizer_ops(schemas, kernels);
 }
 
 namespace {

@@ -97,7 +97,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"shape", AttrType::shape, {}},
                 {"initializer", AttrType::string, std::string("zeros")},
                 {"init_value", AttrType::real, 0.0},
-                {"seed", AttrType::integer, int64_t{0}}},
+                {"seed", AttrType::integer, int64_t{0}},
+                {"trainable", AttrType::boolean, true}},
       .traits = graph::kSource | graph::kStateful,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         if (!graph::is_floating(ctx.attr<DType>("dtype"))) return ctx.error("variables must be f32 or f64");
@@ -129,13 +130,14 @@ ValueRef constant(Builder& b, graph::TensorValue value, std::string_view name) {
 
 ValueRef scalar(Builder& b, float value) { return constant<float>(b, Shape{}, std::span<const float>(&value, 1)); }
 
-ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype) {
+ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype, bool trainable) {
   return b.add_value({.op = "Variable",
                       .attrs = {{"dtype", dtype},
                                 {"shape", std::move(shape)},
                                 {"initializer", init.kind},
                                 {"init_value", init.value},
-                                {"seed", static_cast<int64_t>(b.next_seed() >> 1)}},
+                                {"seed", static_cast<int64_t>(b.next_seed() >> 1)},
+                                {"trainable", trainable}},
                       .name = std::string(name)});
 }
 

@@ -22,9 +22,10 @@ template <class T>
 ValueRef constant(Builder& b, Shape shape, std::span<const T> values) {
   return constant(b, graph::TensorValue::from<T>(std::move(shape), values));
 }
-// A variable of fully defined `shape`; random initialisers draw from b.next_seed().
+// A variable of fully defined `shape`; random initialisers draw from b.next_seed(). Optimizers update
+// trainable ones; non-trainable ones hold other state (optimizer slots, counters).
 ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init = Initializer::zeros(),
-                  DType dtype = DType::f32);
+                  DType dtype = DType::f32, bool trainable = true);
 ValueRef fill(Builder& b, Shape shape, double value, DType dtype = DType::f32);
 // A scalar `value` of the same dtype as `like` (for constants in gradient rules).
 ValueRef scalar_of(Builder& b, double value, ValueRef like);

@@ -33,6 +33,9 @@ class KernelContext {
 
   size_t num_inputs() const { return input_slots_.size(); }
   const Tensor& input(size_t i) const { return values_[input_slots_[i]]; }
+  // An input whose buffer the kernel updates in place: the value of a Variable, for the optimizer ops
+  // (kStateful), which the graph orders after every reader of that variable.
+  Tensor& input_for_update(size_t i) const { return values_[input_slots_[i]]; }
   size_t num_outputs() const { return node_.outputs.size(); }
 
   // A new uninitialised output tensor on this device.

@@ -1,0 +1,22 @@
+// Optimizer update ops, which change a variable in place and output nothing: ApplyGradientDescent
+// (v -= lr * g) and ApplyMomentum (a = m * a + g; v -= lr * a, or with Nesterov v -= lr * (g + m * a)).
+// They take (variable, [slots,] gradient, learning rate), so a strategy can put an all-reduce between
+// a gradient and its update. NoOp groups nodes under one target by control edges.
+#pragma once
+
+#include <vector>
+
+#include "graph/builder.h"
+
+namespace mirra::ops {
+
+using graph::Builder;
+using graph::NodeId;
+using graph::ValueRef;
+
+NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate);
+NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
+                      double momentum, bool nesterov);
+NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after);
+
+}  // namespace mirra::ops
