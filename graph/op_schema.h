@@ -94,11 +94,17 @@ struct OpSchema {
 Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& node,
                                                   std::span<const TensorType> inputs);
 
+// The attribute `name` of a node that passed check_and_infer, where it is present with its type.
+template <class T>
+const T& checked_attr(const Node& node, std::string_view name) {
+  const T* value = node.attrs.get<T>(name);
+  MIRRA_CHECK(value != nullptr, node.name + ": attribute '" + std::string(name) + "' missing or mistyped");
+  return *value;
+}
+
 template <class T>
 const T& InferContext::attr(std::string_view name) const {
-  const T* value = node_.attrs.get<T>(name);
-  MIRRA_CHECK(value != nullptr, node_.name + ": attribute '" + std::string(name) + "' missing after check");
-  return *value;
+  return checked_attr<T>(node_, name);
 }
 
 }  // namespace mirra::graph
@@ -107,9 +113,7 @@ namespace mirra::graph {
 
 template <class T>
 const T& GradientContext::attr(std::string_view name) const {
-  const T* value = node.attrs.get<T>(name);
-  MIRRA_CHECK(value != nullptr, node.name + ": attribute '" + std::string(name) + "' missing");
-  return *value;
+  return checked_attr<T>(node, name);
 }
 
 }  // namespace mirra::graph

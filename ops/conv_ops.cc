@@ -137,15 +137,9 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   }
 }
 
-graph::AttrMap conv_attrs(const graph::Node& node) {
-  graph::AttrMap attrs;
-  for (const char* name : {"strides", "padding", "dilations", "data_format"}) attrs.set(name, *node.attrs.find(name));
-  return attrs;
-}
-
 std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {
   auto& b = g.builder;
-  const graph::AttrMap attrs = conv_attrs(g.node);
+  const graph::AttrMap attrs = copy_attrs(g.node, {"strides", "padding", "dilations", "data_format"});
   return {b.add_value({.op = "Conv2DBackpropInput", .inputs = {g.input(0), g.input(1), g.grad(0)}, .attrs = attrs}),
           b.add_value({.op = "Conv2DBackpropFilter", .inputs = {g.input(0), g.input(1), g.grad(0)}, .attrs = attrs})};
 }

@@ -112,11 +112,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
   });
 }
 
-graph::AttrMap pool_attrs(const graph::Node& node) {
-  graph::AttrMap attrs;
-  for (const char* name : {"ksize", "strides", "padding", "data_format"}) attrs.set(name, *node.attrs.find(name));
-  return attrs;
-}
+graph::AttrMap pool_attrs(const graph::Node& node) { return copy_attrs(node, {"ksize", "strides", "padding", "data_format"}); }
 
 std::vector<graph::ValueRef> max_pool_grad(graph::GradientContext& g) {
   return {g.builder.add_value({.op = "MaxPoolGrad", .inputs = {g.input(0), g.grad(0)}, .attrs = pool_attrs(g.node)})};

@@ -37,4 +37,11 @@ inline Shape window_output_shape(const InferContext& ctx, int64_t window_h, int6
   return nchw ? Shape{in.dim(0), out_channels, h, w} : Shape{in.dim(0), h, w, out_channels};
 }
 
+// The named attributes of `node`, for a gradient op that takes its forward op's geometry.
+inline graph::AttrMap copy_attrs(const graph::Node& node, std::initializer_list<const char*> names) {
+  graph::AttrMap attrs;
+  for (const char* name : names) attrs.set(name, *node.attrs.find(name));
+  return attrs;
+}
+
 }  // namespace mirra::ops

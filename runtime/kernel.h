@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/node.h"
+#include "graph/op_schema.h"
 #include "graph/status.h"
 #include "runtime/device.h"
 #include "runtime/tensor.h"
@@ -49,9 +50,7 @@ class KernelContext {
   // The node's attribute `name`; the schema check guarantees it exists with this type.
   template <class T>
   const T& attr(std::string_view name) const {
-    const T* value = node_.attrs.get<T>(name);
-    MIRRA_CHECK(value != nullptr, node_.name + ": attribute '" + std::string(name) + "' missing or mistyped");
-    return *value;
+    return graph::checked_attr<T>(node_, name);
   }
 
  private:
