@@ -27,13 +27,6 @@ std::string_view dtype_name(DType dtype) {
   return "?";
 }
 
-std::optional<DType> parse_dtype(std::string_view name) {
-  for (DType dtype : kAllDTypes) {
-    if (dtype_name(dtype) == name) return dtype;
-  }
-  return std::nullopt;
-}
-
 bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 }  // namespace mirra::graph

@@ -3,18 +3,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 namespace mirra::graph {
 
 enum class DType : uint8_t { f32, f64, i32, i64, u8, boolean };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean};
-
 size_t dtype_size(DType dtype);
 std::string_view dtype_name(DType dtype);
-std::optional<DType> parse_dtype(std::string_view name);
 bool is_floating(DType dtype);
 
 template <class T>

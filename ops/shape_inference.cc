@@ -38,15 +38,6 @@ std::optional<int> normalize_axis(int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-int64_t known_product(const Shape& shape, int begin, int end) {
-  int64_t product = 1;
-  for (int i = begin; i < end; ++i) {
-    if (shape.dim(i) < 0) return -1;
-    product *= shape.dim(i);
-  }
-  return product;
-}
-
 Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_list<graph::DType> allowed) {
   const graph::DType dtype = ctx.input(input).dtype;
   if (std::find(allowed.begin(), allowed.end(), dtype) != allowed.end()) return Status();

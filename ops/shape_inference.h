@@ -21,8 +21,6 @@ using graph::TensorType;
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 // Maps an axis in [-rank, rank) to [0, rank); nullopt when out of range.
 std::optional<int> normalize_axis(int64_t axis, int rank);
-// Product of dims, -1 when any is unknown.
-int64_t known_product(const Shape& shape, int begin, int end);
 
 Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_list<graph::DType> allowed);
 Status require_same_dtype(const InferContext& ctx);
