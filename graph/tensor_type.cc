@@ -38,4 +38,12 @@ bool Shape::accepts(std::span<const int64_t> concrete) const {
 
 std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape.to_string(); }
 
+bool Shape::compatible_with(const Shape& other) const {
+  if (rank() != other.rank()) return false;
+  for (int d = 0; d < rank(); ++d) {
+    if (dim(d) >= 0 && other.dim(d) >= 0 && dim(d) != other.dim(d)) return false;
+  }
+  return true;
+}
+
 }  // namespace mirra::graph

@@ -31,6 +31,8 @@ struct Shape {
   std::string to_string() const;
   // True when a value of shape `concrete` may flow where this shape is expected (-1 matches any).
   bool accepts(std::span<const int64_t> concrete) const;
+  // Same rank, and each dim equal or unknown on either side.
+  bool compatible_with(const Shape& other) const;
 
   friend bool operator==(const Shape&, const Shape&) = default;
 };

@@ -67,7 +67,10 @@ graph::Status fill_initial_value(std::string_view kind, double value, uint64_t s
   } else {
     return graph::invalid_argument("unknown initializer '" + std::string(kind) + "'");
   }
-  return cpu::visit_dtype<float, double>(out.dtype(), [&]<class T>(cpu::Type<T>) {
+  if (!graph::is_floating(out.dtype()) && kind != "zeros" && kind != "ones" && kind != "constant") {
+    return graph::invalid_argument("initializer '" + std::string(kind) + "' needs a floating variable");
+  }
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(out.dtype(), [&]<class T>(cpu::Type<T>) {
     T* data = out.mutable_data<T>();
     for (int64_t i = 0; i < out.num_elements(); ++i) data[i] = static_cast<T>(draw());
     return graph::Status();

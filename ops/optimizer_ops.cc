@@ -1,5 +1,7 @@
-// ApplyGradientDescent, ApplyMomentum and NoOp: schemas, builders and CPU kernels.
+// ApplyGradientDescent, ApplyMomentum, ApplyAdam, AssignAdd and NoOp: schemas, builders and CPU kernels.
 #include "ops/optimizer_ops.h"
+
+#include <cmath>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -64,6 +66,51 @@ Status apply_momentum_kernel(KernelContext& ctx) {
   });
 }
 
+// Adam (Kingma and Ba) with bias correction, m_hat / (sqrt(v_hat) + epsilon), and AdamW's decoupled
+// weight decay (the variable shrinks by learning_rate * weight_decay before the Adam step). `step` is
+// the number of updates already applied, so this one is update step + 1.
+Status apply_adam_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 3));
+  Tensor& variable = ctx.input_for_update(0);
+  Tensor& first_moment = ctx.input_for_update(1);
+  Tensor& second_moment = ctx.input_for_update(2);
+  const Tensor& gradient = ctx.input(3);
+  const double t = static_cast<double>(ctx.input(5).data<int64_t>()[0] + 1);
+  const double beta1 = ctx.attr<double>("beta1"), beta2 = ctx.attr<double>("beta2");
+  const double correction1 = 1.0 - std::pow(beta1, t), correction2 = 1.0 - std::pow(beta2, t);
+  return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
+    const double lr = static_cast<double>(ctx.input(4).data<T>()[0]);
+    const T step_size = static_cast<T>(lr / correction1);
+    const T inverse_sqrt_correction2 = static_cast<T>(1.0 / std::sqrt(correction2));
+    const T decay = static_cast<T>(1.0 - lr * ctx.attr<double>("weight_decay"));
+    const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
+    const T epsilon = static_cast<T>(ctx.attr<double>("epsilon"));
+    T* v = variable.mutable_data<T>();
+    T* m1 = first_moment.mutable_data<T>();
+    T* m2 = second_moment.mutable_data<T>();
+    const T* g = gradient.data<T>();
+    cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        m1[i] = b1 * m1[i] + (T(1) - b1) * g[i];
+        m2[i] = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
+        v[i] = decay * v[i] - step_size * m1[i] / (std::sqrt(m2[i]) * inverse_sqrt_correction2 + epsilon);
+      }
+    });
+    return Status();
+  });
+}
+
+Status assign_add_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  Tensor& variable = ctx.input_for_update(0);
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
+    T* v = variable.mutable_data<T>();
+    const T* delta = ctx.input(1).data<T>();
+    for (int64_t i = 0; i < variable.num_elements(); ++i) v[i] += delta[i];
+    return Status();
+  });
+}
+
 Status no_op_kernel(KernelContext&) { return Status(); }
 
 // Inputs 0..n-1 are the variable, its slots and its gradient (same dtype and shape); the last is a
@@ -71,14 +118,35 @@ Status no_op_kernel(KernelContext&) { return Status(); }
 Expected<std::vector<TensorType>> infer_apply(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
   MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
-  const Shape& variable = ctx.input(0).shape;
   for (size_t i = 1; i + 1 < ctx.num_inputs(); ++i) {
-    const Shape& operand = ctx.input(i).shape;
-    bool matches = operand.rank() == variable.rank();
-    for (int d = 0; matches && d < variable.rank(); ++d) matches = operand.dim(d) < 0 || operand.dim(d) == variable.dim(d);
-    if (!matches) return ctx.error("operand " + std::to_string(i) + " must have the variable's shape");
+    if (!ctx.input(i).shape.compatible_with(ctx.input(0).shape)) {
+      return ctx.error("operand " + std::to_string(i) + " must have the variable's shape");
+    }
   }
   if (ctx.input(ctx.num_inputs() - 1).shape.rank() != 0) return ctx.error("the learning rate must be a scalar");
+  return std::vector<TensorType>{};
+}
+
+
+// ApplyAdam: (variable, m, v, gradient) of one floating dtype and the variable's shape, a scalar
+// learning rate of that dtype, and the int64 scalar count of updates done so far.
+Expected<std::vector<TensorType>> infer_apply_adam(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+  for (size_t i = 1; i < 5; ++i) {
+    if (ctx.input(i).dtype != ctx.input(0).dtype) return ctx.error("operand " + std::to_string(i) + " must have the variable's dtype");
+    if (i < 4 && !ctx.input(i).shape.compatible_with(ctx.input(0).shape)) {
+      return ctx.error("operand " + std::to_string(i) + " must have the variable's shape");
+    }
+  }
+  if (ctx.input(4).shape.rank() != 0) return ctx.error("the learning rate must be a scalar");
+  if (ctx.input(5).dtype != DType::i64 || ctx.input(5).shape.rank() != 0) return ctx.error("the step must be an i64 scalar");
+  return std::vector<TensorType>{};
+}
+
+Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
+  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+  if (!ctx.input(1).shape.compatible_with(ctx.input(0).shape)) return ctx.error("the value must have the variable's shape");
   return std::vector<TensorType>{};
 }
 
@@ -101,6 +169,25 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                                          "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)).",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {apply_momentum_kernel});
+  schemas.add(graph::OpSchema{.name = "ApplyAdam",
+                              .inputs = {"variable", "m", "v", "gradient", "learning_rate", "step"},
+                              .attrs = {{"beta1", AttrType::real, 0.9},
+                                        {"beta2", AttrType::real, 0.999},
+                                        {"epsilon", AttrType::real, 1e-7},
+                                        {"weight_decay", AttrType::real, 0.0}},
+                              .traits = graph::kStateful,
+                              .infer = infer_apply_adam,
+                              .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay. step "
+                                         "counts the updates already applied.",
+                              .no_gradient = "it updates state and outputs nothing"});
+  kernels.add("ApplyAdam", graph::DeviceKind::cpu, {apply_adam_kernel});
+  schemas.add(graph::OpSchema{.name = "AssignAdd",
+                              .inputs = {"variable", "value"},
+                              .traits = graph::kStateful,
+                              .infer = infer_assign_add,
+                              .summary = "variable += value, in place (step counters).",
+                              .no_gradient = "it updates state and outputs nothing"});
+  kernels.add("AssignAdd", graph::DeviceKind::cpu, {assign_add_kernel});
   schemas.add(graph::OpSchema{.name = "NoOp",
                               .infer = [](const InferContext&) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{};
@@ -119,6 +206,18 @@ NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, Value
   return b.add({.op = "ApplyMomentum",
                 .inputs = {variable, accumulator, gradient, learning_rate},
                 .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}}});
+}
+
+NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
+                  double weight_decay) {
+  return b.add({.op = "ApplyAdam",
+                .inputs = {operands.variable, operands.m, operands.v, operands.gradient, operands.learning_rate,
+                           operands.step},
+                .attrs = {{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}}});
+}
+
+NodeId assign_add(Builder& b, ValueRef variable, ValueRef value) {
+  return b.add({.op = "AssignAdd", .inputs = {variable, value}});
 }
 
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after) {

@@ -1,8 +1,13 @@
-// minimize: trainable variables, gradients, slots, update ops and their ordering.
+// minimize: trainable variables, gradients, clipping, slots, update ops and their ordering.
 #include "ops/optimizers.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "graph/gradients.h"
+#include "ops/elementwise_ops.h"
 #include "ops/optimizer_ops.h"
+#include "ops/reduce_ops.h"
 #include "ops/source_ops.h"
 
 namespace mirra::ops {
@@ -31,13 +36,45 @@ std::vector<graph::NodeId> readers_of(const graph::Graph& g, graph::NodeId varia
   return readers;
 }
 
+// Every node reading `state` runs before `update`.
+void order_after_readers(graph::Graph& g, graph::NodeId state, graph::NodeId update) {
+  for (graph::NodeId reader : readers_of(g, state)) {
+    if (reader != update) g.add_control_edge(reader, update);
+  }
+}
+
+graph::Status check(const Optimizer& o) {
+  static const char* const kKinds[] = {"sgd", "momentum", "adam", "adamw"};
+  if (std::find(std::begin(kKinds), std::end(kKinds), o.kind) == std::end(kKinds)) {
+    return graph::invalid_argument("optimizer '" + o.kind + "' is not known (sgd, momentum, adam, adamw)");
+  }
+  if (!(o.learning_rate > 0)) return graph::invalid_argument("learning rate must be positive");
+  if (!(o.momentum >= 0 && o.momentum < 1)) return graph::invalid_argument("momentum must be in [0, 1)");
+  if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1)) {
+    return graph::invalid_argument("adam's beta1 and beta2 must be in [0, 1)");
+  }
+  if (!(o.epsilon > 0)) return graph::invalid_argument("adam's epsilon must be positive");
+  if (!(o.weight_decay >= 0)) return graph::invalid_argument("weight decay must not be negative");
+  if (!(o.clip_global_norm >= 0)) return graph::invalid_argument("clip_global_norm must not be negative");
+  return graph::Status();
+}
+
 }  // namespace
 
+std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
+                                                 double clip_norm) {
+  auto scope = b.scope("clip_by_global_norm");
+  graph::ValueRef sum_of_squares = reduce_sum(b, square(b, gradients.front()));
+  for (size_t i = 1; i < gradients.size(); ++i) sum_of_squares = add(b, sum_of_squares, reduce_sum(b, square(b, gradients[i])));
+  const graph::ValueRef clip = scalar_of(b, clip_norm, gradients.front());
+  const graph::ValueRef scale = div(b, clip, maximum(b, sqrt(b, sum_of_squares), clip));
+  std::vector<graph::ValueRef> clipped;
+  for (graph::ValueRef gradient : gradients) clipped.push_back(mul(b, gradient, scale));
+  return clipped;
+}
+
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer) {
-  if (optimizer.kind != "sgd" && optimizer.kind != "momentum") {
-    return graph::invalid_argument("optimizer '" + optimizer.kind + "' is not known (sgd, momentum)");
-  }
-  if (!(optimizer.learning_rate > 0)) return graph::invalid_argument("learning rate must be positive");
+  MIRRA_RETURN_IF_ERROR(check(optimizer));
   graph::Graph& g = b.graph();
   std::vector<graph::ValueRef> variables;
   for (const graph::Node& node : g.nodes()) {
@@ -46,6 +83,8 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   }
   if (variables.empty()) return graph::invalid_argument("minimize: the graph has no trainable variables");
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients, graph::gradients(b, loss, variables));
+  const std::vector<graph::ValueRef> applied =
+      optimizer.clip_global_norm > 0 ? clip_by_global_norm(b, gradients, optimizer.clip_global_norm) : gradients;
 
   TrainOp result;
   const graph::DType dtype = b.type(loss).dtype;
@@ -53,26 +92,42 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     auto scope = b.scope("optimizer");
     result.learning_rate = variable(b, "learning_rate", graph::Shape{}, Initializer::constant(optimizer.learning_rate),
                                     dtype, /*trainable=*/false);
+    result.iterations = variable(b, "iterations", graph::Shape{}, Initializer::zeros(), graph::DType::i64, false);
   }
   std::vector<graph::NodeId> updates;
   for (size_t i = 0; i < variables.size(); ++i) {
     const graph::ValueRef v = variables[i];
-    const std::vector<graph::NodeId> readers = readers_of(g, v.node);
     const graph::Node& node = g.node(v.node);
     const std::string name = node.name;
     const graph::TensorType type = node.outputs[0];
+    auto slot = [&](const char* suffix) {
+      return variable(b, name + "/" + suffix, type.shape, Initializer::zeros(), type.dtype, /*trainable=*/false);
+    };
     graph::NodeId update;
     if (optimizer.kind == "sgd") {
-      update = apply_gradient_descent(b, v, gradients[i], result.learning_rate);
+      update = apply_gradient_descent(b, v, applied[i], result.learning_rate);
+    } else if (optimizer.kind == "momentum") {
+      update = apply_momentum(b, v, slot("momentum"), applied[i], result.learning_rate, optimizer.momentum,
+                              optimizer.nesterov);
     } else {
-      const graph::ValueRef slot = variable(b, name + "/momentum", type.shape, Initializer::zeros(), type.dtype, false);
-      update = apply_momentum(b, v, slot, gradients[i], result.learning_rate, optimizer.momentum, optimizer.nesterov);
+      update = apply_adam(b, {v, slot("m"), slot("v"), applied[i], result.learning_rate, result.iterations},
+                          optimizer.beta1, optimizer.beta2, optimizer.epsilon,
+                          optimizer.kind == "adamw" ? optimizer.weight_decay : 0.0);
     }
     if (update == graph::kInvalidNode) return b.status();
-    for (graph::NodeId reader : readers) g.add_control_edge(reader, update);
+    order_after_readers(g, v.node, update);
     updates.push_back(update);
     result.variables_and_gradients.emplace_back(v, gradients[i]);
   }
+  graph::NodeId count_step;
+  {
+    static constexpr int64_t kOne = 1;
+    auto scope = b.scope("optimizer");
+    count_step = assign_add(b, result.iterations, constant<int64_t>(b, graph::Shape{}, std::span<const int64_t>(&kOne, 1)));
+  }
+  if (count_step == graph::kInvalidNode) return b.status();
+  order_after_readers(g, result.iterations.node, count_step);
+  updates.push_back(count_step);
   result.train = no_op(b, "train", updates);
   MIRRA_RETURN_IF_ERROR(b.status());
   return result;

@@ -1,9 +1,11 @@
-// minimize(b, loss, optimizer): the gradients of loss for every trainable variable, and one update op
-// per variable, grouped under a NoOp target named "train". Momentum slots are non-trainable variables
-// created beside the variable they belong to ("<variable>/momentum"). The learning rate is a
-// non-trainable scalar variable ("optimizer/learning_rate"), so a schedule can change it between steps.
+// minimize(b, loss, optimizer): the gradients of loss for every trainable variable (clipped by their
+// global norm when asked), and one update op per variable, grouped under a NoOp target named "train".
+// Slots are non-trainable variables created beside the variable they belong to ("<variable>/momentum",
+// "<variable>/m", "<variable>/v"). The learning rate is a non-trainable scalar variable
+// ("optimizer/learning_rate"), so a schedule can change it between steps; "optimizer/iterations"
+// (i64) counts the steps taken and is incremented after every update of a step.
 //
-//   auto train = ops::minimize(b, loss, ops::Optimizer::momentum(0.05, 0.9));
+//   auto train = ops::minimize(b, loss, ops::Optimizer::momentum_sgd(0.05, 0.9));
 //   session.run(feeds, {}, {train->train});
 //
 // ENSURES: each update runs after every node that reads its variable (control edges), so a step
@@ -19,22 +21,36 @@
 namespace mirra::ops {
 
 struct Optimizer {
-  std::string kind = "sgd";  // sgd or momentum
+  std::string kind = "sgd";  // sgd, momentum, adam, adamw
   double learning_rate = 0.01;
-  double momentum = 0.0;
-  bool nesterov = false;
+  double momentum = 0.0;  // momentum
+  bool nesterov = false;  // momentum
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7;  // adam, adamw
+  double weight_decay = 0.0;                           // adamw: decoupled, scaled by the learning rate
+  double clip_global_norm = 0.0;  // > 0: scale all gradients by min(1, clip / global norm) first
 
   static Optimizer sgd(double learning_rate) { return {"sgd", learning_rate}; }
   static Optimizer momentum_sgd(double learning_rate, double momentum, bool nesterov = false) {
     return {"momentum", learning_rate, momentum, nesterov};
   }
+  static Optimizer adam(double learning_rate) { return {.kind = "adam", .learning_rate = learning_rate}; }
+  static Optimizer adamw(double learning_rate, double weight_decay) {
+    return {.kind = "adamw", .learning_rate = learning_rate, .weight_decay = weight_decay};
+  }
 };
 
 struct TrainOp {
   graph::NodeId train = graph::kInvalidNode;                          // run it as a target
+  // Each trainable variable with its gradient as autodiff made it (before clipping): a strategy
+  // aggregates these across replicas, and everything downstream then sees the aggregate.
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
-  graph::ValueRef learning_rate;
+  graph::ValueRef learning_rate;  // f32/f64 scalar variable
+  graph::ValueRef iterations;     // i64 scalar variable
 };
+
+// The gradients scaled by min(1, clip_norm / sqrt(sum of their squared elements)), as one group.
+std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
+                                                 double clip_norm);
 
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer);
 

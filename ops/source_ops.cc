@@ -101,9 +101,15 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"trainable", AttrType::boolean, true}},
       .traits = graph::kSource | graph::kStateful,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
-        if (!graph::is_floating(ctx.attr<DType>("dtype"))) return ctx.error("variables must be f32 or f64");
+        const DType dtype = ctx.attr<DType>("dtype");
         const std::string& kind = ctx.attr<std::string>("initializer");
+        if (!graph::is_floating(dtype) && dtype != DType::i32 && dtype != DType::i64) {
+          return ctx.error("variables must be f32, f64, i32 or i64");
+        }
         if (!is_known_initializer(kind)) return ctx.error("unknown initializer '" + kind + "'");
+        if (!graph::is_floating(dtype) && kind != "zeros" && kind != "ones" && kind != "constant") {
+          return ctx.error("initializer '" + kind + "' needs a floating variable");
+        }
         return infer_fully_defined(ctx);
       },
       .summary = "State kept by the session across steps, created from its initialiser on first use.",

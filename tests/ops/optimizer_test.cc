@@ -1,5 +1,6 @@
-// Optimizers: SGD, Momentum and Nesterov momentum through minimize() match the same updates written
-// as plain loops; updates wait for every reader of their variable; a small classifier learns.
+// Optimizers: SGD, Momentum, Nesterov momentum, Adam and AdamW through minimize(), with and without
+// global-norm clipping, match the same updates written as plain loops; updates wait for every reader
+// of their variable; the step counter counts; a small classifier learns.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -11,6 +12,7 @@ namespace {
 void check_against_loop(const ops::Optimizer& optimizer) {
   CAPTURE(optimizer.kind);
   CAPTURE(optimizer.nesterov);
+  CAPTURE(optimizer.clip_global_norm);
   graph::Graph g;
   graph::Builder b(g, ops::registry());
   const std::vector<double> target = {1.0, -2.0, 0.5};
@@ -20,20 +22,37 @@ void check_against_loop(const ops::Optimizer& optimizer) {
   auto train = ops::minimize(b, loss, optimizer);
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
   runtime::Session session(g, ops::cpu_kernels(), {.threads = 2});
-  std::vector<double> v(3, 3.0), accumulator(3, 0.0);
-  for (int step = 0; step < 6; ++step) {
+  std::vector<double> v(3, 3.0), slot1(3, 0.0), slot2(3, 0.0);
+  for (int step = 1; step <= 6; ++step) {
     REQUIRE(session.run({}, std::span<const graph::ValueRef>(), std::vector<graph::NodeId>{train->train}).ok());
+    std::vector<double> gradient(3);
+    double norm = 0;
     for (size_t i = 0; i < 3; ++i) {
-      const double gradient = v[i] - target[i];
+      gradient[i] = v[i] - target[i];
+      norm += gradient[i] * gradient[i];
+    }
+    norm = std::sqrt(norm);
+    const double clip = optimizer.clip_global_norm;
+    for (size_t i = 0; i < 3; ++i) {
+      const double g_i = clip > 0 && norm > clip ? gradient[i] * clip / norm : gradient[i];
+      const double lr = optimizer.learning_rate;
       if (optimizer.kind == "sgd") {
-        v[i] -= optimizer.learning_rate * gradient;
+        v[i] -= lr * g_i;
+      } else if (optimizer.kind == "momentum") {
+        slot1[i] = optimizer.momentum * slot1[i] + g_i;
+        v[i] -= lr * (optimizer.nesterov ? g_i + optimizer.momentum * slot1[i] : slot1[i]);
       } else {
-        accumulator[i] = optimizer.momentum * accumulator[i] + gradient;
-        v[i] -= optimizer.learning_rate * (optimizer.nesterov ? gradient + optimizer.momentum * accumulator[i] : accumulator[i]);
+        slot1[i] = optimizer.beta1 * slot1[i] + (1 - optimizer.beta1) * g_i;
+        slot2[i] = optimizer.beta2 * slot2[i] + (1 - optimizer.beta2) * g_i * g_i;
+        const double m_hat = slot1[i] / (1 - std::pow(optimizer.beta1, step));
+        const double v_hat = slot2[i] / (1 - std::pow(optimizer.beta2, step));
+        v[i] -= lr * optimizer.weight_decay * v[i];
+        v[i] -= lr * m_hat / (std::sqrt(v_hat) + optimizer.epsilon);
       }
     }
     const auto got = session.variables().find("w")->to_vector<double>();
     for (size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(v[i]).epsilon(1e-12));
+    CHECK(session.variables().find("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{step});
   }
 }
 
@@ -41,7 +60,23 @@ TEST_CASE("Optimizers.updates_match_plain_loops") {
   check_against_loop(ops::Optimizer::sgd(0.1));
   check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9));
   check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9, /*nesterov=*/true));
-  for (const char* op : {"ApplyGradientDescent", "ApplyMomentum", "NoOp"}) checked_ops().insert(op);
+  check_against_loop(ops::Optimizer::adam(0.3));
+  check_against_loop(ops::Optimizer::adamw(0.3, 0.1));
+  for (const char* op : {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "AssignAdd", "NoOp"}) {
+    checked_ops().insert(op);
+  }
+}
+
+TEST_CASE("Optimizers.global_norm_clipping") {
+  // The first gradients have norm sqrt(4 + 25 + 6.25) = 5.94: a clip of 1 scales them, one of 100 does not.
+  for (double clip : {1.0, 100.0}) {
+    ops::Optimizer sgd = ops::Optimizer::sgd(0.1);
+    sgd.clip_global_norm = clip;
+    check_against_loop(sgd);
+    ops::Optimizer adam = ops::Optimizer::adam(0.1);
+    adam.clip_global_norm = clip;
+    check_against_loop(adam);
+  }
 }
 
 TEST_CASE("Optimizers.updates_run_after_every_reader") {
@@ -71,8 +106,15 @@ TEST_CASE("Optimizers.bad_configurations_are_errors") {
   CHECK(ops::minimize(b, loss, ops::Optimizer::sgd(0.1)).status().message() ==
         "minimize: the graph has no trainable variables");
   (void)ops::variable(b, "w", {2});
-  CHECK(ops::minimize(b, loss, {"adagrad", 0.1}).status().message() == "optimizer 'adagrad' is not known (sgd, momentum)");
+  CHECK(ops::minimize(b, loss, {"adagrad", 0.1}).status().message() ==
+        "optimizer 'adagrad' is not known (sgd, momentum, adam, adamw)");
   CHECK(ops::minimize(b, loss, ops::Optimizer::sgd(-1)).status().message() == "learning rate must be positive");
+  CHECK(ops::minimize(b, loss, ops::Optimizer::momentum_sgd(0.1, 1.5)).status().message() ==
+        "momentum must be in [0, 1)");
+  ops::Optimizer adam = ops::Optimizer::adam(0.1);
+  adam.beta2 = 1.0;
+  CHECK(ops::minimize(b, loss, adam).status().message() == "adam's beta1 and beta2 must be in [0, 1)");
+  CHECK(ops::minimize(b, loss, ops::Optimizer::adamw(0.1, -1)).status().message() == "weight decay must not be negative");
 }
 
 TEST_CASE("Optimizers.a_small_classifier_learns") {

@@ -24,6 +24,10 @@ TEST_CASE("Kernels.Variable.initialisers") {
   check_op("Variable", {}, {{"shape", graph::Shape{3}}, {"initializer", std::string("ones")}, {"dtype", DType::f64}},
            {Tensor::from<double>({3}, {1, 1, 1})});
   check_op("Variable", {}, {{"shape", graph::Shape{0, 3}}}, {Tensor::from<float>({0, 3}, std::span<const float>())});
+  check_op("Variable", {}, {{"shape", graph::Shape{}}, {"initializer", std::string("constant")}, {"init_value", 7.0},
+                            {"dtype", DType::i64}}, {Tensor::from<int64_t>({}, {7})});
+  CHECK(run_op("Variable", {}, {{"shape", graph::Shape{2}}, {"initializer", std::string("he_normal")}, {"dtype", DType::i32}})
+            .status().message() == "node 'Variable' (Variable): initializer 'he_normal' needs a floating variable; inputs ()");
 
   // Random initialisers: within Keras' bounds, with the expected spread, and reproducible by seed.
   const int64_t fan_in = 300, fan_out = 200;
