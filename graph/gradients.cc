@@ -1,6 +1,7 @@
 // gradients: path finding, reverse traversal, summing of gradient contributions.
 #include "graph/gradients.h"
 
+#include <algorithm>
 #include <map>
 
 namespace mirra::graph {
@@ -76,15 +77,15 @@ Expected<std::vector<ValueRef>> gradients(Builder& b, ValueRef y, std::span<cons
       any = true;
     }
     if (!any) continue;
-    bool needs_input_grads = false;
-    for (ValueRef input : node.inputs) needs_input_grads |= from_x[input.node] && is_floating(graph.type(input).dtype);
-    if (!needs_input_grads) continue;
+    std::vector<bool> needed;
+    for (ValueRef input : node.inputs) needed.push_back(from_x[input.node] && is_floating(graph.type(input).dtype));
+    if (std::find(needed.begin(), needed.end(), true) == needed.end()) continue;
     const OpSchema* schema = b.registry().find(node.op);
     if (schema == nullptr || !schema->gradient) {
       return invalid_argument("gradients: cannot differentiate through node '" + node.name + "' (" + node.op + "): " +
                               (schema ? schema->no_gradient : std::string("unknown op")));
     }
-    GradientContext context{b, node, {}, output_grads, {}};
+    GradientContext context{b, node, {}, output_grads, {}, std::move(needed)};
     for (uint16_t k = 0; k < node.outputs.size(); ++k) context.outputs.push_back({id, k});
     for (ValueRef input : node.inputs) context.input_types.push_back(graph.type(input));
     std::vector<ValueRef> input_grads;
@@ -95,7 +96,7 @@ Expected<std::vector<ValueRef>> gradients(Builder& b, ValueRef y, std::span<cons
     MIRRA_RETURN_IF_ERROR(b.status());
     for (size_t i = 0; i < node.inputs.size() && i < input_grads.size(); ++i) {
       const ValueRef input = node.inputs[i];
-      if (input_grads[i].valid() && from_x[input.node]) contributions[input].push_back(input_grads[i]);
+      if (input_grads[i].valid() && context.needs(i)) contributions[input].push_back(input_grads[i]);
     }
   }
 

@@ -61,8 +61,12 @@ struct GradientContext {
   std::vector<ValueRef> outputs;
   std::vector<ValueRef> output_grads;
   std::vector<TensorType> input_types;
+  std::vector<bool> needed;  // per input: does anything differentiated depend on it?
 
   ValueRef input(size_t i) const { return node.inputs[i]; }
+  // Rules may skip the gradients of inputs that are not needed (a model's input images, say): a
+  // gradient node nobody uses still reads the op's other inputs, so building it costs a step time.
+  bool needs(size_t i) const { return i < needed.size() && needed[i]; }
   ValueRef output(size_t i) const { return outputs[i]; }
   ValueRef grad(size_t i) const { return output_grads[i]; }
   template <class T>

@@ -76,10 +76,16 @@ Grads matmul_grad(GradientContext& g) {
   auto& b = g.builder;
   const ValueRef x = g.input(0), w = g.input(1), dy = g.grad(0);
   const bool ta = g.attr<bool>("transpose_a"), tb = g.attr<bool>("transpose_b");
-  if (!ta && !tb) return {matmul(b, dy, w, false, true), matmul(b, x, dy, true, false)};
-  if (!ta && tb) return {matmul(b, dy, w, false, false), matmul(b, dy, x, true, false)};
-  if (ta && !tb) return {matmul(b, w, dy, false, true), matmul(b, x, dy, false, false)};
-  return {matmul(b, w, dy, true, true), matmul(b, dy, x, true, true)};
+  Grads grads(2);
+  if (g.needs(0)) {
+    grads[0] = ta ? (tb ? matmul(b, w, dy, true, true) : matmul(b, w, dy, false, true))
+                  : (tb ? matmul(b, dy, w, false, false) : matmul(b, dy, w, false, true));
+  }
+  if (g.needs(1)) {
+    grads[1] = tb ? (ta ? matmul(b, dy, x, true, true) : matmul(b, dy, x, true, false))
+                  : (ta ? matmul(b, x, dy, false, false) : matmul(b, x, dy, true, false));
+  }
+  return grads;
 }
 
 // The bias gradient sums dy over every dim but the channel dim.

@@ -29,17 +29,22 @@ Status pool_kernel(KernelContext& ctx) {
   using dnnl::memory;
   const memory::desc src_md({g.batch, g.channels, g.height, g.width}, memory::data_type::f32, g.layout);
   const memory::desc dst_md({g.batch, g.channels, g.out_height, g.out_width}, memory::data_type::f32, g.layout);
-  try {
-    const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, kAlgorithm, src_md, dst_md, g.strides,
-                                           {ksize[0], ksize[1]}, g.pad_before, g.pad_after);
-    const dnnl::pooling_forward::primitive_desc pd(desc, cpu::dnnl_engine());
-    auto& engine = cpu::dnnl_engine();
-    return cpu::dnnl_execute(dnnl::pooling_forward(pd),
-                             {{DNNL_ARG_SRC, memory(src_md, engine, const_cast<void*>(input.raw_data()))},
-                              {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}});
-  } catch (const dnnl::error& e) {
-    return graph::internal_error(std::string("oneDNN pooling: ") + e.what());
+  std::string key = std::string("pool/") + std::to_string(static_cast<int>(kAlgorithm)) + "/" +
+                    std::to_string(static_cast<int>(g.layout));
+  for (int64_t d : {g.batch, g.channels, g.height, g.width, ksize[0], ksize[1], g.strides[0], g.strides[1],
+                    g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]}) {
+    key += "," + std::to_string(d);
   }
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
+    const dnnl::pooling_forward::primitive_desc pd(
+        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, kAlgorithm, src_md, dst_md, g.strides,
+                                    {ksize[0], ksize[1]}, g.pad_before, g.pad_after),
+        cpu::dnnl_user_scratchpad(), cpu::dnnl_engine());
+    return cpu::DnnlPrimitive{dnnl::pooling_forward(pd), pd.scratchpad_desc(), {}};
+  }));
+  auto& engine = cpu::dnnl_engine();
+  return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, memory(src_md, engine, const_cast<void*>(input.raw_data()))},
+                                        {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}});
 }
 
 Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
@@ -79,6 +84,55 @@ Status pool_grad_kernel(KernelContext& ctx) {
     const T* d = dy.data<T>();
     T* out = dx.mutable_data<T>();
     std::fill_n(out, dx.num_elements(), T(0));
+    if (!nchw) {
+      // NHWC: channels are contiguous, so each window is visited once for all channels at a time.
+      // Windows may overlap, so one thread owns each image.
+      cpu::parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+        std::vector<T> best_value(static_cast<size_t>(C));
+        std::vector<int64_t> best_at(static_cast<size_t>(C));
+        for (int64_t n = begin; n < end; ++n) {
+          for (int64_t oy = 0; oy < OH; ++oy) {
+            for (int64_t ox = 0; ox < OW; ++ox) {
+              const int64_t y0 = std::max<int64_t>(oy * strides[0] - g.pad_before[0], 0);
+              const int64_t x0 = std::max<int64_t>(ox * strides[1] - g.pad_before[1], 0);
+              const int64_t y1 = std::min<int64_t>(oy * strides[0] - g.pad_before[0] + ksize[0], H);
+              const int64_t x1 = std::min<int64_t>(ox * strides[1] - g.pad_before[1] + ksize[1], W);
+              if (y0 >= y1 || x0 >= x1) continue;
+              const T* grad = d + at(n, oy, ox, 0, OH, OW);
+              if constexpr (kMax) {
+                // The first maximum in row-major window order, as in the NCHW loop below.
+                const int64_t first = at(n, y0, x0, 0, H, W);
+                for (int64_t c = 0; c < C; ++c) {
+                  best_value[static_cast<size_t>(c)] = x[first + c];
+                  best_at[static_cast<size_t>(c)] = first + c;
+                }
+                for (int64_t iy = y0; iy < y1; ++iy) {
+                  for (int64_t ix = x0; ix < x1; ++ix) {
+                    const int64_t pixel = at(n, iy, ix, 0, H, W);
+                    for (int64_t c = 0; c < C; ++c) {
+                      if (x[pixel + c] > best_value[static_cast<size_t>(c)]) {
+                        best_value[static_cast<size_t>(c)] = x[pixel + c];
+                        best_at[static_cast<size_t>(c)] = pixel + c;
+                      }
+                    }
+                  }
+                }
+                for (int64_t c = 0; c < C; ++c) out[best_at[static_cast<size_t>(c)]] += grad[c];
+              } else {
+                const T count = static_cast<T>((y1 - y0) * (x1 - x0));
+                for (int64_t iy = y0; iy < y1; ++iy) {
+                  for (int64_t ix = x0; ix < x1; ++ix) {
+                    T* pixel = out + at(n, iy, ix, 0, H, W);
+                    for (int64_t c = 0; c < C; ++c) pixel[c] += grad[c] / count;
+                  }
+                }
+              }
+            }
+          }
+        }
+      });
+      return Status();
+    }
     cpu::parallel_for(g.batch * C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t n = plane / C, c = plane % C;

@@ -12,19 +12,26 @@ namespace mirra::ops::cpu {
 
 namespace {
 
-void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-               int64_t ldb, float* c) {
+// C block = op(A) rows * op(B) columns, with leading dims for the full matrices.
+void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                int64_t ldb, float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
-              c, static_cast<int>(std::max<int64_t>(n, 1)));
+              c, static_cast<int>(ldc));
 }
 
-void gemm_rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-               int64_t ldb, double* c) {
+void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+                int64_t ldb, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
-              static_cast<int>(std::max<int64_t>(n, 1)));
+              static_cast<int>(ldc));
 }
+
+// Below this many flops a product runs as one call; above, it is split in chunks of at least
+// kMinChunk rows or columns (each chunk repacks the other operand, so chunks must not be thin).
+constexpr int64_t kSplitFlops = int64_t{8} << 20;
+constexpr int64_t kMinChunk = 128;
+constexpr int64_t kMaxChunks = 8;
 
 }  // namespace
 
@@ -39,16 +46,25 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
   }
   const int64_t lda = std::max<int64_t>(transpose_a ? m : k, 1);
   const int64_t ldb = std::max<int64_t>(transpose_b ? k : n, 1);
-  // Chunks of about 2 MFLOP, at least 8 rows: big enough to amortise a call, small enough to share.
-  const int64_t rows_per_chunk = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(n * k, 1));
-  const int64_t chunks = (m + rows_per_chunk - 1) / rows_per_chunk;
+  // Split the longer side of C; the chunk count depends on the shape only.
+  const bool split_rows = m >= n;
+  const int64_t side = split_rows ? m : n;
+  const int64_t chunks = 2 * m * n * k < kSplitFlops ? 1 : std::clamp<int64_t>(side / kMinChunk, 1, kMaxChunks);
+  const int64_t per_chunk = (side + chunks - 1) / chunks;
   parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t chunk = begin; chunk < end; ++chunk) {
-      const int64_t row = chunk * rows_per_chunk;
-      const int64_t rows = std::min(rows_per_chunk, m - row);
-      // Row `row` of op(A): with A transposed it is column `row` of A.
-      const T* a_rows = transpose_a ? a + row : a + row * lda;
-      gemm_rows(transpose_a, transpose_b, rows, n, k, a_rows, lda, b, ldb, c + row * n);
+      const int64_t first = chunk * per_chunk;
+      const int64_t count = std::min(per_chunk, side - first);
+      if (count <= 0) continue;
+      if (split_rows) {
+        // Row `first` of op(A): with A transposed it is column `first` of A.
+        const T* a_rows = transpose_a ? a + first : a + first * lda;
+        gemm_block(transpose_a, transpose_b, count, n, k, a_rows, lda, b, ldb, c + first * n, n);
+      } else {
+        // Column `first` of op(B): with B transposed it is row `first` of B.
+        const T* b_columns = transpose_b ? b + first * ldb : b + first;
+        gemm_block(transpose_a, transpose_b, m, count, k, a, lda, b_columns, ldb, c + first, n);
+      }
     }
   });
 }

@@ -1,6 +1,7 @@
-// gemm: row-major C = op(A) * op(B) through OpenBLAS, for float and double. The M rows are split in
-// fixed chunks (independent of the thread count) over oneTBB, and OpenBLAS itself runs single-threaded,
-// so one scheduler owns the cores and results do not depend on how many threads there are.
+// gemm: row-major C = op(A) * op(B) through OpenBLAS, for float and double. A large product is split
+// along the longer side of C in chunks fixed by the shape (never by the thread count) and run over
+// oneTBB, with OpenBLAS itself single-threaded: one scheduler owns the cores, and results do not
+// depend on how many threads there are.
 #pragma once
 
 #include <cstdint>

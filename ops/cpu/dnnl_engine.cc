@@ -1,5 +1,14 @@
-// oneDNN engine and execution.
+// oneDNN engine, primitive cache and execution.
 #include "ops/cpu/dnnl_engine.h"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <utility>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/tensor.h"
 
 namespace mirra::ops::cpu {
 
@@ -8,10 +17,68 @@ dnnl::engine& dnnl_engine() {
   return engine;
 }
 
-graph::Status dnnl_execute(const dnnl::primitive& primitive, const std::unordered_map<int, dnnl::memory>& args) {
+dnnl::primitive_attr dnnl_user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void DnnlPrimitive::relayout(int arg, const dnnl::memory::desc& given, const dnnl::memory::desc& wanted, bool output) {
+  if (given == wanted) return;
+  const dnnl::engine& engine = dnnl_engine();
+  const dnnl::reorder::primitive_desc pd =
+      output ? dnnl::reorder::primitive_desc(engine, wanted, engine, given)
+             : dnnl::reorder::primitive_desc(engine, given, engine, wanted);
+  relayouts.emplace(arg, Relayout{wanted, dnnl::reorder(pd), output});
+}
+
+graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,
+                                                           const std::function<DnnlPrimitive()>& make) {
+  static std::shared_mutex mutex;
+  static std::unordered_map<std::string, std::unique_ptr<const DnnlPrimitive>> cache;
+  {
+    std::shared_lock lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second.get();
+  }
+  std::unique_ptr<const DnnlPrimitive> built;
   try {
+    built = std::make_unique<const DnnlPrimitive>(make());
+  } catch (const dnnl::error& e) {
+    return graph::internal_error("oneDNN cannot build " + key + ": " + e.what());
+  }
+  std::unique_lock lock(mutex);
+  auto [it, inserted] = cache.try_emplace(key, std::move(built));
+  return it->second.get();
+}
+
+namespace {
+
+dnnl::memory temporary(const dnnl::memory::desc& desc, std::vector<runtime::Tensor>& keep) {
+  keep.push_back(runtime::Tensor::empty(runtime::host_allocator(), graph::DType::u8,
+                                        runtime::TensorShape{static_cast<int64_t>(desc.get_size())}));
+  return dnnl::memory(desc, dnnl_engine(), keep.back().mutable_raw_data());
+}
+
+}  // namespace
+
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args) {
+  try {
+    std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
     dnnl::stream stream(dnnl_engine());
-    primitive.execute(stream, args);
+    std::vector<std::pair<const DnnlPrimitive::Relayout*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
+    for (const auto& [arg, relayout] : primitive.relayouts) {
+      dnnl::memory& given = args.at(arg);
+      dnnl::memory wanted = temporary(relayout.wanted, buffers);
+      if (relayout.output) {
+        outputs.push_back({&relayout, {wanted, given}});
+      } else {
+        relayout.reorder.execute(stream, given, wanted);
+      }
+      given = wanted;
+    }
+    if (primitive.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, temporary(primitive.scratchpad, buffers));
+    primitive.primitive.execute(stream, args);
+    for (auto& [relayout, from_to] : outputs) relayout->reorder.execute(stream, from_to.first, from_to.second);
     stream.wait();
   } catch (const dnnl::error& e) {
     return graph::internal_error(std::string("oneDNN: ") + e.what());

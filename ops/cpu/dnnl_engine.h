@@ -1,7 +1,19 @@
-// The process-wide oneDNN CPU engine, and helpers to describe mirra tensors to oneDNN.
+// oneDNN plumbing shared by the kernels that use it: the process-wide CPU engine, a cache of built
+// primitives by description, and execution with a scratchpad of the caller's own.
+//
+// Building a primitive descriptor costs tens of microseconds (implementation search, JIT); a step
+// runs the same shapes again and again, so kernels describe the problem as a key and build once.
+// Primitives are created with a user scratchpad, which each execution allocates from the host
+// allocator, so two threads may run the same cached primitive at once. A primitive may want an
+// argument in its own layout (oneDNN's blocked filters, say): execution then reorders that argument
+// from the caller's plain layout into a temporary (an input) or back from one (an output).
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <string>
+#include <unordered_map>
 
 #include "graph/status.h"
 
@@ -9,7 +21,31 @@ namespace mirra::ops::cpu {
 
 dnnl::engine& dnnl_engine();
 
-// Runs `primitive` with `args` on a fresh stream and waits; oneDNN errors become a Status.
-graph::Status dnnl_execute(const dnnl::primitive& primitive, const std::unordered_map<int, dnnl::memory>& args);
+// Primitive attributes asking for a user-managed scratchpad (use them for every cached primitive).
+dnnl::primitive_attr dnnl_user_scratchpad();
+
+struct DnnlPrimitive {
+  // An argument the primitive wants in another layout than the caller's, and the reorder between them.
+  struct Relayout {
+    dnnl::memory::desc wanted;
+    dnnl::reorder reorder;  // caller -> wanted for inputs, wanted -> caller for outputs
+    bool output = false;
+  };
+
+  dnnl::primitive primitive;
+  dnnl::memory::desc scratchpad;
+  std::unordered_map<int, Relayout> relayouts;  // by DNNL_ARG_*
+
+  // Records that argument `arg`, given as `given`, is wanted as `wanted` (nothing when they agree).
+  void relayout(int arg, const dnnl::memory::desc& given, const dnnl::memory::desc& wanted, bool output);
+};
+
+// The primitive cached under `key`, built by `make` the first time (errors are not cached).
+graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,
+                                                           const std::function<DnnlPrimitive()>& make);
+
+// Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
+// fresh scratchpad) on a stream and waits; oneDNN errors become a Status.
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args);
 
 }  // namespace mirra::ops::cpu

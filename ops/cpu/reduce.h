@@ -1,6 +1,7 @@
 // reduce_into: sums, means or maxima of a tensor over sorted, unique axes, written in the order of the
 // kept dims. Each output element is accumulated in a fixed order by one thread, so results do not
-// depend on the thread count. Shared by the reductions and by the gradient's SumToShape.
+// depend on the thread count. Shared by the reductions and by the gradient's SumToShape. Reductions
+// over leading dims (bias gradients, batch sums) take a vectorised path with the same order.
 #pragma once
 
 #include <algorithm>
@@ -16,9 +17,40 @@ enum class Reduction { sum, mean, max };
 
 using runtime::Tensor;
 
+// Reduction over the leading dims: out[j] = reduce over i of in[i * inner + j], visiting i in order
+// (the order of the general loop below, so both give the same bits), vectorised along j.
+template <class T, Reduction kReduction>
+void reduce_leading_into(const T* in, int64_t outer, int64_t inner, T* out) {
+  const T init = kReduction == Reduction::max ? std::numeric_limits<T>::lowest() : T(0);
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(outer * kBlock, 1));
+  cpu::parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t j0 = block * kBlock, j1 = std::min(inner, j0 + kBlock);
+      T* acc = out + j0;
+      std::fill(acc, acc + (j1 - j0), init);
+      for (int64_t i = 0; i < outer; ++i) {
+        const T* row = in + i * inner + j0;
+        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] = kReduction == Reduction::max ? std::max(acc[j], row[j]) : acc[j] + row[j];
+      }
+      if (kReduction == Reduction::mean) {
+        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] /= static_cast<T>(outer);
+      }
+    }
+  });
+}
+
 template <class T, Reduction kReduction>
 void reduce_into(const Tensor& x, const std::vector<int>& axes, T* out) {
   const int rank = x.rank();
+  bool leading = !axes.empty() && static_cast<int>(axes.size()) < rank;
+  for (size_t i = 0; leading && i < axes.size(); ++i) leading = axes[i] == static_cast<int>(i);
+  if (leading) {
+    int64_t outer = 1;
+    for (size_t i = 0; i < axes.size(); ++i) outer *= x.dim(static_cast<int>(i));
+    if (outer > 0) return reduce_leading_into<T, kReduction>(x.data<T>(), outer, x.num_elements() / outer, out);
+  }
   std::vector<bool> reduced(static_cast<size_t>(rank), false);
   for (int axis : axes) reduced[static_cast<size_t>(axis)] = true;
   // Dims and input strides of the kept dims (in output order) and of the reduced dims.
