@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/array_ops.h"
+#include "ops/classification.h"
 #include "ops/conv_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/matmul_ops.h"

@@ -1,4 +1,4 @@
-// load_fashion_mnist: file names, shapes and label range.
+// load_fashion_mnist: file names, shapes and label range; fashion_mnist_dataset on top of it.
 #include "runtime/data/fashion_mnist.h"
 
 namespace mirra::runtime::data {
@@ -23,6 +23,11 @@ graph::Expected<LabelledImages> load_fashion_mnist(const std::string& directory,
     }
   }
   return set;
+}
+
+graph::Expected<Dataset> fashion_mnist_dataset(const std::string& directory, Split split, BatchingOptions options) {
+  MIRRA_ASSIGN_OR_RETURN(const LabelledImages data, load_fashion_mnist(directory, split));
+  return Dataset::create(data.images, data.labels, {28, 28, 1}, options);
 }
 
 }  // namespace mirra::runtime::data

@@ -1,9 +1,11 @@
 // Fashion-MNIST (as Debian's dataset-fashion-mnist installs it): the train or test split as images
-// [N, 28, 28] and labels [N] in [0, 10), checked against each other.
+// [N, 28, 28] and labels [N] in [0, 10), checked against each other, or as a Dataset of images
+// [28, 28, 1] scaled to [0, 1].
 #pragma once
 
 #include <string>
 
+#include "runtime/data/dataset.h"
 #include "runtime/data/idx_file.h"
 
 namespace mirra::runtime::data {
@@ -19,5 +21,6 @@ struct LabelledImages {
 };
 
 graph::Expected<LabelledImages> load_fashion_mnist(const std::string& directory, Split split);
+graph::Expected<Dataset> fashion_mnist_dataset(const std::string& directory, Split split, BatchingOptions options);
 
 }  // namespace mirra::runtime::data

@@ -1,0 +1,31 @@
+// build_classifier_training: model + objective + minimize.
+#include "examples/classifier_training.h"
+
+#include "ops/ops.h"
+
+namespace mirra::examples {
+
+runtime::training::TrainingGraph ClassifierTraining::training_graph() const {
+  return {.features = graph.node(model.images.node).name,
+          .labels = graph.node(objective.labels.node).name,
+          .loss = objective.loss,
+          .correct = objective.correct,
+          .train = train.train,
+          .learning_rate = train.learning_rate};
+}
+
+graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
+                                                              uint64_t seed) {
+  if (model != "mlp" && model != "cnn") {
+    return graph::invalid_argument("model '" + std::string(model) + "' is not known (mlp, cnn)");
+  }
+  ClassifierTraining setup;
+  graph::Builder b(setup.graph, ops::registry(), seed);
+  setup.model = model == "mlp" ? build_mlp(b) : build_cnn(b);
+  setup.objective = ops::classifier_objective(b, setup.model.logits);
+  MIRRA_RETURN_IF_ERROR(b.status());
+  MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer));
+  return setup;
+}
+
+}  // namespace mirra::examples

@@ -1,0 +1,34 @@
+// A benchmark model made ready to train: the model, its classifier objective (labels placeholder
+// "labels", mean cross-entropy, correct count) and the optimizer's update ops, in one graph, and the
+// names the Trainer needs. The benchmark settings are SGD with momentum 0.9 and learning rate 0.05.
+//
+//   auto setup = examples::build_classifier_training("cnn", examples::benchmark_optimizer(), /*seed=*/1);
+//   runtime::Session session(setup->graph, ops::cpu_kernels());
+//   runtime::training::Trainer trainer(session, setup->training_graph(), {.epochs = 3});
+#pragma once
+
+#include <string_view>
+
+#include "examples/models.h"
+#include "ops/classification.h"
+#include "ops/optimizers.h"
+#include "runtime/training/trainer.h"
+
+namespace mirra::examples {
+
+struct ClassifierTraining {
+  graph::Graph graph;
+  Classifier model;
+  ops::ClassifierObjective objective;
+  ops::TrainOp train;
+
+  runtime::training::TrainingGraph training_graph() const;
+};
+
+inline ops::Optimizer benchmark_optimizer() { return ops::Optimizer::momentum_sgd(0.05, 0.9); }
+
+// `model` is "mlp" or "cnn".
+graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
+                                                              uint64_t seed);
+
+}  // namespace mirra::examples

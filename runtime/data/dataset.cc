@@ -1,0 +1,127 @@
+// Dataset: validation, per-epoch shuffled order, batch assembly and the prefetching producer.
+#include "runtime/data/dataset.h"
+
+#include <numeric>
+#include <string>
+
+#include "runtime/allocator.h"
+#include "runtime/random.h"
+
+namespace mirra::runtime::data {
+
+graph::Expected<Dataset> Dataset::create(const IdxArray& examples, const IdxArray& labels,
+                                         std::vector<int64_t> example_shape, BatchingOptions options) {
+  if (options.batch_size <= 0) return graph::invalid_argument("batch size must be positive");
+  if (options.prefetch < 0) return graph::invalid_argument("prefetch must not be negative");
+  if (!(options.normalization.stddev > 0)) return graph::invalid_argument("normalisation stddev must be positive");
+  if (labels.dims.size() != 1) return graph::invalid_argument("labels must be a vector");
+  if (examples.dims.empty() || examples.dims[0] != labels.dims[0]) {
+    return graph::invalid_argument("examples and labels disagree on the number of examples");
+  }
+  int64_t example_size = 1;
+  for (int64_t d : example_shape) {
+    if (d <= 0) return graph::invalid_argument("example dims must be positive");
+    example_size *= d;
+  }
+  const int64_t n = labels.dims[0];
+  if (static_cast<int64_t>(examples.values.size()) != n * example_size) {
+    return graph::invalid_argument("examples hold " + std::to_string(examples.values.size()) + " bytes, not " +
+                                   std::to_string(n) + " x " + std::to_string(example_size));
+  }
+  Dataset dataset;
+  dataset.bytes_ = std::make_shared<const std::vector<uint8_t>>(examples.values);
+  dataset.labels_.assign(labels.values.begin(), labels.values.end());
+  dataset.example_shape_ = std::move(example_shape);
+  dataset.example_size_ = example_size;
+  dataset.options_ = options;
+  return dataset;
+}
+
+int64_t Dataset::batches_per_epoch() const {
+  const int64_t full = size() / options_.batch_size;
+  return options_.drop_remainder || size() % options_.batch_size == 0 ? full : full + 1;
+}
+
+std::vector<int64_t> Dataset::order(int64_t epoch) const {
+  std::vector<int64_t> order(static_cast<size_t>(size()));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (options_.shuffle) {
+    // Fisher-Yates from a generator seeded by (seed, epoch).
+    Random rng(options_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) + 1);
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  }
+  return order;
+}
+
+Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_t count) const {
+  std::vector<int64_t> dims = {count};
+  dims.insert(dims.end(), example_shape_.begin(), example_shape_.end());
+  const TensorShape shape(dims);
+  Batch batch{Tensor::empty(host_allocator(), graph::DType::f32, shape),
+              Tensor::empty(host_allocator(), graph::DType::i64, TensorShape{count}), count};
+  const Normalization& norm = options_.normalization;
+  const float scale = static_cast<float>(norm.scale / norm.stddev), shift = static_cast<float>(-norm.mean / norm.stddev);
+  float* features = batch.features.mutable_data<float>();
+  int64_t* labels = batch.labels.mutable_data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t example = order[static_cast<size_t>(first + i)];
+    const uint8_t* bytes = bytes_->data() + example * example_size_;
+    float* out = features + i * example_size_;
+    for (int64_t j = 0; j < example_size_; ++j) out[j] = static_cast<float>(bytes[j]) * scale + shift;
+    labels[i] = labels_[static_cast<size_t>(example)];
+  }
+  return batch;
+}
+
+Dataset::Epoch Dataset::epoch(int64_t epoch) const { return Epoch(*this, epoch); }
+
+Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch)
+    : dataset_(dataset), order_(dataset.order(epoch)), batches_(dataset.batches_per_epoch()) {
+  if (dataset_.options_.prefetch > 0 && batches_ > 0) producer_ = std::thread([this] { produce(); });
+}
+
+Dataset::Epoch::~Epoch() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (producer_.joinable()) producer_.join();
+}
+
+void Dataset::Epoch::produce() {
+  const int64_t batch_size = dataset_.options_.batch_size;
+  for (int64_t b = 0; b < batches_; ++b) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });
+      if (stopping_) return;
+    }
+    const int64_t first = b * batch_size;
+    Batch batch = dataset_.assemble(order_, first, std::min(batch_size, dataset_.size() - first));
+    {
+      std::lock_guard lock(mutex_);
+      ready_.push_back(std::move(batch));
+    }
+    changed_.notify_all();
+  }
+}
+
+std::optional<Batch> Dataset::Epoch::next() {
+  if (next_batch_ >= batches_) return std::nullopt;
+  const int64_t batch_size = dataset_.options_.batch_size;
+  if (!producer_.joinable()) {
+    const int64_t first = next_batch_++ * batch_size;
+    return dataset_.assemble(order_, first, std::min(batch_size, dataset_.size() - first));
+  }
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return !ready_.empty(); });
+  Batch batch = std::move(ready_.front());
+  ready_.pop_front();
+  ++next_batch_;
+  lock.unlock();
+  changed_.notify_all();
+  return batch;
+}
+
+}  // namespace mirra::runtime::data

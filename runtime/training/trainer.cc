@@ -1,0 +1,125 @@
+// Trainer: fit (epochs, steps, schedule, metrics) and evaluate.
+#include "runtime/training/trainer.h"
+
+#include <chrono>
+#include <limits>
+
+namespace mirra::runtime::training {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+graph::Expected<double> scalar_value(const Tensor& t, const char* what) {
+  if (t.num_elements() != 1) return graph::invalid_argument(std::string(what) + " must be a scalar, not " + t.type_string());
+  switch (t.dtype()) {
+    case graph::DType::f32: return static_cast<double>(t.data<float>()[0]);
+    case graph::DType::f64: return t.data<double>()[0];
+    case graph::DType::i32: return static_cast<double>(t.data<int32_t>()[0]);
+    case graph::DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
+    default: return graph::invalid_argument(std::string(what) + " must be numeric, not " + t.type_string());
+  }
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
+    : session_(session), graph_(std::move(graph)), options_(std::move(options)) {}
+
+Feeds Trainer::feeds_for(const data::Batch& batch) const {
+  return {{graph_.features, batch.features}, {graph_.labels, batch.labels}};
+}
+
+graph::Status Trainer::set_learning_rate(double rate) {
+  const std::string& name = session_.graph().node(graph_.learning_rate.node).name;
+  const std::optional<Tensor> current = session_.variables().find(name);
+  if (!current) return graph::internal_error("learning-rate variable '" + name + "' does not exist yet");
+  if (current->dtype() == graph::DType::f64) {
+    session_.variables().set(name, Tensor::scalar<double>(rate));
+  } else {
+    session_.variables().set(name, Tensor::scalar<float>(static_cast<float>(rate)));
+  }
+  return graph::Status();
+}
+
+graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& train, const data::Dataset* test) {
+  MIRRA_RETURN_IF_ERROR(options_.schedule.check());
+  if (options_.epochs <= 0 && options_.max_steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
+  const bool scheduled = !options_.schedule.is_constant();
+  if (scheduled && !base_learning_rate_) {
+    if (graph_.learning_rate.node == graph::kInvalidNode) {
+      return graph::invalid_argument("a learning-rate schedule needs the learning-rate variable");
+    }
+    // The variable's value before training is the schedule's base (fetching it also creates it).
+    MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> rate, session_.run({}, {graph_.learning_rate}));
+    MIRRA_ASSIGN_OR_RETURN(base_learning_rate_, scalar_value(rate[0], "the learning rate"));
+  }
+  const std::vector<graph::ValueRef> fetches = {graph_.loss, graph_.correct};
+  const std::vector<graph::NodeId> targets = {graph_.train};
+  const int64_t epochs = options_.epochs > 0 ? options_.epochs : std::numeric_limits<int64_t>::max() / 2;
+  std::vector<EpochMetrics> history;
+  for (int64_t epoch = options_.first_epoch; epoch - options_.first_epoch < epochs; ++epoch) {
+    if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
+    EpochMetrics metrics{.epoch = epoch};
+    double loss_sum = 0, correct_sum = 0;
+    const auto epoch_start = Clock::now();
+    auto batches = train.epoch(epoch);
+    while (auto batch = batches.next()) {
+      if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
+      const auto step_start = Clock::now();
+      double rate = 0;
+      if (scheduled) {
+        rate = options_.schedule.at(*base_learning_rate_, step_);
+        MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
+      }
+      MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session_.run(feeds_for(*batch), fetches, targets));
+      MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
+      MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+      loss_sum += loss * static_cast<double>(batch->size);
+      correct_sum += correct;
+      metrics.examples += batch->size;
+      ++metrics.steps;
+      if (options_.on_step) {
+        options_.on_step({.step = step_, .epoch = epoch, .examples = batch->size, .loss = loss, .learning_rate = rate,
+                          .examples_per_second = static_cast<double>(batch->size) / seconds_since(step_start)});
+      }
+      ++step_;
+    }
+    metrics.seconds = seconds_since(epoch_start);
+    if (metrics.examples > 0) {
+      metrics.mean_loss = loss_sum / static_cast<double>(metrics.examples);
+      metrics.accuracy = correct_sum / static_cast<double>(metrics.examples);
+      metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
+    }
+    if (test != nullptr) {
+      MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
+    }
+    if (options_.on_epoch) options_.on_epoch(metrics);
+    history.push_back(std::move(metrics));
+  }
+  return history;
+}
+
+graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
+  const std::vector<graph::ValueRef> fetches = {graph_.loss, graph_.correct};
+  Evaluation result;
+  double loss_sum = 0, correct_sum = 0;
+  auto batches = data.epoch(0);
+  while (auto batch = batches.next()) {
+    MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session_.run(feeds_for(*batch), fetches));
+    MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
+    MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+    loss_sum += loss * static_cast<double>(batch->size);
+    correct_sum += correct;
+    result.examples += batch->size;
+  }
+  if (result.examples > 0) {
+    result.accuracy = correct_sum / static_cast<double>(result.examples);
+    result.mean_loss = loss_sum / static_cast<double>(result.examples);
+  }
+  return result;
+}
+
+}  // namespace mirra::runtime::training

@@ -1,0 +1,90 @@
+// Trainer: the training loop over a Session whose graph has a loss, a count of correct predictions
+// and a train target (ops::minimize and ops::classifier_objective build them). It feeds batches from
+// a Dataset, sets the learning rate of each step from its schedule, reports every step (loss,
+// examples/s) and every epoch (mean loss, accuracy, throughput, and an evaluation on held-out data).
+//
+//   training::Trainer trainer(session, {.loss = objective.loss, .correct = objective.correct,
+//                                       .train = train_op.train, .learning_rate = train_op.learning_rate},
+//                             {.epochs = 5});
+//   auto history = trainer.fit(train_data, &test_data);
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/node.h"
+#include "runtime/data/dataset.h"
+#include "runtime/session.h"
+#include "runtime/training/learning_rate_schedule.h"
+
+namespace mirra::runtime::training {
+
+struct TrainingGraph {
+  std::string features = "images";  // placeholders fed from the batches
+  std::string labels = "labels";
+  graph::ValueRef loss;                          // scalar: the batch's mean loss
+  graph::ValueRef correct;                       // scalar: correctly classified examples in the batch
+  graph::NodeId train = graph::kInvalidNode;     // target: one update
+  graph::ValueRef learning_rate;                 // the variable a schedule writes (only needed with one)
+};
+
+struct StepMetrics {
+  int64_t step = 0;  // counted from 0 over the whole fit
+  int64_t epoch = 0;
+  int64_t examples = 0;
+  double loss = 0;
+  double learning_rate = 0;  // 0 when the trainer has no schedule
+  double examples_per_second = 0;
+};
+
+struct Evaluation {
+  int64_t examples = 0;
+  double accuracy = 0;
+  double mean_loss = 0;  // over examples, so a partial last batch weighs what it holds
+};
+
+struct EpochMetrics {
+  int64_t epoch = 0;
+  int64_t steps = 0;
+  int64_t examples = 0;
+  double mean_loss = 0;
+  double accuracy = 0;
+  double seconds = 0;
+  double examples_per_second = 0;
+  std::optional<Evaluation> evaluation;
+};
+
+struct TrainerOptions {
+  int64_t epochs = 1;
+  int64_t first_epoch = 0;  // numbers the epochs (and picks their shuffles) from here, to resume
+  int64_t max_steps = 0;  // > 0: stop after this many steps in all, mid-epoch if need be
+  LearningRateSchedule schedule;
+  std::function<void(const StepMetrics&)> on_step;
+  std::function<void(const EpochMetrics&)> on_epoch;
+};
+
+class Trainer {
+ public:
+  Trainer(Session& session, TrainingGraph graph, TrainerOptions options = {});
+
+  // Trains for the configured epochs (or steps), evaluating on `test` after each epoch when given.
+  graph::Expected<std::vector<EpochMetrics>> fit(const data::Dataset& train, const data::Dataset* test = nullptr);
+  // Accuracy and mean loss over every example of `data`, without updating anything.
+  graph::Expected<Evaluation> evaluate(const data::Dataset& data);
+
+  int64_t steps_taken() const { return step_; }
+
+ private:
+  graph::Status set_learning_rate(double rate);
+  Feeds feeds_for(const data::Batch& batch) const;
+
+  Session& session_;
+  TrainingGraph graph_;
+  TrainerOptions options_;
+  int64_t step_ = 0;
+  std::optional<double> base_learning_rate_;
+};
+
+}  // namespace mirra::runtime::training

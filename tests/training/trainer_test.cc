@@ -1,0 +1,118 @@
+// Trainer on small synthetic data: it runs the epochs or steps asked for, reports every step, writes
+// the scheduled learning rate, evaluates exactly over a partial last batch, and a classifier learns.
+#include <doctest/doctest.h>
+
+#include "ops/ops.h"
+#include "runtime/random.h"
+#include "runtime/session.h"
+#include "runtime/training/trainer.h"
+
+namespace mirra::runtime::training {
+namespace {
+
+// Two Gaussian blobs in 4-D as bytes (class c centred at 96 + 64 c), and a 4-8-2 MLP.
+struct Blobs {
+  graph::Graph graph;
+  TrainingGraph names;
+  data::IdxArray examples{{0, 4}, {}}, labels{{0}, {}};
+};
+
+std::unique_ptr<Blobs> make_blobs(int64_t n, const ops::Optimizer& optimizer) {
+  auto blobs = std::make_unique<Blobs>();
+  graph::Builder b(blobs->graph, ops::registry(), 3);
+  auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 4});
+  auto w1 = ops::variable(b, "w1", {4, 8}, ops::Initializer::glorot_uniform());
+  auto w2 = ops::variable(b, "w2", {8, 2}, ops::Initializer::glorot_uniform());
+  auto logits = ops::matmul(b, ops::relu(b, ops::matmul(b, x, w1)), w2);
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, logits);
+  auto train = ops::minimize(b, objective.loss, optimizer);
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  blobs->names = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
+                  .learning_rate = train->learning_rate};
+  Random rng(8);
+  for (int64_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % 2);
+    for (int d = 0; d < 4; ++d) {
+      blobs->examples.values.push_back(static_cast<uint8_t>(std::clamp(96.0 + 64.0 * c + 20.0 * rng.normal(), 0.0, 255.0)));
+    }
+    blobs->labels.values.push_back(static_cast<uint8_t>(c));
+  }
+  blobs->examples.dims = {n, 4};
+  blobs->labels.dims = {n};
+  return blobs;
+}
+
+data::Dataset dataset(const Blobs& blobs, data::BatchingOptions options) {
+  options.normalization = {.scale = 1.0 / 255.0, .mean = 0.5, .stddev = 0.25};  // the blobs at -0.5 and +0.5
+  auto d = data::Dataset::create(blobs.examples, blobs.labels, {4}, options);
+  REQUIRE(d.ok());
+  return std::move(*d);
+}
+
+TEST_CASE("Trainer.learns_and_reports") {
+  auto blobs = make_blobs(500, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  Session session(blobs->graph, ops::cpu_kernels(), {.threads = 2});
+  std::vector<StepMetrics> steps;
+  std::vector<EpochMetrics> epochs;
+  Trainer trainer(session, blobs->names,
+                  {.epochs = 4, .on_step = [&](const StepMetrics& m) { steps.push_back(m); },
+                   .on_epoch = [&](const EpochMetrics& m) { epochs.push_back(m); }});
+  const data::Dataset train = dataset(*blobs, {.batch_size = 32, .seed = 1});
+  const data::Dataset test = dataset(*blobs, {.batch_size = 64, .shuffle = false});
+  auto history = trainer.fit(train, &test);
+  REQUIRE_MESSAGE(history.ok(), history.status().to_string());
+  REQUIRE(history->size() == 4u);
+  CHECK(steps.size() == 4u * 16u);
+  CHECK(epochs.size() == 4u);
+  CHECK(steps.back().step == 63);
+  CHECK(steps[15].examples == 500 - 15 * 32);  // the partial last batch
+  CHECK(trainer.steps_taken() == 64);
+  CHECK(session.variables().find("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{64});
+  for (const EpochMetrics& m : *history) {
+    CHECK(m.examples == 500);
+    CHECK(m.steps == 16);
+    CHECK(m.examples_per_second > 0);
+    REQUIRE(m.evaluation.has_value());
+    CHECK(m.evaluation->examples == 500);
+  }
+  CHECK(history->front().mean_loss > history->back().mean_loss);
+  CHECK(history->back().evaluation->accuracy > 0.95);
+}
+
+TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
+  auto blobs = make_blobs(101, ops::Optimizer::sgd(0.1));
+  Session session(blobs->graph, ops::cpu_kernels());
+  Trainer trainer(session, blobs->names);
+  auto whole = trainer.evaluate(dataset(*blobs, {.batch_size = 101, .shuffle = false}));
+  auto batched = trainer.evaluate(dataset(*blobs, {.batch_size = 16, .shuffle = false}));
+  REQUIRE(whole.ok());
+  REQUIRE(batched.ok());
+  CHECK(batched->examples == 101);
+  CHECK(batched->accuracy == doctest::Approx(whole->accuracy).epsilon(1e-12));
+  CHECK(batched->mean_loss == doctest::Approx(whole->mean_loss).epsilon(1e-6));
+}
+
+TEST_CASE("Trainer.steps_and_schedules") {
+  auto blobs = make_blobs(256, ops::Optimizer::sgd(0.4));
+  Session session(blobs->graph, ops::cpu_kernels());
+  std::vector<double> rates;
+  const LearningRateSchedule schedule{.kind = "step", .warmup_steps = 2, .decay_steps = 3, .decay_rate = 0.5};
+  Trainer trainer(session, blobs->names,
+                  {.epochs = 100, .max_steps = 7, .schedule = schedule,
+                   .on_step = [&](const StepMetrics& m) { rates.push_back(m.learning_rate); }});
+  auto history = trainer.fit(dataset(*blobs, {.batch_size = 64}));
+  REQUIRE_MESSAGE(history.ok(), history.status().to_string());
+  CHECK(history->size() == 2u);  // 4 steps in epoch 0, 3 in epoch 1
+  CHECK(history->back().steps == 3);
+  REQUIRE(rates.size() == 7u);
+  for (int64_t step = 0; step < 7; ++step) CHECK(rates[static_cast<size_t>(step)] == doctest::Approx(schedule.at(0.4, step)));
+  CHECK(session.variables().find("optimizer/learning_rate")->to_vector<float>()[0] == doctest::Approx(schedule.at(0.4, 6)));
+
+  Trainer nothing(session, blobs->names, {.epochs = 0});
+  CHECK(nothing.fit(dataset(*blobs, {})).status().message() == "train for at least one epoch or step");
+  Trainer bad(session, blobs->names, {.schedule = {.kind = "cosine"}});
+  CHECK(bad.fit(dataset(*blobs, {})).status().message() == "the cosine schedule needs decay_steps > 0");
+}
+
+}  // namespace
+}  // namespace mirra::runtime::training
