@@ -42,12 +42,9 @@ struct ConvProblem {
   // Identifies the primitive for `direction` (forward, backward data or weights).
   std::string key(const char* direction) const {
     const auto& w = weights_md.dims();
-    std::string key = std::string("conv2d/") + direction + "/" + std::to_string(static_cast<int>(g.layout));
-    for (int64_t d : {g.batch, g.channels, g.height, g.width, out_channels, w[2], w[3], g.strides[0], g.strides[1],
-                      g.dilations[0], g.dilations[1], g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]}) {
-      key += "," + std::to_string(d);
-    }
-    return key;
+    return cpu::dnnl_key(direction, {static_cast<int64_t>(g.layout), g.batch, g.channels, g.height, g.width, out_channels,
+                                     w[2], w[3], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
+                                     g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]});
   }
 
   // The same problem with the filter layout left to oneDNN.
@@ -89,7 +86,7 @@ Status conv2d_kernel(KernelContext& ctx) {
     std::fill_n(output.mutable_data<float>(), output.num_elements(), 0.0f);
     return Status();
   }
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("forward"), [&] {
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/forward"), [&] {
     const auto pd = c.forward_pd(dnnl::prop_kind::forward_inference, cpu::dnnl_user_scratchpad());
     cpu::DnnlPrimitive p{dnnl::convolution_forward(pd), pd.scratchpad_desc(), {}};
     p.relayout(DNNL_ARG_WEIGHTS, c.weights_md, pd.weights_desc(), /*output=*/false);
@@ -108,7 +105,7 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   Tensor& dx = ctx.allocate_output(0, DType::f32, input.shape());
   if (zero_sized(input, filter, dy, dx)) return Status();
   const ConvProblem c = ConvProblem::make(ctx, input, filter);
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("backward_data"), [&] {
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
     const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     const dnnl::convolution_backward_data::primitive_desc pd(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(), c.dst_md,
@@ -131,7 +128,7 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   Tensor& dw = ctx.allocate_output(0, DType::f32, filter.shape());
   if (zero_sized(input, filter, dy, dw)) return Status();
   const ConvProblem c = ConvProblem::make(ctx, input, filter);
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("backward_weights"), [&] {
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
     const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     const dnnl::convolution_backward_weights::primitive_desc pd(
         dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(),

@@ -29,12 +29,10 @@ Status pool_kernel(KernelContext& ctx) {
   using dnnl::memory;
   const memory::desc src_md({g.batch, g.channels, g.height, g.width}, memory::data_type::f32, g.layout);
   const memory::desc dst_md({g.batch, g.channels, g.out_height, g.out_width}, memory::data_type::f32, g.layout);
-  std::string key = std::string("pool/") + std::to_string(static_cast<int>(kAlgorithm)) + "/" +
-                    std::to_string(static_cast<int>(g.layout));
-  for (int64_t d : {g.batch, g.channels, g.height, g.width, ksize[0], ksize[1], g.strides[0], g.strides[1],
-                    g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]}) {
-    key += "," + std::to_string(d);
-  }
+  const std::string key =
+      cpu::dnnl_key("pool", {static_cast<int64_t>(kAlgorithm), static_cast<int64_t>(g.layout), g.batch, g.channels,
+                             g.height, g.width, ksize[0], ksize[1], g.strides[0], g.strides[1], g.pad_before[0],
+                             g.pad_before[1], g.pad_after[0], g.pad_after[1]});
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
     const dnnl::pooling_forward::primitive_desc pd(
         dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, kAlgorithm, src_md, dst_md, g.strides,
@@ -79,6 +77,15 @@ Status pool_grad_kernel(KernelContext& ctx) {
   auto at = [nchw, C](int64_t n, int64_t h, int64_t w, int64_t c, int64_t height, int64_t width) {
     return nchw ? ((n * C + c) * height + h) * width + w : ((n * height + h) * width + w) * C + c;
   };
+  // The input rows [y0, y1) and columns [x0, x1) under output (oy, ox), padding excluded.
+  struct Window {
+    int64_t y0, y1, x0, x1;
+  };
+  auto window = [&](int64_t oy, int64_t ox) {
+    const int64_t top = oy * strides[0] - g.pad_before[0], left = ox * strides[1] - g.pad_before[1];
+    return Window{std::max<int64_t>(top, 0), std::min<int64_t>(top + ksize[0], H), std::max<int64_t>(left, 0),
+                  std::min<int64_t>(left + ksize[1], W)};
+  };
   return cpu::visit_dtype<float, double>(input.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* x = input.data<T>();
     const T* d = dy.data<T>();
@@ -93,10 +100,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
         for (int64_t n = begin; n < end; ++n) {
           for (int64_t oy = 0; oy < OH; ++oy) {
             for (int64_t ox = 0; ox < OW; ++ox) {
-              const int64_t y0 = std::max<int64_t>(oy * strides[0] - g.pad_before[0], 0);
-              const int64_t x0 = std::max<int64_t>(ox * strides[1] - g.pad_before[1], 0);
-              const int64_t y1 = std::min<int64_t>(oy * strides[0] - g.pad_before[0] + ksize[0], H);
-              const int64_t x1 = std::min<int64_t>(ox * strides[1] - g.pad_before[1] + ksize[1], W);
+              const auto [y0, y1, x0, x1] = window(oy, ox);
               if (y0 >= y1 || x0 >= x1) continue;
               const T* grad = d + at(n, oy, ox, 0, OH, OW);
               if constexpr (kMax) {
@@ -138,10 +142,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
         const int64_t n = plane / C, c = plane % C;
         for (int64_t oy = 0; oy < OH; ++oy) {
           for (int64_t ox = 0; ox < OW; ++ox) {
-            const int64_t y0 = std::max<int64_t>(oy * strides[0] - g.pad_before[0], 0);
-            const int64_t x0 = std::max<int64_t>(ox * strides[1] - g.pad_before[1], 0);
-            const int64_t y1 = std::min<int64_t>(oy * strides[0] - g.pad_before[0] + ksize[0], H);
-            const int64_t x1 = std::min<int64_t>(ox * strides[1] - g.pad_before[1] + ksize[1], W);
+            const auto [y0, y1, x0, x1] = window(oy, ox);
             if (y0 >= y1 || x0 >= x1) continue;
             const T grad = d[at(n, oy, ox, c, OH, OW)];
             if constexpr (kMax) {

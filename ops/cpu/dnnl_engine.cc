@@ -32,6 +32,15 @@ void DnnlPrimitive::relayout(int arg, const dnnl::memory::desc& given, const dnn
   relayouts.emplace(arg, Relayout{wanted, dnnl::reorder(pd), output});
 }
 
+std::string dnnl_key(std::string_view kind, std::initializer_list<int64_t> numbers) {
+  std::string key(kind);
+  for (int64_t n : numbers) {
+    key += ',';
+    key += std::to_string(n);
+  }
+  return key;
+}
+
 graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,
                                                            const std::function<DnnlPrimitive()>& make) {
   static std::shared_mutex mutex;

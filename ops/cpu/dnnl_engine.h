@@ -12,7 +12,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "graph/status.h"
@@ -39,6 +41,9 @@ struct DnnlPrimitive {
   // Records that argument `arg`, given as `given`, is wanted as `wanted` (nothing when they agree).
   void relayout(int arg, const dnnl::memory::desc& given, const dnnl::memory::desc& wanted, bool output);
 };
+
+// A cache key: `kind` followed by the numbers that describe the problem.
+std::string dnnl_key(std::string_view kind, std::initializer_list<int64_t> numbers);
 
 // The primitive cached under `key`, built by `make` the first time (errors are not cached).
 graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,

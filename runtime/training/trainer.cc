@@ -97,7 +97,10 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
       MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
     }
     if (options_.on_epoch) options_.on_epoch(metrics);
+    const bool reached = options_.stop_at_accuracy > 0 && metrics.evaluation &&
+                         metrics.evaluation->accuracy >= options_.stop_at_accuracy;
     history.push_back(std::move(metrics));
+    if (reached) break;
   }
   return history;
 }

@@ -60,6 +60,7 @@ struct TrainerOptions {
   int64_t epochs = 1;
   int64_t first_epoch = 0;  // numbers the epochs (and picks their shuffles) from here, to resume
   int64_t max_steps = 0;  // > 0: stop after this many steps in all, mid-epoch if need be
+  double stop_at_accuracy = 0;  // > 0: stop after the first epoch whose evaluation reaches it
   LearningRateSchedule schedule;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EpochMetrics&)> on_epoch;

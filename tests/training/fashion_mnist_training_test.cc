@@ -28,17 +28,18 @@ double train_to(const char* model, double target) {
   REQUIRE_MESSAGE(setup.ok(), setup.status().to_string());
   runtime::Session session(setup->graph, ops::cpu_kernels());
   const runtime::data::Dataset train = load(Split::train, 1), test = load(Split::test, 0);
+  runtime::training::Trainer trainer(
+      session, setup->training_graph(),
+      {.epochs = 5, .stop_at_accuracy = target, .on_epoch = [&](const runtime::training::EpochMetrics& m) {
+         std::printf("%s epoch %lld: loss %.4f, train accuracy %.4f, test accuracy %.4f, %.0f examples/s\n", model,
+                     static_cast<long long>(m.epoch + 1), m.mean_loss, m.accuracy, m.evaluation->accuracy,
+                     m.examples_per_second);
+         std::fflush(stdout);
+       }});
+  auto history = trainer.fit(train, &test);
+  REQUIRE_MESSAGE(history.ok(), history.status().to_string());
   double best = 0;
-  for (int64_t epoch = 0; epoch < 5 && best < target; ++epoch) {
-    runtime::training::Trainer trainer(session, setup->training_graph(), {.epochs = 1, .first_epoch = epoch});
-    auto history = trainer.fit(train, &test);
-    REQUIRE_MESSAGE(history.ok(), history.status().to_string());
-    const auto& m = history->back();
-    std::printf("%s epoch %lld: loss %.4f, train accuracy %.4f, test accuracy %.4f, %.0f examples/s\n", model,
-                static_cast<long long>(epoch + 1), m.mean_loss, m.accuracy, m.evaluation->accuracy, m.examples_per_second);
-    std::fflush(stdout);
-    best = std::max(best, m.evaluation->accuracy);
-  }
+  for (const auto& m : *history) best = std::max(best, m.evaluation->accuracy);
   return best;
 }
 

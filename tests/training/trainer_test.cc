@@ -79,6 +79,18 @@ TEST_CASE("Trainer.learns_and_reports") {
   CHECK(history->back().evaluation->accuracy > 0.95);
 }
 
+TEST_CASE("Trainer.stops_at_a_target_accuracy") {
+  auto blobs = make_blobs(500, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  Session session(blobs->graph, ops::cpu_kernels());
+  Trainer trainer(session, blobs->names, {.epochs = 50, .stop_at_accuracy = 0.9});
+  const data::Dataset test = dataset(*blobs, {.batch_size = 500, .shuffle = false});
+  auto history = trainer.fit(dataset(*blobs, {.batch_size = 32}), &test);
+  REQUIRE(history.ok());
+  CHECK(history->size() < 50u);
+  CHECK(history->back().evaluation->accuracy >= 0.9);
+  for (size_t i = 0; i + 1 < history->size(); ++i) CHECK((*history)[i].evaluation->accuracy < 0.9);
+}
+
 TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
   auto blobs = make_blobs(101, ops::Optimizer::sgd(0.1));
   Session session(blobs->graph, ops::cpu_kernels());

@@ -1,5 +1,7 @@
 // mirra: the runner. `mirra ops` lists the built-in ops with their inputs and attributes;
-// `mirra bench executor` measures the executor next to a raw oneTBB flow graph and prints JSON.
+// `mirra bench executor` measures the executor next to a raw oneTBB flow graph and prints JSON;
+// `mirra bench training` measures one-device training throughput (bench/training_vs_pytorch.py
+// runs it next to PyTorch); `mirra bench accuracy` trains until a target test accuracy.
 // Exit codes: 0 success, 2 bad flags, 1 internal failure.
 #include <CLI/CLI.hpp>
 
@@ -7,6 +9,8 @@
 #include <iostream>
 
 #include "bench/executor_overhead.h"
+#include "bench/time_to_accuracy.h"
+#include "bench/training_throughput.h"
 #include "graph/attr.h"
 #include "ops/registry.h"
 
@@ -42,6 +46,24 @@ int main(int argc, char** argv) {
   executor->add_option("--threads", executor_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
   executor->add_option("--repetitions", executor_options.repetitions, "Runs per shape (the best counts)")
       ->check(CLI::Range(1, 1000));
+  mirra::bench::TrainingThroughputOptions training_options;
+  auto* training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
+  training->add_option("--model", training_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  training->add_option("--threads", training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  training->add_option("--batch-size", training_options.batch_size, "Global batch size")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  training->add_option("--warmup-steps", training_options.warmup_steps, "Steps before the timed window")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  training->add_option("--steps", training_options.steps, "Timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  training->add_option("--data", training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  mirra::bench::TimeToAccuracyOptions accuracy_options;
+  auto* accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
+  accuracy->add_option("--model", accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  accuracy->add_option("--target", accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
+  accuracy->add_option("--max-epochs", accuracy_options.max_epochs, "Give up after this many epochs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  accuracy->add_option("--threads", accuracy_options.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
+  accuracy->add_option("--data", accuracy_options.data_dir, "Directory with the Fashion-MNIST IDX files");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,6 +73,15 @@ int main(int argc, char** argv) {
   try {
     if (*ops_command) print_ops();
     if (*executor) std::cout << mirra::bench::run_executor_overhead(executor_options).dump() << "\n";
+    if (*training || *accuracy) {
+      auto result = *training ? mirra::bench::run_training_throughput(training_options)
+                              : mirra::bench::run_time_to_accuracy(accuracy_options);
+      if (!result.ok()) {
+        std::fprintf(stderr, "mirra: %s\n", result.status().to_string().c_str());
+        return 1;
+      }
+      std::cout << result->dump() << "\n";
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mirra: internal error: %s\n", e.what());
     return 1;

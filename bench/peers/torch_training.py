@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""PyTorch peer of `mirra bench training`: the same two models (MLP 784-256-128-10 with ReLU; the TF
+tutorial CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10), the same settings (SGD, momentum 0.9,
+learning rate 0.05, batch 128) on the same Fashion-MNIST files, timed over the same steady-state
+window (after warm-up steps). Prints one JSON line.
+
+Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B]
+"""
+import argparse
+import gzip
+import json
+import resource
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        rank = struct.unpack(">I", f.read(4))[0] & 0xFF
+        dims = struct.unpack(">" + "I" * rank, f.read(4 * rank))
+        return np.frombuffer(f.read(), dtype=np.uint8).reshape(dims)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden1, self.hidden2, self.out = nn.Linear(784, 256), nn.Linear(256, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.relu(self.hidden1(x.flatten(1)))
+        return self.out(F.relu(self.hidden2(x)))
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 32, 5, padding=2), nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1, self.fc2 = nn.Linear(7 * 7 * 64, 1024), nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", choices=["mlp", "cnn"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--warmup-steps", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=128)
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    images = torch.from_numpy(read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)
+    images = images.reshape(-1, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    model = Mlp() if args.model == "mlp" else Cnn()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    # Shuffled once up front, so each batch is a contiguous slice (a view): PyTorch at its fastest.
+    order = torch.randperm(images.shape[0])
+    images, labels = images[order].contiguous(), labels[order].contiguous()
+    batches = images.shape[0] // args.batch_size
+    start, loss = None, None
+    for step in range(args.warmup_steps + args.steps):
+        if step == args.warmup_steps:
+            start = time.perf_counter()
+        first = (step % batches) * args.batch_size
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(images[first:first + args.batch_size]), labels[first:first + args.batch_size])
+        loss.backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model, "threads": args.threads,
+                      "batch": args.batch_size, "warmup_steps": args.warmup_steps, "steps": args.steps,
+                      "seconds": seconds, "examples_per_s": args.steps * args.batch_size / seconds,
+                      "final_loss": float(loss),
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+
+
+if __name__ == "__main__":
+    main()

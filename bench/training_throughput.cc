@@ -1,0 +1,51 @@
+// Training throughput: steady-state examples/s of one-device training.
+#include "bench/training_throughput.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <vector>
+
+#include "examples/classifier_training.h"
+#include "ops/ops.h"
+#include "runtime/data/fashion_mnist.h"
+
+namespace mirra::bench {
+
+graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options) {
+  if (options.steps <= 0 || options.warmup_steps <= 0) return graph::invalid_argument("steps and warm-up steps must be positive");
+  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, examples::benchmark_optimizer(), 1));
+  const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
+  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
+                         runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
+                                                              {.batch_size = options.batch_size, .seed = 1}));
+  runtime::Session session(setup.graph, ops::cpu_kernels(), {.threads = options.threads});
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> step_ends;
+  double final_loss = 0;
+  runtime::training::Trainer trainer(session, setup.training_graph(),
+                                     {.epochs = 0,
+                                      .max_steps = options.warmup_steps + options.steps,
+                                      .on_step = [&](const runtime::training::StepMetrics& m) {
+                                        step_ends.push_back(Clock::now());
+                                        final_loss = m.loss;
+                                      }});
+  MIRRA_RETURN_IF_ERROR(trainer.fit(train).status());
+  // The window runs from the end of the last warm-up step to the end of the last step.
+  const double seconds =
+      std::chrono::duration<double>(step_ends.back() - step_ends[static_cast<size_t>(options.warmup_steps - 1)]).count();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return nlohmann::json{{"framework", "mirra"},
+                        {"model", options.model},
+                        {"threads", options.threads},
+                        {"batch", options.batch_size},
+                        {"warmup_steps", options.warmup_steps},
+                        {"steps", options.steps},
+                        {"seconds", seconds},
+                        {"examples_per_s", static_cast<double>(options.steps * options.batch_size) / seconds},
+                        {"final_loss", final_loss},
+                        {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+}
+
+}  // namespace mirra::bench

@@ -1,0 +1,26 @@
+// The training-throughput benchmark, mirra's side: trains a benchmark model (MLP or CNN, the
+// benchmark settings) on Fashion-MNIST through the Trainer and the prefetching Dataset, and measures
+// examples/s over a steady-state window after some warm-up steps. bench/training_vs_pytorch.py runs
+// it next to PyTorch (bench/peers/torch_training.py) and reports the ratios and peak memory.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "graph/status.h"
+
+namespace mirra::bench {
+
+struct TrainingThroughputOptions {
+  std::string model = "mlp";  // mlp or cnn
+  int threads = 1;
+  int64_t batch_size = 128;
+  int64_t warmup_steps = 20;
+  int64_t steps = 200;  // timed
+  std::string data_dir;  // empty: Debian's dataset-fashion-mnist
+};
+
+graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options);
+
+}  // namespace mirra::bench

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Training throughput and peak memory, mirra next to PyTorch, in one run.
+
+For each model (MLP, CNN) and thread count (1, 2) it runs `mirra bench training` and the PyTorch peer
+(bench/peers/torch_training.py, same models, settings, data and timing window), each in its own
+process under /usr/bin/time -v, interleaved and repeated; it reports the median examples/s of every
+configuration, each framework at its best thread count, the throughput ratio (mirra / PyTorch, >1 is
+faster) and the peak-RSS ratio (mirra / PyTorch, <1 is leaner), as one JSON object.
+
+Needs: a built runner (build/release/tools/mirra/mirra, or --mirra), Debian's python3-torch and time.
+Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PATH]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = {"mlp": 400, "cnn": 40}
+
+
+def measure(command):
+    """Runs command under /usr/bin/time -v; returns its JSON line and the peak RSS in MiB."""
+    done = subprocess.run(["/usr/bin/time", "-v"] + command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"training_vs_pytorch: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    result["peak_rss_mib"] = int(rss.group(1)) / 1024.0
+    return result
+
+
+def summarise(runs):
+    return {"examples_per_s": statistics.median(r["examples_per_s"] for r in runs),
+            "examples_per_s_runs": [round(r["examples_per_s"], 1) for r in runs],
+            "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--mirra", default=os.path.join(HERE, "..", "build", "release", "tools", "mirra", "mirra"))
+    args = parser.parse_args()
+    if not os.access(args.mirra, os.X_OK):
+        sys.exit(f"training_vs_pytorch: no runner at {args.mirra}; build first (scripts/test.sh or scripts/demo.sh)")
+    if not shutil.which("/usr/bin/time"):
+        sys.exit("training_vs_pytorch: /usr/bin/time is missing (apt-get install time)")
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+        sys.exit("training_vs_pytorch: PyTorch is missing (apt-get install python3-torch)")
+
+    report = {"benchmark": "one-device training throughput, Fashion-MNIST, batch 128, SGD momentum 0.9",
+              "window": "examples/s over the timed steps after 20 warm-up steps; medians over repeats",
+              "models": {}}
+    threads = [int(t) for t in args.threads.split(",")]
+    for model in args.models.split(","):
+        runs = {("mirra", t): [] for t in threads} | {("pytorch", t): [] for t in threads}
+        for _ in range(args.repeats):
+            for t in threads:
+                common = ["--threads", str(t), "--steps", str(STEPS[model])]
+                runs[("mirra", t)].append(measure([args.mirra, "bench", "training", "--model", model] + common))
+                runs[("pytorch", t)].append(
+                    measure(["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model] + common))
+        entry = {}
+        for framework in ("mirra", "pytorch"):
+            configs = {f"threads_{t}": summarise(runs[(framework, t)]) for t in threads}
+            best = max(configs, key=lambda c: configs[c]["examples_per_s"])
+            entry[framework] = {"configs": configs, "best": best,
+                                "examples_per_s": configs[best]["examples_per_s"],
+                                "peak_rss_mib": configs[best]["peak_rss_mib"]}
+        entry["pytorch"]["version"] = runs[("pytorch", threads[0])][0]["framework"]
+        entry["throughput_ratio"] = round(entry["mirra"]["examples_per_s"] / entry["pytorch"]["examples_per_s"], 3)
+        entry["memory_ratio"] = round(entry["mirra"]["peak_rss_mib"] / entry["pytorch"]["peak_rss_mib"], 3)
+        report["models"][model] = entry
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
