@@ -7,8 +7,11 @@ process under /usr/bin/time -v, interleaved and repeated; it reports the median 
 configuration, each framework at its best thread count, the throughput ratio (mirra / PyTorch, >1 is
 faster) and the peak-RSS ratio (mirra / PyTorch, <1 is leaner), as one JSON object.
 
+With --baseline PATH it also runs the team's reference PyTorch script (torch_baseline.py, which takes
+`{mlp|cnn} single --threads T --steps N`), and PyTorch's figure is the best of both peers.
+
 Needs: a built runner (build/release/tools/mirra/mirra, or --mirra), Debian's python3-torch and time.
-Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PATH]
+Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PATH] [--baseline PATH]
 """
 import argparse
 import json
@@ -45,6 +48,7 @@ def main():
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--baseline", help="a torch_baseline.py-style PyTorch script to measure as well")
     parser.add_argument("--mirra", default=os.path.join(HERE, "..", "build", "release", "tools", "mirra", "mirra"))
     args = parser.parse_args()
     if not os.access(args.mirra, os.X_OK):
@@ -58,24 +62,31 @@ def main():
               "window": "examples/s over the timed steps after 20 warm-up steps; medians over repeats",
               "models": {}}
     threads = [int(t) for t in args.threads.split(",")]
+    peers = {"pytorch": lambda model, t, steps: ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"),
+                                                  model, "--threads", str(t), "--steps", str(steps)]}
+    if args.baseline:
+        peers["pytorch_baseline"] = lambda model, t, steps: ["/usr/bin/python3", args.baseline, model, "single",
+                                                             "--threads", str(t), "--steps", str(steps)]
     for model in args.models.split(","):
-        runs = {("mirra", t): [] for t in threads} | {("pytorch", t): [] for t in threads}
+        runs = {(name, t): [] for name in ["mirra"] + list(peers) for t in threads}
         for _ in range(args.repeats):
             for t in threads:
-                common = ["--threads", str(t), "--steps", str(STEPS[model])]
-                runs[("mirra", t)].append(measure([args.mirra, "bench", "training", "--model", model] + common))
-                runs[("pytorch", t)].append(
-                    measure(["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model] + common))
+                runs[("mirra", t)].append(measure([args.mirra, "bench", "training", "--model", model, "--threads", str(t),
+                                                   "--steps", str(STEPS[model])]))
+                for name, command in peers.items():
+                    runs[(name, t)].append(measure(command(model, t, STEPS[model])))
         entry = {}
-        for framework in ("mirra", "pytorch"):
+        for framework in ["mirra"] + list(peers):
             configs = {f"threads_{t}": summarise(runs[(framework, t)]) for t in threads}
             best = max(configs, key=lambda c: configs[c]["examples_per_s"])
             entry[framework] = {"configs": configs, "best": best,
                                 "examples_per_s": configs[best]["examples_per_s"],
                                 "peak_rss_mib": configs[best]["peak_rss_mib"]}
         entry["pytorch"]["version"] = runs[("pytorch", threads[0])][0]["framework"]
-        entry["throughput_ratio"] = round(entry["mirra"]["examples_per_s"] / entry["pytorch"]["examples_per_s"], 3)
-        entry["memory_ratio"] = round(entry["mirra"]["peak_rss_mib"] / entry["pytorch"]["peak_rss_mib"], 3)
+        fastest = max(peers, key=lambda name: entry[name]["examples_per_s"])
+        entry["pytorch_best"] = fastest
+        entry["throughput_ratio"] = round(entry["mirra"]["examples_per_s"] / entry[fastest]["examples_per_s"], 3)
+        entry["memory_ratio"] = round(entry["mirra"]["peak_rss_mib"] / entry[fastest]["peak_rss_mib"], 3)
         report["models"][model] = entry
     print(json.dumps(report, indent=1))
 

@@ -14,6 +14,10 @@ runtime::training::TrainingGraph ClassifierTraining::training_graph() const {
           .learning_rate = train.learning_rate};
 }
 
+strategies::TrainingProgram ClassifierTraining::program() const {
+  return {graph, training_graph(), train.variables_and_gradients, train.step_state};
+}
+
 graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
                                                               uint64_t seed) {
   if (model != "mlp" && model != "cnn") {

@@ -13,6 +13,7 @@
 #include "ops/classification.h"
 #include "ops/optimizers.h"
 #include "runtime/training/trainer.h"
+#include "strategies/strategy.h"
 
 namespace mirra::examples {
 
@@ -23,6 +24,8 @@ struct ClassifierTraining {
   ops::TrainOp train;
 
   runtime::training::TrainingGraph training_graph() const;
+  // The same as a one-replica program, for a strategy to distribute (copies the graph).
+  strategies::TrainingProgram program() const;
 };
 
 inline ops::Optimizer benchmark_optimizer() { return ops::Optimizer::momentum_sgd(0.05, 0.9); }

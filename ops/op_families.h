@@ -17,6 +17,7 @@ void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
 void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops

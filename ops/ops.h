@@ -10,6 +10,7 @@
 #include "ops/array_ops.h"
 #include "ops/classification.h"
 #include "ops/conv_ops.h"
+#include "ops/distribute_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/matmul_ops.h"
 #include "ops/optimizer_ops.h"

@@ -127,6 +127,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   }
   if (count_step == graph::kInvalidNode) return b.status();
   order_after_readers(g, result.iterations.node, count_step);
+  result.step_state = {result.learning_rate.node, result.iterations.node, g.node(count_step).inputs[1].node, count_step};
   updates.push_back(count_step);
   result.train = no_op(b, "train", updates);
   MIRRA_RETURN_IF_ERROR(b.status());

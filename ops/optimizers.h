@@ -46,6 +46,9 @@ struct TrainOp {
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
   graph::ValueRef learning_rate;  // f32/f64 scalar variable
   graph::ValueRef iterations;     // i64 scalar variable
+  // The optimizer's step state, which exists once however many replicas train: the learning rate,
+  // the iteration counter and the nodes that increment it.
+  std::vector<graph::NodeId> step_state;
 };
 
 // The gradients scaled by min(1, clip_norm / sqrt(sum of their squared elements)), as one group.

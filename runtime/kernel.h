@@ -44,6 +44,8 @@ class KernelContext {
     outputs_[i] = Tensor::empty(device_.allocator(), dtype, shape);
     return outputs_[i];
   }
+  // An output allocated or set before.
+  Tensor& output(size_t i) const { return outputs_[i]; }
   // Sets an output to an existing tensor (forwarding an input, a variable's value).
   void set_output(size_t i, Tensor tensor) { outputs_[i] = std::move(tensor); }
 

@@ -32,6 +32,14 @@ Tensor Tensor::reshaped(const TensorShape& shape) const {
   return Tensor(dtype_, shape, buffer_, offset_);
 }
 
+Tensor Tensor::rows(int64_t first, int64_t count) const {
+  MIRRA_CHECK(rank() > 0 && first >= 0 && count >= 0 && first + count <= dim(0), "rows out of range");
+  TensorShape shape = shape_;
+  shape.set_dim(0, count);
+  const size_t row_bytes = dim(0) == 0 ? 0 : byte_size() / static_cast<size_t>(dim(0));
+  return Tensor(dtype_, shape, buffer_, offset_ + static_cast<size_t>(first) * row_bytes);
+}
+
 std::string Tensor::type_string() const { return std::string(graph::dtype_name(dtype_)) + shape_.to_string(); }
 
 }  // namespace mirra::runtime

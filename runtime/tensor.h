@@ -86,6 +86,8 @@ class Tensor {
 
   // The same bytes seen with another shape of the same element count.
   Tensor reshaped(const TensorShape& shape) const;
+  // Rows [first, first + count) along dim 0, sharing this tensor's buffer (no copy).
+  Tensor rows(int64_t first, int64_t count) const;
   // "f32[2,3]"
   std::string type_string() const;
 

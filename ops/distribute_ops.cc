@@ -1,0 +1,203 @@
+// SplitBatch, AllReduce and DimSize: schemas, builders and CPU kernels.
+#include "ops/distribute_ops.h"
+
+#include <algorithm>
+
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/parallel.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using graph::DType;
+using runtime::KernelContext;
+using runtime::Tensor;
+
+namespace {
+
+// ---- SplitBatch ----
+
+Status split_batch_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() == 0) return graph::invalid_argument("cannot split a scalar into a batch");
+  const int64_t replicas = static_cast<int64_t>(ctx.num_outputs());
+  int64_t first = 0;
+  for (int64_t r = 0; r < replicas; ++r) {
+    const int64_t share = replica_share(x.dim(0), replicas, r);
+    ctx.set_output(static_cast<size_t>(r), x.rows(first, share));
+    first += share;
+  }
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_split_batch(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1 || replicas > 4096) return ctx.error("replicas must be in [1, 4096]");
+  if (ctx.input(0).shape.rank() < 1) return ctx.error("cannot split a scalar into a batch");
+  std::vector<TensorType> shares;
+  for (int64_t r = 0; r < replicas; ++r) {
+    TensorType share = ctx.input(0);
+    const int64_t batch = share.shape.dim(0);
+    share.shape.dims[0] = batch < 0 ? -1 : replica_share(batch, replicas, r);
+    shares.push_back(share);
+  }
+  return shares;
+}
+
+// ---- AllReduce ----
+
+// Each chunk of the bucket's elements is summed over the replicas in replica order by one thread and
+// written to every replica's output, so all replicas receive the same bits and the result does not
+// depend on the thread count.
+Status all_reduce_kernel(KernelContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
+  const bool mean = ctx.attr<std::string>("reduction") == "mean";
+  struct Segment {
+    size_t tensor;
+    int64_t begin, end;  // elements of that tensor
+  };
+  // The bucket as fixed-size chunks over its tensors, so big and small tensors spread evenly.
+  constexpr int64_t kChunk = 16384;
+  std::vector<Segment> chunks;
+  for (size_t j = 0; j < k; ++j) {
+    const Tensor& first = ctx.input(j);
+    for (int64_t r = 1; r < replicas; ++r) {
+      const Tensor& other = ctx.input(static_cast<size_t>(r) * k + j);
+      if (!(other.shape() == first.shape()) || other.dtype() != first.dtype()) {
+        return graph::invalid_argument("replica " + std::to_string(r) + " holds " + other.type_string() +
+                                       " where replica 0 holds " + first.type_string());
+      }
+    }
+    for (int64_t r = 0; r < replicas; ++r) {
+      ctx.allocate_output(static_cast<size_t>(r) * k + j, first.dtype(), first.shape());
+    }
+    for (int64_t begin = 0; begin < first.num_elements(); begin += kChunk) {
+      chunks.push_back({j, begin, std::min(first.num_elements(), begin + kChunk)});
+    }
+  }
+  Status status;
+  cpu::parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const Segment& s = chunks[static_cast<size_t>(c)];
+      const Status done = cpu::visit_dtype<float, double>(ctx.input(s.tensor).dtype(), [&]<class T>(cpu::Type<T>) {
+        T* out0 = ctx.output(s.tensor).mutable_data<T>();
+        const T* in0 = ctx.input(s.tensor).data<T>();
+        std::copy(in0 + s.begin, in0 + s.end, out0 + s.begin);
+        for (int64_t r = 1; r < replicas; ++r) {
+          const T* in = ctx.input(static_cast<size_t>(r) * k + s.tensor).data<T>();
+          for (int64_t i = s.begin; i < s.end; ++i) out0[i] += in[i];
+        }
+        if (mean) {
+          const T n = static_cast<T>(replicas);
+          for (int64_t i = s.begin; i < s.end; ++i) out0[i] /= n;
+        }
+        for (int64_t r = 1; r < replicas; ++r) {
+          T* out = ctx.output(static_cast<size_t>(r) * k + s.tensor).mutable_data<T>();
+          std::copy(out0 + s.begin, out0 + s.end, out + s.begin);
+        }
+        return Status();
+      });
+      if (!done.ok()) status = done;  // dtype errors are the same for every chunk of a tensor
+    }
+  });
+  return status;
+}
+
+Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1) return ctx.error("replicas must be positive");
+  if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
+    return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
+  }
+  const std::string& reduction = ctx.attr<std::string>("reduction");
+  if (reduction != "sum" && reduction != "mean") return ctx.error("reduction must be sum or mean");
+  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
+  std::vector<TensorType> outputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorType& t = ctx.input(i);
+    const TensorType& first = ctx.input(i % k);
+    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("all-reduce takes f32 or f64");
+    if (t.dtype != first.dtype || !t.shape.compatible_with(first.shape)) {
+      return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " does not match replica 0's " +
+                       first.to_string());
+    }
+    outputs.push_back(t);
+  }
+  return outputs;
+}
+
+// ---- DimSize ----
+
+Status dim_size_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto axis = normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
+  if (!axis) return graph::invalid_argument("axis is out of range for " + x.type_string());
+  ctx.allocate_output(0, DType::i64, {}).mutable_data<int64_t>()[0] = x.dim(*axis);
+  return Status();
+}
+
+}  // namespace
+
+int64_t replica_share(int64_t batch, int64_t replicas, int64_t r) {
+  return batch / replicas + (r < batch % replicas ? 1 : 0);
+}
+
+void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{.name = "SplitBatch",
+                              .inputs = {"x"},
+                              .attrs = {{"replicas", AttrType::integer, {}}},
+                              .infer = infer_split_batch,
+                              .summary = "Cuts dim 0 into one share per replica (sizes differ by at most one; the "
+                                         "first B mod N shares are larger; a share may be empty), as views.",
+                              .no_gradient = "it splits the host's input batch, which is never differentiated"});
+  kernels.add("SplitBatch", graph::DeviceKind::cpu, {split_batch_kernel});
+  schemas.add(graph::OpSchema{.name = "AllReduce",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = {{"replicas", AttrType::integer, {}}, {"reduction", AttrType::string, std::string("sum")}},
+                              .traits = graph::kCollective,
+                              .infer = infer_all_reduce,
+                              .summary = "Sum (or mean) of each tensor of a bucket across replicas; every replica "
+                                         "receives the same bits.",
+                              .no_gradient = "it aggregates gradients, after differentiation"});
+  kernels.add("AllReduce", graph::DeviceKind::cpu, {all_reduce_kernel, /*expensive=*/true});
+  schemas.add(graph::OpSchema{.name = "DimSize",
+                              .inputs = {"x"},
+                              .attrs = {{"axis", AttrType::integer, int64_t{0}}},
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                if (!normalize_axis(ctx.attr<int64_t>("axis"), ctx.input(0).shape.rank())) {
+                                  return ctx.error("axis is out of range");
+                                }
+                                return std::vector<TensorType>{{DType::i64, graph::Shape{}}};
+                              },
+                              .summary = "Dim `axis` of x as an i64 scalar.",
+                              .no_gradient = "it outputs an integer"});
+  kernels.add("DimSize", graph::DeviceKind::cpu, {dim_size_kernel});
+}
+
+std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, int64_t replicas) {
+  const graph::NodeId id = b.add({.op = "SplitBatch", .inputs = {x}, .attrs = {{"replicas", replicas}}});
+  std::vector<graph::ValueRef> shares(static_cast<size_t>(std::clamp<int64_t>(replicas, 0, 4096)));
+  if (id == graph::kInvalidNode) return shares;
+  for (size_t r = 0; r < shares.size(); ++r) shares[r] = {id, static_cast<uint16_t>(r)};
+  return shares;
+}
+
+std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
+                                        std::string_view reduction) {
+  const graph::NodeId id = b.add(
+      {.op = "AllReduce", .inputs = values, .attrs = {{"replicas", replicas}, {"reduction", std::string(reduction)}}});
+  std::vector<graph::ValueRef> reduced(values.size());
+  if (id == graph::kInvalidNode) return reduced;
+  for (size_t i = 0; i < values.size(); ++i) reduced[i] = {id, static_cast<uint16_t>(i)};
+  return reduced;
+}
+
+graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis) {
+  return b.add_value({.op = "DimSize", .inputs = {x}, .attrs = {{"axis", axis}}});
+}
+
+}  // namespace mirra::ops

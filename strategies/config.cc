@@ -1,0 +1,115 @@
+// StrategyConfig parsing: strict keys and types, errors naming the key and the source.
+#include "strategies/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace mirra::strategies {
+
+namespace {
+
+using nlohmann::json;
+
+graph::Status key_error(std::string_view source, std::string_view key, const std::string& what) {
+  return graph::invalid_argument(std::string(source) + ": '" + std::string(key) + "' " + what);
+}
+
+graph::Status check_keys(const json& object, std::initializer_list<std::string_view> known, std::string_view source,
+                         std::string_view prefix) {
+  for (const auto& [key, value] : object.items()) {
+    bool found = false;
+    for (std::string_view k : known) found |= k == key;
+    if (!found) {
+      std::string keys;
+      for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      return graph::invalid_argument(std::string(source) + ": unknown key '" + std::string(prefix) + key +
+                                     "' (known: " + keys + ")");
+    }
+  }
+  return graph::Status();
+}
+
+graph::Expected<double> positive_mb(const json& object, const char* key, const char* path, std::string_view source,
+                                    double fallback) {
+  if (!object.contains(key)) return fallback;
+  const json& value = object.at(key);
+  if (!value.is_number()) return key_error(source, path, "must be a number of MiB");
+  const double mb = value.get<double>();
+  if (!(mb > 0 && mb <= 65536)) return key_error(source, path, "must be in (0, 65536] MiB");
+  return mb;
+}
+
+}  // namespace
+
+std::vector<graph::DeviceId> default_devices(std::string_view strategy) {
+  if (strategy == "one_device") return {{graph::DeviceKind::cpu, 0}};
+  return {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu, 1}};
+}
+
+graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text, std::string_view source) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    return graph::invalid_argument(std::string(source) + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
+  MIRRA_RETURN_IF_ERROR(check_keys(root, {"strategy", "devices", "all_reduce"}, source, ""));
+  StrategyConfig config;
+  if (root.contains("strategy")) {
+    if (!root["strategy"].is_string()) return key_error(source, "strategy", "must be a string");
+    config.strategy = root["strategy"].get<std::string>();
+  }
+  if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage") {
+    return key_error(source, "strategy", "is '" + config.strategy + "', not one of one_device, mirrored, central_storage");
+  }
+  if (root.contains("devices")) {
+    const json& devices = root["devices"];
+    if (!devices.is_array() || devices.empty()) return key_error(source, "devices", "must be a non-empty list like [\"cpu:0\"]");
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const std::string path = "devices[" + std::to_string(i) + "]";
+      if (!devices[i].is_string()) return key_error(source, path, "must be a device name like \"cpu:0\"");
+      auto device = graph::DeviceId::parse(devices[i].get<std::string>());
+      if (!device.ok()) return key_error(source, path, device.status().message());
+      for (const graph::DeviceId& seen : config.devices) {
+        if (seen == *device) return key_error(source, path, "repeats " + device->to_string());
+      }
+      config.devices.push_back(*device);
+    }
+    if (config.strategy == "one_device" && config.devices.size() != 1) {
+      return key_error(source, "devices", "must name exactly one device for one_device");
+    }
+  } else {
+    config.devices = default_devices(config.strategy);
+  }
+  if (root.contains("all_reduce")) {
+    const json& all_reduce = root["all_reduce"];
+    if (!all_reduce.is_object()) return key_error(source, "all_reduce", "must be an object");
+    MIRRA_RETURN_IF_ERROR(check_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb"}, source, "all_reduce."));
+    if (all_reduce.contains("implementation")) {
+      if (!all_reduce["implementation"].is_string()) return key_error(source, "all_reduce.implementation", "must be a string");
+      config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
+      if (config.all_reduce.implementation != "auto" && config.all_reduce.implementation != "in_process") {
+        return key_error(source, "all_reduce.implementation",
+                         "is '" + config.all_reduce.implementation + "', not one of auto, in_process");
+      }
+    }
+    MIRRA_ASSIGN_OR_RETURN(config.all_reduce.bucket_mb,
+                           positive_mb(all_reduce, "bucket_mb", "all_reduce.bucket_mb", source, 25));
+    MIRRA_ASSIGN_OR_RETURN(config.all_reduce.first_bucket_mb,
+                           positive_mb(all_reduce, "first_bucket_mb", "all_reduce.first_bucket_mb", source, 1));
+  }
+  return config;
+}
+
+graph::Expected<StrategyConfig> load_strategy_config(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return graph::invalid_argument("cannot read strategy config '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  return parse_strategy_config(text.str(), path);
+}
+
+}  // namespace mirra::strategies

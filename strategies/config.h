@@ -1,0 +1,38 @@
+// StrategyConfig: which strategy, over which devices, with which all-reduce settings, read from JSON
+// (nlohmann-json). Every key is documented in docs/config.md. An unknown key, a wrong type or a bad
+// value is an error naming the key and where the config came from.
+//
+//   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"],
+//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1}}
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/device_id.h"
+#include "graph/status.h"
+
+namespace mirra::strategies {
+
+struct AllReduceConfig {
+  std::string implementation = "auto";  // auto or in_process
+  double bucket_mb = 25;                // cap of a gradient bucket, MiB
+  double first_bucket_mb = 1;           // cap of the first (last layers') bucket, MiB
+};
+
+struct StrategyConfig {
+  std::string strategy = "mirrored";  // one_device, mirrored, central_storage
+  std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
+  AllReduceConfig all_reduce;
+};
+
+// The local devices a strategy uses when the config names none: two logical CPU devices on a machine
+// without GPUs (one for one_device).
+std::vector<graph::DeviceId> default_devices(std::string_view strategy);
+
+// `source` names where the text came from ("config.json", "--strategy") in error messages.
+graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text, std::string_view source);
+graph::Expected<StrategyConfig> load_strategy_config(const std::string& path);
+
+}  // namespace mirra::strategies

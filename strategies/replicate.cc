@@ -1,0 +1,338 @@
+// replicate: node classification, cloning, input splits, gradient scaling and aggregation, metrics.
+#include "strategies/replicate.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/verify.h"
+#include "ops/ops.h"
+
+namespace mirra::strategies {
+
+namespace {
+
+using graph::Node;
+using graph::NodeId;
+using graph::ValueRef;
+
+constexpr int kHost = -1;  // replica_of_ for nodes that exist once
+
+// Which nodes of the one-replica graph are cloned per replica.
+struct Classification {
+  std::vector<bool> batch_input;  // placeholders whose dim 0 is the batch
+  std::vector<bool> replicated;
+};
+
+Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
+  const graph::Graph& g = program.graph;
+  Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+  std::vector<bool> step_state(g.size(), false), from_batch(g.size(), false), after_gradient(g.size(), false);
+  for (NodeId id : program.step_state) step_state[id] = true;
+  std::set<ValueRef> gradients;
+  for (const auto& [variable, gradient] : program.variables_and_gradients) gradients.insert(gradient);
+  for (NodeId id : order) {
+    const Node& node = g.node(id);
+    if (node.op == "Placeholder") {
+      const graph::Shape& shape = node.outputs[0].shape;
+      c.batch_input[id] = from_batch[id] = shape.rank() > 0 && shape.dim(0) < 0;
+      continue;
+    }
+    for (ValueRef input : node.inputs) {
+      from_batch[id] = from_batch[id] || from_batch[input.node];
+      after_gradient[id] = after_gradient[id] || after_gradient[input.node] || gradients.count(input) > 0;
+    }
+    if (step_state[id] || id == program.signature.train) continue;
+    c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id]);
+  }
+  return c;
+}
+
+class Rewriter {
+ public:
+  Rewriter(const TrainingProgram& program, const ReplicationPlan& plan, graph::Graph& out)
+      : program_(program), plan_(plan), replicas_(static_cast<int>(plan.devices.size())), out_(out),
+        b_(out, ops::registry()) {}
+
+  graph::Expected<TrainingProgram> run();
+
+ private:
+  graph::Status clone_nodes(const std::vector<NodeId>& order, const Classification& c);
+  ValueRef map_input(ValueRef value, int replica, NodeId consumer);
+  std::vector<NodeId> map_control(NodeId producer, int replica) const;
+  NodeId add_copy(const Node& node, std::string name, int replica, std::vector<ValueRef> inputs,
+                  std::vector<NodeId> control_inputs);
+  void place(ValueRef value, int replica);
+  ValueRef on(int replica, ValueRef value);
+  std::vector<std::vector<ValueRef>> scale_gradients();
+  std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
+                                               const std::vector<NodeId>& order);
+  void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
+              NodeId copies_end);
+  graph::Status add_metrics(TrainingProgram& result);
+
+  const TrainingProgram& program_;
+  const ReplicationPlan& plan_;
+  const int replicas_;
+  graph::Graph& out_;
+  graph::Builder b_;
+  std::vector<std::vector<NodeId>> copies_;             // per original node: one per replica, or one
+  std::map<NodeId, std::vector<ValueRef>> shares_;      // per batch placeholder: its split
+  std::vector<int> replica_of_;                         // per new node
+  graph::Status error_;
+};
+
+NodeId Rewriter::add_copy(const Node& node, std::string name, int replica, std::vector<ValueRef> inputs,
+                          std::vector<NodeId> control_inputs) {
+  Node copy = node;
+  copy.name = std::move(name);
+  copy.inputs = std::move(inputs);
+  copy.control_inputs = std::move(control_inputs);
+  copy.device = replica == kHost ? plan_.host : plan_.devices[static_cast<size_t>(replica)];
+  const NodeId id = out_.add_node(std::move(copy));
+  replica_of_.resize(out_.size(), kHost);
+  replica_of_[id] = replica;
+  return id;
+}
+
+ValueRef Rewriter::map_input(ValueRef value, int replica, NodeId consumer) {
+  if (auto split = shares_.find(value.node); split != shares_.end() && replica != kHost) {
+    return split->second[static_cast<size_t>(replica)];
+  }
+  const std::vector<NodeId>& copies = copies_[value.node];
+  if (copies.size() == 1) return {copies[0], value.output};
+  if (replica != kHost) return {copies[static_cast<size_t>(replica)], value.output};
+  for (const auto& [variable, gradient] : program_.variables_and_gradients) {
+    if (gradient == value) return {copies[0], value.output};  // rewired to the aggregate later
+  }
+  if (error_.ok()) {
+    error_ = graph::invalid_argument("replicate: node '" + program_.graph.node(consumer).name +
+                                     "' exists once but reads the per-replica value of '" +
+                                     program_.graph.node(value.node).name + "'");
+  }
+  return {copies[0], value.output};
+}
+
+std::vector<NodeId> Rewriter::map_control(NodeId producer, int replica) const {
+  const std::vector<NodeId>& copies = copies_[producer];
+  if (copies.size() == 1 || replica == kHost) return copies;
+  return {copies[static_cast<size_t>(replica)]};
+}
+
+graph::Status Rewriter::clone_nodes(const std::vector<NodeId>& order, const Classification& c) {
+  copies_.assign(program_.graph.size(), {});
+  for (NodeId id : order) {
+    const Node& node = program_.graph.node(id);
+    const std::vector<int> targets = [&] {
+      if (!c.replicated[id]) return std::vector<int>{kHost};
+      std::vector<int> all(static_cast<size_t>(replicas_));
+      for (int r = 0; r < replicas_; ++r) all[static_cast<size_t>(r)] = r;
+      return all;
+    }();
+    for (int replica : targets) {
+      std::vector<ValueRef> inputs;
+      for (ValueRef input : node.inputs) inputs.push_back(map_input(input, replica, id));
+      std::vector<NodeId> control;
+      for (NodeId producer : node.control_inputs) {
+        for (NodeId mapped : map_control(producer, replica)) control.push_back(mapped);
+      }
+      const std::string name = replica == kHost ? node.name : "replica_" + std::to_string(replica) + "/" + node.name;
+      copies_[id].push_back(add_copy(node, name, replica, std::move(inputs), std::move(control)));
+    }
+    MIRRA_RETURN_IF_ERROR(error_);
+    if (c.batch_input[id]) {
+      // The host splits the global batch; replica r reads share r.
+      auto scope = b_.scope(node.name);
+      b_.set_device(plan_.host);
+      shares_[id] = ops::split_batch(b_, {copies_[id][0], 0}, replicas_);
+      b_.set_device(std::nullopt);
+      MIRRA_RETURN_IF_ERROR(b_.status());
+    }
+  }
+  replica_of_.resize(out_.size(), kHost);
+  return graph::Status();
+}
+
+// A value built on replica r's device (or the host).
+void Rewriter::place(ValueRef value, int replica) {
+  if (!value.valid()) return;
+  out_.mutable_node(value.node).device = replica == kHost ? plan_.host : plan_.devices[static_cast<size_t>(replica)];
+  replica_of_.resize(out_.size(), kHost);
+  replica_of_[value.node] = replica;
+}
+
+ValueRef Rewriter::on(int replica, ValueRef value) {
+  place(value, replica);
+  return value;
+}
+
+// scaled[j][r]: replica r's gradient of variable j times b_r / B. Summed over replicas this is the
+// gradient of the global-batch mean loss; and a replica with no examples contributes exactly zero.
+std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
+  const NodeId features = *program_.graph.find(program_.signature.features);
+  const graph::DType dtype = program_.graph.type(program_.signature.loss).dtype;
+  const ValueRef global = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
+  std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
+  for (int r = 0; r < replicas_; ++r) {
+    auto scope = b_.scope("replica_" + std::to_string(r) + "/batch_share");
+    const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
+    const ValueRef share = on(r, ops::div(b_, local, global));
+    for (size_t j = 0; j < scaled.size(); ++j) {
+      const ValueRef gradient = program_.variables_and_gradients[j].second;
+      const std::vector<NodeId>& copies = copies_[gradient.node];
+      const ValueRef raw{copies[copies.size() == 1 ? 0 : static_cast<size_t>(r)], gradient.output};
+      scaled[j].push_back(on(r, ops::mul(b_, raw, share)));
+    }
+  }
+  return scaled;
+}
+
+// Mirrored: AllReduce(SUM) per bucket, buckets in the order gradients become ready (the backward pass
+// finishes the last layers first), a small first bucket, chained by control edges. CentralStorage: a
+// sum per gradient on the host. Returns aggregated[j][r] (one entry per replica, or one).
+std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::vector<ValueRef>>& scaled,
+                                                        const std::vector<NodeId>& order) {
+  const size_t count = scaled.size();
+  std::vector<std::vector<ValueRef>> aggregated(count);
+  if (!plan_.mirror_state) {
+    for (size_t j = 0; j < count; ++j) {
+      auto scope = b_.scope("reduce/" + program_.graph.node(program_.variables_and_gradients[j].first.node).name);
+      ValueRef sum = scaled[j][0];
+      for (int r = 1; r < replicas_; ++r) sum = on(kHost, ops::add(b_, sum, scaled[j][static_cast<size_t>(r)]));
+      aggregated[j] = {sum};
+    }
+    return aggregated;
+  }
+  std::vector<size_t> position(program_.graph.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  std::vector<size_t> ready(count);
+  for (size_t j = 0; j < count; ++j) ready[j] = j;
+  std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) {
+    return position[program_.variables_and_gradients[a].second.node] < position[program_.variables_and_gradients[b].second.node];
+  });
+  std::vector<std::vector<size_t>> buckets(1);
+  int64_t bytes = 0;
+  for (size_t j : ready) {
+    const graph::TensorType& type = program_.graph.type(program_.variables_and_gradients[j].first);
+    bytes += type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype));
+    buckets.back().push_back(j);
+    if (bytes >= (buckets.size() == 1 ? plan_.first_bucket_bytes : plan_.bucket_bytes)) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+  }
+  if (buckets.back().empty()) buckets.pop_back();
+  NodeId previous = graph::kInvalidNode;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    std::vector<ValueRef> values;
+    for (int r = 0; r < replicas_; ++r) {
+      for (size_t j : buckets[k]) values.push_back(scaled[j][static_cast<size_t>(r)]);
+    }
+    auto scope = b_.scope("all_reduce/bucket_" + std::to_string(k));
+    const std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_);
+    if (!reduced.front().valid()) return aggregated;
+    place(reduced.front(), kHost);
+    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);
+    previous = reduced.front().node;
+    for (int r = 0; r < replicas_; ++r) {
+      for (size_t i = 0; i < buckets[k].size(); ++i) {
+        aggregated[buckets[k][i]].push_back(reduced[static_cast<size_t>(r) * buckets[k].size() + i]);
+      }
+    }
+  }
+  return aggregated;
+}
+
+// Every cloned consumer of a replica's raw gradient reads the aggregate instead.
+void Rewriter::rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
+                      NodeId copies_end) {
+  std::map<ValueRef, size_t> gradient_index;
+  for (size_t j = 0; j < raw.size(); ++j) {
+    for (ValueRef value : raw[j]) gradient_index[value] = j;
+  }
+  for (NodeId id = 0; id < copies_end; ++id) {
+    for (ValueRef& input : out_.mutable_node(id).inputs) {
+      auto found = gradient_index.find(input);
+      if (found == gradient_index.end()) continue;
+      const std::vector<ValueRef>& sums = aggregated[found->second];
+      input = sums.size() == 1 ? sums[0] : sums[static_cast<size_t>(std::max(replica_of_[id], 0))];
+    }
+  }
+}
+
+graph::Status Rewriter::add_metrics(TrainingProgram& result) {
+  const TrainingProgram& p = program_;
+  const Node& loss = p.graph.node(p.signature.loss.node);
+  const NodeId features = *p.graph.find(p.signature.features);
+  auto scope = b_.scope("metrics");
+  ValueRef loss_sum, correct;
+  for (int r = 0; r < replicas_; ++r) {
+    const ValueRef per_example{copies_[loss.inputs[0].node][static_cast<size_t>(r)], loss.inputs[0].output};
+    const ValueRef replica_loss = on(r, ops::reduce_sum(b_, per_example));
+    const std::vector<NodeId>& correct_copies = copies_[p.signature.correct.node];
+    const ValueRef replica_correct{correct_copies[correct_copies.size() == 1 ? 0 : static_cast<size_t>(r)],
+                                   p.signature.correct.output};
+    loss_sum = r == 0 ? replica_loss : on(kHost, ops::add(b_, loss_sum, replica_loss));
+    correct = r == 0 ? replica_correct : on(kHost, ops::add(b_, correct, replica_correct));
+  }
+  const graph::DType dtype = p.graph.type(p.signature.loss).dtype;
+  const ValueRef global = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
+  result.signature.loss = on(kHost, ops::div(b_, loss_sum, global));
+  result.signature.correct = correct;
+  return b_.status();
+}
+
+graph::Expected<TrainingProgram> Rewriter::run() {
+  const TrainingProgram& p = program_;
+  if (replicas_ < 1) return graph::invalid_argument("replicate: no devices");
+  const auto features = p.graph.find(p.signature.features);
+  if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
+  const Node& loss = p.graph.node(p.signature.loss.node);
+  if (loss.op != "ReduceMean" || loss.inputs.size() != 1) {
+    return graph::invalid_argument("replicate: the loss must be a mean over examples (ReduceMean), not '" + loss.name +
+                                   "' (" + loss.op + ")");
+  }
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, p.graph.topological_order());
+  const Classification c = classify(p, order, plan_.mirror_state);
+  if (!c.batch_input[*features]) {
+    return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
+  }
+  MIRRA_RETURN_IF_ERROR(clone_nodes(order, c));
+  const NodeId copies_end = static_cast<NodeId>(out_.size());
+
+  std::vector<std::vector<ValueRef>> raw(p.variables_and_gradients.size());
+  for (size_t j = 0; j < raw.size(); ++j) {
+    const ValueRef gradient = p.variables_and_gradients[j].second;
+    for (NodeId copy : copies_[gradient.node]) raw[j].push_back({copy, gradient.output});
+  }
+  const std::vector<std::vector<ValueRef>> aggregated = aggregate(scale_gradients(), order);
+  MIRRA_RETURN_IF_ERROR(b_.status());
+  rewire(raw, aggregated, copies_end);
+
+  TrainingProgram result;
+  result.signature = p.signature;
+  result.signature.train = copies_[p.signature.train][0];
+  if (p.signature.learning_rate.valid()) {
+    result.signature.learning_rate = {copies_[p.signature.learning_rate.node][0], p.signature.learning_rate.output};
+  }
+  for (size_t j = 0; j < raw.size(); ++j) {
+    const ValueRef variable = p.variables_and_gradients[j].first;
+    result.variables_and_gradients.emplace_back(ValueRef{copies_[variable.node][0], variable.output}, aggregated[j][0]);
+  }
+  for (NodeId id : p.step_state) result.step_state.push_back(copies_[id][0]);
+  MIRRA_RETURN_IF_ERROR(add_metrics(result));
+  MIRRA_RETURN_IF_ERROR(graph::verify_structure(out_));
+  return result;
+}
+
+}  // namespace
+
+graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan) {
+  graph::Graph out;
+  Rewriter rewriter(program, plan, out);
+  MIRRA_ASSIGN_OR_RETURN(TrainingProgram result, rewriter.run());
+  result.graph = std::move(out);
+  return result;
+}
+
+}  // namespace mirra::strategies

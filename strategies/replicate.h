@@ -1,0 +1,34 @@
+// replicate(): the graph rewrite behind MirroredStrategy and CentralStorageStrategy (see
+// docs/architecture.md, "Strategies"). Every per-example node is cloned once per device as
+// replica_<r>/<name>; each batch input is split on the host by SplitBatch; each replica's gradients
+// are scaled by its share of the global batch; then either
+//   - mirror_state (Mirrored): variables, slots and updates are per replica too, and one AllReduce(SUM)
+//     per bucket of gradients, chained in one fixed order, hands every replica the same sum; or
+//   - not (CentralStorage): variables, slots and updates exist once on the host, and each gradient is
+//     summed over the replicas there.
+// The loss and correct count are re-aggregated on the host: sums over replicas divided by the global
+// batch, so a partial or empty share weighs exactly what it holds.
+//
+// REQUIRES: the program's loss is a ReduceMean over per-example losses; its batch inputs are
+//   placeholders with an unknown dim 0; the gradients are those of its trainable variables.
+// ENSURES: one step on a global batch B gives the variables one device would give on B.
+#pragma once
+
+#include <vector>
+
+#include "graph/device_id.h"
+#include "strategies/strategy.h"
+
+namespace mirra::strategies {
+
+struct ReplicationPlan {
+  std::vector<graph::DeviceId> devices;  // one replica per device
+  graph::DeviceId host;                  // split, aggregation, step state (and central variables)
+  bool mirror_state = true;
+  int64_t first_bucket_bytes = int64_t{1} << 20;
+  int64_t bucket_bytes = int64_t{25} << 20;
+};
+
+graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan);
+
+}  // namespace mirra::strategies

@@ -1,0 +1,72 @@
+// The three strategies as thin adapters from their config to a rewrite, and the factory.
+#include "strategies/strategy.h"
+
+#include "strategies/one_device.h"
+#include "strategies/replicate.h"
+
+namespace mirra::strategies {
+
+namespace {
+
+class OneDeviceStrategy final : public Strategy {
+ public:
+  explicit OneDeviceStrategy(StrategyConfig config) : config_(std::move(config)) {}
+  const StrategyConfig& config() const override { return config_; }
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
+    TrainingProgram placed = program;
+    placed.graph = place_on_device(program.graph, config_.devices.front());
+    return placed;
+  }
+
+ private:
+  StrategyConfig config_;
+};
+
+// Mirrored (mirror_state) and CentralStorage differ only in where state lives.
+class ReplicatingStrategy final : public Strategy {
+ public:
+  ReplicatingStrategy(StrategyConfig config, bool mirror_state) : config_(std::move(config)), mirror_state_(mirror_state) {}
+  const StrategyConfig& config() const override { return config_; }
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
+    constexpr double kMiB = 1 << 20;
+    return replicate(program, {.devices = config_.devices,
+                               .host = {graph::DeviceKind::cpu, 0},
+                               .mirror_state = mirror_state_,
+                               .first_bucket_bytes = static_cast<int64_t>(config_.all_reduce.first_bucket_mb * kMiB),
+                               .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB)});
+  }
+
+ private:
+  StrategyConfig config_;
+  bool mirror_state_;
+};
+
+}  // namespace
+
+std::string Strategy::describe() const {
+  std::string text = config().strategy + " over ";
+  for (size_t i = 0; i < config().devices.size(); ++i) text += (i ? ", " : "") + config().devices[i].to_string();
+  return text;
+}
+
+graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config) {
+  StrategyConfig resolved = config;
+  if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy);
+  for (const graph::DeviceId& device : resolved.devices) {
+    if (device.kind != graph::DeviceKind::cpu) {
+      return graph::invalid_argument("strategy " + resolved.strategy + ": device " + device.to_string() +
+                                     " is not available (this build runs on CPU devices)");
+    }
+  }
+  if (resolved.strategy == "one_device") {
+    if (resolved.devices.size() != 1) return graph::invalid_argument("one_device needs exactly one device");
+    return std::unique_ptr<Strategy>(new OneDeviceStrategy(std::move(resolved)));
+  }
+  if (resolved.strategy == "mirrored" || resolved.strategy == "central_storage") {
+    const bool mirror_state = resolved.strategy == "mirrored";
+    return std::unique_ptr<Strategy>(new ReplicatingStrategy(std::move(resolved), mirror_state));
+  }
+  return graph::invalid_argument("strategy '" + resolved.strategy + "' is not known (one_device, mirrored, central_storage)");
+}
+
+}  // namespace mirra::strategies

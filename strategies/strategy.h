@@ -1,0 +1,45 @@
+// Strategy: turns one replica's training program into a distributed one. The program is a graph with
+// the Trainer's signature (batch inputs, loss, correct count, train target, learning rate), the
+// (variable, gradient) pairs that minimize() made, and the step state that exists once. A strategy
+// only rewrites the graph; the Session and the Trainer run the result unchanged, so swapping
+// strategies is a config change.
+//
+//   auto strategy = strategies::make_strategy(*strategies::load_strategy_config("mirrored.json"));
+//   auto distributed = (*strategy)->distribute(program);
+//   runtime::Session session(distributed->graph, ops::cpu_kernels());
+//   runtime::training::Trainer trainer(session, distributed->signature, {.epochs = 5});
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/training/trainer.h"
+#include "strategies/config.h"
+
+namespace mirra::strategies {
+
+struct TrainingProgram {
+  graph::Graph graph;
+  runtime::training::TrainingGraph signature;
+  std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
+  std::vector<graph::NodeId> step_state;  // learning rate, iteration counter and its increment
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual const StrategyConfig& config() const = 0;
+  // REQUIRES: `program` trains one replica; its loss is a mean over the examples (ReduceMean).
+  // ENSURES: the result trains the same model over config().devices; one step on a global batch B
+  // updates the variables as one device would on the same B.
+  virtual graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const = 0;
+  // "mirrored over cpu:0, cpu:1"
+  std::string describe() const;
+};
+
+graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config);
+
+}  // namespace mirra::strategies

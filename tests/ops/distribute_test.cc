@@ -1,0 +1,76 @@
+// SplitBatch, AllReduce and DimSize against plain loops: TensorFlow's split rule (including empty
+// shares), sums and means over replicas with every replica receiving the same bits.
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+TEST_CASE("Kernels.SplitBatch.shares_follow_tensorflows_rule") {
+  for (const auto& [batch, replicas] : {std::pair{7, 3}, std::pair{2, 4}, std::pair{0, 2}, std::pair{8, 1}}) {
+    CAPTURE(batch);
+    CAPTURE(replicas);
+    const Tensor x = make_tensor(DType::f32, {batch, 2}, [](int64_t i) { return static_cast<double>(i); });
+    std::vector<Tensor> expected;
+    int64_t first = 0;
+    for (int r = 0; r < replicas; ++r) {
+      const int64_t share = batch / replicas + (r < batch % replicas ? 1 : 0);
+      CHECK(share == ops::replica_share(batch, replicas, r));
+      expected.push_back(make_tensor(DType::f32, {share, 2}, [&](int64_t i) { return static_cast<double>(first * 2 + i); }));
+      first += share;
+    }
+    check_op("SplitBatch", {x}, {{"replicas", int64_t{replicas}}}, expected);
+  }
+  checked_ops().insert("SplitBatch");
+}
+
+TEST_CASE("Kernels.AllReduce.sum_and_mean_over_replicas") {
+  runtime::Random rng(4);
+  for (const char* reduction : {"sum", "mean"}) {
+    for (int replicas : {1, 2, 3}) {
+      CAPTURE(reduction);
+      CAPTURE(replicas);
+      // Two tensors per replica, one big enough to span several chunks.
+      const std::vector<TensorShape> shapes = {{3, 5}, {40000}};
+      std::vector<Tensor> inputs, expected;
+      for (int r = 0; r < replicas; ++r) {
+        for (const TensorShape& shape : shapes) inputs.push_back(random_tensor<double>(rng, shape));
+      }
+      for (int r = 0; r < replicas; ++r) {
+        for (size_t j = 0; j < shapes.size(); ++j) {
+          expected.push_back(make_tensor(DType::f64, shapes[j], [&](int64_t i) {
+            double sum = 0;
+            for (int q = 0; q < replicas; ++q) sum += element(inputs[static_cast<size_t>(q) * shapes.size() + j], i);
+            return std::string_view(reduction) == "mean" ? sum / replicas : sum;
+          }));
+        }
+      }
+      const AttrMap attrs = {{"replicas", int64_t{replicas}}, {"reduction", std::string(reduction)}};
+      check_op("AllReduce", inputs, attrs, expected, 1e-12);
+      auto out = run_op("AllReduce", inputs, attrs);
+      REQUIRE(out.ok());
+      for (int r = 1; r < replicas; ++r) {
+        for (size_t j = 0; j < shapes.size(); ++j) {
+          CHECK((*out)[static_cast<size_t>(r) * shapes.size() + j].to_vector<double>() == (*out)[j].to_vector<double>());
+        }
+      }
+    }
+  }
+  // Shapes that disagree are an error at graph time, or at run time when the graph left them open.
+  const std::vector<Tensor> mismatched = {Tensor::from<float>({2}, {1, 2}), Tensor::from<float>({3}, {1, 2, 3})};
+  CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}).status().message().find(
+            "input 1 f32[3] does not match replica 0's f32[2]") != std::string::npos);
+  CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}, /*unknown_batch=*/true).status().message().find(
+            "replica 1 holds f32[3] where replica 0 holds f32[2]") != std::string::npos);
+  checked_ops().insert("AllReduce");
+}
+
+TEST_CASE("Kernels.DimSize") {
+  const Tensor x = make_tensor(DType::f32, {4, 0, 3}, [](int64_t) { return 0.0; });
+  check_op("DimSize", {x}, {{"axis", int64_t{0}}}, {Tensor::scalar<int64_t>(4)});
+  check_op("DimSize", {x}, {{"axis", int64_t{-1}}}, {Tensor::scalar<int64_t>(3)});
+  check_op("DimSize", {x}, {{"axis", int64_t{1}}}, {Tensor::scalar<int64_t>(0)});
+  checked_ops().insert("DimSize");
+}
+
+}  // namespace
+}  // namespace mirra::test

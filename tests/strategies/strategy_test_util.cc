@@ -1,0 +1,83 @@
+// Strategy test helpers.
+#include "tests/strategies/strategy_test_util.h"
+
+#include <doctest/doctest.h>
+
+#include "examples/models.h"  // dense()
+
+namespace mirra::strategies::test {
+
+TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer) {
+  TrainingProgram program;
+  graph::Builder b(program.graph, ops::registry(), /*seed=*/3);
+  graph::ValueRef logits;
+  if (model == "mlp") {
+    // The benchmark MLP's architecture in float64: a ReLU whose input sits within float32 rounding of
+    // zero turns one example's contribution on or off, and such flips would swamp the tolerance.
+    auto images = ops::placeholder(b, "images", graph::DType::f64, {-1, 28, 28, 1});
+    graph::ValueRef x = ops::reshape(b, images, {-1, 784});
+    const int64_t widths[] = {784, 256, 128, 10};
+    for (int layer = 0; layer < 3; ++layer) {
+      auto scope = b.scope("fc" + std::to_string(layer + 1));
+      auto w = ops::variable(b, "w", {widths[layer], widths[layer + 1]}, ops::Initializer::glorot_uniform(),
+                             graph::DType::f64);
+      auto bias = ops::variable(b, "b", {widths[layer + 1]}, ops::Initializer::zeros(), graph::DType::f64);
+      x = ops::bias_add(b, ops::matmul(b, x, w), bias);
+      if (layer < 2) x = ops::relu(b, x);
+    }
+    logits = x;
+  } else {
+    auto images = ops::placeholder(b, "images", graph::DType::f32, {-1, 8, 8, 1});
+    auto filter = ops::variable(b, "conv/filter", {3, 3, 1, 4}, ops::Initializer::glorot_uniform());
+    auto bias = ops::variable(b, "conv/b", {4}, ops::Initializer::constant(0.1));
+    auto x = ops::relu(b, ops::bias_add(b, ops::conv2d(b, images, filter, {.padding = "SAME"}), bias));
+    x = ops::reshape(b, ops::max_pool(b, x, {.ksize = {2, 2}, .strides = {2, 2}, .padding = "VALID"}), {-1, 4 * 4 * 4});
+    logits = examples::dense(b, "logits", x, 4 * 4 * 4, 10, false);
+  }
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, logits);
+  auto train = ops::minimize(b, objective.loss, optimizer);
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  program.signature = {.loss = objective.loss,
+                       .correct = objective.correct,
+                       .train = train->train,
+                       .learning_rate = train->learning_rate};
+  program.variables_and_gradients = train->variables_and_gradients;
+  program.step_state = train->step_state;
+  return program;
+}
+
+std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed) {
+  runtime::Random rng(seed);
+  const int64_t side = model == "mlp" ? 28 : 8;
+  std::vector<Batch> batches;
+  for (int i = 0; i < count; ++i) {
+    std::vector<double> pixels(static_cast<size_t>(size * side * side));
+    for (double& p : pixels) p = rng.uniform();
+    std::vector<int64_t> labels(static_cast<size_t>(size));
+    for (int64_t& l : labels) l = static_cast<int64_t>(rng.below(10));
+    const runtime::TensorShape shape{size, side, side, 1};
+    runtime::Tensor images = runtime::Tensor::from<double>(shape, std::span<const double>(pixels));
+    if (model != "mlp") {
+      const std::vector<float> narrow(pixels.begin(), pixels.end());
+      images = runtime::Tensor::from<float>(shape, std::span<const float>(narrow));
+    }
+    batches.push_back({images, runtime::Tensor::from<int64_t>({size}, std::span<const int64_t>(labels))});
+  }
+  return batches;
+}
+
+std::map<std::string, std::vector<double>> float_variables(runtime::Session& session) {
+  std::map<std::string, std::vector<double>> values;
+  for (const std::string& name : session.variables().names()) {
+    const auto value = session.variables().find(name);
+    if (value->dtype() == graph::DType::f32) {
+      const auto narrow = value->to_vector<float>();
+      values[name] = std::vector<double>(narrow.begin(), narrow.end());
+    } else if (value->dtype() == graph::DType::f64) {
+      values[name] = value->to_vector<double>();
+    }
+  }
+  return values;
+}
+
+}  // namespace mirra::strategies::test

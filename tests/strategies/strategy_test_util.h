@@ -1,0 +1,34 @@
+// Helpers for strategy tests: one-replica training programs for the MLP and a small CNN, fixed random
+// batches, and running steps through a Session.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+#include "runtime/random.h"
+#include "runtime/session.h"
+#include "strategies/strategy.h"
+
+namespace mirra::strategies::test {
+
+// "mlp": the benchmark MLP's architecture (784-256-128-10, ReLU) in float64 on [?, 28, 28, 1];
+// "small_cnn": conv 3x3x4 + ReLU, max-pool 2x2, dense 10 in float32 on [?, 8, 8, 1]. Classifier
+// objective and minimize() with `optimizer`.
+TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer);
+
+struct Batch {
+  runtime::Tensor images, labels;
+};
+// Deterministic batches of `size` examples for `model`'s input shape.
+std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed);
+
+inline runtime::Feeds feeds(const TrainingProgram& program, const Batch& batch) {
+  return {{program.signature.features, batch.images}, {program.signature.labels, batch.labels}};
+}
+
+// Every f32 or f64 variable of a session by name, as doubles.
+std::map<std::string, std::vector<double>> float_variables(runtime::Session& session);
+
+}  // namespace mirra::strategies::test
