@@ -2,6 +2,7 @@
 #include "runtime/executor.h"
 
 #include <atomic>
+#include <chrono>
 
 #include <oneapi/tbb/task_group.h>
 
@@ -16,6 +17,7 @@ struct Executor::StepState {
   std::unique_ptr<std::atomic<int32_t>[]> pending;
   std::unique_ptr<std::atomic<int32_t>[]> uses;
   std::atomic<bool> failed{false};
+  std::vector<NodeTiming>* timeline = nullptr;  // sized to the plan when set
   std::mutex error_mutex;
   Status error;
 
@@ -66,7 +68,10 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
   Tensor* outputs = step.values.data() + pn.first_output;
   KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs);
+  const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
+  const int64_t start = step.timeline != nullptr ? now() : 0;
   Status status = pn.kernel.fn(context);
+  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, now()};
   if (!status.ok()) return status.with_context(describe(pn));
   for (uint32_t i = 0; i < pn.num_outputs; ++i) {
     if (!output_matches(plan_.outputs[pn.first_output + i], outputs[i])) {
@@ -166,9 +171,11 @@ void Executor::run_sequential(StepState& step) const {
   }
 }
 
-graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds) {
+graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, std::vector<NodeTiming>* timeline) {
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
   std::unique_ptr<StepState> step = acquire_state();
+  if (timeline != nullptr) timeline->assign(plan_.nodes.size(), {});
+  step->timeline = timeline;
   for (size_t i = 0; i < feeds.size(); ++i) {
     if (plan_.fed_nodes[i] == kNotInPlan) continue;
     step->values[plan_.nodes[plan_.fed_nodes[i]].first_output] = std::move(feeds[i]);
@@ -178,6 +185,7 @@ graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds) {
   } else {
     run_parallel(*step);
   }
+  step->timeline = nullptr;
   if (step->failed.load(std::memory_order_acquire)) {
     Status error = step->error;
     release_state(std::move(step));

@@ -3,9 +3,11 @@
 // them ready, expensive ones become tasks; no kernel ever waits for another node. The first error
 // wins: the step stops scheduling, and the error names the node, its op and its device. Values are
 // released as soon as their last consumer has run. In deterministic mode nodes run one at a time in
-// plan order on the calling thread.
+// plan order on the calling thread. With a timeline requested, each node's start and end times are
+// recorded (the executor's own trace: what ran when, and what overlapped).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,6 +18,12 @@
 
 namespace mirra::runtime {
 
+// When one node of a step ran, in nanoseconds of a steady clock.
+struct NodeTiming {
+  graph::NodeId node = graph::kInvalidNode;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
 class Executor {
  public:
   // `variables` must outlive the executor.
@@ -23,8 +31,8 @@ class Executor {
   ~Executor();
 
   // One step. `feeds` are in the order of PlanRequest::fed; returns the fetches in request order.
-  // Call it from inside the session's task arena.
-  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds);
+  // Call it from inside the session's task arena. With `timeline`, it receives every node's timing.
+  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, std::vector<NodeTiming>* timeline = nullptr);
 
   const ExecutionPlan& plan() const { return plan_; }
 

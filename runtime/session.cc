@@ -41,6 +41,11 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
 
 Session::~Session() = default;
 
+std::vector<NodeTiming> Session::last_timeline() const {
+  std::lock_guard lock(timeline_mutex_);
+  return last_timeline_;
+}
+
 graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId>& fed,
                                                  std::span<const graph::ValueRef> fetches,
                                                  std::span<const graph::NodeId> targets) {
@@ -79,7 +84,12 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
   }
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
-  arena_->execute([&] { result = executor->run(std::move(fed_values)); });
+  std::vector<NodeTiming> timeline;
+  arena_->execute([&] { result = executor->run(std::move(fed_values), options_.trace ? &timeline : nullptr); });
+  if (options_.trace) {
+    std::lock_guard lock(timeline_mutex_);
+    last_timeline_ = std::move(timeline);
+  }
   return result;
 }
 

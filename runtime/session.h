@@ -28,6 +28,7 @@ struct SessionOptions {
   int threads = 0;             // oneTBB threads for this session; 0: all cores
   bool deterministic = false;  // one node at a time, in plan order, on one thread
   graph::DeviceId default_device = {};  // for nodes with no device
+  bool trace = false;          // record every step's node timeline (see last_timeline)
 };
 
 using Feeds = std::map<std::string, Tensor, std::less<>>;
@@ -48,6 +49,9 @@ class Session {
                std::span<const graph::NodeId>(targets.begin(), targets.size()));
   }
 
+  // With SessionOptions::trace: when each node of the last finished step started and ended.
+  std::vector<NodeTiming> last_timeline() const;
+
   const graph::Graph& graph() const { return graph_; }
   VariableStore& variables() { return variables_; }
   const DeviceSet& devices() const { return devices_; }
@@ -65,6 +69,8 @@ class Session {
   std::unique_ptr<oneapi::tbb::task_arena> arena_;
   std::mutex executors_mutex_;
   std::map<std::string, std::unique_ptr<Executor>> executors_;  // by request key
+  mutable std::mutex timeline_mutex_;
+  std::vector<NodeTiming> last_timeline_;
 };
 
 }  // namespace mirra::runtime

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what mirra needs, builds it, and runs the main job: trains the MLP on Fashion-MNIST on one
-# device for a few epochs (a progress line per epoch, then the test accuracy). Extra arguments go to
-# mirra-train (for example --model cnn --epochs 5).
+# Installs what mirra needs, builds it, and runs the main job: trains the MLP on Fashion-MNIST with
+# MirroredStrategy over the local devices (two logical CPU devices on a machine without GPUs) for a
+# few epochs: the strategy and devices, a progress line per epoch, then the test accuracy. Extra
+# arguments go to mirra-train (for example --model cnn --epochs 5, or --strategy-config FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -79,6 +79,7 @@ class Rewriter {
   std::vector<std::vector<NodeId>> copies_;             // per original node: one per replica, or one
   std::map<NodeId, std::vector<ValueRef>> shares_;      // per batch placeholder: its split
   std::vector<int> replica_of_;                         // per new node
+  ValueRef global_batch_;                               // B, in the loss's dtype, on the host
   graph::Status error_;
 };
 
@@ -171,7 +172,11 @@ ValueRef Rewriter::on(int replica, ValueRef value) {
 std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
   const NodeId features = *program_.graph.find(program_.signature.features);
   const graph::DType dtype = program_.graph.type(program_.signature.loss).dtype;
-  const ValueRef global = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
+  {
+    auto scope = b_.scope("global_batch");
+    global_batch_ = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
+  }
+  const ValueRef global = global_batch_;
   std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
   for (int r = 0; r < replicas_; ++r) {
     auto scope = b_.scope("replica_" + std::to_string(r) + "/batch_share");
@@ -263,7 +268,6 @@ void Rewriter::rewire(const std::vector<std::vector<ValueRef>>& raw, const std::
 graph::Status Rewriter::add_metrics(TrainingProgram& result) {
   const TrainingProgram& p = program_;
   const Node& loss = p.graph.node(p.signature.loss.node);
-  const NodeId features = *p.graph.find(p.signature.features);
   auto scope = b_.scope("metrics");
   ValueRef loss_sum, correct;
   for (int r = 0; r < replicas_; ++r) {
@@ -275,9 +279,7 @@ graph::Status Rewriter::add_metrics(TrainingProgram& result) {
     loss_sum = r == 0 ? replica_loss : on(kHost, ops::add(b_, loss_sum, replica_loss));
     correct = r == 0 ? replica_correct : on(kHost, ops::add(b_, correct, replica_correct));
   }
-  const graph::DType dtype = p.graph.type(p.signature.loss).dtype;
-  const ValueRef global = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
-  result.signature.loss = on(kHost, ops::div(b_, loss_sum, global));
+  result.signature.loss = on(kHost, ops::div(b_, loss_sum, global_batch_));
   result.signature.correct = correct;
   return b_.status();
 }

@@ -1,0 +1,89 @@
+// Strategy configs: defaults, every key, errors that name the key and the source, and every config
+// in examples/configs distributing and training a model with no code change.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "strategies/config.h"
+#include "tests/strategies/strategy_test_util.h"
+
+namespace mirra::strategies {
+namespace {
+
+std::string error_of(std::string_view text) {
+  auto config = parse_strategy_config(text, "test.json");
+  return config.ok() ? "ok" : config.status().message();
+}
+
+TEST_CASE("StrategyConfig.defaults_and_keys") {
+  auto defaults = parse_strategy_config("{}", "test.json");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->strategy == "mirrored");
+  CHECK(defaults->devices.size() == 2);
+  CHECK(defaults->all_reduce.implementation == "auto");
+  CHECK(defaults->all_reduce.bucket_mb == 25);
+  CHECK(defaults->all_reduce.first_bucket_mb == 1);
+  auto full = parse_strategy_config(
+      R"({"strategy": "central_storage", "devices": ["cpu:0", "cpu:1", "cpu:2"],
+          "all_reduce": {"implementation": "in_process", "bucket_mb": 4, "first_bucket_mb": 0.5}})",
+      "test.json");
+  REQUIRE(full.ok());
+  CHECK(full->strategy == "central_storage");
+  CHECK(full->devices.size() == 3);
+  CHECK(full->devices[2].ordinal == 2);
+  CHECK(full->all_reduce.implementation == "in_process");
+  CHECK(full->all_reduce.bucket_mb == 4);
+  CHECK(full->all_reduce.first_bucket_mb == 0.5);
+  auto one = parse_strategy_config(R"({"strategy": "one_device"})", "test.json");
+  REQUIRE(one.ok());
+  CHECK(one->devices.size() == 1);
+}
+
+TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
+  CHECK(error_of("[1]") == "test.json: the config must be a JSON object");
+  CHECK(error_of("{").starts_with("test.json: not valid JSON"));
+  CHECK(error_of(R"({"stratgy": "mirrored"})") ==
+        "test.json: unknown key 'stratgy' (known: strategy, devices, all_reduce)");
+  CHECK(error_of(R"({"strategy": "mirror"})") ==
+        "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage");
+  CHECK(error_of(R"({"strategy": 3})") == "test.json: 'strategy' must be a string");
+  CHECK(error_of(R"({"devices": "cpu:0"})") == "test.json: 'devices' must be a non-empty list like [\"cpu:0\"]");
+  CHECK(error_of(R"({"devices": ["cpu:0", 1]})") == "test.json: 'devices[1]' must be a device name like \"cpu:0\"");
+  CHECK(error_of(R"({"devices": ["cpu:0", "cpu:0"]})") == "test.json: 'devices[1]' repeats cpu:0");
+  CHECK(error_of(R"({"devices": ["tpu:0"]})").starts_with("test.json: 'devices[0]' "));
+  CHECK(error_of(R"({"strategy": "one_device", "devices": ["cpu:0", "cpu:1"]})") ==
+        "test.json: 'devices' must name exactly one device for one_device");
+  CHECK(error_of(R"({"all_reduce": {"bucket_size": 4}})") ==
+        "test.json: unknown key 'all_reduce.bucket_size' (known: implementation, bucket_mb, first_bucket_mb)");
+  CHECK(error_of(R"({"all_reduce": {"bucket_mb": "big"}})") == "test.json: 'all_reduce.bucket_mb' must be a number of MiB");
+  CHECK(error_of(R"({"all_reduce": {"first_bucket_mb": 0}})") ==
+        "test.json: 'all_reduce.first_bucket_mb' must be in (0, 65536] MiB");
+  CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})") ==
+        "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process");
+  CHECK(load_strategy_config("/nonexistent/strategy.json").status().message() ==
+        "cannot read strategy config '/nonexistent/strategy.json'");
+}
+
+TEST_CASE("StrategyConfig.every_example_config_trains") {
+  const TrainingProgram program = test::build_program("small_cnn", ops::Optimizer::momentum_sgd(0.05, 0.9));
+  const auto batches = test::random_batches("small_cnn", 9, 3, 5);
+  for (const char* file : {"one_device.json", "mirrored.json", "central_storage.json"}) {
+    CAPTURE(file);
+    auto config = load_strategy_config(std::string(MIRRA_SOURCE_DIR) + "/examples/configs/" + file);
+    REQUIRE_MESSAGE(config.ok(), config.status().to_string());
+    auto strategy = make_strategy(*config);
+    REQUIRE(strategy.ok());
+    auto distributed = (*strategy)->distribute(program);
+    REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    runtime::Session session(distributed->graph, ops::cpu_kernels());
+    for (const auto& batch : batches) {
+      auto out = session.run(test::feeds(*distributed, batch), {distributed->signature.loss},
+                             {distributed->signature.train});
+      REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+      CHECK(std::isfinite((*out)[0].values<float>()[0]));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mirra::strategies

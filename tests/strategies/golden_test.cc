@@ -1,0 +1,71 @@
+// The rewrites as text, pinned: a small model (one dense layer, SGD) under Mirrored with 1, 2 and 3
+// replicas and under CentralStorage with 2, with tiny buckets so the bucket chain shows. Run with
+// MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "graph/print.h"
+#include "ops/ops.h"
+#include "strategies/strategy.h"
+
+namespace mirra::strategies {
+namespace {
+
+TrainingProgram small_program() {
+  TrainingProgram program;
+  graph::Builder b(program.graph, ops::registry(), 1);
+  auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 3});
+  auto w = ops::variable(b, "dense/w", {3, 2}, ops::Initializer::glorot_uniform());
+  auto bias = ops::variable(b, "dense/b", {2});
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::bias_add(b, ops::matmul(b, x, w), bias));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::sgd(0.1));
+  REQUIRE(train.ok());
+  program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
+                       .learning_rate = train->learning_rate};
+  program.variables_and_gradients = train->variables_and_gradients;
+  program.step_state = train->step_state;
+  return program;
+}
+
+void check_golden(const std::string& file, const std::string& text) {
+  const std::string path = std::string(MIRRA_SOURCE_DIR) + "/tests/strategies/golden/" + file;
+  if (std::getenv("MIRRA_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with MIRRA_UPDATE_GOLDEN=1)");
+  std::stringstream golden;
+  golden << in.rdbuf();
+  CHECK_MESSAGE(golden.str() == text, "the rewrite differs from " << path << ":\n" << text);
+}
+
+StrategyConfig config(const char* strategy, int replicas) {
+  StrategyConfig c{.strategy = strategy};
+  for (int r = 0; r < replicas; ++r) c.devices.push_back({graph::DeviceKind::cpu, r});
+  c.all_reduce.first_bucket_mb = 8.0 / (1 << 20);  // the 2-float bias alone
+  c.all_reduce.bucket_mb = 16.0 / (1 << 20);
+  return c;
+}
+
+TEST_CASE("Strategies.rewrites_match_golden_text") {
+  const TrainingProgram program = small_program();
+  for (const auto& [strategy, replicas] : {std::pair{"mirrored", 1}, std::pair{"mirrored", 2}, std::pair{"mirrored", 3},
+                                           std::pair{"central_storage", 2}}) {
+    CAPTURE(replicas);
+    auto made = make_strategy(config(strategy, replicas));
+    REQUIRE(made.ok());
+    auto distributed = (*made)->distribute(program);
+    REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    check_golden(std::string(strategy) + "_" + std::to_string(replicas) + ".txt", graph::to_text(distributed->graph));
+    const std::string dot = graph::to_dot(distributed->graph);
+    CHECK(dot.find("SplitBatch") != std::string::npos);
+    CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "reduce/") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace mirra::strategies
