@@ -19,11 +19,13 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
                                                               {.batch_size = options.batch_size, .seed = 1}));
-  runtime::Session session(setup.graph, ops::cpu_kernels(), {.threads = options.threads});
+  MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy({.strategy = options.strategy}));
+  MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
+  runtime::Session session(program.graph, ops::cpu_kernels(), {.threads = options.threads});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
   double final_loss = 0;
-  runtime::training::Trainer trainer(session, setup.training_graph(),
+  runtime::training::Trainer trainer(session, program.signature,
                                      {.epochs = 0,
                                       .max_steps = options.warmup_steps + options.steps,
                                       .on_step = [&](const runtime::training::StepMetrics& m) {
@@ -38,6 +40,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   getrusage(RUSAGE_SELF, &usage);
   return nlohmann::json{{"framework", "mirra"},
                         {"model", options.model},
+                        {"strategy", strategy->describe()},
                         {"threads", options.threads},
                         {"batch", options.batch_size},
                         {"warmup_steps", options.warmup_steps},

@@ -1,5 +1,6 @@
 // The training-throughput benchmark, mirra's side: trains a benchmark model (MLP or CNN, the
-// benchmark settings) on Fashion-MNIST through the Trainer and the prefetching Dataset, and measures
+// benchmark settings) on Fashion-MNIST through a strategy (one device by default), the Trainer and
+// the prefetching Dataset, and measures
 // examples/s over a steady-state window after some warm-up steps. bench/training_vs_pytorch.py runs
 // it next to PyTorch (bench/peers/torch_training.py) and reports the ratios and peak memory.
 #pragma once
@@ -14,6 +15,7 @@ namespace mirra::bench {
 
 struct TrainingThroughputOptions {
   std::string model = "mlp";  // mlp or cnn
+  std::string strategy = "one_device";  // or mirrored, central_storage (over the default devices)
   int threads = 1;
   int64_t batch_size = 128;
   int64_t warmup_steps = 20;

@@ -7,11 +7,16 @@ process under /usr/bin/time -v, interleaved and repeated; it reports the median 
 configuration, each framework at its best thread count, the throughput ratio (mirra / PyTorch, >1 is
 faster) and the peak-RSS ratio (mirra / PyTorch, <1 is leaner), as one JSON object.
 
+With --mirrored it also trains with MirroredStrategy over cpu:0, cpu:1 (global batch 128, 2 threads)
+next to PyTorch DDP (gloo, 2 processes x 1 thread, 64 examples each) and reports Mirrored against
+DDP, against mirra on one device and against PyTorch's best single process.
+
 With --baseline PATH it also runs the team's reference PyTorch script (torch_baseline.py, which takes
 `{mlp|cnn} single --threads T --steps N`), and PyTorch's figure is the best of both peers.
 
 Needs: a built runner (build/release/tools/mirra/mirra, or --mirra), Debian's python3-torch and time.
 Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PATH] [--baseline PATH]
+                                    [--mirrored]
 """
 import argparse
 import json
@@ -43,11 +48,36 @@ def summarise(runs):
             "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs)}
 
 
+def mirrored_section(args, model, peers, single):
+    """Mirrored over cpu:0, cpu:1 next to DDP over 2 processes, and against the single-device figures."""
+    runs = {"mirra_mirrored": [], "pytorch_ddp": []}
+    ddp = {"pytorch_ddp": ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model,
+                           "--threads", "1", "--ddp", "2", "--steps", str(STEPS[model])]}
+    if args.baseline:
+        ddp["pytorch_baseline_ddp"] = ["/usr/bin/python3", args.baseline, model, "ddp", "--threads", "1",
+                                       "--world", "2", "--steps", str(STEPS[model])]
+        runs["pytorch_baseline_ddp"] = []
+    for _ in range(args.repeats):
+        runs["mirra_mirrored"].append(measure([args.mirra, "bench", "training", "--model", model, "--strategy",
+                                               "mirrored", "--threads", "2", "--steps", str(STEPS[model])]))
+        for name, command in ddp.items():
+            runs[name].append(measure(command))
+    section = {name: summarise(r) for name, r in runs.items()}
+    best_ddp = max(ddp, key=lambda name: section[name]["examples_per_s"])
+    best_single = max(peers, key=lambda name: single[name]["examples_per_s"])
+    mirrored = section["mirra_mirrored"]["examples_per_s"]
+    section["ratio_vs_pytorch_ddp"] = round(mirrored / section[best_ddp]["examples_per_s"], 3)
+    section["ratio_vs_mirra_one_device"] = round(mirrored / single["mirra"]["examples_per_s"], 3)
+    section["ratio_vs_pytorch_best_single_process"] = round(mirrored / single[best_single]["examples_per_s"], 3)
+    return section
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--mirrored", action="store_true", help="also Mirrored over 2 devices vs PyTorch DDP")
     parser.add_argument("--baseline", help="a torch_baseline.py-style PyTorch script to measure as well")
     parser.add_argument("--mirra", default=os.path.join(HERE, "..", "build", "release", "tools", "mirra", "mirra"))
     args = parser.parse_args()
@@ -87,6 +117,8 @@ def main():
         entry["pytorch_best"] = fastest
         entry["throughput_ratio"] = round(entry["mirra"]["examples_per_s"] / entry[fastest]["examples_per_s"], 3)
         entry["memory_ratio"] = round(entry["mirra"]["peak_rss_mib"] / entry[fastest]["peak_rss_mib"], 3)
+        if args.mirrored:
+            entry["mirrored"] = mirrored_section(args, model, peers, entry)
         report["models"][model] = entry
     print(json.dumps(report, indent=1))
 

@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 
 #include "examples/classifier_training.h"
+#include "graph/print.h"
 #include "ops/ops.h"
 #include "runtime/data/fashion_mnist.h"
 #include "strategies/config.h"
@@ -21,6 +23,7 @@ struct Flags {
   std::string data_dir = runtime::data::kFashionMnistDir;
   std::string strategy = "mirrored";
   std::string strategy_config;
+  std::string dump_graph;
   int64_t epochs = 3;
   int64_t max_steps = 0;
   int64_t batch_size = 128;
@@ -57,6 +60,11 @@ int run(const Flags& flags) {
   auto distributed = (*strategy)->distribute(setup->program());
   if (!distributed.ok()) return fail(distributed.status());
 
+  if (!flags.dump_graph.empty()) {
+    std::ofstream(flags.dump_graph + ".txt") << graph::to_text(distributed->graph);
+    std::ofstream(flags.dump_graph + ".dot") << graph::to_dot(distributed->graph);
+    std::printf("wrote the distributed graph to %s.txt and %s.dot\n", flags.dump_graph.c_str(), flags.dump_graph.c_str());
+  }
   runtime::Session session(distributed->graph, ops::cpu_kernels(), {.threads = flags.threads});
   std::printf("Training the %s on Fashion-MNIST (%lld train, %lld test images), strategy %s, global batch %lld, "
               "%s %.3g\n",
@@ -100,6 +108,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", flags.strategy, "one_device, mirrored or central_storage (default devices)")
       ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));
   app.add_option("--strategy-config", flags.strategy_config, "A strategy config file (JSON, see docs/config.md)");
+  app.add_option("--dump-graph", flags.dump_graph, "Write the distributed graph as PREFIX.txt and PREFIX.dot");
   app.add_option("--epochs", flags.epochs, "Epochs to train")->check(CLI::Range(int64_t{1}, int64_t{1000}));
   app.add_option("--max-steps", flags.max_steps, "Stop after this many steps (0: no limit)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

@@ -80,6 +80,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
     pn.first_output = plan.num_values;
     pn.num_outputs = static_cast<uint32_t>(node.outputs.size());
     plan.num_values += pn.num_outputs;
+    plan.value_owner.resize(plan.num_values, static_cast<uint32_t>(plan.nodes.size()));
     for (const graph::TensorType& type : node.outputs) {
       plan.outputs.push_back({type.dtype, static_cast<uint8_t>(type.shape.rank()),
                               static_cast<uint32_t>(plan.output_dims.size())});

@@ -47,6 +47,7 @@ struct ExecutionPlan {
   std::vector<uint32_t> producers;
   std::vector<uint32_t> consumers;
   std::vector<OutputSpec> outputs;  // by value slot
+  std::vector<uint32_t> value_owner;  // by value slot: the plan node that produces it
   std::vector<int64_t> output_dims;
   uint32_t num_values = 0;
   std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)

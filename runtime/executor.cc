@@ -1,6 +1,7 @@
 // Executor: step state, dispatch (inline vs task), release of dead values, first-error-wins.
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -67,7 +68,22 @@ void Executor::release_state(std::unique_ptr<StepState> state) {
 Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
   Tensor* outputs = step.values.data() + pn.first_output;
-  KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs);
+  std::vector<bool> reusable;
+  if (pn.kernel.reuses_inputs) {
+    // Reusable: every other reader of the producer has finished (its use count is down to this
+    // node), the buffer has no other owner (a feed, a variable, a view), and the node reads it once.
+    const std::span<const uint32_t> slots = plan_.inputs_of(pn);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const uint32_t owner = plan_.value_owner[slots[i]];
+      const PlanNode& producer = plan_.nodes[owner];
+      const int32_t uses = producer.initial_uses == 1 ? 1 : step.uses[owner].load(std::memory_order_acquire);
+      const Tensor& value = step.values[slots[i]];
+      reusable.push_back(uses == 1 && !producer.fed && value.defined() && value.buffer().use_count() == 1 &&
+                         std::count(slots.begin(), slots.end(), slots[i]) == 1);
+    }
+  }
+  KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs,
+                        pn.kernel.reuses_inputs ? &reusable : nullptr);
   const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
   const int64_t start = step.timeline != nullptr ? now() : 0;
   Status status = pn.kernel.fn(context);

@@ -24,9 +24,9 @@ using graph::Status;
 class KernelContext {
  public:
   KernelContext(const graph::Node& node, Device& device, VariableStore& variables, Tensor* values,
-                std::span<const uint32_t> input_slots, Tensor* outputs)
+                std::span<const uint32_t> input_slots, Tensor* outputs, const std::vector<bool>* reusable = nullptr)
       : node_(node), device_(device), variables_(variables), values_(values), input_slots_(input_slots),
-        outputs_(outputs) {}
+        outputs_(outputs), reusable_(reusable) {}
 
   const graph::Node& node() const { return node_; }
   Device& device() const { return device_; }
@@ -38,6 +38,10 @@ class KernelContext {
   // (kStateful), which the graph orders after every reader of that variable.
   Tensor& input_for_update(size_t i) const { return values_[input_slots_[i]]; }
   size_t num_outputs() const { return node_.outputs.size(); }
+  // True when this node is the last reader of input i and nothing else holds its buffer, so the
+  // kernel may write its output there (set_output(j, input(i)) and compute in place). Only for
+  // kernels registered with reuses_inputs; always false otherwise.
+  bool input_reusable(size_t i) const { return reusable_ != nullptr && (*reusable_)[i]; }
 
   // A new uninitialised output tensor on this device.
   Tensor& allocate_output(size_t i, DType dtype, const TensorShape& shape) {
@@ -62,6 +66,7 @@ class KernelContext {
   Tensor* values_;
   std::span<const uint32_t> input_slots_;
   Tensor* outputs_;
+  const std::vector<bool>* reusable_;
 };
 
 using KernelFn = Status (*)(KernelContext&);
@@ -71,6 +76,9 @@ struct KernelDef {
   // Expensive kernels (matrix products, convolutions) run as their own task; cheap ones run inline
   // on the thread that made them ready.
   bool expensive = false;
+  // The kernel asks KernelContext::input_reusable (the executor then works out which inputs it may
+  // overwrite; others pay nothing).
+  bool reuses_inputs = false;
 };
 
 class KernelRegistry {

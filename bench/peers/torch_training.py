@@ -2,13 +2,15 @@
 """PyTorch peer of `mirra bench training`: the same two models (MLP 784-256-128-10 with ReLU; the TF
 tutorial CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10), the same settings (SGD, momentum 0.9,
 learning rate 0.05, batch 128) on the same Fashion-MNIST files, timed over the same steady-state
-window (after warm-up steps). Prints one JSON line.
+window (after warm-up steps). With --ddp W it runs DistributedDataParallel over W processes (gloo),
+each with --threads threads and 1/W of the global batch. Prints one JSON line.
 
-Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B]
+Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B] [--ddp W]
 """
 import argparse
 import gzip
 import json
+import os
 import resource
 import struct
 import time
@@ -50,6 +52,48 @@ class Cnn(nn.Module):
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+def train(rank, args):
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    world = args.ddp or 1
+    model = Mlp() if args.model == "mlp" else Cnn()
+    if args.ddp:
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29541")
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        model = nn.parallel.DistributedDataParallel(model)
+    images = torch.from_numpy(read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)
+    images = images.reshape(-1, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    # Shuffled once up front, so each batch is a contiguous slice (a view): PyTorch at its fastest.
+    order = torch.randperm(images.shape[0], generator=torch.Generator().manual_seed(1))
+    images, labels = images[order].contiguous(), labels[order].contiguous()
+    batches = images.shape[0] // args.batch_size
+    share = args.batch_size // world
+    start, loss = None, None
+    for step in range(args.warmup_steps + args.steps):
+        if step == args.warmup_steps:
+            start = time.perf_counter()
+        first = (step % batches) * args.batch_size + rank * share
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(images[first:first + share]), labels[first:first + share])
+        loss.backward()
+        optimizer.step()
+    seconds = time.perf_counter() - start
+    if rank == 0:
+        print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model, "threads": args.threads,
+                          "ddp_world": world if args.ddp else 0, "batch": args.batch_size,
+                          "warmup_steps": args.warmup_steps, "steps": args.steps, "seconds": seconds,
+                          "examples_per_s": args.steps * args.batch_size / seconds, "final_loss": float(loss),
+                          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}),
+              flush=True)
+    if args.ddp:
+        import torch.distributed as dist
+        dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=["mlp", "cnn"])
@@ -57,34 +101,13 @@ def main():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup-steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--ddp", type=int, default=0, help="processes for DistributedDataParallel (0: none)")
     args = parser.parse_args()
-
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
-    images = torch.from_numpy(read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)
-    images = images.reshape(-1, 1, 28, 28)
-    labels = torch.from_numpy(read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64))
-    model = Mlp() if args.model == "mlp" else Cnn()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    # Shuffled once up front, so each batch is a contiguous slice (a view): PyTorch at its fastest.
-    order = torch.randperm(images.shape[0])
-    images, labels = images[order].contiguous(), labels[order].contiguous()
-    batches = images.shape[0] // args.batch_size
-    start, loss = None, None
-    for step in range(args.warmup_steps + args.steps):
-        if step == args.warmup_steps:
-            start = time.perf_counter()
-        first = (step % batches) * args.batch_size
-        optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(images[first:first + args.batch_size]), labels[first:first + args.batch_size])
-        loss.backward()
-        optimizer.step()
-    seconds = time.perf_counter() - start
-    print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model, "threads": args.threads,
-                      "batch": args.batch_size, "warmup_steps": args.warmup_steps, "steps": args.steps,
-                      "seconds": seconds, "examples_per_s": args.steps * args.batch_size / seconds,
-                      "final_loss": float(loss),
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+    if args.ddp:
+        import torch.multiprocessing as mp
+        mp.spawn(train, args=(args,), nprocs=args.ddp, join=True)
+    else:
+        train(0, args)
 
 
 if __name__ == "__main__":

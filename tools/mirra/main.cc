@@ -1,13 +1,15 @@
 // mirra: the runner. `mirra ops` lists the built-in ops with their inputs and attributes;
 // `mirra bench executor` measures the executor next to a raw oneTBB flow graph and prints JSON;
 // `mirra bench training` measures one-device training throughput (bench/training_vs_pytorch.py
-// runs it next to PyTorch); `mirra bench accuracy` trains until a target test accuracy.
+// runs it next to PyTorch); `mirra bench accuracy` trains until a target test accuracy; `mirra bench
+// allreduce` measures the in-process all-reduce against the memory bound.
 // Exit codes: 0 success, 2 bad flags, 1 internal failure.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
 
+#include "bench/all_reduce_bandwidth.h"
 #include "bench/executor_overhead.h"
 #include "bench/time_to_accuracy.h"
 #include "bench/training_throughput.h"
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   auto* training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
   training->add_option("--model", training_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   training->add_option("--threads", training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  training->add_option("--strategy", training_options.strategy, "one_device, mirrored or central_storage")
+      ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));
   training->add_option("--batch-size", training_options.batch_size, "Global batch size")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
   training->add_option("--warmup-steps", training_options.warmup_steps, "Steps before the timed window")
@@ -64,6 +68,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   accuracy->add_option("--threads", accuracy_options.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
   accuracy->add_option("--data", accuracy_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  mirra::bench::AllReduceBandwidthOptions all_reduce_options;
+  auto* all_reduce = bench->add_subcommand("allreduce", "In-process all-reduce vs the streaming-memory bound (JSON)");
+  all_reduce->add_option("--replicas", all_reduce_options.replicas, "Replica counts")->check(CLI::Range(1, 64));
+  all_reduce->add_option("--sizes-mib", all_reduce_options.sizes_mib, "Buffer sizes per replica, MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  all_reduce->add_option("--threads", all_reduce_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  all_reduce->add_option("--repetitions", all_reduce_options.repetitions, "Runs per size (the best counts)")
+      ->check(CLI::Range(1, 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -73,6 +85,7 @@ int main(int argc, char** argv) {
   try {
     if (*ops_command) print_ops();
     if (*executor) std::cout << mirra::bench::run_executor_overhead(executor_options).dump() << "\n";
+    if (*all_reduce) std::cout << mirra::bench::run_all_reduce_bandwidth(all_reduce_options).dump() << "\n";
     if (*training || *accuracy) {
       auto result = *training ? mirra::bench::run_training_throughput(training_options)
                               : mirra::bench::run_time_to_accuracy(accuracy_options);

@@ -1,0 +1,75 @@
+// All-reduce bandwidth against the streaming-memory bound.
+#include "bench/all_reduce_bandwidth.h"
+
+#include "bench/streaming_bandwidth.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "ops/ops.h"
+#include "runtime/session.h"
+
+namespace mirra::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Best seconds of one AllReduce over `replicas` buffers of `mib` MiB, from the executor's timeline.
+// As in a training step, each replica's buffer is made by a node (here Mul by one, as the gradient
+// scaling does), so the all-reduce may work in place.
+double all_reduce_seconds(int replicas, int64_t mib, int threads, int repetitions) {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const int64_t elements = mib << 20 >> 2;
+  std::vector<graph::ValueRef> inputs;
+  runtime::Feeds feeds;
+  for (int r = 0; r < replicas; ++r) {
+    const std::string name = "replica_" + std::to_string(r);
+    inputs.push_back(ops::mul(b, ops::placeholder(b, name, graph::DType::f32, {elements}), ops::scalar(b, 1.0f)));
+    std::vector<float> values(static_cast<size_t>(elements), static_cast<float>(r + 1));
+    feeds.emplace(name, runtime::Tensor::from<float>({elements}, std::span<const float>(values)));
+  }
+  const std::vector<graph::ValueRef> reduced = ops::all_reduce(b, inputs, replicas);
+  MIRRA_CHECK(b.status().ok(), b.status().to_string());
+  runtime::Session session(g, ops::cpu_kernels(), {.threads = threads, .trace = true});
+  double best = 1e30;
+  for (int rep = 0; rep < repetitions + 1; ++rep) {
+    auto out = session.run(feeds, {}, {reduced.front().node});
+    MIRRA_CHECK(out.ok(), out.status().to_string());
+    for (const runtime::NodeTiming& t : session.last_timeline()) {
+      if (t.node == reduced.front().node && rep > 0) best = std::min(best, static_cast<double>(t.end_ns - t.start_ns) * 1e-9);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options) {
+  const double bound_gbps = add_inplace_gbps(options.threads, options.repetitions);
+  nlohmann::json results = nlohmann::json::array();
+  for (int replicas : options.replicas) {
+    for (int64_t mib : options.sizes_mib) {
+      const double seconds = all_reduce_seconds(replicas, mib, options.threads, options.repetitions);
+      const double bytes = 2.0 * replicas * static_cast<double>(mib << 20);
+      const double bound_seconds = bytes / (bound_gbps * 1e9);
+      results.push_back({{"replicas", replicas},
+                         {"mib", mib},
+                         {"ms", seconds * 1e3},
+                         {"bound_ms", bound_seconds * 1e3},
+                         {"fraction_of_bound", bound_seconds / seconds},
+                         {"GBps", bytes / seconds / 1e9}});
+    }
+  }
+  return {{"benchmark", "in-process all-reduce (sum, f32) vs streaming memory bound"},
+          {"threads", options.threads},
+          {"add_inplace_GBps", bound_gbps},
+          {"bound", "2 x replicas x size bytes at add_inplace_GBps"},
+          {"results", results}};
+}
+
+}  // namespace mirra::bench

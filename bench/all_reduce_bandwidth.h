@@ -1,0 +1,23 @@
+// The all-reduce bandwidth benchmark, mirra's side: AllReduce(SUM) over N replicas' f32 buffers of
+// each size, run through a Session as the strategies run it, next to the bound it is held against,
+// measured in the same run: every replica's buffer read once and written once (2 x N x size bytes)
+// at the streaming in-place bandwidth (a[i] += b[i], counting 3 x 4 bytes per element, as the
+// membw peer does). bench/all_reduce_vs_mpi.py adds OpenMPI's MPI_Allreduce between processes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+namespace mirra::bench {
+
+struct AllReduceBandwidthOptions {
+  std::vector<int> replicas = {2, 4};
+  std::vector<int64_t> sizes_mib = {1, 4, 16, 64, 256};
+  int threads = 2;
+  int repetitions = 5;  // the best is reported
+};
+
+nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options);
+
+}  // namespace mirra::bench
