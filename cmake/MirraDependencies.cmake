@@ -17,5 +17,7 @@ endif()
 find_library(MIRRA_DNNL_LIBRARY NAMES dnnl REQUIRED)
 find_path(MIRRA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
 add_library(mirra_dnnl INTERFACE)
-target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY})
+# oneDNN runs on OpenMP (libgomp); mirra sets the team size per oneTBB thread (ops/cpu/dnnl_engine.cc).
+find_library(MIRRA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
+target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY} ${MIRRA_GOMP_LIBRARY})
 target_include_directories(mirra_dnnl SYSTEM INTERFACE ${MIRRA_DNNL_INCLUDE_DIR})

@@ -94,7 +94,7 @@ Status conv2d_kernel(KernelContext& ctx) {
   }));
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src_md, input)},
                                         {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                        {DNNL_ARG_DST, plain(c.dst_md, output)}});
+                                        {DNNL_ARG_DST, plain(c.dst_md, output)}}, ctx.device().intra_op_threads());
 }
 
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
@@ -117,7 +117,7 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   }));
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
                                         {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                        {DNNL_ARG_DIFF_SRC, plain(c.src_md, dx)}});
+                                        {DNNL_ARG_DIFF_SRC, plain(c.src_md, dx)}}, ctx.device().intra_op_threads());
 }
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
@@ -140,7 +140,7 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   }));
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src_md, input)},
                                         {DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
-                                        {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights_md, dw)}});
+                                        {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights_md, dw)}}, ctx.device().intra_op_threads());
 }
 
 std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {

@@ -16,20 +16,25 @@ using graph::DeviceKind;
 
 class Device {
  public:
-  Device(DeviceId id, std::shared_ptr<Allocator> allocator) : id_(id), allocator_(std::move(allocator)) {}
+  Device(DeviceId id, std::shared_ptr<Allocator> allocator, int intra_op_threads = 1)
+      : id_(id), allocator_(std::move(allocator)), intra_op_threads_(intra_op_threads) {}
 
   DeviceId id() const { return id_; }
   const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
+  // Threads one kernel may use inside itself (oneDNN's OpenMP team): the session's threads shared
+  // equally among its logical devices, so replicas running side by side do not oversubscribe cores.
+  int intra_op_threads() const { return intra_op_threads_; }
 
  private:
   DeviceId id_;
   std::shared_ptr<Allocator> allocator_;
+  int intra_op_threads_;
 };
 
 class DeviceSet {
  public:
-  // `count` logical CPU devices cpu:0 .. cpu:count-1.
-  static DeviceSet cpu(int count);
+  // `count` logical CPU devices cpu:0 .. cpu:count-1, sharing `threads` threads.
+  static DeviceSet cpu(int count, int threads = 1);
 
   Device* find(DeviceId id) const;
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }

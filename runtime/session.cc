@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
 
 namespace mirra::runtime {
@@ -28,16 +29,17 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
   return key;
 }
 
+int session_threads(const SessionOptions& options) {
+  if (options.deterministic) return 1;
+  return options.threads > 0 ? options.threads : oneapi::tbb::info::default_concurrency();
+}
+
 }  // namespace
 
 Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
     : graph_(graph), kernels_(kernels), options_(options),
-      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device))) {
-  const int threads = options_.deterministic ? 1
-                      : options_.threads > 0 ? options_.threads
-                                             : oneapi::tbb::task_arena::automatic;
-  arena_ = std::make_unique<oneapi::tbb::task_arena>(threads);
-}
+      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options))),
+      arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
 Session::~Session() = default;
 

@@ -10,6 +10,10 @@
 #include "runtime/allocator.h"
 #include "runtime/tensor.h"
 
+// OpenMP's C entry point (libgomp, which oneDNN is built against); declared here rather than through
+// <omp.h>, which only GCC's include path has.
+extern "C" void omp_set_num_threads(int threads);
+
 namespace mirra::ops::cpu {
 
 dnnl::engine& dnnl_engine() {
@@ -70,7 +74,14 @@ dnnl::memory temporary(const dnnl::memory::desc& desc, std::vector<runtime::Tens
 
 }  // namespace
 
-graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args) {
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args, int threads) {
+  // oneDNN parallelises with OpenMP, whose team size is a per-thread setting: each oneTBB worker
+  // sets it for the kernels it runs.
+  thread_local int team = 0;
+  if (team != threads) {
+    omp_set_num_threads(threads);
+    team = threads;
+  }
   try {
     std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
     dnnl::stream stream(dnnl_engine());

@@ -50,7 +50,8 @@ graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& k
                                                            const std::function<DnnlPrimitive()>& make);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
-// fresh scratchpad) on a stream and waits; oneDNN errors become a Status.
-graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args);
+// fresh scratchpad) on a stream and waits, with `threads` OpenMP threads inside (the device's
+// intra-op share); oneDNN errors become a Status.
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args, int threads);
 
 }  // namespace mirra::ops::cpu
