@@ -1,7 +1,8 @@
-// SplitBatch, AllReduce and DimSize: schemas, builders and CPU kernels.
+// SplitBatch, AllReduce, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels.
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -136,6 +137,73 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   return outputs;
 }
 
+// ---- Broadcast and AllGather ----
+
+// Every replica gets its own copy of the source's value (replica 0's, for a mirrored variable).
+Status broadcast_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  for (size_t r = 0; r < ctx.num_outputs(); ++r) {
+    Tensor& copy = ctx.allocate_output(r, x.dtype(), x.shape());
+    if (x.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), x.raw_data(), x.byte_size());
+  }
+  return Status();
+}
+
+// Every replica gets the concatenation, along dim 0, of all replicas' values in replica order.
+Status all_gather_kernel(KernelContext& ctx) {
+  const Tensor& first = ctx.input(0);
+  if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
+  int64_t rows = 0;
+  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
+    const Tensor& x = ctx.input(r);
+    bool same = x.dtype() == first.dtype() && x.rank() == first.rank();
+    for (int d = 1; same && d < x.rank(); ++d) same = x.dim(d) == first.dim(d);
+    if (!same) {
+      return graph::invalid_argument("replica " + std::to_string(r) + " holds " + x.type_string() +
+                                     ", which does not stack with replica 0's " + first.type_string());
+    }
+    rows += x.dim(0);
+  }
+  runtime::TensorShape shape = first.shape();
+  shape.set_dim(0, rows);
+  Tensor& gathered = ctx.allocate_output(0, first.dtype(), shape);
+  auto* out = static_cast<std::byte*>(gathered.mutable_raw_data());
+  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
+    const Tensor& x = ctx.input(r);
+    if (x.byte_size() > 0) std::memcpy(out, x.raw_data(), x.byte_size());
+    out += x.byte_size();
+  }
+  for (size_t r = 1; r < ctx.num_outputs(); ++r) {
+    Tensor& copy = ctx.allocate_output(r, gathered.dtype(), gathered.shape());
+    if (gathered.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), gathered.raw_data(), gathered.byte_size());
+  }
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1 || replicas > 4096) return ctx.error("replicas must be in [1, 4096]");
+  return std::vector<TensorType>(static_cast<size_t>(replicas), ctx.input(0));
+}
+
+Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
+  const TensorType& first = ctx.input(0);
+  if (first.shape.rank() < 1) return ctx.error("cannot gather scalars along dim 0");
+  int64_t rows = 0;
+  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
+    const TensorType& t = ctx.input(r);
+    bool same = t.dtype == first.dtype && t.shape.rank() == first.shape.rank();
+    for (int d = 1; same && d < t.shape.rank(); ++d) {
+      same = t.shape.dim(d) < 0 || first.shape.dim(d) < 0 || t.shape.dim(d) == first.shape.dim(d);
+    }
+    if (!same) return ctx.error("input " + std::to_string(r) + " " + t.to_string() + " does not stack with input 0");
+    rows = rows < 0 || t.shape.dim(0) < 0 ? -1 : rows + t.shape.dim(0);
+  }
+  TensorType gathered = first;
+  gathered.shape.dims[0] = rows;
+  return std::vector<TensorType>(ctx.num_inputs(), gathered);
+}
+
 // ---- DimSize ----
 
 Status dim_size_kernel(KernelContext& ctx) {
@@ -171,6 +239,23 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "receives the same bits.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("AllReduce", graph::DeviceKind::cpu, {all_reduce_kernel, /*expensive=*/true, /*reuses_inputs=*/true});
+  schemas.add(graph::OpSchema{.name = "Broadcast",
+                              .inputs = {"x"},
+                              .attrs = {{"replicas", AttrType::integer, {}}},
+                              .traits = graph::kCollective,
+                              .infer = infer_broadcast,
+                              .summary = "A copy of x for every replica.",
+                              .no_gradient = "it distributes state (initial values), which is not differentiated"});
+  kernels.add("Broadcast", graph::DeviceKind::cpu, {broadcast_kernel, /*expensive=*/true});
+  schemas.add(graph::OpSchema{.name = "AllGather",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .traits = graph::kCollective,
+                              .infer = infer_all_gather,
+                              .summary = "Every replica receives all replicas' values stacked along dim 0, in "
+                                         "replica order.",
+                              .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
+  kernels.add("AllGather", graph::DeviceKind::cpu, {all_gather_kernel, /*expensive=*/true});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
@@ -201,6 +286,26 @@ std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<gra
   if (id == graph::kInvalidNode) return reduced;
   for (size_t i = 0; i < values.size(); ++i) reduced[i] = {id, static_cast<uint16_t>(i)};
   return reduced;
+}
+
+namespace {
+
+std::vector<graph::ValueRef> outputs_of(graph::NodeId id, size_t count) {
+  std::vector<graph::ValueRef> outputs(count);
+  if (id == graph::kInvalidNode) return outputs;
+  for (size_t i = 0; i < count; ++i) outputs[i] = {id, static_cast<uint16_t>(i)};
+  return outputs;
+}
+
+}  // namespace
+
+std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas) {
+  return outputs_of(b.add({.op = "Broadcast", .inputs = {x}, .attrs = {{"replicas", replicas}}}),
+                    static_cast<size_t>(std::clamp<int64_t>(replicas, 0, 4096)));
+}
+
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values) {
+  return outputs_of(b.add({.op = "AllGather", .inputs = values}), values.size());
 }
 
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis) {

@@ -1,7 +1,10 @@
 // The ops a distribution strategy inserts: SplitBatch (cut a global batch into per-replica shares on
 // the host, TensorFlow's rule: sizes differ by at most one, the first B mod N replicas get the larger
 // share, a share may be empty), AllReduce (sum or mean of one bucket of gradients across all replicas,
-// every replica receiving bitwise-identical values) and DimSize (a dim of a tensor at run time).
+// every replica receiving bitwise-identical values), Broadcast (one value copied to every replica),
+// AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
+// tensor at run time). The collectives are single nodes over all replicas' buffers: in one process
+// they run once their inputs are ready and never wait for peers.
 #pragma once
 
 #include <string_view>
@@ -18,6 +21,11 @@ std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, i
 // k = values.size() / replicas. Output r * k + j is the sum (or mean) over r' of values[r' * k + j].
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                         std::string_view reduction = "sum");
+
+// A copy of x for each of `replicas` replicas.
+std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas);
+// values[r] is replica r's; every output is their concatenation along dim 0 in replica order.
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values);
 
 // Dim `axis` of x as an i64 scalar.
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis);

@@ -1,5 +1,6 @@
-// SplitBatch, AllReduce and DimSize against plain loops: TensorFlow's split rule (including empty
-// shares), sums and means over replicas with every replica receiving the same bits.
+// SplitBatch, AllReduce, Broadcast, AllGather and DimSize against plain loops: TensorFlow's split
+// rule (including empty shares), sums and means over replicas with every replica receiving the same
+// bits, copies that each replica owns, gathers in replica order.
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -62,6 +63,25 @@ TEST_CASE("Kernels.AllReduce.sum_and_mean_over_replicas") {
   CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}, /*unknown_batch=*/true).status().message().find(
             "replica 1 holds f32[3] where replica 0 holds f32[2]") != std::string::npos);
   checked_ops().insert("AllReduce");
+}
+
+TEST_CASE("Kernels.Broadcast_and_AllGather") {
+  const Tensor x = make_tensor(DType::i32, {2, 3}, [](int64_t i) { return static_cast<double>(i * 3); });
+  check_op("Broadcast", {x}, {{"replicas", int64_t{3}}}, {x, x, x});
+  auto copies = run_op("Broadcast", {x}, {{"replicas", int64_t{2}}});
+  REQUIRE(copies.ok());
+  CHECK((*copies)[0].buffer() != (*copies)[1].buffer());  // each replica owns its copy
+  checked_ops().insert("Broadcast");
+
+  // Shares of 2, 0 and 1 rows: an empty share adds nothing.
+  const Tensor a = make_tensor(DType::f32, {2, 2}, [](int64_t i) { return static_cast<double>(i); });
+  const Tensor empty = make_tensor(DType::f32, {0, 2}, [](int64_t) { return 0.0; });
+  const Tensor c = make_tensor(DType::f32, {1, 2}, [](int64_t i) { return static_cast<double>(10 + i); });
+  const Tensor gathered = Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11});
+  check_op("AllGather", {a, empty, c}, {}, {gathered, gathered, gathered});
+  CHECK(run_op("AllGather", {a, make_tensor(DType::f32, {1, 3}, [](int64_t) { return 0.0; })}, {})
+            .status().message().find("input 1 f32[1,3] does not stack with input 0") != std::string::npos);
+  checked_ops().insert("AllGather");
 }
 
 TEST_CASE("Kernels.DimSize") {
