@@ -1,6 +1,7 @@
 // A benchmark model made ready to train: the model, its classifier objective (labels placeholder
 // "labels", mean cross-entropy, correct count) and the optimizer's update ops, in one graph, and the
-// names the Trainer needs. The benchmark settings are SGD with momentum 0.9 and learning rate 0.05.
+// names the Trainer needs, with Conv2D + BiasAdd + Relu chains fused. The benchmark settings are SGD
+// with momentum 0.9 and learning rate 0.05.
 //
 //   auto setup = examples::build_classifier_training("cnn", examples::benchmark_optimizer(), /*seed=*/1);
 //   runtime::Session session(setup->graph, ops::cpu_kernels());

@@ -1,5 +1,6 @@
-// Conv2D and its two backprop ops: schemas, builders and CPU kernels (cached oneDNN convolution
-// primitives; NHWC/NCHW data, HWIO filters reordered to oneDNN's preferred layout).
+// Conv2D, FusedConv2D (with bias and ReLU) and Conv2D's two backprop ops: schemas, builders and CPU
+// kernels (cached oneDNN convolution primitives; NHWC/NCHW data, HWIO filters reordered to oneDNN's
+// preferred layout).
 #include "ops/conv_ops.h"
 
 #include "ops/cpu/dnnl_engine.h"
@@ -71,7 +72,9 @@ dnnl::memory plain(const dnnl::memory::desc& desc, const Tensor& tensor) {
   return dnnl::memory(desc, cpu::dnnl_engine(), const_cast<void*>(tensor.raw_data()));
 }
 
-Status conv2d_kernel(KernelContext& ctx) {
+// Conv2D, or FusedConv2D with a bias (input 2) and optionally a ReLU applied by oneDNN as it writes
+// the output (post-ops), which saves the two passes over it that BiasAdd and Relu would make.
+Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
@@ -79,22 +82,56 @@ Status conv2d_kernel(KernelContext& ctx) {
     return graph::invalid_argument("filter " + filter.type_string() + " does not match input channels of " +
                                    input.type_string());
   }
+  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != filter.dim(3))) {
+    return graph::invalid_argument("bias " + bias->type_string() + " does not match the filter's " +
+                                   std::to_string(filter.dim(3)) + " output channels");
+  }
   const ConvProblem c = ConvProblem::make(ctx, input, filter);
   Tensor& output = ctx.allocate_output(0, DType::f32, c.g.output_shape(nchw, c.out_channels));
   if (output.num_elements() == 0) return Status();
-  if (input.num_elements() == 0 || filter.num_elements() == 0) {  // no input channels: all zeros
-    std::fill_n(output.mutable_data<float>(), output.num_elements(), 0.0f);
+  if (input.num_elements() == 0 || filter.num_elements() == 0) {  // no input channels: the bias alone
+    float* out = output.mutable_data<float>();
+    for (int64_t i = 0; i < output.num_elements(); ++i) {
+      const int64_t channel = nchw ? i / (c.g.out_height * c.g.out_width) % c.out_channels : i % c.out_channels;
+      const float value = bias != nullptr ? bias->data<float>()[channel] : 0.0f;
+      out[i] = relu ? std::max(value, 0.0f) : value;
+    }
     return Status();
   }
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/forward"), [&] {
-    const auto pd = c.forward_pd(dnnl::prop_kind::forward_inference, cpu::dnnl_user_scratchpad());
+  using dnnl::memory;
+  const memory::desc bias_md({c.out_channels}, memory::data_type::f32, memory::format_tag::x);
+  const std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key(kind.c_str()), [&] {
+    dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
+    if (relu) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(post_ops);
+    }
+    const auto pd =
+        bias == nullptr
+            ? c.forward_pd(dnnl::prop_kind::forward_inference, attr)
+            : dnnl::convolution_forward::primitive_desc(
+                  dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                  dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(),
+                                                  bias_md, c.dst_md, c.g.strides, c.g.dilations, c.g.pad_before,
+                                                  c.g.pad_after),
+                  attr, cpu::dnnl_engine());
     cpu::DnnlPrimitive p{dnnl::convolution_forward(pd), pd.scratchpad_desc(), {}};
     p.relayout(DNNL_ARG_WEIGHTS, c.weights_md, pd.weights_desc(), /*output=*/false);
     return p;
   }));
-  return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src_md, input)},
-                                        {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                        {DNNL_ARG_DST, plain(c.dst_md, output)}}, ctx.device().intra_op_threads());
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, plain(c.src_md, input)},
+                                                {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
+                                                {DNNL_ARG_DST, plain(c.dst_md, output)}};
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, plain(bias_md, *bias));
+  return cpu::dnnl_execute(*primitive, std::move(args), ctx.device().intra_op_threads());
+}
+
+Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, nullptr, false); }
+
+Status fused_conv2d_kernel(KernelContext& ctx) {
+  return conv2d_forward(ctx, &ctx.input(2), ctx.attr<std::string>("activation") == "relu");
 }
 
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
@@ -179,6 +216,36 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
   kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
 }
 
+Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32}));
+  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+  MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
+  MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 4));
+  MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
+  MIRRA_RETURN_IF_ERROR(check_pair(ctx, "dilations"));
+  MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
+  const Shape& filter = ctx.input(1).shape;
+  if (!filter.is_fully_defined()) return ctx.error("filter shape must be fully defined");
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  const int64_t channels = ctx.input(0).shape.dim(nchw ? 1 : 3);
+  if (channels >= 0 && channels != filter.dim(2)) return ctx.error("filter's input channels differ from the input's");
+  if (filter.dim(0) < 1 || filter.dim(1) < 1) return ctx.error("filter window must be at least 1x1");
+  return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, filter.dim(0), filter.dim(1),
+                                                                   ctx.attr<std::vector<int64_t>>("dilations"),
+                                                                   filter.dim(3))}};
+}
+
+Expected<std::vector<TensorType>> infer_fused_conv2d(const InferContext& ctx) {
+  MIRRA_ASSIGN_OR_RETURN(std::vector<TensorType> output, infer_conv2d(ctx));
+  const Shape& bias = ctx.input(2).shape;
+  if (bias.rank() != 1 || bias.dim(0) != ctx.input(1).shape.dim(3)) {
+    return ctx.error("bias must be a vector of the filter's output channels");
+  }
+  const std::string& activation = ctx.attr<std::string>("activation");
+  if (activation != "relu" && activation != "none") return ctx.error("activation must be relu or none");
+  return output;
+}
+
 }  // namespace
 
 void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
@@ -189,27 +256,22 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
                 {"padding", AttrType::string, std::string("SAME")},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"data_format", AttrType::string, std::string("NHWC")}},
-      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
-        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32}));
-        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
-        MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
-        MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 4));
-        MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
-        MIRRA_RETURN_IF_ERROR(check_pair(ctx, "dilations"));
-        MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
-        const Shape& filter = ctx.input(1).shape;
-        if (!filter.is_fully_defined()) return ctx.error("filter shape must be fully defined");
-        const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-        const int64_t channels = ctx.input(0).shape.dim(nchw ? 1 : 3);
-        if (channels >= 0 && channels != filter.dim(2)) return ctx.error("filter's input channels differ from the input's");
-        if (filter.dim(0) < 1 || filter.dim(1) < 1) return ctx.error("filter window must be at least 1x1");
-        return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, filter.dim(0), filter.dim(1),
-                                                                         ctx.attr<std::vector<int64_t>>("dilations"),
-                                                                         filter.dim(3))}};
-      },
+      .infer = infer_conv2d,
       .summary = "2-D convolution with an HWIO filter.",
       .gradient = conv2d_grad});
   kernels.add("Conv2D", graph::DeviceKind::cpu, {conv2d_kernel, /*expensive=*/true});
+  schemas.add(graph::OpSchema{
+      .name = "FusedConv2D",
+      .inputs = {"input", "filter", "bias"},
+      .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
+                {"padding", AttrType::string, std::string("SAME")},
+                {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
+                {"data_format", AttrType::string, std::string("NHWC")},
+                {"activation", AttrType::string, std::string("relu")}},
+      .infer = infer_fused_conv2d,
+      .summary = "Conv2D + BiasAdd (+ Relu) in one oneDNN call; formed by fuse_conv_bias_relu.",
+      .no_gradient = "it is formed after differentiation (fuse_conv_bias_relu); build with Conv2D, BiasAdd, Relu"});
+  kernels.add("FusedConv2D", graph::DeviceKind::cpu, {fused_conv2d_kernel, /*expensive=*/true});
   register_conv_backprop("Conv2DBackpropInput", conv2d_backprop_input_kernel, 0, schemas, kernels);
   register_conv_backprop("Conv2DBackpropFilter", conv2d_backprop_filter_kernel, 1, schemas, kernels);
 }

@@ -12,6 +12,7 @@
 #include "ops/conv_ops.h"
 #include "ops/distribute_ops.h"
 #include "ops/elementwise_ops.h"
+#include "ops/fusion.h"
 #include "ops/matmul_ops.h"
 #include "ops/optimizer_ops.h"
 #include "ops/optimizers.h"

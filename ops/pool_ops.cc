@@ -90,14 +90,14 @@ Status pool_grad_kernel(KernelContext& ctx) {
     const T* x = input.data<T>();
     const T* d = dy.data<T>();
     T* out = dx.mutable_data<T>();
-    std::fill_n(out, dx.num_elements(), T(0));
     if (!nchw) {
       // NHWC: channels are contiguous, so each window is visited once for all channels at a time.
-      // Windows may overlap, so one thread owns each image.
+      // Windows may overlap, so one thread owns each image (and zeroes it first, while it is hot).
       cpu::parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
         std::vector<T> best_value(static_cast<size_t>(C));
         std::vector<int64_t> best_at(static_cast<size_t>(C));
         for (int64_t n = begin; n < end; ++n) {
+          std::fill_n(out + n * H * W * C, H * W * C, T(0));
           for (int64_t oy = 0; oy < OH; ++oy) {
             for (int64_t ox = 0; ox < OW; ++ox) {
               const auto [y0, y1, x0, x1] = window(oy, ox);
@@ -140,6 +140,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
     cpu::parallel_for(g.batch * C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t n = plane / C, c = plane % C;
+        std::fill_n(out + plane * H * W, H * W, T(0));  // NCHW: plane (n, c) is contiguous
         for (int64_t oy = 0; oy < OH; ++oy) {
           for (int64_t ox = 0; ox < OW; ++ox) {
             const auto [y0, y1, x0, x1] = window(oy, ox);

@@ -89,6 +89,8 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
   std::vector<NodeTiming> timeline;
   arena_->execute([&] { result = executor->run(std::move(fed_values), options_.trace ? &timeline : nullptr); });
   if (options_.trace) {
+    // Fed nodes are in the plan but do not run.
+    std::erase_if(timeline, [](const NodeTiming& t) { return t.node == graph::kInvalidNode; });
     std::lock_guard lock(timeline_mutex_);
     last_timeline_ = std::move(timeline);
   }

@@ -49,7 +49,7 @@ class Session {
                std::span<const graph::NodeId>(targets.begin(), targets.size()));
   }
 
-  // With SessionOptions::trace: when each node of the last finished step started and ended.
+  // With SessionOptions::trace: when each node that ran in the last finished step started and ended.
   std::vector<NodeTiming> last_timeline() const;
 
   const graph::Graph& graph() const { return graph_; }

@@ -7,7 +7,8 @@ namespace mirra::test {
 namespace {
 
 TEST_CASE("Kernels.SplitBatch.shares_follow_tensorflows_rule") {
-  for (const auto& [batch, replicas] : {std::pair{7, 3}, std::pair{2, 4}, std::pair{0, 2}, std::pair{8, 1}}) {
+  for (const std::pair<int, int>& split : {std::pair{7, 3}, std::pair{2, 4}, std::pair{0, 2}, std::pair{8, 1}}) {
+    const int batch = split.first, replicas = split.second;
     CAPTURE(batch);
     CAPTURE(replicas);
     const Tensor x = make_tensor(DType::f32, {batch, 2}, [](int64_t i) { return static_cast<double>(i); });

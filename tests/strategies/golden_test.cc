@@ -53,8 +53,10 @@ StrategyConfig config(const char* strategy, int replicas) {
 
 TEST_CASE("Strategies.rewrites_match_golden_text") {
   const TrainingProgram program = small_program();
-  for (const auto& [strategy, replicas] : {std::pair{"mirrored", 1}, std::pair{"mirrored", 2}, std::pair{"mirrored", 3},
-                                           std::pair{"central_storage", 2}}) {
+  for (const std::pair<const char*, int>& rewrite : {std::pair{"mirrored", 1}, std::pair{"mirrored", 2},
+                                                      std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
+    const char* strategy = rewrite.first;
+    const int replicas = rewrite.second;
     CAPTURE(replicas);
     auto made = make_strategy(config(strategy, replicas));
     REQUIRE(made.ok());

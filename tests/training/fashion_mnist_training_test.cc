@@ -63,7 +63,9 @@ std::map<std::string, std::vector<float>> weights_after(const char* model, int64
 }
 
 TEST_CASE("FashionMnist.same_seed_same_weights_bitwise") {
-  for (const auto& [model, steps] : {std::pair{"mlp", int64_t{60}}, std::pair{"cnn", int64_t{6}}}) {
+  for (const std::pair<const char*, int64_t>& run : {std::pair{"mlp", int64_t{60}}, std::pair{"cnn", int64_t{6}}}) {
+    const char* model = run.first;
+    const int64_t steps = run.second;
     CAPTURE(model);
     const auto first = weights_after(model, steps), second = weights_after(model, steps);
     CHECK(first.size() >= 8u);

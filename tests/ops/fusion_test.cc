@@ -1,0 +1,87 @@
+// FusedConv2D against Conv2D + bias + ReLU computed separately, and fuse_conv_bias_relu on a training
+// graph: the chain is replaced, the old nodes never run, and training gives the same weights.
+#include <algorithm>
+
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+TEST_CASE("Kernels.FusedConv2D.matches_conv_then_bias_then_relu") {
+  runtime::Random rng(12);
+  for (const char* format : {"NHWC", "NCHW"}) {
+    for (const char* activation : {"relu", "none"}) {
+      CAPTURE(format);
+      CAPTURE(activation);
+      const bool nchw = std::string_view(format) == "NCHW";
+      const Tensor input = random_tensor<float>(rng, nchw ? TensorShape{2, 3, 6, 5} : TensorShape{2, 6, 5, 3});
+      const Tensor filter = random_tensor<float>(rng, {3, 3, 3, 4});
+      const Tensor bias = random_tensor<float>(rng, {4});
+      const AttrMap conv_attrs = {{"padding", std::string("SAME")}, {"data_format", std::string(format)}};
+      auto conv = run_op("Conv2D", {input, filter}, conv_attrs);
+      REQUIRE(conv.ok());
+      const Tensor& y = (*conv)[0];
+      const Tensor expected = make_tensor(DType::f32, y.shape(), [&](int64_t i) {
+        const int64_t channel = nchw ? i / (y.dim(2) * y.dim(3)) % 4 : i % 4;
+        const double value = element(y, i) + element(bias, channel);
+        return std::string_view(activation) == "relu" ? std::max(value, 0.0) : value;
+      });
+      AttrMap attrs = conv_attrs;
+      attrs.set("activation", std::string(activation));
+      check_op("FusedConv2D", {input, filter, bias}, attrs, {expected}, 1e-5);
+    }
+  }
+  checked_ops().insert("FusedConv2D");
+}
+
+// A conv layer and a dense head with SGD momentum; `fuse` applies the pass after minimize().
+struct ConvNet {
+  graph::Graph graph;
+  graph::NodeId train = graph::kInvalidNode;
+};
+
+ConvNet conv_net(bool fuse) {
+  ConvNet net;
+  graph::Builder b(net.graph, ops::registry(), 4);
+  auto images = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
+  auto filter = ops::variable(b, "filter", {3, 3, 2, 3}, ops::Initializer::glorot_uniform());
+  auto bias = ops::variable(b, "bias", {3}, ops::Initializer::constant(0.05));
+  auto x = ops::relu(b, ops::bias_add(b, ops::conv2d(b, images, filter), bias));
+  auto w = ops::variable(b, "w", {6 * 6 * 3, 4}, ops::Initializer::glorot_uniform());
+  auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, x, {-1, 6 * 6 * 3}), w));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  REQUIRE(train.ok());
+  net.train = train->train;
+  if (fuse) CHECK(ops::fuse_conv_bias_relu(net.graph) == 1);
+  return net;
+}
+
+TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
+  runtime::Random rng(2);
+  const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
+  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
+  std::map<std::string, std::vector<float>> weights[2];
+  for (bool fuse : {false, true}) {
+    ConvNet net = conv_net(fuse);
+    runtime::Session session(net.graph, ops::cpu_kernels(), {.trace = true});
+    for (int step = 0; step < 5; ++step) {
+      REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
+    }
+    std::set<std::string> ran;
+    for (const runtime::NodeTiming& t : session.last_timeline()) ran.insert(net.graph.node(t.node).op);
+    CHECK(ran.count("FusedConv2D") == (fuse ? 1u : 0u));
+    CHECK(ran.count("Conv2D") == (fuse ? 0u : 1u));
+    CHECK(ran.count("BiasAdd") == (fuse ? 0u : 1u));
+    CHECK(ran.count("Relu") == (fuse ? 0u : 1u));
+    for (const char* name : {"filter", "bias", "w"}) weights[fuse][name] = session.variables().find(name)->to_vector<float>();
+  }
+  for (const auto& entry : weights[0]) {
+    const std::string& name = entry.first;
+    const std::vector<float>& unfused = entry.second;
+    CAPTURE(name);
+    for (size_t i = 0; i < unfused.size(); ++i) CHECK(weights[1][name][i] == doctest::Approx(unfused[i]).epsilon(1e-5));
+  }
+}
+
+}  // namespace
+}  // namespace mirra::test
