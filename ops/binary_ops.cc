@@ -103,7 +103,10 @@ Grads mul_grad(GradientContext& g) {
 Grads div_grad(GradientContext& g) {  // d(x/y) = dy/y, -dy*x/y^2
   auto& b = g.builder;
   const ValueRef x = g.input(0), y = g.input(1), dy = g.grad(0);
-  return {sum_to_shape(b, div(b, dy, y), x), sum_to_shape(b, neg(b, div(b, mul(b, dy, x), square(b, y))), y)};
+  const ValueRef dx = sum_to_shape(b, div(b, dy, y), x);
+  const ValueRef dy_x = mul(b, dy, x);  // built in this order: argument evaluation order is unspecified
+  const ValueRef y2 = square(b, y);
+  return {dx, sum_to_shape(b, neg(b, div(b, dy_x, y2)), y)};
 }
 Grads maximum_grad(GradientContext& g) {  // to x where x >= y (ties go to x), else to y
   auto& b = g.builder;

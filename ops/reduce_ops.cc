@@ -164,8 +164,13 @@ Grads reduce_mean_grad(GradientContext& g) {
   // The count of reduced elements: a constant when the reduced dims are known, else counted at run time.
   int64_t count = 1;
   for (int64_t axis : r->axes) count = count < 0 || g.input_types[0].shape.dim(static_cast<int>(axis)) < 0 ? -1 : count * g.input_types[0].shape.dim(static_cast<int>(axis));
-  const ValueRef divisor = count >= 0 ? scalar_of(b, static_cast<double>(count), x)
-                                      : reduce_sum(b, add(b, zeros_like(b, x), scalar_of(b, 1.0, x)), r->axes, true);
+  ValueRef divisor;
+  if (count >= 0) {
+    divisor = scalar_of(b, static_cast<double>(count), x);
+  } else {  // nodes built one statement at a time: argument evaluation order is unspecified
+    const ValueRef zeros = zeros_like(b, x);
+    divisor = reduce_sum(b, add(b, zeros, scalar_of(b, 1.0, x)), r->axes, true);
+  }
   return {div(b, broadcast_like(b, r->kept_dy, x), divisor)};
 }
 

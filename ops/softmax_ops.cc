@@ -113,7 +113,8 @@ Grads softmax_grad(GradientContext& g) {  // y * (dy - sum(dy * y))
 Grads log_softmax_grad(GradientContext& g) {  // dy - softmax * sum(dy)
   auto& b = g.builder;
   const ValueRef y = g.output(0), dy = g.grad(0);
-  return {sub(b, dy, mul(b, exp(b, y), reduce_sum(b, dy, {-1}, true)))};
+  const ValueRef softmax = exp(b, y);
+  return {sub(b, dy, mul(b, softmax, reduce_sum(b, dy, {-1}, true)))};
 }
 
 Grads sparse_xent_grad(GradientContext& g) {

@@ -69,7 +69,8 @@ Grads sqrt_grad(GradientContext& g) {  // dy * 0.5 / y
 Grads rsqrt_grad(GradientContext& g) {  // dy * -0.5 * y^3
   auto& b = g.builder;
   const ValueRef y = g.output(0);
-  return {mul(b, g.grad(0), mul(b, scalar_of(b, -0.5, y), mul(b, y, square(b, y))))};
+  const ValueRef half = scalar_of(b, -0.5, y);
+  return {mul(b, g.grad(0), mul(b, half, mul(b, y, square(b, y))))};
 }
 Grads square_grad(GradientContext& g) {
   auto& b = g.builder;
@@ -86,7 +87,8 @@ Grads sigmoid_grad(GradientContext& g) {  // dy * y * (1 - y)
 Grads tanh_grad(GradientContext& g) {  // dy * (1 - y^2)
   auto& b = g.builder;
   const ValueRef y = g.output(0);
-  return {mul(b, g.grad(0), sub(b, scalar_of(b, 1.0, y), square(b, y)))};
+  const ValueRef one = scalar_of(b, 1.0, y);
+  return {mul(b, g.grad(0), sub(b, one, square(b, y)))};
 }
 
 template <class Op>
