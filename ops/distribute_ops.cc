@@ -91,20 +91,26 @@ Status all_reduce_kernel(KernelContext& ctx) {
     for (int64_t c = c0; c < c1; ++c) {
       const Segment& s = chunks[static_cast<size_t>(c)];
       const Status done = cpu::visit_dtype<float, double>(ctx.input(s.tensor).dtype(), [&]<class T>(cpu::Type<T>) {
-        T* out0 = ctx.output(s.tensor).mutable_data<T>();
-        const T* in0 = ctx.input(s.tensor).data<T>();
-        if (out0 != in0) std::copy(in0 + s.begin, in0 + s.end, out0 + s.begin);
-        for (int64_t r = 1; r < replicas; ++r) {
-          const T* in = ctx.input(static_cast<size_t>(r) * k + s.tensor).data<T>();
-          for (int64_t i = s.begin; i < s.end; ++i) out0[i] += in[i];
-        }
-        if (mean) {
-          const T n = static_cast<T>(replicas);
-          for (int64_t i = s.begin; i < s.end; ++i) out0[i] /= n;
-        }
-        for (int64_t r = 1; r < replicas; ++r) {
-          T* out = ctx.output(static_cast<size_t>(r) * k + s.tensor).mutable_data<T>();
-          std::copy(out0 + s.begin, out0 + s.end, out + s.begin);
+        // Blocks small enough that the sum stays in L1 while every replica's slice streams through
+        // once: read all inputs, write all outputs, one pass over memory.
+        constexpr int64_t kBlock = 512;
+        T sum[kBlock];
+        const T n = static_cast<T>(replicas);
+        for (int64_t first = s.begin; first < s.end; first += kBlock) {
+          const int64_t count = std::min(kBlock, s.end - first);
+          const T* in0 = ctx.input(s.tensor).data<T>() + first;
+          for (int64_t i = 0; i < count; ++i) sum[i] = in0[i];
+          for (int64_t r = 1; r < replicas; ++r) {
+            const T* in = ctx.input(static_cast<size_t>(r) * k + s.tensor).data<T>() + first;
+            for (int64_t i = 0; i < count; ++i) sum[i] += in[i];
+          }
+          if (mean) {
+            for (int64_t i = 0; i < count; ++i) sum[i] /= n;
+          }
+          for (int64_t r = 0; r < replicas; ++r) {
+            T* out = ctx.output(static_cast<size_t>(r) * k + s.tensor).mutable_data<T>() + first;
+            std::copy(sum, sum + count, out);
+          }
         }
         return Status();
       });
