@@ -67,7 +67,7 @@ int run(const Flags& flags) {
   }
   runtime::Session session(distributed->graph, ops::cpu_kernels(), {.threads = flags.threads});
   std::printf("Training the %s on Fashion-MNIST (%lld train, %lld test images), strategy %s, global batch %lld, "
-              "%s %.3g\n",
+              "optimizer %s, learning rate %.3g\n",
               flags.model.c_str(), static_cast<long long>(train->size()), static_cast<long long>(test->size()),
               (*strategy)->describe().c_str(), static_cast<long long>(flags.batch_size), optimizer.kind.c_str(),
               optimizer.learning_rate);
