@@ -35,9 +35,11 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
   const Tensor& gradient = ctx.input(1);
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     const T lr = ctx.input(2).data<T>()[0];
-    T* v = variable.mutable_data<T>();
-    const T* g = gradient.data<T>();
+    T* const v_data = variable.mutable_data<T>();
+    const T* const g_data = gradient.data<T>();
     cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      T* __restrict v = v_data;  // a variable and a gradient never share a buffer
+      const T* __restrict g = g_data;
       for (int64_t i = begin; i < end; ++i) v[i] -= lr * g[i];
     });
     return Status();
@@ -53,13 +55,26 @@ Status apply_momentum_kernel(KernelContext& ctx) {
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     const T lr = ctx.input(3).data<T>()[0];
     const T m = static_cast<T>(ctx.attr<double>("momentum"));
-    T* v = variable.mutable_data<T>();
-    T* a = accumulator.mutable_data<T>();
-    const T* g = gradient.data<T>();
+    T* const v_data = variable.mutable_data<T>();
+    T* const a_data = accumulator.mutable_data<T>();
+    const T* const g_data = gradient.data<T>();
     cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        a[i] = m * a[i] + g[i];
-        v[i] -= nesterov ? lr * (g[i] + m * a[i]) : lr * a[i];
+      // Distinct buffers (a variable, its slot, a gradient), so the loops vectorise.
+      T* __restrict v = v_data;
+      T* __restrict a = a_data;
+      const T* __restrict g = g_data;
+      if (nesterov) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T accumulated = m * a[i] + g[i];
+          a[i] = accumulated;
+          v[i] -= lr * (g[i] + m * accumulated);
+        }
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          const T accumulated = m * a[i] + g[i];
+          a[i] = accumulated;
+          v[i] -= lr * accumulated;
+        }
       }
     });
     return Status();
@@ -85,11 +100,15 @@ Status apply_adam_kernel(KernelContext& ctx) {
     const T decay = static_cast<T>(1.0 - lr * ctx.attr<double>("weight_decay"));
     const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
     const T epsilon = static_cast<T>(ctx.attr<double>("epsilon"));
-    T* v = variable.mutable_data<T>();
-    T* m1 = first_moment.mutable_data<T>();
-    T* m2 = second_moment.mutable_data<T>();
-    const T* g = gradient.data<T>();
+    T* const v_data = variable.mutable_data<T>();
+    T* const m1_data = first_moment.mutable_data<T>();
+    T* const m2_data = second_moment.mutable_data<T>();
+    const T* const g_data = gradient.data<T>();
     cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      T* __restrict v = v_data;  // distinct buffers: a variable, its two slots, a gradient
+      T* __restrict m1 = m1_data;
+      T* __restrict m2 = m2_data;
+      const T* __restrict g = g_data;
       for (int64_t i = begin; i < end; ++i) {
         m1[i] = b1 * m1[i] + (T(1) - b1) * g[i];
         m2[i] = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
