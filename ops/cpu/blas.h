@@ -1,6 +1,6 @@
-// gemm: row-major C = op(A) * op(B) through OpenBLAS, for float and double. A large product is split
+// gemm: row-major C = op(A) * op(B): float through oneDNN's sgemm, double through OpenBLAS. A large product is split
 // along the longer side of C in chunks fixed by the shape (never by the thread count) and run over
-// oneTBB, with OpenBLAS itself single-threaded: one scheduler owns the cores, and results do not
+// oneTBB, with each call single-threaded inside: one scheduler owns the cores, and results do not
 // depend on how many threads there are.
 #pragma once
 

@@ -21,6 +21,16 @@ dnnl::engine& dnnl_engine() {
   return engine;
 }
 
+void use_openmp_threads(int threads) {
+  // oneDNN parallelises with OpenMP, whose team size is a per-thread setting: each oneTBB worker
+  // sets it for the kernels it runs.
+  thread_local int team = 0;
+  if (team != threads) {
+    omp_set_num_threads(threads);
+    team = threads;
+  }
+}
+
 dnnl::primitive_attr dnnl_user_scratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -75,13 +85,7 @@ dnnl::memory temporary(const dnnl::memory::desc& desc, std::vector<runtime::Tens
 }  // namespace
 
 graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args, int threads) {
-  // oneDNN parallelises with OpenMP, whose team size is a per-thread setting: each oneTBB worker
-  // sets it for the kernels it runs.
-  thread_local int team = 0;
-  if (team != threads) {
-    omp_set_num_threads(threads);
-    team = threads;
-  }
+  use_openmp_threads(threads);
   try {
     std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
     dnnl::stream stream(dnnl_engine());

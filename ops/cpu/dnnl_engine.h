@@ -23,6 +23,9 @@ namespace mirra::ops::cpu {
 
 dnnl::engine& dnnl_engine();
 
+// Sets the OpenMP team size of the calling thread for the oneDNN calls it makes (cached per thread).
+void use_openmp_threads(int threads);
+
 // Primitive attributes asking for a user-managed scratchpad (use them for every cached primitive).
 dnnl::primitive_attr dnnl_user_scratchpad();
 
