@@ -18,6 +18,25 @@ using runtime::Tensor;
 
 namespace {
 
+constexpr int64_t kMaxReplicas = 4096;
+
+// The `replicas` attr of SplitBatch and Broadcast, which make one output per replica.
+Expected<int64_t> replicas_attr(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1 || replicas > kMaxReplicas) return ctx.error("replicas must be in [1, 4096]");
+  return replicas;
+}
+
+// Outputs 0..count-1 of node `id` (none valid when the builder failed to add it).
+std::vector<graph::ValueRef> outputs_of(graph::NodeId id, size_t count) {
+  std::vector<graph::ValueRef> outputs(count);
+  if (id == graph::kInvalidNode) return outputs;
+  for (size_t i = 0; i < count; ++i) outputs[i] = {id, static_cast<uint16_t>(i)};
+  return outputs;
+}
+
+size_t output_count(int64_t replicas) { return static_cast<size_t>(std::clamp<int64_t>(replicas, 0, kMaxReplicas)); }
+
 // ---- SplitBatch ----
 
 Status split_batch_kernel(KernelContext& ctx) {
@@ -34,8 +53,7 @@ Status split_batch_kernel(KernelContext& ctx) {
 }
 
 Expected<std::vector<TensorType>> infer_split_batch(const InferContext& ctx) {
-  const int64_t replicas = ctx.attr<int64_t>("replicas");
-  if (replicas < 1 || replicas > 4096) return ctx.error("replicas must be in [1, 4096]");
+  MIRRA_ASSIGN_OR_RETURN(const int64_t replicas, replicas_attr(ctx));
   if (ctx.input(0).shape.rank() < 1) return ctx.error("cannot split a scalar into a batch");
   std::vector<TensorType> shares;
   for (int64_t r = 0; r < replicas; ++r) {
@@ -187,8 +205,7 @@ Status all_gather_kernel(KernelContext& ctx) {
 }
 
 Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
-  const int64_t replicas = ctx.attr<int64_t>("replicas");
-  if (replicas < 1 || replicas > 4096) return ctx.error("replicas must be in [1, 4096]");
+  MIRRA_ASSIGN_OR_RETURN(const int64_t replicas, replicas_attr(ctx));
   return std::vector<TensorType>(static_cast<size_t>(replicas), ctx.input(0));
 }
 
@@ -277,37 +294,18 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
 }
 
 std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, int64_t replicas) {
-  const graph::NodeId id = b.add({.op = "SplitBatch", .inputs = {x}, .attrs = {{"replicas", replicas}}});
-  std::vector<graph::ValueRef> shares(static_cast<size_t>(std::clamp<int64_t>(replicas, 0, 4096)));
-  if (id == graph::kInvalidNode) return shares;
-  for (size_t r = 0; r < shares.size(); ++r) shares[r] = {id, static_cast<uint16_t>(r)};
-  return shares;
+  return outputs_of(b.add({.op = "SplitBatch", .inputs = {x}, .attrs = {{"replicas", replicas}}}), output_count(replicas));
 }
 
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                         std::string_view reduction) {
-  const graph::NodeId id = b.add(
-      {.op = "AllReduce", .inputs = values, .attrs = {{"replicas", replicas}, {"reduction", std::string(reduction)}}});
-  std::vector<graph::ValueRef> reduced(values.size());
-  if (id == graph::kInvalidNode) return reduced;
-  for (size_t i = 0; i < values.size(); ++i) reduced[i] = {id, static_cast<uint16_t>(i)};
-  return reduced;
+  return outputs_of(
+      b.add({.op = "AllReduce", .inputs = values, .attrs = {{"replicas", replicas}, {"reduction", std::string(reduction)}}}),
+      values.size());
 }
-
-namespace {
-
-std::vector<graph::ValueRef> outputs_of(graph::NodeId id, size_t count) {
-  std::vector<graph::ValueRef> outputs(count);
-  if (id == graph::kInvalidNode) return outputs;
-  for (size_t i = 0; i < count; ++i) outputs[i] = {id, static_cast<uint16_t>(i)};
-  return outputs;
-}
-
-}  // namespace
 
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas) {
-  return outputs_of(b.add({.op = "Broadcast", .inputs = {x}, .attrs = {{"replicas", replicas}}}),
-                    static_cast<size_t>(std::clamp<int64_t>(replicas, 0, 4096)));
+  return outputs_of(b.add({.op = "Broadcast", .inputs = {x}, .attrs = {{"replicas", replicas}}}), output_count(replicas));
 }
 
 std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values) {

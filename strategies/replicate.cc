@@ -60,6 +60,7 @@ class Rewriter {
   graph::Status clone_nodes(const std::vector<NodeId>& order, const Classification& c);
   ValueRef map_input(ValueRef value, int replica, NodeId consumer);
   std::vector<NodeId> map_control(NodeId producer, int replica) const;
+  ValueRef copy_on(ValueRef value, int replica) const;
   NodeId add_copy(const Node& node, std::string name, int replica, std::vector<ValueRef> inputs,
                   std::vector<NodeId> control_inputs);
   void place(ValueRef value, int replica);
@@ -112,6 +113,12 @@ ValueRef Rewriter::map_input(ValueRef value, int replica, NodeId consumer) {
                                      program_.graph.node(value.node).name + "'");
   }
   return {copies[0], value.output};
+}
+
+// The copy of an original value that replica r reads: its own clone, or the one copy.
+ValueRef Rewriter::copy_on(ValueRef value, int replica) const {
+  const std::vector<NodeId>& copies = copies_[value.node];
+  return {copies[copies.size() == 1 ? 0 : static_cast<size_t>(replica)], value.output};
 }
 
 std::vector<NodeId> Rewriter::map_control(NodeId producer, int replica) const {
@@ -183,10 +190,7 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
     const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
     const ValueRef share = on(r, ops::div(b_, local, global));
     for (size_t j = 0; j < scaled.size(); ++j) {
-      const ValueRef gradient = program_.variables_and_gradients[j].second;
-      const std::vector<NodeId>& copies = copies_[gradient.node];
-      const ValueRef raw{copies[copies.size() == 1 ? 0 : static_cast<size_t>(r)], gradient.output};
-      scaled[j].push_back(on(r, ops::mul(b_, raw, share)));
+      scaled[j].push_back(on(r, ops::mul(b_, copy_on(program_.variables_and_gradients[j].second, r), share)));
     }
   }
   return scaled;
@@ -271,11 +275,8 @@ graph::Status Rewriter::add_metrics(TrainingProgram& result) {
   auto scope = b_.scope("metrics");
   ValueRef loss_sum, correct;
   for (int r = 0; r < replicas_; ++r) {
-    const ValueRef per_example{copies_[loss.inputs[0].node][static_cast<size_t>(r)], loss.inputs[0].output};
-    const ValueRef replica_loss = on(r, ops::reduce_sum(b_, per_example));
-    const std::vector<NodeId>& correct_copies = copies_[p.signature.correct.node];
-    const ValueRef replica_correct{correct_copies[correct_copies.size() == 1 ? 0 : static_cast<size_t>(r)],
-                                   p.signature.correct.output};
+    const ValueRef replica_loss = on(r, ops::reduce_sum(b_, copy_on(loss.inputs[0], r)));
+    const ValueRef replica_correct = copy_on(p.signature.correct, r);
     loss_sum = r == 0 ? replica_loss : on(kHost, ops::add(b_, loss_sum, replica_loss));
     correct = r == 0 ? replica_correct : on(kHost, ops::add(b_, correct, replica_correct));
   }
@@ -314,12 +315,9 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   TrainingProgram result;
   result.signature = p.signature;
   result.signature.train = copies_[p.signature.train][0];
-  if (p.signature.learning_rate.valid()) {
-    result.signature.learning_rate = {copies_[p.signature.learning_rate.node][0], p.signature.learning_rate.output};
-  }
+  if (p.signature.learning_rate.valid()) result.signature.learning_rate = copy_on(p.signature.learning_rate, 0);
   for (size_t j = 0; j < raw.size(); ++j) {
-    const ValueRef variable = p.variables_and_gradients[j].first;
-    result.variables_and_gradients.emplace_back(ValueRef{copies_[variable.node][0], variable.output}, aggregated[j][0]);
+    result.variables_and_gradients.emplace_back(copy_on(p.variables_and_gradients[j].first, 0), aggregated[j][0]);
   }
   for (NodeId id : p.step_state) result.step_state.push_back(copies_[id][0]);
   MIRRA_RETURN_IF_ERROR(add_metrics(result));

@@ -88,7 +88,7 @@ graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<in
   use_openmp_threads(threads);
   try {
     std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
-    dnnl::stream stream(dnnl_engine());
+    thread_local dnnl::stream stream(dnnl_engine());  // one per thread: a step makes many calls
     std::vector<std::pair<const DnnlPrimitive::Relayout*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
     for (const auto& [arg, relayout] : primitive.relayouts) {
       dnnl::memory& given = args.at(arg);

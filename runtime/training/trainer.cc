@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <limits>
+#include <span>
 
 namespace mirra::runtime::training {
 
@@ -23,14 +24,35 @@ graph::Expected<double> scalar_value(const Tensor& t, const char* what) {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// Sums over the batches of an epoch or an evaluation: the loss weighted by batch size and the correct
+// count, so the means divide by the examples seen (a partial batch weighs what it holds).
+struct Totals {
+  int64_t examples = 0;
+  double loss_sum = 0, correct_sum = 0;
+
+  double mean_loss() const { return examples > 0 ? loss_sum / static_cast<double>(examples) : 0.0; }
+  double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
+};
+
+// Runs one batch (with `targets`, an update) and adds its loss and correct count to `totals`;
+// returns the batch's mean loss.
+graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, const data::Batch& batch,
+                                  std::span<const graph::NodeId> targets, Totals& totals) {
+  const Feeds feeds = {{graph.features, batch.features}, {graph.labels, batch.labels}};
+  const graph::ValueRef fetches[] = {graph.loss, graph.correct};
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run(feeds, fetches, targets));
+  MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
+  MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+  totals.examples += batch.size;
+  totals.loss_sum += loss * static_cast<double>(batch.size);
+  totals.correct_sum += correct;
+  return loss;
+}
+
 }  // namespace
 
 Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
     : session_(session), graph_(std::move(graph)), options_(std::move(options)) {}
-
-Feeds Trainer::feeds_for(const data::Batch& batch) const {
-  return {{graph_.features, batch.features}, {graph_.labels, batch.labels}};
-}
 
 graph::Status Trainer::set_learning_rate(double rate) {
   const std::string& name = session_.graph().node(graph_.learning_rate.node).name;
@@ -56,14 +78,13 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> rate, session_.run({}, {graph_.learning_rate}));
     MIRRA_ASSIGN_OR_RETURN(base_learning_rate_, scalar_value(rate[0], "the learning rate"));
   }
-  const std::vector<graph::ValueRef> fetches = {graph_.loss, graph_.correct};
-  const std::vector<graph::NodeId> targets = {graph_.train};
+  const graph::NodeId targets[] = {graph_.train};
   const int64_t epochs = options_.epochs > 0 ? options_.epochs : std::numeric_limits<int64_t>::max() / 2;
   std::vector<EpochMetrics> history;
   for (int64_t epoch = options_.first_epoch; epoch - options_.first_epoch < epochs; ++epoch) {
     if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
     EpochMetrics metrics{.epoch = epoch};
-    double loss_sum = 0, correct_sum = 0;
+    Totals totals;
     const auto epoch_start = Clock::now();
     auto batches = train.epoch(epoch);
     while (auto batch = batches.next()) {
@@ -74,12 +95,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         rate = options_.schedule.at(*base_learning_rate_, step_);
         MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
       }
-      MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session_.run(feeds_for(*batch), fetches, targets));
-      MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
-      MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
-      loss_sum += loss * static_cast<double>(batch->size);
-      correct_sum += correct;
-      metrics.examples += batch->size;
+      MIRRA_ASSIGN_OR_RETURN(const double loss, run_batch(session_, graph_, *batch, targets, totals));
       ++metrics.steps;
       if (options_.on_step) {
         options_.on_step({.step = step_, .epoch = epoch, .examples = batch->size, .loss = loss, .learning_rate = rate,
@@ -88,11 +104,10 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
       ++step_;
     }
     metrics.seconds = seconds_since(epoch_start);
-    if (metrics.examples > 0) {
-      metrics.mean_loss = loss_sum / static_cast<double>(metrics.examples);
-      metrics.accuracy = correct_sum / static_cast<double>(metrics.examples);
-      metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
-    }
+    metrics.examples = totals.examples;
+    metrics.mean_loss = totals.mean_loss();
+    metrics.accuracy = totals.accuracy();
+    if (metrics.examples > 0) metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
     if (test != nullptr) {
       MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
     }
@@ -106,23 +121,12 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
 }
 
 graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
-  const std::vector<graph::ValueRef> fetches = {graph_.loss, graph_.correct};
-  Evaluation result;
-  double loss_sum = 0, correct_sum = 0;
+  Totals totals;
   auto batches = data.epoch(0);
   while (auto batch = batches.next()) {
-    MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session_.run(feeds_for(*batch), fetches));
-    MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
-    MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
-    loss_sum += loss * static_cast<double>(batch->size);
-    correct_sum += correct;
-    result.examples += batch->size;
+    MIRRA_RETURN_IF_ERROR(run_batch(session_, graph_, *batch, {}, totals).status());
   }
-  if (result.examples > 0) {
-    result.accuracy = correct_sum / static_cast<double>(result.examples);
-    result.mean_loss = loss_sum / static_cast<double>(result.examples);
-  }
-  return result;
+  return Evaluation{.examples = totals.examples, .accuracy = totals.accuracy(), .mean_loss = totals.mean_loss()};
 }
 
 }  // namespace mirra::runtime::training

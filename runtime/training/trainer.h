@@ -79,7 +79,6 @@ class Trainer {
 
  private:
   graph::Status set_learning_rate(double rate);
-  Feeds feeds_for(const data::Batch& batch) const;
 
   Session& session_;
   TrainingGraph graph_;
