@@ -134,4 +134,39 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   return result;
 }
 
+graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer) {
+  return {{"learning_rate", optimizer.learning_rate}, {"momentum", optimizer.momentum},
+          {"nesterov", optimizer.nesterov},           {"beta1", optimizer.beta1},
+          {"beta2", optimizer.beta2},                 {"epsilon", optimizer.epsilon},
+          {"weight_decay", optimizer.weight_decay},   {"clip_global_norm", optimizer.clip_global_norm}};
+}
+
+graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind, const graph::AttrMap& hyper_parameters) {
+  Optimizer o;
+  o.kind = std::string(kind);
+  const std::pair<const char*, double*> reals[] = {{"learning_rate", &o.learning_rate}, {"momentum", &o.momentum},
+                                                   {"beta1", &o.beta1},                 {"beta2", &o.beta2},
+                                                   {"epsilon", &o.epsilon},             {"weight_decay", &o.weight_decay},
+                                                   {"clip_global_norm", &o.clip_global_norm}};
+  for (const auto& [name, value] : hyper_parameters.entries()) {
+    bool known = false;
+    for (const auto& [real_name, field] : reals) {
+      if (name != real_name) continue;
+      const double* real = std::get_if<double>(&value);
+      if (real == nullptr) return graph::invalid_argument("optimizer hyper-parameter '" + name + "' must be a real number");
+      *field = *real;
+      known = true;
+    }
+    if (name == "nesterov") {
+      const bool* flag = std::get_if<bool>(&value);
+      if (flag == nullptr) return graph::invalid_argument("optimizer hyper-parameter 'nesterov' must be a bool");
+      o.nesterov = *flag;
+      known = true;
+    }
+    if (!known) return graph::invalid_argument("optimizer hyper-parameter '" + name + "' is not known");
+  }
+  MIRRA_RETURN_IF_ERROR(check(o));
+  return o;
+}
+
 }  // namespace mirra::ops

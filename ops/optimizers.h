@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -56,5 +57,10 @@ std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::v
                                                  double clip_norm);
 
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer);
+
+// The optimizer's settings as typed attributes (how model files store them), and back. Reading
+// rejects unknown names, wrong types and out-of-range values, naming the attribute.
+graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer);
+graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind, const graph::AttrMap& hyper_parameters);
 
 }  // namespace mirra::ops

@@ -1,6 +1,8 @@
 // Buffer and Tensor.
 #include "runtime/tensor.h"
 
+#include <cstring>
+
 namespace mirra::runtime {
 
 std::string TensorShape::to_string() const {
@@ -41,5 +43,17 @@ Tensor Tensor::rows(int64_t first, int64_t count) const {
 }
 
 std::string Tensor::type_string() const { return std::string(graph::dtype_name(dtype_)) + shape_.to_string(); }
+
+graph::TensorValue to_tensor_value(const Tensor& tensor) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(tensor.byte_size());
+  if (!bytes->empty()) std::memcpy(bytes->data(), tensor.raw_data(), bytes->size());
+  return graph::TensorValue{graph::TensorType{tensor.dtype(), graph::Shape(tensor.shape().to_vector())}, std::move(bytes)};
+}
+
+Tensor from_tensor_value(const graph::TensorValue& value) {
+  Tensor tensor = Tensor::empty(host_allocator(), value.type.dtype, TensorShape(value.type.shape.dims));
+  if (tensor.byte_size() > 0) std::memcpy(tensor.mutable_raw_data(), value.bytes->data(), tensor.byte_size());
+  return tensor;
+}
 
 }  // namespace mirra::runtime

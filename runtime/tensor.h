@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/attr.h"
 #include "graph/dtype.h"
 #include "runtime/allocator.h"
 #include "runtime/tensor_shape.h"
@@ -105,5 +106,9 @@ Tensor Tensor::from(const TensorShape& shape, std::span<const T> values) {
   if (!values.empty()) std::memcpy(tensor.mutable_raw_data(), values.data(), values.size_bytes());
   return tensor;
 }
+
+// Copies between a run-time tensor and a graph constant (model weights, checkpoint entries).
+graph::TensorValue to_tensor_value(const Tensor& tensor);
+Tensor from_tensor_value(const graph::TensorValue& value);
 
 }  // namespace mirra::runtime

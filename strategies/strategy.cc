@@ -43,6 +43,21 @@ class ReplicatingStrategy final : public Strategy {
 
 }  // namespace
 
+std::string_view replica_free_name(std::string_view name, int* replica) {
+  *replica = -1;
+  constexpr std::string_view kPrefix = "replica_";
+  if (!name.starts_with(kPrefix)) return name;
+  const size_t slash = name.find('/');
+  if (slash == std::string_view::npos || slash == kPrefix.size()) return name;
+  int r = 0;
+  for (size_t i = kPrefix.size(); i < slash; ++i) {
+    if (name[i] < '0' || name[i] > '9' || r > 100000) return name;
+    r = r * 10 + (name[i] - '0');
+  }
+  *replica = r;
+  return name.substr(slash + 1);
+}
+
 std::string Strategy::describe() const {
   std::string text = config().strategy + " over ";
   for (size_t i = 0; i < config().devices.size(); ++i) text += (i ? ", " : "") + config().devices[i].to_string();

@@ -42,4 +42,9 @@ class Strategy {
 
 graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config);
 
+// A node's name in the one-replica program it was made from: "replica_<r>/<name>" gives <name> and
+// sets *replica to r; a node that exists once keeps its name and gets *replica = -1. Checkpoints
+// store variables under these names, so any strategy restores them.
+std::string_view replica_free_name(std::string_view name, int* replica);
+
 }  // namespace mirra::strategies

@@ -1,6 +1,7 @@
 // Dataset: validation, per-epoch shuffled order, batch assembly and the prefetching producer.
 #include "runtime/data/dataset.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -73,10 +74,13 @@ Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_
   return batch;
 }
 
-Dataset::Epoch Dataset::epoch(int64_t epoch) const { return Epoch(*this, epoch); }
+Dataset::Epoch Dataset::epoch(int64_t epoch, int64_t first_batch) const { return Epoch(*this, epoch, first_batch); }
 
-Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch)
-    : dataset_(dataset), order_(dataset.order(epoch)), batches_(dataset.batches_per_epoch()) {
+Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch, int64_t first_batch)
+    : dataset_(dataset),
+      order_(dataset.order(epoch)),
+      batches_(dataset.batches_per_epoch()),
+      next_batch_(std::clamp<int64_t>(first_batch, 0, batches_)) {
   if (dataset_.options_.prefetch > 0 && batches_ > 0) producer_ = std::thread([this] { produce(); });
 }
 
@@ -91,7 +95,7 @@ Dataset::Epoch::~Epoch() {
 
 void Dataset::Epoch::produce() {
   const int64_t batch_size = dataset_.options_.batch_size;
-  for (int64_t b = 0; b < batches_; ++b) {
+  for (int64_t b = next_batch_; b < batches_; ++b) {
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });

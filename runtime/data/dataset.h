@@ -57,8 +57,9 @@ class Dataset {
   int64_t batches_per_epoch() const;
   const BatchingOptions& options() const { return options_; }
 
-  // The batches of epoch `epoch` (0-based); the Dataset must outlive it.
-  Epoch epoch(int64_t epoch) const;
+  // The batches of epoch `epoch` (0-based) from batch `first_batch` on (to resume mid-epoch); the
+  // Dataset must outlive it.
+  Epoch epoch(int64_t epoch, int64_t first_batch = 0) const;
   // The order in which epoch `epoch` visits the examples.
   std::vector<int64_t> order(int64_t epoch) const;
 
@@ -75,7 +76,7 @@ class Dataset {
 
 class Dataset::Epoch {
  public:
-  Epoch(const Dataset& dataset, int64_t epoch);
+  Epoch(const Dataset& dataset, int64_t epoch, int64_t first_batch);
   Epoch(Epoch&&) = delete;
   ~Epoch();
 

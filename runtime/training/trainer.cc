@@ -24,6 +24,8 @@ graph::Expected<double> scalar_value(const Tensor& t, const char* what) {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
+
 // Sums over the batches of an epoch or an evaluation: the loss weighted by batch size and the correct
 // count, so the means divide by the examples seen (a partial batch weighs what it holds).
 struct Totals {
@@ -52,7 +54,9 @@ graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, 
 }  // namespace
 
 Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
-    : session_(session), graph_(std::move(graph)), options_(std::move(options)) {}
+    : session_(session), graph_(std::move(graph)), options_(std::move(options)), step_(options_.first_step) {
+  base_learning_rate_ = options_.base_learning_rate;
+}
 
 graph::Status Trainer::set_learning_rate(double rate) {
   const std::string& name = session_.graph().node(graph_.learning_rate.node).name;
@@ -86,9 +90,13 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     EpochMetrics metrics{.epoch = epoch};
     Totals totals;
     const auto epoch_start = Clock::now();
-    auto batches = train.epoch(epoch);
-    while (auto batch = batches.next()) {
+    int64_t batch_index = epoch == options_.first_epoch ? options_.first_batch : 0;
+    auto batches = train.epoch(epoch, batch_index);
+    for (;; ++batch_index) {
       if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
+      const auto data_start = Clock::now();
+      auto batch = batches.next();
+      if (!batch) break;
       const auto step_start = Clock::now();
       double rate = 0;
       if (scheduled) {
@@ -98,8 +106,18 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
       MIRRA_ASSIGN_OR_RETURN(const double loss, run_batch(session_, graph_, *batch, targets, totals));
       ++metrics.steps;
       if (options_.on_step) {
-        options_.on_step({.step = step_, .epoch = epoch, .examples = batch->size, .loss = loss, .learning_rate = rate,
-                          .examples_per_second = static_cast<double>(batch->size) / seconds_since(step_start)});
+        const auto step_end = Clock::now();
+        options_.on_step({.step = step_,
+                          .epoch = epoch,
+                          .batch = batch_index,
+                          .batches_in_epoch = train.batches_per_epoch(),
+                          .examples = batch->size,
+                          .loss = loss,
+                          .learning_rate = rate,
+                          .examples_per_second = static_cast<double>(batch->size) / seconds_since(step_start),
+                          .data_start_ns = nanoseconds(data_start),
+                          .step_start_ns = nanoseconds(step_start),
+                          .step_end_ns = nanoseconds(step_end)});
       }
       ++step_;
     }

@@ -31,12 +31,16 @@ struct TrainingGraph {
 };
 
 struct StepMetrics {
-  int64_t step = 0;  // counted from 0 over the whole fit
+  int64_t step = 0;  // counted from 0 over the whole training (from first_step when resumed)
   int64_t epoch = 0;
+  int64_t batch = 0;            // index of the batch in its epoch
+  int64_t batches_in_epoch = 0;
   int64_t examples = 0;
   double loss = 0;
   double learning_rate = 0;  // 0 when the trainer has no schedule
   double examples_per_second = 0;
+  // steady_clock nanoseconds: waiting for the batch from the input pipeline, then the step itself.
+  int64_t data_start_ns = 0, step_start_ns = 0, step_end_ns = 0;
 };
 
 struct Evaluation {
@@ -58,10 +62,16 @@ struct EpochMetrics {
 
 struct TrainerOptions {
   int64_t epochs = 1;
-  int64_t first_epoch = 0;  // numbers the epochs (and picks their shuffles) from here, to resume
+  // Where to resume: the epoch (which also picks the shuffle), the batch within it, and the count of
+  // steps already taken (for max_steps and the schedule).
+  int64_t first_epoch = 0;
+  int64_t first_batch = 0;
+  int64_t first_step = 0;
   int64_t max_steps = 0;  // > 0: stop after this many steps in all, mid-epoch if need be
   double stop_at_accuracy = 0;  // > 0: stop after the first epoch whose evaluation reaches it
   LearningRateSchedule schedule;
+  // The rate the schedule scales; unset: the learning-rate variable's value before training.
+  std::optional<double> base_learning_rate;
   std::function<void(const StepMetrics&)> on_step;
   std::function<void(const EpochMetrics&)> on_epoch;
 };
@@ -75,6 +85,7 @@ class Trainer {
   // Accuracy and mean loss over every example of `data`, without updating anything.
   graph::Expected<Evaluation> evaluate(const data::Dataset& data);
 
+  // Steps taken, counting from first_step.
   int64_t steps_taken() const { return step_; }
 
  private:

@@ -1,81 +1,64 @@
-// mirra: the runner. `mirra ops` lists the built-in ops with their inputs and attributes;
-// `mirra bench executor` measures the executor next to a raw oneTBB flow graph and prints JSON;
-// `mirra bench training` measures one-device training throughput (bench/training_vs_pytorch.py
-// runs it next to PyTorch); `mirra bench accuracy` trains until a target test accuracy; `mirra bench
-// allreduce` measures the in-process all-reduce against the memory bound.
-// Exit codes: 0 success, 2 bad flags, 1 internal failure.
+// mirra: the runner. Trains, evaluates and inspects model files with a strategy chosen by flag or
+// config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every command.
+//   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
+//   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot]
+//   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
+// Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 internal failure.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <iostream>
+#include <new>
 
-#include "bench/all_reduce_bandwidth.h"
-#include "bench/executor_overhead.h"
-#include "bench/time_to_accuracy.h"
-#include "bench/training_throughput.h"
-#include "graph/attr.h"
-#include "ops/registry.h"
+#include "runtime/data/fashion_mnist.h"
+#include "tools/mirra/bench_command.h"
+#include "tools/mirra/commands.h"
+#include "tools/mirra/run_flags.h"
 
-namespace {
-
-void print_ops() {
-  const auto& registry = mirra::ops::registry();
-  for (const std::string& name : registry.names()) {
-    const mirra::graph::OpSchema& schema = *registry.find(name);
-    std::string inputs;
-    for (size_t i = 0; i < schema.inputs.size(); ++i) {
-      inputs += (i > 0 ? ", " : "") + schema.inputs[i] + (schema.variadic && i + 1 == schema.inputs.size() ? "..." : "");
-    }
-    std::printf("%s(%s)\n    %s\n", name.c_str(), inputs.c_str(), schema.summary.c_str());
-    for (const auto& attr : schema.attrs) {
-      std::printf("    %s: %s%s\n", attr.name.c_str(), std::string(mirra::graph::attr_type_name(attr.type)).c_str(),
-                  attr.default_value ? (" = " + mirra::graph::attr_to_string(*attr.default_value)).c_str() : "");
-    }
-  }
-}
-
-}  // namespace
+namespace runner = mirra::runner;
 
 int main(int argc, char** argv) {
   CLI::App app{"mirra: data-parallel training with TensorFlow-style distribution strategies"};
   app.require_subcommand(1);
-  auto* ops_command = app.add_subcommand("ops", "List the built-in ops, their inputs and attributes");
-  auto* bench = app.add_subcommand("bench", "Benchmarks, each measured next to its peer; prints JSON");
-  bench->require_subcommand(1);
-  mirra::bench::ExecutorOverheadOptions executor_options;
-  auto* executor = bench->add_subcommand("executor", "Executor per-node overhead vs a raw oneTBB flow graph");
-  executor->add_option("--nodes", executor_options.nodes, "Nodes per shape")->check(CLI::Range(1, 10'000'000));
-  executor->add_option("--threads", executor_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
-  executor->add_option("--repetitions", executor_options.repetitions, "Runs per shape (the best counts)")
-      ->check(CLI::Range(1, 1000));
-  mirra::bench::TrainingThroughputOptions training_options;
-  auto* training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
-  training->add_option("--model", training_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  training->add_option("--threads", training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
-  training->add_option("--strategy", training_options.strategy, "one_device, mirrored or central_storage")
-      ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));
-  training->add_option("--batch-size", training_options.batch_size, "Global batch size")
-      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  training->add_option("--warmup-steps", training_options.warmup_steps, "Steps before the timed window")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  training->add_option("--steps", training_options.steps, "Timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  training->add_option("--data", training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
-  mirra::bench::TimeToAccuracyOptions accuracy_options;
-  auto* accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
-  accuracy->add_option("--model", accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  accuracy->add_option("--target", accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
-  accuracy->add_option("--max-epochs", accuracy_options.max_epochs, "Give up after this many epochs")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
-  accuracy->add_option("--threads", accuracy_options.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
-  accuracy->add_option("--data", accuracy_options.data_dir, "Directory with the Fashion-MNIST IDX files");
-  mirra::bench::AllReduceBandwidthOptions all_reduce_options;
-  auto* all_reduce = bench->add_subcommand("allreduce", "In-process all-reduce vs the streaming-memory bound (JSON)");
-  all_reduce->add_option("--replicas", all_reduce_options.replicas, "Replica counts")->check(CLI::Range(1, 64));
-  all_reduce->add_option("--sizes-mib", all_reduce_options.sizes_mib, "Buffer sizes per replica, MiB")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  all_reduce->add_option("--threads", all_reduce_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
-  all_reduce->add_option("--repetitions", all_reduce_options.repetitions, "Runs per size (the best counts)")
-      ->check(CLI::Range(1, 1000));
+
+  runner::TrainCommand train;
+  runner::RunFlags train_flags;
+  auto* train_app = app.add_subcommand("train", "Train a model file on Fashion-MNIST with a distribution strategy");
+  train_app->add_option("MODEL", train.model, "Model file (.mirra), e.g. from mirra-examples write")->required();
+  runner::add_run_flags(*train_app, train_flags);
+  train_app->add_flag("--resume", train.resume, "Continue from the newest good checkpoint in --checkpoint-dir");
+  train_app->add_option("--save", train.save, "Write the trained model (weights and optimizer state) here");
+  train_app->add_flag("--eval", train.eval, "Evaluate on the test split after each epoch");
+  train_app->add_flag("--json", train.json, "Print a JSON summary as the last line of stdout");
+  train_app->add_option("--metrics", train.metrics, "Write one JSON line per step to this file");
+  train_app->add_option("--trace", train.trace, "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+
+  runner::EvalCommand eval;
+  eval.data = mirra::runtime::data::kFashionMnistDir;
+  auto* eval_app = app.add_subcommand("eval", "Test accuracy and loss of a model file");
+  eval_app->add_option("MODEL", eval.model, "Model file (.mirra)")->required();
+  eval_app->add_option("--data", eval.data, "Directory with the Fashion-MNIST IDX files");
+  eval_app->add_option("--batch-size", eval.batch_size, "Examples per batch")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  eval_app->add_option("--threads", eval.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
+  eval_app->add_flag("--json", eval.json, "Print the result as JSON");
+
+  runner::InspectCommand inspect;
+  std::string inspect_devices;
+  auto* inspect_app = app.add_subcommand("inspect", "Ops, parameters and shapes of a model file, or a strategy's rewrite of it");
+  inspect_app->add_option("MODEL", inspect.model, "Model file (.mirra)")->required();
+  inspect_app->add_option("--strategy", inspect.strategy, "Show the training graph this strategy makes");
+  inspect_app->add_option("--devices", inspect_devices, "Comma-separated devices for --strategy");
+  inspect_app->add_flag("--dot", inspect.dot, "Print the graph as DOT for Graphviz");
+
+  runner::RunFlags config_flags;
+  bool print_config = false;
+  auto* config_app = app.add_subcommand("config", "The resolved training config: defaults < --config file < flags");
+  config_app->add_flag("--print", print_config, "Print it as JSON")->required();
+  runner::add_run_flags(*config_app, config_flags);
+
+  runner::BenchCommands bench;
+  runner::add_bench_commands(app, bench);
+  auto* ops_app = app.add_subcommand("ops", "List the built-in ops, their inputs and attributes");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -83,21 +66,37 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (*ops_command) print_ops();
-    if (*executor) std::cout << mirra::bench::run_executor_overhead(executor_options).dump() << "\n";
-    if (*all_reduce) std::cout << mirra::bench::run_all_reduce_bandwidth(all_reduce_options).dump() << "\n";
-    if (*training || *accuracy) {
-      auto result = *training ? mirra::bench::run_training_throughput(training_options)
-                              : mirra::bench::run_time_to_accuracy(accuracy_options);
-      if (!result.ok()) {
-        std::fprintf(stderr, "mirra: %s\n", result.status().to_string().c_str());
-        return 1;
-      }
-      std::cout << result->dump() << "\n";
+    if (*train_app) {
+      auto config = runner::resolve_run_config(train_flags);
+      if (!config.ok()) return runner::report_error(config.status());
+      train.config = std::move(*config);
+      return runner::run_train(train);
     }
+    if (*eval_app) return runner::run_eval(eval);
+    if (*inspect_app) {
+      for (size_t start = 0; !inspect_devices.empty() && start <= inspect_devices.size();) {
+        const size_t comma = std::min(inspect_devices.find(',', start), inspect_devices.size());
+        inspect.devices.push_back(inspect_devices.substr(start, comma - start));
+        start = comma + 1;
+      }
+      return runner::run_inspect(inspect);
+    }
+    if (*config_app) {
+      auto config = runner::resolve_run_config(config_flags);
+      if (!config.ok()) return runner::report_error(config.status());
+      std::printf("%s\n", runner::run_config_json(*config).c_str());
+      return 0;
+    }
+    if (*ops_app) {
+      runner::print_ops();
+      return 0;
+    }
+    return runner::run_bench(bench);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "mirra: error: out of memory\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mirra: internal error: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

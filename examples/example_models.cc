@@ -1,0 +1,51 @@
+// build_example_model: model + objective in one graph, the signature, and initial weights computed by
+// running each variable's initialiser once.
+#include "examples/example_models.h"
+
+#include "examples/classifier_training.h"
+#include "examples/models.h"
+#include "ops/ops.h"
+#include "runtime/session.h"
+
+namespace mirra::examples {
+
+const std::vector<ExampleModel>& example_models() {
+  static const std::vector<ExampleModel> models = {
+      {"mlp", "MLP 784-256-128-10 with ReLU, for 28x28x1 images in 10 classes"},
+      {"cnn", "CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dense 10 (the TensorFlow tutorial's)"},
+  };
+  return models;
+}
+
+graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed) {
+  const ExampleModel* example = nullptr;
+  for (const ExampleModel& m : example_models()) {
+    if (m.name == name) example = &m;
+  }
+  if (example == nullptr) return graph::invalid_argument("example model '" + std::string(name) + "' is not known (mlp, cnn)");
+  serialization::Model model;
+  graph::Builder b(model.graph, ops::registry(), seed);
+  const Classifier classifier = name == "mlp" ? build_mlp(b) : build_cnn(b);
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, classifier.logits);
+  MIRRA_RETURN_IF_ERROR(b.status());
+  const ops::Optimizer optimizer = benchmark_optimizer();
+  model.signature = {.features = model.graph.node(classifier.images.node).name,
+                     .labels = model.graph.node(objective.labels.node).name,
+                     .loss = objective.loss,
+                     .metrics = {{"correct", objective.correct}},
+                     .optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)}};
+  model.metadata.description = example->description;
+
+  std::vector<graph::ValueRef> variables;
+  for (const graph::Node& node : model.graph.nodes()) {
+    if (node.op == "Variable") variables.push_back({node.id, 0});
+  }
+  runtime::Session session(model.graph, ops::cpu_kernels(), {.deterministic = true});
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, variables));
+  for (size_t i = 0; i < variables.size(); ++i) {
+    model.weights.push_back({model.graph.node(variables[i].node).name, runtime::to_tensor_value(values[i])});
+  }
+  return model;
+}
+
+}  // namespace mirra::examples

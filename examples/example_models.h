@@ -1,0 +1,25 @@
+// The example models as model files: each built with the C++ API (mlp_model.cc, cnn_model.cc), with
+// the classifier objective, the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its weights
+// initialised from `seed`. `mirra-examples write mlp mlp.mirra` writes one.
+//
+//   MIRRA_ASSIGN_OR_RETURN(serialization::Model model, examples::build_example_model("cnn", /*seed=*/1));
+//   MIRRA_RETURN_IF_ERROR(serialization::save_model(model, "cnn.mirra"));
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "serialization/model_file.h"
+
+namespace mirra::examples {
+
+struct ExampleModel {
+  std::string name;
+  std::string description;
+};
+
+const std::vector<ExampleModel>& example_models();
+graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed = 1);
+
+}  // namespace mirra::examples

@@ -1,0 +1,17 @@
+// The bounds a file must keep before mirra allocates anything it describes: no size read from a file
+// is trusted until it is checked against these and against the bytes actually present.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mirra::serialization {
+
+inline constexpr uint64_t kMaxFileBytes = (uint64_t{1} << 31) - 1;  // FlatBuffers' own limit
+inline constexpr int kMaxRank = 8;
+inline constexpr int64_t kMaxDim = int64_t{1} << 31;
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;  // also for variables created from an initialiser
+inline constexpr size_t kMaxNodes = size_t{1} << 22;
+inline constexpr uint32_t kFormatVersion = 1;  // what this build writes and reads
+
+}  // namespace mirra::serialization

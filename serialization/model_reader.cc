@@ -1,0 +1,203 @@
+// parse_model / load_model: a model file checked in layers before anything in it is believed.
+//
+// Note [Model file verification]
+// 1. Framing: the size is bounded, the identifier is "MIRA", the FlatBuffers verifier accepts the
+//    buffer (every offset, vector and string inside it, bounded depth and table count), and the
+//    format version is one this build reads.
+// 2. References: every node's inputs and control inputs name earlier nodes (the writer stores the
+//    graph in topological order, so a cycle or a self-loop is a forward reference) and outputs they
+//    have; names are non-empty and unique; devices parse.
+// 3. Ops: each op is registered; its schema checks arity, attribute names and types, fills defaults
+//    and infers dtypes and shapes from the inputs, so inconsistent types are rejected node by node.
+// 4. Tensors (weights, constants, optimizer state): known dtype, rank and dimensions within
+//    limits.h, exactly prod(shape) * sizeof(dtype) bytes computed in 64 bits with overflow checks,
+//    CRC-32 matching; a weight names a Variable of the same dtype and shape.
+// 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range.
+// No allocation is sized by a number the earlier layers have not bounded.
+#include <set>
+
+#include "graph/op_schema.h"
+#include "serialization/attr_codec.h"
+#include "serialization/limits.h"
+#include "serialization/model_file.h"
+
+namespace mirra::serialization {
+
+namespace {
+
+class ModelReader {
+ public:
+  ModelReader(const fb::Model& file, const graph::OpRegistry& registry, std::string_view source)
+      : file_(file), registry_(registry), source_(source) {}
+
+  graph::Expected<Model> read() {
+    if (file_.format_version() != kFormatVersion) {
+      return error("format version " + std::to_string(file_.format_version()) + " is not supported (this build reads " +
+                   std::to_string(kFormatVersion) + ")");
+    }
+    MIRRA_RETURN_IF_ERROR(read_graph());
+    MIRRA_RETURN_IF_ERROR(read_weights());
+    MIRRA_RETURN_IF_ERROR(read_signature());
+    if (const fb::Metadata* meta = file_.metadata()) {
+      model_.metadata = {string_of(meta->producer()), string_of(meta->created()), string_of(meta->description())};
+    }
+    return std::move(model_);
+  }
+
+ private:
+  static std::string string_of(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+
+  graph::Status error(const std::string& message) const {
+    return graph::invalid_argument(std::string(source_) + ": " + message);
+  }
+
+  graph::Status read_graph() {
+    const auto* nodes = file_.graph()->nodes();
+    if (nodes == nullptr || nodes->size() == 0) return error("the graph has no nodes");
+    if (nodes->size() > kMaxNodes) return error("the graph has " + std::to_string(nodes->size()) + " nodes, over the limit");
+    for (uint32_t i = 0; i < nodes->size(); ++i) MIRRA_RETURN_IF_ERROR(read_node(i, *nodes->Get(i)));
+    return graph::Status();
+  }
+
+  graph::Status read_node(uint32_t index, const fb::Node& in) {
+    graph::Node node;
+    node.op = in.op()->str();
+    node.name = in.name()->str();
+    const std::string where = "node " + std::to_string(index) + " '" + node.name + "'";
+    if (node.name.empty()) return error("node " + std::to_string(index) + " has no name");
+    if (model_.graph.contains(node.name)) return error(where + ": the name is taken by an earlier node");
+    const graph::OpSchema* schema = registry_.find(node.op);
+    if (schema == nullptr) return error(where + ": unknown op '" + node.op + "'");
+    std::vector<graph::TensorType> input_types;
+    if (const auto* inputs = in.inputs()) {
+      for (uint32_t k = 0; k < inputs->size(); ++k) {
+        const fb::ValueRef* ref = inputs->Get(k);
+        const std::string input = where + " input " + std::to_string(k);
+        if (ref->node() >= index) {
+          return error(input + " reads node " + std::to_string(ref->node()) +
+                       ", which does not come before it (a cycle, a self-loop or a missing node)");
+        }
+        const graph::Node& producer = model_.graph.node(ref->node());
+        if (ref->output() >= producer.outputs.size()) {
+          return error(input + " reads output " + std::to_string(ref->output()) + " of '" + producer.name + "', which has " +
+                       std::to_string(producer.outputs.size()));
+        }
+        node.inputs.push_back({ref->node(), ref->output()});
+        input_types.push_back(producer.outputs[ref->output()]);
+      }
+    }
+    if (const auto* control = in.control_inputs()) {
+      for (const uint32_t c : *control) {
+        if (c >= index) return error(where + " runs after node " + std::to_string(c) + ", which does not come before it");
+        node.control_inputs.push_back(c);
+      }
+    }
+    if (in.device() != nullptr) {
+      auto device = graph::DeviceId::parse(in.device()->str());
+      if (!device.ok()) return error(where + ": " + device.status().message());
+      node.device = *device;
+    }
+    MIRRA_ASSIGN_OR_RETURN(node.attrs, read_attrs(in.attrs(), where));
+    auto outputs = graph::check_and_infer(*schema, node, input_types);
+    if (!outputs.ok()) return error(outputs.status().message());
+    for (const graph::TensorType& type : *outputs) {
+      if (type.shape.rank() > kMaxRank) return error(where + ": an output's rank exceeds " + std::to_string(kMaxRank));
+    }
+    if (node.op == "Variable") {
+      MIRRA_RETURN_IF_ERROR(checked_elements((*outputs)[0].shape, where).status());
+    }
+    node.outputs = std::move(*outputs);
+    model_.graph.add_node(std::move(node));
+    return graph::Status();
+  }
+
+  graph::Status read_weights() {
+    MIRRA_ASSIGN_OR_RETURN(model_.weights, read_tensors(file_.weights(), std::string(source_) + ": weights"));
+    for (const NamedTensor& w : model_.weights) {
+      const auto id = model_.graph.find(w.name);
+      if (!id || model_.graph.node(*id).op != "Variable") return error("weight '" + w.name + "' names no Variable");
+      const graph::TensorType& type = model_.graph.node(*id).outputs[0];
+      if (!(type == w.value.type)) {
+        return error("weight '" + w.name + "' is " + w.value.type.to_string() + ", but its Variable is " + type.to_string());
+      }
+    }
+    return graph::Status();
+  }
+
+  graph::Expected<graph::ValueRef> value(const fb::ValueRef* ref, const std::string& what) const {
+    if (ref == nullptr) return error("the signature has no " + what);
+    if (ref->node() >= model_.graph.size() || ref->output() >= model_.graph.node(ref->node()).outputs.size()) {
+      return error("the signature's " + what + " reads node " + std::to_string(ref->node()) + " output " +
+                   std::to_string(ref->output()) + ", which does not exist");
+    }
+    return graph::ValueRef{ref->node(), ref->output()};
+  }
+
+  graph::Expected<std::string> placeholder(uint32_t index, const std::string& what) const {
+    if (index >= model_.graph.size() || model_.graph.node(index).op != "Placeholder") {
+      return error("the signature's " + what + " (node " + std::to_string(index) + ") is not a Placeholder");
+    }
+    return model_.graph.node(index).name;
+  }
+
+  graph::Status read_signature() {
+    const fb::Signature& in = *file_.signature();
+    TrainingSignature& out = model_.signature;
+    MIRRA_ASSIGN_OR_RETURN(out.features, placeholder(in.features(), "features"));
+    MIRRA_ASSIGN_OR_RETURN(out.labels, placeholder(in.labels(), "labels"));
+    MIRRA_ASSIGN_OR_RETURN(out.loss, value(in.loss(), "loss"));
+    const graph::TensorType& loss = model_.graph.type(out.loss);
+    if (!graph::is_floating(loss.dtype) || loss.shape.rank() != 0) {
+      return error("the signature's loss must be a floating scalar, not " + loss.to_string());
+    }
+    if (const auto* metrics = in.metrics()) {
+      for (uint32_t i = 0; i < metrics->size(); ++i) {
+        const fb::Metric& m = *metrics->Get(i);
+        const std::string name = m.name()->str();
+        if (out.metric(name).valid()) return error("metric '" + name + "' appears twice");
+        MIRRA_ASSIGN_OR_RETURN(const graph::ValueRef v, value(m.value(), "metric '" + name + "'"));
+        out.metrics.push_back({name, v});
+      }
+    }
+    const fb::Optimizer& optimizer = *in.optimizer();
+    out.optimizer.kind = optimizer.kind()->str();
+    MIRRA_ASSIGN_OR_RETURN(out.optimizer.hyper_parameters, read_attrs(optimizer.hyper_parameters(), "the optimizer"));
+    MIRRA_ASSIGN_OR_RETURN(out.optimizer.state,
+                           read_tensors(optimizer.state(), std::string(source_) + ": optimizer state"));
+    return graph::Status();
+  }
+
+  const fb::Model& file_;
+  const graph::OpRegistry& registry_;
+  std::string_view source_;
+  Model model_;
+};
+
+}  // namespace
+
+graph::Expected<Model> parse_model(std::span<const uint8_t> bytes, const graph::OpRegistry& registry,
+                                   std::string_view source) {
+  if (bytes.size() > kMaxFileBytes) return graph::invalid_argument(std::string(source) + ": too large");
+  if (bytes.size() < 8 || !fb::ModelBufferHasIdentifier(bytes.data())) {
+    return graph::invalid_argument(std::string(source) + ": not a mirra model file (no \"MIRA\" identifier)");
+  }
+  // The verifier and the reader need the buffer's own alignment; a copy provides it when the caller's
+  // bytes are not 64-byte aligned.
+  AlignedBytes copy;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % 64 != 0) {
+    copy = AlignedBytes(bytes);
+    bytes = copy.span();
+  }
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), /*max_depth=*/64, /*max_tables=*/4'000'000);
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return graph::invalid_argument(std::string(source) + ": corrupted or truncated (the FlatBuffers verifier rejects it)");
+  }
+  return ModelReader(*fb::GetModel(bytes.data()), registry, source).read();
+}
+
+graph::Expected<Model> load_model(const std::string& path, const graph::OpRegistry& registry) {
+  MIRRA_ASSIGN_OR_RETURN(const AlignedBytes bytes, read_file(path, "model file"));
+  return parse_model(bytes.span(), registry, "model file '" + path + "'");
+}
+
+}  // namespace mirra::serialization

@@ -1,0 +1,78 @@
+// The bench subcommands: flags with ranges, results as one JSON line on stdout.
+#include "tools/mirra/bench_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "graph/attr.h"
+#include "ops/registry.h"
+
+namespace mirra::runner {
+
+void add_bench_commands(CLI::App& app, BenchCommands& commands) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks, each measured next to its peer; prints JSON");
+  bench->require_subcommand(1);
+  commands.executor = bench->add_subcommand("executor", "Executor per-node overhead vs a raw oneTBB flow graph");
+  commands.executor->add_option("--nodes", commands.executor_options.nodes, "Nodes per shape")->check(CLI::Range(1, 10'000'000));
+  commands.executor->add_option("--threads", commands.executor_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  commands.executor->add_option("--repetitions", commands.executor_options.repetitions, "Runs per shape (the best counts)")
+      ->check(CLI::Range(1, 1000));
+  commands.training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
+  commands.training->add_option("--model", commands.training_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  commands.training->add_option("--threads", commands.training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  commands.training->add_option("--strategy", commands.training_options.strategy, "one_device, mirrored or central_storage")
+      ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));
+  commands.training->add_option("--batch-size", commands.training_options.batch_size, "Global batch size")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  commands.training->add_option("--warmup-steps", commands.training_options.warmup_steps, "Steps before the timed window")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  commands.training->add_option("--steps", commands.training_options.steps, "Timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  commands.training->add_option("--data", commands.training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
+  commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
+  commands.accuracy->add_option("--max-epochs", commands.accuracy_options.max_epochs, "Give up after this many epochs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  commands.accuracy->add_option("--threads", commands.accuracy_options.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
+  commands.accuracy->add_option("--data", commands.accuracy_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  commands.all_reduce = bench->add_subcommand("allreduce", "In-process all-reduce vs the streaming-memory bound (JSON)");
+  commands.all_reduce->add_option("--replicas", commands.all_reduce_options.replicas, "Replica counts")->check(CLI::Range(1, 64));
+  commands.all_reduce->add_option("--sizes-mib", commands.all_reduce_options.sizes_mib, "Buffer sizes per replica, MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  commands.all_reduce->add_option("--threads", commands.all_reduce_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  commands.all_reduce->add_option("--repetitions", commands.all_reduce_options.repetitions, "Runs per size (the best counts)")
+      ->check(CLI::Range(1, 1000));
+}
+
+int run_bench(const BenchCommands& commands) {
+  if (*commands.executor) std::cout << bench::run_executor_overhead(commands.executor_options).dump() << "\n";
+  if (*commands.all_reduce) std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
+  if (*commands.training || *commands.accuracy) {
+    auto result = *commands.training ? bench::run_training_throughput(commands.training_options)
+                                     : bench::run_time_to_accuracy(commands.accuracy_options);
+    if (!result.ok()) {
+      std::fprintf(stderr, "mirra: error: %s\n", result.status().message().c_str());
+      return result.status().code() == graph::StatusCode::internal ? 1 : 2;
+    }
+    std::cout << result->dump() << "\n";
+  }
+  return 0;
+}
+
+void print_ops() {
+  const auto& registry = ops::registry();
+  for (const std::string& name : registry.names()) {
+    const graph::OpSchema& schema = *registry.find(name);
+    std::string inputs;
+    for (size_t i = 0; i < schema.inputs.size(); ++i) {
+      inputs += (i > 0 ? ", " : "") + schema.inputs[i] + (schema.variadic && i + 1 == schema.inputs.size() ? "..." : "");
+    }
+    std::printf("%s(%s)\n    %s\n", name.c_str(), inputs.c_str(), schema.summary.c_str());
+    for (const auto& attr : schema.attrs) {
+      std::printf("    %s: %s%s\n", attr.name.c_str(), std::string(graph::attr_type_name(attr.type)).c_str(),
+                  attr.default_value ? (" = " + graph::attr_to_string(*attr.default_value)).c_str() : "");
+    }
+  }
+}
+
+}  // namespace mirra::runner

@@ -1,0 +1,31 @@
+// `mirra bench ...`: the benchmarks of bench/, each measured next to its peer, printing JSON; and
+// `mirra ops`, the built-in ops with their inputs and attributes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "bench/all_reduce_bandwidth.h"
+#include "bench/executor_overhead.h"
+#include "bench/time_to_accuracy.h"
+#include "bench/training_throughput.h"
+
+namespace mirra::runner {
+
+struct BenchCommands {
+  CLI::App* executor = nullptr;
+  CLI::App* training = nullptr;
+  CLI::App* accuracy = nullptr;
+  CLI::App* all_reduce = nullptr;
+  bench::ExecutorOverheadOptions executor_options;
+  bench::TrainingThroughputOptions training_options;
+  bench::TimeToAccuracyOptions accuracy_options;
+  bench::AllReduceBandwidthOptions all_reduce_options;
+};
+
+// Adds `bench` and its subcommands to `app`; `commands` must outlive parsing.
+void add_bench_commands(CLI::App& app, BenchCommands& commands);
+// Runs the parsed bench subcommand; returns the exit code.
+int run_bench(const BenchCommands& commands);
+void print_ops();
+
+}  // namespace mirra::runner

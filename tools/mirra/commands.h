@@ -1,0 +1,47 @@
+// The runner's subcommands behind the CLI: each takes its parsed options and returns the process
+// exit code (0 success, 2 bad input: a file, config, flag or data set, 1 internal failure), having
+// printed a one-line error that names the problem.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/status.h"
+#include "tools/mirra/run_config.h"
+
+namespace mirra::runner {
+
+struct TrainCommand {
+  std::string model;
+  RunConfig config;
+  bool resume = false;      // continue from the newest good checkpoint in config.checkpoint.dir
+  std::string save;         // write the trained model here
+  bool eval = false;        // evaluate on the test split after each epoch
+  bool json = false;        // last stdout line: a JSON summary
+  std::string metrics;      // JSON lines, one per step
+  std::string trace;        // Chrome trace
+};
+
+struct EvalCommand {
+  std::string model;
+  std::string data;
+  int64_t batch_size = 1000;
+  int threads = 0;
+  bool json = false;
+};
+
+struct InspectCommand {
+  std::string model;
+  std::string strategy;  // empty: the model as stored
+  std::vector<std::string> devices;
+  bool dot = false;
+};
+
+int run_train(const TrainCommand& command);
+int run_eval(const EvalCommand& command);
+int run_inspect(const InspectCommand& command);
+
+// Prints "mirra: error: <message>" to stderr and returns the exit code for `status`.
+int report_error(const graph::Status& status);
+
+}  // namespace mirra::runner

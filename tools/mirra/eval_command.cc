@@ -1,0 +1,52 @@
+// mirra eval: the model's test accuracy and mean loss on the Fashion-MNIST test split, on one device.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "ops/registry.h"
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/training/trainer.h"
+#include "serialization/model_file.h"
+#include "tools/mirra/commands.h"
+#include "tools/mirra/variables_io.h"
+
+namespace mirra::runner {
+
+namespace {
+
+graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& command) {
+  MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
+  const graph::ValueRef correct = model.signature.metric("correct");
+  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
+  MIRRA_ASSIGN_OR_RETURN(const auto test, runtime::data::fashion_mnist_dataset(
+                                              command.data, runtime::data::Split::test,
+                                              {.batch_size = command.batch_size, .shuffle = false}));
+  runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = command.threads});
+  MIRRA_RETURN_IF_ERROR(write_variables(session, model.weights, /*require_all=*/false, "model file '" + command.model + "'"));
+  runtime::training::Trainer trainer(session, {.features = model.signature.features,
+                                               .labels = model.signature.labels,
+                                               .loss = model.signature.loss,
+                                               .correct = correct});
+  return trainer.evaluate(test);
+}
+
+}  // namespace
+
+int run_eval(const EvalCommand& command) {
+  const auto result = evaluate(command);
+  if (!result.ok()) return report_error(result.status());
+  if (command.json) {
+    std::printf("%s\n", nlohmann::json({{"model", command.model},
+                                        {"examples", result->examples},
+                                        {"test_accuracy", result->accuracy},
+                                        {"test_loss", result->mean_loss}})
+                            .dump()
+                            .c_str());
+  } else {
+    std::printf("%s: test accuracy %.4f, test loss %.4f over %lld examples\n", command.model.c_str(), result->accuracy,
+                result->mean_loss, static_cast<long long>(result->examples));
+  }
+  return 0;
+}
+
+}  // namespace mirra::runner

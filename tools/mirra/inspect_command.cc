@@ -1,0 +1,79 @@
+// mirra inspect: what a model file holds (ops, parameters, inputs, signature, metadata), or, with a
+// strategy, the training graph that strategy makes of it, as text or DOT.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <map>
+
+#include "graph/print.h"
+#include "ops/registry.h"
+#include "tools/mirra/commands.h"
+#include "tools/mirra/model_program.h"
+
+namespace mirra::runner {
+
+namespace {
+
+void print_summary(const InspectCommand& command, const serialization::Model& model) {
+  const graph::Graph& g = model.graph;
+  std::map<std::string, int> ops;
+  int64_t parameters = 0;
+  for (const graph::Node& node : g.nodes()) {
+    ++ops[node.op];
+    if (node.op == "Variable") parameters += node.outputs[0].shape.num_elements().value_or(0);
+  }
+  std::printf("model %s\n", command.model.c_str());
+  std::printf("  producer %s, created %s\n", model.metadata.producer.c_str(), model.metadata.created.c_str());
+  if (!model.metadata.description.empty()) std::printf("  %s\n", model.metadata.description.c_str());
+  std::printf("  %zu nodes, %lld parameters in %zu stored weights\n", g.size(), static_cast<long long>(parameters),
+              model.weights.size());
+  std::printf("ops:");
+  for (const auto& entry : ops) std::printf(" %s x%d", entry.first.c_str(), entry.second);
+  std::printf("\ninputs:\n");
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op == "Placeholder") std::printf("  %s: %s\n", node.name.c_str(), node.outputs[0].to_string().c_str());
+  }
+  std::printf("variables:\n");
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op == "Variable") std::printf("  %s: %s\n", node.name.c_str(), node.outputs[0].to_string().c_str());
+  }
+  const serialization::TrainingSignature& s = model.signature;
+  std::printf("signature: features %s, labels %s, loss %s (%s)", s.features.c_str(), s.labels.c_str(),
+              g.node(s.loss.node).name.c_str(), g.type(s.loss).to_string().c_str());
+  for (const auto& m : s.metrics) std::printf(", metric %s = %s", m.name.c_str(), g.node(m.value.node).name.c_str());
+  std::printf("\noptimizer: %s", s.optimizer.kind.c_str());
+  for (const auto& entry : s.optimizer.hyper_parameters.entries()) {
+    std::printf(" %s=%s", entry.first.c_str(), graph::attr_to_string(entry.second).c_str());
+  }
+  std::printf(", %zu state tensors\n", s.optimizer.state.size());
+}
+
+graph::Status inspect(const InspectCommand& command) {
+  MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
+  if (command.strategy.empty()) {
+    if (command.dot) {
+      std::fputs(graph::to_dot(model.graph).c_str(), stdout);
+    } else {
+      print_summary(command, model);
+    }
+    return graph::Status();
+  }
+  nlohmann::json config_json = {{"strategy", command.strategy}};
+  if (!command.devices.empty()) config_json["devices"] = command.devices;
+  MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
+                         strategies::parse_strategy_config(config_json.dump(), "--strategy/--devices"));
+  MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, std::nullopt));
+  MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
+  MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
+  std::fputs((command.dot ? graph::to_dot(distributed.graph) : graph::to_text(distributed.graph)).c_str(), stdout);
+  return graph::Status();
+}
+
+}  // namespace
+
+int run_inspect(const InspectCommand& command) {
+  const graph::Status status = inspect(command);
+  return status.ok() ? 0 : report_error(status);
+}
+
+}  // namespace mirra::runner

@@ -1,0 +1,34 @@
+// build_model_program: minimize on a copy of the model graph.
+#include "tools/mirra/model_program.h"
+
+#include "ops/ops.h"
+
+namespace mirra::runner {
+
+graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
+                                                  std::optional<double> learning_rate) {
+  const serialization::OptimizerSpec& spec = model.signature.optimizer;
+  graph::AttrMap hyper_parameters = spec.hyper_parameters;
+  if (learning_rate) hyper_parameters.set("learning_rate", *learning_rate);
+  ModelProgram out;
+  MIRRA_ASSIGN_OR_RETURN(out.optimizer, ops::optimizer_from_hyper_parameters(spec.kind, hyper_parameters));
+  const graph::ValueRef correct = model.signature.metric("correct");
+  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
+  strategies::TrainingProgram& program = out.program;
+  program.graph = model.graph;
+  graph::Builder b(program.graph, ops::registry());
+  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer));
+  ops::fuse_conv_bias_relu(program.graph);
+  program.signature = {.features = model.signature.features,
+                       .labels = model.signature.labels,
+                       .loss = model.signature.loss,
+                       .correct = correct,
+                       .train = train.train,
+                       .learning_rate = train.learning_rate};
+  program.variables_and_gradients = train.variables_and_gradients;
+  program.step_state = train.step_state;
+  out.learning_rate_variable = program.graph.node(train.learning_rate.node).name;
+  return out;
+}
+
+}  // namespace mirra::runner

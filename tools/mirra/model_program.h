@@ -1,0 +1,25 @@
+// From a model file to a program a strategy can distribute: the model graph plus autodiff and the
+// optimizer's updates (ops::minimize, with the file's optimizer and hyper-parameters, the learning
+// rate overridden when asked), Conv2D + BiasAdd + Relu fused, and the Trainer's signature.
+#pragma once
+
+#include <optional>
+
+#include "ops/optimizers.h"
+#include "serialization/model_file.h"
+#include "strategies/strategy.h"
+
+namespace mirra::runner {
+
+struct ModelProgram {
+  strategies::TrainingProgram program;
+  ops::Optimizer optimizer;
+  std::string learning_rate_variable;  // configuration, not state: never checkpointed
+};
+
+// Errors (invalid_argument) name what in the model cannot be trained: an unknown optimizer or
+// hyper-parameter, a signature without a "correct" metric, a loss nothing trainable feeds.
+graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
+                                                  std::optional<double> learning_rate);
+
+}  // namespace mirra::runner

@@ -1,0 +1,54 @@
+// RunConfig: everything `mirra train` needs besides the model, resolved as defaults < config file <
+// flags. The file is the strategy config (strategies/config.h) plus "training" and "checkpoint"
+// objects; every key is documented in docs/config.md, and an unknown key, a wrong type or a bad value
+// is an error naming the key and the file.
+//
+//   {"strategy": "mirrored", "training": {"epochs": 5, "batch_size": 256},
+//    "checkpoint": {"dir": "ckpts", "keep": 3, "every_steps": 100}}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "graph/status.h"
+#include "strategies/config.h"
+
+namespace mirra::runner {
+
+struct TrainingConfig {
+  std::string data;                     // Fashion-MNIST IDX directory
+  int64_t epochs = 3;
+  int64_t steps = 0;                    // > 0: train this many steps in all instead of whole epochs
+  int64_t batch_size = 128;             // global batch
+  std::optional<double> learning_rate;  // unset: the model file's
+  uint64_t seed = 1;                    // shuffle seed
+  bool deterministic = false;           // one node at a time: bitwise-reproducible runs and resumes
+  int threads = 0;                      // oneTBB threads; 0: all cores
+};
+
+struct CheckpointConfig {
+  std::string dir;          // empty: no checkpoints
+  int keep = 3;             // newest checkpoints kept
+  int64_t every_steps = 0;  // > 0: also every this many steps; always at the end of each epoch and of training
+};
+
+struct RunConfig {
+  strategies::StrategyConfig strategy;
+  TrainingConfig training;
+  CheckpointConfig checkpoint;
+  bool devices_given = false;  // the devices were named, not defaulted from the strategy
+};
+
+// The defaults (data from the Debian Fashion-MNIST package, Mirrored over the local devices).
+RunConfig default_run_config();
+// `source` names the text in errors ("train.json").
+graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::string_view source);
+graph::Expected<RunConfig> load_run_config(const std::string& path);
+// Every field, as a config file would hold it (numbers at full precision).
+std::string run_config_json(const RunConfig& config);
+// Checks that hold whichever layer set the values: positive counts, a known strategy for the devices.
+graph::Status check_run_config(const RunConfig& config);
+
+}  // namespace mirra::runner

@@ -1,0 +1,72 @@
+// RunFlags: CLI11 options with ranges, applied over the config file.
+#include "tools/mirra/run_flags.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mirra::runner {
+
+void add_run_flags(CLI::App& command, RunFlags& f) {
+  command.add_option("--config", f.config_file, "JSON config file (docs/config.md); flags override it");
+  command.add_option("--strategy", f.strategy, "one_device, mirrored or central_storage (default mirrored)");
+  command.add_option("--devices", f.devices, "Comma-separated devices, e.g. cpu:0,cpu:1 (default: the local devices)");
+  command.add_option("--data", f.data, "Directory with the Fashion-MNIST IDX files");
+  auto* epochs = command.add_option("--epochs", f.epochs, "Epochs to train in all (default 3)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  command.add_option("--steps", f.steps, "Steps to train in all, instead of epochs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->excludes(epochs);
+  command.add_option("--batch-size", f.batch_size, "Global batch size (default 128)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  command.add_option("--lr", f.learning_rate, "Learning rate (default: the model file's)")->check(CLI::Range(1e-12, 1e6));
+  command.add_option("--seed", f.seed, "Shuffle seed (default 1)");
+  command.add_flag("--deterministic", f.deterministic, "One node at a time: bitwise-reproducible runs and resumes");
+  command.add_option("--threads", f.threads, "oneTBB threads (default 0: all cores)")->check(CLI::Range(0, 1024));
+  command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
+  command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
+  command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+}
+
+graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
+  RunConfig config = default_run_config();
+  if (!f.config_file.empty()) {
+    MIRRA_ASSIGN_OR_RETURN(config, load_run_config(f.config_file));
+  }
+  if (f.strategy || f.devices) {
+    nlohmann::json strategy = {{"strategy", f.strategy.value_or(config.strategy.strategy)}};
+    if (f.devices) {
+      std::vector<std::string> names;
+      std::string list = *f.devices;
+      for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        names.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+      }
+      strategy["devices"] = names;
+    } else if (config.devices_given && f.strategy == config.strategy.strategy) {
+      std::vector<std::string> names;
+      for (const auto& d : config.strategy.devices) names.push_back(d.to_string());
+      strategy["devices"] = names;
+    }
+    const strategies::AllReduceConfig all_reduce = config.strategy.all_reduce;
+    MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::parse_strategy_config(strategy.dump(), "--strategy/--devices"));
+    config.strategy.all_reduce = all_reduce;
+    config.devices_given = config.devices_given || f.devices.has_value();
+  }
+  if (f.data) config.training.data = *f.data;
+  if (f.epochs) {
+    config.training.epochs = *f.epochs;
+    config.training.steps = 0;
+  }
+  if (f.steps) config.training.steps = *f.steps;
+  if (f.batch_size) config.training.batch_size = *f.batch_size;
+  if (f.learning_rate) config.training.learning_rate = *f.learning_rate;
+  if (f.seed) config.training.seed = *f.seed;
+  if (f.deterministic) config.training.deterministic = true;
+  if (f.threads) config.training.threads = *f.threads;
+  if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
+  if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
+  if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;
+  MIRRA_RETURN_IF_ERROR(check_run_config(config));
+  return config;
+}
+
+}  // namespace mirra::runner

@@ -1,0 +1,27 @@
+// The flags that override a RunConfig (`mirra train` and `mirra config --print` share them), and the
+// resolution defaults < config file < flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "tools/mirra/run_config.h"
+
+namespace mirra::runner {
+
+struct RunFlags {
+  std::string config_file;
+  std::optional<std::string> strategy, devices, data, checkpoint_dir;
+  std::optional<int64_t> epochs, steps, batch_size, checkpoint_every;
+  std::optional<double> learning_rate;
+  std::optional<uint64_t> seed;
+  std::optional<int> threads, keep_checkpoints;
+  bool deterministic = false;
+};
+
+void add_run_flags(CLI::App& command, RunFlags& flags);
+graph::Expected<RunConfig> resolve_run_config(const RunFlags& flags);
+
+}  // namespace mirra::runner

@@ -1,0 +1,68 @@
+// TraceWriter: complete ("X") events in microseconds, tracks as named threads of one process.
+#include "tools/mirra/trace_writer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace mirra::runner {
+
+TraceWriter::TraceWriter(const graph::Graph& graph, int64_t max_steps) : graph_(graph), max_steps_(max_steps) {}
+
+int TraceWriter::track(const std::string& name) {
+  const auto [it, added] = tracks_.emplace(name, static_cast<int>(tracks_.size()) + 1);
+  if (added) {
+    const int id = it->second;
+    events_ += (events_.empty() ? "" : ",\n") + nlohmann::json({{"ph", "M"}, {"pid", 1}, {"tid", id},
+                                                                {"name", "thread_name"},
+                                                                {"args", {{"name", name}}}})
+                                                     .dump();
+    events_ += ",\n" + nlohmann::json({{"ph", "M"}, {"pid", 1}, {"tid", id}, {"name", "thread_sort_index"},
+                                       {"args", {{"sort_index", id}}}})
+                           .dump();
+  }
+  return it->second;
+}
+
+void TraceWriter::add_event(const std::string& name, const std::string& category, int track_id, int64_t start_ns,
+                            int64_t end_ns, const std::string& args_json) {
+  nlohmann::json event = {{"ph", "X"},
+                          {"pid", 1},
+                          {"tid", track_id},
+                          {"name", name},
+                          {"cat", category},
+                          {"ts", static_cast<double>(start_ns - origin_ns_) / 1e3},
+                          {"dur", static_cast<double>(std::max<int64_t>(end_ns - start_ns, 0)) / 1e3}};
+  if (!args_json.empty()) event["args"] = nlohmann::json::parse(args_json);
+  events_ += (events_.empty() ? "" : ",\n") + event.dump();
+}
+
+void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline) {
+  if (steps_ >= max_steps_) return;
+  ++steps_;
+  if (origin_ns_ < 0) origin_ns_ = step.data_start_ns;
+  const int steps_track = track("steps");
+  const int input_track = track("input pipeline");
+  add_event("wait for batch", "data", input_track, step.data_start_ns, step.step_start_ns);
+  add_event("step " + std::to_string(step.step), "step", steps_track, step.step_start_ns, step.step_end_ns,
+            nlohmann::json({{"epoch", step.epoch}, {"batch", step.batch}, {"examples", step.examples}, {"loss", step.loss}})
+                .dump());
+  for (const runtime::NodeTiming& timing : timeline) {
+    if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
+    const graph::Node& node = graph_.node(timing.node);
+    const std::string device = node.device ? node.device->to_string() : "cpu:0";
+    const bool collective = node.op == "AllReduce" || node.op == "Broadcast" || node.op == "AllGather";
+    add_event(node.name, collective ? "collective" : "kernel", track("device " + device), timing.start_ns, timing.end_ns,
+              nlohmann::json({{"op", node.op}}).dump());
+  }
+}
+
+graph::Status TraceWriter::write(const std::string& path) const {
+  std::ofstream file(path);
+  if (!file) return graph::invalid_argument("cannot write trace file '" + path + "'");
+  file << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" << events_ << "\n]}\n";
+  if (!file) return graph::invalid_argument("cannot write trace file '" + path + "'");
+  return graph::Status();
+}
+
+}  // namespace mirra::runner

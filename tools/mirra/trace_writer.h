@@ -1,0 +1,38 @@
+// A Chrome trace (Trace Event Format JSON; opens in Perfetto and chrome://tracing) of training: one
+// track per device with every kernel it ran (all-reduce buckets among them, category "collective"),
+// an input-pipeline track with the wait for each batch, and a track of whole steps. Records the
+// first `max_steps` steps so that a long run leaves a file of bounded size.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/executor.h"
+#include "runtime/training/trainer.h"
+
+namespace mirra::runner {
+
+class TraceWriter {
+ public:
+  explicit TraceWriter(const graph::Graph& graph, int64_t max_steps = 200);
+
+  // The step's metrics and the session's timeline of that step.
+  void add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline);
+  graph::Status write(const std::string& path) const;
+
+ private:
+  int track(const std::string& name);
+  void add_event(const std::string& name, const std::string& category, int track, int64_t start_ns, int64_t end_ns,
+                 const std::string& args_json = "");
+
+  const graph::Graph& graph_;
+  int64_t max_steps_;
+  int64_t steps_ = 0;
+  int64_t origin_ns_ = -1;
+  std::map<std::string, int> tracks_;
+  std::string events_;
+};
+
+}  // namespace mirra::runner

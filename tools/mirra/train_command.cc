@@ -1,0 +1,274 @@
+// mirra train: model file -> training program -> strategy -> session; restores weights or the newest
+// checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace and a summary.
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "ops/registry.h"
+#include "runtime/data/fashion_mnist.h"
+#include "serialization/checkpoint.h"
+#include "tools/mirra/commands.h"
+#include "tools/mirra/model_program.h"
+#include "tools/mirra/progress.h"
+#include "tools/mirra/trace_writer.h"
+#include "tools/mirra/variables_io.h"
+
+namespace mirra::runner {
+
+namespace {
+
+using serialization::TrainingPosition;
+
+// The position after a step: the next batch of its epoch, or the start of the next epoch.
+TrainingPosition position_after(const runtime::training::StepMetrics& step, uint64_t seed) {
+  const bool epoch_done = step.batch + 1 >= step.batches_in_epoch;
+  return {.step = step.step + 1,
+          .epoch = epoch_done ? step.epoch + 1 : step.epoch,
+          .batch_in_epoch = epoch_done ? 0 : step.batch + 1,
+          .data_seed = seed};
+}
+
+class TrainRun {
+ public:
+  explicit TrainRun(const TrainCommand& command) : command_(command), config_(command.config) {}
+
+  graph::Status run();
+
+ private:
+  graph::Status restore();
+  graph::Status save_checkpoint(const TrainingPosition& position);
+  graph::Status save_model();
+  void on_step(const runtime::training::StepMetrics& step);
+  void print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history);
+
+  const TrainCommand& command_;
+  const RunConfig& config_;
+  serialization::Model model_;
+  ModelProgram program_;
+  strategies::TrainingProgram distributed_;
+  std::unique_ptr<strategies::Strategy> strategy_;
+  std::unique_ptr<runtime::Session> session_;
+  std::unique_ptr<serialization::CheckpointStore> store_;
+  std::unique_ptr<ProgressReporter> progress_;
+  std::unique_ptr<TraceWriter> trace_;
+  std::ofstream metrics_;
+  TrainingPosition start_, last_saved_{.step = -1};
+  std::optional<TrainingPosition> position_;  // after the last step
+  graph::Status step_error_;  // an error inside a step callback, reported after the step
+  int64_t examples_ = 0;
+  double last_loss_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
+
+graph::Status TrainRun::run() {
+  MIRRA_RETURN_IF_ERROR(check_run_config(config_));
+  MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
+  MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, config_.training.learning_rate));
+  MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
+  MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
+  session_ = std::make_unique<runtime::Session>(
+      distributed_.graph, ops::cpu_kernels(),
+      runtime::SessionOptions{.threads = config_.training.threads,
+                              .deterministic = config_.training.deterministic,
+                              .trace = !command_.trace.empty()});
+  const bool terminal = ::isatty(::fileno(stdout)) != 0;
+  if (!command_.json || terminal) {
+    std::printf("training %s with %s (%zu replicas), global batch %lld\n", command_.model.c_str(),
+                strategy_->describe().c_str(), strategy_->config().devices.size(),
+                static_cast<long long>(config_.training.batch_size));
+  }
+  using runtime::data::Split;
+  MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
+                                               config_.training.data, Split::train,
+                                               {.batch_size = config_.training.batch_size, .seed = config_.training.seed}));
+  std::optional<runtime::data::Dataset> test;
+  if (command_.eval) {
+    MIRRA_ASSIGN_OR_RETURN(test, runtime::data::fashion_mnist_dataset(
+                                     config_.training.data, Split::test,
+                                     {.batch_size = std::max<int64_t>(config_.training.batch_size, 500), .shuffle = false}));
+  }
+  MIRRA_RETURN_IF_ERROR(restore());
+  if (!command_.metrics.empty()) {
+    metrics_.open(command_.metrics);
+    if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
+  }
+  if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(distributed_.graph);
+  progress_ = std::make_unique<ProgressReporter>(stdout, terminal && !command_.json, config_.training.steps > 0 ? 0 : config_.training.epochs);
+
+  const int64_t epochs_left = config_.training.steps > 0 ? 0 : config_.training.epochs - start_.epoch;
+  const bool finished = config_.training.steps > 0 ? start_.step >= config_.training.steps : epochs_left <= 0;
+  std::vector<runtime::training::EpochMetrics> history;
+  started_ = std::chrono::steady_clock::now();
+  if (!finished) {
+    runtime::training::Trainer trainer(
+        *session_, distributed_.signature,
+        {.epochs = epochs_left,
+         .first_epoch = start_.epoch,
+         .first_batch = start_.batch_in_epoch,
+         .first_step = start_.step,
+         .max_steps = config_.training.steps,
+         .base_learning_rate = program_.optimizer.learning_rate,
+         .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
+         .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
+    auto fit = trainer.fit(train, test ? &*test : nullptr);
+    MIRRA_RETURN_IF_ERROR(step_error_);
+    MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
+  } else if (!command_.json) {
+    std::printf("nothing to train: the checkpoint is already at the end\n");
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  if (position_ && !(*position_ == last_saved_)) MIRRA_RETURN_IF_ERROR(save_checkpoint(*position_));
+  if (!command_.save.empty()) MIRRA_RETURN_IF_ERROR(save_model());
+  if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(command_.trace));
+  print_summary(seconds, history);
+  return graph::Status();
+}
+
+graph::Status TrainRun::restore() {
+  std::vector<serialization::NamedTensor> initial = model_.weights;
+  for (const auto& state : model_.signature.optimizer.state) initial.push_back(state);
+  MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
+                                        program_.learning_rate_variable));
+  start_ = {.data_seed = config_.training.seed};
+  if (config_.checkpoint.dir.empty()) {
+    if (command_.resume) return graph::invalid_argument("--resume needs a checkpoint directory (--checkpoint-dir)");
+    return graph::Status();
+  }
+  store_ = std::make_unique<serialization::CheckpointStore>(config_.checkpoint.dir, config_.checkpoint.keep);
+  if (!command_.resume) return graph::Status();
+  std::vector<std::string> warnings;
+  auto latest = store_->load_latest(warnings);
+  for (const std::string& w : warnings) std::fprintf(stderr, "mirra: warning: %s\n", w.c_str());
+  MIRRA_RETURN_IF_ERROR(latest.status());
+  if (!*latest) {
+    std::fprintf(stderr, "mirra: no checkpoint in '%s' yet; starting from the model file\n", config_.checkpoint.dir.c_str());
+    return graph::Status();
+  }
+  const serialization::Checkpoint& checkpoint = **latest;
+  MIRRA_RETURN_IF_ERROR(write_variables(*session_, checkpoint.variables, /*require_all=*/true, "the checkpoint",
+                                        program_.learning_rate_variable));
+  start_ = checkpoint.position;
+  start_.data_seed = checkpoint.position.data_seed;
+  if (checkpoint.position.data_seed != config_.training.seed) {
+    std::fprintf(stderr, "mirra: warning: resuming with the checkpoint's shuffle seed %llu, not %llu\n",
+                 static_cast<unsigned long long>(checkpoint.position.data_seed),
+                 static_cast<unsigned long long>(config_.training.seed));
+  }
+  last_saved_ = start_;
+  if (!command_.json) {
+    std::printf("resumed from step %lld (epoch %lld, batch %lld), saved by %s with %d replica%s\n",
+                static_cast<long long>(start_.step), static_cast<long long>(start_.epoch + 1),
+                static_cast<long long>(start_.batch_in_epoch), checkpoint.strategy.c_str(), checkpoint.replicas,
+                checkpoint.replicas == 1 ? "" : "s");
+  }
+  return graph::Status();
+}
+
+void TrainRun::on_step(const runtime::training::StepMetrics& step) {
+  examples_ += step.examples;
+  last_loss_ = step.loss;
+  position_ = position_after(step, start_.data_seed);
+  progress_->on_step(step);
+  if (metrics_.is_open()) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    metrics_ << nlohmann::json({{"step", step.step + 1},
+                                {"epoch", step.epoch + 1},
+                                {"batch", step.batch},
+                                {"examples", step.examples},
+                                {"loss", step.loss},
+                                {"learning_rate", step.learning_rate != 0 ? step.learning_rate : program_.optimizer.learning_rate},
+                                {"examples_per_s", step.examples_per_second},
+                                {"seconds", elapsed}})
+                    .dump()
+             << '\n';
+  }
+  if (trace_) trace_->add_step(step, session_->last_timeline());
+  if (store_ && step_error_.ok()) {
+    const bool epoch_end = position_->batch_in_epoch == 0;
+    const int64_t every = config_.checkpoint.every_steps;
+    if (epoch_end || (every > 0 && position_->step % every == 0)) step_error_ = save_checkpoint(*position_);
+  }
+}
+
+graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
+  if (!store_) return graph::Status();
+  serialization::Checkpoint checkpoint{.position = position,
+                                       .strategy = strategy_->config().strategy,
+                                       .replicas = static_cast<int>(strategy_->config().devices.size())};
+  MIRRA_ASSIGN_OR_RETURN(checkpoint.variables, read_variables(*session_, program_.learning_rate_variable));
+  MIRRA_RETURN_IF_ERROR(store_->save(checkpoint));
+  last_saved_ = position;
+  return graph::Status();
+}
+
+graph::Status TrainRun::save_model() {
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
+                         read_variables(*session_, program_.learning_rate_variable));
+  serialization::Model trained{.graph = model_.graph, .signature = model_.signature, .metadata = model_.metadata};
+  trained.signature.optimizer.state.clear();
+  trained.signature.optimizer.hyper_parameters = ops::optimizer_hyper_parameters(program_.optimizer);
+  for (auto& value : values) {
+    const auto id = trained.graph.find(value.name);
+    if (id && trained.graph.node(*id).op == "Variable") {
+      trained.weights.push_back(std::move(value));
+    } else {
+      trained.signature.optimizer.state.push_back(std::move(value));
+    }
+  }
+  trained.metadata.producer.clear();
+  trained.metadata.created.clear();
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained, command_.save));
+  if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
+  return graph::Status();
+}
+
+void TrainRun::print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history) {
+  const int64_t steps = position_ ? position_->step - start_.step : 0;
+  const std::optional<runtime::training::Evaluation> evaluation =
+      history.empty() ? std::nullopt : history.back().evaluation;
+  if (!command_.json) {
+    std::printf("trained %lld steps (%lld examples) in %.1f s, %.0f examples/s, final loss %.4f", static_cast<long long>(steps),
+                static_cast<long long>(examples_), seconds, seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0,
+                last_loss_);
+    if (evaluation) std::printf(", test accuracy %.4f", evaluation->accuracy);
+    std::printf("\n");
+    return;
+  }
+  nlohmann::json devices = nlohmann::json::array();
+  for (const graph::DeviceId& d : strategy_->config().devices) devices.push_back(d.to_string());
+  nlohmann::json summary = {{"model", command_.model},
+                            {"strategy", strategy_->config().strategy},
+                            {"devices", devices},
+                            {"replicas", strategy_->config().strategy == "one_device" ? 1 : strategy_->config().devices.size()},
+                            {"steps", steps},
+                            {"total_steps", position_ ? position_->step : start_.step},
+                            {"examples", examples_},
+                            {"seconds", seconds},
+                            {"examples_per_s", seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0},
+                            {"final_loss", last_loss_}};
+  if (evaluation) {
+    summary["test_accuracy"] = evaluation->accuracy;
+    summary["test_loss"] = evaluation->mean_loss;
+  }
+  std::printf("%s\n", summary.dump().c_str());
+}
+
+}  // namespace
+
+int report_error(const graph::Status& status) {
+  std::fprintf(stderr, "mirra: error: %s\n", status.message().c_str());
+  return status.code() == graph::StatusCode::internal ? 1 : 2;
+}
+
+int run_train(const TrainCommand& command) {
+  TrainRun run(command);
+  const graph::Status status = run.run();
+  return status.ok() ? 0 : report_error(status);
+}
+
+}  // namespace mirra::runner

@@ -1,0 +1,62 @@
+// Reading and writing a session's variables by replica-free name.
+#include "tools/mirra/variables_io.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "strategies/strategy.h"
+
+namespace mirra::runner {
+
+graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip) {
+  const graph::Graph& g = session.graph();
+  std::vector<std::string> names;
+  std::vector<graph::ValueRef> fetches;
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op != "Variable") continue;
+    int replica = -1;
+    const std::string_view name = strategies::replica_free_name(node.name, &replica);
+    if (replica > 0 || name == skip) continue;
+    names.emplace_back(name);
+    fetches.push_back({node.id, 0});
+  }
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, fetches));
+  std::vector<serialization::NamedTensor> out;
+  for (size_t i = 0; i < names.size(); ++i) out.push_back({names[i], runtime::to_tensor_value(values[i])});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
+                              bool require_all, std::string_view source, std::string_view skip) {
+  std::map<std::string, const serialization::NamedTensor*, std::less<>> by_name;
+  for (const auto& v : values) by_name[v.name] = &v;
+  std::set<std::string, std::less<>> used;
+  for (const graph::Node& node : session.graph().nodes()) {
+    if (node.op != "Variable") continue;
+    int replica = -1;
+    const std::string_view name = strategies::replica_free_name(node.name, &replica);
+    if (name == skip) continue;
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      if (require_all) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");
+      continue;
+    }
+    const graph::TensorValue& value = it->second->value;
+    if (!(value.type == node.outputs[0])) {
+      return graph::invalid_argument(std::string(source) + ": variable '" + std::string(name) + "' is " +
+                                     value.type.to_string() + ", but the model's is " + node.outputs[0].to_string());
+    }
+    session.variables().set(node.name, runtime::from_tensor_value(value));
+    used.insert(it->first);
+  }
+  for (const auto& v : values) {
+    if (!used.contains(v.name) && v.name != skip) {
+      return graph::invalid_argument(std::string(source) + " holds '" + v.name + "', which is no variable of this model");
+    }
+  }
+  return graph::Status();
+}
+
+}  // namespace mirra::runner

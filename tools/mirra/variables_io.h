@@ -1,0 +1,27 @@
+// A session's variables under their replica-free names (strategies::replica_free_name), which is how
+// model files and checkpoints store them: reading takes replica 0's copy (replicas are bitwise
+// equal) or the one host copy; writing sets every copy. So a checkpoint saved under one strategy and
+// replica count restores under any other.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/session.h"
+#include "serialization/tensor_codec.h"
+
+namespace mirra::runner {
+
+// Every variable of the session's graph except `skip`, sorted by name (creating any that no step has
+// touched yet from its initialiser).
+graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session,
+                                                                        std::string_view skip = {});
+
+// Sets each named variable (every replica's copy). A name no Variable has, or a dtype or shape that
+// differs, is an error naming it and `source`; with `require_all`, so is a variable of the graph
+// (other than `skip`) that `values` lacks.
+graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
+                              bool require_all, std::string_view source, std::string_view skip = {});
+
+}  // namespace mirra::runner
