@@ -30,6 +30,7 @@ std::optional<int64_t> step_of(const std::string& filename) {
 
 graph::Expected<AlignedBytes> serialize_checkpoint(const Checkpoint& checkpoint) {
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  fbb.ForceDefaults(true);
   const auto variables = write_tensors(fbb, checkpoint.variables);
   const TrainingPosition& p = checkpoint.position;
   const auto position = fb::CreateTrainingPosition(fbb, p.step, p.epoch, p.batch_in_epoch, p.data_seed);

@@ -60,6 +60,7 @@ graph::Expected<AlignedBytes> serialize_model(const Model& model) {
   MIRRA_ASSIGN_OR_RETURN(const uint32_t labels, node_index(model.signature.labels, "labels"));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  fbb.ForceDefaults(true);  // every field present: explicit files, and readers need no defaults
   // Weights first: the largest blocks sit at the end of the file, each on a 64-byte boundary.
   const auto weights = write_tensors(fbb, model.weights);
   const auto optimizer_state = write_tensors(fbb, model.signature.optimizer.state);

@@ -1,0 +1,318 @@
+// The runner end to end on Fashion-MNIST: resume equals an uninterrupted run (also after SIGKILL while
+// a checkpoint was being written), checkpoints restore across strategies and replica counts, the
+// JSON summary, metrics and trace, and one-line errors with exit code 2 for bad input.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "examples/example_models.h"
+#include "ops/registry.h"
+#include "serialization/checkpoint.h"
+#include "serialization/model_file.h"
+
+extern char** environ;
+
+namespace mirra::runner {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Workspace {
+  fs::path dir;
+  Workspace() : dir(fs::temp_directory_path() / ("mirra_runner_test_" + std::to_string(::getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Workspace() { fs::remove_all(dir); }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+
+const Workspace& workspace() {
+  static const Workspace w;
+  return w;
+}
+
+const std::string& mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "mlp.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
+struct Process {
+  pid_t pid = -1;
+  std::string out, err;
+};
+
+Process spawn(std::vector<std::string> args, const std::string& tag) {
+  Process p{.out = workspace() / (tag + ".out"), .err = workspace() / (tag + ".err")};
+  args.insert(args.begin(), MIRRA_RUNNER);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(posix_spawn(&p.pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return p;
+}
+
+int wait_for(const Process& p) {
+  int status = 0;
+  ::waitpid(p.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run run(std::vector<std::string> args, const std::string& tag) {
+  const Process p = spawn(std::move(args), tag);
+  const int code = wait_for(p);
+  Run r{code, read_text(p.out), read_text(p.err)};
+  if (code != 0) MESSAGE(tag << " exited " << code << ": " << r.err);
+  return r;
+}
+
+std::string last_line(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+// Weights and optimizer state of a saved model, by name.
+std::map<std::string, graph::TensorValue> trained_values(const std::string& path) {
+  auto model = serialization::load_model(path, ops::registry());
+  REQUIRE(model.ok());
+  std::map<std::string, graph::TensorValue> values;
+  for (const auto& w : model->weights) values[w.name] = w.value;
+  for (const auto& s : model->signature.optimizer.state) values[s.name] = s.value;
+  return values;
+}
+
+double max_difference(const std::map<std::string, graph::TensorValue>& a, const std::map<std::string, graph::TensorValue>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (const auto& [name, value] : a) {
+    const auto& other = b.at(name);
+    REQUIRE(value.type == other.type);
+    if (value.type.dtype != graph::DType::f32) continue;
+    const auto x = value.values<float>();
+    const auto y = other.values<float>();
+    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
+  }
+  return worst;
+}
+
+const std::vector<std::string> kDeterministic = {"--deterministic", "--batch-size", "32", "--threads", "2"};
+
+std::vector<std::string> train_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train", mlp_file()};
+  args.insert(args.end(), kDeterministic.begin(), kDeterministic.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("Runner.resume.matches_an_uninterrupted_run") {
+  const std::string ckpt = workspace() / "resume_ckpt";
+  REQUIRE(run(train_args({"--steps", "25", "--save", workspace() / "whole.mirra"}), "whole").code == 0);
+  REQUIRE(run(train_args({"--steps", "9", "--checkpoint-dir", ckpt}), "first_part").code == 0);
+  const Run second = run(train_args({"--steps", "25", "--checkpoint-dir", ckpt, "--resume", "--save", workspace() / "resumed.mirra"}),
+                         "second_part");
+  REQUIRE(second.code == 0);
+  CHECK(second.out.find("resumed from step 9") != std::string::npos);
+  const auto whole = trained_values(workspace() / "whole.mirra");
+  CHECK(whole == trained_values(workspace() / "resumed.mirra"));  // every bit, slots and step counter too
+  CHECK(whole.contains("fc1/w/momentum"));
+  CHECK(whole.at("optimizer/iterations").values<int64_t>()[0] == 25);
+}
+
+TEST_CASE("Runner.resume.across_strategies_and_replica_counts") {
+  const std::string ckpt = workspace() / "cross_ckpt";
+  REQUIRE(run(train_args({"--steps", "6", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--checkpoint-dir", ckpt}),
+              "saved_by_two")
+              .code == 0);
+  std::vector<std::string> warnings;
+  auto saved = serialization::CheckpointStore(ckpt, 3).load_latest(warnings);
+  REQUIRE(saved.ok());
+  REQUIRE(saved->has_value());
+  CHECK((*saved)->replicas == 2);
+  std::map<std::string, graph::TensorValue> checkpoint_values;
+  for (const auto& v : (*saved)->variables) checkpoint_values[v.name] = v.value;
+
+  // Restored onto one device, untouched: the same bits.
+  const std::string one = workspace() / "restored_one.mirra";
+  const std::string ckpt_copy = workspace() / "cross_ckpt_copy";
+  fs::copy(ckpt, ckpt_copy);
+  REQUIRE(run(train_args({"--steps", "6", "--strategy", "one_device", "--checkpoint-dir", ckpt_copy, "--resume", "--save", one}),
+              "restored_one")
+              .code == 0);
+  CHECK(trained_values(one) == checkpoint_values);
+
+  // Continued on three replicas and under CentralStorage: the same training as one device, to float
+  // tolerance (the sums run in other orders).
+  const std::string reference = workspace() / "reference.mirra";
+  REQUIRE(run(train_args({"--steps", "12", "--strategy", "one_device", "--save", reference}), "reference").code == 0);
+  for (const std::vector<std::string>& strategy : {std::vector<std::string>{"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2"},
+                                                   std::vector<std::string>{"--strategy", "central_storage"}}) {
+    CAPTURE(strategy[1]);
+    const std::string dir = workspace() / ("cross_" + strategy[1]);
+    fs::copy(ckpt, dir);
+    const std::string out = workspace() / ("continued_" + strategy[1] + ".mirra");
+    std::vector<std::string> extra = {"--steps", "12", "--checkpoint-dir", dir, "--resume", "--save", out};
+    extra.insert(extra.end(), strategy.begin(), strategy.end());
+    REQUIRE(run(train_args(extra), "continued_" + strategy[1]).code == 0);
+    CHECK(max_difference(trained_values(out), trained_values(reference)) < 1e-5);
+  }
+}
+
+// The first run checkpoints after every step and is killed with SIGKILL while a checkpoint file is
+// being written; the resumed run must end exactly where an uninterrupted one does.
+TEST_CASE("Runner.resume.after_sigkill_while_writing_a_checkpoint") {
+  const std::string ckpt = workspace() / "killed_ckpt";
+  const int64_t steps = 300;
+  const Process victim = spawn(train_args({"--steps", std::to_string(steps), "--checkpoint-dir", ckpt, "--checkpoint-every", "1"}),
+                               "victim");
+  bool killed_mid_write = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!killed_mid_write && std::chrono::steady_clock::now() < deadline) {
+    size_t complete = 0;
+    bool writing = false;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(ckpt, ec)) {
+      const std::string name = entry.path().filename().string();
+      complete += name.ends_with(".mirrackpt") && !name.starts_with(".");
+      writing |= name.find(".tmp-") != std::string::npos;
+    }
+    if (complete >= 2 && writing) {
+      ::kill(victim.pid, SIGKILL);
+      killed_mid_write = true;
+    }
+  }
+  if (!killed_mid_write) ::kill(victim.pid, SIGKILL);
+  CHECK(wait_for(victim) == 128 + SIGKILL);
+  REQUIRE(killed_mid_write);
+
+  const Run resumed = run(train_args({"--steps", std::to_string(steps), "--checkpoint-dir", ckpt, "--resume", "--save",
+                                      workspace() / "after_kill.mirra"}),
+                          "after_kill");
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.out.find("resumed from step") != std::string::npos);
+  REQUIRE(run(train_args({"--steps", std::to_string(steps), "--save", workspace() / "never_killed.mirra"}), "never_killed").code == 0);
+  CHECK(trained_values(workspace() / "after_kill.mirra") == trained_values(workspace() / "never_killed.mirra"));
+}
+
+TEST_CASE("Runner.resume.skips_a_corrupted_newest_checkpoint_with_a_warning") {
+  const std::string ckpt = workspace() / "corrupt_ckpt";
+  REQUIRE(run(train_args({"--steps", "8", "--checkpoint-dir", ckpt, "--checkpoint-every", "4"}), "corrupt_first").code == 0);
+  const auto paths = serialization::CheckpointStore(ckpt, 3).list();
+  REQUIRE(paths.size() == 2);
+  fs::resize_file(paths.back(), fs::file_size(paths.back()) / 3);
+  const Run resumed = run(train_args({"--steps", "8", "--checkpoint-dir", ckpt, "--resume"}), "corrupt_resume");
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.err.find("warning") != std::string::npos);
+  CHECK(resumed.err.find("ckpt-0000000008") != std::string::npos);
+  CHECK(resumed.out.find("resumed from step 4") != std::string::npos);
+}
+
+TEST_CASE("Runner.json_metrics_and_trace") {
+  const std::string metrics = workspace() / "metrics.jsonl";
+  const std::string trace = workspace() / "trace.json";
+  const Run r = run({"train", mlp_file(), "--steps", "5", "--batch-size", "64", "--eval", "--json", "--metrics", metrics,
+                     "--trace", trace},
+                    "json");
+  REQUIRE(r.code == 0);
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  for (const char* key : {"strategy", "devices", "replicas", "steps", "examples", "seconds", "examples_per_s", "final_loss",
+                          "test_accuracy"}) {
+    CHECK_MESSAGE(summary.contains(key), key);
+  }
+  CHECK(summary["strategy"] == "mirrored");
+  CHECK(summary["replicas"] == 2);
+  CHECK(summary["steps"] == 5);
+  CHECK(summary["examples"] == 320);
+  CHECK(summary["test_accuracy"].get<double>() > 0.2);
+
+  std::ifstream lines(metrics);
+  std::string line, last;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    last = line;
+    ++count;
+  }
+  CHECK(count == 5);
+  // The summary's loss is the last step's, digit for digit: numbers keep full precision.
+  CHECK(nlohmann::json::parse(last)["loss"].get<double>() == summary["final_loss"].get<double>());
+
+  std::ifstream trace_file(trace);
+  const auto events = nlohmann::json::parse(trace_file)["traceEvents"];
+  std::set<std::string> tracks, categories;
+  for (const auto& e : events) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") categories.insert(e["cat"].get<std::string>());
+  }
+  for (const char* t : {"device cpu:0", "device cpu:1", "input pipeline", "steps"}) CHECK_MESSAGE(tracks.contains(t), t);
+  for (const char* c : {"kernel", "collective", "data", "step"}) CHECK_MESSAGE(categories.contains(c), c);
+}
+
+TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
+  const std::string bad_config = workspace() / "bad.json";
+  std::ofstream(bad_config) << R"({"strategy": "mirrored", "training": {"epoch": 3}})";
+  const std::string not_a_model = workspace() / "not_a_model.mirra";
+  std::ofstream(not_a_model) << "this is not a model";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"train", workspace() / "missing.mirra"}, "cannot read model file"},
+      {{"train", not_a_model}, "not a mirra model file"},
+      {{"train", mlp_file(), "--config", bad_config}, "unknown key 'training.epoch'"},
+      {{"train", mlp_file(), "--strategy", "parameter_server"}, "'strategy' is 'parameter_server'"},
+      {{"train", mlp_file(), "--devices", "gpu:x"}, "devices[0]"},
+      {{"train", mlp_file(), "--steps", "1", "--data", workspace() / "no_data"}, "no_data"},
+      {{"train", mlp_file(), "--resume"}, "--resume needs a checkpoint directory"},
+      {{"train", mlp_file(), "--batch-size", "0"}, "--batch-size"},
+      {{"eval", not_a_model}, "not a mirra model file"},
+      {{"inspect", mlp_file(), "--strategy", "mirrored", "--devices", "cpu:0,cpu:0"}, "repeats cpu:0"},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.args[1]);
+    CAPTURE(c.message);
+    const Run r = run(c.args, "bad_" + std::to_string(index++));
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);
+  }
+}
+
+}  // namespace mirra::runner
