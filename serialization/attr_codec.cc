@@ -11,6 +11,8 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 flatbuffers::Offset<fb::Attr> write_attr(flatbuffers::FlatBufferBuilder& fbb, const std::string& name,
                                          const graph::AttrValue& value) {
@@ -46,8 +48,9 @@ flatbuffers::Offset<fb::Attr> write_attr(flatbuffers::FlatBufferBuilder& fbb, co
 }
 
 template <class T>
-std::vector<T> read_list(const flatbuffers::Vector<T>* values) {
-  return values == nullptr ? std::vector<T>{} : std::vector<T>(values->begin(), values->end());
+graph::Expected<graph::AttrValue> read_list(const flatbuffers::Vector<T>* values, const std::string& where) {
+  if (!elements_aligned(values)) return graph::invalid_argument(where + ": misaligned list");
+  return graph::AttrValue(values == nullptr ? std::vector<T>{} : std::vector<T>(values->begin(), values->end()));
 }
 
 graph::Expected<graph::AttrValue> read_value(const fb::Attr& attr, const std::string& where) {
@@ -67,8 +70,8 @@ graph::Expected<graph::AttrValue> read_value(const fb::Attr& attr, const std::st
       MIRRA_ASSIGN_OR_RETURN(graph::Shape shape, read_shape(attr.value_as_ShapeAttr()->dims(), true, where));
       return graph::AttrValue(std::move(shape));
     }
-    case fb::AttrValue::IntListAttr: return graph::AttrValue(read_list(attr.value_as_IntListAttr()->values()));
-    case fb::AttrValue::RealListAttr: return graph::AttrValue(read_list(attr.value_as_RealListAttr()->values()));
+    case fb::AttrValue::IntListAttr: return read_list(attr.value_as_IntListAttr()->values(), where);
+    case fb::AttrValue::RealListAttr: return read_list(attr.value_as_RealListAttr()->values(), where);
     case fb::AttrValue::StringListAttr: {
       std::vector<std::string> out;
       if (const auto* values = attr.value_as_StringListAttr()->values()) {

@@ -34,6 +34,7 @@ graph::Expected<graph::Shape> read_shape(const flatbuffers::Vector<int64_t>* dim
                                          std::string_view what) {
   graph::Shape shape;
   if (dims == nullptr) return shape;
+  if (!elements_aligned(dims)) return error(what, "misaligned shape vector");
   if (dims->size() > static_cast<uint32_t>(kMaxRank)) {
     return error(what, "rank " + std::to_string(dims->size()) + " exceeds " + std::to_string(kMaxRank));
   }

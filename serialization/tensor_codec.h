@@ -23,6 +23,13 @@ struct NamedTensor {
 
 uint32_t crc32_of(const std::vector<std::byte>& bytes);
 
+// FlatBuffers' verifier checks a vector's length word but not that 8-byte elements sit on 8-byte
+// boundaries; a crafted file can misalign them, so readers check this before touching the elements.
+template <class T>
+bool elements_aligned(const flatbuffers::Vector<T>* vector) {
+  return vector == nullptr || vector->size() == 0 || reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) == 0;
+}
+
 // `allow_unknown`: -1 dims are allowed (graph shapes); otherwise every dim is >= 0 (tensors).
 graph::Expected<graph::Shape> read_shape(const flatbuffers::Vector<int64_t>* dims, bool allow_unknown,
                                          std::string_view what);

@@ -29,4 +29,27 @@ serialization::Model tiny_model() {
   return model;
 }
 
+serialization::Model tiny_cnn_model() {
+  serialization::Model model;
+  graph::Builder b(model.graph, ops::registry(), /*seed=*/5);
+  auto images = ops::placeholder(b, "images", graph::DType::f32, {-1, 4, 4, 1});
+  auto filter = ops::variable(b, "conv/filter", {3, 3, 1, 2}, ops::Initializer::he_uniform());
+  auto x = ops::max_pool(b, ops::relu(b, ops::conv2d(b, images, filter)));
+  x = ops::reshape(b, x, {-1, 8});
+  auto w = ops::variable(b, "dense/w", {8, 3}, ops::Initializer::glorot_uniform());
+  auto objective = ops::classifier_objective(b, ops::matmul(b, x, w));
+  MIRRA_CHECK(b.status().ok(), b.status().message());
+  const ops::Optimizer optimizer = ops::Optimizer::adam(0.01);
+  model.signature = {.features = "images",
+                     .labels = "labels",
+                     .loss = objective.loss,
+                     .metrics = {{"correct", objective.correct}},
+                     .optimizer = {.kind = optimizer.kind,
+                                   .hyper_parameters = ops::optimizer_hyper_parameters(optimizer),
+                                   .state = {{"optimizer/iterations",
+                                              graph::TensorValue::from<int64_t>(graph::Shape{}, std::vector<int64_t>{7})}}}};
+  model.metadata = {.producer = "mirra tests", .created = "2026-01-01T00:00:00Z", .description = "tiny cnn"};
+  return model;
+}
+
 }  // namespace mirra::testing

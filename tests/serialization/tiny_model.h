@@ -1,4 +1,4 @@
-// A model small enough to corrupt at every byte: images f32[?,2,2,1] -> reshape -> dense 4x3 (+ a
+// Models small enough to corrupt at every byte: images f32[?,2,2,1] -> reshape -> dense 4x3 (+ a
 // constant scale) -> softmax cross-entropy, momentum optimizer, stored weights. The fuzzers' seed
 // corpus and the malformed-file tests start from it.
 #pragma once
@@ -8,5 +8,8 @@
 namespace mirra::testing {
 
 serialization::Model tiny_model();
+// images f32[?,4,4,1] -> conv 3x3x1x2 SAME -> relu -> max-pool 2x2 -> dense 8x3 -> loss; Adam with
+// optimizer state. Covers string, list, shape and tensor attributes.
+serialization::Model tiny_cnn_model();
 
 }  // namespace mirra::testing

@@ -229,8 +229,8 @@ graph::Status TrainRun::save_model() {
 
 void TrainRun::print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history) {
   const int64_t steps = position_ ? position_->step - start_.step : 0;
-  const std::optional<runtime::training::Evaluation> evaluation =
-      history.empty() ? std::nullopt : history.back().evaluation;
+  const runtime::training::Evaluation* evaluation =
+      history.empty() || !history.back().evaluation ? nullptr : &*history.back().evaluation;
   if (!command_.json) {
     std::printf("trained %lld steps (%lld examples) in %.1f s, %.0f examples/s, final loss %.4f", static_cast<long long>(steps),
                 static_cast<long long>(examples_), seconds, seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0,
