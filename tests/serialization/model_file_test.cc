@@ -72,6 +72,28 @@ TEST_CASE("ModelFile.round_trip.is_exact") {
   }
 }
 
+TEST_CASE("ModelFile.round_trip.every_attribute_kind") {
+  const Model model = testing::tiny_cnn_model();  // strings, int lists, shapes, a tensor, optimizer state
+  auto loaded = parse_model(bytes_of(model), ops::registry());
+  REQUIRE(loaded.ok());
+  require_same(model, *loaded);
+  graph::AttrMap all = {{"i", int64_t{-3}},
+                        {"r", 0.1},
+                        {"b", true},
+                        {"s", std::string("SAME")},
+                        {"d", graph::DType::u8},
+                        {"shape", graph::Shape{-1, 7}},
+                        {"il", std::vector<int64_t>{1, -2}},
+                        {"rl", std::vector<double>{0.5, -1e300}},
+                        {"sl", std::vector<std::string>{"a", ""}},
+                        {"t", graph::TensorValue::from<double>(graph::Shape{2}, std::vector<double>{1, 2})}};
+  Model with_attrs = testing::tiny_model();
+  with_attrs.signature.optimizer.hyper_parameters = all;  // the one place that takes any attribute
+  auto back = parse_model(bytes_of(with_attrs), ops::registry());
+  REQUIRE(back.ok());
+  CHECK(back->signature.optimizer.hyper_parameters == all);
+}
+
 TEST_CASE("ModelFile.round_trip.through_a_file") {
   Model model = testing::tiny_model();
   model.signature.optimizer.state = {{"dense/w/momentum", graph::TensorValue::from<float>(graph::Shape{2}, std::vector<float>{1.5f, -2})},
