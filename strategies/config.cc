@@ -1,6 +1,8 @@
 // StrategyConfig parsing: strict keys and types, errors naming the key and the source.
 #include "strategies/config.h"
 
+#include "strategies/config_json.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -12,32 +14,13 @@ namespace {
 
 using nlohmann::json;
 
-graph::Status key_error(std::string_view source, std::string_view key, const std::string& what) {
-  return graph::invalid_argument(std::string(source) + ": '" + std::string(key) + "' " + what);
-}
-
-graph::Status check_keys(const json& object, std::initializer_list<std::string_view> known, std::string_view source,
-                         std::string_view prefix) {
-  for (const auto& [key, value] : object.items()) {
-    bool found = false;
-    for (std::string_view k : known) found |= k == key;
-    if (!found) {
-      std::string keys;
-      for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
-      return graph::invalid_argument(std::string(source) + ": unknown key '" + std::string(prefix) + key +
-                                     "' (known: " + keys + ")");
-    }
-  }
-  return graph::Status();
-}
-
 graph::Expected<double> positive_mb(const json& object, const char* key, const char* path, std::string_view source,
                                     double fallback) {
   if (!object.contains(key)) return fallback;
   const json& value = object.at(key);
-  if (!value.is_number()) return key_error(source, path, "must be a number of MiB");
+  if (!value.is_number()) return config_key_error(source, path, "must be a number of MiB");
   const double mb = value.get<double>();
-  if (!(mb > 0 && mb <= 65536)) return key_error(source, path, "must be in (0, 65536] MiB");
+  if (!(mb > 0 && mb <= 65536)) return config_key_error(source, path, "must be in (0, 65536] MiB");
   return mb;
 }
 
@@ -56,43 +39,43 @@ graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text
     return graph::invalid_argument(std::string(source) + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
-  MIRRA_RETURN_IF_ERROR(check_keys(root, {"strategy", "devices", "all_reduce"}, source, ""));
+  MIRRA_RETURN_IF_ERROR(check_config_keys(root, {"strategy", "devices", "all_reduce"}, source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
-    if (!root["strategy"].is_string()) return key_error(source, "strategy", "must be a string");
+    if (!root["strategy"].is_string()) return config_key_error(source, "strategy", "must be a string");
     config.strategy = root["strategy"].get<std::string>();
   }
   if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage") {
-    return key_error(source, "strategy", "is '" + config.strategy + "', not one of one_device, mirrored, central_storage");
+    return config_key_error(source, "strategy", "is '" + config.strategy + "', not one of one_device, mirrored, central_storage");
   }
   if (root.contains("devices")) {
     const json& devices = root["devices"];
-    if (!devices.is_array() || devices.empty()) return key_error(source, "devices", "must be a non-empty list like [\"cpu:0\"]");
+    if (!devices.is_array() || devices.empty()) return config_key_error(source, "devices", "must be a non-empty list like [\"cpu:0\"]");
     for (size_t i = 0; i < devices.size(); ++i) {
       const std::string path = "devices[" + std::to_string(i) + "]";
-      if (!devices[i].is_string()) return key_error(source, path, "must be a device name like \"cpu:0\"");
+      if (!devices[i].is_string()) return config_key_error(source, path, "must be a device name like \"cpu:0\"");
       auto device = graph::DeviceId::parse(devices[i].get<std::string>());
-      if (!device.ok()) return key_error(source, path, device.status().message());
+      if (!device.ok()) return config_key_error(source, path, device.status().message());
       for (const graph::DeviceId& seen : config.devices) {
-        if (seen == *device) return key_error(source, path, "repeats " + device->to_string());
+        if (seen == *device) return config_key_error(source, path, "repeats " + device->to_string());
       }
       config.devices.push_back(*device);
     }
     if (config.strategy == "one_device" && config.devices.size() != 1) {
-      return key_error(source, "devices", "must name exactly one device for one_device");
+      return config_key_error(source, "devices", "must name exactly one device for one_device");
     }
   } else {
     config.devices = default_devices(config.strategy);
   }
   if (root.contains("all_reduce")) {
     const json& all_reduce = root["all_reduce"];
-    if (!all_reduce.is_object()) return key_error(source, "all_reduce", "must be an object");
-    MIRRA_RETURN_IF_ERROR(check_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb"}, source, "all_reduce."));
+    if (!all_reduce.is_object()) return config_key_error(source, "all_reduce", "must be an object");
+    MIRRA_RETURN_IF_ERROR(check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb"}, source, "all_reduce."));
     if (all_reduce.contains("implementation")) {
-      if (!all_reduce["implementation"].is_string()) return key_error(source, "all_reduce.implementation", "must be a string");
+      if (!all_reduce["implementation"].is_string()) return config_key_error(source, "all_reduce.implementation", "must be a string");
       config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
       if (config.all_reduce.implementation != "auto" && config.all_reduce.implementation != "in_process") {
-        return key_error(source, "all_reduce.implementation",
+        return config_key_error(source, "all_reduce.implementation",
                          "is '" + config.all_reduce.implementation + "', not one of auto, in_process");
       }
     }
@@ -104,12 +87,36 @@ graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text
   return config;
 }
 
-graph::Expected<StrategyConfig> load_strategy_config(const std::string& path) {
+graph::Status config_key_error(std::string_view source, std::string_view key, const std::string& what) {
+  return graph::invalid_argument(std::string(source) + ": '" + std::string(key) + "' " + what);
+}
+
+graph::Status check_config_keys(const json& object, std::initializer_list<std::string_view> known,
+                                std::string_view source, std::string_view prefix) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool found = false;
+    for (std::string_view k : known) found |= k == it.key();
+    if (!found) {
+      std::string keys;
+      for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      return graph::invalid_argument(std::string(source) + ": unknown key '" + std::string(prefix) + it.key() +
+                                     "' (known: " + keys + ")");
+    }
+  }
+  return graph::Status();
+}
+
+graph::Expected<std::string> read_config_file(const std::string& path, std::string_view what) {
   std::ifstream file(path);
-  if (!file) return graph::invalid_argument("cannot read strategy config '" + path + "'");
+  if (!file) return graph::invalid_argument("cannot read " + std::string(what) + " '" + path + "'");
   std::stringstream text;
   text << file.rdbuf();
-  return parse_strategy_config(text.str(), path);
+  return text.str();
+}
+
+graph::Expected<StrategyConfig> load_strategy_config(const std::string& path) {
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, read_config_file(path, "strategy config"));
+  return parse_strategy_config(text, path);
 }
 
 }  // namespace mirra::strategies

@@ -3,10 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "runtime/data/fashion_mnist.h"
+#include "strategies/config_json.h"
 
 namespace mirra::runner {
 
@@ -14,34 +12,16 @@ namespace {
 
 using nlohmann::json;
 
-graph::Status key_error(std::string_view source, const std::string& key, const std::string& what) {
-  return graph::invalid_argument(std::string(source) + ": '" + key + "' " + what);
-}
-
-graph::Status check_keys(const json& object, std::initializer_list<std::string_view> known, std::string_view source,
-                         const std::string& prefix) {
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    bool found = false;
-    for (std::string_view k : known) found |= k == it.key();
-    if (!found) {
-      std::string keys;
-      for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
-      return graph::invalid_argument(std::string(source) + ": unknown key '" + prefix + it.key() + "' (known: " + keys + ")");
-    }
-  }
-  return graph::Status();
-}
-
 // Reads object[key] into `out` when present: an integer within [low, high].
 template <class T>
 graph::Status read_integer(const json& object, const char* key, const std::string& path, std::string_view source,
                            int64_t low, int64_t high, T& out) {
   if (!object.contains(key)) return graph::Status();
   const json& value = object.at(key);
-  if (!value.is_number_integer()) return key_error(source, path, "must be an integer");
+  if (!value.is_number_integer()) return strategies::config_key_error(source, path, "must be an integer");
   if (value.is_number_unsigned() ? value.get<uint64_t>() > static_cast<uint64_t>(high)
                                  : (value.get<int64_t>() < low || value.get<int64_t>() > high)) {
-    return key_error(source, path, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
+    return strategies::config_key_error(source, path, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
   }
   out = static_cast<T>(value.get<int64_t>());
   return graph::Status();
@@ -50,14 +30,14 @@ graph::Status read_integer(const json& object, const char* key, const std::strin
 graph::Status read_string(const json& object, const char* key, const std::string& path, std::string_view source,
                           std::string& out) {
   if (!object.contains(key)) return graph::Status();
-  if (!object.at(key).is_string()) return key_error(source, path, "must be a string");
+  if (!object.at(key).is_string()) return strategies::config_key_error(source, path, "must be a string");
   out = object.at(key).get<std::string>();
   return graph::Status();
 }
 
 graph::Status read_training(const json& t, std::string_view source, TrainingConfig& out) {
-  if (!t.is_object()) return key_error(source, "training", "must be an object");
-  MIRRA_RETURN_IF_ERROR(check_keys(
+  if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "learning_rate", "seed", "deterministic", "threads"}, source, "training."));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "epochs", "training.epochs", source, 0, 1'000'000, out.epochs));
@@ -68,20 +48,20 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   if (t.contains("learning_rate")) {
     const json& lr = t.at("learning_rate");
     if (!lr.is_number() || !(lr.get<double>() > 0) || !(lr.get<double>() < 1e6)) {
-      return key_error(source, "training.learning_rate", "must be a number in (0, 1e6)");
+      return strategies::config_key_error(source, "training.learning_rate", "must be a number in (0, 1e6)");
     }
     out.learning_rate = lr.get<double>();
   }
   if (t.contains("deterministic")) {
-    if (!t.at("deterministic").is_boolean()) return key_error(source, "training.deterministic", "must be true or false");
+    if (!t.at("deterministic").is_boolean()) return strategies::config_key_error(source, "training.deterministic", "must be true or false");
     out.deterministic = t.at("deterministic").get<bool>();
   }
   return graph::Status();
 }
 
 graph::Status read_checkpoint(const json& c, std::string_view source, CheckpointConfig& out) {
-  if (!c.is_object()) return key_error(source, "checkpoint", "must be an object");
-  MIRRA_RETURN_IF_ERROR(check_keys(c, {"dir", "keep", "every_steps"}, source, "checkpoint."));
+  if (!c.is_object()) return strategies::config_key_error(source, "checkpoint", "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(c, {"dir", "keep", "every_steps"}, source, "checkpoint."));
   MIRRA_RETURN_IF_ERROR(read_string(c, "dir", "checkpoint.dir", source, out.dir));
   MIRRA_RETURN_IF_ERROR(read_integer(c, "keep", "checkpoint.keep", source, 1, 1000, out.keep));
   return read_integer(c, "every_steps", "checkpoint.every_steps", source, 0, int64_t{1} << 40, out.every_steps);
@@ -106,7 +86,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
   RunConfig config = default_run_config();
   MIRRA_RETURN_IF_ERROR(
-      check_keys(root, {"strategy", "devices", "all_reduce", "training", "checkpoint"}, source, ""));
+      strategies::check_config_keys(root, {"strategy", "devices", "all_reduce", "training", "checkpoint"}, source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   if (root.contains("checkpoint")) MIRRA_RETURN_IF_ERROR(read_checkpoint(root["checkpoint"], source, config.checkpoint));
   config.devices_given = root.contains("devices");
@@ -117,11 +97,8 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
 }
 
 graph::Expected<RunConfig> load_run_config(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return graph::invalid_argument("cannot read config file '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  return parse_run_config(text.str(), path);
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, strategies::read_config_file(path, "config file"));
+  return parse_run_config(text, path);
 }
 
 std::string run_config_json(const RunConfig& c) {
