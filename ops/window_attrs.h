@@ -1,4 +1,4 @@
-// Schema checks shared by the windowed ops: 2-element positive int lists, padding and data_format
+// Schema checks shared by the windowed ops: 2-element bounded positive int lists, padding and data_format
 // strings, and the inferred output shape.
 #pragma once
 
@@ -9,10 +9,12 @@
 
 namespace mirra::ops {
 
+// Bounded so that window arithmetic ((window - 1) * dilation + 1, ...) cannot overflow.
 inline Status check_pair(const InferContext& ctx, const char* name) {
+  constexpr int64_t kMax = int64_t{1} << 31;
   const auto& values = ctx.attr<std::vector<int64_t>>(name);
-  if (values.size() != 2 || values[0] < 1 || values[1] < 1) {
-    return ctx.error(std::string(name) + " must be two positive integers [height, width]");
+  if (values.size() != 2 || values[0] < 1 || values[1] < 1 || values[0] > kMax || values[1] > kMax) {
+    return ctx.error(std::string(name) + " must be two integers in [1, 2^31] [height, width]");
   }
   return Status();
 }

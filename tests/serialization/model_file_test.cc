@@ -308,4 +308,44 @@ TEST_CASE("ModelFile.malformed.graph_semantics") {
   }
 }
 
+// Attribute values out of their op's range are rejected by the op's schema, node by node.
+TEST_CASE("ModelFile.malformed.attribute_ranges") {
+  struct Case {
+    const char* op;
+    const char* attr;
+    graph::AttrValue value;
+  };
+  const Case cases[] = {
+      {"Conv2D", "strides", std::vector<int64_t>{0, 1}},
+      {"Conv2D", "strides", std::vector<int64_t>{1}},
+      {"Conv2D", "dilations", std::vector<int64_t>{-1, 1}},
+      {"Conv2D", "padding", std::string("FULL")},
+      {"Conv2D", "data_format", std::string("WHCN")},
+      {"MaxPool", "ksize", std::vector<int64_t>{0, 2}},
+      {"MaxPool", "strides", std::vector<int64_t>{2, -2}},
+      {"MaxPool", "ksize", std::vector<int64_t>{int64_t{1} << 40, 2}},
+      {"Reshape", "shape", std::vector<int64_t>{-2, 8}},
+      {"Reshape", "shape", std::vector<int64_t>{-1, -1}},
+      {"Reshape", "shape", std::vector<int64_t>{int64_t{1} << 62, 4, 4}},
+      {"ArgMax", "axis", int64_t{7}},
+      {"ArgMax", "axis", int64_t{-9}},
+      {"Cast", "dtype", graph::DType::boolean},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.op);
+    CAPTURE(c.attr);
+    CAPTURE(graph::attr_to_string(c.value));
+    Model model = testing::tiny_cnn_model();
+    graph::NodeId target = graph::kInvalidNode;
+    for (const graph::Node& node : model.graph.nodes()) {
+      if (node.op == c.op) target = node.id;
+    }
+    REQUIRE(target != graph::kInvalidNode);
+    model.graph.mutable_node(target).attrs.set(c.attr, c.value);
+    const graph::Status status = parse_status(bytes_of(model));
+    CHECK_FALSE(status.ok());
+    CHECK(status.code() == graph::StatusCode::invalid_argument);
+  }
+}
+
 }  // namespace mirra::serialization

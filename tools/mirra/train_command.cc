@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -31,6 +32,40 @@ TrainingPosition position_after(const runtime::training::StepMetrics& step, uint
           .epoch = epoch_done ? step.epoch + 1 : step.epoch,
           .batch_in_epoch = epoch_done ? 0 : step.batch + 1,
           .data_seed = seed};
+}
+
+// Problems that would otherwise surface only after training: unusable output paths, a model whose
+// inputs do not take the data set's batches.
+graph::Status check_before_training(const TrainCommand& command, const strategies::TrainingProgram& program,
+                                    int64_t batch_size) {
+  for (const std::string& path : {command.save, command.metrics, command.trace}) {
+    if (path.empty()) continue;
+    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+    if (::access(parent.c_str(), W_OK) != 0) {
+      return graph::invalid_argument("cannot write '" + path + "': directory '" + parent.string() + "' is not writable");
+    }
+  }
+  const std::string& dir = command.config.checkpoint.dir;
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::create_directories(dir, ec) && ec) {
+    return graph::invalid_argument("cannot create checkpoint directory '" + dir + "': " + ec.message());
+  }
+  const graph::Graph& g = program.graph;
+  const auto features = g.find(program.signature.features);
+  const auto labels = g.find(program.signature.labels);
+  const int64_t images[] = {batch_size, 28, 28, 1};
+  const int64_t label_shape[] = {batch_size};
+  if (!features || g.node(*features).outputs[0].dtype != graph::DType::f32 ||
+      !g.node(*features).outputs[0].shape.accepts(images)) {
+    return graph::invalid_argument("the model's features '" + program.signature.features + "' take " +
+                                   (features ? g.node(*features).outputs[0].to_string() : std::string("nothing")) +
+                                   ", but Fashion-MNIST batches are f32[" + std::to_string(batch_size) + ",28,28,1]");
+  }
+  if (!labels || g.node(*labels).outputs[0].dtype != graph::DType::i64 ||
+      !g.node(*labels).outputs[0].shape.accepts(label_shape)) {
+    return graph::invalid_argument("the model's labels '" + program.signature.labels + "' must take i64[batch]");
+  }
+  return graph::Status();
 }
 
 class TrainRun {
@@ -69,6 +104,7 @@ graph::Status TrainRun::run() {
   MIRRA_RETURN_IF_ERROR(check_run_config(config_));
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
   MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, config_.training.learning_rate));
+  MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
   session_ = std::make_unique<runtime::Session>(
