@@ -6,6 +6,7 @@
 
 #include "bench/all_reduce_bandwidth.h"
 #include "bench/executor_overhead.h"
+#include "bench/file_io.h"
 #include "bench/time_to_accuracy.h"
 #include "bench/training_throughput.h"
 
@@ -16,10 +17,12 @@ struct BenchCommands {
   CLI::App* training = nullptr;
   CLI::App* accuracy = nullptr;
   CLI::App* all_reduce = nullptr;
+  CLI::App* files = nullptr;
   bench::ExecutorOverheadOptions executor_options;
   bench::TrainingThroughputOptions training_options;
   bench::TimeToAccuracyOptions accuracy_options;
   bench::AllReduceBandwidthOptions all_reduce_options;
+  bench::FileIoOptions files_options;
 };
 
 // Adds `bench` and its subcommands to `app`; `commands` must outlive parsing.
