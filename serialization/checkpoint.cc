@@ -33,7 +33,7 @@ graph::Expected<AlignedBytes> serialize_checkpoint(const Checkpoint& checkpoint)
   fbb.ForceDefaults(true);
   const auto variables = write_tensors(fbb, checkpoint.variables);
   const TrainingPosition& p = checkpoint.position;
-  const auto position = fb::CreateTrainingPosition(fbb, p.step, p.epoch, p.batch_in_epoch, p.data_seed);
+  const auto position = fb::CreateTrainingPosition(fbb, p.step, p.epoch, p.batch_in_epoch, p.data_seed, p.batch_size);
   fb::FinishCheckpointBuffer(
       fbb, fb::CreateCheckpoint(fbb, kFormatVersion, position, variables, fbb.CreateString(checkpoint.strategy),
                                 checkpoint.replicas,
@@ -59,8 +59,10 @@ graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std
   }
   Checkpoint out;
   const fb::TrainingPosition& p = *in.position();
-  out.position = {p.step(), p.epoch(), p.batch_in_epoch(), p.data_seed()};
-  if (p.step() < 0 || p.epoch() < 0 || p.batch_in_epoch() < 0) return error("negative training position");
+  out.position = {p.step(), p.epoch(), p.batch_in_epoch(), p.data_seed(), p.batch_size()};
+  if (p.step() < 0 || p.epoch() < 0 || p.batch_in_epoch() < 0 || p.batch_size() < 0) {
+    return error("negative training position");
+  }
   MIRRA_ASSIGN_OR_RETURN(out.variables, read_tensors(in.variables(), std::string(source) + ": variables"));
   out.strategy = in.strategy() ? in.strategy()->str() : "";
   out.replicas = in.replicas();

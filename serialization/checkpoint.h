@@ -25,6 +25,7 @@ struct TrainingPosition {
   int64_t epoch = 0;           // epoch of the next step
   int64_t batch_in_epoch = 0;  // batch of that epoch the next step trains on
   uint64_t data_seed = 0;
+  int64_t batch_size = 0;      // the global batch the position counts in
   friend bool operator==(const TrainingPosition&, const TrainingPosition&) = default;
 };
 

@@ -243,6 +243,19 @@ TEST_CASE("Runner.resume.skips_a_corrupted_newest_checkpoint_with_a_warning") {
   CHECK(resumed.out.find("resumed from step 4") != std::string::npos);
 }
 
+TEST_CASE("Runner.resume.with_another_batch_size_continues_at_the_same_example") {
+  const std::string ckpt = workspace() / "batch_ckpt";
+  REQUIRE(run(train_args({"--steps", "6", "--checkpoint-dir", ckpt}), "batch_first").code == 0);
+  const Run resumed = run({"train", mlp_file(), "--steps", "8", "--batch-size", "64", "--checkpoint-dir", ckpt, "--resume", "--json"},
+                          "batch_resume");
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.err.find("counts batches of 32; continuing with 64 from example 192") != std::string::npos);
+  const auto summary = nlohmann::json::parse(last_line(resumed.out));
+  CHECK(summary["steps"] == 2);
+  CHECK(summary["total_steps"] == 8);
+  CHECK(summary["examples"] == 128);
+}
+
 TEST_CASE("Runner.json_metrics_and_trace") {
   const std::string metrics = workspace() / "metrics.jsonl";
   const std::string trace = workspace() / "trace.json";

@@ -26,12 +26,13 @@ namespace {
 using serialization::TrainingPosition;
 
 // The position after a step: the next batch of its epoch, or the start of the next epoch.
-TrainingPosition position_after(const runtime::training::StepMetrics& step, uint64_t seed) {
+TrainingPosition position_after(const runtime::training::StepMetrics& step, const TrainingPosition& start) {
   const bool epoch_done = step.batch + 1 >= step.batches_in_epoch;
   return {.step = step.step + 1,
           .epoch = epoch_done ? step.epoch + 1 : step.epoch,
           .batch_in_epoch = epoch_done ? 0 : step.batch + 1,
-          .data_seed = seed};
+          .data_seed = start.data_seed,
+          .batch_size = start.batch_size};
 }
 
 // Problems that would otherwise surface only after training: unusable output paths, a model whose
@@ -118,17 +119,17 @@ graph::Status TrainRun::run() {
                 strategy_->describe().c_str(), strategy_->config().devices.size(),
                 static_cast<long long>(config_.training.batch_size));
   }
+  MIRRA_RETURN_IF_ERROR(restore());
   using runtime::data::Split;
   MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
                                                config_.training.data, Split::train,
-                                               {.batch_size = config_.training.batch_size, .seed = config_.training.seed}));
+                                               {.batch_size = config_.training.batch_size, .seed = start_.data_seed}));
   std::optional<runtime::data::Dataset> test;
   if (command_.eval) {
     MIRRA_ASSIGN_OR_RETURN(test, runtime::data::fashion_mnist_dataset(
                                      config_.training.data, Split::test,
                                      {.batch_size = std::max<int64_t>(config_.training.batch_size, 500), .shuffle = false}));
   }
-  MIRRA_RETURN_IF_ERROR(restore());
   if (!command_.metrics.empty()) {
     metrics_.open(command_.metrics);
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
@@ -170,7 +171,7 @@ graph::Status TrainRun::restore() {
   for (const auto& state : model_.signature.optimizer.state) initial.push_back(state);
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
                                         program_.learning_rate_variable));
-  start_ = {.data_seed = config_.training.seed};
+  start_ = {.data_seed = config_.training.seed, .batch_size = config_.training.batch_size};
   if (config_.checkpoint.dir.empty()) {
     if (command_.resume) return graph::invalid_argument("--resume needs a checkpoint directory (--checkpoint-dir)");
     return graph::Status();
@@ -189,13 +190,21 @@ graph::Status TrainRun::restore() {
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, checkpoint.variables, /*require_all=*/true, "the checkpoint",
                                         program_.learning_rate_variable));
   start_ = checkpoint.position;
-  start_.data_seed = checkpoint.position.data_seed;
-  if (checkpoint.position.data_seed != config_.training.seed) {
-    std::fprintf(stderr, "mirra: warning: resuming with the checkpoint's shuffle seed %llu, not %llu\n",
-                 static_cast<unsigned long long>(checkpoint.position.data_seed),
-                 static_cast<unsigned long long>(config_.training.seed));
-  }
   last_saved_ = start_;
+  if (start_.data_seed != config_.training.seed) {
+    std::fprintf(stderr, "mirra: warning: resuming with the checkpoint's shuffle seed %llu, not %llu\n",
+                 static_cast<unsigned long long>(start_.data_seed), static_cast<unsigned long long>(config_.training.seed));
+  }
+  const int64_t batch = config_.training.batch_size;
+  if (start_.batch_size != batch) {
+    // The same place in the epoch's example order, counted in the new batches (a partial batch's
+    // examples are seen again).
+    const int64_t examples_done = start_.batch_in_epoch * start_.batch_size;
+    std::fprintf(stderr, "mirra: warning: the checkpoint counts batches of %lld; continuing with %lld from example %lld of the epoch\n",
+                 static_cast<long long>(start_.batch_size), static_cast<long long>(batch), static_cast<long long>(examples_done));
+    start_.batch_in_epoch = examples_done / batch;
+    start_.batch_size = batch;
+  }
   if (!command_.json) {
     std::printf("resumed from step %lld (epoch %lld, batch %lld), saved by %s with %d replica%s\n",
                 static_cast<long long>(start_.step), static_cast<long long>(start_.epoch + 1),
@@ -208,7 +217,7 @@ graph::Status TrainRun::restore() {
 void TrainRun::on_step(const runtime::training::StepMetrics& step) {
   examples_ += step.examples;
   last_loss_ = step.loss;
-  position_ = position_after(step, start_.data_seed);
+  position_ = position_after(step, start_);
   progress_->on_step(step);
   if (metrics_.is_open()) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
