@@ -85,8 +85,9 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
   const graph::NodeId targets[] = {graph_.train};
   const int64_t epochs = options_.epochs > 0 ? options_.epochs : std::numeric_limits<int64_t>::max() / 2;
   std::vector<EpochMetrics> history;
+  bool stopped = false;
   for (int64_t epoch = options_.first_epoch; epoch - options_.first_epoch < epochs; ++epoch) {
-    if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
+    if (stopped || (options_.max_steps > 0 && step_ >= options_.max_steps)) break;
     EpochMetrics metrics{.epoch = epoch};
     Totals totals;
     const auto epoch_start = Clock::now();
@@ -120,13 +121,17 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .step_end_ns = nanoseconds(step_end)});
       }
       ++step_;
+      if (options_.should_stop && options_.should_stop()) {
+        stopped = true;
+        break;
+      }
     }
     metrics.seconds = seconds_since(epoch_start);
     metrics.examples = totals.examples;
     metrics.mean_loss = totals.mean_loss();
     metrics.accuracy = totals.accuracy();
     if (metrics.examples > 0) metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
-    if (test != nullptr) {
+    if (test != nullptr && !stopped) {
       MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
     }
     if (options_.on_epoch) options_.on_epoch(metrics);

@@ -73,6 +73,8 @@ struct TrainerOptions {
   // The rate the schedule scales; unset: the learning-rate variable's value before training.
   std::optional<double> base_learning_rate;
   std::function<void(const StepMetrics&)> on_step;
+  // Checked after every step: true stops training there (fit returns what it has so far).
+  std::function<bool()> should_stop;
   std::function<void(const EpochMetrics&)> on_epoch;
 };
 

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -228,6 +229,33 @@ TEST_CASE("Runner.resume.after_sigkill_while_writing_a_checkpoint") {
   CHECK(resumed.out.find("resumed from step") != std::string::npos);
   REQUIRE(run(train_args({"--steps", std::to_string(steps), "--save", workspace() / "never_killed.mirra"}), "never_killed").code == 0);
   CHECK(trained_values(workspace() / "after_kill.mirra") == trained_values(workspace() / "never_killed.mirra"));
+}
+
+// SIGTERM (or Ctrl-C's SIGINT) ends training after the current step with a checkpoint of that step.
+TEST_CASE("Runner.sigterm_checkpoints_the_last_step_and_exits_143") {
+  const std::string ckpt = workspace() / "sigterm_ckpt";
+  const Process p = spawn(train_args({"--steps", "1000000", "--checkpoint-dir", ckpt, "--checkpoint-every", "50"}), "sigterm");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (serialization::CheckpointStore(ckpt, 3).list().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::kill(p.pid, SIGTERM);
+  CHECK(wait_for(p) == 128 + SIGTERM);
+  const std::string err = read_text(p.err);
+  const size_t at = err.find("interrupted after step ");
+  REQUIRE(at != std::string::npos);
+  const int64_t interrupted_step = std::stoll(err.substr(at + std::strlen("interrupted after step ")));
+  std::vector<std::string> warnings;
+  auto latest = serialization::CheckpointStore(ckpt, 3).load_latest(warnings);
+  REQUIRE(latest.ok());
+  REQUIRE(latest->has_value());
+  CHECK((*latest)->position.step == interrupted_step);  // the interrupted step's own checkpoint
+  const Run resumed = run(train_args({"--steps", std::to_string((*latest)->position.step + 2), "--checkpoint-dir", ckpt,
+                                      "--resume", "--json"}),
+                          "after_sigterm");
+  REQUIRE(resumed.code == 0);
+  CHECK(nlohmann::json::parse(last_line(resumed.out))["steps"] == 2);
 }
 
 TEST_CASE("Runner.resume.skips_a_corrupted_newest_checkpoint_with_a_warning") {

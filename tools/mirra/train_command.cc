@@ -1,9 +1,11 @@
 // mirra train: model file -> training program -> strategy -> session; restores weights or the newest
 // checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace and a summary.
+#include <signal.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +26,31 @@ namespace mirra::runner {
 namespace {
 
 using serialization::TrainingPosition;
+
+// SIGINT or SIGTERM during training: finish the step, checkpoint, and exit with 128 + the signal.
+std::atomic<int> interrupt_signal{0};
+
+extern "C" void on_interrupt(int signal) { interrupt_signal.store(signal); }
+
+class InterruptHandlers {
+ public:
+  InterruptHandlers() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~InterruptHandlers() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  InterruptHandlers(const InterruptHandlers&) = delete;
+  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
 
 // The position after a step: the next batch of its epoch, or the start of the next epoch.
 TrainingPosition position_after(const runtime::training::StepMetrics& step, const TrainingPosition& start) {
@@ -151,7 +178,9 @@ graph::Status TrainRun::run() {
          .max_steps = config_.training.steps,
          .base_learning_rate = program_.optimizer.learning_rate,
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
+         .should_stop = [] { return interrupt_signal.load() != 0; },
          .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
+    const InterruptHandlers handlers;
     auto fit = trainer.fit(train, test ? &*test : nullptr);
     MIRRA_RETURN_IF_ERROR(step_error_);
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
@@ -163,6 +192,10 @@ graph::Status TrainRun::run() {
   if (!command_.save.empty()) MIRRA_RETURN_IF_ERROR(save_model());
   if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(command_.trace));
   print_summary(seconds, history);
+  if (interrupt_signal.load() != 0) {
+    std::fprintf(stderr, "mirra: interrupted after step %lld%s\n", static_cast<long long>(position_ ? position_->step : start_.step),
+                 store_ ? "; the checkpoint is saved, --resume continues from it" : "");
+  }
   return graph::Status();
 }
 
@@ -313,7 +346,8 @@ int report_error(const graph::Status& status) {
 int run_train(const TrainCommand& command) {
   TrainRun run(command);
   const graph::Status status = run.run();
-  return status.ok() ? 0 : report_error(status);
+  if (!status.ok()) return report_error(status);
+  return interrupt_signal.load() != 0 ? 128 + interrupt_signal.load() : 0;
 }
 
 }  // namespace mirra::runner
