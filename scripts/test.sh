@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build needs, builds (Release with assertions on) and runs every test; then builds
-# the tests again with AddressSanitizer + UndefinedBehaviorSanitizer (clang, with libFuzzer coverage)
-# and runs them too, all but the ones labelled slow (training on the real data set, minutes even
-# without sanitizers); then runs each fuzzer for MIRRA_FUZZ_SECONDS (default 60).
+# everything again with AddressSanitizer + UndefinedBehaviorSanitizer (clang, with libFuzzer coverage)
+# and runs the tests again, all but those labelled slow (training on the real data set, minutes even
+# without sanitizers) or bench (timings mean nothing under sanitizers); then runs each fuzzer for
+# MIRRA_FUZZ_SECONDS (default 60).
 # Exits non-zero on any failure. MIRRA_JOBS sets build parallelism (default: 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,11 +20,10 @@ ctest --test-dir build/release --output-on-failure --timeout 1800
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DCMAKE_CXX_COMPILER=clang++ -DMIRRA_SANITIZE=address,undefined -DMIRRA_FUZZ=ON -DMIRRA_BUILD_TOOLS=OFF \
-  "${launcher[@]}"
+  -DCMAKE_CXX_COMPILER=clang++ -DMIRRA_SANITIZE=address,undefined -DMIRRA_FUZZ=ON "${launcher[@]}"
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan --output-on-failure --timeout 1800 --label-exclude slow
+  ctest --test-dir build/asan --output-on-failure --timeout 1800 --label-exclude "slow|bench"
 
 echo "== Fuzzers (ASan + UBSan)"
 scripts/fuzz.sh "${MIRRA_FUZZ_SECONDS:-60}" build/asan
