@@ -45,8 +45,8 @@ Tensor Tensor::rows(int64_t first, int64_t count) const {
 std::string Tensor::type_string() const { return std::string(graph::dtype_name(dtype_)) + shape_.to_string(); }
 
 graph::TensorValue to_tensor_value(const Tensor& tensor) {
-  auto bytes = std::make_shared<std::vector<std::byte>>(tensor.byte_size());
-  if (!bytes->empty()) std::memcpy(bytes->data(), tensor.raw_data(), bytes->size());
+  const auto* first = static_cast<const std::byte*>(tensor.byte_size() > 0 ? tensor.raw_data() : nullptr);
+  auto bytes = std::make_shared<std::vector<std::byte>>(first, first + tensor.byte_size());
   return graph::TensorValue{graph::TensorType{tensor.dtype(), graph::Shape(tensor.shape().to_vector())}, std::move(bytes)};
 }
 

@@ -28,8 +28,8 @@ std::optional<int64_t> step_of(const std::string& filename) {
 
 }  // namespace
 
-graph::Expected<AlignedBytes> serialize_checkpoint(const Checkpoint& checkpoint) {
-  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+graph::Expected<flatbuffers::DetachedBuffer> serialize_checkpoint(const Checkpoint& checkpoint) {
+  flatbuffers::FlatBufferBuilder fbb(encoded_size_hint(checkpoint.variables) + (1 << 12));
   fbb.ForceDefaults(true);
   const auto variables = write_tensors(fbb, checkpoint.variables);
   const TrainingPosition& p = checkpoint.position;
@@ -38,7 +38,7 @@ graph::Expected<AlignedBytes> serialize_checkpoint(const Checkpoint& checkpoint)
       fbb, fb::CreateCheckpoint(fbb, kFormatVersion, position, variables, fbb.CreateString(checkpoint.strategy),
                                 checkpoint.replicas,
                                 fbb.CreateString(checkpoint.created.empty() ? utc_timestamp() : checkpoint.created)));
-  return AlignedBytes(std::span<const uint8_t>(fbb.GetBufferPointer(), fbb.GetSize()));
+  return fbb.Release();
 }
 
 graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std::string_view source) {
@@ -88,10 +88,10 @@ graph::Status CheckpointStore::save(const Checkpoint& checkpoint) const {
   std::error_code ec;
   fs::create_directories(directory_, ec);
   if (ec) return graph::invalid_argument("cannot create checkpoint directory '" + directory_ + "': " + ec.message());
-  MIRRA_ASSIGN_OR_RETURN(const AlignedBytes bytes, serialize_checkpoint(checkpoint));
+  MIRRA_ASSIGN_OR_RETURN(const flatbuffers::DetachedBuffer bytes, serialize_checkpoint(checkpoint));
   char name[64];
   std::snprintf(name, sizeof name, "ckpt-%010lld.mirrackpt", static_cast<long long>(checkpoint.position.step));
-  MIRRA_RETURN_IF_ERROR(write_file_atomically((fs::path(directory_) / name).string(), bytes.span()));
+  MIRRA_RETURN_IF_ERROR(write_file_atomically((fs::path(directory_) / name).string(), {bytes.data(), bytes.size()}));
   std::vector<std::string> paths = list();
   for (size_t i = 0; i + static_cast<size_t>(keep_) < paths.size(); ++i) fs::remove(paths[i], ec);
   for (const auto& entry : fs::directory_iterator(directory_, ec)) {  // temporaries of killed writers

@@ -37,7 +37,7 @@ struct Checkpoint {
   std::string created;   // filled when empty
 };
 
-graph::Expected<AlignedBytes> serialize_checkpoint(const Checkpoint& checkpoint);
+graph::Expected<flatbuffers::DetachedBuffer> serialize_checkpoint(const Checkpoint& checkpoint);
 // Verified like a model file: framing, version, every tensor's bounds, size and checksum.
 graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std::string_view source);
 

@@ -62,7 +62,7 @@ struct Model {
 
 // The bytes of a model file; the graph is written in topological order. Errors: a signature value
 // or weight that names no node of the graph.
-graph::Expected<AlignedBytes> serialize_model(const Model& model);
+graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model);
 graph::Status save_model(const Model& model, const std::string& path);
 
 // A model from the bytes of a file: verified in layers, every failure an invalid_argument error

@@ -32,7 +32,7 @@ std::string utc_timestamp() {
   return text;
 }
 
-graph::Expected<AlignedBytes> serialize_model(const Model& model) {
+graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model) {
   const graph::Graph& g = model.graph;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::NodeId> order, g.topological_order());
   std::vector<uint32_t> index_of(g.size());
@@ -59,7 +59,8 @@ graph::Expected<AlignedBytes> serialize_model(const Model& model) {
   MIRRA_ASSIGN_OR_RETURN(const uint32_t features, node_index(model.signature.features, "features"));
   MIRRA_ASSIGN_OR_RETURN(const uint32_t labels, node_index(model.signature.labels, "labels"));
 
-  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  flatbuffers::FlatBufferBuilder fbb(encoded_size_hint(model.weights) + encoded_size_hint(model.signature.optimizer.state) +
+                                     g.size() * 256 + (1 << 16));
   fbb.ForceDefaults(true);  // every field present: explicit files, and readers need no defaults
   // Weights first: the largest blocks sit at the end of the file, each on a 64-byte boundary.
   const auto weights = write_tensors(fbb, model.weights);
@@ -92,12 +93,12 @@ graph::Expected<AlignedBytes> serialize_model(const Model& model) {
       fbb, fbb.CreateString(meta.producer.empty() ? "mirra 0.1.0" : meta.producer),
       fbb.CreateString(meta.created.empty() ? utc_timestamp() : meta.created), fbb.CreateString(meta.description));
   fb::FinishModelBuffer(fbb, fb::CreateModel(fbb, kFormatVersion, metadata, graph_offset, weights, signature));
-  return AlignedBytes(std::span<const uint8_t>(fbb.GetBufferPointer(), fbb.GetSize()));
+  return fbb.Release();
 }
 
 graph::Status save_model(const Model& model, const std::string& path) {
-  MIRRA_ASSIGN_OR_RETURN(const AlignedBytes bytes, serialize_model(model));
-  return write_file_atomically(path, bytes.span());
+  MIRRA_ASSIGN_OR_RETURN(const flatbuffers::DetachedBuffer bytes, serialize_model(model));
+  return write_file_atomically(path, {bytes.data(), bytes.size()});
 }
 
 }  // namespace mirra::serialization

@@ -100,11 +100,17 @@ graph::Expected<NamedTensor> read_tensor(const fb::Tensor* tensor, std::string_v
     return error(where, "holds " + std::to_string(present) + " bytes, but " + graph::dtype_name(dtype).data() +
                             shape.to_string() + " needs " + std::to_string(expected));
   }
-  auto bytes = std::make_shared<std::vector<std::byte>>(present);
-  if (present > 0) std::memcpy(bytes->data(), tensor->data()->data(), present);
+  const auto* first = present > 0 ? reinterpret_cast<const std::byte*>(tensor->data()->data()) : nullptr;
+  auto bytes = std::make_shared<std::vector<std::byte>>(first, first + present);  // no zero fill first
   if (crc32_of(*bytes) != tensor->crc32()) return error(where, "checksum mismatch (the data is corrupted)");
   out.value = graph::TensorValue{graph::TensorType{dtype, std::move(shape)}, std::move(bytes)};
   return out;
+}
+
+size_t encoded_size_hint(const std::vector<NamedTensor>& tensors) {
+  size_t bytes = 0;
+  for (const NamedTensor& t : tensors) bytes += t.value.bytes->size() + t.name.size() + 64 * 3;
+  return bytes;
 }
 
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>> write_tensors(

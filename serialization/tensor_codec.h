@@ -44,6 +44,9 @@ flatbuffers::Offset<fb::Tensor> write_tensor(flatbuffers::FlatBufferBuilder& fbb
 // `what` names the tensor's place in the file ("weights[3]") for errors.
 graph::Expected<NamedTensor> read_tensor(const fb::Tensor* tensor, std::string_view what);
 
+// Bytes a builder should start with to hold `tensors` without growing (each growth copies it all).
+size_t encoded_size_hint(const std::vector<NamedTensor>& tensors);
+
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>> write_tensors(
     flatbuffers::FlatBufferBuilder& fbb, const std::vector<NamedTensor>& tensors);
 graph::Expected<std::vector<NamedTensor>> read_tensors(

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (model.ok()) {
     auto written = serialization::serialize_model(*model);
     if (!written.ok()) std::abort();
-    auto again = serialization::parse_model(written->span(), ops::registry(), "rewritten fuzz input");
+    auto again = serialization::parse_model({written->data(), written->size()}, ops::registry(),
+                                             "rewritten fuzz input");
     if (!again.ok() || graph::to_text(again->graph) != graph::to_text(model->graph)) std::abort();
   }
   (void)serialization::parse_checkpoint(bytes, "fuzz input");

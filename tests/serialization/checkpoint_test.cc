@@ -56,7 +56,7 @@ TEST_CASE("Checkpoint.round_trip.is_exact") {
   const Checkpoint c = make_checkpoint(12);
   auto bytes = serialize_checkpoint(c);
   REQUIRE(bytes.ok());
-  auto back = parse_checkpoint(bytes->span(), "test");
+  auto back = parse_checkpoint({bytes->data(), bytes->size()}, "test");
   REQUIRE(back.ok());
   CHECK(back->position == c.position);
   CHECK(back->variables == c.variables);
