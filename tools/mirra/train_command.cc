@@ -122,7 +122,7 @@ class TrainRun {
   std::ofstream metrics_;
   TrainingPosition start_, last_saved_{.step = -1};
   std::optional<TrainingPosition> position_;  // after the last step
-  graph::Status step_error_;  // an error inside a step callback, reported after the step
+  graph::Status step_error_;  // a failed periodic checkpoint: training stops after that step and reports it
   int64_t examples_ = 0;
   double last_loss_ = 0;
   std::chrono::steady_clock::time_point started_;
@@ -178,7 +178,7 @@ graph::Status TrainRun::run() {
          .max_steps = config_.training.steps,
          .base_learning_rate = program_.optimizer.learning_rate,
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
-         .should_stop = [] { return interrupt_signal.load() != 0; },
+         .should_stop = [this] { return interrupt_signal.load() != 0 || !step_error_.ok(); },
          .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
     const InterruptHandlers handlers;
     auto fit = trainer.fit(train, test ? &*test : nullptr);
