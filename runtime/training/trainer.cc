@@ -59,13 +59,11 @@ Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
 }
 
 graph::Status Trainer::set_learning_rate(double rate) {
-  const std::string& name = session_.graph().node(graph_.learning_rate.node).name;
-  const std::optional<Tensor> current = session_.variables().find(name);
-  if (!current) return graph::internal_error("learning-rate variable '" + name + "' does not exist yet");
-  if (current->dtype() == graph::DType::f64) {
-    session_.variables().set(name, Tensor::scalar<double>(rate));
+  const graph::Node& node = session_.graph().node(graph_.learning_rate.node);
+  if (node.outputs[0].dtype == graph::DType::f64) {
+    session_.variables().set(node.name, Tensor::scalar<double>(rate));
   } else {
-    session_.variables().set(name, Tensor::scalar<float>(static_cast<float>(rate)));
+    session_.variables().set(node.name, Tensor::scalar<float>(static_cast<float>(rate)));
   }
   return graph::Status();
 }

@@ -12,11 +12,13 @@
 #include "runtime/data/fashion_mnist.h"
 #include "tools/mirra/bench_command.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/interrupts.h"
 #include "tools/mirra/run_flags.h"
 
 namespace runner = mirra::runner;
 
 int main(int argc, char** argv) {
+  runner::start_interrupt_watcher();
   CLI::App app{"mirra: data-parallel training with TensorFlow-style distribution strategies"};
   app.require_subcommand(1);
 

@@ -35,10 +35,40 @@ graph::Status read_string(const json& object, const char* key, const std::string
   return graph::Status();
 }
 
+graph::Status read_number(const json& object, const char* key, const std::string& path, std::string_view source,
+                          double low, double high, double& out) {
+  if (!object.contains(key)) return graph::Status();
+  const json& value = object.at(key);
+  if (!value.is_number() || !(value.get<double>() >= low) || !(value.get<double>() <= high)) {
+    return strategies::config_key_error(source, path, "must be a number in [" + json(low).dump() + ", " + json(high).dump() + "]");
+  }
+  out = value.get<double>();
+  return graph::Status();
+}
+
+graph::Status read_schedule(const json& s, std::string_view source, runtime::training::LearningRateSchedule& out) {
+  if (!s.is_object()) return strategies::config_key_error(source, "training.schedule", "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(s, {"kind", "warmup_steps", "decay_steps", "decay_rate", "alpha"},
+                                                       source, "training.schedule."));
+  MIRRA_RETURN_IF_ERROR(read_string(s, "kind", "training.schedule.kind", source, out.kind));
+  if (out.kind != "constant" && out.kind != "step" && out.kind != "cosine") {
+    return strategies::config_key_error(source, "training.schedule.kind", "is '" + out.kind + "', not one of constant, step, cosine");
+  }
+  MIRRA_RETURN_IF_ERROR(read_integer(s, "warmup_steps", "training.schedule.warmup_steps", source, 0, int64_t{1} << 40, out.warmup_steps));
+  MIRRA_RETURN_IF_ERROR(read_integer(s, "decay_steps", "training.schedule.decay_steps", source, 0, int64_t{1} << 40, out.decay_steps));
+  MIRRA_RETURN_IF_ERROR(read_number(s, "decay_rate", "training.schedule.decay_rate", source, 0, 1, out.decay_rate));
+  MIRRA_RETURN_IF_ERROR(read_number(s, "alpha", "training.schedule.alpha", source, 0, 1, out.alpha));
+  const graph::Status status = out.check();
+  if (!status.ok()) return graph::invalid_argument(std::string(source) + ": 'training.schedule' " + status.message());
+  return graph::Status();
+}
+
 graph::Status read_training(const json& t, std::string_view source, TrainingConfig& out) {
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
-      t, {"data", "epochs", "steps", "batch_size", "learning_rate", "seed", "deterministic", "threads"}, source, "training."));
+      t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads"}, source,
+      "training."));
+  if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "epochs", "training.epochs", source, 0, 1'000'000, out.epochs));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "steps", "training.steps", source, 0, int64_t{1} << 40, out.steps));
@@ -112,6 +142,12 @@ std::string run_config_json(const RunConfig& c) {
                    {"deterministic", c.training.deterministic},
                    {"threads", c.training.threads}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
+  const runtime::training::LearningRateSchedule& s = c.training.schedule;
+  training["schedule"] = {{"kind", s.kind},
+                          {"warmup_steps", s.warmup_steps},
+                          {"decay_steps", s.decay_steps},
+                          {"decay_rate", s.decay_rate},
+                          {"alpha", s.alpha}};
   const json root = {
       {"strategy", c.strategy.strategy},
       {"devices", devices},
@@ -126,6 +162,9 @@ std::string run_config_json(const RunConfig& c) {
 
 graph::Status check_run_config(const RunConfig& c) {
   if (c.training.epochs <= 0 && c.training.steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
+  if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
+    return graph::invalid_argument("learning-rate schedule: " + status.message());
+  }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));
   }

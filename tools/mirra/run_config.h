@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "graph/status.h"
+#include "runtime/training/learning_rate_schedule.h"
 #include "strategies/config.h"
 
 namespace mirra::runner {
@@ -23,6 +24,7 @@ struct TrainingConfig {
   int64_t steps = 0;                    // > 0: train this many steps in all instead of whole epochs
   int64_t batch_size = 128;             // global batch
   std::optional<double> learning_rate;  // unset: the model file's
+  runtime::training::LearningRateSchedule schedule;  // over the learning rate, by global step
   uint64_t seed = 1;                    // shuffle seed
   bool deterministic = false;           // one node at a time: bitwise-reproducible runs and resumes
   int threads = 0;                      // oneTBB threads; 0: all cores

@@ -16,6 +16,12 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
       ->excludes(epochs);
   command.add_option("--batch-size", f.batch_size, "Global batch size (default 128)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   command.add_option("--lr", f.learning_rate, "Learning rate (default: the model file's)")->check(CLI::Range(1e-12, 1e6));
+  command.add_option("--schedule", f.schedule, "Learning-rate schedule: constant, step or cosine (default constant)")
+      ->check(CLI::IsMember({"constant", "step", "cosine"}));
+  command.add_option("--warmup-steps", f.warmup_steps, "Linear warmup steps before the schedule (default 0)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  command.add_option("--decay-steps", f.decay_steps, "step: the decay period; cosine: the decay's length")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   command.add_option("--seed", f.seed, "Shuffle seed (default 1)");
   command.add_flag("--deterministic", f.deterministic, "One node at a time: bitwise-reproducible runs and resumes");
   command.add_option("--threads", f.threads, "oneTBB threads (default 0: all cores)")->check(CLI::Range(0, 1024));
@@ -59,6 +65,9 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.steps) config.training.steps = *f.steps;
   if (f.batch_size) config.training.batch_size = *f.batch_size;
   if (f.learning_rate) config.training.learning_rate = *f.learning_rate;
+  if (f.schedule) config.training.schedule.kind = *f.schedule;
+  if (f.warmup_steps) config.training.schedule.warmup_steps = *f.warmup_steps;
+  if (f.decay_steps) config.training.schedule.decay_steps = *f.decay_steps;
   if (f.seed) config.training.seed = *f.seed;
   if (f.deterministic) config.training.deterministic = true;
   if (f.threads) config.training.threads = *f.threads;

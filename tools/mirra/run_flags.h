@@ -13,8 +13,8 @@ namespace mirra::runner {
 
 struct RunFlags {
   std::string config_file;
-  std::optional<std::string> strategy, devices, data, checkpoint_dir;
-  std::optional<int64_t> epochs, steps, batch_size, checkpoint_every;
+  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule;
+  std::optional<int64_t> epochs, steps, batch_size, checkpoint_every, warmup_steps, decay_steps;
   std::optional<double> learning_rate;
   std::optional<uint64_t> seed;
   std::optional<int> threads, keep_checkpoints;

@@ -1,11 +1,9 @@
 // mirra train: model file -> training program -> strategy -> session; restores weights or the newest
 // checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace and a summary.
-#include <signal.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include "runtime/data/fashion_mnist.h"
 #include "serialization/checkpoint.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/interrupts.h"
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/progress.h"
 #include "tools/mirra/trace_writer.h"
@@ -26,31 +25,6 @@ namespace mirra::runner {
 namespace {
 
 using serialization::TrainingPosition;
-
-// SIGINT or SIGTERM during training: finish the step, checkpoint, and exit with 128 + the signal.
-std::atomic<int> interrupt_signal{0};
-
-extern "C" void on_interrupt(int signal) { interrupt_signal.store(signal); }
-
-class InterruptHandlers {
- public:
-  InterruptHandlers() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(SIGINT, &action, &previous_int_);
-    ::sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~InterruptHandlers() {
-    ::sigaction(SIGINT, &previous_int_, nullptr);
-    ::sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  InterruptHandlers(const InterruptHandlers&) = delete;
-  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
-
- private:
-  struct sigaction previous_int_ {}, previous_term_ {};
-};
 
 // The position after a step: the next batch of its epoch, or the start of the next epoch.
 TrainingPosition position_after(const runtime::training::StepMetrics& step, const TrainingPosition& start) {
@@ -166,6 +140,10 @@ graph::Status TrainRun::run() {
 
   const int64_t epochs_left = config_.training.steps > 0 ? 0 : config_.training.epochs - start_.epoch;
   const bool finished = config_.training.steps > 0 ? start_.step >= config_.training.steps : epochs_left <= 0;
+  if (interrupt_signal() != 0) {  // while loading: nothing trained, nothing to save
+    std::fprintf(stderr, "mirra: interrupted before the first step\n");
+    return graph::Status();
+  }
   std::vector<runtime::training::EpochMetrics> history;
   started_ = std::chrono::steady_clock::now();
   if (!finished) {
@@ -176,11 +154,11 @@ graph::Status TrainRun::run() {
          .first_batch = start_.batch_in_epoch,
          .first_step = start_.step,
          .max_steps = config_.training.steps,
+         .schedule = config_.training.schedule,
          .base_learning_rate = program_.optimizer.learning_rate,
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
-         .should_stop = [this] { return interrupt_signal.load() != 0 || !step_error_.ok(); },
+         .should_stop = [this] { return interrupt_signal() != 0 || !step_error_.ok(); },
          .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
-    const InterruptHandlers handlers;
     auto fit = trainer.fit(train, test ? &*test : nullptr);
     MIRRA_RETURN_IF_ERROR(step_error_);
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
@@ -192,7 +170,7 @@ graph::Status TrainRun::run() {
   if (!command_.save.empty()) MIRRA_RETURN_IF_ERROR(save_model());
   if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(command_.trace));
   print_summary(seconds, history);
-  if (interrupt_signal.load() != 0) {
+  if (interrupt_signal() != 0) {
     std::fprintf(stderr, "mirra: interrupted after step %lld%s\n", static_cast<long long>(position_ ? position_->step : start_.step),
                  store_ ? "; the checkpoint is saved, --resume continues from it" : "");
   }
@@ -259,7 +237,8 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
                                 {"batch", step.batch},
                                 {"examples", step.examples},
                                 {"loss", step.loss},
-                                {"learning_rate", step.learning_rate != 0 ? step.learning_rate : program_.optimizer.learning_rate},
+                                {"learning_rate", config_.training.schedule.is_constant() ? program_.optimizer.learning_rate
+                                                                                          : step.learning_rate},
                                 {"examples_per_s", step.examples_per_second},
                                 {"seconds", elapsed}})
                     .dump()
@@ -344,10 +323,11 @@ int report_error(const graph::Status& status) {
 }
 
 int run_train(const TrainCommand& command) {
+  const InterruptibleScope interruptible;  // a signal stops training after its step, with a checkpoint
   TrainRun run(command);
   const graph::Status status = run.run();
   if (!status.ok()) return report_error(status);
-  return interrupt_signal.load() != 0 ? 128 + interrupt_signal.load() : 0;
+  return interrupt_signal() != 0 ? 128 + interrupt_signal() : 0;
 }
 
 }  // namespace mirra::runner
