@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "serialization/checkpoint_generated.h"
+#include "serialization/file_io.h"
 #include "serialization/limits.h"
 #include "serialization/model_file.h"
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "graph/status.h"
-#include "serialization/file_io.h"
 #include "serialization/tensor_codec.h"
 
 namespace mirra::serialization {

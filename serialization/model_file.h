@@ -16,7 +16,6 @@
 
 #include "graph/graph.h"
 #include "graph/op_registry.h"
-#include "serialization/file_io.h"
 #include "serialization/tensor_codec.h"
 
 namespace mirra::serialization {

@@ -18,6 +18,7 @@
 
 #include "graph/op_schema.h"
 #include "serialization/attr_codec.h"
+#include "serialization/file_io.h"
 #include "serialization/limits.h"
 #include "serialization/model_file.h"
 

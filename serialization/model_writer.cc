@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "serialization/attr_codec.h"
+#include "serialization/file_io.h"
 #include "serialization/limits.h"
 #include "serialization/model_file.h"
 
