@@ -348,7 +348,7 @@ TEST_CASE("Runner.json_metrics_and_trace") {
     if (e["ph"] == "X") categories.insert(e["cat"].get<std::string>());
   }
   for (const char* t : {"device cpu:0", "device cpu:1", "input pipeline", "steps"}) CHECK_MESSAGE(tracks.contains(t), t);
-  for (const char* c : {"kernel", "collective", "data", "step"}) CHECK_MESSAGE(categories.contains(c), c);
+  for (const char* c : {"kernel", "collective", "data", "step", "wait"}) CHECK_MESSAGE(categories.contains(c), c);
 }
 
 TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 namespace mirra::runner {
@@ -47,13 +48,26 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
   add_event("step " + std::to_string(step.step), "step", steps_track, step.step_start_ns, step.step_end_ns,
             nlohmann::json({{"epoch", step.epoch}, {"batch", step.batch}, {"examples", step.examples}, {"loss", step.loss}})
                 .dump());
+  // Per device: each kernel, then the gaps between them within the step as waits (for inputs from
+  // another device, an all-reduce, or a thread).
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> busy;
   for (const runtime::NodeTiming& timing : timeline) {
     if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
     const graph::Node& node = graph_.node(timing.node);
-    const std::string device = node.device ? node.device->to_string() : "cpu:0";
+    const std::string device = "device " + (node.device ? node.device->to_string() : std::string("cpu:0"));
     const bool collective = node.op == "AllReduce" || node.op == "Broadcast" || node.op == "AllGather";
-    add_event(node.name, collective ? "collective" : "kernel", track("device " + device), timing.start_ns, timing.end_ns,
+    add_event(node.name, collective ? "collective" : "kernel", track(device), timing.start_ns, timing.end_ns,
               nlohmann::json({{"op", node.op}}).dump());
+    busy[device].emplace_back(timing.start_ns, timing.end_ns);
+  }
+  constexpr int64_t kShortestWaitNs = 20'000;  // shorter gaps are the executor's own overhead
+  for (auto& [device, intervals] : busy) {
+    std::sort(intervals.begin(), intervals.end());
+    int64_t covered = step.step_start_ns;
+    for (const auto& [start, end] : intervals) {
+      if (start - covered >= kShortestWaitNs) add_event("wait", "wait", track(device), covered, start);
+      covered = std::max(covered, end);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // A Chrome trace (Trace Event Format JSON; opens in Perfetto and chrome://tracing) of training: one
-// track per device with every kernel it ran (all-reduce buckets among them, category "collective"),
-// an input-pipeline track with the wait for each batch, and a track of whole steps. Records the
+// track per device with every kernel it ran (all-reduce buckets among them, category "collective")
+// and the waits between them (category "wait", gaps of 20 us or more within a step), an
+// input-pipeline track with the wait for each batch, and a track of whole steps. Records the
 // first `max_steps` steps so that a long run leaves a file of bounded size.
 #pragma once
 
