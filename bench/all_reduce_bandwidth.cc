@@ -4,7 +4,6 @@
 #include "bench/streaming_bandwidth.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 #include "ops/ops.h"
@@ -13,10 +12,6 @@
 namespace mirra::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Best seconds of one AllReduce over `replicas` buffers of `mib` MiB, from the executor's timeline.
 // As in a training step, each replica's buffer is made by a node (here Mul by one, as the gradient

@@ -37,7 +37,7 @@ int session_threads(const SessionOptions& options) {
 }  // namespace
 
 Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
-    : graph_(graph), kernels_(kernels), options_(options),
+    : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
       devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options))),
       arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
@@ -87,8 +87,9 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
   std::vector<NodeTiming> timeline;
-  arena_->execute([&] { result = executor->run(std::move(fed_values), options_.trace ? &timeline : nullptr); });
-  if (options_.trace) {
+  const bool trace = trace_.load();
+  arena_->execute([&] { result = executor->run(std::move(fed_values), trace ? &timeline : nullptr); });
+  if (trace) {
     // Fed nodes are in the plan but do not run.
     std::erase_if(timeline, [](const NodeTiming& t) { return t.node == graph::kInvalidNode; });
     std::lock_guard lock(timeline_mutex_);

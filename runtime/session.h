@@ -7,6 +7,7 @@
 //   if (!out.ok()) std::cerr << out.status().to_string();
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,8 @@ class Session {
 
   // With SessionOptions::trace: when each node that ran in the last finished step started and ended.
   std::vector<NodeTiming> last_timeline() const;
+  // Turns the recording of timelines on or off for the following steps (SessionOptions::trace).
+  void set_trace(bool trace) { trace_.store(trace); }
 
   const graph::Graph& graph() const { return graph_; }
   VariableStore& variables() { return variables_; }
@@ -64,6 +67,7 @@ class Session {
   graph::Graph graph_;
   const KernelRegistry& kernels_;
   SessionOptions options_;
+  std::atomic<bool> trace_;
   DeviceSet devices_;
   VariableStore variables_;
   std::unique_ptr<oneapi::tbb::task_arena> arena_;

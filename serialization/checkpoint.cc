@@ -48,10 +48,7 @@ graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std
     return error("not a mirra checkpoint (no \"MRCK\" identifier)");
   }
   AlignedBytes copy;
-  if (reinterpret_cast<uintptr_t>(bytes.data()) % 64 != 0) {
-    copy = AlignedBytes(bytes);
-    bytes = copy.span();
-  }
+  bytes = aligned_view(bytes, copy);
   flatbuffers::Verifier verifier(bytes.data(), bytes.size(), 64, 4'000'000);
   if (!fb::VerifyCheckpointBuffer(verifier)) return error("corrupted or truncated (the FlatBuffers verifier rejects it)");
   const fb::Checkpoint& in = *fb::GetCheckpoint(bytes.data());

@@ -43,6 +43,12 @@ AlignedBytes::AlignedBytes(std::span<const uint8_t> bytes) : AlignedBytes(bytes.
   if (!bytes.empty()) std::memcpy(data_.get(), bytes.data(), bytes.size());
 }
 
+std::span<const uint8_t> aligned_view(std::span<const uint8_t> bytes, AlignedBytes& storage) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % 64 == 0) return bytes;
+  storage = AlignedBytes(bytes);
+  return storage.span();
+}
+
 graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_view what) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return io_error("read " + std::string(what), path);

@@ -32,6 +32,10 @@ class AlignedBytes {
   size_t size_ = 0;
 };
 
+// `bytes` itself when it starts on a 64-byte boundary (what the FlatBuffers verifier and readers need
+// for the file's own alignment), else a copy held in `storage`.
+std::span<const uint8_t> aligned_view(std::span<const uint8_t> bytes, AlignedBytes& storage);
+
 // `what` names the file's kind in errors ("model file").
 graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_view what);
 graph::Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);

@@ -104,9 +104,6 @@ class ModelReader {
     for (const graph::TensorType& type : *outputs) {
       if (type.shape.rank() > kMaxRank) return error(where + ": an output's rank exceeds " + std::to_string(kMaxRank));
     }
-    if (node.op == "Variable") {
-      MIRRA_RETURN_IF_ERROR(checked_elements((*outputs)[0].shape, where).status());
-    }
     node.outputs = std::move(*outputs);
     model_.graph.add_node(std::move(node));
     return graph::Status();
@@ -182,13 +179,8 @@ graph::Expected<Model> parse_model(std::span<const uint8_t> bytes, const graph::
   if (bytes.size() < 8 || !fb::ModelBufferHasIdentifier(bytes.data())) {
     return graph::invalid_argument(std::string(source) + ": not a mirra model file (no \"MIRA\" identifier)");
   }
-  // The verifier and the reader need the buffer's own alignment; a copy provides it when the caller's
-  // bytes are not 64-byte aligned.
   AlignedBytes copy;
-  if (reinterpret_cast<uintptr_t>(bytes.data()) % 64 != 0) {
-    copy = AlignedBytes(bytes);
-    bytes = copy.span();
-  }
+  bytes = aligned_view(bytes, copy);
   flatbuffers::Verifier verifier(bytes.data(), bytes.size(), /*max_depth=*/64, /*max_tables=*/4'000'000);
   if (!fb::VerifyModelBuffer(verifier)) {
     return graph::invalid_argument(std::string(source) + ": corrupted or truncated (the FlatBuffers verifier rejects it)");

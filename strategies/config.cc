@@ -32,24 +32,33 @@ std::vector<graph::DeviceId> default_devices(std::string_view strategy) {
 }
 
 graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text, std::string_view source) {
+  MIRRA_ASSIGN_OR_RETURN(const json root, parse_config_object(json_text, source));
+  return strategy_config_from_json(root, source);
+}
+
+graph::Expected<json> parse_config_object(std::string_view json_text, std::string_view source) {
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return graph::invalid_argument(std::string(source) + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
+  return root;
+}
+
+graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std::string_view source) {
   MIRRA_RETURN_IF_ERROR(check_config_keys(root, {"strategy", "devices", "all_reduce"}, source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
-    if (!root["strategy"].is_string()) return config_key_error(source, "strategy", "must be a string");
-    config.strategy = root["strategy"].get<std::string>();
+    if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
+    config.strategy = root.at("strategy").get<std::string>();
   }
   if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage") {
     return config_key_error(source, "strategy", "is '" + config.strategy + "', not one of one_device, mirrored, central_storage");
   }
   if (root.contains("devices")) {
-    const json& devices = root["devices"];
+    const json& devices = root.at("devices");
     if (!devices.is_array() || devices.empty()) return config_key_error(source, "devices", "must be a non-empty list like [\"cpu:0\"]");
     for (size_t i = 0; i < devices.size(); ++i) {
       const std::string path = "devices[" + std::to_string(i) + "]";
@@ -68,7 +77,7 @@ graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text
     config.devices = default_devices(config.strategy);
   }
   if (root.contains("all_reduce")) {
-    const json& all_reduce = root["all_reduce"];
+    const json& all_reduce = root.at("all_reduce");
     if (!all_reduce.is_object()) return config_key_error(source, "all_reduce", "must be an object");
     MIRRA_RETURN_IF_ERROR(check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb"}, source, "all_reduce."));
     if (all_reduce.contains("implementation")) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "graph/status.h"
+#include "strategies/config.h"
 
 namespace mirra::strategies {
 
@@ -17,6 +18,10 @@ graph::Status config_key_error(std::string_view source, std::string_view key, co
 // An error naming the first key of `object` not in `known` (prefixed, "all_reduce.") and the known ones.
 graph::Status check_config_keys(const nlohmann::json& object, std::initializer_list<std::string_view> known,
                                 std::string_view source, std::string_view prefix);
+// The text as a JSON object, or an error naming `source`.
+graph::Expected<nlohmann::json> parse_config_object(std::string_view json_text, std::string_view source);
+// The strategy keys of an already parsed config object (strategy, devices, all_reduce; no others).
+graph::Expected<StrategyConfig> strategy_config_from_json(const nlohmann::json& root, std::string_view source);
 // The file's text, or an error naming it as a `what` ("strategy config").
 graph::Expected<std::string> read_config_file(const std::string& path, std::string_view what);
 

@@ -7,6 +7,7 @@
 
 #include "graph/print.h"
 #include "ops/registry.h"
+#include "strategies/config_json.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/model_program.h"
 
@@ -61,7 +62,7 @@ graph::Status inspect(const InspectCommand& command) {
   nlohmann::json config_json = {{"strategy", command.strategy}};
   if (!command.devices.empty()) config_json["devices"] = command.devices;
   MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
-                         strategies::parse_strategy_config(config_json.dump(), "--strategy/--devices"));
+                         strategies::strategy_config_from_json(config_json, "--strategy/--devices"));
   MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, std::nullopt));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));

@@ -76,11 +76,7 @@ int main(int argc, char** argv) {
     }
     if (*eval_app) return runner::run_eval(eval);
     if (*inspect_app) {
-      for (size_t start = 0; !inspect_devices.empty() && start <= inspect_devices.size();) {
-        const size_t comma = std::min(inspect_devices.find(',', start), inspect_devices.size());
-        inspect.devices.push_back(inspect_devices.substr(start, comma - start));
-        start = comma + 1;
-      }
+      inspect.devices = runner::split_comma_list(inspect_devices);
       return runner::run_inspect(inspect);
     }
     if (*config_app) {

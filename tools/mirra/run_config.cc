@@ -1,4 +1,4 @@
-// RunConfig parsing and printing (nlohmann-json); the strategy keys go to strategies::parse_strategy_config.
+// RunConfig parsing and printing (nlohmann-json); the strategy keys go to strategies::strategy_config_from_json.
 #include "tools/mirra/run_config.h"
 
 #include <nlohmann/json.hpp>
@@ -107,13 +107,7 @@ RunConfig default_run_config() {
 }
 
 graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::string_view source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& e) {
-    return graph::invalid_argument(std::string(source) + ": not valid JSON: " + e.what());
-  }
-  if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
+  MIRRA_ASSIGN_OR_RETURN(json root, strategies::parse_config_object(json_text, source));
   RunConfig config = default_run_config();
   MIRRA_RETURN_IF_ERROR(
       strategies::check_config_keys(root, {"strategy", "devices", "all_reduce", "training", "checkpoint"}, source, ""));
@@ -122,7 +116,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   config.devices_given = root.contains("devices");
   root.erase("training");
   root.erase("checkpoint");
-  MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::parse_strategy_config(root.dump(), source));
+  MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(root, source));
   return config;
 }
 

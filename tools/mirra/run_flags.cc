@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strategies/config_json.h"
+
 namespace mirra::runner {
 
 void add_run_flags(CLI::App& command, RunFlags& f) {
@@ -31,6 +33,16 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
 }
 
+std::vector<std::string> split_comma_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t start = 0; !list.empty() && start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    items.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   RunConfig config = default_run_config();
   if (!f.config_file.empty()) {
@@ -39,21 +51,14 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.strategy || f.devices) {
     nlohmann::json strategy = {{"strategy", f.strategy.value_or(config.strategy.strategy)}};
     if (f.devices) {
-      std::vector<std::string> names;
-      std::string list = *f.devices;
-      for (size_t start = 0; start <= list.size();) {
-        const size_t comma = std::min(list.find(',', start), list.size());
-        names.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-      }
-      strategy["devices"] = names;
+      strategy["devices"] = split_comma_list(*f.devices);
     } else if (config.devices_given && f.strategy == config.strategy.strategy) {
       std::vector<std::string> names;
       for (const auto& d : config.strategy.devices) names.push_back(d.to_string());
       strategy["devices"] = names;
     }
     const strategies::AllReduceConfig all_reduce = config.strategy.all_reduce;
-    MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::parse_strategy_config(strategy.dump(), "--strategy/--devices"));
+    MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(strategy, "--strategy/--devices"));
     config.strategy.all_reduce = all_reduce;
     config.devices_given = config.devices_given || f.devices.has_value();
   }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tools/mirra/run_config.h"
 
@@ -22,6 +23,8 @@ struct RunFlags {
 };
 
 void add_run_flags(CLI::App& command, RunFlags& flags);
+// "cpu:0,cpu:1" -> {"cpu:0", "cpu:1"}; "" -> {}.
+std::vector<std::string> split_comma_list(const std::string& list);
 graph::Expected<RunConfig> resolve_run_config(const RunFlags& flags);
 
 }  // namespace mirra::runner

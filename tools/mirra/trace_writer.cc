@@ -39,7 +39,7 @@ void TraceWriter::add_event(const std::string& name, const std::string& category
 }
 
 void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline) {
-  if (steps_ >= max_steps_) return;
+  if (full()) return;
   ++steps_;
   if (origin_ns_ < 0) origin_ns_ = step.data_start_ns;
   const int steps_track = track("steps");

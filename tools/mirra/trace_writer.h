@@ -21,6 +21,8 @@ class TraceWriter {
 
   // The step's metrics and the session's timeline of that step.
   void add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline);
+  // True once max_steps steps are recorded: later steps need no timeline.
+  bool full() const { return steps_ >= max_steps_; }
   graph::Status write(const std::string& path) const;
 
  private:

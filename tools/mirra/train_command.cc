@@ -244,7 +244,10 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
                     .dump()
              << '\n';
   }
-  if (trace_) trace_->add_step(step, session_->last_timeline());
+  if (trace_ && !trace_->full()) {
+    trace_->add_step(step, session_->last_timeline());
+    if (trace_->full()) session_->set_trace(false);  // the rest of the run records nothing
+  }
   if (store_ && step_error_.ok()) {
     const bool epoch_end = position_->batch_in_epoch == 0;
     const int64_t every = config_.checkpoint.every_steps;
