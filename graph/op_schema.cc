@@ -1,6 +1,8 @@
 // check_and_infer: schema checks shared by the Builder and every loader.
 #include "graph/op_schema.h"
 
+#include <algorithm>
+
 namespace mirra::graph {
 
 Status InferContext::error(std::string_view message) const {
@@ -39,7 +41,19 @@ Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& 
     if (!spec.default_value) return invalid_argument(where + ": missing required attribute '" + spec.name + "'");
     node.attrs.set(spec.name, *spec.default_value);
   }
-  return schema.infer(InferContext(node, inputs));
+  auto outputs = schema.infer(InferContext(node, inputs));
+  if (!outputs.ok()) return outputs;
+  // The backstop behind every inference rule's own checks: no output may have a dim below -1 or more
+  // bytes than int64 counts, even with a batch of one, so no allocation is sized by a wrapped number.
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const TensorType& type = (*outputs)[i];
+    const bool dims_valid = std::all_of(type.shape.dims.begin(), type.shape.dims.end(), [](int64_t d) { return d >= kUnknownDim; });
+    if (!dims_valid || !type.byte_size_at(1)) {
+      return invalid_argument(where + ": output " + std::to_string(i) + " " + type.to_string() +
+                              (dims_valid ? " has more bytes than a 64-bit size counts" : " has a negative dim"));
+    }
+  }
+  return outputs;
 }
 
 }  // namespace mirra::graph

@@ -14,6 +14,7 @@ std::string_view status_code_name(StatusCode code) {
     case StatusCode::internal: return "internal";
     case StatusCode::cancelled: return "cancelled";
     case StatusCode::data_loss: return "data_loss";
+    case StatusCode::resource_exhausted: return "resource_exhausted";
   }
   return "unknown";
 }

@@ -21,6 +21,7 @@ enum class StatusCode {
   internal,
   cancelled,
   data_loss,
+  resource_exhausted,  // memory (or another budget) ran out; the input may be fine on a bigger machine
 };
 
 std::string_view status_code_name(StatusCode code);
@@ -55,6 +56,7 @@ inline Status failed_precondition(std::string message) {
 inline Status out_of_range(std::string message) { return {StatusCode::out_of_range, std::move(message)}; }
 inline Status unimplemented(std::string message) { return {StatusCode::unimplemented, std::move(message)}; }
 inline Status internal_error(std::string message) { return {StatusCode::internal, std::move(message)}; }
+inline Status resource_exhausted(std::string message) { return {StatusCode::resource_exhausted, std::move(message)}; }
 
 // A value of type T, or the Status that explains why there is none.
 template <class T>

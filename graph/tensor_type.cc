@@ -36,6 +36,14 @@ bool Shape::accepts(std::span<const int64_t> concrete) const {
   return true;
 }
 
+std::optional<int64_t> TensorType::byte_size_at(int64_t unknown_dim) const {
+  auto bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t d : shape.dims) {
+    if (__builtin_mul_overflow(bytes, d < 0 ? unknown_dim : d, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
 std::string TensorType::to_string() const { return std::string(dtype_name(dtype)) + shape.to_string(); }
 
 bool Shape::compatible_with(const Shape& other) const {

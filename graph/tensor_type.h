@@ -41,6 +41,9 @@ struct TensorType {
   DType dtype = DType::f32;
   Shape shape;
 
+  // Bytes of a value of this type when every unknown dim is `unknown_dim`; nullopt when that
+  // overflows int64.
+  std::optional<int64_t> byte_size_at(int64_t unknown_dim) const;
   // "f32[?,784]"
   std::string to_string() const;
   friend bool operator==(const TensorType&, const TensorType&) = default;

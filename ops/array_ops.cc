@@ -286,7 +286,10 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
         if (depth < 0) return ctx.error("depth must be non-negative");
         Shape out = ctx.input(0).shape;
         out.dims.push_back(depth);
-        return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), out}};
+        if (out.rank() > runtime::kMaxRank) return ctx.error("the output's rank exceeds " + std::to_string(runtime::kMaxRank));
+        const TensorType type{ctx.attr<graph::DType>("dtype"), out};
+        if (!type.byte_size_at(1)) return ctx.error("depth " + std::to_string(depth) + " makes the output " + type.to_string() + " overflow int64 bytes");
+        return std::vector<TensorType>{type};
       },
       .summary = "on_value at each index along a new last dim of size depth, off_value elsewhere.",
       .no_gradient = "its input holds integer indices"});

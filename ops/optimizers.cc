@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "graph/gradients.h"
+#include "ops/check_numerics_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/optimizer_ops.h"
 #include "ops/reduce_ops.h"
@@ -73,7 +74,7 @@ std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::v
   return clipped;
 }
 
-graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer) {
+graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer, bool check_numerics) {
   MIRRA_RETURN_IF_ERROR(check(optimizer));
   graph::Graph& g = b.graph();
   std::vector<graph::ValueRef> variables;
@@ -83,8 +84,14 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   }
   if (variables.empty()) return graph::invalid_argument("minimize: the graph has no trainable variables");
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients, graph::gradients(b, loss, variables));
-  const std::vector<graph::ValueRef> applied =
+  std::vector<graph::ValueRef> applied =
       optimizer.clip_global_norm > 0 ? clip_by_global_norm(b, gradients, optimizer.clip_global_norm) : gradients;
+  if (check_numerics) {
+    auto scope = b.scope("check_numerics");
+    for (size_t i = 0; i < applied.size(); ++i) {
+      applied[i] = ops::check_numerics(b, applied[i], "the gradient of '" + g.node(variables[i].node).name + "'");
+    }
+  }
 
   TrainOp result;
   const graph::DType dtype = b.type(loss).dtype;
@@ -92,8 +99,8 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     auto scope = b.scope("optimizer");
     result.learning_rate = variable(b, "learning_rate", graph::Shape{}, Initializer::constant(optimizer.learning_rate),
                                     dtype, /*trainable=*/false);
-    result.iterations = variable(b, "iterations", graph::Shape{}, Initializer::zeros(), graph::DType::i64, false);
   }
+  result.iterations = variable(b, kIterationsVariable, graph::Shape{}, Initializer::zeros(), graph::DType::i64, false);
   std::vector<graph::NodeId> updates;
   for (size_t i = 0; i < variables.size(); ++i) {
     const graph::ValueRef v = variables[i];

@@ -21,6 +21,9 @@
 
 namespace mirra::ops {
 
+// The name minimize gives the optimizer's step counter.
+inline constexpr std::string_view kIterationsVariable = "optimizer/iterations";
+
 struct Optimizer {
   std::string kind = "sgd";  // sgd, momentum, adam, adamw
   double learning_rate = 0.01;
@@ -56,7 +59,10 @@ struct TrainOp {
 std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
                                                  double clip_norm);
 
-graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer);
+// With `check_numerics`, each gradient passes a CheckNumerics node before its update, so a step with
+// a NaN or infinite gradient fails (naming the variable) instead of applying it.
+graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer,
+                                  bool check_numerics = false);
 
 // The optimizer's settings as typed attributes (how model files store them), and back. Reading
 // rejects unknown names, wrong types and out-of-range values, naming the attribute.

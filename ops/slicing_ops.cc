@@ -87,7 +87,11 @@ Expected<std::vector<TensorType>> infer_concat(const InferContext& ctx) {
     if (x.rank() != first.rank()) return ctx.error("inputs must have the same rank");
     for (int d = 0; d < first.rank(); ++d) {
       if (d == *axis) {
-        out.dims[static_cast<size_t>(d)] = out.dim(d) < 0 || x.dim(d) < 0 ? -1 : out.dim(d) + x.dim(d);
+        int64_t sum = -1;
+        if (out.dim(d) >= 0 && x.dim(d) >= 0 && __builtin_add_overflow(out.dim(d), x.dim(d), &sum)) {
+          return ctx.error("the concat dim's sizes overflow int64");
+        }
+        out.dims[static_cast<size_t>(d)] = sum;
       } else if (x.dim(d) >= 0 && out.dim(d) >= 0 && x.dim(d) != out.dim(d)) {
         return ctx.error("inputs differ off the concat axis");
       } else if (out.dim(d) < 0) {
@@ -166,7 +170,9 @@ Expected<std::vector<TensorType>> infer_slice(const InferContext& ctx) {
   for (int d = 0; d < in.rank(); ++d) {
     const auto i = static_cast<size_t>(d);
     if (begin[i] < 0 || size[i] < -1) return ctx.error("begin must be >= 0 and size >= -1");
-    if (in.dim(d) >= 0 && (begin[i] > in.dim(d) || (size[i] >= 0 && begin[i] + size[i] > in.dim(d)))) {
+    int64_t end = 0;
+    if (__builtin_add_overflow(begin[i], std::max<int64_t>(size[i], 0), &end)) return ctx.error("begin + size overflows int64");
+    if (in.dim(d) >= 0 && (begin[i] > in.dim(d) || end > in.dim(d))) {
       return ctx.error("slice goes past dim " + std::to_string(d));
     }
     out.dims[i] = size[i] >= 0 ? size[i] : (in.dim(d) >= 0 ? in.dim(d) - begin[i] : -1);
@@ -205,7 +211,12 @@ Expected<std::vector<TensorType>> infer_pad(const InferContext& ctx) {
     const int64_t before = paddings[2 * static_cast<size_t>(d)];
     const int64_t after = paddings[2 * static_cast<size_t>(d) + 1];
     if (before < 0 || after < 0) return ctx.error("paddings must be non-negative");
-    if (in.dim(d) >= 0) out.dims[static_cast<size_t>(d)] = in.dim(d) + before + after;
+    int64_t padded = 0;
+    if (__builtin_add_overflow(before, after, &padded) ||
+        (in.dim(d) >= 0 && __builtin_add_overflow(in.dim(d), padded, &padded))) {
+      return ctx.error("paddings of dim " + std::to_string(d) + " make its size overflow int64");
+    }
+    if (in.dim(d) >= 0) out.dims[static_cast<size_t>(d)] = padded;
   }
   return std::vector<TensorType>{{ctx.input(0).dtype, out}};
 }

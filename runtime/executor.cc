@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <new>
 
 #include <oneapi/tbb/task_group.h>
 
@@ -86,7 +87,15 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
                         pn.kernel.reuses_inputs ? &reusable : nullptr);
   const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
   const int64_t start = step.timeline != nullptr ? now() : 0;
-  Status status = pn.kernel.fn(context);
+  Status status;
+  try {
+    status = pn.kernel.fn(context);
+  } catch (const std::bad_alloc&) {
+    // Allocation is the one failure kernels do not return as a Status (allocate_output has no room
+    // for one); it ends the step like any other error.
+    status = graph::resource_exhausted("out of memory (" + std::to_string(pn.device->allocator()->stats().bytes_in_use) +
+                                       " bytes in use on the device)");
+  }
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, now()};
   if (!status.ok()) return status.with_context(describe(pn));
   for (uint32_t i = 0; i < pn.num_outputs; ++i) {

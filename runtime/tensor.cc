@@ -2,6 +2,7 @@
 #include "runtime/tensor.h"
 
 #include <cstring>
+#include <new>
 
 namespace mirra::runtime {
 
@@ -25,7 +26,12 @@ Tensor::Tensor(DType dtype, const TensorShape& shape, std::shared_ptr<Buffer> bu
 }
 
 Tensor Tensor::empty(const std::shared_ptr<Allocator>& allocator, DType dtype, const TensorShape& shape) {
-  const size_t bytes = static_cast<size_t>(shape.num_elements()) * graph::dtype_size(dtype);
+  // Run-time dims (a batch) can make a size no graph check saw: one that does not fit is a failed
+  // allocation, which the executor reports as resource_exhausted.
+  size_t bytes = graph::dtype_size(dtype);
+  for (int64_t d : shape.dims()) {
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) throw std::bad_array_new_length();
+  }
   return Tensor(dtype, shape, std::make_shared<Buffer>(allocator, bytes));
 }
 

@@ -50,7 +50,9 @@ std::span<const uint8_t> aligned_view(std::span<const uint8_t> bytes, AlignedByt
 }
 
 graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_view what) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. It has no effect on
+  // reading a regular file, the only kind read past the check below.
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return io_error("read " + std::string(what), path);
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return io_error("stat " + std::string(what), path);
@@ -72,7 +74,47 @@ graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_vie
   return bytes;
 }
 
-graph::Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
+graph::Expected<std::string> resolve_write_target(const std::string& path, std::string_view what) {
+  std::filesystem::path target(path);
+  for (int hop = 0;; ++hop) {
+    struct stat info {};
+    if (::lstat(target.c_str(), &info) != 0) {
+      if (errno == ENOENT) return target.string();  // a new file
+      return io_error("inspect " + std::string(what), path);
+    }
+    if (S_ISREG(info.st_mode)) return target.string();
+    if (!S_ISLNK(info.st_mode)) {
+      return graph::invalid_argument(std::string(what) + " '" + path + "' is " +
+                                     (target.string() == path ? "" : "a link to '" + target.string() + "', ") +
+                                     "not a regular file: refusing to replace it");
+    }
+    if (hop == 40) return graph::invalid_argument(std::string(what) + " '" + path + "': too many levels of symbolic links");
+    std::error_code ec;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) return graph::invalid_argument("cannot read the link " + std::string(what) + " '" + path + "': " + ec.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+}
+
+graph::Status check_writable_directory(const std::string& dir, std::string_view what) {
+  std::string probe = (std::filesystem::path(dir.empty() ? "." : dir) / ".mirra-write-check-XXXXXX").string();
+  FileDescriptor fd(::mkstemp(probe.data()));
+  if (fd.get() < 0) {
+    return graph::invalid_argument("cannot write in " + std::string(what) + " '" + dir + "': " + std::strerror(errno));
+  }
+  ::unlink(probe.c_str());
+  return graph::Status();
+}
+
+graph::Status check_writable_file(const std::string& path, std::string_view what) {
+  if (path.empty()) return graph::Status();
+  MIRRA_ASSIGN_OR_RETURN(const std::string target, resolve_write_target(path, what));
+  const graph::Status status = check_writable_directory(std::filesystem::path(target).parent_path().string(), "the directory of");
+  return status.ok() ? status : graph::invalid_argument("cannot write " + std::string(what) + " '" + path + "': " + status.message());
+}
+
+graph::Status write_file_atomically(const std::string& requested, std::span<const uint8_t> bytes) {
+  MIRRA_ASSIGN_OR_RETURN(const std::string path, resolve_write_target(requested, "file"));
   const std::filesystem::path target(path);
   std::filesystem::path directory = target.parent_path();
   if (directory.empty()) directory = ".";

@@ -36,8 +36,20 @@ class AlignedBytes {
 // for the file's own alignment), else a copy held in `storage`.
 std::span<const uint8_t> aligned_view(std::span<const uint8_t> bytes, AlignedBytes& storage);
 
-// `what` names the file's kind in errors ("model file").
+// `what` names the file's kind in errors ("model file"). Only a regular file is read: the type is
+// checked without blocking, so a FIFO or a device is an error, not a hang.
 graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_view what);
+
+// Note [Write targets]
+// Files are written only as regular files. A symlink is followed (hop by hop, at most 40), and the
+// file it names is replaced; an existing target that is anything else (a device, a FIFO, a
+// directory) is refused, so that no write replaces /dev/null or feeds a pipe with a torn file.
+graph::Expected<std::string> resolve_write_target(const std::string& path, std::string_view what);
 graph::Status write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
+// Checks before long work that `path` (empty: nothing to check) can be written as write_file_atomically
+// would: a resolvable target in a directory where a file can be created.
+graph::Status check_writable_file(const std::string& path, std::string_view what);
+// Creates and removes a file in `dir`: the only check that also holds for root and read-only mounts.
+graph::Status check_writable_directory(const std::string& dir, std::string_view what);
 
 }  // namespace mirra::serialization

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace mirra::strategies {
 
@@ -37,12 +39,33 @@ graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text
 }
 
 graph::Expected<json> parse_config_object(std::string_view json_text, std::string_view source) {
+  // JSON lets a key repeat (the last one wins), so a typo can silently change a run: the parser's
+  // callback keeps the keys of each open object and records the first one that repeats.
+  struct OpenObject {
+    std::set<std::string> keys;
+    std::string path;  // "training." for keys inside "training"
+  };
+  std::vector<OpenObject> open;
+  std::string next_path, duplicate;
+  const json::parser_callback_t track_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open.push_back({{}, next_path});
+    } else if (event == json::parse_event_t::object_end) {
+      open.pop_back();
+    } else if (event == json::parse_event_t::key && !open.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (!open.back().keys.insert(key).second && duplicate.empty()) duplicate = open.back().path + key;
+      next_path = open.back().path + key + ".";
+    }
+    return true;
+  };
   json root;
   try {
-    root = json::parse(json_text);
+    root = json::parse(json_text, track_keys);
   } catch (const json::exception& e) {
     return graph::invalid_argument(std::string(source) + ": not valid JSON: " + e.what());
   }
+  if (!duplicate.empty()) return config_key_error(source, duplicate, "appears twice");
   if (!root.is_object()) return graph::invalid_argument(std::string(source) + ": the config must be a JSON object");
   return root;
 }

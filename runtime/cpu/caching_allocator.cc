@@ -31,7 +31,21 @@ void* CachingAllocator::allocate(size_t bytes) {
       return block;
     }
   }
-  return ::operator new(size, std::align_val_t{kTensorAlignment});
+  // Out of memory with blocks cached: give them back to the system and try once more (the cache may
+  // hold enough in other size classes). Still out: undo the count and let bad_alloc reach the caller.
+  try {
+    return ::operator new(size, std::align_val_t{kTensorAlignment});
+  } catch (const std::bad_alloc&) {
+    release_cache();
+    try {
+      return ::operator new(size, std::align_val_t{kTensorAlignment});
+    } catch (const std::bad_alloc&) {
+      std::lock_guard lock(mutex_);
+      --stats_.allocations;
+      stats_.bytes_in_use -= size;
+      throw;
+    }
+  }
 }
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {

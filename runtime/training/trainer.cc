@@ -2,6 +2,7 @@
 #include "runtime/training/trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <span>
 
@@ -102,7 +103,18 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         rate = options_.schedule.at(*base_learning_rate_, step_);
         MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
       }
-      MIRRA_ASSIGN_OR_RETURN(const double loss, run_batch(session_, graph_, *batch, targets, totals));
+      const std::string where = "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
+                                std::to_string(batch_index) + ")";
+      auto ran = run_batch(session_, graph_, *batch, targets, totals);
+      if (!ran.ok()) return ran.status().with_context(where);
+      const double loss = *ran;
+      if (!std::isfinite(loss)) {
+        // The update of this step has used it: the variables can no longer be trusted, so training
+        // stops before anyone sees the step (on_step is where callers checkpoint).
+        const graph::Node& node = session_.graph().node(graph_.loss.node);
+        return graph::invalid_argument(where + ": the loss '" + node.name + "' is " + (std::isnan(loss) ? "NaN" : "infinite") +
+                                       "; training diverged (a lower learning rate may help)");
+      }
       ++metrics.steps;
       if (options_.on_step) {
         const auto step_end = Clock::now();

@@ -83,6 +83,7 @@ class Trainer {
   Trainer(Session& session, TrainingGraph graph, TrainerOptions options = {});
 
   // Trains for the configured epochs (or steps), evaluating on `test` after each epoch when given.
+  // A non-finite loss ends training with an error naming the step, before on_step sees that step.
   graph::Expected<std::vector<EpochMetrics>> fit(const data::Dataset& train, const data::Dataset* test = nullptr);
   // Accuracy and mean loss over every example of `data`, without updating anything.
   graph::Expected<Evaluation> evaluate(const data::Dataset& data);

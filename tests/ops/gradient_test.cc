@@ -113,6 +113,7 @@ TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
     cases.push_back({op, {rand64(rng, {3, 4}), rand64(rng, {4})}, {}, {0, 1}});
     cases.push_back({op, {rand64(rng, {2, 1, 3}), rand64(rng, {4, 1})}, {}, {0, 1}});
   }
+  cases.push_back({"CheckNumerics", {rand64(rng, {3, 4})}, {{"message", std::string("x")}}});
   cases.push_back({"Div", {rand64(rng, {3, 4}), rand64(rng, {4}, 0.5, 2)}, {}, {0, 1}});
   cases.push_back({"Div", {rand64(rng, {1}), rand64(rng, {2, 3}, 0.5, 2)}, {}, {0, 1}});
   for (bool ta : {false, true}) {

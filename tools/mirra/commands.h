@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "graph/status.h"
 #include "tools/mirra/run_config.h"
 
@@ -27,6 +28,7 @@ struct EvalCommand {
   std::string data;
   int64_t batch_size = 1000;
   int threads = 0;
+  int64_t memory_limit = 0;  // bytes; 0: nine tenths of physical memory
   bool json = false;
 };
 
@@ -40,6 +42,9 @@ struct InspectCommand {
 int run_train(const TrainCommand& command);
 int run_eval(const EvalCommand& command);
 int run_inspect(const InspectCommand& command);
+
+// resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory).
+graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes);
 
 // Prints "mirra: error: <message>" to stderr and returns the exit code for `status`.
 int report_error(const graph::Status& status);

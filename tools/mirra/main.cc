@@ -6,6 +6,7 @@
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 internal failure.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <new>
 
@@ -19,6 +20,9 @@ namespace runner = mirra::runner;
 
 int main(int argc, char** argv) {
   runner::start_interrupt_watcher();
+  // A reader that goes away (`mirra train --json | head -1`) must not end training: writes to a closed
+  // pipe then fail with EPIPE, the output is lost, and the run finishes its checkpoints and saves.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"mirra: data-parallel training with TensorFlow-style distribution strategies"};
   app.require_subcommand(1);
 
@@ -42,6 +46,8 @@ int main(int argc, char** argv) {
   eval_app->add_option("--batch-size", eval.batch_size, "Examples per batch")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   eval_app->add_option("--threads", eval.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
   eval_app->add_flag("--json", eval.json, "Print the result as JSON");
+  std::string eval_memory_limit;
+  eval_app->add_option("--memory-limit", eval_memory_limit, "Most memory evaluation may plan to use, e.g. 16G");
 
   runner::InspectCommand inspect;
   std::string inspect_devices;
@@ -74,7 +80,14 @@ int main(int argc, char** argv) {
       train.config = std::move(*config);
       return runner::run_train(train);
     }
-    if (*eval_app) return runner::run_eval(eval);
+    if (*eval_app) {
+      if (!eval_memory_limit.empty()) {
+        auto limit = runner::parse_byte_size(eval_memory_limit, "--memory-limit");
+        if (!limit.ok()) return runner::report_error(limit.status());
+        eval.memory_limit = *limit;
+      }
+      return runner::run_eval(eval);
+    }
     if (*inspect_app) {
       inspect.devices = runner::split_comma_list(inspect_devices);
       return runner::run_inspect(inspect);

@@ -6,7 +6,7 @@
 namespace mirra::runner {
 
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
-                                                  std::optional<double> learning_rate) {
+                                                  std::optional<double> learning_rate, bool check_numerics) {
   const serialization::OptimizerSpec& spec = model.signature.optimizer;
   graph::AttrMap hyper_parameters = spec.hyper_parameters;
   if (learning_rate) hyper_parameters.set("learning_rate", *learning_rate);
@@ -17,7 +17,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   strategies::TrainingProgram& program = out.program;
   program.graph = model.graph;
   graph::Builder b(program.graph, ops::registry());
-  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer));
+  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer, check_numerics));
   ops::fuse_conv_bias_relu(program.graph);
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,

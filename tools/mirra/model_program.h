@@ -19,7 +19,8 @@ struct ModelProgram {
 
 // Errors (invalid_argument) name what in the model cannot be trained: an unknown optimizer or
 // hyper-parameter, a signature without a "correct" metric, a loss nothing trainable feeds.
+// With `check_numerics`, every gradient is checked for NaN and infinity before its update.
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
-                                                  std::optional<double> learning_rate);
+                                                  std::optional<double> learning_rate, bool check_numerics = false);
 
 }  // namespace mirra::runner

@@ -3,7 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/memory_estimate.h"
 #include "strategies/config_json.h"
 
 namespace mirra::runner {
@@ -12,6 +15,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr int64_t kMaxMemoryLimit = int64_t{1} << 62;
+
 // Reads object[key] into `out` when present: an integer within [low, high].
 template <class T>
 graph::Status read_integer(const json& object, const char* key, const std::string& path, std::string_view source,
@@ -19,8 +24,12 @@ graph::Status read_integer(const json& object, const char* key, const std::strin
   if (!object.contains(key)) return graph::Status();
   const json& value = object.at(key);
   if (!value.is_number_integer()) return strategies::config_key_error(source, path, "must be an integer");
-  if (value.is_number_unsigned() ? value.get<uint64_t>() > static_cast<uint64_t>(high)
-                                 : (value.get<int64_t>() < low || value.get<int64_t>() > high)) {
+  // nlohmann reads every non-negative integer as unsigned, and one above INT64_MAX only fits there.
+  const bool in_range = value.is_number_unsigned()
+                            ? value.get<uint64_t>() <= static_cast<uint64_t>(high) &&
+                                  (low <= 0 || value.get<uint64_t>() >= static_cast<uint64_t>(low))
+                            : value.get<int64_t>() >= low && value.get<int64_t>() <= high;
+  if (!in_range) {
     return strategies::config_key_error(source, path, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
   }
   out = static_cast<T>(value.get<int64_t>());
@@ -32,6 +41,13 @@ graph::Status read_string(const json& object, const char* key, const std::string
   if (!object.contains(key)) return graph::Status();
   if (!object.at(key).is_string()) return strategies::config_key_error(source, path, "must be a string");
   out = object.at(key).get<std::string>();
+  return graph::Status();
+}
+
+graph::Status read_boolean(const json& object, const char* key, const std::string& path, std::string_view source, bool& out) {
+  if (!object.contains(key)) return graph::Status();
+  if (!object.at(key).is_boolean()) return strategies::config_key_error(source, path, "must be true or false");
+  out = object.at(key).get<bool>();
   return graph::Status();
 }
 
@@ -66,14 +82,15 @@ graph::Status read_schedule(const json& s, std::string_view source, runtime::tra
 graph::Status read_training(const json& t, std::string_view source, TrainingConfig& out) {
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
-      t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads"}, source,
-      "training."));
+      t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads",
+          "memory_limit", "check_numerics"},
+      source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "epochs", "training.epochs", source, 0, 1'000'000, out.epochs));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "steps", "training.steps", source, 0, int64_t{1} << 40, out.steps));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "batch_size", "training.batch_size", source, 1, 1 << 20, out.batch_size));
-  MIRRA_RETURN_IF_ERROR(read_integer(t, "seed", "training.seed", source, 0, int64_t{1} << 62, out.seed));
+  MIRRA_RETURN_IF_ERROR(read_integer(t, "seed", "training.seed", source, 0, kMaxSeed, out.seed));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "threads", "training.threads", source, 0, 1024, out.threads));
   if (t.contains("learning_rate")) {
     const json& lr = t.at("learning_rate");
@@ -82,9 +99,14 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
     }
     out.learning_rate = lr.get<double>();
   }
-  if (t.contains("deterministic")) {
-    if (!t.at("deterministic").is_boolean()) return strategies::config_key_error(source, "training.deterministic", "must be true or false");
-    out.deterministic = t.at("deterministic").get<bool>();
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "deterministic", "training.deterministic", source, out.deterministic));
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
+  if (t.contains("memory_limit") && t.at("memory_limit").is_string()) {
+    auto bytes = parse_byte_size(t.at("memory_limit").get<std::string>(), "'training.memory_limit'");
+    if (!bytes.ok()) return graph::invalid_argument(std::string(source) + ": " + bytes.status().message());
+    out.memory_limit = *bytes;
+  } else {
+    MIRRA_RETURN_IF_ERROR(read_integer(t, "memory_limit", "training.memory_limit", source, 0, kMaxMemoryLimit, out.memory_limit));
   }
   return graph::Status();
 }
@@ -134,7 +156,9 @@ std::string run_config_json(const RunConfig& c) {
                    {"batch_size", c.training.batch_size},
                    {"seed", c.training.seed},
                    {"deterministic", c.training.deterministic},
-                   {"threads", c.training.threads}};
+                   {"threads", c.training.threads},
+                   {"memory_limit", c.training.memory_limit},
+                   {"check_numerics", c.training.check_numerics}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},
@@ -152,6 +176,34 @@ std::string run_config_json(const RunConfig& c) {
       {"training", training},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
   return root.dump(2);
+}
+
+graph::Expected<int64_t> parse_byte_size(std::string_view text, std::string_view what) {
+  const auto bad = [&] {
+    return graph::invalid_argument(std::string(what) + " is '" + std::string(text) +
+                                   "', not a size like 16G, 512M, 64K or a number of bytes up to 2^62");
+  };
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      case 'T': case 't': shift = 40; break;
+      default: break;
+    }
+  }
+  const std::string_view digits = shift == 0 ? text : text.substr(0, text.size() - 1);
+  if (digits.empty() || digits.size() > 19 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return bad();
+  }
+  const int64_t value = std::stoll(std::string(digits));
+  if (value > (kMaxMemoryLimit >> shift)) return bad();
+  return value << shift;
+}
+
+int64_t memory_limit_bytes(const TrainingConfig& training) {
+  return training.memory_limit > 0 ? training.memory_limit : runtime::default_memory_limit();
 }
 
 graph::Status check_run_config(const RunConfig& c) {

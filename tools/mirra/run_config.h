@@ -18,6 +18,8 @@
 
 namespace mirra::runner {
 
+inline constexpr int64_t kMaxSeed = int64_t{1} << 62;  // shuffle seeds, from the config and --seed
+
 struct TrainingConfig {
   std::string data;                     // Fashion-MNIST IDX directory
   int64_t epochs = 3;
@@ -28,6 +30,8 @@ struct TrainingConfig {
   uint64_t seed = 1;                    // shuffle seed
   bool deterministic = false;           // one node at a time: bitwise-reproducible runs and resumes
   int threads = 0;                      // oneTBB threads; 0: all cores
+  int64_t memory_limit = 0;             // bytes the run may plan to use; 0: nine tenths of physical memory
+  bool check_numerics = false;          // also stop at the first non-finite gradient, before it is applied
 };
 
 struct CheckpointConfig {
@@ -50,6 +54,10 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
 graph::Expected<RunConfig> load_run_config(const std::string& path);
 // Every field, as a config file would hold it (numbers at full precision).
 std::string run_config_json(const RunConfig& config);
+// "16G", "512M", "64K" (powers of 1024) or a plain number of bytes, at most 2^62; errors name `what`.
+graph::Expected<int64_t> parse_byte_size(std::string_view text, std::string_view what);
+// The memory limit in bytes: the configured one, or the default.
+int64_t memory_limit_bytes(const TrainingConfig& training);
 // Checks that hold whichever layer set the values: positive counts, a known strategy for the devices.
 graph::Status check_run_config(const RunConfig& config);
 

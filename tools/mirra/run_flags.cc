@@ -24,9 +24,13 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   command.add_option("--decay-steps", f.decay_steps, "step: the decay period; cosine: the decay's length")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  command.add_option("--seed", f.seed, "Shuffle seed (default 1)");
+  command.add_option("--seed", f.seed, "Shuffle seed (default 1)")->check(CLI::Range(int64_t{0}, kMaxSeed));
   command.add_flag("--deterministic", f.deterministic, "One node at a time: bitwise-reproducible runs and resumes");
   command.add_option("--threads", f.threads, "oneTBB threads (default 0: all cores)")->check(CLI::Range(0, 1024));
+  command.add_option("--memory-limit", f.memory_limit,
+                     "Most memory the run may plan to use, e.g. 16G (default: nine tenths of physical memory)");
+  command.add_flag("--check-numerics", f.check_numerics,
+                   "Stop at the first non-finite gradient, before it is applied (the loss is always checked)");
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
@@ -73,9 +77,13 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.schedule) config.training.schedule.kind = *f.schedule;
   if (f.warmup_steps) config.training.schedule.warmup_steps = *f.warmup_steps;
   if (f.decay_steps) config.training.schedule.decay_steps = *f.decay_steps;
-  if (f.seed) config.training.seed = *f.seed;
+  if (f.seed) config.training.seed = static_cast<uint64_t>(*f.seed);
   if (f.deterministic) config.training.deterministic = true;
   if (f.threads) config.training.threads = *f.threads;
+  if (f.memory_limit) {
+    MIRRA_ASSIGN_OR_RETURN(config.training.memory_limit, parse_byte_size(*f.memory_limit, "--memory-limit"));
+  }
+  if (f.check_numerics) config.training.check_numerics = true;
   if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
   if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
   if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;

@@ -14,12 +14,13 @@ namespace mirra::runner {
 
 struct RunFlags {
   std::string config_file;
-  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule;
+  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule, memory_limit;
   std::optional<int64_t> epochs, steps, batch_size, checkpoint_every, warmup_steps, decay_steps;
   std::optional<double> learning_rate;
-  std::optional<uint64_t> seed;
+  std::optional<int64_t> seed;
   std::optional<int> threads, keep_checkpoints;
   bool deterministic = false;
+  bool check_numerics = false;
 };
 
 void add_run_flags(CLI::App& command, RunFlags& flags);

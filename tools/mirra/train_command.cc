@@ -4,15 +4,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "ops/registry.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/memory_estimate.h"
 #include "serialization/checkpoint.h"
+#include "serialization/file_io.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/interrupts.h"
 #include "tools/mirra/model_program.h"
@@ -40,18 +44,18 @@ TrainingPosition position_after(const runtime::training::StepMetrics& step, cons
 // inputs do not take the data set's batches.
 graph::Status check_before_training(const TrainCommand& command, const strategies::TrainingProgram& program,
                                     int64_t batch_size) {
-  for (const std::string& path : {command.save, command.metrics, command.trace}) {
-    if (path.empty()) continue;
-    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
-    if (::access(parent.c_str(), W_OK) != 0) {
-      return graph::invalid_argument("cannot write '" + path + "': directory '" + parent.string() + "' is not writable");
-    }
+  MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.save, "--save"));
+  MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.trace, "--trace"));
+  // The metrics are a stream: a pipe or a terminal may take them, so only their directory is checked.
+  if (!command.metrics.empty() && !std::filesystem::exists(command.metrics)) {
+    MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.metrics, "--metrics"));
   }
   const std::string& dir = command.config.checkpoint.dir;
   std::error_code ec;
   if (!dir.empty() && !std::filesystem::create_directories(dir, ec) && ec) {
     return graph::invalid_argument("cannot create checkpoint directory '" + dir + "': " + ec.message());
   }
+  if (!dir.empty()) MIRRA_RETURN_IF_ERROR(serialization::check_writable_directory(dir, "checkpoint directory"));
   const graph::Graph& g = program.graph;
   const auto features = g.find(program.signature.features);
   const auto labels = g.find(program.signature.labels);
@@ -75,9 +79,11 @@ class TrainRun {
   explicit TrainRun(const TrainCommand& command) : command_(command), config_(command.config) {}
 
   graph::Status run();
+  bool summary_printed() const { return summary_printed_; }
 
  private:
   graph::Status restore();
+  void note_metrics_error();  // a failed write to the metrics file: warn once, stop writing it
   graph::Status save_checkpoint(const TrainingPosition& position);
   graph::Status save_model();
   void on_step(const runtime::training::StepMetrics& step);
@@ -97,6 +103,8 @@ class TrainRun {
   TrainingPosition start_, last_saved_{.step = -1};
   std::optional<TrainingPosition> position_;  // after the last step
   graph::Status step_error_;  // a failed periodic checkpoint: training stops after that step and reports it
+  graph::Status metrics_error_;  // reported after training, which goes on without the metrics
+  bool summary_printed_ = false;
   int64_t examples_ = 0;
   double last_loss_ = 0;
   std::chrono::steady_clock::time_point started_;
@@ -105,10 +113,12 @@ class TrainRun {
 graph::Status TrainRun::run() {
   MIRRA_RETURN_IF_ERROR(check_run_config(config_));
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
-  MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, config_.training.learning_rate));
+  MIRRA_ASSIGN_OR_RETURN(program_,
+                         build_model_program(model_, config_.training.learning_rate, config_.training.check_numerics));
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
+  MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training)));
   session_ = std::make_unique<runtime::Session>(
       distributed_.graph, ops::cpu_kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
@@ -135,12 +145,13 @@ graph::Status TrainRun::run() {
     metrics_.open(command_.metrics);
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }
+  const InterruptibleScope interruptible;  // from here a signal stops training after its step, with a checkpoint
   if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(distributed_.graph);
   progress_ = std::make_unique<ProgressReporter>(stdout, terminal && !command_.json, config_.training.steps > 0 ? 0 : config_.training.epochs);
 
   const int64_t epochs_left = config_.training.steps > 0 ? 0 : config_.training.epochs - start_.epoch;
   const bool finished = config_.training.steps > 0 ? start_.step >= config_.training.steps : epochs_left <= 0;
-  if (interrupt_signal() != 0) {  // while loading: nothing trained, nothing to save
+  if (interrupt_signal() != 0) {  // before the first step: nothing trained, nothing to save
     std::fprintf(stderr, "mirra: interrupted before the first step\n");
     return graph::Status();
   }
@@ -162,6 +173,8 @@ graph::Status TrainRun::run() {
     auto fit = trainer.fit(train, test ? &*test : nullptr);
     MIRRA_RETURN_IF_ERROR(step_error_);
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
+    if (metrics_.is_open()) metrics_.flush();
+    note_metrics_error();
   } else if (!command_.json) {
     std::printf("nothing to train: the checkpoint is already at the end\n");
   }
@@ -174,7 +187,17 @@ graph::Status TrainRun::run() {
     std::fprintf(stderr, "mirra: interrupted after step %lld%s\n", static_cast<long long>(position_ ? position_->step : start_.step),
                  store_ ? "; the checkpoint is saved, --resume continues from it" : "");
   }
-  return graph::Status();
+  // Training and every save went through; the metrics file is short, which a script must hear of.
+  return metrics_error_;
+}
+
+void TrainRun::note_metrics_error() {
+  if (!metrics_.is_open() || !metrics_.fail() || !metrics_error_.ok()) return;
+  const int64_t step = position_ ? position_->step : start_.step;
+  metrics_error_ = graph::invalid_argument("writing metrics file '" + command_.metrics + "' failed near step " +
+                                           std::to_string(step) + " (" + std::strerror(errno) + "); it is incomplete");
+  std::fprintf(stderr, "mirra: warning: %s; training goes on without it\n", metrics_error_.message().c_str());
+  metrics_.close();
 }
 
 graph::Status TrainRun::restore() {
@@ -243,6 +266,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
                                 {"seconds", elapsed}})
                     .dump()
              << '\n';
+    note_metrics_error();
   }
   if (trace_ && !trace_->full()) {
     trace_->add_step(step, session_->last_timeline());
@@ -261,6 +285,7 @@ graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
                                        .strategy = strategy_->config().strategy,
                                        .replicas = static_cast<int>(strategy_->config().devices.size())};
   MIRRA_ASSIGN_OR_RETURN(checkpoint.variables, read_variables(*session_, program_.learning_rate_variable));
+  MIRRA_RETURN_IF_ERROR(check_values(checkpoint.variables, "not checkpointing step " + std::to_string(position.step)));
   MIRRA_RETURN_IF_ERROR(store_->save(checkpoint));
   last_saved_ = position;
   return graph::Status();
@@ -269,6 +294,7 @@ graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
 graph::Status TrainRun::save_model() {
   MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
                          read_variables(*session_, program_.learning_rate_variable));
+  MIRRA_RETURN_IF_ERROR(check_values(values, "not saving '" + command_.save + "'"));
   serialization::Model trained{.graph = model_.graph, .signature = model_.signature, .metadata = model_.metadata};
   trained.signature.optimizer.state.clear();
   trained.signature.optimizer.hyper_parameters = ops::optimizer_hyper_parameters(program_.optimizer);
@@ -315,10 +341,19 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
     summary["test_accuracy"] = evaluation->accuracy;
     summary["test_loss"] = evaluation->mean_loss;
   }
+  if (!metrics_error_.ok()) summary["error"] = metrics_error_.message();
   std::printf("%s\n", summary.dump().c_str());
+  summary_printed_ = true;
 }
 
 }  // namespace
+
+graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes) {
+  MIRRA_ASSIGN_OR_RETURN(const runtime::MemoryEstimate estimate, runtime::estimate_memory(graph, batch_size));
+  const graph::Status status = runtime::check_memory_budget(estimate, limit_bytes);
+  if (status.ok()) return status;
+  return graph::resource_exhausted(status.message() + " (--memory-limit raises the limit; a smaller --batch-size lowers the need)");
+}
 
 int report_error(const graph::Status& status) {
   std::fprintf(stderr, "mirra: error: %s\n", status.message().c_str());
@@ -326,10 +361,13 @@ int report_error(const graph::Status& status) {
 }
 
 int run_train(const TrainCommand& command) {
-  const InterruptibleScope interruptible;  // a signal stops training after its step, with a checkpoint
   TrainRun run(command);
   const graph::Status status = run.run();
-  if (!status.ok()) return report_error(status);
+  if (!status.ok()) {
+    // --json promises a JSON object as the last line of stdout, also when the run fails.
+    if (command.json && !run.summary_printed()) std::printf("%s\n", nlohmann::json({{"model", command.model}, {"error", status.message()}}).dump().c_str());
+    return report_error(status);
+  }
   return interrupt_signal() != 0 ? 128 + interrupt_signal() : 0;
 }
 

@@ -2,9 +2,11 @@
 #include "tools/mirra/variables_io.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
+#include "ops/optimizers.h"
 #include "strategies/strategy.h"
 
 namespace mirra::runner {
@@ -28,8 +30,29 @@ graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime:
   return out;
 }
 
+graph::Status check_values(const std::vector<serialization::NamedTensor>& values, std::string_view source) {
+  for (const serialization::NamedTensor& v : values) {
+    int64_t non_finite = 0;
+    if (v.value.type.dtype == graph::DType::f32) {
+      for (float x : v.value.values<float>()) non_finite += !std::isfinite(x);
+    } else if (v.value.type.dtype == graph::DType::f64) {
+      for (double x : v.value.values<double>()) non_finite += !std::isfinite(x);
+    }
+    if (non_finite > 0) {
+      return graph::invalid_argument(std::string(source) + ": '" + v.name + "' holds " + std::to_string(non_finite) +
+                                     " NaN or infinite values");
+    }
+    if (v.name == ops::kIterationsVariable && v.value.type.dtype == graph::DType::i64 &&
+        std::any_of(v.value.values<int64_t>().begin(), v.value.values<int64_t>().end(), [](int64_t n) { return n < 0; })) {
+      return graph::invalid_argument(std::string(source) + ": the optimizer's iteration count '" + v.name + "' is negative");
+    }
+  }
+  return graph::Status();
+}
+
 graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
                               bool require_all, std::string_view source, std::string_view skip) {
+  MIRRA_RETURN_IF_ERROR(check_values(values, source));
   std::map<std::string, const serialization::NamedTensor*, std::less<>> by_name;
   for (const auto& v : values) by_name[v.name] = &v;
   std::set<std::string, std::less<>> used;

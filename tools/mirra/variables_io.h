@@ -20,8 +20,12 @@ graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime:
 
 // Sets each named variable (every replica's copy). A name no Variable has, or a dtype or shape that
 // differs, is an error naming it and `source`; with `require_all`, so is a variable of the graph
-// (other than `skip`) that `values` lacks.
+// (other than `skip`) that `values` lacks; and so is any value check_values refuses.
 graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
                               bool require_all, std::string_view source, std::string_view skip = {});
+
+// An error naming `source` and the first value that holds a NaN or an infinity, or that is a negative
+// optimizer iteration count: no such value enters a session or reaches a file.
+graph::Status check_values(const std::vector<serialization::NamedTensor>& values, std::string_view source);
 
 }  // namespace mirra::runner

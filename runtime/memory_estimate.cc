@@ -1,0 +1,96 @@
+// estimate_memory: a liveness walk over the topological order, summed in 128 bits so that no model
+// file can make the estimate itself wrap.
+#include "runtime/memory_estimate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+namespace mirra::runtime {
+
+namespace {
+
+using Wide = __int128;
+constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
+
+int64_t clamp_bytes(Wide bytes) { return bytes > kMaxBytes ? kMaxBytes : static_cast<int64_t>(bytes); }
+
+}  // namespace
+
+graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size) {
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::NodeId> order, graph.topological_order());
+  std::vector<size_t> position(graph.size()), last_use(graph.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = last_use[order[i]] = i;
+  for (const graph::Node& node : graph.nodes()) {
+    for (const graph::ValueRef& input : node.inputs) {
+      last_use[input.node] = std::max(last_use[input.node], position[node.id]);
+    }
+  }
+  struct Value {
+    int64_t bytes;
+    graph::ValueRef ref;
+  };
+  std::vector<Value> values;
+  std::vector<Wide> released_after(order.size(), 0);
+  Wide sources = 0, live = 0, peak = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const graph::Node& node = graph.node(order[i]);
+    Wide produced = 0;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const int64_t bytes = node.outputs[k].byte_size_at(batch_size).value_or(kMaxBytes);
+      produced += bytes;
+      values.push_back({bytes, {node.id, static_cast<uint16_t>(k)}});
+    }
+    if (node.inputs.empty()) {
+      sources += produced;  // variables, constants and fed inputs stay for the whole step
+    } else {
+      live += produced;
+      released_after[last_use[node.id]] += produced;
+    }
+    peak = std::max(peak, live);
+    live -= released_after[i];
+  }
+  MemoryEstimate estimate{.peak_bytes = clamp_bytes(sources + peak), .source_bytes = clamp_bytes(sources)};
+  const size_t shown = std::min<size_t>(values.size(), 5);
+  std::partial_sort(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(shown), values.end(),
+                    [](const Value& a, const Value& b) { return a.bytes > b.bytes; });
+  for (size_t i = 0; i < shown; ++i) {
+    const graph::Node& node = graph.node(values[i].ref.node);
+    estimate.largest.push_back({node.name, node.outputs[values[i].ref.output], values[i].bytes});
+  }
+  return estimate;
+}
+
+graph::Status check_memory_budget(const MemoryEstimate& estimate, int64_t limit_bytes) {
+  if (estimate.peak_bytes <= limit_bytes) return graph::Status();
+  std::string largest;
+  for (const TensorEstimate& t : estimate.largest) {
+    largest += (largest.empty() ? "" : ", ") + t.node + " " + t.type.to_string() + " " + format_bytes(t.bytes);
+  }
+  return graph::resource_exhausted("the model needs about " + format_bytes(estimate.peak_bytes) + " (" +
+                                   format_bytes(estimate.source_bytes) + " of variables, constants and inputs), over the memory limit of " +
+                                   format_bytes(limit_bytes) + "; largest tensors: " + largest);
+}
+
+int64_t default_memory_limit() {
+  const auto pages = static_cast<Wide>(::sysconf(_SC_PHYS_PAGES));
+  const auto page_size = static_cast<Wide>(::sysconf(_SC_PAGE_SIZE));
+  return clamp_bytes(pages * page_size / 10 * 9);
+}
+
+std::string format_bytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  auto value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[48];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace mirra::runtime

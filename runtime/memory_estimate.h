@@ -1,0 +1,39 @@
+// What a graph will ask of memory before anything is allocated: every source (variable, constant,
+// input) held for the whole step, and each other value from its producer to its last consumer, walked
+// in topological order with unknown dims at the batch size. Callers check it against a budget, so a
+// model file cannot make a run allocate more than the machine has.
+//
+//   auto estimate = runtime::estimate_memory(graph, /*batch_size=*/128);
+//   MIRRA_RETURN_IF_ERROR(runtime::check_memory_budget(*estimate, runtime::default_memory_limit()));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace mirra::runtime {
+
+struct TensorEstimate {
+  std::string node;
+  graph::TensorType type;  // unknown dims as in the graph
+  int64_t bytes = 0;       // at the batch size
+};
+
+struct MemoryEstimate {
+  int64_t peak_bytes = 0;     // sources plus the most values alive at once; saturates at INT64_MAX
+  int64_t source_bytes = 0;   // variables, constants and inputs
+  std::vector<TensorEstimate> largest;  // the biggest values, largest first (at most five)
+};
+
+// Errors: a cyclic graph.
+graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size);
+// resource_exhausted naming the estimate, the limit and the largest tensors when over `limit_bytes`.
+graph::Status check_memory_budget(const MemoryEstimate& estimate, int64_t limit_bytes);
+// Nine tenths of the machine's physical memory.
+int64_t default_memory_limit();
+// "1.5 GiB"
+std::string format_bytes(int64_t bytes);
+
+}  // namespace mirra::runtime
