@@ -210,7 +210,11 @@ Expected<std::vector<TensorType>> infer_pad(const InferContext& ctx) {
   for (int d = 0; d < in.rank(); ++d) {
     const int64_t before = paddings[2 * static_cast<size_t>(d)];
     const int64_t after = paddings[2 * static_cast<size_t>(d) + 1];
-    if (before < 0 || after < 0) return ctx.error("paddings must be non-negative");
+    // Bounded like window attributes: a padding also applies to a dim known only at run time.
+    constexpr int64_t kMaxPadding = int64_t{1} << 31;
+    if (before < 0 || after < 0 || before > kMaxPadding || after > kMaxPadding) {
+      return ctx.error("paddings must be in [0, 2^31]");
+    }
     int64_t padded = 0;
     if (__builtin_add_overflow(before, after, &padded) ||
         (in.dim(d) >= 0 && __builtin_add_overflow(in.dim(d), padded, &padded))) {

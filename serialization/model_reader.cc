@@ -98,7 +98,9 @@ class ModelReader {
       if (!device.ok()) return error(where + ": " + device.status().message());
       node.device = *device;
     }
-    MIRRA_ASSIGN_OR_RETURN(node.attrs, read_attrs(in.attrs(), where));
+    auto attrs = read_attrs(in.attrs(), where);
+    if (!attrs.ok()) return error(attrs.status().message());
+    node.attrs = std::move(*attrs);
     auto outputs = graph::check_and_infer(*schema, node, input_types);
     if (!outputs.ok()) return error(outputs.status().message());
     for (const graph::TensorType& type : *outputs) {

@@ -1,20 +1,43 @@
 // libFuzzer target: arbitrary bytes as a model file and as a checkpoint. Loading must return a model
 // or an error, never crash; a model that loads must write back out and load again as the same graph,
-// and what `mirra train` does next (autodiff and the optimizer, then the Mirrored rewrite over three
-// devices) must return a program or an error, never crash or break the graph's structure.
+// its memory estimate must be a number, a model that plans to use little memory must run its forward
+// pass (every kernel sizing its outputs from attributes that loading checked), and what `mirra train`
+// does next (autodiff and the optimizer, then the Mirrored rewrite over three devices) must return a
+// program or an error, never crash or break the graph's structure.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "graph/print.h"
 #include "graph/verify.h"
 #include "ops/registry.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/session.h"
 #include "serialization/checkpoint.h"
 #include "serialization/model_file.h"
 #include "strategies/strategy.h"
 #include "tools/mirra/model_program.h"
 
 namespace {
+
+// Zeros for every placeholder (unknown dims 2), then the loss: errors are fine, crashes are not.
+void run_forward_pass(const mirra::serialization::Model& model) {
+  using namespace mirra;
+  auto estimate = runtime::estimate_memory(model.graph, 2);
+  if (!estimate.ok() || estimate->peak_bytes > (int64_t{64} << 20)) return;
+  runtime::Feeds feeds;
+  for (const graph::Node& node : model.graph.nodes()) {
+    if (node.op != "Placeholder") continue;
+    std::vector<int64_t> dims = node.outputs[0].shape.dims;
+    for (int64_t& d : dims) d = d < 0 ? 2 : d;
+    runtime::Tensor zeros = runtime::Tensor::empty(runtime::host_allocator(), node.outputs[0].dtype, runtime::TensorShape(dims));
+    if (zeros.byte_size() > 0) std::memset(zeros.mutable_raw_data(), 0, zeros.byte_size());
+    feeds.emplace(node.name, std::move(zeros));
+  }
+  runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = 1, .deterministic = true});
+  (void)session.run(feeds, {model.signature.loss});
+}
 
 void train_like_the_runner(const mirra::serialization::Model& model) {
   using namespace mirra;
@@ -43,6 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = serialization::parse_model({written->data(), written->size()}, ops::registry(),
                                              "rewritten fuzz input");
     if (!again.ok() || graph::to_text(again->graph) != graph::to_text(model->graph)) std::abort();
+    run_forward_pass(*model);
     train_like_the_runner(*model);
   }
   (void)serialization::parse_checkpoint(bytes, "fuzz input");

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(models);
   std::filesystem::create_directories(configs);
   for (const auto& [name, model] : {std::pair{"tiny_mlp.mirra", testing::tiny_model()},
-                                    std::pair{"tiny_cnn.mirra", testing::tiny_cnn_model()}}) {
+                                    std::pair{"tiny_cnn.mirra", testing::tiny_cnn_model()},
+                                    std::pair{"tiny_sized.mirra", testing::tiny_sized_model()}}) {
     if (!serialization::save_model(model, (models / name).string()).ok()) return 1;
   }
   serialization::Checkpoint checkpoint{.position = {.step = 3, .epoch = 1, .batch_in_epoch = 2, .data_seed = 9},

@@ -3,11 +3,7 @@
 // JSON summary, metrics and trace, and one-line errors with exit code 2 for bad input.
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,103 +15,15 @@
 #include <set>
 #include <thread>
 
-#include "examples/example_models.h"
-#include "ops/registry.h"
 #include "serialization/checkpoint.h"
-#include "serialization/model_file.h"
-
-extern char** environ;
+#include "tests/runner/runner_process.h"
 
 namespace mirra::runner {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Workspace {
-  fs::path dir;
-  Workspace() : dir(fs::temp_directory_path() / ("mirra_runner_test_" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Workspace() { fs::remove_all(dir); }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
-
-const Workspace& workspace() {
-  static const Workspace w;
-  return w;
-}
-
-const std::string& mlp_file() {
-  static const std::string path = [] {
-    const std::string p = workspace() / "mlp.mirra";
-    auto model = examples::build_example_model("mlp", 1);
-    MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
-    return p;
-  }();
-  return path;
-}
-
-struct Process {
-  pid_t pid = -1;
-  std::string out, err;
-};
-
-Process spawn(std::vector<std::string> args, const std::string& tag) {
-  Process p{.out = workspace() / (tag + ".out"), .err = workspace() / (tag + ".err")};
-  args.insert(args.begin(), MIRRA_RUNNER);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  REQUIRE(posix_spawn(&p.pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&actions);
-  return p;
-}
-
-int wait_for(const Process& p) {
-  int status = 0;
-  ::waitpid(p.pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-struct Run {
-  int code;
-  std::string out, err;
-};
-
-Run run(std::vector<std::string> args, const std::string& tag) {
-  const Process p = spawn(std::move(args), tag);
-  const int code = wait_for(p);
-  Run r{code, read_text(p.out), read_text(p.err)};
-  if (code != 0) MESSAGE(tag << " exited " << code << ": " << r.err);
-  return r;
-}
-
-std::string last_line(const std::string& text) {
-  std::string s = text;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
-}
-
-// Weights and optimizer state of a saved model, by name.
-std::map<std::string, graph::TensorValue> trained_values(const std::string& path) {
-  auto model = serialization::load_model(path, ops::registry());
-  REQUIRE(model.ok());
-  std::map<std::string, graph::TensorValue> values;
-  for (const auto& w : model->weights) values[w.name] = w.value;
-  for (const auto& s : model->signature.optimizer.state) values[s.name] = s.value;
-  return values;
-}
+using namespace test;
 
 double max_difference(const std::map<std::string, graph::TensorValue>& a, const std::map<std::string, graph::TensorValue>& b) {
   REQUIRE(a.size() == b.size());
@@ -129,15 +37,6 @@ double max_difference(const std::map<std::string, graph::TensorValue>& a, const 
     for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
   }
   return worst;
-}
-
-const std::vector<std::string> kDeterministic = {"--deterministic", "--batch-size", "32", "--threads", "2"};
-
-std::vector<std::string> train_args(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"train", mlp_file()};
-  args.insert(args.end(), kDeterministic.begin(), kDeterministic.end());
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
 }
 
 }  // namespace
@@ -356,6 +255,11 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
   std::ofstream(bad_config) << R"({"strategy": "mirrored", "training": {"epoch": 3}})";
   const std::string not_a_model = workspace() / "not_a_model.mirra";
   std::ofstream(not_a_model) << "this is not a model";
+  auto config_file = [](const std::string& name, const std::string& text) {
+    const std::string path = workspace() / name;
+    std::ofstream(path) << text;
+    return path;
+  };
   struct Case {
     std::vector<std::string> args;
     std::string message;
@@ -371,6 +275,19 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"train", mlp_file(), "--batch-size", "0"}, "--batch-size"},
       {{"eval", not_a_model}, "not a mirra model file"},
       {{"inspect", mlp_file(), "--strategy", "mirrored", "--devices", "cpu:0,cpu:0"}, "repeats cpu:0"},
+      // Both bounds of every integer, from a flag or a file; a key given twice.
+      {{"config", "--print", "--seed", "-1"}, "--seed: Value -1 not in range"},
+      {{"config", "--print", "--seed", "99999999999999999999"}, "--seed"},
+      {{"train", mlp_file(), "--config", config_file("batch0.json", R"({"training": {"batch_size": 0}})")},
+       "'training.batch_size' must be in [1, 1048576]"},
+      {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
+       "'checkpoint.keep' must be in [1, 1000]"},
+      {{"config", "--print", "--config", config_file("seed_big.json", R"({"training": {"seed": 18446744073709551615}})")},
+       "'training.seed' must be in [0, 4611686018427387904]"},
+      {{"config", "--print", "--config", config_file("twice.json", R"({"training": {"epochs": 1, "epochs": 5}})")},
+       "'training.epochs' appears twice"},
+      {{"config", "--print", "--config", config_file("memory.json", R"({"training": {"memory_limit": "12Q"}})")},
+       "'training.memory_limit' is '12Q'"},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -381,6 +298,27 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 2);
   }
+}
+
+}  // namespace mirra::runner
+
+namespace mirra::runner {
+
+// Whatever `config --print` writes, `--config` reads back to the same config.
+TEST_CASE("Runner.config_print_round_trips_through_config") {
+  const Run printed = run({"config", "--print", "--strategy", "central_storage", "--seed", "4611686018427387904", "--lr", "0.3",
+                           "--memory-limit", "3G", "--check-numerics", "--schedule", "cosine", "--decay-steps", "7",
+                           "--checkpoint-dir", "ckpts", "--keep-checkpoints", "1000", "--steps", "9"},
+                          "printed");
+  REQUIRE(printed.code == 0);
+  const std::string file = workspace() / "printed.json";
+  std::ofstream(file) << printed.out;
+  const Run again = run({"config", "--print", "--config", file}, "printed_again");
+  REQUIRE(again.code == 0);
+  CHECK(again.out == printed.out);
+  const auto config = nlohmann::json::parse(printed.out);
+  CHECK(config["training"]["memory_limit"] == int64_t{3} << 30);
+  CHECK(config["training"]["check_numerics"] == true);
 }
 
 }  // namespace mirra::runner

@@ -52,4 +52,26 @@ serialization::Model tiny_cnn_model() {
   return model;
 }
 
+serialization::Model tiny_sized_model() {
+  serialization::Model model;
+  graph::Builder b(model.graph, ops::registry(), /*seed=*/7);
+  auto images = ops::placeholder(b, "images", graph::DType::f32, {-1, 2, 2, 1});
+  auto padded = ops::pad(b, images, {0, 0, 1, 1, 1, 1, 0, 0}, 0.5);
+  auto middle = ops::slice(b, padded, {0, 1, 1, 0}, {-1, 2, 2, 1});
+  const auto halves = ops::split(b, middle, 1, 2);
+  auto x = ops::reshape(b, ops::concat(b, halves, 1), {-1, 4});
+  auto w = ops::add(b, ops::variable(b, "dense/w", {4, 3}, ops::Initializer::glorot_uniform()), ops::fill(b, {4, 3}, 0.25));
+  auto hint = ops::one_hot(b, ops::argmax(b, x, 1), 3);
+  auto objective = ops::classifier_objective(b, ops::add(b, ops::matmul(b, x, w), hint));
+  MIRRA_CHECK(b.status().ok(), b.status().message());
+  const ops::Optimizer optimizer = ops::Optimizer::sgd(0.1);
+  model.signature = {.features = "images",
+                     .labels = "labels",
+                     .loss = objective.loss,
+                     .metrics = {{"correct", objective.correct}},
+                     .optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)}};
+  model.metadata = {.producer = "mirra tests", .created = "2026-01-01T00:00:00Z", .description = "tiny sized"};
+  return model;
+}
+
 }  // namespace mirra::testing

@@ -12,4 +12,8 @@ serialization::Model tiny_model();
 // optimizer state. Covers string, list, shape and tensor attributes.
 serialization::Model tiny_cnn_model();
 
+// images f32[?,2,2,1] -> pad -> slice -> split -> concat -> reshape -> dense 4x3 (+ a fill) + one-hot
+// of an argmax -> loss: every attribute that sizes an output, for the fuzzers to mutate.
+serialization::Model tiny_sized_model();
+
 }  // namespace mirra::testing

@@ -1,0 +1,104 @@
+// Runner test helpers: posix_spawn with redirected output, the scratch directory, saved-model reads.
+#include "tests/runner/runner_process.h"
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "examples/example_models.h"
+#include "ops/registry.h"
+#include "serialization/model_file.h"
+
+extern char** environ;
+
+namespace mirra::runner::test {
+
+namespace fs = std::filesystem;
+
+Workspace::Workspace() : dir(fs::temp_directory_path() / ("mirra_runner_test_" + std::to_string(::getpid()))) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+}
+
+Workspace::~Workspace() { fs::remove_all(dir); }
+
+const Workspace& workspace() {
+  static const Workspace w;
+  return w;
+}
+
+const std::string& mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "mlp.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
+Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd) {
+  Process p{.out = workspace() / (tag + ".out"), .err = workspace() / (tag + ".err")};
+  args.insert(args.begin(), MIRRA_RUNNER);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 1, p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  posix_spawn_file_actions_addopen(&actions, 2, p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(posix_spawn(&p.pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return p;
+}
+
+int wait_for(const Process& p) {
+  int status = 0;
+  ::waitpid(p.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+Run run(std::vector<std::string> args, const std::string& tag) {
+  const Process p = spawn(std::move(args), tag);
+  const int code = wait_for(p);
+  Run r{code, read_text(p.out), read_text(p.err)};
+  if (code != 0) MESSAGE(tag << " exited " << code << ": " << r.err);
+  return r;
+}
+
+std::string last_line(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+std::map<std::string, graph::TensorValue> trained_values(const std::string& path) {
+  auto model = serialization::load_model(path, ops::registry());
+  REQUIRE(model.ok());
+  std::map<std::string, graph::TensorValue> values;
+  for (const auto& w : model->weights) values[w.name] = w.value;
+  for (const auto& s : model->signature.optimizer.state) values[s.name] = s.value;
+  return values;
+}
+
+std::vector<std::string> train_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train", mlp_file(), "--deterministic", "--batch-size", "32", "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace mirra::runner::test

@@ -1,0 +1,52 @@
+// Helpers for the runner's end-to-end tests: a scratch directory for the test binary, the example MLP
+// as a model file, and the built `mirra` run as a child process with its output captured.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/attr.h"
+
+namespace mirra::runner::test {
+
+// A directory of its own for this test process, removed at exit.
+struct Workspace {
+  std::filesystem::path dir;
+  Workspace();
+  ~Workspace();
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+};
+const Workspace& workspace();
+
+// The MLP from mirra-examples (seed 1), written once.
+const std::string& mlp_file();
+
+struct Process {
+  pid_t pid = -1;
+  std::string out, err;  // files holding its stdout and stderr
+};
+
+// Starts `mirra args...`; stdout goes to `stdout_fd` when given (a pipe, say), else to a file.
+Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd = -1);
+// The exit code, or 128 + the signal that ended it.
+int wait_for(const Process& p);
+std::string read_text(const std::string& path);
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+Run run(std::vector<std::string> args, const std::string& tag);
+
+std::string last_line(const std::string& text);
+// Weights and optimizer state of a saved model, by name.
+std::map<std::string, graph::TensorValue> trained_values(const std::string& path);
+
+// Deterministic training on the MLP: `train MLP --deterministic --batch-size 32 --threads 2 extra...`.
+std::vector<std::string> train_args(std::vector<std::string> extra);
+
+}  // namespace mirra::runner::test

@@ -1,0 +1,75 @@
+// Memory planning and running out of memory: the liveness estimate against a hand count, the budget's
+// error naming the largest tensors, and allocations that cannot be served ending the step with a
+// resource_exhausted error that names the node, after which the session still works.
+#include <doctest/doctest.h>
+
+#include "ops/ops.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/session.h"
+
+namespace mirra::runtime {
+namespace {
+
+using graph::DType;
+
+TEST_CASE("MemoryEstimate.counts_sources_and_the_most_values_alive_at_once") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto x = ops::placeholder(b, "x", DType::f32, {-1, 100});             // 400 B a row
+  const auto w = ops::variable(b, "w", {100, 50});                            // 20,000 B
+  const auto h = ops::relu(b, ops::matmul(b, x, w));                          // 200 B a row, twice
+  const auto y = ops::reduce_sum(b, ops::tanh(b, h));                         // 200 B a row, then 4 B
+  REQUIRE(b.status().ok());
+  (void)y;
+  const auto estimate = estimate_memory(g, 10);
+  REQUIRE(estimate.ok());
+  CHECK(estimate->source_bytes == 4000 + 20000);
+  // MatMul's 2,000 B lives until Relu has made its 2,000 B; then Relu's until Tanh has made its own.
+  CHECK(estimate->peak_bytes == 4000 + 20000 + 2000 + 2000);
+  REQUIRE(estimate->largest.size() == 5);
+  CHECK(estimate->largest[0].node == "w");
+  CHECK(estimate->largest[0].bytes == 20000);
+  CHECK(estimate->largest[1].node == "x");
+
+  CHECK(check_memory_budget(*estimate, 28000).ok());
+  const graph::Status over = check_memory_budget(*estimate, 27999);
+  CHECK(over.code() == graph::StatusCode::resource_exhausted);
+  CHECK(over.message().find("about 27.3 KiB") != std::string::npos);
+  CHECK(over.message().find("largest tensors: w f32[100,50] 19.5 KiB, x f32[?,100] 3.9 KiB") != std::string::npos);
+  CHECK(default_memory_limit() > 0);
+}
+
+TEST_CASE("MemoryEstimate.saturates_instead_of_wrapping") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  for (int i = 0; i < 4; ++i) ops::variable(b, "v" + std::to_string(i), {int64_t{1} << 60});  // 2^62 B each
+  const auto estimate = estimate_memory(g, 1);
+  REQUIRE(estimate.ok());
+  CHECK(estimate->peak_bytes == std::numeric_limits<int64_t>::max());
+  CHECK_FALSE(check_memory_budget(*estimate, int64_t{1} << 62).ok());
+}
+
+// ASan must be told to return null for such requests (scripts/test.sh sets allocator_may_return_null).
+TEST_CASE("Executor.out_of_memory.is_resource_exhausted_and_the_session_goes_on") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto indices = ops::placeholder(b, "indices", DType::i64, {-1});
+  const auto huge = ops::one_hot(b, indices, int64_t{1} << 58);  // 2^60 bytes a row: no machine has it
+  const auto small = ops::one_hot(b, indices, 3);
+  REQUIRE(b.status().ok());
+  Session session(g, ops::cpu_kernels());
+  for (const int64_t rows : {1, 16}) {  // 16 rows: 2^64 bytes, more than a size_t counts
+    CAPTURE(rows);
+    const auto failed = session.run({{"indices", Tensor::from<int64_t>({rows}, std::vector<int64_t>(static_cast<size_t>(rows), 0))}},
+                                    {huge});
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.status().code() == graph::StatusCode::resource_exhausted);
+    CHECK(failed.status().message().find("(OneHot) on cpu:0: out of memory") != std::string::npos);
+  }
+  const auto fine = session.run({{"indices", Tensor::from<int64_t>({2}, {0, 2})}}, {small});
+  REQUIRE(fine.ok());
+  CHECK((*fine)[0].to_vector<float>() == std::vector<float>{1, 0, 0, 0, 0, 1});
+}
+
+}  // namespace
+}  // namespace mirra::runtime
