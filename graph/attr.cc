@@ -99,6 +99,10 @@ void AttrMap::set(std::string_view name, AttrValue value) {
   }
 }
 
+void AttrMap::erase(std::string_view name) {
+  std::erase_if(entries_, [&](const auto& entry) { return entry.first == name; });
+}
+
 const AttrValue* AttrMap::find(std::string_view name) const {
   auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
                              [](const auto& entry, std::string_view key) { return entry.first < key; });

@@ -49,6 +49,7 @@ class AttrMap {
   AttrMap(std::initializer_list<std::pair<std::string, AttrValue>> entries);
 
   void set(std::string_view name, AttrValue value);
+  void erase(std::string_view name);
   const AttrValue* find(std::string_view name) const;
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   // The value under `name` when it exists and holds a T; otherwise null.

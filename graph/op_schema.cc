@@ -38,6 +38,7 @@ Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& 
   }
   for (const AttrSpec& spec : schema.attrs) {
     if (node.attrs.contains(spec.name)) continue;
+    if (spec.optional) continue;
     if (!spec.default_value) return invalid_argument(where + ": missing required attribute '" + spec.name + "'");
     node.attrs.set(spec.name, *spec.default_value);
   }

@@ -26,7 +26,8 @@ enum OpTrait : uint32_t {
 struct AttrSpec {
   std::string name;
   AttrType type;
-  std::optional<AttrValue> default_value;  // none: the attribute is required
+  std::optional<AttrValue> default_value;  // none: the attribute is required, unless optional
+  bool optional = false;  // may be absent, which means something of its own (no default is filled in)
 };
 
 // What an inference rule sees: the node (name and attributes, defaults filled in) and input types.

@@ -22,14 +22,16 @@ using runtime::TensorShape;
 
 namespace {
 
-// Sorted, unique, non-negative axes (all dims when `axes` is empty); nullopt when one is out of range.
-std::optional<std::vector<int>> reduced_axes(const std::vector<int64_t>& axes, int rank) {
+// Sorted, unique, non-negative axes of a reduction node: every dim when its "axes" attribute is
+// absent, none when it is empty (TensorFlow's rule); nullopt when an axis is out of range.
+std::optional<std::vector<int>> reduced_axes(const graph::Node& node, int rank) {
   std::vector<int> out;
-  if (axes.empty()) {
+  const auto* axes = node.attrs.get<std::vector<int64_t>>("axes");
+  if (axes == nullptr) {
     for (int d = 0; d < rank; ++d) out.push_back(d);
     return out;
   }
-  for (int64_t axis : axes) {
+  for (int64_t axis : *axes) {
     const auto normalized = normalize_axis(axis, rank);
     if (!normalized) return std::nullopt;
     out.push_back(*normalized);
@@ -55,7 +57,7 @@ TensorShape reduced_shape(const TensorShape& in, const std::vector<int>& axes, b
 template <cpu::Reduction kReduction>
 Status reduce_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto axes = *reduced_axes(ctx.attr<std::vector<int64_t>>("axes"), x.rank());
+  const auto axes = *reduced_axes(ctx.node(), x.rank());
   Tensor& y = ctx.allocate_output(0, x.dtype(), reduced_shape(x.shape(), axes, ctx.attr<bool>("keep_dims")));
   return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     cpu::reduce_into<T, kReduction>(x, axes, y.mutable_data<T>());
@@ -66,7 +68,7 @@ Status reduce_kernel(KernelContext& ctx) {
 Expected<std::vector<TensorType>> infer_reduce(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
   const Shape& in = ctx.input(0).shape;
-  const auto axes = reduced_axes(ctx.attr<std::vector<int64_t>>("axes"), in.rank());
+  const auto axes = reduced_axes(ctx.node(), in.rank());
   if (!axes) return ctx.error("an axis is out of range");
   const bool keep = ctx.attr<bool>("keep_dims");
   Shape out;
@@ -123,7 +125,7 @@ struct ReducedGrad {
 std::optional<ReducedGrad> reduced_grad(GradientContext& g) {
   auto& b = g.builder;
   const Shape& in = g.input_types[0].shape;
-  const auto axes = *reduced_axes(g.attr<std::vector<int64_t>>("axes"), in.rank());
+  const auto axes = *reduced_axes(g.node, in.rank());
   ReducedGrad r;
   r.axes.assign(axes.begin(), axes.end());
   if (g.attr<bool>("keep_dims")) {
@@ -188,17 +190,19 @@ void register_reduce(const char* name, runtime::KernelFn kernel, graph::Gradient
                      runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"x"},
-                              .attrs = {{"axes", AttrType::int_list, std::vector<int64_t>{}},
+                              .attrs = {{"axes", AttrType::int_list, std::nullopt, /*optional=*/true},
                                         {"keep_dims", AttrType::boolean, false}},
                               .traits = graph::kReduction,
                               .infer = infer_reduce,
-                              .summary = "Reduces over axes (empty: all).",
+                              .summary = "Reduces over axes (absent: all; empty: none, as in TensorFlow).",
                               .gradient = std::move(gradient)});
   kernels.add(name, graph::DeviceKind::cpu, {kernel});
 }
 
-ValueRef reduce(Builder& b, const char* op, ValueRef x, std::vector<int64_t> axes, bool keep_dims) {
-  return b.add_value({.op = op, .inputs = {x}, .attrs = {{"axes", std::move(axes)}, {"keep_dims", keep_dims}}});
+ValueRef reduce(Builder& b, const char* op, ValueRef x, const Axes& axes, bool keep_dims) {
+  graph::AttrMap attrs = {{"keep_dims", keep_dims}};
+  if (axes.list()) attrs.set("axes", *axes.list());
+  return b.add_value({.op = op, .inputs = {x}, .attrs = std::move(attrs)});
 }
 
 }  // namespace
@@ -227,15 +231,9 @@ void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   kernels.add("ArgMax", graph::DeviceKind::cpu, {argmax_kernel});
 }
 
-ValueRef reduce_sum(Builder& b, ValueRef x, std::vector<int64_t> axes, bool keep_dims) {
-  return reduce(b, "ReduceSum", x, std::move(axes), keep_dims);
-}
-ValueRef reduce_mean(Builder& b, ValueRef x, std::vector<int64_t> axes, bool keep_dims) {
-  return reduce(b, "ReduceMean", x, std::move(axes), keep_dims);
-}
-ValueRef reduce_max(Builder& b, ValueRef x, std::vector<int64_t> axes, bool keep_dims) {
-  return reduce(b, "ReduceMax", x, std::move(axes), keep_dims);
-}
+ValueRef reduce_sum(Builder& b, ValueRef x, Axes axes, bool keep_dims) { return reduce(b, "ReduceSum", x, axes, keep_dims); }
+ValueRef reduce_mean(Builder& b, ValueRef x, Axes axes, bool keep_dims) { return reduce(b, "ReduceMean", x, axes, keep_dims); }
+ValueRef reduce_max(Builder& b, ValueRef x, Axes axes, bool keep_dims) { return reduce(b, "ReduceMax", x, axes, keep_dims); }
 ValueRef argmax(Builder& b, ValueRef x, int64_t axis) {
   return b.add_value({.op = "ArgMax", .inputs = {x}, .attrs = {{"axis", axis}}});
 }

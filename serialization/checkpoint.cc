@@ -36,7 +36,7 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_checkpoint(const Checkpoi
   const TrainingPosition& p = checkpoint.position;
   const auto position = fb::CreateTrainingPosition(fbb, p.step, p.epoch, p.batch_in_epoch, p.data_seed, p.batch_size);
   fb::FinishCheckpointBuffer(
-      fbb, fb::CreateCheckpoint(fbb, kFormatVersion, position, variables, fbb.CreateString(checkpoint.strategy),
+      fbb, fb::CreateCheckpoint(fbb, kCheckpointFormatVersion, position, variables, fbb.CreateString(checkpoint.strategy),
                                 checkpoint.replicas,
                                 fbb.CreateString(checkpoint.created.empty() ? utc_timestamp() : checkpoint.created)));
   return fbb.Release();
@@ -52,7 +52,7 @@ graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std
   flatbuffers::Verifier verifier(bytes.data(), bytes.size(), 64, 4'000'000);
   if (!fb::VerifyCheckpointBuffer(verifier)) return error("corrupted or truncated (the FlatBuffers verifier rejects it)");
   const fb::Checkpoint& in = *fb::GetCheckpoint(bytes.data());
-  if (in.format_version() != kFormatVersion) {
+  if (in.format_version() != kCheckpointFormatVersion) {
     return error("format version " + std::to_string(in.format_version()) + " is not supported");
   }
   Checkpoint out;

@@ -14,6 +14,11 @@
 //    CRC-32 matching; a weight names a Variable of the same dtype and shape.
 // 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range.
 // No allocation is sized by a number the earlier layers have not bounded.
+//
+// Note [Model file versions]
+// A file keeps its meaning in every later build. Version 2 changed one thing: a reduction's "axes"
+// follows TensorFlow, absent meaning every axis and an empty list none; version 1 wrote an empty
+// list for every axis, so reading a version 1 file drops a reduction's empty "axes".
 #include <set>
 
 #include "graph/op_schema.h"
@@ -32,9 +37,10 @@ class ModelReader {
       : file_(file), registry_(registry), source_(source) {}
 
   graph::Expected<Model> read() {
-    if (file_.format_version() != kFormatVersion) {
-      return error("format version " + std::to_string(file_.format_version()) + " is not supported (this build reads " +
-                   std::to_string(kFormatVersion) + ")");
+    const uint32_t version = file_.format_version();
+    if (version < kOldestModelFormatVersion || version > kModelFormatVersion) {
+      return error("format version " + std::to_string(version) + " is not supported (this build reads " +
+                   std::to_string(kOldestModelFormatVersion) + " to " + std::to_string(kModelFormatVersion) + ")");
     }
     MIRRA_RETURN_IF_ERROR(read_graph());
     MIRRA_RETURN_IF_ERROR(read_weights());
@@ -101,6 +107,7 @@ class ModelReader {
     auto attrs = read_attrs(in.attrs(), where);
     if (!attrs.ok()) return error(attrs.status().message());
     node.attrs = std::move(*attrs);
+    upgrade_from_older_version(*schema, node);
     auto outputs = graph::check_and_infer(*schema, node, input_types);
     if (!outputs.ok()) return error(outputs.status().message());
     for (const graph::TensorType& type : *outputs) {
@@ -109,6 +116,13 @@ class ModelReader {
     node.outputs = std::move(*outputs);
     model_.graph.add_node(std::move(node));
     return graph::Status();
+  }
+
+  // See Note [Model file versions].
+  void upgrade_from_older_version(const graph::OpSchema& schema, graph::Node& node) const {
+    if (file_.format_version() >= 2 || !schema.has(graph::kReduction)) return;
+    const auto* axes = node.attrs.get<std::vector<int64_t>>("axes");
+    if (axes != nullptr && axes->empty()) node.attrs.erase("axes");
   }
 
   graph::Status read_weights() {

@@ -93,7 +93,7 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   const auto metadata = fb::CreateMetadata(
       fbb, fbb.CreateString(meta.producer.empty() ? "mirra 0.1.0" : meta.producer),
       fbb.CreateString(meta.created.empty() ? utc_timestamp() : meta.created), fbb.CreateString(meta.description));
-  fb::FinishModelBuffer(fbb, fb::CreateModel(fbb, kFormatVersion, metadata, graph_offset, weights, signature));
+  fb::FinishModelBuffer(fbb, fb::CreateModel(fbb, kModelFormatVersion, metadata, graph_offset, weights, signature));
   return fbb.Release();
 }
 

@@ -349,3 +349,32 @@ TEST_CASE("ModelFile.malformed.attribute_ranges") {
 }
 
 }  // namespace mirra::serialization
+
+namespace mirra::serialization {
+
+// A reduction's "axes": absent reduces over every axis and an empty list over none (TensorFlow), from
+// format version 2 on; a version 1 file wrote an empty list for every axis and keeps that meaning.
+TEST_CASE("ModelFile.versions.reduction_axes_keep_their_meaning") {
+  Model model = testing::tiny_model();
+  const graph::NodeId mean = *model.graph.find("objective/ReduceMean");  // the loss: a mean over the batch
+  CHECK_FALSE(model.graph.node(mean).attrs.contains("axes"));
+  std::vector<uint8_t> bytes = bytes_of(model);
+  CHECK(fb::GetModel(bytes.data())->format_version() == 2);
+  auto loaded = parse_model(bytes, ops::registry());
+  REQUIRE(loaded.ok());
+  CHECK(loaded->graph.type(loaded->signature.loss).to_string() == "f32[]");
+  CHECK_FALSE(loaded->graph.node(mean).attrs.contains("axes"));  // absent stays absent
+
+  model.graph.mutable_node(mean).attrs.set("axes", std::vector<int64_t>{});
+  bytes = bytes_of(model);
+  require_rejected(bytes, "the signature's loss must be a floating scalar, not f32[?]");  // version 2: over none
+  REQUIRE(mutable_model(bytes)->mutate_format_version(1));
+  auto old = parse_model(bytes, ops::registry());
+  REQUIRE(old.ok());  // version 1: over every axis
+  CHECK(old->graph.type(old->signature.loss).to_string() == "f32[]");
+  CHECK_FALSE(old->graph.node(mean).attrs.contains("axes"));
+  REQUIRE(mutable_model(bytes)->mutate_format_version(3));
+  require_rejected(bytes, "format version 3 is not supported (this build reads 1 to 2)");
+}
+
+}  // namespace mirra::serialization

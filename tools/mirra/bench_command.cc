@@ -75,7 +75,8 @@ void print_ops() {
     std::printf("%s(%s)\n    %s\n", name.c_str(), inputs.c_str(), schema.summary.c_str());
     for (const auto& attr : schema.attrs) {
       std::printf("    %s: %s%s\n", attr.name.c_str(), std::string(graph::attr_type_name(attr.type)).c_str(),
-                  attr.default_value ? (" = " + graph::attr_to_string(*attr.default_value)).c_str() : "");
+                  attr.default_value ? (" = " + graph::attr_to_string(*attr.default_value)).c_str()
+                                     : (attr.optional ? " (optional)" : ""));
     }
   }
 }
