@@ -31,7 +31,7 @@ struct Div {
     return x / y;
   }
 };
-struct Maximum { template <class T> static T apply(T x, T y) { return x < y ? y : x; } };
+struct Maximum { template <class T> static T apply(T x, T y) { return (x < y || y != y) ? y : x; } };  // NaN wins, as in TensorFlow
 struct Equal { template <class T> static bool apply(T x, T y) { return x == y; } };
 
 template <class Op>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cpu/parallel.h"
@@ -17,11 +18,36 @@ enum class Reduction { sum, mean, max };
 
 using runtime::Tensor;
 
+// What a reduction over nothing gives, as in TensorFlow: 0 for sums and means (a floating mean then
+// divides by 0: NaN), -infinity for floating maxima and the lowest value for integer ones.
+template <class T, Reduction kReduction>
+constexpr T reduction_identity() {
+  if constexpr (kReduction != Reduction::max) return T(0);
+  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  return std::numeric_limits<T>::lowest();
+}
+
+// One step of a reduction; a maximum keeps a NaN once it has seen one (TensorFlow's rule).
+template <class T, Reduction kReduction>
+inline T reduce_step(T acc, T v) {
+  if constexpr (kReduction == Reduction::max) return (v > acc || v != v) ? v : acc;
+  return acc + v;
+}
+
+// The mean of `count` elements summing to `sum`; an integer mean of nothing is 0, as in TensorFlow.
+template <class T>
+inline T mean_of(T sum, int64_t count) {
+  if constexpr (std::is_integral_v<T>) {
+    if (count == 0) return T(0);
+  }
+  return sum / static_cast<T>(count);
+}
+
 // Reduction over the leading dims: out[j] = reduce over i of in[i * inner + j], visiting i in order
 // (the order of the general loop below, so both give the same bits), vectorised along j.
 template <class T, Reduction kReduction>
 void reduce_leading_into(const T* in, int64_t outer, int64_t inner, T* out) {
-  const T init = kReduction == Reduction::max ? std::numeric_limits<T>::lowest() : T(0);
+  const T init = reduction_identity<T, kReduction>();
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(outer * kBlock, 1));
@@ -32,10 +58,10 @@ void reduce_leading_into(const T* in, int64_t outer, int64_t inner, T* out) {
       std::fill(acc, acc + (j1 - j0), init);
       for (int64_t i = 0; i < outer; ++i) {
         const T* row = in + i * inner + j0;
-        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] = kReduction == Reduction::max ? std::max(acc[j], row[j]) : acc[j] + row[j];
+        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] = reduce_step<T, kReduction>(acc[j], row[j]);
       }
       if (kReduction == Reduction::mean) {
-        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] /= static_cast<T>(outer);
+        for (int64_t j = 0; j < j1 - j0; ++j) acc[j] = mean_of(acc[j], outer);
       }
     }
   });
@@ -70,7 +96,7 @@ void reduce_into(const Tensor& x, const std::vector<int>& axes, T* out) {
   for (int64_t d : kept_dims) outputs *= d;
   for (int64_t d : red_dims) count *= d;
   const T* in = x.data<T>();
-  const T init = kReduction == Reduction::max ? std::numeric_limits<T>::lowest() : T(0);
+  const T init = reduction_identity<T, kReduction>();
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(count, 1));
   cpu::parallel_for(outputs, grain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> index(red_dims.size());
@@ -85,7 +111,7 @@ void reduce_into(const Tensor& x, const std::vector<int>& axes, T* out) {
       int64_t offset = base;
       for (int64_t r = 0; r < count; ++r) {
         const T v = in[offset];
-        acc = kReduction == Reduction::max ? std::max(acc, v) : acc + v;
+        acc = reduce_step<T, kReduction>(acc, v);
         // Odometer step over the reduced dims, innermost first.
         for (size_t k = red_dims.size(); k-- > 0;) {
           offset += red_strides[k];
@@ -94,7 +120,7 @@ void reduce_into(const Tensor& x, const std::vector<int>& axes, T* out) {
           index[k] = 0;
         }
       }
-      out[o] = kReduction == Reduction::mean ? acc / static_cast<T>(count) : acc;
+      out[o] = kReduction == Reduction::mean ? mean_of(acc, count) : acc;
     }
   });
 }

@@ -67,10 +67,23 @@ TEST_CASE("Kernels.reductions.match_reference") {
   }
 }
 
-TEST_CASE("Kernels.ReduceMax.over_nothing_is_the_lowest_value") {
-  auto out = run_op("ReduceMax", {Tensor::from<float>({0, 2}, {})}, {{"axes", List{0}}});
-  REQUIRE(out.ok());
-  CHECK((*out)[0].to_vector<float>() == std::vector<float>{std::numeric_limits<float>::lowest(), std::numeric_limits<float>::lowest()});
+// TensorFlow's identities (tf_reference/cases.json checks them against TensorFlow too).
+TEST_CASE("Kernels.reductions.over_nothing") {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const List& axes : {List{0}, List{0, 1}}) {  // the leading-dims path and the general one
+    auto max = run_op("ReduceMax", {Tensor::from<float>({0, 2}, {})}, {{"axes", axes}});
+    REQUIRE(max.ok());
+    CHECK((*max)[0].to_vector<float>() == std::vector<float>((*max)[0].num_elements(), -inf));
+    auto max_int = run_op("ReduceMax", {Tensor::from<int32_t>({0, 2}, {})}, {{"axes", axes}});
+    REQUIRE(max_int.ok());
+    CHECK((*max_int)[0].to_vector<int32_t>() == std::vector<int32_t>((*max_int)[0].num_elements(), std::numeric_limits<int32_t>::lowest()));
+    auto mean_int = run_op("ReduceMean", {Tensor::from<int64_t>({0, 2}, {})}, {{"axes", axes}});
+    REQUIRE(mean_int.ok());
+    CHECK((*mean_int)[0].to_vector<int64_t>() == std::vector<int64_t>((*mean_int)[0].num_elements(), 0));
+    auto mean = run_op("ReduceMean", {Tensor::from<double>({0, 2}, {})}, {{"axes", axes}});
+    REQUIRE(mean.ok());
+    for (double v : (*mean)[0].to_vector<double>()) CHECK(std::isnan(v));
+  }
 }
 
 TEST_CASE("Kernels.ArgMax.first_largest_along_axis") {
