@@ -22,8 +22,8 @@ using runtime::TensorShape;
 
 namespace {
 
-// Sorted, unique, non-negative axes of a reduction node: every dim when its "axes" attribute is
-// absent, none when it is empty (TensorFlow's rule); nullopt when an axis is out of range.
+// Sorted, non-negative axes of a reduction node: every dim when its "axes" attribute is absent, none
+// when it is empty (TensorFlow's rules); nullopt when an axis is out of range or named twice.
 std::optional<std::vector<int>> reduced_axes(const graph::Node& node, int rank) {
   std::vector<int> out;
   const auto* axes = node.attrs.get<std::vector<int64_t>>("axes");
@@ -37,7 +37,7 @@ std::optional<std::vector<int>> reduced_axes(const graph::Node& node, int rank) 
     out.push_back(*normalized);
   }
   std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return std::nullopt;
   return out;
 }
 
@@ -69,7 +69,7 @@ Expected<std::vector<TensorType>> infer_reduce(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
   const Shape& in = ctx.input(0).shape;
   const auto axes = reduced_axes(ctx.node(), in.rank());
-  if (!axes) return ctx.error("an axis is out of range");
+  if (!axes) return ctx.error("an axis is out of range or given twice");
   const bool keep = ctx.attr<bool>("keep_dims");
   Shape out;
   for (int d = 0; d < in.rank(); ++d) {

@@ -43,7 +43,9 @@ AttrMap attrs_of(const std::string& op, const json& attrs) {
   const graph::OpSchema* schema = ops::registry().find(op);
   REQUIRE(schema != nullptr);
   AttrMap out;
-  for (const auto& [name, value] : attrs.items()) {
+  for (const auto& item : attrs.items()) {
+    const std::string name = item.key();  // not a structured binding: clang 14 cannot capture one
+    const json& value = item.value();
     const auto spec = std::find_if(schema->attrs.begin(), schema->attrs.end(), [&](const auto& a) { return a.name == name; });
     REQUIRE_MESSAGE(spec != schema->attrs.end(), op << " has no attribute " << name);
     switch (spec->type) {

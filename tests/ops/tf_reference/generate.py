@@ -99,6 +99,9 @@ def main():
                               lambda x, r=raw, a=axes: r(input=x, axis=tf.constant(a, tf.int32), keep_dims=False)))
         cases.append(case(f"{op} axis out of range", op, {"axes": [2], "keep_dims": False}, [f23],
                           lambda x, r=raw: r(input=x, axis=tf.constant([2], tf.int32), keep_dims=False)))
+        for axes in ([0, 0], [1, -1]):
+            cases.append(case(f"{op} with the axis {axes[0]} twice", op, {"axes": axes, "keep_dims": False}, [f23],
+                              lambda x, r=raw, a=axes: r(input=x, axis=tf.constant(a, tf.int32), keep_dims=False)))
         cases.append(case(f"{op} with a NaN", op, {"axes": [1], "keep_dims": False}, [tensor("f32", [2, 2], [1, "nan", 2, 3])],
                           lambda x, r=raw: r(input=x, axis=tf.constant([1], tf.int32), keep_dims=False)))
         cases.append(case(f"{op} of i32 with negatives", op, {"axes": [1], "keep_dims": False},
@@ -118,6 +121,8 @@ def main():
     # ArgMax: the first of equal values; negative axes; an empty axis is an error.
     cases.append(case("ArgMax ties take the first", "ArgMax", {"axis": 1}, [tensor("f32", [2, 3], [3, 1, 3, 2, 2, 2])],
                       lambda x: tf.raw_ops.ArgMax(input=x, dimension=1, output_type=tf.int64)))
+    cases.append(case("ArgMax passes over NaN", "ArgMax", {"axis": 0}, [tensor("f32", [3], [1, "nan", 3])],
+                      lambda x: tf.raw_ops.ArgMax(input=x, dimension=0, output_type=tf.int64)))
     cases.append(case("ArgMax negative axis", "ArgMax", {"axis": -2}, [f23],
                       lambda x: tf.raw_ops.ArgMax(input=x, dimension=-2, output_type=tf.int64)))
     cases.append(case("ArgMax over an empty axis", "ArgMax", {"axis": 0}, [tensor("f32", [0, 2], [])],
@@ -143,6 +148,12 @@ def main():
                       lambda x, y: tf.raw_ops.Div(x=x, y=y)))
     cases.append(case("Cast f32 to i32 truncates", "Cast", {"dtype": "i32"}, [tensor("f32", [4], [1.7, -1.7, 2.5, -0.5])],
                       lambda x: tf.raw_ops.Cast(x=x, DstT=tf.int32)))
+    cases.append(case("Cast of NaN and out-of-range floats to i32", "Cast", {"dtype": "i32"},
+                      [tensor("f32", [4], ["nan", 1e10, -1e10, "inf"])], lambda x: tf.raw_ops.Cast(x=x, DstT=tf.int32),
+                      exception=("TensorFlow's CPU kernel returns what the x86 conversion instruction gives, INT_MIN for all "
+                                 "four (a conversion C++ leaves undefined); mirra saturates to the nearest representable "
+                                 "value and maps NaN to 0",
+                                 [tensor("i32", [4], [0, 2147483647, -2147483648, 2147483647])])))
 
     # Windows: MaxPool's gradient goes to the first maximum of each window.
     cases.append(case("MaxPool ties send the gradient to the first", "MaxPool",
