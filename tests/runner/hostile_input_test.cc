@@ -4,7 +4,6 @@
 // Each case must end with a clear error and exit code 2, or finish its job, and never lose a file.
 #include <doctest/doctest.h>
 
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,12 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <limits>
-#include <thread>
 
 #include "examples/example_models.h"
 #include "ops/ops.h"
@@ -219,18 +216,9 @@ TEST_CASE("Runner.hostile_model.a_fifo_is_refused_without_blocking") {
   for (const std::string command : {"inspect", "eval", "train"}) {
     CAPTURE(command);
     const Process p = spawn({command, fifo}, "fifo_" + command);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    int status = 0;
-    while (::waitpid(p.pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(p.pid, SIGKILL);
-        ::waitpid(p.pid, &status, 0);
-        FAIL("mirra " << command << " blocked on a FIFO");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 2);
+    const std::optional<int> code = wait_for(p, std::chrono::seconds(20));
+    REQUIRE_MESSAGE(code.has_value(), "mirra " << command << " blocked on a FIFO");
+    CHECK(*code == 2);
     CHECK(read_text(p.err).find("is not a regular file") != std::string::npos);
   }
 }

@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "examples/example_models.h"
 #include "ops/registry.h"
@@ -64,6 +66,20 @@ Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_
 int wait_for(const Process& p) {
   int status = 0;
   ::waitpid(p.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::optional<int> wait_for(const Process& p, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(p.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(p.pid, SIGKILL);
+      ::waitpid(p.pid, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -4,8 +4,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct Process {
 Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd = -1);
 // The exit code, or 128 + the signal that ended it.
 int wait_for(const Process& p);
+// The same, or nullopt when it is still running after `limit` (it is then killed).
+std::optional<int> wait_for(const Process& p, std::chrono::seconds limit);
 std::string read_text(const std::string& path);
 
 struct Run {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -182,6 +183,22 @@ TEST_CASE("Runner.signals_at_any_moment_never_crash") {
     ::kill(p.pid, signal);
     CHECK(wait_for(p) == 128 + signal);
   }
+}
+
+// A signal while the run is still loading ends it at once, also when loading is blocked: here on
+// data files that are FIFOs nobody writes to.
+TEST_CASE("Runner.signals_while_loading_end_the_process_at_once") {
+  const std::string data = workspace() / "fifo_data";
+  fs::create_directories(data);
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"}) {
+    REQUIRE(::mkfifo((data + "/" + name).c_str(), 0644) == 0);
+  }
+  const Process p = spawn(train_args({"--steps", "1", "--data", data}), "signal_while_loading");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(p.pid, SIGTERM);
+  const std::optional<int> code = wait_for(p, std::chrono::seconds(20));
+  REQUIRE_MESSAGE(code.has_value(), "the signal was held until loading finished, which it never does");
+  CHECK(*code == 128 + SIGTERM);
 }
 
 TEST_CASE("Runner.resume.skips_a_corrupted_newest_checkpoint_with_a_warning") {
