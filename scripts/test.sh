@@ -2,7 +2,8 @@
 # Installs what the build needs, builds (Release with assertions on) and runs every test; then builds
 # everything again with AddressSanitizer + UndefinedBehaviorSanitizer (clang, with libFuzzer coverage)
 # and runs the tests again, all but those labelled slow (training on the real data set, minutes even
-# without sanitizers) or bench (timings mean nothing under sanitizers); then runs each fuzzer for
+# without sanitizers) or bench (timings mean nothing under sanitizers), with allocations that cannot be
+# served returning null (so they reach mirra's out-of-memory handling); then runs each fuzzer for
 # MIRRA_FUZZ_SECONDS (default 60).
 # Exits non-zero on any failure. MIRRA_JOBS sets build parallelism (default: 2).
 set -euo pipefail

@@ -32,20 +32,20 @@ void* CachingAllocator::allocate(size_t bytes) {
     }
   }
   // Out of memory with blocks cached: give them back to the system and try once more (the cache may
-  // hold enough in other size classes). Still out: undo the count and let bad_alloc reach the caller.
-  try {
-    return ::operator new(size, std::align_val_t{kTensorAlignment});
-  } catch (const std::bad_alloc&) {
+  // hold enough in other size classes). Still out: undo the count and throw bad_alloc. (The nothrow
+  // form, because AddressSanitizer's throwing operator new aborts instead of throwing.)
+  void* block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
+  if (block == nullptr) {
     release_cache();
-    try {
-      return ::operator new(size, std::align_val_t{kTensorAlignment});
-    } catch (const std::bad_alloc&) {
-      std::lock_guard lock(mutex_);
-      --stats_.allocations;
-      stats_.bytes_in_use -= size;
-      throw;
-    }
+    block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
   }
+  if (block == nullptr) {
+    std::lock_guard lock(mutex_);
+    --stats_.allocations;
+    stats_.bytes_in_use -= size;
+    throw std::bad_alloc();
+  }
+  return block;
 }
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {

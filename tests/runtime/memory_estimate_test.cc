@@ -49,7 +49,7 @@ TEST_CASE("MemoryEstimate.saturates_instead_of_wrapping") {
   CHECK_FALSE(check_memory_budget(*estimate, int64_t{1} << 62).ok());
 }
 
-// ASan must be told to return null for such requests (scripts/test.sh sets allocator_may_return_null).
+// Under AddressSanitizer this needs allocator_may_return_null=1 (scripts/test.sh sets it).
 TEST_CASE("Executor.out_of_memory.is_resource_exhausted_and_the_session_goes_on") {
   graph::Graph g;
   graph::Builder b(g, ops::registry());
