@@ -230,6 +230,7 @@ Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
   const int64_t channels = ctx.input(0).shape.dim(nchw ? 1 : 3);
   if (channels >= 0 && channels != filter.dim(2)) return ctx.error("filter's input channels differ from the input's");
   if (filter.dim(0) < 1 || filter.dim(1) < 1) return ctx.error("filter window must be at least 1x1");
+  MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations")));
   return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, filter.dim(0), filter.dim(1),
                                                                    ctx.attr<std::vector<int64_t>>("dilations"),
                                                                    filter.dim(3))}};

@@ -52,6 +52,7 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
   MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
   const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
+  MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, ksize[0], ksize[1], {1, 1}));
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
   const int64_t channels = ctx.input(0).shape.dim(nchw ? 1 : 3);
   return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, ksize[0], ksize[1], {1, 1}, channels)}};
@@ -195,6 +196,8 @@ void register_pool_grad(const char* name, runtime::KernelFn kernel, graph::OpReg
                                 MIRRA_RETURN_IF_ERROR(check_pair(ctx, "ksize"));
                                 MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
                                 MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
+                                const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
+                                MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, ksize[0], ksize[1], {1, 1}));
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
                               .summary = "A gradient of pooling, given its input and the gradient of its output.",

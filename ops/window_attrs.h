@@ -19,6 +19,21 @@ inline Status check_pair(const InferContext& ctx, const char* name) {
   return Status();
 }
 
+// oneDNN's cost of setting up a windowed op grows with the padding, which SAME padding makes as wide
+// as the window: a dilated window of 2^27 took minutes. No real model comes near this bound.
+inline constexpr int64_t kMaxWindowExtent = int64_t{1} << 16;
+
+// The window as dilated, (window - 1) * dilation + 1, along each spatial dim is at most kMaxWindowExtent.
+inline Status check_window_extent(const InferContext& ctx, int64_t window_h, int64_t window_w,
+                                  const std::vector<int64_t>& dilations) {
+  // Window dims and dilations are each at most 2^31 (check_pair, fully defined filters), so the
+  // products fit in int64.
+  if ((window_h - 1) * dilations[0] + 1 > kMaxWindowExtent || (window_w - 1) * dilations[1] + 1 > kMaxWindowExtent) {
+    return ctx.error("the window, dilated, spans more than 65536 elements along a spatial dim");
+  }
+  return Status();
+}
+
 inline Status check_padding_and_format(const InferContext& ctx) {
   const auto& padding = ctx.attr<std::string>("padding");
   if (padding != "SAME" && padding != "VALID") return ctx.error("padding must be SAME or VALID");

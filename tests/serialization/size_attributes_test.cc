@@ -68,6 +68,13 @@ TEST_CASE("ModelFile.malformed.size_attributes_that_overflow") {
        graph::Shape{int64_t{1} << 31, int64_t{1} << 31}, "holds more than 2147483648 elements"},
       {"placeholder of 2^62 elements a row", [](auto& b, auto, auto) { return ops::placeholder(b, "extra", graph::DType::f32, {-1, 2}); },
        "shape", graph::Shape{-1, int64_t{1} << 31, int64_t{1} << 31}, "holds more than 2147483648 elements"},
+      // SAME padding as wide as the window: oneDNN's set-up time grows with it (the fuzzer found a
+      // dilation of 2^27 + 1 that took minutes).
+      {"a dilated window beyond 2^16", [](auto& b, auto images, auto) {
+         return ops::conv2d(b, images, ops::variable(b, "filter", {3, 3, 1, 2}));
+       }, "dilations", List{1, (int64_t{1} << 27) + 1}, "the window, dilated, spans more than 65536 elements"},
+      {"a pooling window beyond 2^16", [](auto& b, auto images, auto) { return ops::max_pool(b, images); }, "ksize",
+       List{2, 65537}, "the window, dilated, spans more than 65536 elements"},
       {"split into 2^20 parts", [](auto& b, auto images, auto) { return ops::split(b, images, 1, 2)[0]; }, "num_split",
        int64_t{1} << 20, "num_split must be in [1, 65535]"},
   };
