@@ -8,6 +8,7 @@
 
 #include "graph/device_id.h"
 #include "runtime/allocator.h"
+#include "runtime/memory_budget.h"
 
 namespace mirra::runtime {
 
@@ -33,8 +34,9 @@ class Device {
 
 class DeviceSet {
  public:
-  // `count` logical CPU devices cpu:0 .. cpu:count-1, sharing `threads` threads.
-  static DeviceSet cpu(int count, int threads = 1);
+  // `count` logical CPU devices cpu:0 .. cpu:count-1, sharing `threads` threads and, when given, one
+  // memory budget (they share the host's memory).
+  static DeviceSet cpu(int count, int threads = 1, std::shared_ptr<MemoryBudget> budget = nullptr);
 
   Device* find(DeviceId id) const;
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }

@@ -90,11 +90,10 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   Status status;
   try {
     status = pn.kernel.fn(context);
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc& e) {
     // Allocation is the one failure kernels do not return as a Status (allocate_output has no room
-    // for one); it ends the step like any other error.
-    status = graph::resource_exhausted("out of memory (" + std::to_string(pn.device->allocator()->stats().bytes_in_use) +
-                                       " bytes in use on the device)");
+    // for one); it ends the step like any other error. OutOfMemory says what was asked and why.
+    status = graph::resource_exhausted(std::string("out of memory: ") + e.what());
   }
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, now()};
   if (!status.ok()) return status.with_context(describe(pn));

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 
 namespace mirra::runtime {
@@ -78,19 +77,6 @@ int64_t default_memory_limit() {
   const auto pages = static_cast<Wide>(::sysconf(_SC_PHYS_PAGES));
   const auto page_size = static_cast<Wide>(::sysconf(_SC_PAGE_SIZE));
   return clamp_bytes(pages * page_size / 10 * 9);
-}
-
-std::string format_bytes(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  auto value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[48];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
-  return text;
 }
 
 }  // namespace mirra::runtime

@@ -1,7 +1,9 @@
 // What a graph will ask of memory before anything is allocated: every source (variable, constant,
 // input) held for the whole step, and each other value from its producer to its last consumer, walked
-// in topological order with unknown dims at the batch size. Callers check it against a budget, so a
-// model file cannot make a run allocate more than the machine has.
+// in topological order with unknown dims at the batch size. Callers check it against the limit before
+// they create a session, so a model file cannot make a run allocate more than the machine has; the
+// session's MemoryBudget then holds the same limit for what the estimate cannot see (a dim padded by
+// an amount only known at run time).
 //
 //   auto estimate = runtime::estimate_memory(graph, /*batch_size=*/128);
 //   MIRRA_RETURN_IF_ERROR(runtime::check_memory_budget(*estimate, runtime::default_memory_limit()));
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "runtime/memory_budget.h"
 
 namespace mirra::runtime {
 
@@ -33,7 +36,5 @@ graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64
 graph::Status check_memory_budget(const MemoryEstimate& estimate, int64_t limit_bytes);
 // Nine tenths of the machine's physical memory.
 int64_t default_memory_limit();
-// "1.5 GiB"
-std::string format_bytes(int64_t bytes);
 
 }  // namespace mirra::runtime

@@ -38,7 +38,8 @@ int session_threads(const SessionOptions& options) {
 
 Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
     : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
-      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options))),
+      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options),
+                              options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr)),
       arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
 Session::~Session() = default;

@@ -30,6 +30,7 @@ struct SessionOptions {
   bool deterministic = false;  // one node at a time, in plan order, on one thread
   graph::DeviceId default_device = {};  // for nodes with no device
   bool trace = false;          // record every step's node timeline (see last_timeline)
+  int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
 };
 
 using Feeds = std::map<std::string, Tensor, std::less<>>;

@@ -2,7 +2,8 @@
 #include "runtime/tensor.h"
 
 #include <cstring>
-#include <new>
+
+#include "runtime/memory_budget.h"
 
 namespace mirra::runtime {
 
@@ -30,7 +31,10 @@ Tensor Tensor::empty(const std::shared_ptr<Allocator>& allocator, DType dtype, c
   // allocation, which the executor reports as resource_exhausted.
   size_t bytes = graph::dtype_size(dtype);
   for (int64_t d : shape.dims()) {
-    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) throw std::bad_array_new_length();
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) {
+      throw OutOfMemory("a tensor of " + std::string(graph::dtype_name(dtype)) + shape.to_string() +
+                        " has more bytes than a size counts");
+    }
   }
   return Tensor(dtype, shape, std::make_shared<Buffer>(allocator, bytes));
 }

@@ -31,21 +31,37 @@ void* CachingAllocator::allocate(size_t bytes) {
       return block;
     }
   }
-  // Out of memory with blocks cached: give them back to the system and try once more (the cache may
-  // hold enough in other size classes). Still out: undo the count and throw bad_alloc. (The nothrow
-  // form, because AddressSanitizer's throwing operator new aborts instead of throwing.)
-  void* block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
-  if (block == nullptr) {
-    release_cache();
-    block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
-  }
-  if (block == nullptr) {
+  try {
+    return allocate_from_system(size);
+  } catch (const OutOfMemory&) {
     std::lock_guard lock(mutex_);
     --stats_.allocations;
     stats_.bytes_in_use -= size;
-    throw std::bad_alloc();
+    throw;
   }
-  return block;
+}
+
+void* CachingAllocator::allocate_from_system(size_t size) {
+  // Out of memory (or budget) with blocks cached: give them back and try once more, the cache may hold
+  // enough in other size classes. (The nothrow new, because AddressSanitizer's throwing one aborts.)
+  const auto bytes = static_cast<int64_t>(size);
+  const auto try_once = [&]() -> void* {
+    if (budget_ && !budget_->reserve(bytes)) return nullptr;
+    void* block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
+    if (block == nullptr && budget_) budget_->release(bytes);
+    return block;
+  };
+  void* block = try_once();
+  if (block == nullptr) {
+    release_cache();
+    block = try_once();
+  }
+  if (block != nullptr) return block;
+  if (budget_ && budget_->reserved() + bytes > budget_->limit()) {
+    throw OutOfMemory(name_ + ": " + format_bytes(bytes) + " more would pass the memory limit of " +
+                      format_bytes(budget_->limit()) + " (" + format_bytes(budget_->reserved()) + " held)");
+  }
+  throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes));
 }
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {
@@ -65,6 +81,7 @@ void CachingAllocator::release_cache() {
   std::lock_guard lock(mutex_);
   for (auto& [size, blocks] : free_blocks_) {
     for (void* block : blocks) ::operator delete(block, std::align_val_t{kTensorAlignment});
+    if (budget_) budget_->release(static_cast<int64_t>(size * blocks.size()));
   }
   free_blocks_.clear();
   stats_.bytes_cached = 0;

@@ -3,17 +3,21 @@
 // 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/allocator.h"
+#include "runtime/memory_budget.h"
 
 namespace mirra::runtime {
 
 class CachingAllocator final : public Allocator {
  public:
-  explicit CachingAllocator(std::string name) : name_(std::move(name)) {}
+  // With a budget, the blocks held from the system (in use and cached) count against it.
+  explicit CachingAllocator(std::string name, std::shared_ptr<MemoryBudget> budget = nullptr)
+      : name_(std::move(name)), budget_(std::move(budget)) {}
   ~CachingAllocator() override;
 
   void* allocate(size_t bytes) override;
@@ -26,7 +30,11 @@ class CachingAllocator final : public Allocator {
   static size_t size_class(size_t bytes);
 
  private:
+  // A new block from the system, after the budget allows it; OutOfMemory when either refuses.
+  void* allocate_from_system(size_t size);
+
   std::string name_;
+  std::shared_ptr<MemoryBudget> budget_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size class
   AllocatorStats stats_;

@@ -24,8 +24,9 @@ namespace {
 // Zeros for every placeholder (unknown dims 2), then the loss: errors are fine, crashes are not.
 void run_forward_pass(const mirra::serialization::Model& model) {
   using namespace mirra;
+  constexpr int64_t kLimit = int64_t{64} << 20;
   auto estimate = runtime::estimate_memory(model.graph, 2);
-  if (!estimate.ok() || estimate->peak_bytes > (int64_t{64} << 20)) return;
+  if (!estimate.ok() || estimate->peak_bytes > kLimit) return;
   runtime::Feeds feeds;
   for (const graph::Node& node : model.graph.nodes()) {
     if (node.op != "Placeholder") continue;
@@ -35,7 +36,7 @@ void run_forward_pass(const mirra::serialization::Model& model) {
     if (zeros.byte_size() > 0) std::memset(zeros.mutable_raw_data(), 0, zeros.byte_size());
     feeds.emplace(node.name, std::move(zeros));
   }
-  runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = 1, .deterministic = true});
+  runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = 1, .deterministic = true, .memory_limit = kLimit});
   (void)session.run(feeds, {model.signature.loss});
 }
 

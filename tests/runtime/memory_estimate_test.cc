@@ -71,5 +71,31 @@ TEST_CASE("Executor.out_of_memory.is_resource_exhausted_and_the_session_goes_on"
   CHECK((*fine)[0].to_vector<float>() == std::vector<float>{1, 0, 0, 0, 0, 1});
 }
 
+// What the estimate cannot see (here a batch dim padded by an amount known only at run time, with a
+// batch of 2) the session's memory limit still holds: the step fails, naming the node and the limit,
+// the blocks it cached are given back, and a step that fits runs.
+TEST_CASE("Session.memory_limit.holds_what_the_estimate_cannot_see") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto x = ops::placeholder(b, "x", DType::f32, {-1, 1024});
+  const auto padded = ops::pad(b, x, {int64_t{1} << 20, 0, 0, 0});  // f32[?,1024] to the estimate: 8 KiB at batch 2
+  const auto small = ops::relu(b, x);
+  REQUIRE(b.status().ok());
+  const auto estimate = estimate_memory(g, 2);
+  REQUIRE(estimate.ok());
+  CHECK(estimate->peak_bytes < (int64_t{1} << 20));
+  Session session(g, ops::cpu_kernels(), {.memory_limit = int64_t{64} << 20});
+  const auto batch = Tensor::from<float>({2, 1024}, std::vector<float>(2048, 1.f));
+  const auto failed = session.run({{"x", batch}}, {padded});  // 4 GiB, a 6 GiB size class
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == graph::StatusCode::resource_exhausted);
+  CAPTURE(failed.status().message());
+  CHECK(failed.status().message().find("(Pad) on cpu:0: out of memory: cpu:0: 6.0 GiB more would pass the memory limit of 64.0 MiB") !=
+        std::string::npos);
+  const auto fine = session.run({{"x", batch}}, {small});
+  REQUIRE(fine.ok());
+  CHECK((*fine)[0].num_elements() == 2048);
+}
+
 }  // namespace
 }  // namespace mirra::runtime

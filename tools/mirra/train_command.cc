@@ -123,7 +123,8 @@ graph::Status TrainRun::run() {
       distributed_.graph, ops::cpu_kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
                               .deterministic = config_.training.deterministic,
-                              .trace = !command_.trace.empty()});
+                              .trace = !command_.trace.empty(),
+                              .memory_limit = memory_limit_bytes(config_.training)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   if (!command_.json || terminal) {
     std::printf("training %s with %s (%zu replicas), global batch %lld\n", command_.model.c_str(),
