@@ -37,6 +37,7 @@ struct InspectCommand {
   std::string strategy;  // empty: the model as stored
   std::vector<std::string> devices;
   bool dot = false;
+  int64_t batch_size = 128;  // for the memory the summary plans
 };
 
 int run_train(const TrainCommand& command);

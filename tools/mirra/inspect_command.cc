@@ -1,12 +1,14 @@
-// mirra inspect: what a model file holds (ops, parameters, inputs, signature, metadata), or, with a
-// strategy, the training graph that strategy makes of it, as text or DOT.
+// mirra inspect: what a model file holds (ops, parameters, inputs, signature, metadata, the memory it
+// plans at a batch size), or, with a strategy, the training graph that strategy makes of it, as text or DOT.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "graph/print.h"
 #include "ops/registry.h"
+#include "runtime/memory_estimate.h"
 #include "strategies/config_json.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/model_program.h"
@@ -14,6 +16,29 @@
 namespace mirra::runner {
 
 namespace {
+
+// What runtime::estimate_memory plans for the forward pass, and for training on one device when the
+// model trains (the runner's --memory-limit is checked against the distributed version of the latter).
+void print_memory(const InspectCommand& command, const serialization::Model& model) {
+  const auto forward = runtime::estimate_memory(model.graph, command.batch_size);
+  if (!forward.ok()) return;
+  std::printf("memory at batch %lld: forward pass about %s", static_cast<long long>(command.batch_size),
+              runtime::format_bytes(forward->peak_bytes).c_str());
+  const runtime::MemoryEstimate* largest = &*forward;
+  std::optional<runtime::MemoryEstimate> training;
+  if (const auto program = build_model_program(model, std::nullopt); program.ok()) {
+    if (auto estimate = runtime::estimate_memory(program->program.graph, command.batch_size); estimate.ok()) {
+      training = std::move(*estimate);
+      largest = &*training;
+      std::printf(", training on one device about %s", runtime::format_bytes(training->peak_bytes).c_str());
+    }
+  }
+  std::printf("\n  largest:");
+  for (const runtime::TensorEstimate& t : largest->largest) {
+    std::printf(" %s %s %s;", t.node.c_str(), t.type.to_string().c_str(), runtime::format_bytes(t.bytes).c_str());
+  }
+  std::printf("\n");
+}
 
 void print_summary(const InspectCommand& command, const serialization::Model& model) {
   const graph::Graph& g = model.graph;
@@ -47,6 +72,7 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
     std::printf(" %s=%s", entry.first.c_str(), graph::attr_to_string(entry.second).c_str());
   }
   std::printf(", %zu state tensors\n", s.optimizer.state.size());
+  print_memory(command, model);
 }
 
 graph::Status inspect(const InspectCommand& command) {

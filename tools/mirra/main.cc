@@ -1,7 +1,7 @@
 // mirra: the runner. Trains, evaluates and inspects model files with a strategy chosen by flag or
 // config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every command.
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
-//   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot]
+//   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 internal failure.
 #include <CLI/CLI.hpp>
@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   inspect_app->add_option("--strategy", inspect.strategy, "Show the training graph this strategy makes");
   inspect_app->add_option("--devices", inspect_devices, "Comma-separated devices for --strategy");
   inspect_app->add_flag("--dot", inspect.dot, "Print the graph as DOT for Graphviz");
+  inspect_app->add_option("--batch-size", inspect.batch_size, "Batch size of the memory the summary plans (default 128)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
   runner::RunFlags config_flags;
   bool print_config = false;
