@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as a model file and as a checkpoint. Loading must return a model
 // or an error, never crash; a model that loads must write back out and load again as the same graph,
-// its memory estimate must be a number, a model that plans to use little memory must run its forward
-// pass (every kernel sizing its outputs from attributes that loading checked), and what `mirra train`
+// every output it declares must have dims of -1 or more and a byte size that int64 counts at batch 1
+// (the oracle for attributes that size outputs), a model that plans to use little memory must run its
+// forward pass (every kernel sizing its outputs from attributes that loading checked), and what `mirra train`
 // does next (autodiff and the optimizer, then the Mirrored rewrite over three devices) must return a
 // program or an error, never crash or break the graph's structure.
 #include <cstddef>
@@ -20,6 +21,17 @@
 #include "tools/mirra/model_program.h"
 
 namespace {
+
+void check_output_sizes(const mirra::graph::Graph& graph) {
+  for (const mirra::graph::Node& node : graph.nodes()) {
+    for (const mirra::graph::TensorType& type : node.outputs) {
+      for (int64_t d : type.shape.dims) {
+        if (d < mirra::graph::kUnknownDim) std::abort();
+      }
+      if (!type.byte_size_at(1)) std::abort();
+    }
+  }
+}
 
 // Zeros for every placeholder (unknown dims 2), then the loss: errors are fine, crashes are not.
 void run_forward_pass(const mirra::serialization::Model& model) {
@@ -67,6 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = serialization::parse_model({written->data(), written->size()}, ops::registry(),
                                              "rewritten fuzz input");
     if (!again.ok() || graph::to_text(again->graph) != graph::to_text(model->graph)) std::abort();
+    check_output_sizes(model->graph);
     run_forward_pass(*model);
     train_like_the_runner(*model);
   }
