@@ -27,14 +27,22 @@ Tensor::Tensor(DType dtype, const TensorShape& shape, std::shared_ptr<Buffer> bu
 }
 
 Tensor Tensor::empty(const std::shared_ptr<Allocator>& allocator, DType dtype, const TensorShape& shape) {
-  // Run-time dims (a batch) can make a size no graph check saw: one that does not fit is a failed
-  // allocation, which the executor reports as resource_exhausted.
+  // Run-time dims (a batch) can make a size no graph check saw: one past 2^48 bytes (256 TiB, more
+  // than any machine has; glibc's aligned malloc fails an internal assertion on requests near 2^62
+  // instead of returning null) is a failed allocation, which the executor reports as resource_exhausted.
+  constexpr size_t kMaxBytes = size_t{1} << 48;
   size_t bytes = graph::dtype_size(dtype);
+  bool overflow = false, empty = false;
   for (int64_t d : shape.dims()) {
-    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) {
-      throw OutOfMemory("a tensor of " + std::string(graph::dtype_name(dtype)) + shape.to_string() +
-                        " has more bytes than a size counts");
-    }
+    MIRRA_CHECK(d >= 0, "negative dim in a run-time shape");
+    overflow |= __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes);
+    empty |= d == 0;
+  }
+  if (empty) {
+    bytes = 0;  // a zero dim makes an empty tensor, whatever the others
+  } else if (overflow || bytes > kMaxBytes) {
+    throw OutOfMemory("a tensor of " + std::string(graph::dtype_name(dtype)) + shape.to_string() +
+                      " would have more than 2^48 bytes");
   }
   return Tensor(dtype, shape, std::make_shared<Buffer>(allocator, bytes));
 }
