@@ -103,16 +103,18 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         rate = options_.schedule.at(*base_learning_rate_, step_);
         MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
       }
-      const std::string where = "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
-                                std::to_string(batch_index) + ")";
+      const auto where = [&] {  // built only for an error, off the per-step path
+        return "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
+               std::to_string(batch_index) + ")";
+      };
       auto ran = run_batch(session_, graph_, *batch, targets, totals);
-      if (!ran.ok()) return ran.status().with_context(where);
+      if (!ran.ok()) return ran.status().with_context(where());
       const double loss = *ran;
       if (!std::isfinite(loss)) {
         // The update of this step has used it: the variables can no longer be trusted, so training
         // stops before anyone sees the step (on_step is where callers checkpoint).
         const graph::Node& node = session_.graph().node(graph_.loss.node);
-        return graph::invalid_argument(where + ": the loss '" + node.name + "' is " + (std::isnan(loss) ? "NaN" : "infinite") +
+        return graph::invalid_argument(where() + ": the loss '" + node.name + "' is " + (std::isnan(loss) ? "NaN" : "infinite") +
                                        "; training diverged (a lower learning rate may help)");
       }
       ++metrics.steps;

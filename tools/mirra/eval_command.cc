@@ -5,7 +5,6 @@
 
 #include "ops/registry.h"
 #include "runtime/data/fashion_mnist.h"
-#include "runtime/memory_estimate.h"
 #include "runtime/training/trainer.h"
 #include "serialization/model_file.h"
 #include "tools/mirra/commands.h"
@@ -22,7 +21,7 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
   MIRRA_ASSIGN_OR_RETURN(const auto test, runtime::data::fashion_mnist_dataset(
                                               command.data, runtime::data::Split::test,
                                               {.batch_size = command.batch_size, .shuffle = false}));
-  const int64_t memory_limit = command.memory_limit > 0 ? command.memory_limit : runtime::default_memory_limit();
+  const int64_t memory_limit = memory_limit_bytes(command.memory_limit);
   MIRRA_RETURN_IF_ERROR(check_memory(model.graph, command.batch_size, memory_limit));
   runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = command.threads, .memory_limit = memory_limit});
   MIRRA_RETURN_IF_ERROR(write_variables(session, model.weights, /*require_all=*/false, "model file '" + command.model + "'"));

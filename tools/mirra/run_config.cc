@@ -202,8 +202,8 @@ graph::Expected<int64_t> parse_byte_size(std::string_view text, std::string_view
   return value << shift;
 }
 
-int64_t memory_limit_bytes(const TrainingConfig& training) {
-  return training.memory_limit > 0 ? training.memory_limit : runtime::default_memory_limit();
+int64_t memory_limit_bytes(int64_t configured) {
+  return configured > 0 ? configured : runtime::default_memory_limit();
 }
 
 graph::Status check_run_config(const RunConfig& c) {

@@ -56,8 +56,8 @@ graph::Expected<RunConfig> load_run_config(const std::string& path);
 std::string run_config_json(const RunConfig& config);
 // "16G", "512M", "64K" (powers of 1024) or a plain number of bytes, at most 2^62; errors name `what`.
 graph::Expected<int64_t> parse_byte_size(std::string_view text, std::string_view what);
-// The memory limit in bytes: the configured one, or the default.
-int64_t memory_limit_bytes(const TrainingConfig& training);
+// The memory limit in bytes: `configured` when positive, else the default (runtime::default_memory_limit).
+int64_t memory_limit_bytes(int64_t configured);
 // Checks that hold whichever layer set the values: positive counts, a known strategy for the devices.
 graph::Status check_run_config(const RunConfig& config);
 

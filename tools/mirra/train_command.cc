@@ -118,13 +118,13 @@ graph::Status TrainRun::run() {
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
-  MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training)));
+  MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
   session_ = std::make_unique<runtime::Session>(
       distributed_.graph, ops::cpu_kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
                               .deterministic = config_.training.deterministic,
                               .trace = !command_.trace.empty(),
-                              .memory_limit = memory_limit_bytes(config_.training)});
+                              .memory_limit = memory_limit_bytes(config_.training.memory_limit)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   if (!command_.json || terminal) {
     std::printf("training %s with %s (%zu replicas), global batch %lld\n", command_.model.c_str(),
