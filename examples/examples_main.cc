@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   auto model = mirra::examples::build_example_model(name, seed);
   if (!model.ok()) {
     std::fprintf(stderr, "mirra-examples: %s\n", model.status().message().c_str());
-    return model.status().code() == mirra::graph::StatusCode::internal ? 1 : 2;
+    return mirra::graph::blames_input(model.status().code()) ? 2 : 1;
   }
   if (auto status = mirra::serialization::save_model(*model, out); !status.ok()) {
     std::fprintf(stderr, "mirra-examples: %s\n", status.message().c_str());

@@ -15,8 +15,32 @@ std::string_view status_code_name(StatusCode code) {
     case StatusCode::cancelled: return "cancelled";
     case StatusCode::data_loss: return "data_loss";
     case StatusCode::resource_exhausted: return "resource_exhausted";
+    case StatusCode::unavailable: return "unavailable";
+    case StatusCode::deadline_exceeded: return "deadline_exceeded";
+    case StatusCode::aborted: return "aborted";
   }
   return "unknown";
+}
+
+bool blames_input(StatusCode code) {
+  switch (code) {
+    case StatusCode::invalid_argument:
+    case StatusCode::not_found:
+    case StatusCode::failed_precondition:
+    case StatusCode::out_of_range:
+    case StatusCode::unimplemented:
+    case StatusCode::data_loss:
+    case StatusCode::resource_exhausted:
+      return true;
+    case StatusCode::ok:
+    case StatusCode::internal:
+    case StatusCode::cancelled:
+    case StatusCode::unavailable:
+    case StatusCode::deadline_exceeded:
+    case StatusCode::aborted:
+      return false;
+  }
+  return false;
 }
 
 Status::Status(StatusCode code, std::string message)

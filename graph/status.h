@@ -22,9 +22,17 @@ enum class StatusCode {
   cancelled,
   data_loss,
   resource_exhausted,  // memory (or another budget) ran out; the input may be fine on a bigger machine
+  unavailable,         // a device or peer cannot be reached now; retrying later may succeed
+  deadline_exceeded,   // something (a collective's peers) did not finish in time
+  aborted,             // the work was abandoned because another part of it failed (a peer, a stream)
 };
 
 std::string_view status_code_name(StatusCode code);
+
+// True when `code` blames what the caller gave (a file, a config, a flag, data, a model too big for
+// its memory limit); false when the environment or mirra failed (a device or peer unavailable, a
+// deadline, an abandoned step, an internal error). The runner's exit codes follow it (2 and 1).
+bool blames_input(StatusCode code);
 
 class [[nodiscard]] Status {
  public:
@@ -57,6 +65,9 @@ inline Status out_of_range(std::string message) { return {StatusCode::out_of_ran
 inline Status unimplemented(std::string message) { return {StatusCode::unimplemented, std::move(message)}; }
 inline Status internal_error(std::string message) { return {StatusCode::internal, std::move(message)}; }
 inline Status resource_exhausted(std::string message) { return {StatusCode::resource_exhausted, std::move(message)}; }
+inline Status unavailable(std::string message) { return {StatusCode::unavailable, std::move(message)}; }
+inline Status deadline_exceeded(std::string message) { return {StatusCode::deadline_exceeded, std::move(message)}; }
+inline Status aborted(std::string message) { return {StatusCode::aborted, std::move(message)}; }
 
 // A value of type T, or the Status that explains why there is none.
 template <class T>

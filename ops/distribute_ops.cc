@@ -1,8 +1,13 @@
-// SplitBatch, AllReduce, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels.
+// SplitBatch, AllReduce, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels (the
+// collectives' kernels call the session's Collective, asynchronously).
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -19,6 +24,16 @@ using runtime::Tensor;
 namespace {
 
 constexpr int64_t kMaxReplicas = 4096;
+
+// Every collective node names the Collective it calls and how long its replicas may take to arrive.
+const graph::AttrSpec kImplementationAttr{"implementation", AttrType::string, std::string(CollectiveOptions{}.implementation)};
+const graph::AttrSpec kTimeoutAttr{"timeout_ms", AttrType::integer, CollectiveOptions{}.timeout_ms};
+
+Status check_collective_attrs(const InferContext& ctx) {
+  if (ctx.attr<std::string>("implementation").empty()) return ctx.error("implementation must name a collective");
+  if (ctx.attr<int64_t>("timeout_ms") < 0) return ctx.error("timeout_ms must not be negative (0: no deadline)");
+  return Status();
+}
 
 // The `replicas` attr of SplitBatch and Broadcast, which make one output per replica.
 Expected<int64_t> replicas_attr(const InferContext& ctx) {
@@ -65,80 +80,85 @@ Expected<std::vector<TensorType>> infer_split_batch(const InferContext& ctx) {
   return shares;
 }
 
+// ---- The collectives: one node calls the session's Collective once per replica ----
+
+// The node's calls of a collective, one per replica, joined: the tensors each call reads and writes
+// live here until the last call finishes, which completes the node with the first error.
+class ReplicaCalls {
+ public:
+  ReplicaCalls(int64_t replicas, runtime::KernelDone done)
+      : inputs(static_cast<size_t>(replicas)), outputs(static_cast<size_t>(replicas)), remaining_(replicas),
+        done_(std::move(done)) {}
+
+  std::vector<std::vector<Tensor>> inputs, outputs;  // by replica
+
+  // What replica r's call reports to.
+  static runtime::CollectiveDone replica_done(const std::shared_ptr<ReplicaCalls>& calls) {
+    return [calls](Status status) { calls->finish(std::move(status)); };
+  }
+
+ private:
+  void finish(Status status) {
+    if (!status.ok()) {
+      std::lock_guard lock(mutex_);
+      if (error_.ok()) error_ = std::move(status);
+    }
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_(error_);
+  }
+
+  std::atomic<int64_t> remaining_;
+  std::mutex mutex_;
+  Status error_;
+  runtime::KernelDone done_;
+};
+
+// Replica r's part in this step's execution of the node's collective.
+runtime::CollectiveCall replica_call(const KernelContext& ctx, int64_t r, int64_t replicas) {
+  return {.group = ctx.node().name,
+          .instance = ctx.step_id(),
+          .participant = static_cast<int>(r),
+          .group_size = static_cast<int>(replicas),
+          .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
+}
+
+// The collective the node's `implementation` attr names in this session.
+graph::Expected<runtime::Collective*> node_collective(const KernelContext& ctx) {
+  return ctx.collective(ctx.attr<std::string>("implementation"));
+}
+
 // ---- AllReduce ----
 
-// Each chunk of the bucket's elements is summed over the replicas in replica order by one thread and
-// written to every replica's output, so all replicas receive the same bits and the result does not
-// depend on the thread count. Where the executor allows, outputs reuse the input buffers: each chunk
-// is then read once and written back while still in cache, 2 x replicas x size bytes of memory
-// traffic, the bound the benchmark holds it against (fresh outputs would add a read for ownership).
-Status all_reduce_kernel(KernelContext& ctx) {
+// Replica r's bucket is inputs r*k .. r*k+k-1. Where the executor allows, an output reuses its
+// input's buffer, so the collective sums in place (Note [In-process all-reduce]).
+void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
-  const bool mean = ctx.attr<std::string>("reduction") == "mean";
-  struct Segment {
-    size_t tensor;
-    int64_t begin, end;  // elements of that tensor
-  };
-  // The bucket as fixed-size chunks over its tensors, so big and small tensors spread evenly.
-  constexpr int64_t kChunk = 16384;
-  std::vector<Segment> chunks;
-  for (size_t j = 0; j < k; ++j) {
-    const Tensor& first = ctx.input(j);
-    for (int64_t r = 1; r < replicas; ++r) {
-      const Tensor& other = ctx.input(static_cast<size_t>(r) * k + j);
-      if (!(other.shape() == first.shape()) || other.dtype() != first.dtype()) {
-        return graph::invalid_argument("replica " + std::to_string(r) + " holds " + other.type_string() +
-                                       " where replica 0 holds " + first.type_string());
-      }
-    }
-    for (int64_t r = 0; r < replicas; ++r) {
+  const runtime::Reduction reduction =
+      ctx.attr<std::string>("reduction") == "mean" ? runtime::Reduction::mean : runtime::Reduction::sum;
+  auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
+  for (int64_t r = 0; r < replicas; ++r) {
+    for (size_t j = 0; j < k; ++j) {
       const size_t i = static_cast<size_t>(r) * k + j;
+      const Tensor& input = ctx.input(i);
       if (ctx.input_reusable(i)) {
-        ctx.set_output(i, ctx.input(i));  // in place: the lines just read are written back, no extra fetch
+        ctx.set_output(i, input);
       } else {
-        ctx.allocate_output(i, first.dtype(), first.shape());
+        ctx.allocate_output(i, input.dtype(), input.shape());
       }
-    }
-    for (int64_t begin = 0; begin < first.num_elements(); begin += kChunk) {
-      chunks.push_back({j, begin, std::min(first.num_elements(), begin + kChunk)});
+      calls->inputs[static_cast<size_t>(r)].push_back(input);
+      calls->outputs[static_cast<size_t>(r)].push_back(ctx.output(i));
     }
   }
-  Status status;
-  cpu::parallel_for(static_cast<int64_t>(chunks.size()), 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const Segment& s = chunks[static_cast<size_t>(c)];
-      const Status done = cpu::visit_dtype<float, double>(ctx.input(s.tensor).dtype(), [&]<class T>(cpu::Type<T>) {
-        // Blocks small enough that the sum stays in L1 while every replica's slice streams through
-        // once: read all inputs, write all outputs, one pass over memory.
-        constexpr int64_t kBlock = 512;
-        T sum[kBlock];
-        const T n = static_cast<T>(replicas);
-        for (int64_t first = s.begin; first < s.end; first += kBlock) {
-          const int64_t count = std::min(kBlock, s.end - first);
-          const T* in0 = ctx.input(s.tensor).data<T>() + first;
-          for (int64_t i = 0; i < count; ++i) sum[i] = in0[i];
-          for (int64_t r = 1; r < replicas; ++r) {
-            const T* in = ctx.input(static_cast<size_t>(r) * k + s.tensor).data<T>() + first;
-            for (int64_t i = 0; i < count; ++i) sum[i] += in[i];
-          }
-          if (mean) {
-            for (int64_t i = 0; i < count; ++i) sum[i] /= n;
-          }
-          for (int64_t r = 0; r < replicas; ++r) {
-            T* out = ctx.output(static_cast<size_t>(r) * k + s.tensor).mutable_data<T>() + first;
-            std::copy(sum, sum + count, out);
-          }
-        }
-        return Status();
-      });
-      if (!done.ok()) status = done;  // dtype errors are the same for every chunk of a tensor
-    }
-  });
-  return status;
+  for (int64_t r = 0; r < replicas; ++r) {
+    (*collective)->all_reduce(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
+                              calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
+  }
 }
 
 Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   if (replicas < 1) return ctx.error("replicas must be positive");
   if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
@@ -163,53 +183,55 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
 
 // ---- Broadcast and AllGather ----
 
-// Every replica gets its own copy of the source's value (replica 0's, for a mirrored variable).
-Status broadcast_kernel(KernelContext& ctx) {
+// Every replica gets its own copy of the source's value (replica 0's, for a mirrored variable):
+// replica 0's output takes the value, and the collective broadcasts it from there.
+void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
   const Tensor& x = ctx.input(0);
-  for (size_t r = 0; r < ctx.num_outputs(); ++r) {
-    Tensor& copy = ctx.allocate_output(r, x.dtype(), x.shape());
-    if (x.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), x.raw_data(), x.byte_size());
+  const int64_t replicas = static_cast<int64_t>(ctx.num_outputs());
+  auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
+  for (int64_t r = 0; r < replicas; ++r) {
+    Tensor& copy = ctx.allocate_output(static_cast<size_t>(r), x.dtype(), x.shape());
+    if (r == 0 && x.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), x.raw_data(), x.byte_size());
+    calls->outputs[static_cast<size_t>(r)].push_back(copy);
   }
-  return Status();
+  for (int64_t r = 0; r < replicas; ++r) {
+    (*collective)->broadcast(replica_call(ctx, r, replicas), 0, calls->outputs[static_cast<size_t>(r)][0],
+                             ReplicaCalls::replica_done(calls));
+  }
 }
 
 // Every replica gets the concatenation, along dim 0, of all replicas' values in replica order.
-Status all_gather_kernel(KernelContext& ctx) {
+void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
   const Tensor& first = ctx.input(0);
-  if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
+  if (first.rank() == 0) return done(graph::invalid_argument("cannot gather scalars along dim 0"));
+  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
   int64_t rows = 0;
-  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
-    const Tensor& x = ctx.input(r);
-    bool same = x.dtype() == first.dtype() && x.rank() == first.rank();
-    for (int d = 1; same && d < x.rank(); ++d) same = x.dim(d) == first.dim(d);
-    if (!same) {
-      return graph::invalid_argument("replica " + std::to_string(r) + " holds " + x.type_string() +
-                                     ", which does not stack with replica 0's " + first.type_string());
-    }
-    rows += x.dim(0);
-  }
+  for (size_t r = 0; r < ctx.num_inputs(); ++r) rows += ctx.input(r).rank() > 0 ? ctx.input(r).dim(0) : 0;
   runtime::TensorShape shape = first.shape();
   shape.set_dim(0, rows);
-  Tensor& gathered = ctx.allocate_output(0, first.dtype(), shape);
-  auto* out = static_cast<std::byte*>(gathered.mutable_raw_data());
-  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
-    const Tensor& x = ctx.input(r);
-    if (x.byte_size() > 0) std::memcpy(out, x.raw_data(), x.byte_size());
-    out += x.byte_size();
+  auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
+  for (int64_t r = 0; r < replicas; ++r) {
+    calls->inputs[static_cast<size_t>(r)].push_back(ctx.input(static_cast<size_t>(r)));
+    calls->outputs[static_cast<size_t>(r)].push_back(ctx.allocate_output(static_cast<size_t>(r), first.dtype(), shape));
   }
-  for (size_t r = 1; r < ctx.num_outputs(); ++r) {
-    Tensor& copy = ctx.allocate_output(r, gathered.dtype(), gathered.shape());
-    if (gathered.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), gathered.raw_data(), gathered.byte_size());
+  for (int64_t r = 0; r < replicas; ++r) {
+    (*collective)->all_gather(replica_call(ctx, r, replicas), calls->inputs[static_cast<size_t>(r)][0],
+                              calls->outputs[static_cast<size_t>(r)][0], ReplicaCalls::replica_done(calls));
   }
-  return Status();
 }
 
 Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_ASSIGN_OR_RETURN(const int64_t replicas, replicas_attr(ctx));
   return std::vector<TensorType>(static_cast<size_t>(replicas), ctx.input(0));
 }
 
 Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   const TensorType& first = ctx.input(0);
   if (first.shape.rank() < 1) return ctx.error("cannot gather scalars along dim 0");
   int64_t rows = 0;
@@ -239,9 +261,7 @@ Status dim_size_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-int64_t replica_share(int64_t batch, int64_t replicas, int64_t r) {
-  return batch / replicas + (r < batch % replicas ? 1 : 0);
-}
+int64_t replica_share(int64_t batch, int64_t replicas, int64_t r) { return runtime::participant_share(batch, replicas, r); }
 
 void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = "SplitBatch",
@@ -255,30 +275,34 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "AllReduce",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {{"replicas", AttrType::integer, {}}, {"reduction", AttrType::string, std::string("sum")}},
+                              .attrs = {{"replicas", AttrType::integer, {}},
+                                        {"reduction", AttrType::string, std::string("sum")},
+                                        kImplementationAttr,
+                                        kTimeoutAttr},
                               .traits = graph::kCollective,
                               .infer = infer_all_reduce,
                               .summary = "Sum (or mean) of each tensor of a bucket across replicas; every replica "
                                          "receives the same bits.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
-  kernels.add("AllReduce", graph::DeviceKind::cpu, {all_reduce_kernel, /*expensive=*/true, /*reuses_inputs=*/true});
+  kernels.add("AllReduce", graph::DeviceKind::cpu, {.expensive = true, .reuses_inputs = true, .async_fn = all_reduce_kernel});
   schemas.add(graph::OpSchema{.name = "Broadcast",
                               .inputs = {"x"},
-                              .attrs = {{"replicas", AttrType::integer, {}}},
+                              .attrs = {{"replicas", AttrType::integer, {}}, kImplementationAttr, kTimeoutAttr},
                               .traits = graph::kCollective,
                               .infer = infer_broadcast,
                               .summary = "A copy of x for every replica.",
                               .no_gradient = "it distributes state (initial values), which is not differentiated"});
-  kernels.add("Broadcast", graph::DeviceKind::cpu, {broadcast_kernel, /*expensive=*/true});
+  kernels.add("Broadcast", graph::DeviceKind::cpu, {.expensive = true, .async_fn = broadcast_kernel});
   schemas.add(graph::OpSchema{.name = "AllGather",
                               .inputs = {"values"},
                               .variadic = true,
+                              .attrs = {kImplementationAttr, kTimeoutAttr},
                               .traits = graph::kCollective,
                               .infer = infer_all_gather,
                               .summary = "Every replica receives all replicas' values stacked along dim 0, in "
                                          "replica order.",
                               .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
-  kernels.add("AllGather", graph::DeviceKind::cpu, {all_gather_kernel, /*expensive=*/true});
+  kernels.add("AllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = all_gather_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
@@ -298,18 +322,32 @@ std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, i
 }
 
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
-                                        std::string_view reduction) {
-  return outputs_of(
-      b.add({.op = "AllReduce", .inputs = values, .attrs = {{"replicas", replicas}, {"reduction", std::string(reduction)}}}),
-      values.size());
+                                        std::string_view reduction, const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "AllReduce",
+                           .inputs = values,
+                           .attrs = {{"replicas", replicas},
+                                     {"reduction", std::string(reduction)},
+                                     {"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms}}}),
+                    values.size());
 }
 
-std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas) {
-  return outputs_of(b.add({.op = "Broadcast", .inputs = {x}, .attrs = {{"replicas", replicas}}}), output_count(replicas));
+std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,
+                                       const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "Broadcast",
+                           .inputs = {x},
+                           .attrs = {{"replicas", replicas},
+                                     {"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms}}}),
+                    output_count(replicas));
 }
 
-std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values) {
-  return outputs_of(b.add({.op = "AllGather", .inputs = values}), values.size());
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                        const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "AllGather",
+                           .inputs = values,
+                           .attrs = {{"implementation", options.implementation}, {"timeout_ms", options.timeout_ms}}}),
+                    values.size());
 }
 
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis) {

@@ -3,10 +3,12 @@
 // share, a share may be empty), AllReduce (sum or mean of one bucket of gradients across all replicas,
 // every replica receiving bitwise-identical values), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
-// tensor at run time). The collectives are single nodes over all replicas' buffers: in one process
-// they run once their inputs are ready and never wait for peers.
+// tensor at run time). A collective is one node over all replicas' buffers whose asynchronous kernel
+// calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
+// once per replica, keyed by the node's name and the step, with a deadline of `timeout_ms`.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,18 +16,27 @@
 
 namespace mirra::ops {
 
+// Which collective implementation a node calls, and how long it waits for every replica to arrive
+// (0: no deadline).
+struct CollectiveOptions {
+  std::string implementation = "auto";
+  int64_t timeout_ms = 300'000;
+};
+
 // The first dim of `x` in `replicas` shares, as views of x's buffer.
 std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, int64_t replicas);
 
 // `values` holds the bucket of every replica in turn: replica r's j-th tensor is values[r * k + j], for
 // k = values.size() / replicas. Output r * k + j is the sum (or mean) over r' of values[r' * k + j].
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
-                                        std::string_view reduction = "sum");
+                                        std::string_view reduction = "sum", const CollectiveOptions& options = {});
 
 // A copy of x for each of `replicas` replicas.
-std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas);
+std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,
+                                       const CollectiveOptions& options = {});
 // values[r] is replica r's; every output is their concatenation along dim 0 in replica order.
-std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values);
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                        const CollectiveOptions& options = {});
 
 // Dim `axis` of x as an i64 scalar.
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis);

@@ -76,6 +76,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
                                     " kernel for op '" + node.op + "'");
       }
       pn.kernel = *kernel;
+      plan.has_async_kernels |= kernel->async_fn != nullptr;
     }
     pn.first_output = plan.num_values;
     pn.num_outputs = static_cast<uint32_t>(node.outputs.size());

@@ -53,6 +53,7 @@ struct ExecutionPlan {
   std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)
   std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
+  bool has_async_kernels = false;
 
   std::span<const uint32_t> inputs_of(const PlanNode& n) const {
     return {input_slots.data() + n.inputs_begin, n.inputs_end - n.inputs_begin};

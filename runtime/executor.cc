@@ -1,14 +1,32 @@
-// Executor: step state, dispatch (inline vs task), release of dead values, first-error-wins.
+// Executor: step state, dispatch (inline vs task), asynchronous kernels, release of dead values,
+// first-error-wins.
 #include "runtime/executor.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <new>
+#include <optional>
 
+#include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
 namespace mirra::runtime {
+
+namespace {
+
+int64_t steady_now_ns() {
+  return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
+}
+
+// Allocation is the one failure kernels do not return as a Status (allocate_output has no room for
+// one); it ends the step like any other error. OutOfMemory says what was asked and why.
+Status out_of_memory(const std::bad_alloc& e) {
+  return graph::resource_exhausted(std::string("out of memory: ") + e.what());
+}
+
+}  // namespace
 
 struct Executor::StepState {
   explicit StepState(const ExecutionPlan& plan)
@@ -16,6 +34,8 @@ struct Executor::StepState {
         uses(new std::atomic<int32_t>[plan.nodes.size()]) {}
 
   std::vector<Tensor> values;
+  int64_t step_id = 0;
+  std::optional<oneapi::tbb::task_arena> arena;  // where asynchronous kernels' continuations go
   std::unique_ptr<std::atomic<int32_t>[]> pending;
   std::unique_ptr<std::atomic<int32_t>[]> uses;
   std::atomic<bool> failed{false};
@@ -30,8 +50,24 @@ struct Executor::StepState {
   }
 };
 
-Executor::Executor(ExecutionPlan plan, VariableStore& variables, bool deterministic)
-    : plan_(std::move(plan)), variables_(variables), deterministic_(deterministic) {}
+// An asynchronous kernel in flight: its context lives until the continuation (a deferred task of
+// the step, which the step's wait counts) has run.
+struct Executor::AsyncNode {
+  AsyncNode(const Executor& executor, StepState& step, const PlanNode& pn)
+      : reusable(pn.kernel.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
+        context(*pn.node, *pn.device, executor.resources_, step.step_id, step.values.data(),
+                executor.plan_.inputs_of(pn), step.values.data() + pn.first_output,
+                pn.kernel.reuses_inputs ? &reusable : nullptr) {}
+
+  std::vector<bool> reusable;
+  KernelContext context;
+  int64_t start_ns = 0;
+  Status status;
+  oneapi::tbb::task_handle continuation;
+};
+
+Executor::Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic)
+    : plan_(std::move(plan)), resources_(resources), deterministic_(deterministic) {}
 
 Executor::~Executor() = default;
 
@@ -66,37 +102,95 @@ void Executor::release_state(std::unique_ptr<StepState> state) {
   free_states_.push_back(std::move(state));
 }
 
+// Reusable: every other reader of the producer has finished (its use count is down to this node),
+// the buffer has no other owner (a feed, a variable, a view), and the node reads it once.
+std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNode& pn) const {
+  std::vector<bool> reusable;
+  const std::span<const uint32_t> slots = plan_.inputs_of(pn);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const uint32_t owner = plan_.value_owner[slots[i]];
+    const PlanNode& producer = plan_.nodes[owner];
+    const int32_t uses = producer.initial_uses == 1 ? 1 : step.uses[owner].load(std::memory_order_acquire);
+    const Tensor& value = step.values[slots[i]];
+    reusable.push_back(uses == 1 && !producer.fed && value.defined() && value.buffer().use_count() == 1 &&
+                       std::count(slots.begin(), slots.end(), slots[i]) == 1);
+  }
+  return reusable;
+}
+
 Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
+  if (pn.kernel.async_fn != nullptr) return run_async_node_to_completion(step, index);
   Tensor* outputs = step.values.data() + pn.first_output;
-  std::vector<bool> reusable;
-  if (pn.kernel.reuses_inputs) {
-    // Reusable: every other reader of the producer has finished (its use count is down to this
-    // node), the buffer has no other owner (a feed, a variable, a view), and the node reads it once.
-    const std::span<const uint32_t> slots = plan_.inputs_of(pn);
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const uint32_t owner = plan_.value_owner[slots[i]];
-      const PlanNode& producer = plan_.nodes[owner];
-      const int32_t uses = producer.initial_uses == 1 ? 1 : step.uses[owner].load(std::memory_order_acquire);
-      const Tensor& value = step.values[slots[i]];
-      reusable.push_back(uses == 1 && !producer.fed && value.defined() && value.buffer().use_count() == 1 &&
-                         std::count(slots.begin(), slots.end(), slots[i]) == 1);
-    }
-  }
-  KernelContext context(*pn.node, *pn.device, variables_, step.values.data(), plan_.inputs_of(pn), outputs,
-                        pn.kernel.reuses_inputs ? &reusable : nullptr);
-  const auto now = [] { return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1); };
-  const int64_t start = step.timeline != nullptr ? now() : 0;
+  const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
+  KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
+                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr);
+  const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
   Status status;
   try {
     status = pn.kernel.fn(context);
   } catch (const std::bad_alloc& e) {
-    // Allocation is the one failure kernels do not return as a Status (allocate_output has no room
-    // for one); it ends the step like any other error. OutOfMemory says what was asked and why.
-    status = graph::resource_exhausted(std::string("out of memory: ") + e.what());
+    status = out_of_memory(e);
   }
-  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, now()};
+  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
   if (!status.ok()) return status.with_context(describe(pn));
+  return check_outputs(pn, outputs);
+}
+
+// The step goes on with other nodes; the kernel's done callback submits the continuation, which
+// checks the outputs and makes the node's consumers ready.
+void Executor::start_async_node(StepState& step, uint32_t index, oneapi::tbb::task_group& tasks) const {
+  const PlanNode& pn = plan_.nodes[index];
+  auto* call = new AsyncNode(*this, step, pn);
+  call->continuation = tasks.defer([this, &step, &tasks, index, call] {
+    std::unique_ptr<AsyncNode> finished(call);
+    const PlanNode& node = plan_.nodes[index];
+    if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, finished->start_ns, steady_now_ns()};
+    const Status status = finished->status.ok() ? check_outputs(node, step.values.data() + node.first_output)
+                                                : finished->status.with_context(describe(node));
+    finished.reset();
+    if (!status.ok()) {
+      step.record(status);
+      return;
+    }
+    std::vector<uint32_t> ready;
+    complete_node(step, index, ready, tasks);
+    process(step, std::move(ready), tasks);
+  });
+  const KernelDone done = [call, arena = &*step.arena](Status status) {
+    call->status = std::move(status);
+    arena->enqueue(std::move(call->continuation));
+  };
+  call->start_ns = step.timeline != nullptr ? steady_now_ns() : 0;
+  try {
+    pn.kernel.async_fn(call->context, done);
+  } catch (const std::bad_alloc& e) {
+    done(out_of_memory(e));
+  }
+}
+
+// Deterministic mode: the one thread waits for the kernel's done callback.
+Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) const {
+  const PlanNode& pn = plan_.nodes[index];
+  const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
+  Tensor* outputs = step.values.data() + pn.first_output;
+  KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
+                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr);
+  std::promise<Status> finished;
+  std::future<Status> result = finished.get_future();
+  const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
+  try {
+    pn.kernel.async_fn(context, [&finished](Status status) { finished.set_value(std::move(status)); });
+  } catch (const std::bad_alloc& e) {
+    finished.set_value(out_of_memory(e));
+  }
+  const Status status = result.get();
+  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
+  if (!status.ok()) return status.with_context(describe(pn));
+  return check_outputs(pn, outputs);
+}
+
+Status Executor::check_outputs(const PlanNode& pn, const Tensor* outputs) const {
   for (uint32_t i = 0; i < pn.num_outputs; ++i) {
     if (!output_matches(plan_.outputs[pn.first_output + i], outputs[i])) {
       return graph::internal_error(describe(pn) + ": output " + std::to_string(i) + " is " +
@@ -161,6 +255,10 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
     const uint32_t index = ready.back();
     ready.pop_back();
     if (step.failed.load(std::memory_order_acquire)) return;
+    if (plan_.nodes[index].kernel.async_fn != nullptr) {
+      start_async_node(step, index, tasks);
+      continue;
+    }
     Status status = run_node(step, index);
     if (!status.ok()) {
       step.record(std::move(status));
@@ -195,9 +293,12 @@ void Executor::run_sequential(StepState& step) const {
   }
 }
 
-graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, std::vector<NodeTiming>* timeline) {
+graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id,
+                                                   std::vector<NodeTiming>* timeline) {
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
   std::unique_ptr<StepState> step = acquire_state();
+  step->step_id = step_id;
+  if (plan_.has_async_kernels && !step->arena) step->arena.emplace(oneapi::tbb::task_arena::attach{});
   if (timeline != nullptr) timeline->assign(plan_.nodes.size(), {});
   step->timeline = timeline;
   for (size_t i = 0; i < feeds.size(); ++i) {

@@ -1,10 +1,12 @@
 // Executor: runs an ExecutionPlan as a dataflow graph on oneTBB. Each step resets atomic pending
 // counts; a node runs when its last producer finishes. Cheap nodes run inline on the thread that made
-// them ready, expensive ones become tasks; no kernel ever waits for another node. The first error
-// wins: the step stops scheduling, and the error names the node, its op and its device. Values are
-// released as soon as their last consumer has run. In deterministic mode nodes run one at a time in
-// plan order on the calling thread. With a timeline requested, each node's start and end times are
-// recorded (the executor's own trace: what ran when, and what overlapped).
+// them ready, expensive ones become tasks; no kernel ever waits for another node. An asynchronous
+// kernel finishes when it calls its done callback: its continuation is a deferred task of the step
+// (so the step waits for it), submitted to the arena by the callback, and no worker thread blocks
+// meanwhile. The first error wins: the step stops scheduling, and the error names the node, its op
+// and its device. Values are released as soon as their last consumer has run. In deterministic mode
+// nodes run one at a time in plan order on the calling thread. With a timeline requested, each
+// node's start and end times are recorded (what ran when, and what overlapped).
 #pragma once
 
 #include <cstdint>
@@ -26,22 +28,29 @@ struct NodeTiming {
 
 class Executor {
  public:
-  // `variables` must outlive the executor.
-  Executor(ExecutionPlan plan, VariableStore& variables, bool deterministic);
+  // `resources` must outlive the executor.
+  Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic);
   ~Executor();
 
-  // One step. `feeds` are in the order of PlanRequest::fed; returns the fetches in request order.
-  // Call it from inside the session's task arena. With `timeline`, it receives every node's timing.
-  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, std::vector<NodeTiming>* timeline = nullptr);
+  // One step, numbered `step_id` for the kernels (the instance of its collectives). `feeds` are in
+  // the order of PlanRequest::fed; returns the fetches in request order. Call it from inside the
+  // session's task arena. With `timeline`, it receives every node's timing.
+  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, int64_t step_id,
+                                           std::vector<NodeTiming>* timeline = nullptr);
 
   const ExecutionPlan& plan() const { return plan_; }
 
  private:
   struct StepState;
+  struct AsyncNode;
   std::unique_ptr<StepState> acquire_state();
   void release_state(std::unique_ptr<StepState> state);
 
+  std::vector<bool> reusable_inputs(const StepState& step, const PlanNode& pn) const;
   Status run_node(StepState& step, uint32_t index) const;
+  void start_async_node(StepState& step, uint32_t index, oneapi::tbb::task_group& tasks) const;
+  Status run_async_node_to_completion(StepState& step, uint32_t index) const;
+  Status check_outputs(const PlanNode& pn, const Tensor* outputs) const;
   bool output_matches(const OutputSpec& spec, const Tensor& produced) const;
   static std::string describe(const PlanNode& pn);
   void complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
@@ -51,7 +60,7 @@ class Executor {
   void run_sequential(StepState& step) const;
 
   ExecutionPlan plan_;
-  VariableStore& variables_;
+  const SessionResources& resources_;
   bool deterministic_;
   std::mutex states_mutex_;
   std::vector<std::unique_ptr<StepState>> free_states_;  // reused so steps do not allocate them

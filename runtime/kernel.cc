@@ -4,7 +4,7 @@
 namespace mirra::runtime {
 
 void KernelRegistry::add(std::string_view op, graph::DeviceKind kind, KernelDef def) {
-  MIRRA_CHECK(def.fn != nullptr, std::string(op));
+  MIRRA_CHECK((def.fn != nullptr) != (def.async_fn != nullptr), "kernel needs exactly one function: " + std::string(op));
   const bool inserted = kernels_.emplace(std::pair{std::string(op), kind}, def).second;
   MIRRA_CHECK(inserted, "kernel registered twice: " + std::string(op));
 }

@@ -1,8 +1,11 @@
 // Kernels: plain functions `Status(KernelContext&)`, one table per device kind (KernelRegistry).
 // The runtime calls kernels through this table and never names an op. A kernel reads its node's
-// attributes and inputs from the context and must set every output.
+// attributes and inputs from the context and must set every output. An asynchronous kernel
+// (TensorFlow's AsyncOpKernel) instead returns at once and reports through a done callback, for
+// work that waits on something outside the node (a collective's peers, a device stream).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -13,6 +16,7 @@
 #include "graph/node.h"
 #include "graph/op_schema.h"
 #include "graph/status.h"
+#include "runtime/collectives/collective.h"
 #include "runtime/device.h"
 #include "runtime/tensor.h"
 #include "runtime/variable_store.h"
@@ -21,16 +25,27 @@ namespace mirra::runtime {
 
 using graph::Status;
 
+// What a session lends every kernel: its variables and its collectives.
+struct SessionResources {
+  VariableStore& variables;
+  const CollectiveSet& collectives;
+};
+
 class KernelContext {
  public:
-  KernelContext(const graph::Node& node, Device& device, VariableStore& variables, Tensor* values,
-                std::span<const uint32_t> input_slots, Tensor* outputs, const std::vector<bool>* reusable = nullptr)
-      : node_(node), device_(device), variables_(variables), values_(values), input_slots_(input_slots),
-        outputs_(outputs), reusable_(reusable) {}
+  KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t step_id,
+                Tensor* values, std::span<const uint32_t> input_slots, Tensor* outputs,
+                const std::vector<bool>* reusable = nullptr)
+      : node_(node), device_(device), resources_(resources), step_id_(step_id), values_(values),
+        input_slots_(input_slots), outputs_(outputs), reusable_(reusable) {}
 
   const graph::Node& node() const { return node_; }
   Device& device() const { return device_; }
-  VariableStore& variables() const { return variables_; }
+  VariableStore& variables() const { return resources_.variables; }
+  // The collective implementation `name` ("auto": the session's first), or not_found.
+  graph::Expected<Collective*> collective(std::string_view name) const { return resources_.collectives.find(name); }
+  // Counts the session's steps: the instance that keys this step's collectives.
+  int64_t step_id() const { return step_id_; }
 
   size_t num_inputs() const { return input_slots_.size(); }
   const Tensor& input(size_t i) const { return values_[input_slots_[i]]; }
@@ -62,7 +77,8 @@ class KernelContext {
  private:
   const graph::Node& node_;
   Device& device_;
-  VariableStore& variables_;
+  const SessionResources& resources_;
+  int64_t step_id_;
   Tensor* values_;
   std::span<const uint32_t> input_slots_;
   Tensor* outputs_;
@@ -70,7 +86,14 @@ class KernelContext {
 };
 
 using KernelFn = Status (*)(KernelContext&);
+// Completes an asynchronous kernel; called exactly once, from any thread.
+using KernelDone = std::function<void(Status)>;
+// Starts the node's work and returns without waiting for it. Until it calls `done` the context and
+// its tensors stay valid; after, the kernel must not touch them. It may throw (bad_alloc) only
+// before it calls or hands `done` to anyone.
+using AsyncKernelFn = void (*)(KernelContext&, KernelDone done);
 
+// Exactly one of `fn` and `async_fn` is set.
 struct KernelDef {
   KernelFn fn = nullptr;
   // Expensive kernels (matrix products, convolutions) run as their own task; cheap ones run inline
@@ -79,11 +102,13 @@ struct KernelDef {
   // The kernel asks KernelContext::input_reusable (the executor then works out which inputs it may
   // overwrite; others pay nothing).
   bool reuses_inputs = false;
+  AsyncKernelFn async_fn = nullptr;
 };
 
 class KernelRegistry {
  public:
-  // A second kernel for the same op and device kind is a bug and aborts.
+  // A second kernel for the same op and device kind, or a definition without exactly one function,
+  // is a bug and aborts.
   void add(std::string_view op, graph::DeviceKind kind, KernelDef def);
   const KernelDef* find(std::string_view op, graph::DeviceKind kind) const;
   // Ops with a kernel for `kind`, sorted.

@@ -6,6 +6,8 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "runtime/collectives/in_process_collective.h"
+
 namespace mirra::runtime {
 
 namespace {
@@ -29,6 +31,13 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
   return key;
 }
 
+CollectiveSet session_collectives(const SessionOptions& options) {
+  CollectiveSet set;
+  for (const auto& collective : options.collectives) set.add(collective);
+  if (options.collectives.empty()) set.add(std::make_shared<InProcessCollective>());
+  return set;
+}
+
 int session_threads(const SessionOptions& options) {
   if (options.deterministic) return 1;
   return options.threads > 0 ? options.threads : oneapi::tbb::info::default_concurrency();
@@ -40,6 +49,7 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
     : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
       devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options),
                               options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr)),
+      collectives_(session_collectives(options)), resources_{variables_, collectives_},
       arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
 Session::~Session() = default;
@@ -59,7 +69,7 @@ graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId
   PlanRequest request{fed, {fetches.begin(), fetches.end()}, {targets.begin(), targets.end()}};
   MIRRA_ASSIGN_OR_RETURN(ExecutionPlan plan,
                          build_plan(graph_, request, kernels_, devices_, options_.default_device));
-  auto executor = std::make_unique<Executor>(std::move(plan), variables_, options_.deterministic);
+  auto executor = std::make_unique<Executor>(std::move(plan), resources_, options_.deterministic);
   Executor* raw = executor.get();
   executors_.emplace(key, std::move(executor));
   return raw;
@@ -89,7 +99,8 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
   std::vector<NodeTiming> timeline;
   const bool trace = trace_.load();
-  arena_->execute([&] { result = executor->run(std::move(fed_values), trace ? &timeline : nullptr); });
+  const int64_t step_id = steps_.fetch_add(1);
+  arena_->execute([&] { result = executor->run(std::move(fed_values), step_id, trace ? &timeline : nullptr); });
   if (trace) {
     // Fed nodes are in the plan but do not run.
     std::erase_if(timeline, [](const NodeTiming& t) { return t.node == graph::kInvalidNode; });

@@ -18,6 +18,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "graph/graph.h"
+#include "runtime/collectives/collective.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
@@ -31,6 +32,9 @@ struct SessionOptions {
   graph::DeviceId default_device = {};  // for nodes with no device
   bool trace = false;          // record every step's node timeline (see last_timeline)
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
+  // The collective implementations its kernels may use, the first for "auto"; none given: one
+  // InProcessCollective for the session's own devices.
+  std::vector<std::shared_ptr<Collective>> collectives;
 };
 
 using Feeds = std::map<std::string, Tensor, std::less<>>;
@@ -71,6 +75,9 @@ class Session {
   std::atomic<bool> trace_;
   DeviceSet devices_;
   VariableStore variables_;
+  CollectiveSet collectives_;
+  SessionResources resources_;
+  std::atomic<int64_t> steps_{0};
   std::unique_ptr<oneapi::tbb::task_arena> arena_;
   std::mutex executors_mutex_;
   std::map<std::string, std::unique_ptr<Executor>> executors_;  // by request key

@@ -102,7 +102,8 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
   if (root.contains("all_reduce")) {
     const json& all_reduce = root.at("all_reduce");
     if (!all_reduce.is_object()) return config_key_error(source, "all_reduce", "must be an object");
-    MIRRA_RETURN_IF_ERROR(check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb"}, source, "all_reduce."));
+    MIRRA_RETURN_IF_ERROR(
+        check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb", "timeout_s"}, source, "all_reduce."));
     if (all_reduce.contains("implementation")) {
       if (!all_reduce["implementation"].is_string()) return config_key_error(source, "all_reduce.implementation", "must be a string");
       config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
@@ -115,6 +116,15 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
                            positive_mb(all_reduce, "bucket_mb", "all_reduce.bucket_mb", source, 25));
     MIRRA_ASSIGN_OR_RETURN(config.all_reduce.first_bucket_mb,
                            positive_mb(all_reduce, "first_bucket_mb", "all_reduce.first_bucket_mb", source, 1));
+    if (all_reduce.contains("timeout_s")) {
+      const json& timeout = all_reduce.at("timeout_s");
+      if (!timeout.is_number()) return config_key_error(source, "all_reduce.timeout_s", "must be a number of seconds");
+      const double seconds = timeout.get<double>();
+      if (!(seconds >= 0 && seconds <= 86400)) {
+        return config_key_error(source, "all_reduce.timeout_s", "must be in [0, 86400] seconds (0: no deadline)");
+      }
+      config.all_reduce.timeout_s = seconds;
+    }
   }
   return config;
 }

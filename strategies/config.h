@@ -3,7 +3,7 @@
 // value is an error naming the key and where the config came from.
 //
 //   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"],
-//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1}}
+//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300}}
 #pragma once
 
 #include <string>
@@ -19,6 +19,7 @@ struct AllReduceConfig {
   std::string implementation = "auto";  // auto or in_process
   double bucket_mb = 25;                // cap of a gradient bucket, MiB
   double first_bucket_mb = 1;           // cap of the first (last layers') bucket, MiB
+  double timeout_s = 300;               // how long a collective waits for every replica; 0: forever
 };
 
 struct StrategyConfig {

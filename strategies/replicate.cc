@@ -238,7 +238,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
       for (size_t j : buckets[k]) values.push_back(scaled[j][static_cast<size_t>(r)]);
     }
     auto scope = b_.scope("all_reduce/bucket_" + std::to_string(k));
-    const std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_);
+    const std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
     if (!reduced.front().valid()) return aggregated;
     place(reduced.front(), kHost);
     if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/device_id.h"
+#include "ops/distribute_ops.h"
 #include "strategies/strategy.h"
 
 namespace mirra::strategies {
@@ -27,6 +28,7 @@ struct ReplicationPlan {
   bool mirror_state = true;
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
+  ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
 };
 
 graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan);

@@ -33,7 +33,9 @@ class ReplicatingStrategy final : public Strategy {
                                .host = {graph::DeviceKind::cpu, 0},
                                .mirror_state = mirror_state_,
                                .first_bucket_bytes = static_cast<int64_t>(config_.all_reduce.first_bucket_mb * kMiB),
-                               .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB)});
+                               .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB),
+                               .collective = {.implementation = config_.all_reduce.implementation,
+                                              .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)}});
   }
 
  private:

@@ -62,7 +62,7 @@ TEST_CASE("Kernels.AllReduce.sum_and_mean_over_replicas") {
   CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}).status().message().find(
             "input 1 f32[3] does not match replica 0's f32[2]") != std::string::npos);
   CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}, /*unknown_batch=*/true).status().message().find(
-            "replica 1 holds f32[3] where replica 0 holds f32[2]") != std::string::npos);
+            "participant 1 holds f32[3] where participant 0 holds f32[2]") != std::string::npos);
   checked_ops().insert("AllReduce");
 }
 

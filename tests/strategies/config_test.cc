@@ -25,7 +25,7 @@ TEST_CASE("StrategyConfig.defaults_and_keys") {
   CHECK(defaults->all_reduce.first_bucket_mb == 1);
   auto full = parse_strategy_config(
       R"({"strategy": "central_storage", "devices": ["cpu:0", "cpu:1", "cpu:2"],
-          "all_reduce": {"implementation": "in_process", "bucket_mb": 4, "first_bucket_mb": 0.5}})",
+          "all_reduce": {"implementation": "in_process", "bucket_mb": 4, "first_bucket_mb": 0.5, "timeout_s": 2.5}})",
       "test.json");
   REQUIRE(full.ok());
   CHECK(full->strategy == "central_storage");
@@ -34,6 +34,7 @@ TEST_CASE("StrategyConfig.defaults_and_keys") {
   CHECK(full->all_reduce.implementation == "in_process");
   CHECK(full->all_reduce.bucket_mb == 4);
   CHECK(full->all_reduce.first_bucket_mb == 0.5);
+  CHECK(full->all_reduce.timeout_s == 2.5);
   auto one = parse_strategy_config(R"({"strategy": "one_device"})", "test.json");
   REQUIRE(one.ok());
   CHECK(one->devices.size() == 1);
@@ -54,8 +55,10 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"strategy": "one_device", "devices": ["cpu:0", "cpu:1"]})") ==
         "test.json: 'devices' must name exactly one device for one_device");
   CHECK(error_of(R"({"all_reduce": {"bucket_size": 4}})") ==
-        "test.json: unknown key 'all_reduce.bucket_size' (known: implementation, bucket_mb, first_bucket_mb)");
+        "test.json: unknown key 'all_reduce.bucket_size' (known: implementation, bucket_mb, first_bucket_mb, timeout_s)");
   CHECK(error_of(R"({"all_reduce": {"bucket_mb": "big"}})") == "test.json: 'all_reduce.bucket_mb' must be a number of MiB");
+  CHECK(error_of(R"({"all_reduce": {"timeout_s": -1}})") ==
+        "test.json: 'all_reduce.timeout_s' must be in [0, 86400] seconds (0: no deadline)");
   CHECK(error_of(R"({"all_reduce": {"first_bucket_mb": 0}})") ==
         "test.json: 'all_reduce.first_bucket_mb' must be in (0, 65536] MiB");
   CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})") ==

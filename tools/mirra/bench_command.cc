@@ -6,6 +6,7 @@
 
 #include "graph/attr.h"
 #include "ops/registry.h"
+#include "tools/mirra/commands.h"
 
 namespace mirra::runner {
 
@@ -55,10 +56,7 @@ int run_bench(const BenchCommands& commands) {
   if (*commands.training || *commands.accuracy) {
     auto result = *commands.training ? bench::run_training_throughput(commands.training_options)
                                      : bench::run_time_to_accuracy(commands.accuracy_options);
-    if (!result.ok()) {
-      std::fprintf(stderr, "mirra: error: %s\n", result.status().message().c_str());
-      return result.status().code() == graph::StatusCode::internal ? 1 : 2;
-    }
+    if (!result.ok()) return report_error(result.status());
     std::cout << result->dump() << "\n";
   }
   return 0;

@@ -1,6 +1,7 @@
 // The runner's subcommands behind the CLI: each takes its parsed options and returns the process
-// exit code (0 success, 2 bad input: a file, config, flag or data set, 1 internal failure), having
-// printed a one-line error that names the problem.
+// exit code (0 success, 2 bad input: a file, config, flag or data set; 1 a failure of the machine or
+// of mirra: a device or peer unavailable, a deadline, an internal error), having printed a one-line
+// error that names the problem.
 #pragma once
 
 #include <string>
@@ -47,7 +48,8 @@ int run_inspect(const InspectCommand& command);
 // resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory).
 graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes);
 
-// Prints "mirra: error: <message>" to stderr and returns the exit code for `status`.
+// Prints the error to stderr and returns its exit code: "mirra: error: <message>" and 2 when the
+// status blames the input (graph::blames_input), "mirra: error (<code>): <message>" and 1 otherwise.
 int report_error(const graph::Status& status);
 
 }  // namespace mirra::runner

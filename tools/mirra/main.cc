@@ -3,7 +3,8 @@
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
 //   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
-// Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 internal failure.
+// Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 a device, peer, deadline or
+// internal failure (docs/cli.md).
 #include <CLI/CLI.hpp>
 
 #include <csignal>

@@ -172,7 +172,8 @@ std::string run_config_json(const RunConfig& c) {
       {"all_reduce",
        {{"implementation", c.strategy.all_reduce.implementation},
         {"bucket_mb", c.strategy.all_reduce.bucket_mb},
-        {"first_bucket_mb", c.strategy.all_reduce.first_bucket_mb}}},
+        {"first_bucket_mb", c.strategy.all_reduce.first_bucket_mb},
+        {"timeout_s", c.strategy.all_reduce.timeout_s}}},
       {"training", training},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
   return root.dump(2);

@@ -357,8 +357,13 @@ graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_
 }
 
 int report_error(const graph::Status& status) {
-  std::fprintf(stderr, "mirra: error: %s\n", status.message().c_str());
-  return status.code() == graph::StatusCode::internal ? 1 : 2;
+  if (graph::blames_input(status.code())) {
+    std::fprintf(stderr, "mirra: error: %s\n", status.message().c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "mirra: error (%s): %s\n", std::string(graph::status_code_name(status.code())).c_str(),
+               status.message().c_str());
+  return 1;
 }
 
 int run_train(const TrainCommand& command) {

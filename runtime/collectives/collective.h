@@ -1,0 +1,89 @@
+// Collective: the operations that span the participants of a group (the replicas of a strategy):
+// all_reduce, reduce_scatter, all_gather and broadcast over tensors. A call is keyed by its group
+// and instance, completes through a callback (never by blocking the caller while peers are
+// missing), and carries a deadline past which it fails with deadline_exceeded naming who did not
+// arrive. Implementations: in process (InProcessCollective: the participants are devices of this
+// process); NCCL and MPI follow the same interface. CollectiveSet is a session's table of them.
+//
+//   collective.all_reduce({.group = "bucket_0", .instance = step, .participant = r, .group_size = n,
+//                          .deadline = deadline_after(timeout)},
+//                         Reduction::sum, inputs, outputs, [](Status s) { ... });
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/status.h"
+#include "runtime/tensor.h"
+
+namespace mirra::runtime {
+
+enum class Reduction { sum, mean };
+
+using CollectiveClock = std::chrono::steady_clock;
+
+struct CollectiveCall {
+  std::string group;      // names the collective and who takes part; every participant passes the same
+  int64_t instance = 0;   // which execution of it (a step); every participant passes the same
+  int participant = 0;    // the caller, in [0, group_size)
+  int group_size = 1;
+  CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
+};
+
+// `timeout` from now; a timeout of zero or less means none.
+CollectiveClock::time_point deadline_after(std::chrono::milliseconds timeout);
+
+// Called exactly once per call, from any thread, when the collective finished for this participant.
+using CollectiveDone = std::function<void(graph::Status)>;
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  // "in_process"
+  virtual std::string_view name() const = 0;
+  // This process among the processes the collective spans (0 of 1 for one process).
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  // The tensors (spans and buffers) must stay valid until `done` is called; outputs are allocated
+  // by the caller and receive the results.
+  //
+  // outputs[j] = the sum (or mean) over participants of their inputs[j]. Every participant passes
+  // the same count, dtypes (f32 or f64) and shapes; every participant receives the same bits. An
+  // output may share its input's buffer (in place).
+  virtual void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                          std::span<Tensor> outputs, CollectiveDone done) = 0;
+  // `output` = this participant's share of the reduction of every participant's `input`, in flat
+  // element order: shares differ by at most one element, the first (count mod group_size) larger.
+  virtual void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input,
+                              Tensor& output, CollectiveDone done) = 0;
+  // `output` = every participant's `input` stacked along dim 0 in participant order.
+  virtual void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output,
+                          CollectiveDone done) = 0;
+  // `buffer` = participant `root`'s buffer, on every participant.
+  virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) = 0;
+};
+
+// The collectives a session offers its kernels, by name; "auto" is the first one added.
+class CollectiveSet {
+ public:
+  void add(std::shared_ptr<Collective> collective) { collectives_.push_back(std::move(collective)); }
+  // not_found naming the implementations there are.
+  graph::Expected<Collective*> find(std::string_view name) const;
+
+ private:
+  std::vector<std::shared_ptr<Collective>> collectives_;
+};
+
+// The share of `count` elements (or examples) that participant p of `group_size` gets: they
+// differ by at most one, the first (count mod group_size) larger. TensorFlow's rule.
+inline int64_t participant_share(int64_t count, int64_t group_size, int64_t p) {
+  return count / group_size + (p < count % group_size ? 1 : 0);
+}
+
+}  // namespace mirra::runtime

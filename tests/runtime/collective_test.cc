@@ -1,0 +1,220 @@
+// The in-process Collective against plain loops: all_reduce (sum and mean, f32 and f64, odd and
+// empty sizes, in place or not; every participant gets the same bits), reduce_scatter, all_gather and
+// broadcast, with participants arriving from their own threads; mismatched participants are an error
+// naming who; a participant that never arrives fails the others with deadline_exceeded naming it
+// (never a hang); one that comes late fails at once; shutting down completes the waiting with aborted.
+#include <doctest/doctest.h>
+
+#include <future>
+#include <thread>
+
+#include "runtime/collectives/in_process_collective.h"
+#include "runtime/random.h"
+
+namespace mirra::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One participant's call: its status, once done.
+struct Completion {
+  std::promise<graph::Status> promise;
+  std::future<graph::Status> future = promise.get_future();
+  CollectiveDone done() {
+    return [this](graph::Status status) { promise.set_value(std::move(status)); };
+  }
+  // The status, failing the test instead of hanging when the call never completes.
+  graph::Status get() {
+    REQUIRE_MESSAGE(future.wait_for(30s) == std::future_status::ready, "the collective did not complete");
+    return future.get();
+  }
+};
+
+template <class T>
+Tensor random_tensor(const TensorShape& shape, uint64_t seed) {
+  Random rng(seed);
+  std::vector<T> values(static_cast<size_t>(shape.num_elements()));
+  for (T& v : values) v = static_cast<T>(2 * rng.uniform() - 1);
+  return Tensor::from<T>(shape, std::span<const T>(values));
+}
+
+CollectiveCall call(const char* group, int participant, int group_size,
+                    CollectiveClock::time_point deadline = CollectiveClock::time_point::max()) {
+  return {.group = group, .instance = 7, .participant = participant, .group_size = group_size, .deadline = deadline};
+}
+
+// Runs `body(p)` for every participant on its own thread.
+template <class F>
+void each_participant_on_its_thread(int group_size, F body) {
+  std::vector<std::thread> threads;
+  for (int p = 0; p < group_size; ++p) threads.emplace_back([&body, p] { body(p); });
+  for (std::thread& t : threads) t.join();
+}
+
+template <class T>
+void check_all_reduce(int group_size, int64_t elements, Reduction reduction, bool in_place) {
+  CAPTURE(group_size);
+  CAPTURE(elements);
+  CAPTURE(in_place);
+  InProcessCollective collective;
+  std::vector<std::vector<Tensor>> inputs(group_size), outputs(group_size);
+  for (int p = 0; p < group_size; ++p) {
+    for (int64_t size : {elements, int64_t{3}}) {  // a bucket of two tensors
+      Tensor input = random_tensor<T>({size}, 100 * static_cast<uint64_t>(p) + static_cast<uint64_t>(size));
+      inputs[p].push_back(input);
+      outputs[p].push_back(in_place ? input : Tensor::empty(host_allocator(), input.dtype(), input.shape()));
+    }
+  }
+  // The reference, before any buffer is overwritten: a plain loop in participant order.
+  std::vector<std::vector<T>> expected;
+  for (size_t j = 0; j < inputs[0].size(); ++j) {
+    std::vector<T> sum = inputs[0][j].template to_vector<T>();
+    for (int p = 1; p < group_size; ++p) {
+      const auto values = inputs[p][j].template values<T>();
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += values[i];
+    }
+    if (reduction == Reduction::mean) {
+      for (T& v : sum) v /= static_cast<T>(group_size);
+    }
+    expected.push_back(sum);
+  }
+  std::vector<Completion> completions(group_size);
+  each_participant_on_its_thread(group_size, [&](int p) {
+    collective.all_reduce(call("bucket", p, group_size), reduction, inputs[p], outputs[p], completions[p].done());
+  });
+  for (int p = 0; p < group_size; ++p) {
+    const graph::Status status = completions[p].get();
+    REQUIRE_MESSAGE(status.ok(), status.to_string());
+    for (size_t j = 0; j < expected.size(); ++j) CHECK(outputs[p][j].template to_vector<T>() == expected[j]);
+  }
+}
+
+TEST_CASE("Collective.in_process.all_reduce.matches_a_plain_loop_bitwise") {
+  for (int group_size : {1, 2, 3}) {
+    for (int64_t elements : {int64_t{0}, int64_t{1}, int64_t{2049}, int64_t{65536 * 2 + 5}}) {
+      check_all_reduce<float>(group_size, elements, Reduction::sum, true);
+      check_all_reduce<float>(group_size, elements, Reduction::mean, false);
+      check_all_reduce<double>(group_size, elements, Reduction::sum, false);
+    }
+  }
+}
+
+TEST_CASE("Collective.in_process.reduce_scatter.gives_each_participant_its_share") {
+  const int group_size = 3;
+  const int64_t elements = 65536 + 7;  // shares 21848, 21848, 21847 ... a first larger than the rest
+  InProcessCollective collective;
+  std::vector<Tensor> inputs, outputs;
+  for (int p = 0; p < group_size; ++p) {
+    inputs.push_back(random_tensor<float>({elements}, static_cast<uint64_t>(p)));
+    outputs.push_back(Tensor::empty(host_allocator(), graph::DType::f32, {participant_share(elements, group_size, p)}));
+  }
+  std::vector<float> sum = inputs[0].to_vector<float>();
+  for (int p = 1; p < group_size; ++p) {
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += inputs[p].values<float>()[i];
+  }
+  std::vector<Completion> completions(group_size);
+  each_participant_on_its_thread(group_size, [&](int p) {
+    collective.reduce_scatter(call("scatter", p, group_size), Reduction::sum, inputs[p], outputs[p], completions[p].done());
+  });
+  int64_t offset = 0;
+  for (int p = 0; p < group_size; ++p) {
+    REQUIRE(completions[p].get().ok());
+    const int64_t share = participant_share(elements, group_size, p);
+    CHECK(outputs[p].to_vector<float>() == std::vector<float>(sum.begin() + offset, sum.begin() + offset + share));
+    offset += share;
+  }
+}
+
+TEST_CASE("Collective.in_process.all_gather_and_broadcast.copy_exactly") {
+  const int group_size = 3;
+  InProcessCollective collective;
+  std::vector<Tensor> inputs, gathered, broadcast;
+  std::vector<int64_t> stacked;
+  for (int p = 0; p < group_size; ++p) {
+    std::vector<int64_t> rows(static_cast<size_t>(2 * p), p);  // p rows of 2: 0, 1 and 2 rows
+    inputs.push_back(Tensor::from<int64_t>({p, 2}, std::span<const int64_t>(rows)));
+    stacked.insert(stacked.end(), rows.begin(), rows.end());
+    gathered.push_back(Tensor::empty(host_allocator(), graph::DType::i64, {3, 2}));
+    broadcast.push_back(p == 1 ? Tensor::from<int64_t>({2}, {5, 6}) : Tensor::from<int64_t>({2}, {0, 0}));
+  }
+  std::vector<Completion> gather_done(group_size), broadcast_done(group_size);
+  each_participant_on_its_thread(group_size, [&](int p) {
+    collective.all_gather(call("gather", p, group_size), inputs[p], gathered[p], gather_done[p].done());
+    collective.broadcast(call("broadcast", p, group_size), 1, broadcast[p], broadcast_done[p].done());
+  });
+  for (int p = 0; p < group_size; ++p) {
+    REQUIRE(gather_done[p].get().ok());
+    REQUIRE(broadcast_done[p].get().ok());
+    CHECK(gathered[p].to_vector<int64_t>() == stacked);
+    CHECK(broadcast[p].to_vector<int64_t>() == std::vector<int64_t>{5, 6});
+  }
+}
+
+TEST_CASE("Collective.in_process.mismatched_participants.are_an_error_naming_who") {
+  InProcessCollective collective;
+  Tensor a = Tensor::from<float>({2}, {1, 2}), b = Tensor::from<float>({3}, {1, 2, 3});
+  Completion first, second;
+  collective.all_reduce(call("bucket", 0, 2), Reduction::sum, {&a, 1}, {&a, 1}, first.done());
+  collective.all_reduce(call("bucket", 1, 2), Reduction::sum, {&b, 1}, {&b, 1}, second.done());
+  for (Completion* c : {&first, &second}) {
+    const graph::Status status = c->get();
+    CHECK(status.code() == graph::StatusCode::invalid_argument);
+    CHECK(status.message() == "all_reduce 'bucket' (instance 7): participant 1 holds f32[3] where participant 0 holds f32[2]");
+  }
+  Tensor ints = Tensor::from<int64_t>({1}, {1});
+  Completion only;
+  collective.all_reduce(call("ints", 0, 1), Reduction::sum, {&ints, 1}, {&ints, 1}, only.done());
+  CHECK(only.get().message() == "all_reduce 'ints' (instance 7): cannot reduce i64[1] (f32 or f64)");
+  Completion outside;
+  collective.broadcast(call("outside", 3, 2), 0, a, outside.done());
+  CHECK(outside.get().message() == "broadcast 'outside' (instance 7): participant 3 is not in a group of 2");
+}
+
+TEST_CASE("Collective.in_process.deadline.names_who_did_not_arrive") {
+  InProcessCollective collective;
+  const auto deadline = deadline_after(100ms);
+  Tensor x0 = Tensor::from<float>({1}, {1}), x1 = Tensor::from<float>({1}, {2}), x2 = Tensor::from<float>({1}, {3});
+  Completion arrived0, arrived1;
+  collective.all_reduce(call("bucket_3", 0, 3, deadline), Reduction::sum, {&x0, 1}, {&x0, 1}, arrived0.done());
+  collective.all_reduce(call("bucket_3", 1, 3, deadline), Reduction::sum, {&x1, 1}, {&x1, 1}, arrived1.done());
+  // Participant 2 never arrives in time.
+  for (Completion* c : {&arrived0, &arrived1}) {
+    const graph::Status status = c->get();
+    CHECK(status.code() == graph::StatusCode::deadline_exceeded);
+    CHECK(status.message().starts_with("all_reduce 'bucket_3' (instance 7): participant 2 of 3 did not arrive within "));
+    CHECK(status.message().ends_with(" (arrived: 0, 1)"));
+  }
+  CHECK(x0.to_vector<float>() == std::vector<float>{1});  // nothing was reduced
+  Completion late;
+  collective.all_reduce(call("bucket_3", 2, 3, deadline), Reduction::sum, {&x2, 1}, {&x2, 1}, late.done());
+  const graph::Status status = late.get();
+  CHECK(status.code() == graph::StatusCode::deadline_exceeded);
+  CHECK(status.message() == "all_reduce 'bucket_3' (instance 7): participant 2 arrived after the deadline had passed for the others");
+}
+
+TEST_CASE("Collective.in_process.shutdown.aborts_the_waiting") {
+  Completion waiting;
+  Tensor x = Tensor::from<float>({1}, {1});
+  {
+    InProcessCollective collective;
+    collective.all_reduce(call("bucket", 0, 2), Reduction::sum, {&x, 1}, {&x, 1}, waiting.done());
+  }
+  const graph::Status status = waiting.get();
+  CHECK(status.code() == graph::StatusCode::aborted);
+  CHECK(status.message() == "all_reduce 'bucket' (instance 7): the collective was shut down before every participant arrived");
+}
+
+TEST_CASE("Collective.set.finds_by_name_and_auto") {
+  CollectiveSet set;
+  CHECK(set.find("auto").status().message() == "no collective implementation 'auto' in this session (there are: none)");
+  set.add(std::make_shared<InProcessCollective>());
+  REQUIRE(set.find("auto").ok());
+  CHECK((*set.find("auto"))->name() == "in_process");
+  CHECK((*set.find("in_process"))->world_size() == 1);
+  const auto missing = set.find("nccl");
+  CHECK(missing.status().code() == graph::StatusCode::not_found);
+  CHECK(missing.status().message() == "no collective implementation 'nccl' in this session (there are: in_process)");
+}
+
+}  // namespace
+}  // namespace mirra::runtime
