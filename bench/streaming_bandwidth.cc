@@ -10,8 +10,8 @@
 
 namespace mirra::bench {
 
-double add_inplace_gbps(int threads, int repetitions) {
-  const size_t n = size_t{64} << 20 >> 2;
+double add_inplace_gbps(int threads, int repetitions, int64_t working_set_bytes) {
+  const size_t n = std::max<size_t>(static_cast<size_t>(working_set_bytes) / 2 / sizeof(float), 1);
   const size_t parts = static_cast<size_t>(threads);
   std::vector<float> a(n, 1.0f), b(n, 2.0f);
   double best = 0;

