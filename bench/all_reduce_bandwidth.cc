@@ -30,7 +30,7 @@ double all_reduce_seconds(int replicas, int64_t mib, int threads, int repetition
   }
   const std::vector<graph::ValueRef> reduced = ops::all_reduce(b, inputs, replicas);
   MIRRA_CHECK(b.status().ok(), b.status().to_string());
-  runtime::Session session(g, ops::cpu_kernels(), {.threads = threads, .trace = true});
+  runtime::Session session(g, ops::kernels(), {.threads = threads, .trace = true});
   double best = 1e30;
   for (int rep = 0; rep < repetitions + 1; ++rep) {
     auto out = session.run(feeds, {}, {reduced.front().node});

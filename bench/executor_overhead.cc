@@ -34,7 +34,7 @@ double mirra_ns_per_node(const ExecutorOverheadOptions& options, int width) {
   for (size_t i = nodes.size() - static_cast<size_t>(std::min(width, options.nodes)); i < nodes.size(); ++i) {
     ends.push_back(nodes[i].node);
   }
-  runtime::Session session(g, ops::cpu_kernels(), {.threads = options.threads});
+  runtime::Session session(g, ops::kernels(), {.threads = options.threads});
   MIRRA_CHECK(session.run({}, std::span<const graph::ValueRef>(), ends).ok());  // builds and caches the plan
   double best = 1e30;
   for (int r = 0; r < options.repetitions; ++r) {

@@ -18,7 +18,7 @@ graph::Expected<nlohmann::json> run_time_to_accuracy(const TimeToAccuracyOptions
                          runtime::data::fashion_mnist_dataset(dir, Split::train, {.batch_size = 128, .seed = options.seed}));
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset test,
                          runtime::data::fashion_mnist_dataset(dir, Split::test, {.batch_size = 128, .shuffle = false}));
-  runtime::Session session(setup.graph, ops::cpu_kernels(), {.threads = options.threads});
+  runtime::Session session(setup.graph, ops::kernels(), {.threads = options.threads});
   nlohmann::json epochs = nlohmann::json::array();
   double seconds = 0;
   runtime::training::Trainer trainer(

@@ -21,7 +21,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                                                               {.batch_size = options.batch_size, .seed = 1}));
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy({.strategy = options.strategy}));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
-  runtime::Session session(program.graph, ops::cpu_kernels(), {.threads = options.threads});
+  runtime::Session session(program.graph, ops::kernels(), {.threads = options.threads});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
   double final_loss = 0;

@@ -4,7 +4,7 @@
 // with momentum 0.9 and learning rate 0.05.
 //
 //   auto setup = examples::build_classifier_training("cnn", examples::benchmark_optimizer(), /*seed=*/1);
-//   runtime::Session session(setup->graph, ops::cpu_kernels());
+//   runtime::Session session(setup->graph, ops::kernels());
 //   runtime::training::Trainer trainer(session, setup->training_graph(), {.epochs = 3});
 #pragma once
 

@@ -40,7 +40,7 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
   for (const graph::Node& node : model.graph.nodes()) {
     if (node.op == "Variable") variables.push_back({node.id, 0});
   }
-  runtime::Session session(model.graph, ops::cpu_kernels(), {.deterministic = true});
+  runtime::Session session(model.graph, ops::kernels(), {.deterministic = true});
   MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, variables));
   for (size_t i = 0; i < variables.size(); ++i) {
     model.weights.push_back({model.graph.node(variables[i].node).name, runtime::to_tensor_value(values[i])});

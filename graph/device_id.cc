@@ -5,7 +5,14 @@
 
 namespace mirra::graph {
 
-std::string_view device_kind_name(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::cuda: return "cuda";
+    case DeviceKind::cpu_async: return "cpu_async";
+  }
+  return "unknown";
+}
 
 std::string DeviceId::to_string() const {
   return std::string(device_kind_name(kind)) + ":" + std::to_string(ordinal);
@@ -17,10 +24,12 @@ Expected<DeviceId> DeviceId::parse(std::string_view text) {
   DeviceId id;
   if (kind_text == "cpu") {
     id.kind = DeviceKind::cpu;
+  } else if (kind_text == "cpu_async") {
+    id.kind = DeviceKind::cpu_async;
   } else if (kind_text == "cuda" || kind_text == "gpu") {
     id.kind = DeviceKind::cuda;
   } else {
-    return invalid_argument("device '" + std::string(text) + "': kind must be 'cpu' or 'cuda'");
+    return invalid_argument("device '" + std::string(text) + "': kind must be 'cpu', 'cpu_async' or 'cuda'");
   }
   if (colon == std::string_view::npos) return id;
   const std::string_view number = text.substr(colon + 1);

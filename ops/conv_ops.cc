@@ -125,7 +125,7 @@ Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
                                                 {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
                                                 {DNNL_ARG_DST, plain(c.dst_md, output)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, plain(bias_md, *bias));
-  return cpu::dnnl_execute(*primitive, std::move(args), ctx.device().intra_op_threads());
+  return cpu::dnnl_execute(*primitive, std::move(args), ctx.device());
 }
 
 Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, nullptr, false); }
@@ -154,7 +154,7 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   }));
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
                                         {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                        {DNNL_ARG_DIFF_SRC, plain(c.src_md, dx)}}, ctx.device().intra_op_threads());
+                                        {DNNL_ARG_DIFF_SRC, plain(c.src_md, dx)}}, ctx.device());
 }
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
@@ -177,7 +177,7 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   }));
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src_md, input)},
                                         {DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
-                                        {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights_md, dw)}}, ctx.device().intra_op_threads());
+                                        {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights_md, dw)}}, ctx.device());
 }
 
 std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {

@@ -20,5 +20,6 @@ void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
 void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_copy_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops

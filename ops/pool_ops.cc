@@ -42,7 +42,7 @@ Status pool_kernel(KernelContext& ctx) {
   }));
   auto& engine = cpu::dnnl_engine();
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, memory(src_md, engine, const_cast<void*>(input.raw_data()))},
-                                        {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}}, ctx.device().intra_op_threads());
+                                        {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}}, ctx.device());
 }
 
 Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {

@@ -19,6 +19,9 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_reduce_ops(schemas, kernels);
   register_optimizer_ops(schemas, kernels);
   register_distribute_ops(schemas, kernels);
+  register_copy_ops(schemas, kernels);
+  // The asynchronous CPU device runs the CPU kernels, on its stream.
+  kernels.add_all(graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
 }
 
 namespace {
@@ -37,6 +40,6 @@ const BuiltinTables& builtin_tables() {
 }  // namespace
 
 const graph::OpRegistry& registry() { return builtin_tables().schemas; }
-const runtime::KernelRegistry& cpu_kernels() { return builtin_tables().kernels; }
+const runtime::KernelRegistry& kernels() { return builtin_tables().kernels; }
 
 }  // namespace mirra::ops

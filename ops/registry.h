@@ -1,8 +1,10 @@
-// The built-in ops: one schema table (registry) and one CPU kernel table (cpu_kernels), both filled
-// explicitly by register_builtin_ops the first time either is asked for.
+// The built-in ops: one schema table (registry) and one kernel table (kernels) holding every device
+// kind's kernels (cpu; cpu_async, which runs the CPU kernels on its stream), both filled explicitly by
+// register_builtin_ops the first time either is asked for. Schemas are registered once; kernels by
+// device kind.
 //
 //   graph::Builder b(g, ops::registry());
-//   runtime::Session session(g, ops::cpu_kernels());
+//   runtime::Session session(g, ops::kernels());
 #pragma once
 
 #include "graph/op_registry.h"
@@ -13,6 +15,6 @@ namespace mirra::ops {
 void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 
 const graph::OpRegistry& registry();
-const runtime::KernelRegistry& cpu_kernels();
+const runtime::KernelRegistry& kernels();
 
 }  // namespace mirra::ops

@@ -72,7 +72,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       },
       .summary = "An input, fed by name at run time; -1 dims take any size.",
       .no_gradient = "a source has no inputs"});
-  kernels.add("Placeholder", DeviceKind::cpu, {placeholder_kernel});
+  // Fed values are host tensors.
+  kernels.add("Placeholder", DeviceKind::cpu, {.fn = placeholder_kernel, .host_memory_outputs = 1});
 
   schemas.add(OpSchema{
       .name = "Const",

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/memory_space.h"
+
 namespace mirra::runtime {
 
 inline constexpr size_t kTensorAlignment = 64;
@@ -27,6 +29,8 @@ class Allocator {
   virtual void deallocate(void* data, size_t bytes) = 0;
   virtual AllocatorStats stats() const = 0;
   virtual std::string name() const = 0;
+  // Where its blocks live.
+  virtual MemorySpace memory_space() const { return MemorySpace::host_memory(); }
 };
 
 // The process-wide allocator for host tensors that belong to no device (feeds built by users).

@@ -1,21 +1,83 @@
-// DeviceSet construction and lookup.
+// Devices: construction by kind, kernel support, copies between memory spaces.
 #include "runtime/device.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/cpu/caching_allocator.h"
+#include "runtime/kernel.h"
+#include "runtime/tensor.h"
 
 namespace mirra::runtime {
 
-DeviceSet DeviceSet::cpu(int count, int threads, std::shared_ptr<MemoryBudget> budget) {
+Device::Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads)
+    : id_(id), allocator_(std::move(allocator)), stream_(std::move(stream)), intra_op_threads_(intra_op_threads) {}
+
+Device::~Device() { stream_->synchronize(); }
+
+graph::Status Device::supports(const graph::Node& node, const KernelRegistry& kernels) const {
+  const KernelDef* kernel = kernels.find(node.op, id_.kind);
+  const std::string where = "node '" + node.name + "' (" + node.op + ") on " + id_.to_string();
+  if (kernel == nullptr) {
+    return graph::unimplemented(where + ": no " + std::string(graph::device_kind_name(id_.kind)) + " kernel for op '" +
+                                node.op + "'");
+  }
+  const graph::DType dtype = !node.outputs.empty() ? node.outputs[0].dtype : graph::DType::f32;
+  if (!kernel->accepts(dtype)) {
+    return graph::unimplemented(where + ": the " + std::string(graph::device_kind_name(id_.kind)) + " kernel of '" +
+                                node.op + "' does not take " + std::string(graph::dtype_name(dtype)));
+  }
+  return graph::Status();
+}
+
+namespace {
+
+// Copies `from` into a new tensor from `allocator`, as work on `stream` that may touch both memory
+// spaces (what a device's copy engine does), and waits for it.
+Tensor copy_on_stream(const Tensor& from, const std::shared_ptr<Allocator>& allocator, Stream& stream,
+                      const MemorySpace& device_space) {
+  Tensor to;
+  stream.enqueue([&] {
+    ScopedMemoryAccess access(device_space, /*host_too=*/true);
+    to = Tensor::empty(allocator, from.dtype(), from.shape());
+    if (from.byte_size() > 0) std::memcpy(to.mutable_raw_data(), from.raw_data(), from.byte_size());
+  });
+  stream.synchronize();
+  return to;
+}
+
+}  // namespace
+
+Tensor Device::copy_to_host(const Tensor& tensor) const {
+  return copy_on_stream(tensor, host_allocator(), *stream_, memory_space());
+}
+
+Tensor Device::copy_from_host(const Tensor& tensor) const {
+  return copy_on_stream(tensor, allocator_, *stream_, memory_space());
+}
+
+DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::shared_ptr<MemoryBudget> budget) {
   DeviceSet set;
-  const int per_device = std::max(1, threads / std::max(count, 1));
-  for (int i = 0; i < count; ++i) {
-    const DeviceId id{DeviceKind::cpu, i};
-    set.devices_.push_back(
-        std::make_unique<Device>(id, std::make_shared<CachingAllocator>(id.to_string(), budget), per_device));
+  const int per_device = std::max(1, threads / std::max(static_cast<int>(ids.size()), 1));
+  for (const DeviceId& id : ids) {
+    MIRRA_CHECK(set.find(id) == nullptr, "device listed twice: " + id.to_string());
+    if (id.kind == DeviceKind::cpu_async) {
+      auto stream = std::make_shared<WorkerStream>(id.to_string());
+      auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, MemorySpace::of_device(id), stream);
+      set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device));
+    } else {
+      MIRRA_CHECK(id.kind == DeviceKind::cpu, "no device of kind " + std::string(graph::device_kind_name(id.kind)));
+      set.devices_.push_back(std::make_unique<Device>(id, std::make_shared<CachingAllocator>(id.to_string(), budget),
+                                                      std::make_shared<InlineStream>(), per_device));
+    }
   }
   return set;
+}
+
+DeviceSet DeviceSet::cpu(int count, int threads, std::shared_ptr<MemoryBudget> budget) {
+  std::vector<DeviceId> ids;
+  for (int i = 0; i < count; ++i) ids.push_back({DeviceKind::cpu, i});
+  return create(ids, threads, std::move(budget));
 }
 
 Device* DeviceSet::find(DeviceId id) const {
@@ -23,6 +85,11 @@ Device* DeviceSet::find(DeviceId id) const {
     if (device->id() == id) return device.get();
   }
   return nullptr;
+}
+
+Device* DeviceSet::owner_of(const MemorySpace& space) const {
+  if (space.host) return nullptr;
+  return find(space.device);
 }
 
 }  // namespace mirra::runtime

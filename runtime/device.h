@@ -1,44 +1,81 @@
-// Device and DeviceSet: a device is where kernels run and tensors live, with its own allocator.
-// One process may hold several logical CPU devices (cpu:0, cpu:1, ...), each with its own caching
-// allocator, so that strategies can treat them as replicas.
+// Device and DeviceSet: a device is where kernels run and tensors live: an allocator for its memory
+// space, a compute stream, and the threads one kernel may use. Two kinds exist on the CPU:
+//   - cpu:<i>, logical CPU devices: host memory, an inline stream (work runs on the executor's
+//     thread); replicas of a strategy on one machine.
+//   - cpu_async:<i>: the same CPU kernels, but run in order on a stream thread of its own, in a
+//     memory space of its own (host RAM that host code may not touch, runtime/memory_space.h), with
+//     stream-ordered freeing. It behaves as a GPU does, so the mistakes a GPU punishes (a missing
+//     copy, host code reading device memory, a buffer freed while queued work still uses it) fail
+//     in CI, which has no GPU.
+//
+//   DeviceSet devices = DeviceSet::create({{DeviceKind::cpu, 0}, {DeviceKind::cpu_async, 0}}, threads);
+//   Tensor on_host = devices.find({DeviceKind::cpu_async, 0})->copy_to_host(value);
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "graph/device_id.h"
+#include "graph/node.h"
 #include "runtime/allocator.h"
 #include "runtime/memory_budget.h"
+#include "runtime/stream.h"
 
 namespace mirra::runtime {
 
 using graph::DeviceId;
 using graph::DeviceKind;
 
+class KernelRegistry;
+class Tensor;
+
 class Device {
  public:
-  Device(DeviceId id, std::shared_ptr<Allocator> allocator, int intra_op_threads = 1)
-      : id_(id), allocator_(std::move(allocator)), intra_op_threads_(intra_op_threads) {}
+  Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads = 1);
+  // Finishes the work on its stream first.
+  ~Device();
 
   DeviceId id() const { return id_; }
   const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
+  MemorySpace memory_space() const { return allocator_->memory_space(); }
   // Threads one kernel may use inside itself (oneDNN's OpenMP team): the session's threads shared
   // equally among its logical devices, so replicas running side by side do not oversubscribe cores.
   int intra_op_threads() const { return intra_op_threads_; }
 
+  // Where the device's kernels run, in order.
+  Stream& compute_stream() const { return *stream_; }
+  // True when its work runs on a stream thread of its own (kernels complete after enqueueing).
+  bool asynchronous() const { return stream_->asynchronous(); }
+
+  // Ok when `kernels` has a kernel for the node's op on this device's kind that accepts its dtype;
+  // otherwise unimplemented, naming node, op and device.
+  graph::Status supports(const graph::Node& node, const KernelRegistry& kernels) const;
+
+  // `tensor` (in this device's memory or the host's) copied into host memory, after the work
+  // enqueued so far; the caller waits for it.
+  Tensor copy_to_host(const Tensor& tensor) const;
+  // `tensor` (in host memory) copied into this device's memory; the caller waits for it.
+  Tensor copy_from_host(const Tensor& tensor) const;
+
  private:
   DeviceId id_;
   std::shared_ptr<Allocator> allocator_;
+  std::shared_ptr<Stream> stream_;  // shared with its allocator, which frees in stream order
   int intra_op_threads_;
 };
 
 class DeviceSet {
  public:
-  // `count` logical CPU devices cpu:0 .. cpu:count-1, sharing `threads` threads and, when given, one
-  // memory budget (they share the host's memory).
+  // One device per id, sharing `threads` threads and, when given, one memory budget (they share the
+  // host's memory). Ids must be cpu or cpu_async.
+  static DeviceSet create(const std::vector<DeviceId>& ids, int threads = 1,
+                          std::shared_ptr<MemoryBudget> budget = nullptr);
+  // `count` logical CPU devices cpu:0 .. cpu:count-1.
   static DeviceSet cpu(int count, int threads = 1, std::shared_ptr<MemoryBudget> budget = nullptr);
 
   Device* find(DeviceId id) const;
+  // The device whose memory `space` is (null for host memory).
+  Device* owner_of(const MemorySpace& space) const;
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
 
  private:

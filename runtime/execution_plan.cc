@@ -76,7 +76,8 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
                                     " kernel for op '" + node.op + "'");
       }
       pn.kernel = *kernel;
-      plan.has_async_kernels |= kernel->async_fn != nullptr;
+      pn.completes_later = kernel->async_fn != nullptr || pn.device->asynchronous();
+      plan.has_async_kernels |= pn.completes_later;
     }
     pn.first_output = plan.num_values;
     pn.num_outputs = static_cast<uint32_t>(node.outputs.size());

@@ -39,6 +39,7 @@ struct PlanNode {
   int32_t initial_pending = 0;  // producers (data or control) that must finish first; fed ones excluded
   int32_t initial_uses = 0;     // consumers that read its outputs, +1 when an output is fetched
   bool fed = false;
+  bool completes_later = false;  // an asynchronous kernel, or its device runs it on a stream of its own
 };
 
 struct ExecutionPlan {
@@ -53,7 +54,7 @@ struct ExecutionPlan {
   std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)
   std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
-  bool has_async_kernels = false;
+  bool has_async_kernels = false;  // a node completes_later
 
   std::span<const uint32_t> inputs_of(const PlanNode& n) const {
     return {input_slots.data() + n.inputs_begin, n.inputs_end - n.inputs_begin};

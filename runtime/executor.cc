@@ -26,6 +26,34 @@ Status out_of_memory(const std::bad_alloc& e) {
   return graph::resource_exhausted(std::string("out of memory: ") + e.what());
 }
 
+// A kernel that touched memory it may not (a bug in the kernel or a missing copy).
+Status memory_space_violation(const MemorySpaceError& e) { return graph::internal_error(e.what()); }
+
+// Calls the kernel and reports to `done`, also the failures a kernel throws instead of returning.
+void invoke_kernel(const KernelDef& kernel, KernelContext& context, const KernelDone& done) {
+  Status status;
+  try {
+    if (kernel.async_fn != nullptr) return kernel.async_fn(context, done);
+    status = kernel.fn(context);
+  } catch (const std::bad_alloc& e) {
+    status = out_of_memory(e);
+  } catch (const MemorySpaceError& e) {
+    status = memory_space_violation(e);
+  }
+  done(std::move(status));
+}
+
+// Runs the node's kernel: on its device's stream when the device has one of its own (with access to
+// the device's memory, and the host's when the kernel declares host-memory arguments), else here.
+void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
+  if (!pn.device->asynchronous()) return invoke_kernel(pn.kernel, context, done);
+  pn.device->compute_stream().enqueue([&pn, &context, done = std::move(done)] {
+    const MemorySpace space = pn.device->memory_space();
+    ScopedMemoryAccess access(space, pn.kernel.uses_host_memory());
+    invoke_kernel(pn.kernel, context, done);
+  });
+}
+
 }  // namespace
 
 struct Executor::StepState {
@@ -57,7 +85,7 @@ struct Executor::AsyncNode {
       : reusable(pn.kernel.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
         context(*pn.node, *pn.device, executor.resources_, step.step_id, step.values.data(),
                 executor.plan_.inputs_of(pn), step.values.data() + pn.first_output,
-                pn.kernel.reuses_inputs ? &reusable : nullptr) {}
+                pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs) {}
 
   std::vector<bool> reusable;
   KernelContext context;
@@ -120,24 +148,27 @@ std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNod
 
 Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
-  if (pn.kernel.async_fn != nullptr) return run_async_node_to_completion(step, index);
+  if (pn.completes_later) return run_async_node_to_completion(step, index);
   Tensor* outputs = step.values.data() + pn.first_output;
   const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
   KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr);
+                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs);
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
   Status status;
   try {
     status = pn.kernel.fn(context);
   } catch (const std::bad_alloc& e) {
     status = out_of_memory(e);
+  } catch (const MemorySpaceError& e) {
+    status = memory_space_violation(e);
   }
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
   if (!status.ok()) return status.with_context(describe(pn));
   return check_outputs(pn, outputs);
 }
 
-// The step goes on with other nodes; the kernel's done callback submits the continuation, which
+// A kernel that completes later (an asynchronous kernel, or any kernel on a device with a stream of
+// its own): the step goes on with other nodes; the done callback submits the continuation, which
 // checks the outputs and makes the node's consumers ready.
 void Executor::start_async_node(StepState& step, uint32_t index, oneapi::tbb::task_group& tasks) const {
   const PlanNode& pn = plan_.nodes[index];
@@ -162,11 +193,7 @@ void Executor::start_async_node(StepState& step, uint32_t index, oneapi::tbb::ta
     arena->enqueue(std::move(call->continuation));
   };
   call->start_ns = step.timeline != nullptr ? steady_now_ns() : 0;
-  try {
-    pn.kernel.async_fn(call->context, done);
-  } catch (const std::bad_alloc& e) {
-    done(out_of_memory(e));
-  }
+  launch(pn, call->context, done);
 }
 
 // Deterministic mode: the one thread waits for the kernel's done callback.
@@ -175,15 +202,11 @@ Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) c
   const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
   Tensor* outputs = step.values.data() + pn.first_output;
   KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr);
+                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs);
   std::promise<Status> finished;
   std::future<Status> result = finished.get_future();
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
-  try {
-    pn.kernel.async_fn(context, [&finished](Status status) { finished.set_value(std::move(status)); });
-  } catch (const std::bad_alloc& e) {
-    finished.set_value(out_of_memory(e));
-  }
+  launch(pn, context, [&finished](Status status) { finished.set_value(std::move(status)); });
   const Status status = result.get();
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
   if (!status.ok()) return status.with_context(describe(pn));
@@ -255,7 +278,7 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
     const uint32_t index = ready.back();
     ready.pop_back();
     if (step.failed.load(std::memory_order_acquire)) return;
-    if (plan_.nodes[index].kernel.async_fn != nullptr) {
+    if (plan_.nodes[index].completes_later) {
       start_async_node(step, index, tasks);
       continue;
     }

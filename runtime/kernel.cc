@@ -9,6 +9,10 @@ void KernelRegistry::add(std::string_view op, graph::DeviceKind kind, KernelDef 
   MIRRA_CHECK(inserted, "kernel registered twice: " + std::string(op));
 }
 
+void KernelRegistry::add_all(graph::DeviceKind to, graph::DeviceKind from) {
+  for (const std::string& op : ops(from)) add(op, to, *find(op, from));
+}
+
 const KernelDef* KernelRegistry::find(std::string_view op, graph::DeviceKind kind) const {
   auto it = kernels_.find(std::pair{std::string(op), kind});
   return it == kernels_.end() ? nullptr : &it->second;

@@ -35,9 +35,9 @@ class KernelContext {
  public:
   KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t step_id,
                 Tensor* values, std::span<const uint32_t> input_slots, Tensor* outputs,
-                const std::vector<bool>* reusable = nullptr)
+                const std::vector<bool>* reusable = nullptr, uint32_t host_memory_outputs = 0)
       : node_(node), device_(device), resources_(resources), step_id_(step_id), values_(values),
-        input_slots_(input_slots), outputs_(outputs), reusable_(reusable) {}
+        input_slots_(input_slots), outputs_(outputs), reusable_(reusable), host_memory_outputs_(host_memory_outputs) {}
 
   const graph::Node& node() const { return node_; }
   Device& device() const { return device_; }
@@ -58,9 +58,11 @@ class KernelContext {
   // kernels registered with reuses_inputs; always false otherwise.
   bool input_reusable(size_t i) const { return reusable_ != nullptr && (*reusable_)[i]; }
 
-  // A new uninitialised output tensor on this device.
+  // A new uninitialised output tensor in this device's memory (in host memory for the outputs its
+  // kernel declares host_memory_outputs).
   Tensor& allocate_output(size_t i, DType dtype, const TensorShape& shape) {
-    outputs_[i] = Tensor::empty(device_.allocator(), dtype, shape);
+    const bool on_host = i < 32 && (host_memory_outputs_ >> i & 1) != 0;
+    outputs_[i] = Tensor::empty(on_host ? host_allocator() : device_.allocator(), dtype, shape);
     return outputs_[i];
   }
   // An output allocated or set before.
@@ -83,6 +85,7 @@ class KernelContext {
   std::span<const uint32_t> input_slots_;
   Tensor* outputs_;
   const std::vector<bool>* reusable_;
+  uint32_t host_memory_outputs_;
 };
 
 using KernelFn = Status (*)(KernelContext&);
@@ -103,13 +106,32 @@ struct KernelDef {
   // overwrite; others pay nothing).
   bool reuses_inputs = false;
   AsyncKernelFn async_fn = nullptr;
+  // The dtypes (of output 0) it takes, as a dtype_mask; 0: any. Placement refuses the others.
+  uint32_t dtypes = 0;
+  // Arguments that live in host memory whatever the device (bit i: input or output i): values the
+  // host part of a device kernel reads, such as shapes or the learning rate. Copies are inserted so
+  // they arrive there, and a device's stream may touch host memory while such a kernel runs.
+  uint32_t host_memory_inputs = 0;
+  uint32_t host_memory_outputs = 0;
+
+  bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
+  bool uses_host_memory() const { return (host_memory_inputs | host_memory_outputs) != 0; }
 };
+
+// The mask of `dtypes`, for KernelDef::dtypes.
+constexpr uint32_t dtype_mask(std::initializer_list<graph::DType> dtypes) {
+  uint32_t mask = 0;
+  for (graph::DType dtype : dtypes) mask |= uint32_t{1} << static_cast<int>(dtype);
+  return mask;
+}
 
 class KernelRegistry {
  public:
   // A second kernel for the same op and device kind, or a definition without exactly one function,
   // is a bug and aborts.
   void add(std::string_view op, graph::DeviceKind kind, KernelDef def);
+  // Every kernel of kind `from` also for kind `to` (a device kind that runs another's kernels).
+  void add_all(graph::DeviceKind to, graph::DeviceKind from);
   const KernelDef* find(std::string_view op, graph::DeviceKind kind) const;
   // Ops with a kernel for `kind`, sorted.
   std::vector<std::string> ops(graph::DeviceKind kind) const;

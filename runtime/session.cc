@@ -2,22 +2,32 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <set>
 
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include "runtime/collectives/in_process_collective.h"
+#include "runtime/placement.h"
 
 namespace mirra::runtime {
 
 namespace {
 
-int cpu_devices_needed(const graph::Graph& graph, graph::DeviceId default_device) {
-  int count = default_device.kind == DeviceKind::cpu ? default_device.ordinal + 1 : 1;
+// The devices the graph names, with the default device, and cpu:0 where soft placement may move
+// nodes. Logical CPU devices cpu:0 .. cpu:N all exist up to the highest named (as before devices had kinds).
+std::vector<graph::DeviceId> devices_needed(const graph::Graph& graph, const SessionOptions& options) {
+  std::set<graph::DeviceId> ids{options.default_device};
+  if (options.soft_placement) ids.insert({DeviceKind::cpu, 0});
   for (const graph::Node& node : graph.nodes()) {
-    if (node.device && node.device->kind == DeviceKind::cpu) count = std::max(count, node.device->ordinal + 1);
+    if (node.device) ids.insert(*node.device);
   }
-  return count;
+  int cpus = 0;
+  for (const graph::DeviceId& id : ids) {
+    if (id.kind == DeviceKind::cpu) cpus = std::max(cpus, id.ordinal + 1);
+  }
+  for (int i = 0; i < cpus; ++i) ids.insert({DeviceKind::cpu, i});
+  return {ids.begin(), ids.end()};
 }
 
 std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const graph::ValueRef> fetches,
@@ -47,12 +57,31 @@ int session_threads(const SessionOptions& options) {
 
 Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
     : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
-      devices_(DeviceSet::cpu(cpu_devices_needed(graph, options.default_device), session_threads(options),
-                              options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr)),
+      devices_(DeviceSet::create(devices_needed(graph, options), session_threads(options),
+                                 options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr)),
+      prepared_(prepare_graph(graph_, kernels, devices_, {options.default_device, options.soft_placement})),
       collectives_(session_collectives(options)), resources_{variables_, collectives_},
       arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
 Session::~Session() = default;
+
+Tensor Session::to_host(const Tensor& tensor) const {
+  if (!tensor.defined()) return tensor;
+  const Device* owner = devices_.owner_of(tensor.memory_space());
+  return owner == nullptr ? tensor : owner->copy_to_host(tensor);
+}
+
+std::optional<Tensor> Session::read_variable(const std::string& name) const {
+  const std::optional<Tensor> value = variables_.find(name);
+  if (!value) return value;
+  return to_host(*value);
+}
+
+void Session::assign_variable(const std::string& name, const Tensor& value) {
+  const std::optional<graph::NodeId> id = graph_.find(name);
+  const Device* device = id && graph_.node(*id).device ? devices_.find(*graph_.node(*id).device) : nullptr;
+  variables_.set(name, device != nullptr && !device->memory_space().host ? device->copy_from_host(value) : value);
+}
 
 std::vector<NodeTiming> Session::last_timeline() const {
   std::lock_guard lock(timeline_mutex_);
@@ -77,6 +106,7 @@ graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId
 
 graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
                                                   std::span<const graph::NodeId> targets) {
+  MIRRA_RETURN_IF_ERROR(prepared_);
   std::vector<graph::NodeId> fed;
   std::vector<Tensor> fed_values;
   for (const auto& [name, value] : feeds) {
@@ -93,7 +123,9 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
                                      value.type_string());
     }
     fed.push_back(*id);
-    fed_values.push_back(value);
+    // A value fed to a node whose output lives in device memory goes there first.
+    const MemorySpace space = value_memory_space(node, 0, kernels_, devices_);
+    fed_values.push_back(space.host ? value : devices_.owner_of(space)->copy_from_host(value));
   }
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
@@ -106,6 +138,9 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
     std::erase_if(timeline, [](const NodeTiming& t) { return t.node == graph::kInvalidNode; });
     std::lock_guard lock(timeline_mutex_);
     last_timeline_ = std::move(timeline);
+  }
+  if (result.ok()) {
+    for (Tensor& fetched : *result) fetched = to_host(fetched);
   }
   return result;
 }

@@ -1,8 +1,10 @@
 // Session: runs a graph step by step. Feeds go in by node name (placeholders), fetches come out as
-// tensors, variables keep their values across steps. Plans are built once per (feeds, fetches,
-// targets) and cached. A failed step leaves the session usable.
+// host tensors, variables keep their values across steps. At construction the session makes the
+// devices its graph names and prepares the graph (runtime/placement.h: placement, copies between
+// memory spaces); plans are built once per (feeds, fetches, targets) and cached. A failed step
+// leaves the session usable.
 //
-//   runtime::Session session(graph, ops::cpu_kernels());
+//   runtime::Session session(graph, ops::kernels());
 //   auto out = session.run({{"x", Tensor::from<float>({2, 2}, {1, 2, 3, 4})}}, {y});
 //   if (!out.ok()) std::cerr << out.status().to_string();
 #pragma once
@@ -11,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +33,7 @@ struct SessionOptions {
   int threads = 0;             // oneTBB threads for this session; 0: all cores
   bool deterministic = false;  // one node at a time, in plan order, on one thread
   graph::DeviceId default_device = {};  // for nodes with no device
+  bool soft_placement = false;  // a node its device has no kernel for runs on cpu:0 instead of failing
   bool trace = false;          // record every step's node timeline (see last_timeline)
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
   // The collective implementations its kernels may use, the first for "auto"; none given: one
@@ -45,8 +49,9 @@ class Session {
   Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options = {});
   ~Session();
 
-  // One step: feeds by node name, then the fetched values in order. Errors name the placeholder (an
-  // unknown name, a wrong dtype or shape) or the node whose kernel failed.
+  // One step: feeds by node name, then the fetched values in order, in host memory. Errors name the
+  // placeholder (an unknown name, a wrong dtype or shape) or the node whose kernel failed, or say why
+  // the graph cannot run on the session's devices.
   graph::Expected<std::vector<Tensor>> run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
                                            std::span<const graph::NodeId> targets = {});
   graph::Expected<std::vector<Tensor>> run(const Feeds& feeds, std::initializer_list<graph::ValueRef> fetches,
@@ -60,8 +65,14 @@ class Session {
   // Turns the recording of timelines on or off for the following steps (SessionOptions::trace).
   void set_trace(bool trace) { trace_.store(trace); }
 
+  // The graph as prepared: placed, with copies between memory spaces.
   const graph::Graph& graph() const { return graph_; }
   VariableStore& variables() { return variables_; }
+  // A variable's value in host memory (copied from its device's), or nothing when it does not exist yet.
+  std::optional<Tensor> read_variable(const std::string& name) const;
+  // Sets a variable from a host tensor, into the memory of the device of the Variable node of that
+  // name (host memory when there is none).
+  void assign_variable(const std::string& name, const Tensor& value);
   const DeviceSet& devices() const { return devices_; }
 
  private:
@@ -69,11 +80,14 @@ class Session {
                                           std::span<const graph::ValueRef> fetches,
                                           std::span<const graph::NodeId> targets);
 
+  Tensor to_host(const Tensor& tensor) const;
+
   graph::Graph graph_;
   const KernelRegistry& kernels_;
   SessionOptions options_;
   std::atomic<bool> trace_;
   DeviceSet devices_;
+  graph::Status prepared_;  // why the graph cannot run on devices_, if it cannot
   VariableStore variables_;
   CollectiveSet collectives_;
   SessionResources resources_;

@@ -17,9 +17,16 @@ std::string TensorShape::to_string() const {
 }
 
 Buffer::Buffer(std::shared_ptr<Allocator> allocator, size_t bytes)
-    : allocator_(std::move(allocator)), data_(allocator_->allocate(bytes)), bytes_(bytes) {}
+    : allocator_(std::move(allocator)), data_(allocator_->allocate(bytes)), bytes_(bytes),
+      space_(allocator_->memory_space()) {}
 
 Buffer::~Buffer() { allocator_->deallocate(data_, bytes_); }
+
+void Tensor::throw_access_error() const {
+  throw MemorySpaceError("a " + type_string() + " tensor in " + memory_space().to_string() +
+                         " was touched by code that may not touch it (host code reading device memory, or a "
+                         "device's work reading another's); a copy between memory spaces is missing");
+}
 
 Tensor::Tensor(DType dtype, const TensorShape& shape, std::shared_ptr<Buffer> buffer, size_t byte_offset)
     : dtype_(dtype), shape_(shape), buffer_(std::move(buffer)), offset_(byte_offset) {

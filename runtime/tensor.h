@@ -1,6 +1,7 @@
 // Tensor: a dtype, a concrete shape and a ref-counted, 64-byte-aligned buffer (shared, not copied,
 // when a tensor is copied). Kernels read inputs through data<T>() and write outputs they allocated
-// through mutable_data<T>().
+// through mutable_data<T>(). A buffer knows its memory space; touching its bytes from a thread that
+// may not (host code on device memory, runtime/memory_space.h) throws MemorySpaceError.
 #pragma once
 
 #include <cstring>
@@ -28,11 +29,13 @@ class Buffer {
 
   void* data() const { return data_; }
   size_t size() const { return bytes_; }
+  const MemorySpace& memory_space() const { return space_; }
 
  private:
   std::shared_ptr<Allocator> allocator_;
   void* data_;
   size_t bytes_;
+  MemorySpace space_;
 };
 
 class Tensor {
@@ -63,8 +66,16 @@ class Tensor {
   size_t byte_size() const { return static_cast<size_t>(num_elements()) * graph::dtype_size(dtype_); }
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
-  const void* raw_data() const { return static_cast<const std::byte*>(buffer_->data()) + offset_; }
-  void* mutable_raw_data() { return static_cast<std::byte*>(buffer_->data()) + offset_; }
+  const MemorySpace& memory_space() const { return buffer_->memory_space(); }
+  // The bytes, for a thread that may touch them (MemorySpaceError otherwise).
+  const void* raw_data() const {
+    check_access();
+    return static_cast<const std::byte*>(buffer_->data()) + offset_;
+  }
+  void* mutable_raw_data() {
+    check_access();
+    return static_cast<std::byte*>(buffer_->data()) + offset_;
+  }
   template <class T>
   const T* data() const {
     MIRRA_CHECK(graph::dtype_of<T>() == dtype_, "tensor dtype mismatch");
@@ -93,6 +104,11 @@ class Tensor {
   std::string type_string() const;
 
  private:
+  void check_access() const {
+    if (!may_touch(buffer_->memory_space())) [[unlikely]] throw_access_error();
+  }
+  [[noreturn]] void throw_access_error() const;
+
   DType dtype_ = DType::f32;
   TensorShape shape_;
   std::shared_ptr<Buffer> buffer_;

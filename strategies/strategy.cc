@@ -70,9 +70,9 @@ graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& c
   StrategyConfig resolved = config;
   if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy);
   for (const graph::DeviceId& device : resolved.devices) {
-    if (device.kind != graph::DeviceKind::cpu) {
-      return graph::invalid_argument("strategy " + resolved.strategy + ": device " + device.to_string() +
-                                     " is not available (this build runs on CPU devices)");
+    if (device.kind == graph::DeviceKind::cuda) {
+      return graph::unavailable("strategy " + resolved.strategy + ": device " + device.to_string() +
+                                " is not available (this build runs on cpu and cpu_async devices)");
     }
   }
   if (resolved.strategy == "one_device") {

@@ -6,7 +6,7 @@
 //
 //   auto strategy = strategies::make_strategy(*strategies::load_strategy_config("mirrored.json"));
 //   auto distributed = (*strategy)->distribute(program);
-//   runtime::Session session(distributed->graph, ops::cpu_kernels());
+//   runtime::Session session(distributed->graph, ops::kernels());
 //   runtime::training::Trainer trainer(session, distributed->signature, {.epochs = 5});
 #pragma once
 

@@ -76,23 +76,24 @@ graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& k
 
 namespace {
 
-dnnl::memory temporary(const dnnl::memory::desc& desc, std::vector<runtime::Tensor>& keep) {
-  keep.push_back(runtime::Tensor::empty(runtime::host_allocator(), graph::DType::u8,
+dnnl::memory temporary(const dnnl::memory::desc& desc, const runtime::Device& device, std::vector<runtime::Tensor>& keep) {
+  keep.push_back(runtime::Tensor::empty(device.allocator(), graph::DType::u8,
                                         runtime::TensorShape{static_cast<int64_t>(desc.get_size())}));
   return dnnl::memory(desc, dnnl_engine(), keep.back().mutable_raw_data());
 }
 
 }  // namespace
 
-graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args, int threads) {
-  use_openmp_threads(threads);
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
+                           const runtime::Device& device) {
+  use_openmp_threads(device.intra_op_threads());
   try {
     std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
     thread_local dnnl::stream stream(dnnl_engine());  // one per thread: a step makes many calls
     std::vector<std::pair<const DnnlPrimitive::Relayout*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
     for (const auto& [arg, relayout] : primitive.relayouts) {
       dnnl::memory& given = args.at(arg);
-      dnnl::memory wanted = temporary(relayout.wanted, buffers);
+      dnnl::memory wanted = temporary(relayout.wanted, device, buffers);
       if (relayout.output) {
         outputs.push_back({&relayout, {wanted, given}});
       } else {
@@ -100,7 +101,7 @@ graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<in
       }
       given = wanted;
     }
-    if (primitive.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, temporary(primitive.scratchpad, buffers));
+    if (primitive.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, temporary(primitive.scratchpad, device, buffers));
     primitive.primitive.execute(stream, args);
     for (auto& [relayout, from_to] : outputs) relayout->reorder.execute(stream, from_to.first, from_to.second);
     stream.wait();

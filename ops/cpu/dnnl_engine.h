@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "graph/status.h"
+#include "runtime/device.h"
 
 namespace mirra::ops::cpu {
 
@@ -53,8 +54,9 @@ graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& k
                                                            const std::function<DnnlPrimitive()>& make);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
-// fresh scratchpad) on a stream and waits, with `threads` OpenMP threads inside (the device's
-// intra-op share); oneDNN errors become a Status.
-graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args, int threads);
+// fresh scratchpad from `device`'s memory) on a stream and waits, with the device's intra-op share of
+// OpenMP threads inside; oneDNN errors become a Status.
+graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
+                           const runtime::Device& device);
 
 }  // namespace mirra::ops::cpu

@@ -4,6 +4,23 @@
 #include <bit>
 #include <new>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MIRRA_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MIRRA_ASAN 1
+#endif
+#ifdef MIRRA_ASAN
+#include <sanitizer/asan_interface.h>
+#define MIRRA_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define MIRRA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define MIRRA_POISON(p, n) ((void)(p), (void)(n))
+#define MIRRA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace mirra::runtime {
 
 size_t CachingAllocator::size_class(size_t bytes) {
@@ -28,6 +45,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       it->second.pop_back();
       stats_.bytes_cached -= size;
       ++stats_.cache_hits;
+      MIRRA_UNPOISON(block, size);
       return block;
     }
   }
@@ -66,6 +84,17 @@ void* CachingAllocator::allocate_from_system(size_t size) {
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {
   const size_t size = size_class(bytes);
+  if (free_after_) {
+    // Work enqueued before this free may still use the block; it may be handed out again only
+    // after that work ran. The queued return keeps the allocator alive.
+    free_after_->enqueue([self = shared_from_this(), data, size] { self->return_to_cache(data, size); });
+    return;
+  }
+  return_to_cache(data, size);
+}
+
+void CachingAllocator::return_to_cache(void* data, size_t size) {
+  MIRRA_POISON(data, size);
   std::lock_guard lock(mutex_);
   stats_.bytes_in_use -= size;
   stats_.bytes_cached += size;
@@ -80,7 +109,10 @@ AllocatorStats CachingAllocator::stats() const {
 void CachingAllocator::release_cache() {
   std::lock_guard lock(mutex_);
   for (auto& [size, blocks] : free_blocks_) {
-    for (void* block : blocks) ::operator delete(block, std::align_val_t{kTensorAlignment});
+    for (void* block : blocks) {
+      MIRRA_UNPOISON(block, size);
+      ::operator delete(block, std::align_val_t{kTensorAlignment});
+    }
     if (budget_) budget_->release(static_cast<int64_t>(size * blocks.size()));
   }
   free_blocks_.clear();

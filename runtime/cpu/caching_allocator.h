@@ -1,6 +1,9 @@
 // CachingAllocator: a CPU allocator that keeps freed blocks in size classes and hands them out again,
 // so a training loop stops calling the system allocator after its first step. Size classes are
-// 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself.
+// 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself. For a device
+// with a stream of its own, freeing is stream-ordered: a freed block returns to the cache only once
+// the work enqueued on the stream before the free has run. Under AddressSanitizer cached blocks are
+// poisoned, so any use of a block after it was returned is reported.
 #pragma once
 
 #include <memory>
@@ -10,20 +13,25 @@
 
 #include "runtime/allocator.h"
 #include "runtime/memory_budget.h"
+#include "runtime/stream.h"
 
 namespace mirra::runtime {
 
-class CachingAllocator final : public Allocator {
+class CachingAllocator final : public Allocator, public std::enable_shared_from_this<CachingAllocator> {
  public:
-  // With a budget, the blocks held from the system (in use and cached) count against it.
-  explicit CachingAllocator(std::string name, std::shared_ptr<MemoryBudget> budget = nullptr)
-      : name_(std::move(name)), budget_(std::move(budget)) {}
+  // With a budget, the blocks held from the system (in use and cached) count against it. The blocks
+  // come from host RAM and are tagged with `space` (a cpu_async device's memory is host RAM that
+  // host code may not touch). With `free_after`, blocks are freed in that stream's order.
+  explicit CachingAllocator(std::string name, std::shared_ptr<MemoryBudget> budget = nullptr,
+                            MemorySpace space = MemorySpace::host_memory(), std::shared_ptr<Stream> free_after = nullptr)
+      : name_(std::move(name)), budget_(std::move(budget)), space_(space), free_after_(std::move(free_after)) {}
   ~CachingAllocator() override;
 
   void* allocate(size_t bytes) override;
   void deallocate(void* data, size_t bytes) override;
   AllocatorStats stats() const override;
   std::string name() const override { return name_; }
+  MemorySpace memory_space() const override { return space_; }
 
   // Returns every cached block to the system.
   void release_cache();
@@ -32,9 +40,12 @@ class CachingAllocator final : public Allocator {
  private:
   // A new block from the system, after the budget allows it; OutOfMemory when either refuses.
   void* allocate_from_system(size_t size);
+  void return_to_cache(void* data, size_t size);
 
   std::string name_;
   std::shared_ptr<MemoryBudget> budget_;
+  MemorySpace space_;
+  std::shared_ptr<Stream> free_after_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size class
   AllocatorStats stats_;

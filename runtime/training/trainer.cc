@@ -62,9 +62,9 @@ Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
 graph::Status Trainer::set_learning_rate(double rate) {
   const graph::Node& node = session_.graph().node(graph_.learning_rate.node);
   if (node.outputs[0].dtype == graph::DType::f64) {
-    session_.variables().set(node.name, Tensor::scalar<double>(rate));
+    session_.assign_variable(node.name, Tensor::scalar<double>(rate));
   } else {
-    session_.variables().set(node.name, Tensor::scalar<float>(static_cast<float>(rate)));
+    session_.assign_variable(node.name, Tensor::scalar<float>(static_cast<float>(rate)));
   }
   return graph::Status();
 }

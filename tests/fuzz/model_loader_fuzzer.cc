@@ -48,7 +48,7 @@ void run_forward_pass(const mirra::serialization::Model& model) {
     if (zeros.byte_size() > 0) std::memset(zeros.mutable_raw_data(), 0, zeros.byte_size());
     feeds.emplace(node.name, std::move(zeros));
   }
-  runtime::Session session(model.graph, ops::cpu_kernels(), {.threads = 1, .deterministic = true, .memory_limit = kLimit});
+  runtime::Session session(model.graph, ops::kernels(), {.threads = 1, .deterministic = true, .memory_limit = kLimit});
   (void)session.run(feeds, {model.signature.loss});
 }
 

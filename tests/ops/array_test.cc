@@ -43,13 +43,15 @@ TEST_CASE("Kernels.Transpose.permutes_dims") {
   }
 }
 
-TEST_CASE("Kernels.Identity_and_Cast.convert_every_dtype") {
+TEST_CASE("Kernels.Identity_Cast_and_copies.convert_every_dtype") {
   runtime::Random rng(22);
   const DType all[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean};
   for (const TensorShape& shape : {TensorShape{0, 3}, TensorShape{7, 3}}) {
     for (DType from : all) {
       Tensor x = make_tensor(from, shape, [&](int64_t) { return std::floor(rng.uniform() * 6); });
       check_op("Identity", {x}, {}, {x});
+      check_op("CopyToHost", {x}, {}, {x});
+      check_op("CopyFromHost", {x}, {}, {x});
       for (DType to : all) {
         Tensor want = make_tensor(to, shape, [&](int64_t i) {
           const double v = element(x, i);

@@ -63,7 +63,7 @@ TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
   std::map<std::string, std::vector<float>> weights[2];
   for (bool fuse : {false, true}) {
     ConvNet net = conv_net(fuse);
-    runtime::Session session(net.graph, ops::cpu_kernels(), {.trace = true});
+    runtime::Session session(net.graph, ops::kernels(), {.trace = true});
     for (int step = 0; step < 5; ++step) {
       REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
     }

@@ -57,7 +57,7 @@ void check_gradient(const GradientCase& c) {
   for (size_t i : c.wrt) xs.push_back(inputs[i]);
   auto grads = graph::gradients(b, loss, xs);
   REQUIRE_MESSAGE(grads.ok(), grads.status().to_string());
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   auto feeds_with = [&](const std::vector<Tensor>& values) {
     runtime::Feeds feeds;
     for (size_t i = 0; i < values.size(); ++i) feeds["in" + std::to_string(i)] = values[i];
@@ -179,7 +179,7 @@ TEST_CASE("Gradients.errors_and_sharing") {
   auto da = graph::gradients(b2, loss, std::vector<graph::ValueRef>{a, unused});
   REQUIRE(da.ok());
   CHECK(g2.node((*da)[0].node).name.starts_with("gradients/"));
-  runtime::Session session(g2, ops::cpu_kernels());
+  runtime::Session session(g2, ops::kernels());
   auto out = session.run({{"a", Tensor::from<double>({2}, {3, -1})}, {"unused", Tensor::from<double>({2}, {1, 1})}},
                          std::span<const graph::ValueRef>(*da));
   REQUIRE(out.ok());
@@ -200,7 +200,7 @@ TEST_CASE("Gradients.flow_through_unknown_batch_dims") {
   auto loss = ops::reduce_mean(b, xent.loss);
   auto grads = graph::gradients(b, loss, std::vector<graph::ValueRef>{w, bias});
   REQUIRE_MESSAGE(grads.ok(), grads.status().to_string());
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   for (int64_t batch : {0, 1, 5}) {
     std::vector<float> pixels(static_cast<size_t>(batch * 4), 0.5f);
     std::vector<int32_t> classes(static_cast<size_t>(batch), 1);

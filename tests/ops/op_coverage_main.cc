@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   if (argc > 1) return result;  // a filtered or customised run need not cover every op
   int missing = 0;
   for (const std::string& op : mirra::ops::registry().names()) {
-    if (mirra::ops::cpu_kernels().find(op, mirra::graph::DeviceKind::cpu) == nullptr) {
+    if (mirra::ops::kernels().find(op, mirra::graph::DeviceKind::cpu) == nullptr) {
       std::fprintf(stderr, "op coverage: %s has no CPU kernel\n", op.c_str());
       ++missing;
     }

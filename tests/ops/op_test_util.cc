@@ -29,7 +29,7 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
   if (!b.status().ok()) return b.status();
   std::vector<graph::ValueRef> fetches;
   for (uint16_t i = 0; i < g.node(id).outputs.size(); ++i) fetches.push_back({id, i});
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   return session.run(feeds, fetches);
 }
 

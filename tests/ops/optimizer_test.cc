@@ -21,7 +21,7 @@ void check_against_loop(const ops::Optimizer& optimizer) {
   auto loss = ops::mul(b, ops::scalar_of(b, 0.5, w), ops::reduce_sum(b, ops::square(b, diff)));
   auto train = ops::minimize(b, loss, optimizer);
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
-  runtime::Session session(g, ops::cpu_kernels(), {.threads = 2});
+  runtime::Session session(g, ops::kernels(), {.threads = 2});
   std::vector<double> v(3, 3.0), slot1(3, 0.0), slot2(3, 0.0);
   for (int step = 1; step <= 6; ++step) {
     REQUIRE(session.run({}, std::span<const graph::ValueRef>(), std::vector<graph::NodeId>{train->train}).ok());
@@ -88,7 +88,7 @@ TEST_CASE("Optimizers.updates_run_after_every_reader") {
   auto loss = ops::reduce_sum(b, ops::square(b, ops::identity(b, w)));
   auto train = ops::minimize(b, loss, ops::Optimizer::sgd(0.25));
   REQUIRE(train.ok());
-  runtime::Session session(g, ops::cpu_kernels(), {.threads = 2});
+  runtime::Session session(g, ops::kernels(), {.threads = 2});
   double expected = 4096;  // each step halves w, so the loss falls by 4
   for (int step = 0; step < 8; ++step) {
     auto out = session.run({}, {loss}, {train->train});
@@ -140,7 +140,7 @@ TEST_CASE("Optimizers.a_small_classifier_learns") {
   }
   const runtime::Feeds feeds = {{"x", Tensor::from<float>({64, 4}, std::span<const float>(points))},
                                 {"labels", Tensor::from<int32_t>({64}, std::span<const int32_t>(classes))}};
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   const float first = (*session.run(feeds, {loss}))[0].values<float>()[0];
   float last = first;
   for (int step = 0; step < 100; ++step) {

@@ -63,7 +63,7 @@ TEST_CASE("Kernels.Placeholder.must_be_fed") {
   auto x = ops::placeholder(b, "images", DType::f32, {-1, 4});
   auto y = ops::relu(b, x);
   REQUIRE(b.status().ok());
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   auto unfed = session.run({}, {y});
   REQUIRE_FALSE(unfed.ok());
   CHECK(unfed.status().message() ==

@@ -90,7 +90,7 @@ std::vector<Tensor> gradients_of(const std::string& op, const std::vector<Tensor
   const auto objective = ops::reduce_sum(b, ops::mul(b, graph::ValueRef{id, 0}, weights));
   auto grads = graph::gradients(b, objective, xs);
   REQUIRE_MESSAGE(grads.ok(), grads.status().to_string());
-  runtime::Session session(g, ops::cpu_kernels());
+  runtime::Session session(g, ops::kernels());
   auto out = session.run(feeds, *grads);
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   return *out;

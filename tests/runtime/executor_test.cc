@@ -78,9 +78,9 @@ TEST_CASE("Executor.random_dags.match_deterministic_mode") {
     CAPTURE(static_cast<int>(shape));
     const RandomDag dag = make_random_dag(shape, 5200, 100 + static_cast<uint64_t>(shape));
     REQUIRE(dag.graph.size() > 10000);
-    Session reference(dag.graph, ops::cpu_kernels(), {.deterministic = true});
+    Session reference(dag.graph, ops::kernels(), {.deterministic = true});
     const auto expected = run_dag(reference, dag.sinks);
-    Session parallel(dag.graph, ops::cpu_kernels(), {.threads = 4});
+    Session parallel(dag.graph, ops::kernels(), {.threads = 4});
     for (int run = 0; run < 12; ++run) {
       CAPTURE(run);
       REQUIRE(run_dag(parallel, dag.sinks) == expected);
@@ -98,7 +98,7 @@ TEST_CASE("Executor.kernel_error_in_a_large_graph.is_reported_and_the_session_re
   REQUIRE(b.status().ok());
   std::vector<ValueRef> fetches = dag.sinks;
   fetches.push_back(total);
-  Session session(dag.graph, ops::cpu_kernels(), {.threads = 2});
+  Session session(dag.graph, ops::kernels(), {.threads = 2});
   const Tensor input = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto bad = session.run({{"input", input}, {"features", Tensor::from<float>({6}, {1, 2, 3, 4, 5, 6})}},
@@ -117,7 +117,7 @@ TEST_CASE("Session.feeds.are_checked_by_name_dtype_and_shape") {
   graph::Builder b(g, ops::registry());
   auto x = ops::placeholder(b, "x", DType::f32, {-1, 2});
   auto y = ops::relu(b, x);
-  Session session(g, ops::cpu_kernels());
+  Session session(g, ops::kernels());
   CHECK(session.run({{"z", Tensor::from<float>({1, 2}, {1, 2})}}, {y}).status().message() ==
         "feed 'z': the graph has no node with that name");
   CHECK(session.run({{"x", Tensor::from<int32_t>({1, 2}, {1, 2})}}, {y}).status().message() ==
@@ -139,7 +139,7 @@ TEST_CASE("Session.runs_only_what_the_fetches_need") {
   auto unfed = ops::placeholder(b, "unfed", DType::f32, {2});
   auto needed = ops::neg(b, x);
   (void)ops::add(b, needed, unfed);  // not fetched, so `unfed` need not be fed
-  Session session(g, ops::cpu_kernels());
+  Session session(g, ops::kernels());
   auto out = session.run({{"x", Tensor::from<float>({2}, {1, -2})}}, {needed});
   REQUIRE(out.ok());
   CHECK((*out)[0].to_vector<float>() == std::vector<float>{-1, 2});
@@ -154,7 +154,7 @@ TEST_CASE("Session.variables.keep_their_values_across_steps") {
   graph::Builder b(g, ops::registry(), 3);
   auto w = ops::variable(b, "w", {2, 2}, ops::Initializer::glorot_uniform());
   auto doubled = ops::add(b, w, w);
-  Session session(g, ops::cpu_kernels());
+  Session session(g, ops::kernels());
   auto first = session.run({}, {w, doubled});
   REQUIRE(first.ok());
   auto second = session.run({}, {w});
@@ -173,7 +173,7 @@ TEST_CASE("Session.control_edges.order_nodes_and_targets_run_without_fetches") {
   auto first = ops::identity(b, w);
   const graph::NodeId target = b.add({.op = "Identity", .inputs = {w}, .name = "after", .control_inputs = {first.node}});
   REQUIRE(b.status().ok());
-  Session session(g, ops::cpu_kernels(), {.deterministic = true});
+  Session session(g, ops::kernels(), {.deterministic = true});
   REQUIRE(session.run({}, std::span<const ValueRef>(), std::vector<graph::NodeId>{target}).ok());
   REQUIRE(session.variables().find("w").has_value());
 }
@@ -186,7 +186,7 @@ TEST_CASE("Session.nodes_on_other_cpu_devices.use_their_own_allocators") {
   auto y = ops::square(b, x);
   b.set_device(graph::DeviceId{graph::DeviceKind::cpu, 2});
   auto z = ops::neg(b, y);
-  Session session(g, ops::cpu_kernels());
+  Session session(g, ops::kernels());
   REQUIRE(session.devices().devices().size() == 3);
   auto out = session.run({{"x", Tensor::from<float>({3}, {1, 2, 3})}}, {z});
   REQUIRE(out.ok());

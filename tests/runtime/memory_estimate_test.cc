@@ -57,7 +57,7 @@ TEST_CASE("Executor.out_of_memory.is_resource_exhausted_and_the_session_goes_on"
   const auto huge = ops::one_hot(b, indices, int64_t{1} << 45);  // 128 TiB a row: no machine has it
   const auto small = ops::one_hot(b, indices, 3);
   REQUIRE(b.status().ok());
-  Session session(g, ops::cpu_kernels());
+  Session session(g, ops::kernels());
   struct Case {
     int64_t rows;
     const char* why;
@@ -90,7 +90,7 @@ TEST_CASE("Session.memory_limit.holds_what_the_estimate_cannot_see") {
   const auto estimate = estimate_memory(g, 2);
   REQUIRE(estimate.ok());
   CHECK(estimate->peak_bytes < (int64_t{1} << 20));
-  Session session(g, ops::cpu_kernels(), {.memory_limit = int64_t{64} << 20});
+  Session session(g, ops::kernels(), {.memory_limit = int64_t{64} << 20});
   const auto batch = Tensor::from<float>({2, 1024}, std::vector<float>(2048, 1.f));
   const auto failed = session.run({{"x", batch}}, {padded});  // 4 GiB, a 6 GiB size class
   REQUIRE_FALSE(failed.ok());

@@ -111,7 +111,7 @@ TEST_CASE("ModelFile.size_attributes.the_fuzz_seed_round_trips_and_runs") {
   REQUIRE(bytes.ok());
   auto loaded = parse_model({bytes->data(), bytes->size()}, ops::registry());
   REQUIRE(loaded.ok());
-  runtime::Session session(loaded->graph, ops::cpu_kernels());
+  runtime::Session session(loaded->graph, ops::kernels());
   const std::vector<float> pixels = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   auto loss = session.run({{"images", runtime::Tensor::from<float>({3, 2, 2, 1}, std::span<const float>(pixels))},
                            {"labels", runtime::Tensor::from<int64_t>({3}, {0, 1, 2})}},

@@ -78,7 +78,7 @@ TEST_CASE("StrategyConfig.every_example_config_trains") {
     REQUIRE(strategy.ok());
     auto distributed = (*strategy)->distribute(program);
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-    runtime::Session session(distributed->graph, ops::cpu_kernels());
+    runtime::Session session(distributed->graph, ops::kernels());
     for (const auto& batch : batches) {
       auto out = session.run(test::feeds(*distributed, batch), {distributed->signature.loss},
                              {distributed->signature.train});

@@ -1,7 +1,9 @@
 // The strategies' invariant: N replicas on a global batch B give the variables one device gives on B,
 // for N in 1..4, B in {128, 61, 2} (so some replicas get no examples), SGD, Momentum and Adam, the MLP
 // and a small CNN, after 20 steps; Mirrored's replicas stay bitwise identical after every step; and
-// the reported loss and correct count match one device's.
+// the reported loss and correct count match one device's. The same over asynchronous devices
+// (cpu_async:0..2: streams of their own, memory of their own, copies inserted by placement), against
+// the reference on cpu:0, and one device on cpu_async:0 alone.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,9 +15,9 @@ namespace {
 
 constexpr int kSteps = 20;
 
-std::vector<graph::DeviceId> cpus(int n) {
+std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n) {
   std::vector<graph::DeviceId> devices;
-  for (int i = 0; i < n; ++i) devices.push_back({graph::DeviceKind::cpu, i});
+  for (int i = 0; i < n; ++i) devices.push_back({kind, i});
   return devices;
 }
 
@@ -35,10 +37,11 @@ void check_close(const std::string& name, const std::vector<double>& got, const 
   CHECK(diff <= 1e-5 * std::max(scale, 1e-30));
 }
 
-void check_equivalence(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size) {
+void check_equivalence(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size,
+                       graph::DeviceKind kind, int max_replicas) {
   const TrainingProgram program = build_program(model, optimizer);
   const std::vector<Batch> batches = random_batches(model, batch_size, kSteps, 17);
-  runtime::Session reference(program.graph, ops::cpu_kernels(), {.threads = 2});
+  runtime::Session reference(program.graph, ops::kernels(), {.threads = 2});
   std::vector<double> reference_loss, reference_correct;
   for (const Batch& batch : batches) {
     auto out = reference.run(feeds(program, batch), {program.signature.loss, program.signature.correct},
@@ -49,16 +52,23 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
   }
   const auto want = float_variables(reference);
 
-  for (const std::string kind : {"mirrored", "central_storage"}) {
-    for (int replicas = 1; replicas <= 4; ++replicas) {
-      CAPTURE(kind);
+  std::vector<std::pair<std::string, int>> runs;
+  if (kind != graph::DeviceKind::cpu) runs.emplace_back("one_device", 1);
+  for (int replicas = 1; replicas <= max_replicas; ++replicas) {
+    runs.emplace_back("mirrored", replicas);
+    runs.emplace_back("central_storage", replicas);
+  }
+  for (const auto& [strategy_name, replicas] : runs) {
+    {
+      const std::string& name = strategy_name;
+      CAPTURE(name);
       CAPTURE(replicas);
-      auto strategy = make_strategy({.strategy = kind, .devices = cpus(replicas)});
+      auto strategy = make_strategy({.strategy = name, .devices = devices_of(kind, replicas)});
       REQUIRE(strategy.ok());
       auto distributed = (*strategy)->distribute(program);
       REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-      runtime::Session session(distributed->graph, ops::cpu_kernels(), {.threads = 2});
-      const bool mirrored = kind == "mirrored";
+      runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+      const bool mirrored = name == "mirrored";
       for (size_t step = 0; step < batches.size(); ++step) {
         auto out = session.run(feeds(*distributed, batches[step]),
                                {distributed->signature.loss, distributed->signature.correct},
@@ -88,7 +98,7 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
   }
 }
 
-TEST_CASE("Strategies.equivalent_to_one_device") {
+void check_every_case(graph::DeviceKind kind, int max_replicas) {
   const std::vector<ops::Optimizer> optimizers = {ops::Optimizer::sgd(0.05), ops::Optimizer::momentum_sgd(0.05, 0.9),
                                                   ops::Optimizer::adam(0.001)};
   for (const std::string model : {"mlp", "small_cnn"}) {
@@ -97,11 +107,15 @@ TEST_CASE("Strategies.equivalent_to_one_device") {
         CAPTURE(model);
         CAPTURE(optimizer.kind);
         CAPTURE(batch);
-        check_equivalence(model, optimizer, batch);
+        check_equivalence(model, optimizer, batch, kind, max_replicas);
       }
     }
   }
 }
+
+TEST_CASE("Strategies.equivalent_to_one_device") { check_every_case(graph::DeviceKind::cpu, 4); }
+
+TEST_CASE("Strategies.equivalent_to_one_device.on_cpu_async_devices") { check_every_case(graph::DeviceKind::cpu_async, 3); }
 
 }  // namespace
 }  // namespace mirra::strategies::test

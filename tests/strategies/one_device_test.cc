@@ -17,7 +17,7 @@ TEST_CASE("OneDevice.places_every_node_and_runs_there") {
   const graph::DeviceId device{graph::DeviceKind::cpu, 1};
   const graph::Graph placed = place_on_device(g, device);
   for (const graph::Node& node : placed.nodes()) CHECK(node.device == device);
-  runtime::Session session(placed, ops::cpu_kernels());
+  runtime::Session session(placed, ops::kernels());
   auto out = session.run({{"x", runtime::Tensor::from<float>({1, 2}, {1, 2})}}, {y});
   REQUIRE(out.ok());
   CHECK((*out)[0].to_vector<float>() == std::vector<float>{3, 3});

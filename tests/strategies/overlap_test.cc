@@ -29,7 +29,7 @@ TEST_CASE("Mirrored.first_bucket_all_reduce_overlaps_the_backward_pass") {
   }
   REQUIRE(gradient_nodes.size() == 2 * 6);
 
-  runtime::Session session(g, ops::cpu_kernels(), {.threads = 2, .trace = true});
+  runtime::Session session(g, ops::kernels(), {.threads = 2, .trace = true});
   const auto batches = random_batches("mlp", 512, 10, 3);
   int overlapped = 0;
   for (const Batch& batch : batches) {

@@ -69,7 +69,7 @@ std::vector<Batch> random_batches(const std::string& model, int64_t size, int co
 std::map<std::string, std::vector<double>> float_variables(runtime::Session& session) {
   std::map<std::string, std::vector<double>> values;
   for (const std::string& name : session.variables().names()) {
-    const auto value = session.variables().find(name);
+    const auto value = session.read_variable(name);
     if (value->dtype() == graph::DType::f32) {
       const auto narrow = value->to_vector<float>();
       values[name] = std::vector<double>(narrow.begin(), narrow.end());

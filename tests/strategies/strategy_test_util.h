@@ -28,7 +28,7 @@ inline runtime::Feeds feeds(const TrainingProgram& program, const Batch& batch) 
   return {{program.signature.features, batch.images}, {program.signature.labels, batch.labels}};
 }
 
-// Every f32 or f64 variable of a session by name, as doubles.
+// Every f32 or f64 variable of a session by name, as doubles (copied from device memory).
 std::map<std::string, std::vector<double>> float_variables(runtime::Session& session);
 
 }  // namespace mirra::strategies::test

@@ -26,7 +26,7 @@ runtime::data::Dataset load(Split split, uint64_t seed) {
 double train_to(const char* model, double target) {
   auto setup = build_classifier_training(model, benchmark_optimizer(), /*seed=*/1);
   REQUIRE_MESSAGE(setup.ok(), setup.status().to_string());
-  runtime::Session session(setup->graph, ops::cpu_kernels());
+  runtime::Session session(setup->graph, ops::kernels());
   const runtime::data::Dataset train = load(Split::train, 1), test = load(Split::test, 0);
   runtime::training::Trainer trainer(
       session, setup->training_graph(),
@@ -51,7 +51,7 @@ TEST_CASE("FashionMnist.cnn_reaches_0.90_within_5_epochs") { CHECK(train_to("cnn
 std::map<std::string, std::vector<float>> weights_after(const char* model, int64_t steps) {
   auto setup = build_classifier_training(model, benchmark_optimizer(), /*seed=*/5);
   REQUIRE(setup.ok());
-  runtime::Session session(setup->graph, ops::cpu_kernels(), {.deterministic = true});
+  runtime::Session session(setup->graph, ops::kernels(), {.deterministic = true});
   runtime::training::Trainer trainer(session, setup->training_graph(), {.max_steps = steps});
   REQUIRE(trainer.fit(load(Split::train, 5)).ok());
   std::map<std::string, std::vector<float>> weights;

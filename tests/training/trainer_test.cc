@@ -51,7 +51,7 @@ data::Dataset dataset(const Blobs& blobs, data::BatchingOptions options) {
 
 TEST_CASE("Trainer.learns_and_reports") {
   auto blobs = make_blobs(500, ops::Optimizer::momentum_sgd(0.1, 0.9));
-  Session session(blobs->graph, ops::cpu_kernels(), {.threads = 2});
+  Session session(blobs->graph, ops::kernels(), {.threads = 2});
   std::vector<StepMetrics> steps;
   std::vector<EpochMetrics> epochs;
   Trainer trainer(session, blobs->names,
@@ -81,7 +81,7 @@ TEST_CASE("Trainer.learns_and_reports") {
 
 TEST_CASE("Trainer.stops_at_a_target_accuracy") {
   auto blobs = make_blobs(500, ops::Optimizer::momentum_sgd(0.1, 0.9));
-  Session session(blobs->graph, ops::cpu_kernels());
+  Session session(blobs->graph, ops::kernels());
   Trainer trainer(session, blobs->names, {.epochs = 50, .stop_at_accuracy = 0.9});
   const data::Dataset test = dataset(*blobs, {.batch_size = 500, .shuffle = false});
   auto history = trainer.fit(dataset(*blobs, {.batch_size = 32}), &test);
@@ -93,7 +93,7 @@ TEST_CASE("Trainer.stops_at_a_target_accuracy") {
 
 TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
   auto blobs = make_blobs(101, ops::Optimizer::sgd(0.1));
-  Session session(blobs->graph, ops::cpu_kernels());
+  Session session(blobs->graph, ops::kernels());
   Trainer trainer(session, blobs->names);
   auto whole = trainer.evaluate(dataset(*blobs, {.batch_size = 101, .shuffle = false}));
   auto batched = trainer.evaluate(dataset(*blobs, {.batch_size = 16, .shuffle = false}));
@@ -106,7 +106,7 @@ TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
 
 TEST_CASE("Trainer.steps_and_schedules") {
   auto blobs = make_blobs(256, ops::Optimizer::sgd(0.4));
-  Session session(blobs->graph, ops::cpu_kernels());
+  Session session(blobs->graph, ops::kernels());
   std::vector<double> rates;
   const LearningRateSchedule schedule{.kind = "step", .warmup_steps = 2, .decay_steps = 3, .decay_rate = 0.5};
   Trainer trainer(session, blobs->names,

@@ -120,7 +120,7 @@ graph::Status TrainRun::run() {
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
   MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
   session_ = std::make_unique<runtime::Session>(
-      distributed_.graph, ops::cpu_kernels(),
+      distributed_.graph, ops::kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
                               .deterministic = config_.training.deterministic,
                               .trace = !command_.trace.empty(),

@@ -71,7 +71,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
       return graph::invalid_argument(std::string(source) + ": variable '" + std::string(name) + "' is " +
                                      value.type.to_string() + ", but the model's is " + node.outputs[0].to_string());
     }
-    session.variables().set(node.name, runtime::from_tensor_value(value));
+    session.assign_variable(node.name, runtime::from_tensor_value(value));
     used.insert(it->first);
   }
   for (const auto& v : values) {

@@ -1,0 +1,113 @@
+// place_nodes and insert_copies.
+#include "runtime/placement.h"
+
+#include <map>
+
+#include "graph/verify.h"
+
+namespace mirra::runtime {
+
+using graph::NodeId;
+using graph::ValueRef;
+
+namespace {
+
+bool has_bit(uint32_t mask, size_t i) { return i < 32 && (mask >> i & 1) != 0; }
+
+const KernelDef* kernel_of(const graph::Node& node, const KernelRegistry& kernels) {
+  return kernels.find(node.op, node.device->kind);
+}
+
+// The memory space input `input` of placed node `node` must be in.
+MemorySpace input_memory_space(const graph::Node& node, size_t input, const KernelRegistry& kernels,
+                               const DeviceSet& devices) {
+  const KernelDef* kernel = kernel_of(node, kernels);
+  if (kernel != nullptr && has_bit(kernel->host_memory_inputs, input)) return MemorySpace::host_memory();
+  return devices.find(*node.device)->memory_space();
+}
+
+}  // namespace
+
+MemorySpace value_memory_space(const graph::Node& node, size_t output, const KernelRegistry& kernels,
+                               const DeviceSet& devices) {
+  const KernelDef* kernel = kernel_of(node, kernels);
+  if (kernel != nullptr && has_bit(kernel->host_memory_outputs, output)) return MemorySpace::host_memory();
+  return devices.find(*node.device)->memory_space();
+}
+
+graph::Status place_nodes(graph::Graph& graph, const KernelRegistry& kernels, const DeviceSet& devices,
+                          const PlacementOptions& options) {
+  const graph::DeviceId host{graph::DeviceKind::cpu, 0};
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    graph::Node& node = graph.mutable_node(id);
+    const graph::DeviceId wanted = node.device.value_or(options.default_device);
+    const Device* device = devices.find(wanted);
+    if (device == nullptr) {
+      return graph::invalid_argument("node '" + node.name + "' is placed on " + wanted.to_string() +
+                                     ", which this session does not have");
+    }
+    graph::Status supported = device->supports(node, kernels);
+    if (!supported.ok() && options.soft_placement && wanted != host && devices.find(host) != nullptr) {
+      supported = devices.find(host)->supports(node, kernels);
+      if (supported.ok()) {
+        node.device = host;
+        continue;
+      }
+    }
+    MIRRA_RETURN_IF_ERROR(supported);
+    node.device = wanted;
+  }
+  return graph::Status();
+}
+
+graph::Status insert_copies(graph::Graph& graph, const KernelRegistry& kernels, const DeviceSet& devices) {
+  const auto add_copy = [&](ValueRef value, std::string_view op, graph::DeviceId device) -> graph::Expected<ValueRef> {
+    if (kernels.find(op, device.kind) == nullptr) {
+      return graph::unimplemented("no " + std::string(graph::device_kind_name(device.kind)) + " kernel for " +
+                                  std::string(op) + ", which moves values to and from " + device.to_string());
+    }
+    const graph::Node& producer = graph.node(value.node);
+    graph::Node copy;
+    copy.op = std::string(op);
+    copy.name = graph.unique_name(producer.name + (op == kCopyToHostOp ? "/to_host" : "/to_" + device.to_string()));
+    copy.inputs = {value};
+    copy.outputs = {producer.outputs[value.output]};
+    copy.device = device;
+    return ValueRef{graph.add_node(std::move(copy)), 0};
+  };
+  // The copy of a value in a memory space, made once for every consumer there.
+  std::map<std::pair<ValueRef, std::string>, ValueRef> copies;
+  const size_t original = graph.size();
+  for (NodeId id = 0; id < original; ++id) {
+    for (size_t i = 0; i < graph.node(id).inputs.size(); ++i) {
+      const ValueRef value = graph.node(id).inputs[i];
+      const graph::DeviceId consumer_device = *graph.node(id).device;
+      const MemorySpace from = value_memory_space(graph.node(value.node), value.output, kernels, devices);
+      const MemorySpace to = input_memory_space(graph.node(id), i, kernels, devices);
+      if (from == to) continue;
+      auto& copied = copies[{value, to.to_string()}];
+      if (!copied.valid()) {
+        ValueRef moved = value;
+        if (!from.host) {
+          MIRRA_ASSIGN_OR_RETURN(moved, add_copy(moved, kCopyToHostOp, from.device));
+        }
+        if (!to.host) {
+          MIRRA_ASSIGN_OR_RETURN(moved, add_copy(moved, kCopyFromHostOp, consumer_device));
+        }
+        copied = moved;
+      }
+      graph.mutable_node(id).inputs[i] = copied;
+    }
+  }
+  return graph::Status();
+}
+
+graph::Status prepare_graph(graph::Graph& graph, const KernelRegistry& kernels, const DeviceSet& devices,
+                            const PlacementOptions& options) {
+  MIRRA_RETURN_IF_ERROR(place_nodes(graph, kernels, devices, options));
+  MIRRA_RETURN_IF_ERROR(graph::verify_structure(graph).with_context("after placement"));
+  MIRRA_RETURN_IF_ERROR(insert_copies(graph, kernels, devices));
+  return graph::verify_structure(graph).with_context("after copy insertion");
+}
+
+}  // namespace mirra::runtime
