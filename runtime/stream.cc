@@ -28,14 +28,21 @@ void Event::then(std::function<void()> callback) {
 }
 
 void Event::complete() {
-  std::vector<std::function<void()>> callbacks;
-  {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-    callbacks.swap(callbacks_);
+  // Callbacks run before the event reads as done, so whoever waits for it sees their effects; one
+  // registered while they run joins the next round.
+  for (;;) {
+    std::vector<std::function<void()>> callbacks;
+    {
+      std::lock_guard lock(mutex_);
+      if (callbacks_.empty()) {
+        done_ = true;
+        break;
+      }
+      callbacks.swap(callbacks_);
+    }
+    for (auto& callback : callbacks) callback();
   }
   completed_.notify_all();
-  for (auto& callback : callbacks) callback();
 }
 
 std::shared_ptr<Event> Stream::record() {

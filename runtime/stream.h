@@ -25,7 +25,8 @@ class Event {
   bool done() const;
   // Blocks until the event completes.
   void wait() const;
-  // Runs `callback` when the event completes, on the completing thread (or now, when it has).
+  // Runs `callback` when the event completes, on the completing thread (or now, when it has); the
+  // event reads as done only after the callbacks registered before it completed have run.
   void then(std::function<void()> callback);
   // Completes the event; called once, by the stream.
   void complete();

@@ -65,6 +65,13 @@ void check_gradient(const GradientCase& c) {
   };
   auto analytic = session.run(feeds_with(c.inputs), std::span<const graph::ValueRef>(*grads));
   REQUIRE_MESSAGE(analytic.ok(), analytic.status().to_string());
+  // The same gradient on every backend under test, against the CPU kernels'.
+  for (graph::DeviceKind kind : backends_under_test()) {
+    runtime::Session on_device(g, ops::kernels(), {.default_device = {kind, 0}});
+    auto got = on_device.run(feeds_with(c.inputs), std::span<const graph::ValueRef>(*grads));
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    check_conformance(kind, c.op + " gradient", *got, *analytic, c.tolerance);
+  }
   for (size_t w = 0; w < c.wrt.size(); ++w) {
     const size_t which = c.wrt[w];
     const Tensor& base = c.inputs[which];

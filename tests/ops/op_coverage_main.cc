@@ -1,5 +1,7 @@
 // The ops test binary's main: runs every test case, then, on a plain run (no arguments), fails when a
-// registered op has no CPU kernel or was never checked against a reference by check_op.
+// registered op has no CPU kernel or was never checked against a reference by check_op, and reports
+// the conformance coverage of every backend under test (an op with a kernel there that was never
+// checked against the CPU kernel fails too).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -35,5 +37,23 @@ int main(int argc, char** argv) {
   }
   std::printf("op coverage: %zu ops registered, %d missing a kernel, a test or a gradient check\n", mirra::ops::registry().names().size(),
               missing);
+  for (mirra::graph::DeviceKind kind : mirra::test::backends_under_test()) {
+    const std::string_view name = mirra::graph::device_kind_name(kind);
+    const std::set<std::string>& checked = mirra::test::conformance_checked(kind);
+    int kernels = 0, gradients = 0, unchecked = 0;
+    for (const std::string& op : mirra::ops::registry().names()) {
+      if (mirra::ops::kernels().find(op, kind) == nullptr) continue;
+      ++kernels;
+      if (checked.count(op) == 0) {
+        std::fprintf(stderr, "conformance: %s's %.*s kernel was never checked against the CPU kernel\n", op.c_str(),
+                     static_cast<int>(name.size()), name.data());
+        ++unchecked;
+      }
+      gradients += static_cast<int>(checked.count(op + " gradient"));
+    }
+    std::printf("conformance on %.*s: %d of %d kernels and %d gradients match the CPU kernels\n",
+                static_cast<int>(name.size()), name.data(), kernels - unchecked, kernels, gradients);
+    missing += unchecked;
+  }
   return missing == 0 ? 0 : 1;
 }

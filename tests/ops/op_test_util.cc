@@ -2,6 +2,7 @@
 #include "tests/ops/op_test_util.h"
 
 #include <cmath>
+#include <map>
 
 #include "ops/cpu/dtype_dispatch.h"
 
@@ -12,8 +13,45 @@ std::set<std::string>& checked_ops() {
   return ops;
 }
 
+const std::vector<graph::DeviceKind>& backends_under_test() {
+  static const std::vector<graph::DeviceKind> kinds = {graph::DeviceKind::cpu_async};
+  return kinds;
+}
+
+std::set<std::string>& conformance_checked(graph::DeviceKind kind) {
+  static std::map<graph::DeviceKind, std::set<std::string>> checked;
+  return checked[kind];
+}
+
+namespace {
+
+// Whether every element of `got` is within `tolerance` of `want`; the first that is not is reported.
+void check_elements(const Tensor& got, const Tensor& want, double tolerance) {
+  REQUIRE(got.type_string() == want.type_string());
+  const bool exact = !graph::is_floating(want.dtype());
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double g = element(got, i), w = element(want, i);
+    const bool equal = exact || std::isinf(w) || std::isnan(w) ? (g == w || (std::isnan(g) && std::isnan(w)))
+                                                                : std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w));
+    if (!equal) FAIL("element " << i << ": got " << g << ", want " << w);
+  }
+}
+
+}  // namespace
+
+void check_conformance(graph::DeviceKind kind, const std::string& what, const std::vector<Tensor>& got,
+                       const std::vector<Tensor>& want, double tolerance) {
+  CAPTURE(graph::device_kind_name(kind));
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    CAPTURE(k);
+    check_elements(got[k], want[k], tolerance);
+  }
+  conformance_checked(kind).insert(what);
+}
+
 graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
-                                            const AttrMap& attrs, bool unknown_batch) {
+                                            const AttrMap& attrs, bool unknown_batch, graph::DeviceId device) {
   graph::Graph g;
   graph::Builder b(g, ops::registry());
   std::vector<graph::ValueRef> values;
@@ -29,7 +67,7 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
   if (!b.status().ok()) return b.status();
   std::vector<graph::ValueRef> fetches;
   for (uint16_t i = 0; i < g.node(id).outputs.size(); ++i) fetches.push_back({id, i});
-  runtime::Session session(g, ops::kernels());
+  runtime::Session session(g, ops::kernels(), {.default_device = device});
   return session.run(feeds, fetches);
 }
 
@@ -42,16 +80,14 @@ void check_op(const std::string& op, const std::vector<Tensor>& inputs, const At
     REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
     REQUIRE(outputs->size() == expected.size());
     for (size_t k = 0; k < expected.size(); ++k) {
-      const Tensor& got = (*outputs)[k];
-      const Tensor& want = expected[k];
       CAPTURE(k);
-      REQUIRE(got.type_string() == want.type_string());
-      const bool exact = !graph::is_floating(want.dtype());
-      for (int64_t i = 0; i < want.num_elements(); ++i) {
-        const double g = element(got, i), w = element(want, i);
-        const bool equal = exact || std::isinf(w) ? g == w : std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w));
-        if (!equal) FAIL("element " << i << ": got " << g << ", want " << w);
-      }
+      check_elements((*outputs)[k], expected[k], tolerance);
+    }
+    for (graph::DeviceKind kind : backends_under_test()) {
+      auto on_device = run_op(op, inputs, attrs, unknown_batch, {kind, 0});
+      CAPTURE(graph::device_kind_name(kind));
+      REQUIRE_MESSAGE(on_device.ok(), on_device.status().to_string());
+      check_conformance(kind, op, *on_device, *outputs, tolerance);
     }
   }
   checked_ops().insert(op);

@@ -1,6 +1,9 @@
 // Helpers for kernel tests: random tensors, running one op through a real Session, comparing with a
 // reference computed by plain loops, and the record of which ops were checked (op_coverage_main.cc
-// fails the run when a registered op was never checked).
+// fails the run when a registered op was never checked). It is also the backend conformance harness:
+// check_op runs every case on each device kind under test too (backends_under_test) and compares its
+// outputs with the CPU kernel's, within the case's tolerance; check_gradient does the same for the
+// gradient; coverage is kept per device kind.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -23,6 +26,14 @@ using runtime::Tensor;
 using runtime::TensorShape;
 
 std::set<std::string>& checked_ops();
+// Device kinds whose kernels are checked against the CPU kernels: cpu_async here.
+const std::vector<graph::DeviceKind>& backends_under_test();
+// Ops (and "<op> gradient"s) checked on `kind` against the CPU kernel.
+std::set<std::string>& conformance_checked(graph::DeviceKind kind);
+// Every output of `got` (run on `kind`) within `tolerance` of the CPU kernel's `want` (relative to
+// max(1, |want|); non-floats exactly), recording `what` as checked on `kind`.
+void check_conformance(graph::DeviceKind kind, const std::string& what, const std::vector<Tensor>& got,
+                       const std::vector<Tensor>& want, double tolerance);
 // Ops whose gradient rule gradient_test.cc checked against central differences.
 std::set<std::string>& gradient_checked_ops();
 
@@ -34,12 +45,15 @@ Tensor random_tensor(runtime::Random& rng, const TensorShape& shape, double low 
   return Tensor::from<T>(shape, std::span<const T>(values));
 }
 
-// Runs `op` on `inputs` (fed through placeholders; with `unknown_batch`, dim 0 of input 0 is -1 in the graph).
+// Runs `op` on `inputs` (fed through placeholders; with `unknown_batch`, dim 0 of input 0 is -1 in the
+// graph) on `device`.
 graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
-                                            const AttrMap& attrs = {}, bool unknown_batch = false);
+                                            const AttrMap& attrs = {}, bool unknown_batch = false,
+                                            graph::DeviceId device = {});
 
 // Runs `op` and checks every output against `expected` (same dtype and shape; floats within
-// `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims.
+// `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims;
+// then on every backend under test against the CPU kernel's outputs.
 void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
               const std::vector<Tensor>& expected, double tolerance = 1e-5);
 

@@ -9,7 +9,8 @@ namespace mirra::test {
 namespace {
 
 // loss = 0.5 * sum((w - target)^2), so d loss / dw = w - target.
-void check_against_loop(const ops::Optimizer& optimizer) {
+void check_against_loop(const ops::Optimizer& optimizer, graph::DeviceKind kind) {
+  CAPTURE(graph::device_kind_name(kind));
   CAPTURE(optimizer.kind);
   CAPTURE(optimizer.nesterov);
   CAPTURE(optimizer.clip_global_norm);
@@ -21,7 +22,7 @@ void check_against_loop(const ops::Optimizer& optimizer) {
   auto loss = ops::mul(b, ops::scalar_of(b, 0.5, w), ops::reduce_sum(b, ops::square(b, diff)));
   auto train = ops::minimize(b, loss, optimizer);
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
-  runtime::Session session(g, ops::kernels(), {.threads = 2});
+  runtime::Session session(g, ops::kernels(), {.threads = 2, .default_device = {kind, 0}});
   std::vector<double> v(3, 3.0), slot1(3, 0.0), slot2(3, 0.0);
   for (int step = 1; step <= 6; ++step) {
     REQUIRE(session.run({}, std::span<const graph::ValueRef>(), std::vector<graph::NodeId>{train->train}).ok());
@@ -50,20 +51,24 @@ void check_against_loop(const ops::Optimizer& optimizer) {
         v[i] -= lr * m_hat / (std::sqrt(v_hat) + optimizer.epsilon);
       }
     }
-    const auto got = session.variables().find("w")->to_vector<double>();
+    const auto got = session.read_variable("w")->to_vector<double>();
     for (size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(v[i]).epsilon(1e-12));
-    CHECK(session.variables().find("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{step});
+    CHECK(session.read_variable("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{step});
   }
 }
 
+// On the CPU and on every backend under test, where the plain loop is the reference.
 TEST_CASE("Optimizers.updates_match_plain_loops") {
-  check_against_loop(ops::Optimizer::sgd(0.1));
-  check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9));
-  check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9, /*nesterov=*/true));
-  check_against_loop(ops::Optimizer::adam(0.3));
-  check_against_loop(ops::Optimizer::adamw(0.3, 0.1));
-  for (const char* op : {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "AssignAdd", "NoOp"}) {
-    checked_ops().insert(op);
+  std::vector<graph::DeviceKind> kinds = {graph::DeviceKind::cpu};
+  kinds.insert(kinds.end(), backends_under_test().begin(), backends_under_test().end());
+  const char* ops_used[] = {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "AssignAdd", "NoOp"};
+  for (graph::DeviceKind kind : kinds) {
+    check_against_loop(ops::Optimizer::sgd(0.1), kind);
+    check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9), kind);
+    check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9, /*nesterov=*/true), kind);
+    check_against_loop(ops::Optimizer::adam(0.3), kind);
+    check_against_loop(ops::Optimizer::adamw(0.3, 0.1), kind);
+    for (const char* op : ops_used) (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert(op);
   }
 }
 
@@ -72,10 +77,10 @@ TEST_CASE("Optimizers.global_norm_clipping") {
   for (double clip : {1.0, 100.0}) {
     ops::Optimizer sgd = ops::Optimizer::sgd(0.1);
     sgd.clip_global_norm = clip;
-    check_against_loop(sgd);
+    check_against_loop(sgd, graph::DeviceKind::cpu);
     ops::Optimizer adam = ops::Optimizer::adam(0.1);
     adam.clip_global_norm = clip;
-    check_against_loop(adam);
+    check_against_loop(adam, graph::DeviceKind::cpu);
   }
 }
 

@@ -63,14 +63,20 @@ TEST_CASE("Kernels.Placeholder.must_be_fed") {
   auto x = ops::placeholder(b, "images", DType::f32, {-1, 4});
   auto y = ops::relu(b, x);
   REQUIRE(b.status().ok());
-  runtime::Session session(g, ops::kernels());
-  auto unfed = session.run({}, {y});
-  REQUIRE_FALSE(unfed.ok());
-  CHECK(unfed.status().message() ==
-        "node 'images' (Placeholder) on cpu:0: placeholder 'images' must be fed, and no value was given");
-  auto fed = session.run({{"images", Tensor::from<float>({1, 4}, {-1, 2, -3, 4})}}, {y});
-  REQUIRE(fed.ok());
-  CHECK((*fed)[0].to_vector<float>() == std::vector<float>{0, 2, 0, 4});
+  std::vector<graph::DeviceKind> kinds = {graph::DeviceKind::cpu};
+  kinds.insert(kinds.end(), backends_under_test().begin(), backends_under_test().end());
+  for (graph::DeviceKind kind : kinds) {
+    const graph::DeviceId device{kind, 0};
+    runtime::Session session(g, ops::kernels(), {.default_device = device});
+    auto unfed = session.run({}, {y});
+    REQUIRE_FALSE(unfed.ok());
+    CHECK(unfed.status().message() == "node 'images' (Placeholder) on " + device.to_string() +
+                                          ": placeholder 'images' must be fed, and no value was given");
+    auto fed = session.run({{"images", Tensor::from<float>({1, 4}, {-1, 2, -3, 4})}}, {y});
+    REQUIRE(fed.ok());
+    CHECK((*fed)[0].to_vector<float>() == std::vector<float>{0, 2, 0, 4});
+    if (kind != graph::DeviceKind::cpu) conformance_checked(kind).insert("Placeholder");
+  }
   checked_ops().insert("Placeholder");
 }
 

@@ -267,6 +267,33 @@ TEST_CASE("Runner.json_metrics_and_trace") {
   for (const char* c : {"kernel", "collective", "data", "step", "wait"}) CHECK_MESSAGE(categories.contains(c), c);
 }
 
+// Replicas on asynchronous devices (streams and memory of their own, copies inserted) train exactly as
+// replicas on logical CPU devices, and their checkpoints restore anywhere.
+TEST_CASE("Runner.cpu_async_devices.train_as_cpu_devices_do") {
+  const std::string on_cpu = workspace() / "on_cpu.mirra";
+  const std::string on_async = workspace() / "on_async.mirra";
+  REQUIRE(run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu:0,cpu:1", "--save", on_cpu}), "on_cpu").code == 0);
+  const Run async = run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu_async:0,cpu_async:1", "--save", on_async,
+                                    "--checkpoint-dir", workspace() / "async_ckpt"}),
+                        "on_async");
+  REQUIRE(async.code == 0);
+  CHECK(async.out.find("cpu_async:0, cpu_async:1") != std::string::npos);
+  CHECK(trained_values(on_async) == trained_values(on_cpu));
+  const std::string resumed = workspace() / "async_resumed_on_cpu.mirra";
+  REQUIRE(run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu:0", "--strategy", "one_device", "--checkpoint-dir",
+                          workspace() / "async_ckpt", "--resume", "--save", resumed}),
+              "async_resumed")
+              .code == 0);
+  CHECK(trained_values(resumed) == trained_values(on_async));
+}
+
+// A device the machine does not have is no bad input: exit 1 with the reason.
+TEST_CASE("Runner.unavailable_device.exit_code_1_with_the_reason") {
+  const Run r = run({"train", mlp_file(), "--devices", "gpu:0,gpu:1", "--steps", "1"}, "unavailable");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("mirra: error (unavailable): strategy mirrored: device cuda:0 is not available") != std::string::npos);
+}
+
 TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
   const std::string bad_config = workspace() / "bad.json";
   std::ofstream(bad_config) << R"({"strategy": "mirrored", "training": {"epoch": 3}})";

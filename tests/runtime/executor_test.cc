@@ -88,6 +88,27 @@ TEST_CASE("Executor.random_dags.match_deterministic_mode") {
   }
 }
 
+// The same DAGs spread over two asynchronous devices and the host (every node on a stream, copies
+// between them), run in parallel and deterministically.
+TEST_CASE("Executor.random_dags.on_cpu_async_devices_match_the_cpu") {
+  for (DagShape shape : {DagShape::wide, DagShape::diamond}) {
+    CAPTURE(static_cast<int>(shape));
+    RandomDag dag = make_random_dag(shape, 1500, 200 + static_cast<uint64_t>(shape));
+    Session reference(dag.graph, ops::kernels(), {.deterministic = true});
+    const auto expected = run_dag(reference, dag.sinks);
+    for (graph::NodeId id = 0; id < dag.graph.size(); ++id) {
+      if (id % 3 != 2) dag.graph.mutable_node(id).device = graph::DeviceId{graph::DeviceKind::cpu_async, static_cast<int>(id % 3)};
+    }
+    for (bool deterministic : {false, true}) {
+      Session devices(dag.graph, ops::kernels(), {.threads = 4, .deterministic = deterministic});
+      for (int run = 0; run < 3; ++run) {
+        CAPTURE(run);
+        REQUIRE(run_dag(devices, dag.sinks) == expected);
+      }
+    }
+  }
+}
+
 TEST_CASE("Executor.kernel_error_in_a_large_graph.is_reported_and_the_session_recovers") {
   RandomDag dag = make_random_dag(DagShape::diamond, 5000, 7);
   graph::Builder b(dag.graph, ops::registry());

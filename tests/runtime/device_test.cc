@@ -1,0 +1,211 @@
+// Devices, streams and memory spaces: events order work across streams; cpu_async memory is refused
+// to host code, and a deliberately wrong kernel that touches host memory from a device's stream fails
+// its step with an error naming the node; freeing is stream-ordered (a buffer dropped by the host
+// while queued work still reads it returns to the pool only after that work, which AddressSanitizer
+// would report otherwise); placement inserts copies between memory spaces, refuses a device without
+// a kernel (or dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
+// equal deterministic runs on the CPU.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "graph/print.h"
+#include "ops/ops.h"
+#include "ops/registry.h"
+#include "runtime/cpu/caching_allocator.h"
+#include "runtime/session.h"
+
+namespace mirra::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using graph::DeviceKind;
+using graph::DType;
+
+const graph::DeviceId kAsync0{DeviceKind::cpu_async, 0};
+
+TEST_CASE("Stream.events.order_work_across_streams_and_the_host") {
+  WorkerStream first("first"), second("second");
+  std::atomic<int> step{0};
+  first.enqueue([&] {
+    std::this_thread::sleep_for(20ms);
+    step = 1;
+  });
+  const std::shared_ptr<Event> written = first.record();
+  second.wait(written);
+  int seen = -1;
+  second.enqueue([&] { seen = step.load(); });
+  bool called_back = false;
+  written->then([&] { called_back = true; });
+  second.synchronize();
+  CHECK(seen == 1);
+  CHECK(written->done());
+  CHECK(called_back);
+  InlineStream inline_stream;
+  int ran = 0;
+  inline_stream.enqueue([&] { ++ran; });
+  CHECK(ran == 1);
+  CHECK(inline_stream.record()->done());
+}
+
+TEST_CASE("Devices.cpu_async_memory.is_refused_to_host_code") {
+  DeviceSet devices = DeviceSet::create({kAsync0});
+  const Device& device = *devices.find(kAsync0);
+  CHECK(device.asynchronous());
+  CHECK(device.memory_space().to_string() == "cpu_async:0 memory");
+  Tensor on_device = device.copy_from_host(Tensor::from<float>({2}, {1, 2}));
+  CHECK(on_device.memory_space() == device.memory_space());
+  try {
+    (void)on_device.data<float>();
+    FAIL("host code read device memory");
+  } catch (const MemorySpaceError& e) {
+    CHECK(std::string(e.what()).starts_with("a f32[2] tensor in cpu_async:0 memory was touched by code that may not touch it"));
+  }
+  CHECK(device.copy_to_host(on_device).to_vector<float>() == std::vector<float>{1, 2});
+}
+
+// A deliberately wrong kernel for cpu_async: it makes a host temporary and touches it from the
+// device's stream, as a GPU kernel dereferencing a host pointer would.
+Status touches_host_memory_kernel(KernelContext& ctx) {
+  Tensor scratch = Tensor::from<float>({1}, {0});
+  Tensor& out = ctx.allocate_output(0, DType::f32, ctx.input(0).shape());
+  out.mutable_data<float>()[0] = scratch.data<float>()[0];
+  return Status();
+}
+
+struct WrongKernelTables {
+  graph::OpRegistry schemas;
+  KernelRegistry kernels;
+  WrongKernelTables() {
+    ops::register_builtin_ops(schemas, kernels);
+    schemas.add(graph::OpSchema{.name = "TestTouchesHost",
+                                .inputs = {"x"},
+                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
+                                  return std::vector<graph::TensorType>{ctx.input(0)};
+                                },
+                                .summary = "test: a kernel that touches host memory from a device",
+                                .no_gradient = "test op"});
+    kernels.add("TestTouchesHost", DeviceKind::cpu_async, {touches_host_memory_kernel});
+    schemas.add(graph::OpSchema{.name = "TestCpuOnly",
+                                .inputs = {"x"},
+                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
+                                  return std::vector<graph::TensorType>{ctx.input(0)};
+                                },
+                                .summary = "test: f32 only, CPU only",
+                                .no_gradient = "test op"});
+    kernels.add("TestCpuOnly", DeviceKind::cpu,
+                {.fn = [](KernelContext& ctx) {
+                   ctx.set_output(0, ctx.input(0));
+                   return Status();
+                 },
+                 .dtypes = dtype_mask({DType::f32})});
+  }
+};
+
+const WrongKernelTables& wrong_tables() {
+  static const WrongKernelTables tables;
+  return tables;
+}
+
+TEST_CASE("Devices.a_kernel_touching_memory_it_may_not.fails_its_step") {
+  graph::Graph g;
+  graph::Builder b(g, wrong_tables().schemas);
+  b.set_device(kAsync0);
+  auto x = ops::placeholder(b, "x", DType::f32, {1});
+  auto y = b.add_value({.op = "TestTouchesHost", .inputs = {x}, .name = "wrong"});
+  REQUIRE(b.status().ok());
+  Session session(g, wrong_tables().kernels);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto out = session.run({{"x", Tensor::from<float>({1}, {3})}}, {y});
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().code() == graph::StatusCode::internal);
+    CHECK(out.status().message().starts_with(
+        "node 'wrong' (TestTouchesHost) on cpu_async:0: a f32[1] tensor in host memory was touched by code that may not touch it"));
+  }
+}
+
+TEST_CASE("Devices.cpu_async.frees_in_stream_order") {
+  DeviceSet devices = DeviceSet::create({kAsync0});
+  const Device& device = *devices.find(kAsync0);
+  const MemorySpace space = device.memory_space();
+  Tensor buffer = Tensor::empty(device.allocator(), DType::f32, {4096});
+  device.compute_stream().enqueue([&] {
+    ScopedMemoryAccess access(space, false);
+    std::fill_n(buffer.mutable_data<float>(), 4096, 1.0f);
+  });
+  device.compute_stream().synchronize();
+  // Queued work reads the buffer through a raw pointer (no reference), after a while.
+  const auto* raw = static_cast<const float*>(buffer.buffer()->data());
+  float sum = 0;
+  device.compute_stream().enqueue([raw, &sum] {
+    std::this_thread::sleep_for(50ms);
+    sum = std::accumulate(raw, raw + 4096, 0.0f);
+  });
+  const size_t in_use = device.allocator()->stats().bytes_in_use;
+  buffer = Tensor();  // the host drops the last reference while the read is queued
+  // Returned early, the block would be in the cache (poisoned under AddressSanitizer) before the read.
+  CHECK(device.allocator()->stats().bytes_in_use == in_use);
+  CHECK(device.allocator()->stats().bytes_cached == 0);
+  device.compute_stream().synchronize();
+  CHECK(sum == 4096);
+  CHECK(device.allocator()->stats().bytes_in_use == in_use - CachingAllocator::size_class(4096 * sizeof(float)));
+  CHECK(device.allocator()->stats().bytes_cached == CachingAllocator::size_class(4096 * sizeof(float)));
+}
+
+TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {2});  // on cpu:0 (host)
+  b.set_device(kAsync0);
+  auto y = ops::square(b, x);
+  auto z = ops::neg(b, x);  // the same copy of x serves both
+  b.set_device(graph::DeviceId{DeviceKind::cpu_async, 1});
+  auto w = ops::add(b, y, z);  // device to device: through the host
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels());
+  auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {w, y});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>() == std::vector<float>{0, 2});
+  CHECK((*out)[1].to_vector<float>() == std::vector<float>{1, 4});
+  CHECK((*out)[0].memory_space().host);  // fetches come back in host memory
+  int to_host = 0, from_host = 0;
+  for (const graph::Node& node : session.graph().nodes()) {
+    to_host += node.op == "CopyToHost";
+    from_host += node.op == "CopyFromHost";
+  }
+  CHECK(to_host == 2);    // y and z leave cpu_async:0
+  CHECK(from_host == 3);  // x enters cpu_async:0 once; y and z enter cpu_async:1
+  CHECK(session.graph().contains("x/to_cpu_async:0"));
+}
+
+TEST_CASE("Placement.refuses_a_device_without_a_kernel_or_moves_it_with_soft_placement") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    graph::Graph g;
+    graph::Builder b(g, wrong_tables().schemas);
+    b.set_device(kAsync0);
+    auto x = ops::placeholder(b, "x", dtype, {1});
+    auto y = b.add_value({.op = "TestCpuOnly", .inputs = {x}, .name = "cpu_only"});
+    REQUIRE(b.status().ok());
+    Session strict(g, wrong_tables().kernels);
+    auto refused = strict.run({}, {y});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == graph::StatusCode::unimplemented);
+    CHECK(refused.status().message() == "node 'cpu_only' (TestCpuOnly) on cpu_async:0: no cpu_async kernel for op 'TestCpuOnly'");
+    Session soft(g, wrong_tables().kernels, {.soft_placement = true});
+    Tensor value = dtype == DType::f32 ? Tensor::from<float>({1}, {5}) : Tensor::from<double>({1}, {5});
+    auto moved = soft.run({{"x", value}}, {y});
+    if (dtype == DType::f32) {
+      REQUIRE_MESSAGE(moved.ok(), moved.status().to_string());
+      CHECK(soft.graph().node(*soft.graph().find("cpu_only")).device->to_string() == "cpu:0");
+    } else {
+      REQUIRE_FALSE(moved.ok());
+      CHECK(moved.status().message() == "node 'cpu_only' (TestCpuOnly) on cpu:0: the cpu kernel of 'TestCpuOnly' does not take f64");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mirra::runtime
