@@ -52,48 +52,51 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
   }
   const auto want = float_variables(reference);
 
-  std::vector<std::pair<std::string, int>> runs;
-  if (kind != graph::DeviceKind::cpu) runs.emplace_back("one_device", 1);
+  struct Run {
+    std::string strategy;
+    int replicas;
+  };
+  std::vector<Run> runs;
+  if (kind != graph::DeviceKind::cpu) runs.push_back({"one_device", 1});
   for (int replicas = 1; replicas <= max_replicas; ++replicas) {
-    runs.emplace_back("mirrored", replicas);
-    runs.emplace_back("central_storage", replicas);
+    runs.push_back({"mirrored", replicas});
+    runs.push_back({"central_storage", replicas});
   }
-  for (const auto& [strategy_name, replicas] : runs) {
-    {
-      const std::string& name = strategy_name;
-      CAPTURE(name);
-      CAPTURE(replicas);
-      auto strategy = make_strategy({.strategy = name, .devices = devices_of(kind, replicas)});
-      REQUIRE(strategy.ok());
-      auto distributed = (*strategy)->distribute(program);
-      REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-      runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
-      const bool mirrored = name == "mirrored";
-      for (size_t step = 0; step < batches.size(); ++step) {
-        auto out = session.run(feeds(*distributed, batches[step]),
-                               {distributed->signature.loss, distributed->signature.correct},
-                               {distributed->signature.train});
-        REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-        CHECK(scalar((*out)[0]) == doctest::Approx(reference_loss[step]).epsilon(1e-5));
-        CHECK(scalar((*out)[1]) == reference_correct[step]);
-        if (!mirrored) continue;
-        // Every replica's copy of every variable (and slot) is bitwise equal to replica 0's.
-        const auto values = float_variables(session);
-        for (const auto& [name, value] : want) {
-          if (name.starts_with("optimizer/")) continue;  // step state exists once
-          const std::vector<double>& first = values.at("replica_0/" + name);
-          for (int r = 1; r < replicas; ++r) {
-            if (values.at("replica_" + std::to_string(r) + "/" + name) != first) {
-              FAIL("replica " << r << " of " << name << " differs from replica 0 after step " << step);
-            }
+  for (const Run& run : runs) {
+    const std::string& strategy_name = run.strategy;
+    const int replicas = run.replicas;
+    CAPTURE(strategy_name);
+    CAPTURE(replicas);
+    auto strategy = make_strategy({.strategy = strategy_name, .devices = devices_of(kind, replicas)});
+    REQUIRE(strategy.ok());
+    auto distributed = (*strategy)->distribute(program);
+    REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+    const bool mirrored = strategy_name == "mirrored";
+    for (size_t step = 0; step < batches.size(); ++step) {
+      auto out = session.run(feeds(*distributed, batches[step]),
+                             {distributed->signature.loss, distributed->signature.correct},
+                             {distributed->signature.train});
+      REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+      CHECK(scalar((*out)[0]) == doctest::Approx(reference_loss[step]).epsilon(1e-5));
+      CHECK(scalar((*out)[1]) == reference_correct[step]);
+      if (!mirrored) continue;
+      // Every replica's copy of every variable (and slot) is bitwise equal to replica 0's.
+      const auto values = float_variables(session);
+      for (const auto& [name, value] : want) {
+        if (name.starts_with("optimizer/")) continue;  // step state exists once
+        const std::vector<double>& first = values.at("replica_0/" + name);
+        for (int r = 1; r < replicas; ++r) {
+          if (values.at("replica_" + std::to_string(r) + "/" + name) != first) {
+            FAIL("replica " << r << " of " << name << " differs from replica 0 after step " << step);
           }
         }
       }
-      const auto got = float_variables(session);
-      for (const auto& [name, value] : want) {
-        if (name.starts_with("optimizer/")) continue;
-        check_close(name, got.at(mirrored ? "replica_0/" + name : name), value);
-      }
+    }
+    const auto got = float_variables(session);
+    for (const auto& [name, value] : want) {
+      if (name.starts_with("optimizer/")) continue;
+      check_close(name, got.at(mirrored ? "replica_0/" + name : name), value);
     }
   }
 }

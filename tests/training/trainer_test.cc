@@ -1,5 +1,6 @@
 // Trainer on small synthetic data: it runs the epochs or steps asked for, reports every step, writes
-// the scheduled learning rate, evaluates exactly over a partial last batch, and a classifier learns.
+// the scheduled learning rate, evaluates exactly over a partial last batch, and a classifier learns;
+// on a logical CPU device and on an asynchronous one.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
@@ -49,9 +50,12 @@ data::Dataset dataset(const Blobs& blobs, data::BatchingOptions options) {
   return std::move(*d);
 }
 
-TEST_CASE("Trainer.learns_and_reports") {
+const graph::DeviceId kDevices[] = {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu_async, 0}};
+
+void check_learns_and_reports(graph::DeviceId device) {
+  CAPTURE(device.to_string());
   auto blobs = make_blobs(500, ops::Optimizer::momentum_sgd(0.1, 0.9));
-  Session session(blobs->graph, ops::kernels(), {.threads = 2});
+  Session session(blobs->graph, ops::kernels(), {.threads = 2, .default_device = device});
   std::vector<StepMetrics> steps;
   std::vector<EpochMetrics> epochs;
   Trainer trainer(session, blobs->names,
@@ -67,7 +71,7 @@ TEST_CASE("Trainer.learns_and_reports") {
   CHECK(steps.back().step == 63);
   CHECK(steps[15].examples == 500 - 15 * 32);  // the partial last batch
   CHECK(trainer.steps_taken() == 64);
-  CHECK(session.variables().find("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{64});
+  CHECK(session.read_variable("optimizer/iterations")->to_vector<int64_t>() == std::vector<int64_t>{64});
   for (const EpochMetrics& m : *history) {
     CHECK(m.examples == 500);
     CHECK(m.steps == 16);
@@ -77,6 +81,10 @@ TEST_CASE("Trainer.learns_and_reports") {
   }
   CHECK(history->front().mean_loss > history->back().mean_loss);
   CHECK(history->back().evaluation->accuracy > 0.95);
+}
+
+TEST_CASE("Trainer.learns_and_reports") {
+  for (const graph::DeviceId& device : kDevices) check_learns_and_reports(device);
 }
 
 TEST_CASE("Trainer.stops_at_a_target_accuracy") {
@@ -104,9 +112,10 @@ TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
   CHECK(batched->mean_loss == doctest::Approx(whole->mean_loss).epsilon(1e-6));
 }
 
-TEST_CASE("Trainer.steps_and_schedules") {
+void check_steps_and_schedules(graph::DeviceId device) {
+  CAPTURE(device.to_string());
   auto blobs = make_blobs(256, ops::Optimizer::sgd(0.4));
-  Session session(blobs->graph, ops::kernels());
+  Session session(blobs->graph, ops::kernels(), {.default_device = device});
   std::vector<double> rates;
   const LearningRateSchedule schedule{.kind = "step", .warmup_steps = 2, .decay_steps = 3, .decay_rate = 0.5};
   Trainer trainer(session, blobs->names,
@@ -118,12 +127,16 @@ TEST_CASE("Trainer.steps_and_schedules") {
   CHECK(history->back().steps == 3);
   REQUIRE(rates.size() == 7u);
   for (int64_t step = 0; step < 7; ++step) CHECK(rates[static_cast<size_t>(step)] == doctest::Approx(schedule.at(0.4, step)));
-  CHECK(session.variables().find("optimizer/learning_rate")->to_vector<float>()[0] == doctest::Approx(schedule.at(0.4, 6)));
+  CHECK(session.read_variable("optimizer/learning_rate")->to_vector<float>()[0] == doctest::Approx(schedule.at(0.4, 6)));
 
   Trainer nothing(session, blobs->names, {.epochs = 0});
   CHECK(nothing.fit(dataset(*blobs, {})).status().message() == "train for at least one epoch or step");
   Trainer bad(session, blobs->names, {.schedule = {.kind = "cosine"}});
   CHECK(bad.fit(dataset(*blobs, {})).status().message() == "the cosine schedule needs decay_steps > 0");
+}
+
+TEST_CASE("Trainer.steps_and_schedules") {
+  for (const graph::DeviceId& device : kDevices) check_steps_and_schedules(device);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "ops/registry.h"
+
 namespace mirra::runner {
 
 TraceWriter::TraceWriter(const graph::Graph& graph, int64_t max_steps) : graph_(graph), max_steps_(max_steps) {}
@@ -55,7 +57,8 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
     if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
     const graph::Node& node = graph_.node(timing.node);
     const std::string device = "device " + (node.device ? node.device->to_string() : std::string("cpu:0"));
-    const bool collective = node.op == "AllReduce" || node.op == "Broadcast" || node.op == "AllGather";
+    const graph::OpSchema* schema = ops::registry().find(node.op);
+    const bool collective = schema != nullptr && schema->has(graph::kCollective);
     add_event(node.name, collective ? "collective" : "kernel", track(device), timing.start_ns, timing.end_ns,
               nlohmann::json({{"op", node.op}}).dump());
     busy[device].emplace_back(timing.start_ns, timing.end_ns);

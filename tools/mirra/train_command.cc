@@ -147,7 +147,7 @@ graph::Status TrainRun::run() {
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }
   const InterruptibleScope interruptible;  // from here a signal stops training after its step, with a checkpoint
-  if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(distributed_.graph);
+  if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(session_->graph());  // with its copies
   progress_ = std::make_unique<ProgressReporter>(stdout, terminal && !command_.json, config_.training.steps > 0 ? 0 : config_.training.epochs);
 
   const int64_t epochs_left = config_.training.steps > 0 ? 0 : config_.training.epochs - start_.epoch;
