@@ -75,7 +75,11 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
         return graph::unimplemented("node '" + node.name + "': no " + std::string(graph::device_kind_name(device_id.kind)) +
                                     " kernel for op '" + node.op + "'");
       }
-      pn.kernel = *kernel;
+      pn.kernel = kernel;
+      pn.fn = kernel->fn;
+      pn.expensive = kernel->expensive;
+      pn.reuses_inputs = kernel->reuses_inputs;
+      pn.host_memory_outputs = kernel->host_memory_outputs;
       pn.completes_later = kernel->async_fn != nullptr || pn.device->asynchronous();
       plan.has_async_kernels |= pn.completes_later;
     }

@@ -27,9 +27,12 @@ struct OutputSpec {
   uint32_t dims_begin = 0;  // in ExecutionPlan::output_dims; -1 dims match anything
 };
 
+// One node of the plan. What each step reads is kept here, small and flat (a wide graph strides
+// through these); the rest of the kernel's definition stays in the registry.
 struct PlanNode {
   const graph::Node* node = nullptr;
-  KernelDef kernel;
+  const KernelDef* kernel = nullptr;  // in the session's KernelRegistry; null for fed nodes
+  KernelFn fn = nullptr;              // kernel->fn
   Device* device = nullptr;
   uint32_t first_output = 0;  // value slot of output 0; outputs are consecutive, as are their OutputSpecs
   uint32_t num_outputs = 0;
@@ -38,7 +41,10 @@ struct PlanNode {
   uint32_t consumers_begin = 0, consumers_end = 0;  // distinct data/control consumers, in ::consumers
   int32_t initial_pending = 0;  // producers (data or control) that must finish first; fed ones excluded
   int32_t initial_uses = 0;     // consumers that read its outputs, +1 when an output is fetched
+  uint32_t host_memory_outputs = 0;  // kernel->host_memory_outputs
   bool fed = false;
+  bool expensive = false;        // kernel->expensive
+  bool reuses_inputs = false;    // kernel->reuses_inputs
   bool completes_later = false;  // an asynchronous kernel, or its device runs it on a stream of its own
 };
 

@@ -46,11 +46,11 @@ void invoke_kernel(const KernelDef& kernel, KernelContext& context, const Kernel
 // Runs the node's kernel: on its device's stream when the device has one of its own (with access to
 // the device's memory, and the host's when the kernel declares host-memory arguments), else here.
 void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
-  if (!pn.device->asynchronous()) return invoke_kernel(pn.kernel, context, done);
+  if (!pn.device->asynchronous()) return invoke_kernel(*pn.kernel, context, done);
   pn.device->compute_stream().enqueue([&pn, &context, done = std::move(done)] {
     const MemorySpace space = pn.device->memory_space();
-    ScopedMemoryAccess access(space, pn.kernel.uses_host_memory());
-    invoke_kernel(pn.kernel, context, done);
+    ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
+    invoke_kernel(*pn.kernel, context, done);
   });
 }
 
@@ -82,10 +82,10 @@ struct Executor::StepState {
 // the step, which the step's wait counts) has run.
 struct Executor::AsyncNode {
   AsyncNode(const Executor& executor, StepState& step, const PlanNode& pn)
-      : reusable(pn.kernel.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
+      : reusable(pn.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
         context(*pn.node, *pn.device, executor.resources_, step.step_id, step.values.data(),
                 executor.plan_.inputs_of(pn), step.values.data() + pn.first_output,
-                pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs) {}
+                pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs) {}
 
   std::vector<bool> reusable;
   KernelContext context;
@@ -150,13 +150,13 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
   if (pn.completes_later) return run_async_node_to_completion(step, index);
   Tensor* outputs = step.values.data() + pn.first_output;
-  const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
+  const std::vector<bool> reusable = pn.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
   KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs);
+                        outputs, pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs);
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
   Status status;
   try {
-    status = pn.kernel.fn(context);
+    status = pn.fn(context);
   } catch (const std::bad_alloc& e) {
     status = out_of_memory(e);
   } catch (const MemorySpaceError& e) {
@@ -199,10 +199,10 @@ void Executor::start_async_node(StepState& step, uint32_t index, oneapi::tbb::ta
 // Deterministic mode: the one thread waits for the kernel's done callback.
 Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
-  const std::vector<bool> reusable = pn.kernel.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
+  const std::vector<bool> reusable = pn.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
   Tensor* outputs = step.values.data() + pn.first_output;
   KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.kernel.reuses_inputs ? &reusable : nullptr, pn.kernel.host_memory_outputs);
+                        outputs, pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs);
   std::promise<Status> finished;
   std::future<Status> result = finished.get_future();
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
@@ -253,7 +253,7 @@ void Executor::complete_node(StepState& step, uint32_t index, std::vector<uint32
   for (uint32_t consumer : plan_.consumers_of(pn)) {
     const PlanNode& c = plan_.nodes[consumer];
     if (c.initial_pending != 1 && step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-    if (!c.kernel.expensive) {
+    if (!c.expensive) {
       ready_cheap.push_back(consumer);
       continue;
     }
@@ -295,7 +295,7 @@ void Executor::run_parallel(StepState& step) const {
   oneapi::tbb::task_group tasks;
   std::vector<uint32_t> cheap;
   for (uint32_t index : plan_.initially_ready) {
-    if (plan_.nodes[index].kernel.expensive) {
+    if (plan_.nodes[index].expensive) {
       tasks.run([this, &step, &tasks, index] { process(step, {index}, tasks); });
     } else {
       cheap.push_back(index);
