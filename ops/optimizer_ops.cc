@@ -178,7 +178,10 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .infer = infer_apply,
                               .summary = "variable -= learning_rate * gradient, in place.",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyGradientDescent", graph::DeviceKind::cpu, {apply_gradient_descent_kernel});
+  // The learning rate (and Adam's step) are scalars the host part of a device kernel reads: they stay
+  // in host memory.
+  kernels.add("ApplyGradientDescent", graph::DeviceKind::cpu,
+              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = 1u << 2});
   schemas.add(graph::OpSchema{.name = "ApplyMomentum",
                               .inputs = {"variable", "accumulator", "gradient", "learning_rate"},
                               .attrs = {{"momentum", AttrType::real, {}}, {"use_nesterov", AttrType::boolean, false}},
@@ -187,7 +190,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .summary = "accumulator = momentum * accumulator + gradient; variable -= learning_rate * "
                                          "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)).",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {apply_momentum_kernel});
+  kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {.fn = apply_momentum_kernel, .host_memory_inputs = 1u << 3});
   schemas.add(graph::OpSchema{.name = "ApplyAdam",
                               .inputs = {"variable", "m", "v", "gradient", "learning_rate", "step"},
                               .attrs = {{"beta1", AttrType::real, 0.9},
@@ -199,7 +202,8 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay. step "
                                          "counts the updates already applied.",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyAdam", graph::DeviceKind::cpu, {apply_adam_kernel});
+  kernels.add("ApplyAdam", graph::DeviceKind::cpu,
+              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5)});
   schemas.add(graph::OpSchema{.name = "AssignAdd",
                               .inputs = {"variable", "value"},
                               .traits = graph::kStateful,

@@ -79,7 +79,9 @@ void* CachingAllocator::allocate_from_system(size_t size) {
     throw OutOfMemory(name_ + ": " + format_bytes(bytes) + " more would pass the memory limit of " +
                       format_bytes(budget_->limit()) + " (" + format_bytes(budget_->reserved()) + " held)");
   }
-  throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes));
+  const AllocatorStats now = stats();  // this request is counted in use already
+  const auto held = static_cast<int64_t>(now.bytes_in_use + now.bytes_cached) - bytes;
+  throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes) + " (" + format_bytes(held) + " held)");
 }
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {

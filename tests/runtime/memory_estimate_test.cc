@@ -62,7 +62,7 @@ TEST_CASE("Executor.out_of_memory.is_resource_exhausted_and_the_session_goes_on"
     int64_t rows;
     const char* why;
   };
-  for (const Case c : {Case{1, "cpu:0: the system refused 128.0 TiB"}, Case{3, "a tensor of f32[3,35184372088832] would have more than 2^48 bytes"},
+  for (const Case c : {Case{1, "cpu:0: the system refused 128.0 TiB ("}, Case{3, "a tensor of f32[3,35184372088832] would have more than 2^48 bytes"},
                        Case{int64_t{1} << 17, "a tensor of f32[131072,35184372088832] would have more than 2^48 bytes"}}) {  // 2^64 bytes
     CAPTURE(c.rows);
     const auto failed = session.run(
