@@ -83,7 +83,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads",
-          "memory_limit", "check_numerics"},
+          "memory_limit", "check_numerics", "soft_placement"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
@@ -101,6 +101,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   }
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "deterministic", "training.deterministic", source, out.deterministic));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "soft_placement", "training.soft_placement", source, out.soft_placement));
   if (t.contains("memory_limit") && t.at("memory_limit").is_string()) {
     auto bytes = parse_byte_size(t.at("memory_limit").get<std::string>(), "'training.memory_limit'");
     if (!bytes.ok()) return graph::invalid_argument(std::string(source) + ": " + bytes.status().message());
@@ -158,7 +159,8 @@ std::string run_config_json(const RunConfig& c) {
                    {"deterministic", c.training.deterministic},
                    {"threads", c.training.threads},
                    {"memory_limit", c.training.memory_limit},
-                   {"check_numerics", c.training.check_numerics}};
+                   {"check_numerics", c.training.check_numerics},
+                   {"soft_placement", c.training.soft_placement}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},

@@ -32,6 +32,7 @@ struct TrainingConfig {
   int threads = 0;                      // oneTBB threads; 0: all cores
   int64_t memory_limit = 0;             // bytes the run may plan to use; 0: nine tenths of physical memory
   bool check_numerics = false;          // also stop at the first non-finite gradient, before it is applied
+  bool soft_placement = false;          // a node its device has no kernel for runs on cpu:0 instead of failing
 };
 
 struct CheckpointConfig {

@@ -31,6 +31,8 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "Most memory the run may plan to use, e.g. 16G (default: nine tenths of physical memory)");
   command.add_flag("--check-numerics", f.check_numerics,
                    "Stop at the first non-finite gradient, before it is applied (the loss is always checked)");
+  command.add_flag("--soft-placement", f.soft_placement,
+                   "Run a node its device has no kernel for on cpu:0 instead of failing");
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
@@ -84,6 +86,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
     MIRRA_ASSIGN_OR_RETURN(config.training.memory_limit, parse_byte_size(*f.memory_limit, "--memory-limit"));
   }
   if (f.check_numerics) config.training.check_numerics = true;
+  if (f.soft_placement) config.training.soft_placement = true;
   if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
   if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
   if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;

@@ -21,6 +21,7 @@ struct RunFlags {
   std::optional<int> threads, keep_checkpoints;
   bool deterministic = false;
   bool check_numerics = false;
+  bool soft_placement = false;
 };
 
 void add_run_flags(CLI::App& command, RunFlags& flags);

@@ -123,6 +123,7 @@ graph::Status TrainRun::run() {
       distributed_.graph, ops::kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
                               .deterministic = config_.training.deterministic,
+                              .soft_placement = config_.training.soft_placement,
                               .trace = !command_.trace.empty(),
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
