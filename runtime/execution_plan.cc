@@ -81,6 +81,10 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       pn.reuses_inputs = kernel->reuses_inputs;
       pn.host_memory_outputs = kernel->host_memory_outputs;
       pn.completes_later = kernel->async_fn != nullptr || pn.device->asynchronous();
+      pn.on_stream = pn.device->asynchronous() && kernel->async_fn == nullptr;
+      // Which inputs are free to overwrite is decided on the host, which may not look at values a
+      // stream has yet to produce.
+      pn.reuses_inputs = pn.reuses_inputs && !pn.on_stream;
       plan.has_async_kernels |= pn.completes_later;
     }
     pn.first_output = plan.num_values;
@@ -98,6 +102,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
 
   // Inputs, producers and pending counts (fed nodes read nothing and wait for nothing).
   std::vector<std::vector<uint32_t>> consumers(plan.nodes.size());
+  plan.stream_orders.resize(plan.nodes.size());
   for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
     PlanNode& pn = plan.nodes[i];
     if (pn.fed) continue;
@@ -116,18 +121,33 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
         waits_for.push_back(plan_index[control]);
       }
     }
+    plan.stream_orders[i].waits_begin = static_cast<uint32_t>(plan.stream_waits.size());
     for (uint32_t producer : waits_for) {
-      if (plan.nodes[producer].fed) continue;
+      PlanNode& p = plan.nodes[producer];
+      if (p.fed) continue;
       ++pn.initial_pending;
       consumers[producer].push_back(i);
+      if (pn.on_stream && p.on_stream && p.device != pn.device) {
+        plan.stream_waits.push_back(producer);
+        p.records_event = true;
+      }
     }
+    plan.stream_orders[i].waits_end = static_cast<uint32_t>(plan.stream_waits.size());
     for (uint32_t p = pn.producers_begin; p < pn.producers_end; ++p) ++plan.nodes[plan.producers[p]].initial_uses;
   }
   for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
     PlanNode& pn = plan.nodes[i];
     pn.consumers_begin = static_cast<uint32_t>(plan.consumers.size());
+    // A node on a stream hands its consumers on streams over when it is enqueued: they go first.
+    if (pn.on_stream) {
+      std::stable_partition(consumers[i].begin(), consumers[i].end(),
+                            [&](uint32_t c) { return plan.nodes[c].on_stream; });
+    }
     plan.consumers.insert(plan.consumers.end(), consumers[i].begin(), consumers[i].end());
     pn.consumers_end = static_cast<uint32_t>(plan.consumers.size());
+    uint32_t& early_end = plan.stream_orders[i].early_consumers_end;
+    early_end = pn.consumers_begin;
+    while (pn.on_stream && early_end < pn.consumers_end && plan.nodes[plan.consumers[early_end]].on_stream) ++early_end;
     if (!pn.fed && pn.initial_pending == 0) plan.initially_ready.push_back(i);
   }
   for (const auto& fetch : request.fetches) {

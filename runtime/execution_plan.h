@@ -42,10 +42,22 @@ struct PlanNode {
   int32_t initial_pending = 0;  // producers (data or control) that must finish first; fed ones excluded
   int32_t initial_uses = 0;     // consumers that read its outputs, +1 when an output is fetched
   uint32_t host_memory_outputs = 0;  // kernel->host_memory_outputs
-  bool fed = false;
-  bool expensive = false;        // kernel->expensive
-  bool reuses_inputs = false;    // kernel->reuses_inputs
-  bool completes_later = false;  // an asynchronous kernel, or its device runs it on a stream of its own
+  // Flags in one byte, so the node stays 80 bytes.
+  bool fed : 1 = false;
+  bool expensive : 1 = false;        // kernel->expensive
+  bool reuses_inputs : 1 = false;    // kernel->reuses_inputs
+  bool completes_later : 1 = false;  // an asynchronous kernel, or its device runs it on a stream of its own
+  bool on_stream : 1 = false;        // a kernel enqueued on its device's stream: done for its stream
+                                     // successors when enqueued, for the others when the stream ran it
+  bool records_event : 1 = false;    // a consumer on another stream waits for an event after it
+};
+
+// How a node on a stream is ordered with other streams (read only for such nodes, so kept apart).
+struct StreamOrder {
+  // Its consumers that run on streams come first in ExecutionPlan::consumers, up to this end; they
+  // are made ready when it is enqueued.
+  uint32_t early_consumers_end = 0;
+  uint32_t waits_begin = 0, waits_end = 0;  // producers on other streams, in ExecutionPlan::stream_waits
 };
 
 struct ExecutionPlan {
@@ -53,6 +65,8 @@ struct ExecutionPlan {
   std::vector<uint32_t> input_slots;
   std::vector<uint32_t> producers;
   std::vector<uint32_t> consumers;
+  std::vector<StreamOrder> stream_orders;  // by node
+  std::vector<uint32_t> stream_waits;
   std::vector<OutputSpec> outputs;  // by value slot
   std::vector<uint32_t> value_owner;  // by value slot: the plan node that produces it
   std::vector<int64_t> output_dims;
@@ -70,6 +84,20 @@ struct ExecutionPlan {
   }
   std::span<const uint32_t> consumers_of(const PlanNode& n) const {
     return {consumers.data() + n.consumers_begin, n.consumers_end - n.consumers_begin};
+  }
+  // For a node on a stream: the consumers made ready when it is enqueued, and the others.
+  std::span<const uint32_t> early_consumers_of(uint32_t index) const {
+    const PlanNode& n = nodes[index];
+    return {consumers.data() + n.consumers_begin, stream_orders[index].early_consumers_end - n.consumers_begin};
+  }
+  std::span<const uint32_t> late_consumers_of(uint32_t index) const {
+    const PlanNode& n = nodes[index];
+    const uint32_t early_end = stream_orders[index].early_consumers_end;
+    return {consumers.data() + early_end, n.consumers_end - early_end};
+  }
+  std::span<const uint32_t> stream_waits_of(uint32_t index) const {
+    const StreamOrder& order = stream_orders[index];
+    return {stream_waits.data() + order.waits_begin, order.waits_end - order.waits_begin};
   }
 };
 

@@ -58,10 +58,11 @@ void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
 
 struct Executor::StepState {
   explicit StepState(const ExecutionPlan& plan)
-      : values(plan.num_values), pending(new std::atomic<int32_t>[plan.nodes.size()]),
+      : values(plan.num_values), events(plan.nodes.size()), pending(new std::atomic<int32_t>[plan.nodes.size()]),
         uses(new std::atomic<int32_t>[plan.nodes.size()]) {}
 
   std::vector<Tensor> values;
+  std::vector<std::shared_ptr<Event>> events;  // by node: recorded after it on its stream (records_event)
   int64_t step_id = 0;
   std::optional<oneapi::tbb::task_arena> arena;  // where asynchronous kernels' continuations go
   std::unique_ptr<std::atomic<int32_t>[]> pending;
@@ -89,7 +90,7 @@ struct Executor::AsyncNode {
 
   std::vector<bool> reusable;
   KernelContext context;
-  int64_t start_ns = 0;
+  int64_t start_ns = 0, end_ns = 0;
   Status status;
   oneapi::tbb::task_handle continuation;
 };
@@ -167,33 +168,75 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   return check_outputs(pn, outputs);
 }
 
-// A kernel that completes later (an asynchronous kernel, or any kernel on a device with a stream of
-// its own): the step goes on with other nodes; the done callback submits the continuation, which
-// checks the outputs and makes the node's consumers ready.
-void Executor::start_async_node(StepState& step, uint32_t index, oneapi::tbb::task_group& tasks) const {
+// A kernel that completes later: an asynchronous kernel, or any kernel on a device with a stream of
+// its own. The step goes on with other nodes; the done callback submits the continuation, which
+// makes the node's consumers ready. A node on a stream hands its consumers on streams over at once
+// (`ready`): they run after it on its stream, or wait for its event on theirs.
+void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
+                                oneapi::tbb::task_group& tasks) const {
   const PlanNode& pn = plan_.nodes[index];
   auto* call = new AsyncNode(*this, step, pn);
   call->continuation = tasks.defer([this, &step, &tasks, index, call] {
     std::unique_ptr<AsyncNode> finished(call);
     const PlanNode& node = plan_.nodes[index];
-    if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, finished->start_ns, steady_now_ns()};
-    const Status status = finished->status.ok() ? check_outputs(node, step.values.data() + node.first_output)
-                                                : finished->status.with_context(describe(node));
+    if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, finished->start_ns, finished->end_ns};
+    Status status = finished->status;
+    if (!node.on_stream) {  // a node on a stream was checked there
+      status = status.ok() ? check_outputs(node, step.values.data() + node.first_output) : status.with_context(describe(node));
+    }
     finished.reset();
     if (!status.ok()) {
       step.record(status);
       return;
     }
-    std::vector<uint32_t> ready;
-    complete_node(step, index, ready, tasks);
-    process(step, std::move(ready), tasks);
+    std::vector<uint32_t> next;
+    release_inputs(step, node);
+    make_ready(step, node.on_stream ? plan_.late_consumers_of(index) : plan_.consumers_of(node), next, tasks);
+    process(step, std::move(next), tasks);
   });
-  const KernelDone done = [call, arena = &*step.arena](Status status) {
+  const bool timed = step.timeline != nullptr;
+  KernelDone done = [call, arena = &*step.arena, timed, on_stream = pn.on_stream](Status status) {
+    if (timed && !on_stream) call->end_ns = steady_now_ns();
     call->status = std::move(status);
     arena->enqueue(std::move(call->continuation));
   };
-  call->start_ns = step.timeline != nullptr ? steady_now_ns() : 0;
-  launch(pn, call->context, done);
+  if (pn.on_stream) {
+    enqueue_on_stream(step, index, *call, std::move(done));
+    make_ready(step, plan_.early_consumers_of(index), ready, tasks);
+    return;
+  }
+  call->start_ns = timed ? steady_now_ns() : 0;
+  launch(pn, call->context, std::move(done));
+}
+
+// The node's kernel as work on its device's stream, after the events of its producers on other
+// streams. There it is skipped when the step already failed; otherwise it runs with access to the
+// device's memory, its outputs are checked, and a failure is recorded at once, so the work queued
+// behind it skips too (it may have been enqueued before this ran).
+void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
+  const PlanNode& pn = plan_.nodes[index];
+  Stream& stream = pn.device->compute_stream();
+  for (uint32_t producer : plan_.stream_waits_of(index)) stream.wait(step.events[producer]);
+  stream.enqueue([this, &step, &pn, &call, done = std::move(done)] {
+    if (step.failed.load(std::memory_order_acquire)) return done(graph::aborted(describe(pn) + ": not run, the step failed"));
+    const MemorySpace space = pn.device->memory_space();
+    ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
+    const bool timed = step.timeline != nullptr;
+    call.start_ns = timed ? steady_now_ns() : 0;
+    Status status;
+    try {
+      status = pn.fn(call.context);
+    } catch (const std::bad_alloc& e) {
+      status = out_of_memory(e);
+    } catch (const MemorySpaceError& e) {
+      status = memory_space_violation(e);
+    }
+    call.end_ns = timed ? steady_now_ns() : 0;
+    status = status.ok() ? check_outputs(pn, step.values.data() + pn.first_output) : status.with_context(describe(pn));
+    if (!status.ok()) step.record(status);
+    done(std::move(status));
+  });
+  if (pn.records_event) step.events[index] = stream.record();
 }
 
 // Deterministic mode: the one thread waits for the kernel's done callback.
@@ -237,28 +280,32 @@ std::string Executor::describe(const PlanNode& pn) {
   return "node '" + pn.node->name + "' (" + pn.node->op + ") on " + pn.device->id().to_string();
 }
 
-void Executor::complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
-                             oneapi::tbb::task_group& tasks) const {
-  const PlanNode& pn = plan_.nodes[index];
+// Releases the values whose last reader this node was. A count that starts at 1 has one
+// decrementer, which needs no atomic read-modify-write.
+void Executor::release_inputs(StepState& step, const PlanNode& pn) const {
   auto release_outputs = [&](const PlanNode& p) {
     for (uint32_t i = 0; i < p.num_outputs; ++i) step.values[p.first_output + i] = Tensor();
   };
-  // A count that starts at 1 has one decrementer, which needs no atomic read-modify-write.
   for (uint32_t producer : plan_.producers_of(pn)) {
     const PlanNode& p = plan_.nodes[producer];
     if (p.initial_uses == 1 || step.uses[producer].fetch_sub(1, std::memory_order_acq_rel) == 1) release_outputs(p);
   }
   if (pn.initial_uses == 0) release_outputs(pn);
+}
+
+// Counts one finished producer for each of `consumers`; those with none left to wait for go to
+// `ready_cheap`, or become tasks when expensive (except one that this thread may run itself when it
+// has nothing else to do). Enqueueing on a stream is cheap whatever the kernel.
+void Executor::make_ready(StepState& step, std::span<const uint32_t> consumers, std::vector<uint32_t>& ready_cheap,
+                          oneapi::tbb::task_group& tasks) const {
   uint32_t held_expensive = kNotInPlan;
-  for (uint32_t consumer : plan_.consumers_of(pn)) {
+  for (uint32_t consumer : consumers) {
     const PlanNode& c = plan_.nodes[consumer];
     if (c.initial_pending != 1 && step.pending[consumer].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-    if (!c.expensive) {
+    if (!c.expensive || c.on_stream) {
       ready_cheap.push_back(consumer);
       continue;
     }
-    // Expensive nodes become tasks, except one that this thread may run itself when it has
-    // nothing else to do.
     if (held_expensive != kNotInPlan) {
       tasks.run([this, &step, &tasks, held_expensive] { process(step, {held_expensive}, tasks); });
     }
@@ -278,8 +325,9 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
     const uint32_t index = ready.back();
     ready.pop_back();
     if (step.failed.load(std::memory_order_acquire)) return;
-    if (plan_.nodes[index].completes_later) {
-      start_async_node(step, index, tasks);
+    const PlanNode& pn = plan_.nodes[index];
+    if (pn.completes_later) {
+      start_async_node(step, index, ready, tasks);
       continue;
     }
     Status status = run_node(step, index);
@@ -287,7 +335,8 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
       step.record(std::move(status));
       return;
     }
-    complete_node(step, index, ready, tasks);
+    release_inputs(step, pn);
+    make_ready(step, plan_.consumers_of(pn), ready, tasks);
   }
 }
 
@@ -295,7 +344,7 @@ void Executor::run_parallel(StepState& step) const {
   oneapi::tbb::task_group tasks;
   std::vector<uint32_t> cheap;
   for (uint32_t index : plan_.initially_ready) {
-    if (plan_.nodes[index].expensive) {
+    if (plan_.nodes[index].expensive && !plan_.nodes[index].on_stream) {
       tasks.run([this, &step, &tasks, index] { process(step, {index}, tasks); });
     } else {
       cheap.push_back(index);

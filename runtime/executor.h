@@ -3,7 +3,9 @@
 // them ready, expensive ones become tasks; no kernel ever waits for another node. An asynchronous
 // kernel finishes when it calls its done callback: its continuation is a deferred task of the step
 // (so the step waits for it), submitted to the arena by the callback, and no worker thread blocks
-// meanwhile. The first error wins: the step stops scheduling, and the error names the node, its op
+// meanwhile. A kernel on a device with a stream of its own is done for its consumers on streams
+// when it is enqueued (they follow it on its stream, or wait for its event on theirs), and for the
+// others (and for releasing its inputs) when the stream has run it. The first error wins: the step stops scheduling, and the error names the node, its op
 // and its device. Values are released as soon as their last consumer has run. In deterministic mode
 // nodes run one at a time in plan order on the calling thread. With a timeline requested, each
 // node's start and end times are recorded (what ran when, and what overlapped).
@@ -48,13 +50,16 @@ class Executor {
 
   std::vector<bool> reusable_inputs(const StepState& step, const PlanNode& pn) const;
   Status run_node(StepState& step, uint32_t index) const;
-  void start_async_node(StepState& step, uint32_t index, oneapi::tbb::task_group& tasks) const;
+  void start_async_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
+                        oneapi::tbb::task_group& tasks) const;
+  void enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const;
   Status run_async_node_to_completion(StepState& step, uint32_t index) const;
   Status check_outputs(const PlanNode& pn, const Tensor* outputs) const;
   bool output_matches(const OutputSpec& spec, const Tensor& produced) const;
   static std::string describe(const PlanNode& pn);
-  void complete_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready_cheap,
-                     oneapi::tbb::task_group& tasks) const;
+  void release_inputs(StepState& step, const PlanNode& pn) const;
+  void make_ready(StepState& step, std::span<const uint32_t> consumers, std::vector<uint32_t>& ready_cheap,
+                  oneapi::tbb::task_group& tasks) const;
   void process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const;
   void run_parallel(StepState& step) const;
   void run_sequential(StepState& step) const;
