@@ -9,8 +9,6 @@
 #include <memory>
 #include <mutex>
 
-#include "ops/cpu/dtype_dispatch.h"
-#include "ops/cpu/parallel.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 

@@ -39,6 +39,7 @@ class InProcessCollective final : public Collective {
   void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output, CollectiveDone done) override;
   void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
 
+  // What one participant brought to a rendezvous (public for the implementation file's helpers).
   enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast };
   struct Arrival {
     Kind kind = Kind::all_reduce;
