@@ -29,18 +29,27 @@ Status out_of_memory(const std::bad_alloc& e) {
 // A kernel that touched memory it may not (a bug in the kernel or a missing copy).
 Status memory_space_violation(const MemorySpaceError& e) { return graph::internal_error(e.what()); }
 
+// Calls a synchronous kernel; the failures a kernel throws instead of returning become its Status.
+Status call_kernel(KernelFn fn, KernelContext& context) {
+  try {
+    return fn(context);
+  } catch (const std::bad_alloc& e) {
+    return out_of_memory(e);
+  } catch (const MemorySpaceError& e) {
+    return memory_space_violation(e);
+  }
+}
+
 // Calls the kernel and reports to `done`, also the failures a kernel throws instead of returning.
 void invoke_kernel(const KernelDef& kernel, KernelContext& context, const KernelDone& done) {
-  Status status;
+  if (kernel.async_fn == nullptr) return done(call_kernel(kernel.fn, context));
   try {
-    if (kernel.async_fn != nullptr) return kernel.async_fn(context, done);
-    status = kernel.fn(context);
+    kernel.async_fn(context, done);
   } catch (const std::bad_alloc& e) {
-    status = out_of_memory(e);
+    done(out_of_memory(e));
   } catch (const MemorySpaceError& e) {
-    status = memory_space_violation(e);
+    done(memory_space_violation(e));
   }
-  done(std::move(status));
 }
 
 // Runs the node's kernel: on its device's stream when the device has one of its own (with access to
@@ -84,9 +93,7 @@ struct Executor::StepState {
 struct Executor::AsyncNode {
   AsyncNode(const Executor& executor, StepState& step, const PlanNode& pn)
       : reusable(pn.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
-        context(*pn.node, *pn.device, executor.resources_, step.step_id, step.values.data(),
-                executor.plan_.inputs_of(pn), step.values.data() + pn.first_output,
-                pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs) {}
+        context(executor.context_for(step, pn, reusable)) {}
 
   std::vector<bool> reusable;
   KernelContext context;
@@ -147,22 +154,22 @@ std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNod
   return reusable;
 }
 
+// The context of one run of the node's kernel (`reusable` as reusable_inputs found it, when the
+// kernel asks).
+KernelContext Executor::context_for(StepState& step, const PlanNode& pn, const std::vector<bool>& reusable) const {
+  return KernelContext(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
+                       step.values.data() + pn.first_output, pn.reuses_inputs ? &reusable : nullptr,
+                       pn.host_memory_outputs);
+}
+
 Status Executor::run_node(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
   if (pn.completes_later) return run_async_node_to_completion(step, index);
   Tensor* outputs = step.values.data() + pn.first_output;
   const std::vector<bool> reusable = pn.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
-  KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs);
+  KernelContext context = context_for(step, pn, reusable);
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
-  Status status;
-  try {
-    status = pn.fn(context);
-  } catch (const std::bad_alloc& e) {
-    status = out_of_memory(e);
-  } catch (const MemorySpaceError& e) {
-    status = memory_space_violation(e);
-  }
+  const Status status = call_kernel(pn.fn, context);
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
   if (!status.ok()) return status.with_context(describe(pn));
   return check_outputs(pn, outputs);
@@ -223,14 +230,7 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
     const bool timed = step.timeline != nullptr;
     call.start_ns = timed ? steady_now_ns() : 0;
-    Status status;
-    try {
-      status = pn.fn(call.context);
-    } catch (const std::bad_alloc& e) {
-      status = out_of_memory(e);
-    } catch (const MemorySpaceError& e) {
-      status = memory_space_violation(e);
-    }
+    Status status = call_kernel(pn.fn, call.context);
     call.end_ns = timed ? steady_now_ns() : 0;
     status = status.ok() ? check_outputs(pn, step.values.data() + pn.first_output) : status.with_context(describe(pn));
     if (!status.ok()) step.record(status);
@@ -243,9 +243,7 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
 Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) const {
   const PlanNode& pn = plan_.nodes[index];
   const std::vector<bool> reusable = pn.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
-  Tensor* outputs = step.values.data() + pn.first_output;
-  KernelContext context(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
-                        outputs, pn.reuses_inputs ? &reusable : nullptr, pn.host_memory_outputs);
+  KernelContext context = context_for(step, pn, reusable);
   std::promise<Status> finished;
   std::future<Status> result = finished.get_future();
   const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
@@ -253,7 +251,7 @@ Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) c
   const Status status = result.get();
   if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
   if (!status.ok()) return status.with_context(describe(pn));
-  return check_outputs(pn, outputs);
+  return check_outputs(pn, step.values.data() + pn.first_output);
 }
 
 Status Executor::check_outputs(const PlanNode& pn, const Tensor* outputs) const {

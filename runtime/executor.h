@@ -49,6 +49,7 @@ class Executor {
   void release_state(std::unique_ptr<StepState> state);
 
   std::vector<bool> reusable_inputs(const StepState& step, const PlanNode& pn) const;
+  KernelContext context_for(StepState& step, const PlanNode& pn, const std::vector<bool>& reusable) const;
   Status run_node(StepState& step, uint32_t index) const;
   void start_async_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
                         oneapi::tbb::task_group& tasks) const;

@@ -31,6 +31,9 @@ struct SessionResources {
   const CollectiveSet& collectives;
 };
 
+// Whether bit i of a KernelDef::host_memory_inputs or host_memory_outputs mask is set.
+inline bool in_host_memory(uint32_t mask, size_t i) { return i < 32 && (mask >> i & 1) != 0; }
+
 class KernelContext {
  public:
   KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t step_id,
@@ -61,7 +64,7 @@ class KernelContext {
   // A new uninitialised output tensor in this device's memory (in host memory for the outputs its
   // kernel declares host_memory_outputs).
   Tensor& allocate_output(size_t i, DType dtype, const TensorShape& shape) {
-    const bool on_host = i < 32 && (host_memory_outputs_ >> i & 1) != 0;
+    const bool on_host = in_host_memory(host_memory_outputs_, i);
     outputs_[i] = Tensor::empty(on_host ? host_allocator() : device_.allocator(), dtype, shape);
     return outputs_[i];
   }

@@ -12,27 +12,26 @@ using graph::ValueRef;
 
 namespace {
 
-bool has_bit(uint32_t mask, size_t i) { return i < 32 && (mask >> i & 1) != 0; }
-
-const KernelDef* kernel_of(const graph::Node& node, const KernelRegistry& kernels) {
-  return kernels.find(node.op, node.device->kind);
+// Where argument `i` of placed node `node` lives: host memory when its kernel says so in `mask`
+// (KernelDef::host_memory_inputs or host_memory_outputs), else its device's memory.
+MemorySpace argument_memory_space(const graph::Node& node, size_t i, uint32_t KernelDef::*mask,
+                                  const KernelRegistry& kernels, const DeviceSet& devices) {
+  const KernelDef* kernel = kernels.find(node.op, node.device->kind);
+  if (kernel != nullptr && in_host_memory(kernel->*mask, i)) return MemorySpace::host_memory();
+  return devices.find(*node.device)->memory_space();
 }
 
 // The memory space input `input` of placed node `node` must be in.
 MemorySpace input_memory_space(const graph::Node& node, size_t input, const KernelRegistry& kernels,
                                const DeviceSet& devices) {
-  const KernelDef* kernel = kernel_of(node, kernels);
-  if (kernel != nullptr && has_bit(kernel->host_memory_inputs, input)) return MemorySpace::host_memory();
-  return devices.find(*node.device)->memory_space();
+  return argument_memory_space(node, input, &KernelDef::host_memory_inputs, kernels, devices);
 }
 
 }  // namespace
 
 MemorySpace value_memory_space(const graph::Node& node, size_t output, const KernelRegistry& kernels,
                                const DeviceSet& devices) {
-  const KernelDef* kernel = kernel_of(node, kernels);
-  if (kernel != nullptr && has_bit(kernel->host_memory_outputs, output)) return MemorySpace::host_memory();
-  return devices.find(*node.device)->memory_space();
+  return argument_memory_space(node, output, &KernelDef::host_memory_outputs, kernels, devices);
 }
 
 graph::Status place_nodes(graph::Graph& graph, const KernelRegistry& kernels, const DeviceSet& devices,

@@ -15,7 +15,7 @@ namespace mirra::runtime {
 namespace {
 
 // The devices the graph names, with the default device, and cpu:0 where soft placement may move
-// nodes. Logical CPU devices cpu:0 .. cpu:N all exist up to the highest named (as before devices had kinds).
+// nodes. The logical CPU devices cpu:0 .. cpu:N all exist up to the highest one named.
 std::vector<graph::DeviceId> devices_needed(const graph::Graph& graph, const SessionOptions& options) {
   std::set<graph::DeviceId> ids{options.default_device};
   if (options.soft_placement) ids.insert({DeviceKind::cpu, 0});
