@@ -5,10 +5,10 @@ namespace mirra::runtime {
 
 std::string MemorySpace::to_string() const { return host ? "host memory" : device.to_string() + " memory"; }
 
-ScopedMemoryAccess::ScopedMemoryAccess(const MemorySpace& space, bool host_too)
+ScopedMemoryAccess::ScopedMemoryAccess(const MemoryAccess& access)
     : previous_space_(detail::t_device_space), previous_host_(detail::t_host_too) {
-  detail::t_device_space = &space;
-  detail::t_host_too = host_too;
+  detail::t_device_space = access.device_space;
+  detail::t_host_too = access.host_too;
 }
 
 ScopedMemoryAccess::~ScopedMemoryAccess() {

@@ -10,6 +10,7 @@
 #include <compare>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "graph/device_id.h"
 
@@ -34,11 +35,19 @@ class MemorySpaceError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// What a thread may touch: a device's memory (none for host code) and whether host memory too.
+struct MemoryAccess {
+  const MemorySpace* device_space = nullptr;
+  bool host_too = true;
+};
+
 // While alive, the current thread runs work of the device owning `space` (a stream's worker), and
 // may touch host memory too when `host_too` (copies, host-memory arguments). Nests.
 class ScopedMemoryAccess {
  public:
-  ScopedMemoryAccess(const MemorySpace& space, bool host_too);
+  ScopedMemoryAccess(const MemorySpace& space, bool host_too) : ScopedMemoryAccess(MemoryAccess{&space, host_too}) {}
+  // `access.device_space` must outlive this scope.
+  explicit ScopedMemoryAccess(const MemoryAccess& access);
   ~ScopedMemoryAccess();
   ScopedMemoryAccess(const ScopedMemoryAccess&) = delete;
   ScopedMemoryAccess& operator=(const ScopedMemoryAccess&) = delete;
@@ -53,6 +62,18 @@ namespace detail {
 inline thread_local const MemorySpace* t_device_space = nullptr;
 inline thread_local bool t_host_too = true;
 }  // namespace detail
+
+inline MemoryAccess current_memory_access() { return {detail::t_device_space, detail::t_host_too}; }
+
+// `body`, made to run with the calling thread's MemoryAccess on whichever thread runs it: a parallel
+// loop inside a device's work hands its tasks to other oneTBB threads, which work for that device too.
+template <class Body>
+auto with_memory_access_of_caller(Body body) {
+  return [access = current_memory_access(), body = std::move(body)](auto&&... args) {
+    ScopedMemoryAccess scope(access);
+    return body(std::forward<decltype(args)>(args)...);
+  };
+}
 
 // Whether the current thread may touch memory in `space`: host code (no ScopedMemoryAccess) touches
 // host memory only; a stream's work touches its device's memory, and host memory when allowed.

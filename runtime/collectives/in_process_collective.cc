@@ -169,6 +169,16 @@ void reduce_range(const std::vector<const T*>& in, T* acc, int64_t begin, int64_
   }
 }
 
+// body(i) for every i in [0, n), on oneTBB threads that may touch what the calling participant may
+// (its device's memory when it runs on a device's stream).
+template <class Body>
+void for_each_in_parallel(size_t n, const Body& body) {
+  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<size_t>(0, n, 1),
+                            with_memory_access_of_caller([&](const oneapi::tbb::blocked_range<size_t>& range) {
+                              for (size_t i = range.begin(); i < range.end(); ++i) body(i);
+                            }));
+}
+
 // Chunks of tensors of one bucket: (tensor, first element, end element).
 struct Chunk {
   size_t tensor;
@@ -193,14 +203,12 @@ void run_all_reduce(const std::vector<Arrival>& arrivals) {
     const int64_t n = first.inputs[j].num_elements();
     for (int64_t begin = 0; begin < n; begin += kChunk) chunks.push_back({j, begin, std::min(n, begin + kChunk)});
   }
-  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<size_t>(0, chunks.size(), 1), [&](const auto& range) {
-    for (size_t c = range.begin(); c < range.end(); ++c) {
-      const Chunk& chunk = chunks[c];
-      if (first.inputs[chunk.tensor].dtype() == graph::DType::f32) {
-        run_all_reduce_tensor<float>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
-      } else {
-        run_all_reduce_tensor<double>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
-      }
+  for_each_in_parallel(chunks.size(), [&](size_t c) {
+    const Chunk& chunk = chunks[c];
+    if (first.inputs[chunk.tensor].dtype() == graph::DType::f32) {
+      run_all_reduce_tensor<float>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
+    } else {
+      run_all_reduce_tensor<double>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
     }
   });
 }
@@ -220,21 +228,19 @@ void run_reduce_scatter(const std::vector<Arrival>& arrivals) {
   }
   std::vector<int64_t> share_begin(static_cast<size_t>(group), 0);
   for (int64_t p = 1; p < group; ++p) share_begin[p] = share_begin[p - 1] + participant_share(n, group, p - 1);
-  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<size_t>(0, chunks.size(), 1), [&](const auto& range) {
-    for (size_t c = range.begin(); c < range.end(); ++c) {
-      const Chunk& chunk = chunks[c];
-      const auto run = [&]<class T>() {
-        std::vector<const T*> in;
-        for (const Arrival& a : arrivals) in.push_back(a.inputs[0].template data<T>());
-        // The output holds the share from its first element: shift it so element indices line up.
-        T* out = arrivals[chunk.tensor].outputs[0].template mutable_data<T>() - share_begin[chunk.tensor];
-        reduce_range<T>(in, out, chunk.begin, chunk.end, arrivals[0].reduction, {});
-      };
-      if (arrivals[0].inputs[0].dtype() == graph::DType::f32) {
-        run.template operator()<float>();
-      } else {
-        run.template operator()<double>();
-      }
+  for_each_in_parallel(chunks.size(), [&](size_t c) {
+    const Chunk& chunk = chunks[c];
+    const auto run = [&]<class T>() {
+      std::vector<const T*> in;
+      for (const Arrival& a : arrivals) in.push_back(a.inputs[0].template data<T>());
+      // The output holds the share from its first element: shift it so element indices line up.
+      T* out = arrivals[chunk.tensor].outputs[0].template mutable_data<T>() - share_begin[chunk.tensor];
+      reduce_range<T>(in, out, chunk.begin, chunk.end, arrivals[0].reduction, {});
+    };
+    if (arrivals[0].inputs[0].dtype() == graph::DType::f32) {
+      run.template operator()<float>();
+    } else {
+      run.template operator()<double>();
     }
   });
 }
@@ -242,7 +248,7 @@ void run_reduce_scatter(const std::vector<Arrival>& arrivals) {
 void run_all_gather(const std::vector<Arrival>& arrivals) {
   const size_t group = arrivals.size();
   for (size_t j = 0; j < arrivals[0].inputs.size(); ++j) {
-    oneapi::tbb::parallel_for(size_t{0}, group * group, [&](size_t task) {
+    for_each_in_parallel(group * group, [&](size_t task) {
       const size_t to = task / group, from = task % group;
       size_t offset = 0;
       for (size_t p = 0; p < from; ++p) offset += arrivals[p].inputs[j].byte_size();
@@ -255,7 +261,7 @@ void run_all_gather(const std::vector<Arrival>& arrivals) {
 
 void run_broadcast(const std::vector<Arrival>& arrivals) {
   const Arrival& root = arrivals[static_cast<size_t>(arrivals[0].root)];
-  oneapi::tbb::parallel_for(size_t{0}, arrivals.size(), [&](size_t p) {
+  for_each_in_parallel(arrivals.size(), [&](size_t p) {
     for (size_t j = 0; j < root.inputs.size(); ++j) {
       const Tensor& from = root.inputs[j];
       Tensor& to = arrivals[p].outputs[j];

@@ -1,6 +1,7 @@
 // Devices, streams and memory spaces: events order work across streams; cpu_async memory is refused
 // to host code, and a deliberately wrong kernel that touches host memory from a device's stream fails
-// its step with an error naming the node; freeing is stream-ordered (a buffer dropped by the host
+// its step with an error naming the node, while the threads of a parallel loop inside a device's work
+// may touch its memory; freeing is stream-ordered (a buffer dropped by the host
 // while queued work still reads it returns to the pool only after that work, which AddressSanitizer
 // would report otherwise); placement inserts copies between memory spaces, refuses a device without
 // a kernel (or dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
@@ -9,12 +10,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "graph/print.h"
+#include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/registry.h"
+#include "runtime/collectives/in_process_collective.h"
 #include "runtime/cpu/caching_allocator.h"
 #include "runtime/session.h"
 
@@ -153,6 +158,53 @@ TEST_CASE("Devices.cpu_async.frees_in_stream_order") {
   CHECK(sum == 4096);
   CHECK(device.allocator()->stats().bytes_in_use == in_use - CachingAllocator::size_class(4096 * sizeof(float)));
   CHECK(device.allocator()->stats().bytes_cached == CachingAllocator::size_class(4096 * sizeof(float)));
+}
+
+// A device's work may run a parallel loop: oneTBB hands its tasks to other threads, which touch the
+// device's memory for it (a kernel's loop, the in-process all-reduce of an AllReduce node).
+TEST_CASE("Devices.parallel_loops_in_device_work.touch_the_device_memory_from_every_thread") {
+  DeviceSet devices = DeviceSet::create({kAsync0});
+  const Device& device = *devices.find(kAsync0);
+  const MemorySpace space = device.memory_space();
+  constexpr int64_t kElements = int64_t{1} << 21;  // 32 all-reduce chunks
+  std::vector<Tensor> inputs, outputs;
+  for (int p = 0; p < 2; ++p) {
+    inputs.push_back(device.copy_from_host(Tensor::from<float>({kElements}, std::vector<float>(kElements, p + 1.0f))));
+    outputs.push_back(Tensor::empty(device.allocator(), DType::f32, {kElements}));
+  }
+  std::mutex mutex;
+  std::set<std::thread::id> loop_threads;
+  std::string error;
+  InProcessCollective collective;
+  device.compute_stream().enqueue([&] {
+    ScopedMemoryAccess access(space, /*host_too=*/false);
+    try {
+      // The first task waits (a while at most) for another thread to take one, so the loop is shared.
+      ops::cpu::parallel_for(64, 1, [&](int64_t begin, int64_t) {
+        const auto waited_since = std::chrono::steady_clock::now();
+        while (begin == 0 && std::chrono::steady_clock::now() - waited_since < 5s) {
+          std::lock_guard lock(mutex);
+          if (loop_threads.size() > 1) break;
+        }
+        (void)inputs[0].data<float>()[begin];
+        std::lock_guard lock(mutex);
+        loop_threads.insert(std::this_thread::get_id());
+      });
+      for (int p = 0; p < 2; ++p) {
+        const CollectiveCall call{.group = "bucket", .instance = 0, .participant = p, .group_size = 2};
+        collective.all_reduce(call, Reduction::sum, std::span(&inputs[p], 1), std::span(&outputs[p], 1), [&](Status status) {
+          if (!status.ok()) error = status.message();
+        });
+      }
+    } catch (const MemorySpaceError& e) {
+      error = e.what();
+    }
+  });
+  device.compute_stream().synchronize();
+  CHECK_MESSAGE(error.empty(), error);
+  if (std::thread::hardware_concurrency() > 1) CHECK(loop_threads.size() > 1);
+  const std::vector<float> sums = device.copy_to_host(outputs[1]).to_vector<float>();
+  CHECK(std::all_of(sums.begin(), sums.end(), [](float v) { return v == 3.0f; }));
 }
 
 TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
