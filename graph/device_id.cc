@@ -8,7 +8,7 @@ namespace mirra::graph {
 std::string_view device_kind_name(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::cpu: return "cpu";
-    case DeviceKind::cuda: return "cuda";
+    case DeviceKind::gpu: return "gpu";
     case DeviceKind::cpu_async: return "cpu_async";
   }
   return "unknown";
@@ -27,9 +27,9 @@ Expected<DeviceId> DeviceId::parse(std::string_view text) {
   } else if (kind_text == "cpu_async") {
     id.kind = DeviceKind::cpu_async;
   } else if (kind_text == "cuda" || kind_text == "gpu") {
-    id.kind = DeviceKind::cuda;
+    id.kind = DeviceKind::gpu;
   } else {
-    return invalid_argument("device '" + std::string(text) + "': kind must be 'cpu', 'cpu_async' or 'cuda'");
+    return invalid_argument("device '" + std::string(text) + "': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
   }
   if (colon == std::string_view::npos) return id;
   const std::string_view number = text.substr(colon + 1);

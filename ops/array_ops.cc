@@ -7,6 +7,7 @@
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/element_copy.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -133,21 +134,6 @@ Status identity_kernel(KernelContext& ctx) {
 
 // ---- Cast ----
 
-// Converts one value; floats to integers saturate and NaN becomes 0 (a plain cast would be undefined).
-template <class To, class From>
-To convert(From value) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if (std::isnan(value)) return To(0);
-    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
-    return static_cast<To>(value);
-  } else {
-    return static_cast<To>(value);
-  }
-}
-
 Status cast_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, ctx.attr<graph::DType>("dtype"), x.shape());
@@ -156,7 +142,7 @@ Status cast_kernel(KernelContext& ctx) {
       const From* in = x.data<From>();
       To* out = y.mutable_data<To>();
       cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = convert<To>(in[i]);
+        for (int64_t i = begin; i < end; ++i) out[i] = math::convert<To>(in[i]);
       });
       return Status();
     });

@@ -5,6 +5,7 @@
 #include "ops/cpu/broadcast.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/reduce.h"
+#include "ops/elementwise_math.h"
 #include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
@@ -18,21 +19,12 @@ using runtime::Tensor;
 
 namespace {
 
-struct Add { template <class T> static T apply(T x, T y) { return x + y; } };
-struct Sub { template <class T> static T apply(T x, T y) { return x - y; } };
-struct Mul { template <class T> static T apply(T x, T y) { return x * y; } };
-struct Div {
-  template <class T>
-  static T apply(T x, T y) {
-    // INT_MIN / -1 overflows (and traps); negate through unsigned instead, wrapping as Python's numpy does.
-    if constexpr (std::is_integral_v<T>) {
-      if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(x));
-    }
-    return x / y;
-  }
-};
-struct Maximum { template <class T> static T apply(T x, T y) { return (x < y || y != y) ? y : x; } };  // NaN wins, as in TensorFlow
-struct Equal { template <class T> static bool apply(T x, T y) { return x == y; } };
+using math::Add;
+using math::Div;
+using math::Equal;
+using math::Maximum;
+using math::Mul;
+using math::Sub;
 
 template <class Op>
 inline constexpr bool kToBool = std::is_same_v<Op, Equal>;

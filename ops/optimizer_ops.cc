@@ -5,6 +5,7 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -58,25 +59,20 @@ Status apply_momentum_kernel(KernelContext& ctx) {
     T* const v_data = variable.mutable_data<T>();
     T* const a_data = accumulator.mutable_data<T>();
     const T* const g_data = gradient.data<T>();
-    cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      // Distinct buffers (a variable, its slot, a gradient), so the loops vectorise.
-      T* __restrict v = v_data;
-      T* __restrict a = a_data;
-      const T* __restrict g = g_data;
-      if (nesterov) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T accumulated = m * a[i] + g[i];
-          a[i] = accumulated;
-          v[i] -= lr * (g[i] + m * accumulated);
-        }
-      } else {
-        for (int64_t i = begin; i < end; ++i) {
-          const T accumulated = m * a[i] + g[i];
-          a[i] = accumulated;
-          v[i] -= lr * accumulated;
-        }
-      }
-    });
+    const auto run = [&](const auto& update) {
+      cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        // Distinct buffers (a variable, its slot, a gradient), so the loops vectorise.
+        T* __restrict v = v_data;
+        T* __restrict a = a_data;
+        const T* __restrict g = g_data;
+        for (int64_t i = begin; i < end; ++i) update.apply(v[i], a[i], g[i]);
+      });
+    };
+    if (nesterov) {
+      run(math::MomentumUpdate<T, true>{lr, m});
+    } else {
+      run(math::MomentumUpdate<T, false>{lr, m});
+    }
     return Status();
   });
 }
@@ -98,8 +94,8 @@ Status apply_adam_kernel(KernelContext& ctx) {
     const T step_size = static_cast<T>(lr / correction1);
     const T inverse_sqrt_correction2 = static_cast<T>(1.0 / std::sqrt(correction2));
     const T decay = static_cast<T>(1.0 - lr * ctx.attr<double>("weight_decay"));
-    const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
-    const T epsilon = static_cast<T>(ctx.attr<double>("epsilon"));
+    const math::AdamUpdate<T> update{static_cast<T>(beta1), static_cast<T>(beta2), step_size, inverse_sqrt_correction2,
+                                     decay, static_cast<T>(ctx.attr<double>("epsilon"))};
     T* const v_data = variable.mutable_data<T>();
     T* const m1_data = first_moment.mutable_data<T>();
     T* const m2_data = second_moment.mutable_data<T>();
@@ -109,11 +105,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
       T* __restrict m1 = m1_data;
       T* __restrict m2 = m2_data;
       const T* __restrict g = g_data;
-      for (int64_t i = begin; i < end; ++i) {
-        m1[i] = b1 * m1[i] + (T(1) - b1) * g[i];
-        m2[i] = b2 * m2[i] + (T(1) - b2) * g[i] * g[i];
-        v[i] = decay * v[i] - step_size * m1[i] / (std::sqrt(m2[i]) * inverse_sqrt_correction2 + epsilon);
-      }
+      for (int64_t i = begin; i < end; ++i) update.apply(v[i], m1[i], m2[i], g[i]);
     });
     return Status();
   });

@@ -2,6 +2,9 @@
 #include "ops/registry.h"
 
 #include "ops/op_families.h"
+#if MIRRA_WITH_CUDA
+#include "ops/cuda/cuda_kernels.h"
+#endif
 
 namespace mirra::ops {
 
@@ -22,6 +25,9 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_copy_ops(schemas, kernels);
   // The asynchronous CPU device runs the CPU kernels, on its stream.
   kernels.add_all(graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
+#if MIRRA_WITH_CUDA
+  register_cuda_kernels(kernels);
+#endif
 }
 
 namespace {

@@ -1,8 +1,9 @@
-// Unary element-wise ops: one functor each, one shared schema and kernel template.
+// Unary element-wise ops: one functor each (ops/elementwise_math.h), one shared schema and kernel template.
 #include <cmath>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise_math.h"
 #include "ops/elementwise_ops.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
@@ -15,15 +16,15 @@ using runtime::Tensor;
 
 namespace {
 
-struct Neg { template <class T> static T apply(T x) { return -x; } };
-struct Exp { template <class T> static T apply(T x) { return std::exp(x); } };
-struct Log { template <class T> static T apply(T x) { return std::log(x); } };
-struct Sqrt { template <class T> static T apply(T x) { return std::sqrt(x); } };
-struct Rsqrt { template <class T> static T apply(T x) { return T(1) / std::sqrt(x); } };
-struct Square { template <class T> static T apply(T x) { return x * x; } };
-struct Relu { template <class T> static T apply(T x) { return x > T(0) ? x : T(0); } };
-struct Sigmoid { template <class T> static T apply(T x) { return T(1) / (T(1) + std::exp(-x)); } };
-struct Tanh { template <class T> static T apply(T x) { return std::tanh(x); } };
+using math::Exp;
+using math::Log;
+using math::Neg;
+using math::Relu;
+using math::Rsqrt;
+using math::Sigmoid;
+using math::Sqrt;
+using math::Square;
+using math::Tanh;
 
 template <class Op>
 Status unary_kernel(KernelContext& ctx) {
@@ -49,7 +50,7 @@ Status relu_grad_kernel(KernelContext& ctx) {
     const T* out = y.data<T>();
     T* d = dx.mutable_data<T>();
     cpu::parallel_for(dy.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) d[i] = out[i] > T(0) ? g[i] : T(0);
+      for (int64_t i = begin; i < end; ++i) d[i] = math::relu_grad(g[i], out[i]);
     });
     return Status();
   });

@@ -18,6 +18,7 @@ struct AllocatorStats {
   size_t bytes_cached = 0;  // freed blocks kept for reuse
   size_t allocations = 0;   // requests served
   size_t cache_hits = 0;    // requests served from the cache
+  size_t system_allocations = 0;  // blocks taken from the system (operator new, cudaMalloc)
 };
 
 class Allocator {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/cpu/caching_allocator.h"
+#include "runtime/gpu_devices.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
@@ -28,6 +29,11 @@ graph::Status Device::supports(const graph::Node& node, const KernelRegistry& ke
                                 node.op + "' does not take " + std::string(graph::dtype_name(dtype)));
   }
   return graph::Status();
+}
+
+const std::shared_ptr<Allocator>& Device::host_memory_allocator() const {
+  static const std::shared_ptr<Allocator> host = host_allocator();
+  return host;
 }
 
 namespace {
@@ -65,6 +71,13 @@ DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::
       auto stream = std::make_shared<WorkerStream>(id.to_string());
       auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, MemorySpace::of_device(id), stream);
       set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device));
+    } else if (id.kind == DeviceKind::gpu) {
+      graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal);
+      if (gpu.ok()) {
+        set.devices_.push_back(std::move(*gpu));
+      } else if (set.status_.ok()) {
+        set.status_ = gpu.status();
+      }
     } else {
       MIRRA_CHECK(id.kind == DeviceKind::cpu, "no device of kind " + std::string(graph::device_kind_name(id.kind)));
       set.devices_.push_back(std::make_unique<Device>(id, std::make_shared<CachingAllocator>(id.to_string(), budget),

@@ -1,5 +1,6 @@
 // Device and DeviceSet: a device is where kernels run and tensors live: an allocator for its memory
-// space, a compute stream, and the threads one kernel may use. Two kinds exist on the CPU:
+// space, a compute stream, and the threads one kernel may use. Two kinds exist on the CPU, and GPUs
+// (gpu:<i>, runtime/cuda/gpu_device.h) in a build with CUDA:
 //   - cpu:<i>, logical CPU devices: host memory, an inline stream (work runs on the executor's
 //     thread); replicas of a strategy on one machine.
 //   - cpu_async:<i>: the same CPU kernels, but run in order on a stream thread of its own, in a
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "graph/device_id.h"
@@ -29,11 +31,22 @@ using graph::DeviceKind;
 class KernelRegistry;
 class Tensor;
 
+// A device failure where no Status can be returned (a copy, a kernel's allocation); the executor and
+// the session turn it back into its status.
+class DeviceError : public std::runtime_error {
+ public:
+  explicit DeviceError(graph::Status status) : std::runtime_error(status.message()), status_(std::move(status)) {}
+  const graph::Status& status() const { return status_; }
+
+ private:
+  graph::Status status_;
+};
+
 class Device {
  public:
   Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads = 1);
   // Finishes the work on its stream first.
-  ~Device();
+  virtual ~Device();
 
   DeviceId id() const { return id_; }
   const std::shared_ptr<Allocator>& allocator() const { return allocator_; }
@@ -41,6 +54,10 @@ class Device {
   // Threads one kernel may use inside itself (oneDNN's OpenMP team): the session's threads shared
   // equally among its logical devices, so replicas running side by side do not oversubscribe cores.
   int intra_op_threads() const { return intra_op_threads_; }
+
+  // Where its kernels' host-memory outputs live (a GPU's are pinned, so copies into them run
+  // asynchronously).
+  virtual const std::shared_ptr<Allocator>& host_memory_allocator() const;
 
   // Where the device's kernels run, in order.
   Stream& compute_stream() const { return *stream_; }
@@ -53,9 +70,9 @@ class Device {
 
   // `tensor` (in this device's memory or the host's) copied into host memory, after the work
   // enqueued so far; the caller waits for it.
-  Tensor copy_to_host(const Tensor& tensor) const;
+  virtual Tensor copy_to_host(const Tensor& tensor) const;
   // `tensor` (in host memory) copied into this device's memory; the caller waits for it.
-  Tensor copy_from_host(const Tensor& tensor) const;
+  virtual Tensor copy_from_host(const Tensor& tensor) const;
 
  private:
   DeviceId id_;
@@ -67,7 +84,8 @@ class Device {
 class DeviceSet {
  public:
   // One device per id, sharing `threads` threads and, when given, one memory budget (they share the
-  // host's memory). Ids must be cpu or cpu_async.
+  // host's memory; a GPU's own memory is not counted). A GPU that cannot be opened (none there, a
+  // build without CUDA) is left out, and status() says why.
   static DeviceSet create(const std::vector<DeviceId>& ids, int threads = 1,
                           std::shared_ptr<MemoryBudget> budget = nullptr);
   // `count` logical CPU devices cpu:0 .. cpu:count-1.
@@ -77,9 +95,12 @@ class DeviceSet {
   // The device whose memory `space` is (null for host memory).
   Device* owner_of(const MemorySpace& space) const;
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  // Ok, or why a device asked for could not be opened (unavailable).
+  const graph::Status& status() const { return status_; }
 
  private:
   std::vector<std::unique_ptr<Device>> devices_;
+  graph::Status status_;
 };
 
 }  // namespace mirra::runtime

@@ -37,6 +37,8 @@ Status call_kernel(KernelFn fn, KernelContext& context) {
     return out_of_memory(e);
   } catch (const MemorySpaceError& e) {
     return memory_space_violation(e);
+  } catch (const DeviceError& e) {
+    return e.status();
   }
 }
 
@@ -49,7 +51,16 @@ void invoke_kernel(const KernelDef& kernel, KernelContext& context, const Kernel
     done(out_of_memory(e));
   } catch (const MemorySpaceError& e) {
     done(memory_space_violation(e));
+  } catch (const DeviceError& e) {
+    done(e.status());
   }
+}
+
+// Reports a kernel's work on `device`'s stream done once the device ran it (a GPU kernel only
+// launched it), with the device's error if it reported one.
+void report_when_device_done(const Device& device, Status status, const KernelDone& done) {
+  if (!status.ok()) return done(std::move(status));
+  device.compute_stream().when_device_done(done);
 }
 
 // Runs the node's kernel: on its device's stream when the device has one of its own (with access to
@@ -59,7 +70,8 @@ void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
   pn.device->compute_stream().enqueue([&pn, &context, done = std::move(done)] {
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
-    invoke_kernel(*pn.kernel, context, done);
+    invoke_kernel(*pn.kernel, context,
+                  [&pn, done](Status status) { report_when_device_done(*pn.device, std::move(status), done); });
   });
 }
 
@@ -233,8 +245,18 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
     Status status = call_kernel(pn.fn, call.context);
     call.end_ns = timed ? steady_now_ns() : 0;
     status = status.ok() ? check_outputs(pn, step.values.data() + pn.first_output) : status.with_context(describe(pn));
-    if (!status.ok()) step.record(status);
-    done(std::move(status));
+    if (!status.ok()) {
+      step.record(status);
+      return done(std::move(status));
+    }
+    // Host consumers and the release of inputs wait until the device ran the kernel's work.
+    pn.device->compute_stream().when_device_done([this, &step, &pn, done](Status on_device) {
+      if (!on_device.ok()) {
+        on_device = on_device.with_context(describe(pn));
+        step.record(on_device);
+      }
+      done(std::move(on_device));
+    });
   });
   if (pn.records_event) step.events[index] = stream.record();
 }

@@ -5,7 +5,8 @@
 // (so the step waits for it), submitted to the arena by the callback, and no worker thread blocks
 // meanwhile. A kernel on a device with a stream of its own is done for its consumers on streams
 // when it is enqueued (they follow it on its stream, or wait for its event on theirs), and for the
-// others (and for releasing its inputs) when the stream has run it. The first error wins: the step stops scheduling, and the error names the node, its op
+// others (and for releasing its inputs) when the device has run it (a GPU kernel's launch returns
+// before). The first error wins: the step stops scheduling, and the error names the node, its op
 // and its device. Values are released as soon as their last consumer has run. In deterministic mode
 // nodes run one at a time in plan order on the calling thread. With a timeline requested, each
 // node's start and end times are recorded (what ran when, and what overlapped).

@@ -13,6 +13,12 @@ void KernelRegistry::add_all(graph::DeviceKind to, graph::DeviceKind from) {
   for (const std::string& op : ops(from)) add(op, to, *find(op, from));
 }
 
+void KernelRegistry::share(std::string_view op, graph::DeviceKind to, graph::DeviceKind from) {
+  const KernelDef* kernel = find(op, from);
+  MIRRA_CHECK(kernel != nullptr, "no kernel to share: " + std::string(op));
+  add(op, to, *kernel);
+}
+
 const KernelDef* KernelRegistry::find(std::string_view op, graph::DeviceKind kind) const {
   auto it = kernels_.find(std::pair{std::string(op), kind});
   return it == kernels_.end() ? nullptr : &it->second;

@@ -65,7 +65,7 @@ class KernelContext {
   // kernel declares host_memory_outputs).
   Tensor& allocate_output(size_t i, DType dtype, const TensorShape& shape) {
     const bool on_host = in_host_memory(host_memory_outputs_, i);
-    outputs_[i] = Tensor::empty(on_host ? host_allocator() : device_.allocator(), dtype, shape);
+    outputs_[i] = Tensor::empty(on_host ? device_.host_memory_allocator() : device_.allocator(), dtype, shape);
     return outputs_[i];
   }
   // An output allocated or set before.
@@ -135,6 +135,8 @@ class KernelRegistry {
   void add(std::string_view op, graph::DeviceKind kind, KernelDef def);
   // Every kernel of kind `from` also for kind `to` (a device kind that runs another's kernels).
   void add_all(graph::DeviceKind to, graph::DeviceKind from);
+  // `op`'s kernel of kind `from` also for kind `to` (a kernel that never touches elements: views).
+  void share(std::string_view op, graph::DeviceKind to, graph::DeviceKind from);
   const KernelDef* find(std::string_view op, graph::DeviceKind kind) const;
   // Ops with a kernel for `kind`, sorted.
   std::vector<std::string> ops(graph::DeviceKind kind) const;

@@ -11,7 +11,7 @@ namespace mirra::runtime {
 
 namespace {
 
-using Wide = __int128;
+__extension__ typedef __int128 Wide;  // a GCC and clang extension: say so, for -Wpedantic
 constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
 int64_t clamp_bytes(Wide bytes) { return bytes > kMaxBytes ? kMaxBytes : static_cast<int64_t>(bytes); }

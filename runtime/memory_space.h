@@ -46,6 +46,7 @@ struct MemoryAccess {
 class ScopedMemoryAccess {
  public:
   ScopedMemoryAccess(const MemorySpace& space, bool host_too) : ScopedMemoryAccess(MemoryAccess{&space, host_too}) {}
+  ScopedMemoryAccess(MemorySpace&& space, bool host_too) = delete;  // it would outlive the temporary
   // `access.device_space` must outlive this scope.
   explicit ScopedMemoryAccess(const MemoryAccess& access);
   ~ScopedMemoryAccess();

@@ -59,7 +59,9 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
     : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
       devices_(DeviceSet::create(devices_needed(graph, options), session_threads(options),
                                  options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr)),
-      prepared_(prepare_graph(graph_, kernels, devices_, {options.default_device, options.soft_placement})),
+      prepared_(devices_.status().ok()
+                    ? prepare_graph(graph_, kernels, devices_, {options.default_device, options.soft_placement})
+                    : devices_.status()),
       collectives_(session_collectives(options)), resources_{variables_, collectives_},
       arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
 
@@ -125,7 +127,11 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
     fed.push_back(*id);
     // A value fed to a node whose output lives in device memory goes there first.
     const MemorySpace space = value_memory_space(node, 0, kernels_, devices_);
-    fed_values.push_back(space.host ? value : devices_.owner_of(space)->copy_from_host(value));
+    try {
+      fed_values.push_back(space.host ? value : devices_.owner_of(space)->copy_from_host(value));
+    } catch (const DeviceError& e) {
+      return e.status().with_context("feed '" + name + "'");
+    }
   }
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
@@ -140,7 +146,11 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
     last_timeline_ = std::move(timeline);
   }
   if (result.ok()) {
-    for (Tensor& fetched : *result) fetched = to_host(fetched);
+    try {
+      for (Tensor& fetched : *result) fetched = to_host(fetched);
+    } catch (const DeviceError& e) {
+      return e.status().with_context("fetching the step's results");
+    }
   }
   return result;
 }

@@ -68,10 +68,11 @@ class Session {
   // The graph as prepared: placed, with copies between memory spaces.
   const graph::Graph& graph() const { return graph_; }
   VariableStore& variables() { return variables_; }
-  // A variable's value in host memory (copied from its device's), or nothing when it does not exist yet.
+  // A variable's value in host memory (copied from its device's), or nothing when it does not exist
+  // yet. A failed device copy throws DeviceError.
   std::optional<Tensor> read_variable(const std::string& name) const;
   // Sets a variable from a host tensor, into the memory of the device of the Variable node of that
-  // name (host memory when there is none).
+  // name (host memory when there is none). A failed device copy throws DeviceError.
   void assign_variable(const std::string& name, const Tensor& value);
   const DeviceSet& devices() const { return devices_; }
 

@@ -2,7 +2,7 @@
 // stream; it completes when the work enqueued before it has run, and other streams (wait) or the
 // host (wait, then) can order themselves after it. InlineStream runs work at once on the caller's
 // thread (the CPU device); WorkerStream runs it in order on a thread of its own (the cpu_async
-// device, and the model of a GPU stream).
+// device, and the model of a GPU stream); runtime/cuda/gpu_stream.h is the GPU's.
 //
 //   device.compute_stream().enqueue([&] { ... });
 //   auto done = device.compute_stream().record();
@@ -18,10 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "graph/status.h"
+
 namespace mirra::runtime {
 
 class Event {
  public:
+  virtual ~Event() = default;
   bool done() const;
   // Blocks until the event completes.
   void wait() const;
@@ -47,11 +50,15 @@ class Stream {
   virtual void enqueue(std::function<void()> work) = 0;
 
   // An event that completes when the work enqueued so far has run.
-  std::shared_ptr<Event> record();
+  virtual std::shared_ptr<Event> record();
   // Work enqueued later waits for `event` (from any stream) first.
-  void wait(std::shared_ptr<Event> event);
+  virtual void wait(std::shared_ptr<Event> event);
   // Blocks the caller until everything enqueued so far has run.
   void synchronize();
+  // Called from work on this stream: runs `callback` once that work and everything before it are
+  // complete on the device, with the error the device reported, if any. Work on a CPU stream is
+  // complete when it returns (so: at once); work on a GPU stream only launched the device's work.
+  virtual void when_device_done(std::function<void(graph::Status)> callback) { callback(graph::Status()); }
 };
 
 class InlineStream final : public Stream {

@@ -1,6 +1,7 @@
 // The three strategies as thin adapters from their config to a rewrite, and the factory.
 #include "strategies/strategy.h"
 
+#include "runtime/gpu_devices.h"
 #include "strategies/one_device.h"
 #include "strategies/replicate.h"
 
@@ -70,9 +71,13 @@ graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& c
   StrategyConfig resolved = config;
   if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy);
   for (const graph::DeviceId& device : resolved.devices) {
-    if (device.kind == graph::DeviceKind::cuda) {
-      return graph::unavailable("strategy " + resolved.strategy + ": device " + device.to_string() +
-                                " is not available (this build runs on cpu and cpu_async devices)");
+    if (device.kind != graph::DeviceKind::gpu) continue;
+    const graph::Expected<std::vector<runtime::GpuInfo>> gpus = runtime::list_gpus();
+    const std::string where = "strategy " + resolved.strategy + ": device " + device.to_string() + " is not available";
+    if (!gpus.ok()) return graph::unavailable(where + " (" + gpus.status().message() + ")");
+    if (device.ordinal >= static_cast<int>(gpus->size())) {
+      return graph::unavailable(where + " (this machine has " + std::to_string(gpus->size()) + " GPU" +
+                                (gpus->size() == 1 ? ")" : "s)"));
     }
   }
   if (resolved.strategy == "one_device") {

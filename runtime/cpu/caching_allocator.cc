@@ -1,4 +1,4 @@
-// CachingAllocator: size classes, free lists and statistics; host_allocator().
+// CachingAllocator: size classes, free lists and statistics; host RAM as system memory; host_allocator().
 #include "runtime/cpu/caching_allocator.h"
 
 #include <bit>
@@ -23,6 +23,24 @@
 
 namespace mirra::runtime {
 
+namespace {
+
+class HostMemory final : public SystemMemory {
+ public:
+  // The nothrow new, because AddressSanitizer's throwing one aborts.
+  void* allocate(size_t bytes) noexcept override {
+    return ::operator new(bytes, std::align_val_t{kTensorAlignment}, std::nothrow);
+  }
+  void free(void* block, size_t) noexcept override { ::operator delete(block, std::align_val_t{kTensorAlignment}); }
+};
+
+}  // namespace
+
+CachingAllocator::CachingAllocator(std::string name, std::shared_ptr<MemoryBudget> budget, MemorySpace space,
+                                   std::shared_ptr<Stream> free_after, std::shared_ptr<SystemMemory> system)
+    : name_(std::move(name)), budget_(std::move(budget)), space_(space), free_after_(std::move(free_after)),
+      system_(system ? std::move(system) : std::make_shared<HostMemory>()) {}
+
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes <= kTensorAlignment) return kTensorAlignment;
   const size_t power = std::bit_ceil(bytes);
@@ -45,7 +63,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       it->second.pop_back();
       stats_.bytes_cached -= size;
       ++stats_.cache_hits;
-      MIRRA_UNPOISON(block, size);
+      if (system_->host_addressable()) MIRRA_UNPOISON(block, size);
       return block;
     }
   }
@@ -61,11 +79,11 @@ void* CachingAllocator::allocate(size_t bytes) {
 
 void* CachingAllocator::allocate_from_system(size_t size) {
   // Out of memory (or budget) with blocks cached: give them back and try once more, the cache may hold
-  // enough in other size classes. (The nothrow new, because AddressSanitizer's throwing one aborts.)
+  // enough in other size classes.
   const auto bytes = static_cast<int64_t>(size);
   const auto try_once = [&]() -> void* {
     if (budget_ && !budget_->reserve(bytes)) return nullptr;
-    void* block = ::operator new(size, std::align_val_t{kTensorAlignment}, std::nothrow);
+    void* block = system_->allocate(size);
     if (block == nullptr && budget_) budget_->release(bytes);
     return block;
   };
@@ -74,7 +92,11 @@ void* CachingAllocator::allocate_from_system(size_t size) {
     release_cache();
     block = try_once();
   }
-  if (block != nullptr) return block;
+  if (block != nullptr) {
+    std::lock_guard lock(mutex_);
+    ++stats_.system_allocations;
+    return block;
+  }
   if (budget_ && budget_->reserved() + bytes > budget_->limit()) {
     throw OutOfMemory(name_ + ": " + format_bytes(bytes) + " more would pass the memory limit of " +
                       format_bytes(budget_->limit()) + " (" + format_bytes(budget_->reserved()) + " held)");
@@ -96,7 +118,7 @@ void CachingAllocator::deallocate(void* data, size_t bytes) {
 }
 
 void CachingAllocator::return_to_cache(void* data, size_t size) {
-  MIRRA_POISON(data, size);
+  if (system_->host_addressable()) MIRRA_POISON(data, size);
   std::lock_guard lock(mutex_);
   stats_.bytes_in_use -= size;
   stats_.bytes_cached += size;
@@ -112,8 +134,8 @@ void CachingAllocator::release_cache() {
   std::lock_guard lock(mutex_);
   for (auto& [size, blocks] : free_blocks_) {
     for (void* block : blocks) {
-      MIRRA_UNPOISON(block, size);
-      ::operator delete(block, std::align_val_t{kTensorAlignment});
+      if (system_->host_addressable()) MIRRA_UNPOISON(block, size);
+      system_->free(block, size);
     }
     if (budget_) budget_->release(static_cast<int64_t>(size * blocks.size()));
   }

@@ -1,5 +1,5 @@
-// CachingAllocator: a CPU allocator that keeps freed blocks in size classes and hands them out again,
-// so a training loop stops calling the system allocator after its first step. Size classes are
+// CachingAllocator: an allocator that keeps freed blocks in size classes and hands them out again, so
+// a training loop stops calling the system allocator (or cudaMalloc) after its first step. Size classes are
 // 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself. For a device
 // with a stream of its own, freeing is stream-ordered: a freed block returns to the cache only once
 // the work enqueued on the stream before the free has run. Under AddressSanitizer cached blocks are
@@ -17,14 +17,27 @@
 
 namespace mirra::runtime {
 
+// Where a caching allocator's blocks come from and go back to: host RAM unless given (a GPU's
+// memory comes from cudaMalloc).
+class SystemMemory {
+ public:
+  virtual ~SystemMemory() = default;
+  // A block of `bytes` bytes aligned to kTensorAlignment, or null when refused.
+  virtual void* allocate(size_t bytes) noexcept = 0;
+  virtual void free(void* block, size_t bytes) noexcept = 0;
+  // Whether the host can address the blocks (then cached blocks are poisoned under ASan).
+  virtual bool host_addressable() const { return true; }
+};
+
 class CachingAllocator final : public Allocator, public std::enable_shared_from_this<CachingAllocator> {
  public:
   // With a budget, the blocks held from the system (in use and cached) count against it. The blocks
-  // come from host RAM and are tagged with `space` (a cpu_async device's memory is host RAM that
-  // host code may not touch). With `free_after`, blocks are freed in that stream's order.
+  // come from `system` (host RAM when null) and are tagged with `space` (a cpu_async device's memory
+  // is host RAM that host code may not touch). With `free_after`, blocks are freed in that stream's
+  // order (a GPU's allocator needs none: its kernels run in the order they allocate and free).
   explicit CachingAllocator(std::string name, std::shared_ptr<MemoryBudget> budget = nullptr,
-                            MemorySpace space = MemorySpace::host_memory(), std::shared_ptr<Stream> free_after = nullptr)
-      : name_(std::move(name)), budget_(std::move(budget)), space_(space), free_after_(std::move(free_after)) {}
+                            MemorySpace space = MemorySpace::host_memory(), std::shared_ptr<Stream> free_after = nullptr,
+                            std::shared_ptr<SystemMemory> system = nullptr);
   ~CachingAllocator() override;
 
   void* allocate(size_t bytes) override;
@@ -46,6 +59,7 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   std::shared_ptr<MemoryBudget> budget_;
   MemorySpace space_;
   std::shared_ptr<Stream> free_after_;
+  std::shared_ptr<SystemMemory> system_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size class
   AllocatorStats stats_;

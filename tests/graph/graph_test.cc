@@ -157,8 +157,9 @@ TEST_CASE("Graph.replace_all_uses.rewires_consumers") {
 TEST_CASE("DeviceId.parse_and_print") {
   CHECK(DeviceId::parse("cpu:3")->to_string() == "cpu:3");
   CHECK(DeviceId::parse("cpu")->ordinal == 0);
-  CHECK(DeviceId::parse("cuda:1")->kind == DeviceKind::cuda);
-  CHECK(DeviceId::parse("tpu:0").status().message() == "device 'tpu:0': kind must be 'cpu', 'cpu_async' or 'cuda'");
+  CHECK(DeviceId::parse("cuda:1")->kind == DeviceKind::gpu);
+  CHECK(DeviceId::parse("cuda:1")->to_string() == "gpu:1");
+  CHECK(DeviceId::parse("tpu:0").status().message() == "device 'tpu:0': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
   CHECK(DeviceId::parse("cpu_async:2")->to_string() == "cpu_async:2");
   CHECK_FALSE(DeviceId::parse("cpu:x").ok());
   CHECK_FALSE(DeviceId::parse("cpu:-1").ok());

@@ -3,7 +3,8 @@
 // fails the run when a registered op was never checked). It is also the backend conformance harness:
 // check_op runs every case on each device kind under test too (backends_under_test) and compares its
 // outputs with the CPU kernel's, within the case's tolerance; check_gradient does the same for the
-// gradient; coverage is kept per device kind.
+// gradient; coverage is kept per device kind, and an op without a kernel on a backend under test
+// fails the coverage check.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -26,8 +27,14 @@ using runtime::Tensor;
 using runtime::TensorShape;
 
 std::set<std::string>& checked_ops();
-// Device kinds whose kernels are checked against the CPU kernels: cpu_async here.
+// Device kinds whose kernels are checked against the CPU kernels: those MIRRA_CONFORMANCE_BACKENDS
+// lists ("cpu_async,gpu"), cpu_async by default.
 const std::vector<graph::DeviceKind>& backends_under_test();
+// A session on a backend under test: its device 0 by default, and the nodes it has no kernel for on
+// cpu:0 (a gradient graph may hold such ops; only the op under test must run on the backend).
+runtime::SessionOptions backend_session_options(graph::DeviceKind kind);
+// Whether `op` has a kernel for `kind`.
+bool has_kernel(graph::DeviceKind kind, const std::string& op);
 // Ops (and "<op> gradient"s) checked on `kind` against the CPU kernel.
 std::set<std::string>& conformance_checked(graph::DeviceKind kind);
 // Every output of `got` (run on `kind`) within `tolerance` of the CPU kernel's `want` (relative to

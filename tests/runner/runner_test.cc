@@ -291,7 +291,7 @@ TEST_CASE("Runner.cpu_async_devices.train_as_cpu_devices_do") {
 TEST_CASE("Runner.unavailable_device.exit_code_1_with_the_reason") {
   const Run r = run({"train", mlp_file(), "--devices", "gpu:0,gpu:1", "--steps", "1"}, "unavailable");
   CHECK(r.code == 1);
-  CHECK(r.err.find("mirra: error (unavailable): strategy mirrored: device cuda:0 is not available") != std::string::npos);
+  CHECK(r.err.find("mirra: error (unavailable): strategy mirrored: device gpu:0 is not available (") != std::string::npos);
 }
 
 TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {

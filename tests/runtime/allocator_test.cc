@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <new>
 
 #include "runtime/cpu/caching_allocator.h"
 #include "runtime/tensor.h"
@@ -39,6 +40,47 @@ TEST_CASE("CachingAllocator.reuses_freed_blocks_and_aligns_them") {
   CHECK(allocator->stats().bytes_cached == 1024);
   allocator->release_cache();
   CHECK(allocator->stats().bytes_cached == 0);
+}
+
+// System memory that counts what it hands out and refuses past a limit (as cudaMalloc does when the
+// device is full).
+class CountingMemory final : public SystemMemory {
+ public:
+  explicit CountingMemory(size_t limit) : limit_(limit) {}
+  void* allocate(size_t bytes) noexcept override {
+    if (held_ + bytes > limit_) return nullptr;
+    held_ += bytes;
+    ++allocations_;
+    return ::operator new(bytes, std::align_val_t{kTensorAlignment}, std::nothrow);
+  }
+  void free(void* block, size_t bytes) noexcept override {
+    held_ -= bytes;
+    ::operator delete(block, std::align_val_t{kTensorAlignment});
+  }
+  bool host_addressable() const override { return false; }  // as a GPU's: never poisoned
+  size_t held_ = 0, allocations_ = 0;
+
+ private:
+  size_t limit_;
+};
+
+TEST_CASE("CachingAllocator.takes_blocks_from_its_system_memory_and_counts_them") {
+  auto memory = std::make_shared<CountingMemory>(4096);
+  auto allocator = std::make_shared<CachingAllocator>("device", nullptr, MemorySpace::host_memory(), nullptr, memory);
+  void* block = allocator->allocate(1000);
+  CHECK(memory->allocations_ == 1);
+  allocator->deallocate(block, 1000);
+  CHECK(allocator->allocate(1000) == block);  // from the cache: the system is not asked again
+  CHECK(memory->allocations_ == 1);
+  CHECK(allocator->stats().system_allocations == 1);
+  // Full: the cached blocks go back and the request is retried once; then it fails naming the allocator.
+  void* second = allocator->allocate(2000);
+  CHECK(memory->held_ == 1024 + 2048);
+  CHECK_THROWS_WITH_AS(allocator->allocate(2000), doctest::Contains("device: the system refused 2.0 KiB"), OutOfMemory);
+  allocator->deallocate(second, 2000);
+  allocator->deallocate(block, 1000);
+  allocator->release_cache();
+  CHECK(memory->held_ == 0);
 }
 
 TEST_CASE("Tensor.buffers_are_shared_and_keep_their_allocator_alive") {

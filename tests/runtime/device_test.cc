@@ -21,6 +21,7 @@
 #include "ops/registry.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/cpu/caching_allocator.h"
+#include "runtime/gpu_devices.h"
 #include "runtime/session.h"
 
 namespace mirra::runtime {
@@ -205,6 +206,28 @@ TEST_CASE("Devices.parallel_loops_in_device_work.touch_the_device_memory_from_ev
   if (std::thread::hardware_concurrency() > 1) CHECK(loop_threads.size() > 1);
   const std::vector<float> sums = device.copy_to_host(outputs[1]).to_vector<float>();
   CHECK(std::all_of(sums.begin(), sums.end(), [](float v) { return v == 3.0f; }));
+}
+
+// Without a usable GPU (no device, no driver, or a build without CUDA), asking for one is an
+// unavailable error naming it: from the device set, and from a session whose graph names it.
+TEST_CASE("Devices.a_gpu_that_is_not_there.is_unavailable") {
+  if (list_gpus().ok()) return;  // the GPU tests (tests/gpu) cover a machine with one
+  const graph::DeviceId gpu{DeviceKind::gpu, 0};
+  DeviceSet devices = DeviceSet::create({gpu, {DeviceKind::cpu, 0}});
+  CHECK(devices.find(gpu) == nullptr);
+  CHECK(devices.find({DeviceKind::cpu, 0}) != nullptr);
+  CHECK(devices.status().code() == graph::StatusCode::unavailable);
+  CHECK(devices.status().message().starts_with("gpu:0: "));
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(gpu);
+  auto y = ops::relu(b, ops::placeholder(b, "x", DType::f32, {1}));
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels());
+  auto out = session.run({{"x", Tensor::from<float>({1}, {1})}}, {y});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == graph::StatusCode::unavailable);
+  CHECK(out.status().message().starts_with("gpu:0: "));
 }
 
 TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {

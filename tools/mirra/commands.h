@@ -41,9 +41,14 @@ struct InspectCommand {
   int64_t batch_size = 128;  // for the memory the summary plans
 };
 
+struct DevicesCommand {
+  bool json = false;
+};
+
 int run_train(const TrainCommand& command);
 int run_eval(const EvalCommand& command);
 int run_inspect(const InspectCommand& command);
+int run_devices(const DevicesCommand& command);
 
 // resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory).
 graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes);

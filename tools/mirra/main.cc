@@ -3,6 +3,7 @@
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
 //   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
+//   mirra devices [--json]
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 a device, peer, deadline or
 // internal failure (docs/cli.md).
 #include <CLI/CLI.hpp>
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
   runner::BenchCommands bench;
   runner::add_bench_commands(app, bench);
   auto* ops_app = app.add_subcommand("ops", "List the built-in ops, their inputs and attributes");
+  runner::DevicesCommand devices;
+  auto* devices_app = app.add_subcommand("devices", "The CPU and the GPUs of this machine, with the CUDA software versions");
+  devices_app->add_flag("--json", devices.json, "Print one JSON object");
 
   try {
     app.parse(argc, argv);
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
       std::printf("%s\n", runner::run_config_json(*config).c_str());
       return 0;
     }
+    if (*devices_app) return runner::run_devices(devices);
     if (*ops_app) {
       runner::print_ops();
       return 0;

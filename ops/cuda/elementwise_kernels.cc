@@ -1,0 +1,126 @@
+// GPU kernels of the element-wise ops, host side: shapes, broadcasting geometry, output allocation.
+#include "ops/cpu/broadcast.h"
+#include "ops/cuda/gpu_kernel.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+template <UnaryOp kOp>
+Status unary_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return launched(unary(kOp, x.dtype(), x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)), "unary");
+}
+
+Status relu_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  if (!(dy.shape() == y.shape())) return graph::invalid_argument("dy " + dy.type_string() + " and y " + y.type_string() + " differ");
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());
+  return launched(relu_grad(dy.dtype(), dy.raw_data(), y.raw_data(), dx.mutable_raw_data(), dy.num_elements(), stream_of(ctx)),
+                  "relu_grad");
+}
+
+// The strides of x and y over the broadcast output's dims (0 where broadcast).
+BroadcastGeometry broadcast_geometry(const TensorShape& x, const TensorShape& y, const TensorShape& out) {
+  BroadcastGeometry g;
+  g.rank = out.rank();
+  g.elements = out.num_elements();
+  int64_t sx = 1, sy = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    const int dx = d - (g.rank - x.rank()), dy = d - (g.rank - y.rank());
+    const int64_t dim_x = dx >= 0 ? x.dim(dx) : 1, dim_y = dy >= 0 ? y.dim(dy) : 1;
+    g.dims[d] = out.dim(d);
+    g.x_strides[d] = dim_x == 1 ? 0 : sx;
+    g.y_strides[d] = dim_y == 1 ? 0 : sy;
+    sx *= dim_x;
+    sy *= dim_y;
+  }
+  return g;
+}
+
+template <BinaryOp kOp>
+Status binary_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  const auto shape = cpu::broadcast_shape(x.shape(), y.shape());
+  if (!shape) {
+    return graph::invalid_argument("shapes " + x.shape().to_string() + " and " + y.shape().to_string() + " do not broadcast");
+  }
+  Tensor& out = ctx.allocate_output(0, kOp == BinaryOp::equal ? DType::boolean : x.dtype(), *shape);
+  return launched(binary(kOp, x.dtype(), x.raw_data(), y.raw_data(), out.mutable_raw_data(),
+                         broadcast_geometry(x.shape(), y.shape(), *shape), stream_of(ctx)),
+                  "binary");
+}
+
+Status bias_add_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& bias = ctx.input(1);
+  const int axis = ctx.attr<std::string>("data_format") == "NCHW" ? 1 : x.rank() - 1;
+  const int64_t channels = x.dim(axis);
+  if (bias.dim(0) != channels) {
+    return graph::invalid_argument("bias " + bias.type_string() + " does not match channel dim of " + x.type_string());
+  }
+  int64_t inner = 1;
+  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return launched(bias_add(x.dtype(), x.raw_data(), bias.raw_data(), y.mutable_raw_data(), x.num_elements(), channels,
+                           std::max<int64_t>(inner, 1), stream_of(ctx)),
+                  "bias_add");
+}
+
+Status cast_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, ctx.attr<DType>("dtype"), x.shape());
+  return launched(cast(x.dtype(), y.dtype(), x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)), "cast");
+}
+
+Status fill_kernel(KernelContext& ctx) {
+  Tensor& y = ctx.allocate_output(0, ctx.attr<DType>("dtype"), TensorShape(ctx.attr<graph::Shape>("shape").dims));
+  return launched(fill(y.dtype(), ctx.attr<double>("value"), y.mutable_raw_data(), y.num_elements(), stream_of(ctx)), "fill");
+}
+
+Status zeros_like_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  if (y.byte_size() == 0) return Status();
+  // All-zero bytes are 0 in every dtype.
+  MIRRA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(y.mutable_raw_data(), 0, y.byte_size(), stream_of(ctx)));
+  return Status();
+}
+
+}  // namespace
+
+void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
+  const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
+  const auto add_for_floats = [&](const char* op, runtime::KernelFn fn) { kernels.add(op, DeviceKind::gpu, {.fn = fn, .dtypes = floats}); };
+  add_for_floats("Neg", unary_kernel<UnaryOp::neg>);
+  add_for_floats("Exp", unary_kernel<UnaryOp::exp>);
+  add_for_floats("Log", unary_kernel<UnaryOp::log>);
+  add_for_floats("Sqrt", unary_kernel<UnaryOp::sqrt>);
+  add_for_floats("Rsqrt", unary_kernel<UnaryOp::rsqrt>);
+  add_for_floats("Square", unary_kernel<UnaryOp::square>);
+  add_for_floats("Relu", unary_kernel<UnaryOp::relu>);
+  add_for_floats("Sigmoid", unary_kernel<UnaryOp::sigmoid>);
+  add_for_floats("Tanh", unary_kernel<UnaryOp::tanh>);
+  add_for_floats("ReluGrad", relu_grad_kernel);
+  add_for_floats("BiasAdd", bias_add_kernel);
+  kernels.add("Add", DeviceKind::gpu, {binary_kernel<BinaryOp::add>});
+  kernels.add("Sub", DeviceKind::gpu, {binary_kernel<BinaryOp::sub>});
+  kernels.add("Mul", DeviceKind::gpu, {binary_kernel<BinaryOp::mul>});
+  // Integer division by zero is an error on the CPU; the device cannot report one, so integer Div
+  // stays on the CPU (soft placement moves it there).
+  add_for_floats("Div", binary_kernel<BinaryOp::div>);
+  kernels.add("Maximum", DeviceKind::gpu, {binary_kernel<BinaryOp::maximum>});
+  // Equal's output is bool; its dtype constraint (of output 0) would refuse it, so it takes any.
+  kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
+  kernels.add("Cast", DeviceKind::gpu, {cast_kernel});
+  kernels.add("Fill", DeviceKind::gpu, {fill_kernel});
+  kernels.add("ZerosLike", DeviceKind::gpu, {zeros_like_kernel});
+}
+
+}  // namespace mirra::ops::cuda

@@ -1,0 +1,158 @@
+// CUDA kernels of the element-wise ops: unary functions, ReluGrad, broadcasting binary functions,
+// BiasAdd, Cast and Fill, each a grid-stride loop around ops/elementwise_math.h.
+#include "ops/cuda/launch.cuh"
+#include "ops/elementwise_math.h"
+
+namespace mirra::ops::cuda {
+
+using detail::blocks_for;
+using detail::first_index;
+using detail::grid_stride;
+using detail::kThreads;
+using detail::launched;
+using detail::visit;
+
+namespace {
+
+template <class Op, class T>
+__global__ void unary_kernel(const T* x, T* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = Op::template apply<T>(x[i]);
+}
+
+template <class T>
+__global__ void relu_grad_kernel(const T* dy, const T* y, T* dx, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = math::relu_grad(dy[i], y[i]);
+}
+
+template <class Op, class T, class Out>
+__global__ void same_shape_kernel(const T* x, const T* y, Out* out, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) out[i] = Op::template apply<T>(x[i], y[i]);
+}
+
+template <class Op, class T, class Out>
+__global__ void broadcast_kernel(const T* x, const T* y, Out* out, BroadcastGeometry g) {
+  for (int64_t i = first_index(); i < g.elements; i += grid_stride()) {
+    int64_t rest = i, ix = 0, iy = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % g.dims[d];
+      rest /= g.dims[d];
+      ix += coordinate * g.x_strides[d];
+      iy += coordinate * g.y_strides[d];
+    }
+    out[i] = Op::template apply<T>(x[ix], y[iy]);
+  }
+}
+
+template <class T>
+__global__ void bias_add_kernel(const T* x, const T* bias, T* y, int64_t n, int64_t channels, int64_t inner) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = x[i] + bias[(i / inner) % channels];
+}
+
+template <class To, class From>
+__global__ void cast_kernel(const From* x, To* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::convert<To>(x[i]);
+}
+
+template <class T>
+__global__ void fill_kernel(T value, T* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = value;
+}
+
+template <class Op, class T>
+cudaError_t launch_unary(const void* x, void* y, int64_t n, cudaStream_t stream) {
+  unary_kernel<Op, T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+  return launched();
+}
+
+template <class Op, class T>
+cudaError_t launch_binary(const void* x, const void* y, void* out, const BroadcastGeometry& g, cudaStream_t stream) {
+  using Out = std::conditional_t<std::is_same_v<Op, math::Equal>, bool, T>;
+  const auto* px = static_cast<const T*>(x);
+  const auto* py = static_cast<const T*>(y);
+  auto* po = static_cast<Out*>(out);
+  bool same_shape = true;
+  for (int d = 0; d < g.rank; ++d) same_shape = same_shape && g.x_strides[d] == g.y_strides[d] && (g.dims[d] == 1 || g.x_strides[d] != 0);
+  if (same_shape) {
+    same_shape_kernel<Op, T, Out><<<blocks_for(g.elements), kThreads, 0, stream>>>(px, py, po, g.elements);
+  } else {
+    broadcast_kernel<Op, T, Out><<<blocks_for(g.elements), kThreads, 0, stream>>>(px, py, po, g);
+  }
+  return launched();
+}
+
+}  // namespace
+
+cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    switch (op) {
+      case UnaryOp::neg: return launch_unary<math::Neg, T>(x, y, n, stream);
+      case UnaryOp::exp: return launch_unary<math::Exp, T>(x, y, n, stream);
+      case UnaryOp::log: return launch_unary<math::Log, T>(x, y, n, stream);
+      case UnaryOp::sqrt: return launch_unary<math::Sqrt, T>(x, y, n, stream);
+      case UnaryOp::rsqrt: return launch_unary<math::Rsqrt, T>(x, y, n, stream);
+      case UnaryOp::square: return launch_unary<math::Square, T>(x, y, n, stream);
+      case UnaryOp::relu: return launch_unary<math::Relu, T>(x, y, n, stream);
+      case UnaryOp::sigmoid: return launch_unary<math::Sigmoid, T>(x, y, n, stream);
+      case UnaryOp::tanh: return launch_unary<math::Tanh, T>(x, y, n, stream);
+    }
+    return cudaErrorNotSupported;
+  });
+}
+
+cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    relu_grad_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(y),
+                                                               static_cast<T*>(dx), n);
+    return launched();
+  });
+}
+
+cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void* out, const BroadcastGeometry& geometry,
+                   cudaStream_t stream) {
+  if (geometry.elements == 0) return cudaSuccess;
+  return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
+    switch (op) {
+      case BinaryOp::add: return launch_binary<math::Add, T>(x, y, out, geometry, stream);
+      case BinaryOp::sub: return launch_binary<math::Sub, T>(x, y, out, geometry, stream);
+      case BinaryOp::mul: return launch_binary<math::Mul, T>(x, y, out, geometry, stream);
+      case BinaryOp::div:
+        if constexpr (std::is_floating_point_v<T>) return launch_binary<math::Div, T>(x, y, out, geometry, stream);
+        return cudaErrorNotSupported;
+      case BinaryOp::maximum: return launch_binary<math::Maximum, T>(x, y, out, geometry, stream);
+      case BinaryOp::equal: return launch_binary<math::Equal, T>(x, y, out, geometry, stream);
+    }
+    return cudaErrorNotSupported;
+  });
+}
+
+cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int64_t n, int64_t channels, int64_t inner,
+                     cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(bias),
+                                                              static_cast<T*>(y), n, channels, inner);
+    return launched();
+  });
+}
+
+cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double, int32_t, int64_t, uint8_t, bool>(from, [&]<class From>(From) {
+    return visit<float, double, int32_t, int64_t, uint8_t, bool>(to, [&]<class To>(To) {
+      cast_kernel<To, From><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);
+      return launched();
+    });
+  });
+}
+
+cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double, int32_t, int64_t, uint8_t, bool>(dtype, [&]<class T>(T) {
+    fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(math::convert<T>(value), static_cast<T*>(y), n);
+    return launched();
+  });
+}
+
+}  // namespace mirra::ops::cuda

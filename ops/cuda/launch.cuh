@@ -1,0 +1,35 @@
+// What the CUDA kernel files share: grid-stride loops over int64 element counts, a launch shape for
+// n elements, and the dispatch from a run-time dtype to the element type.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "ops/cuda/device_kernels.h"
+
+namespace mirra::ops::cuda::detail {
+
+inline constexpr int kThreads = 256;
+
+// Enough blocks to cover n (capped; grid-stride loops do the rest), at least one.
+inline unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535 * 8));
+}
+
+__device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The launch's own error (a bad configuration) or none; n == 0 launches nothing.
+inline cudaError_t launched() { return cudaGetLastError(); }
+
+// Calls f(T{}) with the element type of `dtype` among Ts; cudaErrorNotSupported for another.
+template <class... Ts, class F>
+cudaError_t visit(DType dtype, F&& f) {
+  cudaError_t result = cudaErrorNotSupported;
+  ((graph::dtype_of<Ts>() == dtype ? (result = f(Ts{}), true) : false) || ...);
+  return result;
+}
+
+}  // namespace mirra::ops::cuda::detail

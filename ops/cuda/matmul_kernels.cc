@@ -1,0 +1,54 @@
+// MatMul on the GPU through cuBLAS. Tensors are row-major and cuBLAS is column-major, so the row-major
+// C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: B and A swap places and keep
+// their transpose flags. FP32 products run in FP32 (the device's cuBLAS handle has TF32 off).
+#include <limits>
+
+#include "ops/cuda/gpu_kernel.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+Status matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const bool ta = ctx.attr<bool>("transpose_a"), tb = ctx.attr<bool>("transpose_b");
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  const int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb) return graph::invalid_argument("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
+  constexpr int64_t kLimit = std::numeric_limits<int>::max();
+  if (m > kLimit || n > kLimit || k > kLimit) {
+    return graph::invalid_argument("a dimension of " + a.type_string() + " x " + b.type_string() + " passes cuBLAS's int range");
+  }
+  Tensor& c = ctx.allocate_output(0, a.dtype(), TensorShape{m, n});
+  if (m == 0 || n == 0) return Status();
+  if (k == 0) {  // an empty sum
+    MIRRA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.mutable_raw_data(), 0, c.byte_size(), stream_of(ctx)));
+    return Status();
+  }
+  const cublasHandle_t handle = gpu_of(ctx).cublas();
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  if (a.dtype() == DType::f32) {
+    const float one = 1, zero = 0;
+    MIRRA_CUDA_RETURN_IF_ERROR(cublasSgemm(handle, op_b, op_a, ni, mi, ki, &one, b.data<float>(), ldb, a.data<float>(), lda,
+                                           &zero, c.mutable_data<float>(), ni));
+  } else {
+    const double one = 1, zero = 0;
+    MIRRA_CUDA_RETURN_IF_ERROR(cublasDgemm(handle, op_b, op_a, ni, mi, ki, &one, b.data<double>(), ldb, a.data<double>(),
+                                           lda, &zero, c.mutable_data<double>(), ni));
+  }
+  return Status();
+}
+
+}  // namespace
+
+void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels) {
+  kernels.add("MatMul", DeviceKind::gpu, {.fn = matmul_kernel, .dtypes = runtime::dtype_mask({DType::f32, DType::f64})});
+}
+
+}  // namespace mirra::ops::cuda

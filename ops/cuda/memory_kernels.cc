@@ -1,0 +1,78 @@
+// GPU kernels that move memory: the copies placement inserts (to pinned host memory and back,
+// asynchronously), Variable (initialised on the host on first use, then copied to the device), and
+// Const (its value in host memory; placement copies it to the device where it is used).
+#include <cstring>
+
+#include "ops/cuda/gpu_kernel.h"
+#include "ops/initializers.h"
+#include "runtime/placement.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+Status copy_to_host_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());  // pinned host memory (host_memory_outputs)
+  if (x.byte_size() == 0) return Status();
+  MIRRA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(y.mutable_raw_data(), x.raw_data(), x.byte_size(), cudaMemcpyDeviceToHost, stream_of(ctx)));
+  return Status();
+}
+
+// The host tensor is copied into pinned staging memory first, so the copy to the device runs
+// asynchronously (from pageable memory CUDA would wait for the stream); the staging buffer is
+// released once the device has read it.
+Status copy_from_host_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  if (x.byte_size() == 0) return Status();
+  const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
+  Tensor staging = Tensor::empty(gpu.host_memory_allocator(), x.dtype(), x.shape());
+  std::memcpy(staging.mutable_raw_data(), x.raw_data(), x.byte_size());
+  MIRRA_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(y.mutable_raw_data(), staging.raw_data(), x.byte_size(), cudaMemcpyHostToDevice, gpu.stream()));
+  gpu.gpu_stream().when_device_done([staging = std::move(staging)](const Status&) {});
+  return Status();
+}
+
+Status variable_kernel(KernelContext& ctx) {
+  const graph::Node& node = ctx.node();
+  auto value = ctx.variables().get_or_create(node.name, [&]() -> graph::Expected<Tensor> {
+    const runtime::MemorySpace space = ctx.device().memory_space();
+    runtime::ScopedMemoryAccess with_host(space, /*host_too=*/true);  // the initialiser runs on the host
+    Tensor initial = Tensor::empty(runtime::host_allocator(), ctx.attr<DType>("dtype"),
+                                   TensorShape(ctx.attr<graph::Shape>("shape").dims));
+    MIRRA_RETURN_IF_ERROR(fill_initial_value(ctx.attr<std::string>("initializer"), ctx.attr<double>("init_value"),
+                                             static_cast<uint64_t>(ctx.attr<int64_t>("seed")), initial));
+    Tensor on_device = Tensor::empty(ctx.device().allocator(), initial.dtype(), initial.shape());
+    if (initial.byte_size() > 0) {
+      MIRRA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(on_device.mutable_raw_data(), initial.raw_data(), initial.byte_size(),
+                                                 cudaMemcpyHostToDevice, stream_of(ctx)));
+      // Once per variable: wait, so that `initial` may go.
+      MIRRA_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_of(ctx)));
+    }
+    return on_device;
+  });
+  if (!value.ok()) return value.status();
+  ctx.set_output(0, *value);
+  return Status();
+}
+
+}  // namespace
+
+void register_gpu_memory_kernels(runtime::KernelRegistry& kernels) {
+  kernels.add(runtime::kCopyToHostOp, DeviceKind::gpu, {.fn = copy_to_host_kernel, .host_memory_outputs = 1});
+  kernels.add(runtime::kCopyFromHostOp, DeviceKind::gpu, {.fn = copy_from_host_kernel, .host_memory_inputs = 1});
+  kernels.add("Variable", DeviceKind::gpu, {variable_kernel});
+  runtime::KernelDef constant = *kernels.find("Const", DeviceKind::cpu);
+  constant.host_memory_outputs = 1;
+  kernels.add("Const", DeviceKind::gpu, constant);
+  // Kernels that never touch elements (fed values, views, nothing) run on the GPU as they are.
+  for (const char* op : {"Placeholder", "Identity", "Reshape", "ReshapeLike", "NoOp"}) kernels.share(op, DeviceKind::gpu, DeviceKind::cpu);
+}
+
+}  // namespace mirra::ops::cuda

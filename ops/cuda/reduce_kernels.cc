@@ -1,0 +1,97 @@
+// GPU kernels of the reductions, host side: ReduceSum/Mean/Max and SumToShape as a ReduceGeometry
+// over kept and reduced dims, ArgMax as [outer, n, inner].
+#include "ops/cuda/gpu_kernel.h"
+#include "ops/reduce_geometry.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+// x's dims split into kept and reduced ones (dims of size 1 dropped from both), with x's strides.
+ReduceGeometry reduce_geometry(const TensorShape& x, const std::vector<int>& axes) {
+  ReduceGeometry g;
+  g.outputs = 1;
+  g.reduced = 1;
+  int64_t stride = 1;
+  int64_t strides[kMaxRank] = {};
+  for (int d = x.rank() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= x.dim(d);
+  }
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (reduced) {
+      g.reduced *= x.dim(d);
+      if (x.dim(d) == 1) continue;
+      g.reduced_dims[g.reduced_rank] = x.dim(d);
+      g.reduced_strides[g.reduced_rank++] = strides[d];
+    } else {
+      g.outputs *= x.dim(d);
+      if (x.dim(d) == 1) continue;
+      g.kept_dims[g.kept_rank] = x.dim(d);
+      g.kept_strides[g.kept_rank++] = strides[d];
+    }
+  }
+  return g;
+}
+
+template <ReduceOp kOp>
+Status reduce_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto axes = *reduced_axes(ctx.node(), x.rank());
+  Tensor& y = ctx.allocate_output(0, x.dtype(), reduced_shape(x.shape(), axes, ctx.attr<bool>("keep_dims")));
+  return launched(reduce(kOp, x.dtype(), x.raw_data(), y.mutable_raw_data(), reduce_geometry(x.shape(), axes), stream_of(ctx)),
+                  "reduce");
+}
+
+Status sum_to_shape_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& like = ctx.input(1);
+  const int offset = x.rank() - like.rank();
+  std::vector<int> axes;
+  bool fits = offset >= 0;
+  for (int d = 0; fits && d < x.rank(); ++d) {
+    if (d < offset || (like.dim(d - offset) == 1 && x.dim(d) != 1)) {
+      axes.push_back(d);
+    } else if (like.dim(d - offset) != x.dim(d)) {
+      fits = false;
+    }
+  }
+  if (!fits) return graph::invalid_argument(x.type_string() + " does not sum to the shape of " + like.type_string());
+  Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
+  return launched(reduce(ReduceOp::sum, x.dtype(), x.raw_data(), y.mutable_raw_data(), reduce_geometry(x.shape(), axes),
+                         stream_of(ctx)),
+                  "reduce");
+}
+
+Status argmax_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
+  const int64_t n = x.dim(axis);
+  int64_t outer = 1, inner = 1;
+  std::vector<int64_t> dims;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d < axis) outer *= x.dim(d);
+    if (d > axis) inner *= x.dim(d);
+    if (d != axis) dims.push_back(x.dim(d));
+  }
+  if (n == 0 && outer * inner > 0) return graph::invalid_argument("argmax over an empty dim of " + x.type_string());
+  Tensor& y = ctx.allocate_output(0, DType::i64, TensorShape(dims));
+  return launched(argmax(x.dtype(), x.raw_data(), y.mutable_data<int64_t>(), outer, n, inner, stream_of(ctx)), "argmax");
+}
+
+}  // namespace
+
+void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels) {
+  kernels.add("ReduceSum", DeviceKind::gpu, {reduce_kernel<ReduceOp::sum>});
+  kernels.add("ReduceMean", DeviceKind::gpu, {reduce_kernel<ReduceOp::mean>});
+  kernels.add("ReduceMax", DeviceKind::gpu, {reduce_kernel<ReduceOp::max>});
+  kernels.add("SumToShape", DeviceKind::gpu, {sum_to_shape_kernel});
+  kernels.add("ArgMax", DeviceKind::gpu, {argmax_kernel});
+}
+
+}  // namespace mirra::ops::cuda

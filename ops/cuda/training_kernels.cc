@@ -1,0 +1,102 @@
+// GPU kernels of the training ops, host side: SparseSoftmaxCrossEntropyWithLogits and the optimizer
+// updates (learning rate and Adam's step are host-memory arguments, read here and passed by value).
+#include <cmath>
+
+#include "ops/cuda/gpu_kernel.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+Status sparse_xent_kernel(KernelContext& ctx) {
+  const Tensor& logits = ctx.input(0);
+  const Tensor& labels = ctx.input(1);
+  const int64_t batch = logits.dim(0), classes = logits.dim(1);
+  if (labels.dim(0) != batch) {
+    return graph::invalid_argument("labels " + labels.type_string() + " do not match logits " + logits.type_string());
+  }
+  Tensor& loss = ctx.allocate_output(0, logits.dtype(), TensorShape{batch});
+  Tensor& backprop = ctx.allocate_output(1, logits.dtype(), logits.shape());
+  return launched(sparse_softmax_cross_entropy(logits.dtype(), labels.dtype(), logits.raw_data(), labels.raw_data(),
+                                               loss.mutable_raw_data(), backprop.mutable_raw_data(), batch, classes,
+                                               stream_of(ctx)),
+                  "sparse_softmax_cross_entropy");
+}
+
+// Operands 1..last must have the variable's shape.
+Status check_operands(const KernelContext& ctx, size_t last) {
+  const Tensor& variable = ctx.input(0);
+  for (size_t i = 1; i <= last; ++i) {
+    if (!(ctx.input(i).shape() == variable.shape())) {
+      return graph::invalid_argument("operand " + std::to_string(i) + " " + ctx.input(i).type_string() +
+                                     " does not match the variable " + variable.type_string());
+    }
+  }
+  return Status();
+}
+
+// A host-memory scalar of the variable's floating dtype.
+double host_scalar(const Tensor& t) {
+  return t.dtype() == DType::f32 ? static_cast<double>(t.data<float>()[0]) : t.data<double>()[0];
+}
+
+Status apply_gradient_descent_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  Tensor& variable = ctx.input_for_update(0);
+  return launched(apply_gradient_descent(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
+                                         host_scalar(ctx.input(2)), variable.num_elements(), stream_of(ctx)),
+                  "apply_gradient_descent");
+}
+
+Status apply_momentum_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 2));
+  Tensor& variable = ctx.input_for_update(0);
+  Tensor& accumulator = ctx.input_for_update(1);
+  return launched(apply_momentum(variable.dtype(), variable.mutable_raw_data(), accumulator.mutable_raw_data(),
+                                 ctx.input(2).raw_data(), host_scalar(ctx.input(3)), ctx.attr<double>("momentum"),
+                                 ctx.attr<bool>("use_nesterov"), variable.num_elements(), stream_of(ctx)),
+                  "apply_momentum");
+}
+
+// As the CPU kernel: bias corrections from the step in double, folded into the update's constants.
+Status apply_adam_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 3));
+  Tensor& variable = ctx.input_for_update(0);
+  const double t = static_cast<double>(ctx.input(5).data<int64_t>()[0] + 1);
+  const double beta1 = ctx.attr<double>("beta1"), beta2 = ctx.attr<double>("beta2");
+  const double lr = host_scalar(ctx.input(4));
+  const AdamParameters parameters{.beta1 = beta1,
+                                  .beta2 = beta2,
+                                  .step_size = lr / (1.0 - std::pow(beta1, t)),
+                                  .inverse_sqrt_correction2 = 1.0 / std::sqrt(1.0 - std::pow(beta2, t)),
+                                  .decay = 1.0 - lr * ctx.attr<double>("weight_decay"),
+                                  .epsilon = ctx.attr<double>("epsilon")};
+  return launched(apply_adam(variable.dtype(), variable.mutable_raw_data(), ctx.input_for_update(1).mutable_raw_data(),
+                             ctx.input_for_update(2).mutable_raw_data(), ctx.input(3).raw_data(), parameters,
+                             variable.num_elements(), stream_of(ctx)),
+                  "apply_adam");
+}
+
+Status assign_add_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  Tensor& variable = ctx.input_for_update(0);
+  return launched(assign_add(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.num_elements(),
+                             stream_of(ctx)),
+                  "assign_add");
+}
+
+}  // namespace
+
+void register_gpu_training_kernels(runtime::KernelRegistry& kernels) {
+  const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
+  kernels.add("SparseSoftmaxCrossEntropyWithLogits", DeviceKind::gpu, {.fn = sparse_xent_kernel, .dtypes = floats});
+  kernels.add("ApplyGradientDescent", DeviceKind::gpu, {.fn = apply_gradient_descent_kernel, .host_memory_inputs = 1u << 2});
+  kernels.add("ApplyMomentum", DeviceKind::gpu, {.fn = apply_momentum_kernel, .host_memory_inputs = 1u << 3});
+  kernels.add("ApplyAdam", DeviceKind::gpu, {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5)});
+  kernels.add("AssignAdd", DeviceKind::gpu, {assign_add_kernel});
+}
+
+}  // namespace mirra::ops::cuda

@@ -1,0 +1,127 @@
+// CUDA kernels of the training ops: sparse softmax cross-entropy (one thread per example) and the
+// optimizer updates, each element updated by ops/elementwise_math.h's update.
+#include "ops/cuda/launch.cuh"
+#include "ops/elementwise_math.h"
+
+namespace mirra::ops::cuda {
+
+using detail::blocks_for;
+using detail::first_index;
+using detail::grid_stride;
+using detail::kThreads;
+using detail::launched;
+using detail::visit;
+
+namespace {
+
+template <class T, class L>
+__global__ void sparse_xent_kernel(const T* logits, const L* labels, T* loss, T* backprop, int64_t batch, int64_t classes) {
+  for (int64_t r = first_index(); r < batch; r += grid_stride()) {
+    const T* row = logits + r * classes;
+    T* gradient = backprop + r * classes;
+    const L label = labels[r];
+    if (label < 0 || label >= classes) {
+      const T nan = std::numeric_limits<T>::quiet_NaN();
+      loss[r] = nan;
+      for (int64_t i = 0; i < classes; ++i) gradient[i] = nan;
+      continue;
+    }
+    T max = row[0];
+    for (int64_t i = 1; i < classes; ++i) max = row[i] > max ? row[i] : max;
+    T sum = 0;
+    for (int64_t i = 0; i < classes; ++i) sum += std::exp(row[i] - max);
+    const T log_sum = std::log(sum);
+    loss[r] = log_sum - (row[label] - max);
+    for (int64_t i = 0; i < classes; ++i) gradient[i] = std::exp(row[i] - max - log_sum) - (i == label ? T(1) : T(0));
+  }
+}
+
+template <class T>
+__global__ void gradient_descent_kernel(T* variable, const T* gradient, T learning_rate, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] -= learning_rate * gradient[i];
+}
+
+template <class T, bool kNesterov>
+__global__ void momentum_kernel(T* variable, T* accumulator, const T* gradient, math::MomentumUpdate<T, kNesterov> update,
+                                int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) update.apply(variable[i], accumulator[i], gradient[i]);
+}
+
+template <class T>
+__global__ void adam_kernel(T* variable, T* first_moment, T* second_moment, const T* gradient, math::AdamUpdate<T> update,
+                            int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    update.apply(variable[i], first_moment[i], second_moment[i], gradient[i]);
+  }
+}
+
+template <class T>
+__global__ void assign_add_kernel(T* variable, const T* delta, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] += delta[i];
+}
+
+}  // namespace
+
+cudaError_t sparse_softmax_cross_entropy(DType dtype, DType label_dtype, const void* logits, const void* labels,
+                                         void* loss, void* backprop, int64_t batch, int64_t classes, cudaStream_t stream) {
+  if (batch == 0 || classes == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    return visit<int32_t, int64_t>(label_dtype, [&]<class L>(L) {
+      sparse_xent_kernel<T, L><<<blocks_for(batch), kThreads, 0, stream>>>(
+          static_cast<const T*>(logits), static_cast<const L*>(labels), static_cast<T*>(loss), static_cast<T*>(backprop),
+          batch, classes);
+      return launched();
+    });
+  });
+}
+
+cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, double learning_rate, int64_t n,
+                                   cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    gradient_descent_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(gradient),
+                                                                       static_cast<T>(learning_rate), n);
+    return launched();
+  });
+}
+
+cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, double learning_rate,
+                           double momentum, bool nesterov, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    auto* v = static_cast<T*>(variable);
+    auto* a = static_cast<T*>(accumulator);
+    const auto* g = static_cast<const T*>(gradient);
+    const T lr = static_cast<T>(learning_rate), m = static_cast<T>(momentum);
+    if (nesterov) {
+      momentum_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, {lr, m}, n);
+    } else {
+      momentum_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, {lr, m}, n);
+    }
+    return launched();
+  });
+}
+
+cudaError_t apply_adam(DType dtype, void* variable, void* first_moment, void* second_moment, const void* gradient,
+                       const AdamParameters& p, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    const math::AdamUpdate<T> update{static_cast<T>(p.beta1),     static_cast<T>(p.beta2),
+                                     static_cast<T>(p.step_size), static_cast<T>(p.inverse_sqrt_correction2),
+                                     static_cast<T>(p.decay),     static_cast<T>(p.epsilon)};
+    adam_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<T*>(first_moment),
+                                                           static_cast<T*>(second_moment), static_cast<const T*>(gradient),
+                                                           update, n);
+    return launched();
+  });
+}
+
+cudaError_t assign_add(DType dtype, void* variable, const void* delta, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
+    assign_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(delta), n);
+    return launched();
+  });
+}
+
+}  // namespace mirra::ops::cuda

@@ -1,0 +1,97 @@
+// The arithmetic of the element-wise ops, written once for the CPU kernels and the GPU kernels
+// (ops/cuda/): each op is a functor with a static `apply`, a host and device function under nvcc and
+// a plain function otherwise. The CPU kernels run these very functions, so the conformance tests of
+// the CPU kernels (plain loops, numeric gradients, TensorFlow's values) check the GPU's arithmetic too.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#ifdef __CUDACC__
+#define MIRRA_HOST_DEVICE __host__ __device__
+#else
+#define MIRRA_HOST_DEVICE
+#endif
+
+namespace mirra::ops::math {
+
+// ---- Unary (f32, f64) ----
+struct Neg { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return -x; } };
+struct Exp { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::exp(x); } };
+struct Log { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::log(x); } };
+struct Sqrt { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::sqrt(x); } };
+struct Rsqrt { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return T(1) / std::sqrt(x); } };
+struct Square { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return x * x; } };
+struct Relu { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return x > T(0) ? x : T(0); } };
+struct Sigmoid { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return T(1) / (T(1) + std::exp(-x)); } };
+struct Tanh { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::tanh(x); } };
+
+// The gradient of Relu from its output: dy where y > 0.
+template <class T>
+MIRRA_HOST_DEVICE T relu_grad(T dy, T y) {
+  return y > T(0) ? dy : T(0);
+}
+
+// ---- Binary (f32, f64, i32, i64) ----
+struct Add { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x + y; } };
+struct Sub { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x - y; } };
+struct Mul { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x * y; } };
+struct Div {
+  template <class T>
+  MIRRA_HOST_DEVICE static T apply(T x, T y) {
+    // INT_MIN / -1 overflows (and traps); negate through unsigned instead, wrapping as numpy does.
+    if constexpr (std::is_integral_v<T>) {
+      if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - static_cast<std::make_unsigned_t<T>>(x));
+    }
+    return x / y;
+  }
+};
+// NaN wins, as in TensorFlow.
+struct Maximum { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return (x < y || y != y) ? y : x; } };
+struct Equal { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x == y; } };
+
+// ---- Cast ----
+
+// Converts one value; floats to integers saturate and NaN becomes 0 (a plain cast would be undefined).
+template <class To, class From>
+MIRRA_HOST_DEVICE To convert(From value) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(value)) return To(0);
+    if (value <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (value >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(value);
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+// ---- Optimizer updates of one element (f32, f64) ----
+
+// Momentum: accumulator = momentum * accumulator + gradient; variable -= learning_rate * accumulator
+// (Nesterov: learning_rate * (gradient + momentum * accumulator)).
+template <class T, bool kNesterov>
+struct MomentumUpdate {
+  T learning_rate, momentum;
+  MIRRA_HOST_DEVICE void apply(T& variable, T& accumulator, T gradient) const {
+    const T accumulated = momentum * accumulator + gradient;
+    accumulator = accumulated;
+    variable -= learning_rate * (kNesterov ? gradient + momentum * accumulated : accumulated);
+  }
+};
+
+// Adam with bias correction folded into step_size = lr / (1 - beta1^t) and inverse_sqrt_correction2 =
+// 1 / sqrt(1 - beta2^t); decay = 1 - lr * weight_decay is AdamW's decoupled weight decay.
+template <class T>
+struct AdamUpdate {
+  T beta1, beta2, step_size, inverse_sqrt_correction2, decay, epsilon;
+  MIRRA_HOST_DEVICE void apply(T& variable, T& first_moment, T& second_moment, T gradient) const {
+    first_moment = beta1 * first_moment + (T(1) - beta1) * gradient;
+    second_moment = beta2 * second_moment + (T(1) - beta2) * gradient * gradient;
+    variable = decay * variable - step_size * first_moment / (std::sqrt(second_moment) * inverse_sqrt_correction2 + epsilon);
+  }
+};
+
+}  // namespace mirra::ops::math

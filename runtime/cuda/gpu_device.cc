@@ -1,0 +1,112 @@
+// GpuDevice: device memory, library handles on the compute stream, copies to and from the host.
+#include "runtime/cuda/gpu_device.h"
+
+#include "runtime/cpu/caching_allocator.h"
+#include "runtime/cuda/cuda_status.h"
+#include "runtime/tensor.h"
+
+namespace mirra::runtime::cuda {
+
+namespace {
+
+// Device memory of one GPU, for the CachingAllocator.
+class DeviceMemory final : public SystemMemory {
+ public:
+  explicit DeviceMemory(int ordinal) : ordinal_(ordinal) {}
+  void* allocate(size_t bytes) noexcept override {
+    void* block = nullptr;
+    // cudaMalloc aligns to at least 256 bytes.
+    if (cudaSetDevice(ordinal_) != cudaSuccess || cudaMalloc(&block, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return block;
+  }
+  void free(void* block, size_t) noexcept override {
+    (void)cudaSetDevice(ordinal_);
+    (void)cudaFree(block);
+  }
+  bool host_addressable() const override { return false; }
+
+ private:
+  int ordinal_;
+};
+
+// Page-locked host memory: the GPU copies to and from it without staging, asynchronously.
+class PinnedMemory final : public SystemMemory {
+ public:
+  void* allocate(size_t bytes) noexcept override {
+    void* block = nullptr;
+    if (cudaHostAlloc(&block, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return block;
+  }
+  void free(void* block, size_t) noexcept override { (void)cudaFreeHost(block); }
+};
+
+}  // namespace
+
+GpuDevice::GpuDevice(int ordinal) : GpuDevice(ordinal, std::make_shared<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal))) {}
+
+GpuDevice::GpuDevice(int ordinal, std::shared_ptr<GpuStream> stream)
+    : Device({DeviceKind::gpu, ordinal},
+             std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal), nullptr,
+                                                MemorySpace::of_device({DeviceKind::gpu, ordinal}), nullptr,
+                                                std::make_shared<DeviceMemory>(ordinal)),
+             stream),
+      stream_(std::move(stream)),
+      pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,
+                                                 MemorySpace::host_memory(), nullptr, std::make_shared<PinnedMemory>())) {
+  try {
+    MIRRA_CUDA_THROW_IF_ERROR(cublasCreate(&cublas_));
+    MIRRA_CUDA_THROW_IF_ERROR(cublasSetStream(cublas_, stream_->handle()));
+    // FP32 products in FP32: TF32 only when the configuration allows it (kernels switch per call).
+    MIRRA_CUDA_THROW_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    MIRRA_CUDA_THROW_IF_ERROR(cudnnCreate(&cudnn_));
+    MIRRA_CUDA_THROW_IF_ERROR(cudnnSetStream(cudnn_, stream_->handle()));
+  } catch (...) {
+    if (cudnn_ != nullptr) (void)cudnnDestroy(cudnn_);
+    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    throw;
+  }
+}
+
+GpuDevice::~GpuDevice() {
+  stream_->synchronize();
+  (void)cudnnDestroy(cudnn_);
+  (void)cublasDestroy(cublas_);
+}
+
+namespace {
+
+// A copy of `from` into `to` on the device's stream, waited for; DeviceError when CUDA fails.
+void copy_and_wait(const GpuDevice& device, Tensor& to, const Tensor& from, cudaMemcpyKind kind) {
+  graph::Status status;
+  const MemorySpace space = device.memory_space();
+  device.compute_stream().enqueue([&] {
+    ScopedMemoryAccess access(space, /*host_too=*/true);
+    if (from.byte_size() == 0) return;
+    status = check(cudaMemcpyAsync(to.mutable_raw_data(), from.raw_data(), from.byte_size(), kind, device.stream()),
+                   "cudaMemcpyAsync");
+  });
+  if (status.ok()) status = check(cudaStreamSynchronize(device.stream()), "cudaStreamSynchronize");
+  if (!status.ok()) throw DeviceError(status.with_context(device.id().to_string()));
+}
+
+}  // namespace
+
+Tensor GpuDevice::copy_to_host(const Tensor& tensor) const {
+  Tensor to = Tensor::empty(host_allocator(), tensor.dtype(), tensor.shape());
+  copy_and_wait(*this, to, tensor, tensor.memory_space().host ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost);
+  return to;
+}
+
+Tensor GpuDevice::copy_from_host(const Tensor& tensor) const {
+  Tensor to = Tensor::empty(allocator(), tensor.dtype(), tensor.shape());
+  copy_and_wait(*this, to, tensor, cudaMemcpyHostToDevice);
+  return to;
+}
+
+}  // namespace mirra::runtime::cuda

@@ -1,0 +1,46 @@
+// GpuDevice: gpu:<i>, one physical GPU. Its compute stream is a GpuStream; its memory comes from
+// cudaMalloc through a CachingAllocator (size classes; after the first step no cudaMalloc or
+// cudaFree; freeing needs no stream ordering because the device runs the kernels in the order they
+// allocate and free), and its kernels' host-memory outputs from pinned host memory. It owns the cuBLAS and cuDNN handles bound to that stream; kernels reach them
+// through KernelContext::device().
+//
+//   auto& gpu = static_cast<cuda::GpuDevice&>(ctx.device());
+//   MIRRA_CUDA_RETURN_IF_ERROR(cublasSgemm(gpu.cublas(), ...));
+#pragma once
+
+#include <memory>
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include "runtime/cuda/gpu_stream.h"
+#include "runtime/device.h"
+
+namespace mirra::runtime::cuda {
+
+class GpuDevice final : public Device {
+ public:
+  // Opens GPU `ordinal`; throws DeviceError when CUDA, cuBLAS or cuDNN refuse.
+  explicit GpuDevice(int ordinal);
+  ~GpuDevice() override;
+
+  GpuStream& gpu_stream() const { return *stream_; }
+  cudaStream_t stream() const { return stream_->handle(); }
+  cublasHandle_t cublas() const { return cublas_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+
+  // Pinned (page-locked) host memory, so copies between it and the GPU run asynchronously.
+  const std::shared_ptr<Allocator>& host_memory_allocator() const override { return pinned_; }
+  Tensor copy_to_host(const Tensor& tensor) const override;
+  Tensor copy_from_host(const Tensor& tensor) const override;
+
+ private:
+  GpuDevice(int ordinal, std::shared_ptr<GpuStream> stream);
+
+  std::shared_ptr<GpuStream> stream_;
+  std::shared_ptr<Allocator> pinned_;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+};
+
+}  // namespace mirra::runtime::cuda

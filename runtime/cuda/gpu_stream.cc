@@ -1,0 +1,105 @@
+// GpuStream: launching in enqueue order, CUDA events, and the completion thread.
+#include "runtime/cuda/gpu_stream.h"
+
+#include "runtime/cuda/cuda_status.h"
+#include "runtime/device.h"
+
+namespace mirra::runtime::cuda {
+
+GpuEvent::~GpuEvent() { (void)cudaEventDestroy(handle_); }
+
+GpuStream::GpuStream(int ordinal, std::string name) : ordinal_(ordinal), name_(std::move(name)) {
+  MIRRA_CUDA_THROW_IF_ERROR(cudaSetDevice(ordinal_));
+  MIRRA_CUDA_THROW_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  completion_thread_ = std::thread([this] { complete_in_order(); });
+}
+
+GpuStream::~GpuStream() {
+  synchronize();
+  {
+    std::lock_guard lock(pending_mutex_);
+    stopping_ = true;
+  }
+  has_pending_.notify_one();
+  completion_thread_.join();
+  (void)cudaStreamDestroy(stream_);
+}
+
+void GpuStream::enqueue(std::function<void()> work) {
+  std::lock_guard lock(launch_mutex_);
+  (void)cudaSetDevice(ordinal_);  // the launching thread's current device (cheap when unchanged)
+  work();
+}
+
+std::shared_ptr<GpuEvent> GpuStream::record_pending(std::function<void(graph::Status)> callback) {
+  std::lock_guard lock(launch_mutex_);
+  graph::Status status = check(cudaSetDevice(ordinal_), "cudaSetDevice");
+  cudaEvent_t handle = nullptr;
+  // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning a core.
+  if (status.ok()) {
+    status = check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming | cudaEventBlockingSync),
+                   "cudaEventCreateWithFlags");
+  }
+  if (status.ok()) status = check(cudaEventRecord(handle, stream_), "cudaEventRecord");
+  auto event = std::make_shared<GpuEvent>(handle);
+  std::lock_guard pending_lock(pending_mutex_);
+  if (!status.ok()) {
+    // Nothing to wait for on the device: the completion thread reports the error in order.
+    if (device_error_.ok()) device_error_ = status.with_context("stream " + name_);
+  }
+  pending_.push_back({event, std::move(callback)});
+  has_pending_.notify_one();
+  return event;
+}
+
+std::shared_ptr<Event> GpuStream::record() { return record_pending(nullptr); }
+
+void GpuStream::when_device_done(std::function<void(graph::Status)> callback) { record_pending(std::move(callback)); }
+
+void GpuStream::wait(std::shared_ptr<Event> event) {
+  if (event->done()) return;
+  std::lock_guard lock(launch_mutex_);
+  (void)cudaSetDevice(ordinal_);
+  if (const auto* gpu_event = dynamic_cast<const GpuEvent*>(event.get())) {
+    // In the device's queue: nothing blocks on the host.
+    if (check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent").ok()) return;
+  }
+  // A host event (a CPU stream's): the CUDA stream waits in a host function for it.
+  auto* held = new std::shared_ptr<Event>(std::move(event));
+  const cudaError_t result = cudaLaunchHostFunc(
+      stream_,
+      [](void* data) {
+        std::unique_ptr<std::shared_ptr<Event>> waited(static_cast<std::shared_ptr<Event>*>(data));
+        (*waited)->wait();
+      },
+      held);
+  if (result != cudaSuccess) {
+    // Not queued: wait here instead, so the order still holds.
+    std::unique_ptr<std::shared_ptr<Event>> waited(held);
+    (*waited)->wait();
+  }
+}
+
+void GpuStream::complete_in_order() {
+  for (;;) {
+    Pending next;
+    {
+      std::unique_lock lock(pending_mutex_);
+      has_pending_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;
+      next = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    graph::Status status;
+    if (next.event->handle() != nullptr) status = check(cudaEventSynchronize(next.event->handle()), "cudaEventSynchronize");
+    {
+      std::lock_guard lock(pending_mutex_);
+      if (!status.ok() && device_error_.ok()) device_error_ = status.with_context("stream " + name_);
+      status = device_error_;
+    }
+    next.event->complete();
+    if (next.callback) next.callback(std::move(status));
+  }
+}
+
+}  // namespace mirra::runtime::cuda

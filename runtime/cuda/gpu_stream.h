@@ -1,0 +1,74 @@
+// GpuStream: a CUDA stream behind the Stream interface. Work enqueued on it is host code that
+// launches device work (kernels, copies, cuBLAS and cuDNN calls) onto the CUDA stream; it runs at
+// once on the enqueuing thread, one launcher at a time, with the stream's GPU current, so launches
+// keep the order of enqueue and the device keeps the order of launches. Nothing waits for the
+// device there: record() gives a GpuEvent (a CUDA event, completed for the host by the stream's
+// completion thread), wait() makes the CUDA stream wait for another stream's event (in the device's
+// queue when it is a GPU's), and when_device_done() calls back from the completion thread once the
+// device reached that point, with the error the device reported.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <cuda_runtime_api.h>
+
+#include "runtime/stream.h"
+
+namespace mirra::runtime::cuda {
+
+// A point in a GPU stream: a CUDA event, and the host-side Event that completes after it.
+class GpuEvent final : public Event {
+ public:
+  explicit GpuEvent(cudaEvent_t handle) : handle_(handle) {}
+  ~GpuEvent() override;
+  GpuEvent(const GpuEvent&) = delete;
+  GpuEvent& operator=(const GpuEvent&) = delete;
+  cudaEvent_t handle() const { return handle_; }
+
+ private:
+  cudaEvent_t handle_;
+};
+
+class GpuStream final : public Stream {
+ public:
+  // A new non-blocking CUDA stream on GPU `ordinal`; throws DeviceError when CUDA refuses.
+  GpuStream(int ordinal, std::string name);
+  // Waits for the device to finish the stream's work, then stops the completion thread.
+  ~GpuStream() override;
+
+  bool asynchronous() const override { return true; }
+  void enqueue(std::function<void()> work) override;
+  std::shared_ptr<Event> record() override;
+  void wait(std::shared_ptr<Event> event) override;
+  void when_device_done(std::function<void(graph::Status)> callback) override;
+
+  cudaStream_t handle() const { return stream_; }
+  int ordinal() const { return ordinal_; }
+
+ private:
+  // A recorded event the completion thread waits for, and who to tell.
+  struct Pending {
+    std::shared_ptr<GpuEvent> event;
+    std::function<void(graph::Status)> callback;  // may be empty
+  };
+  // Records a GpuEvent now, and queues it for the completion thread.
+  std::shared_ptr<GpuEvent> record_pending(std::function<void(graph::Status)> callback);
+  void complete_in_order();
+
+  int ordinal_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  std::recursive_mutex launch_mutex_;  // recursive: launching work may free a buffer, which may record
+  std::mutex pending_mutex_;
+  std::condition_variable has_pending_;
+  std::deque<Pending> pending_;
+  graph::Status device_error_;  // the first error the device reported; every later completion carries it
+  bool stopping_ = false;
+  std::thread completion_thread_;
+};
+
+}  // namespace mirra::runtime::cuda

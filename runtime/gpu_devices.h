@@ -1,0 +1,41 @@
+// What the runtime knows of GPUs without CUDA headers: whether this build has the CUDA backend, the
+// GPUs found with their software, and opening one as a Device. With CUDA the answers come from
+// runtime/cuda/gpu_devices.cc; a build without it has no GPUs (gpu_devices_without_cuda.cc).
+//
+//   auto gpus = runtime::list_gpus();  // unavailable, with the reason, when there are none
+//   if (gpus.ok()) for (const GpuInfo& gpu : *gpus) std::cout << gpu.name << "\n";
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/status.h"
+
+namespace mirra::runtime {
+
+class Device;
+
+struct GpuInfo {
+  int ordinal = 0;
+  std::string name;
+  int64_t memory_bytes = 0;
+  int compute_major = 0, compute_minor = 0;
+  int multiprocessors = 0;
+};
+
+// Versions as "major.minor[.patch]"; empty when the build or the machine lacks the piece.
+struct GpuSoftware {
+  std::string driver, runtime, cublas, cudnn, nccl;
+};
+
+// True in a build with the CUDA backend.
+bool built_with_cuda();
+// The GPUs of this machine; unavailable with the reason (no CUDA backend, no driver, no device).
+graph::Expected<std::vector<GpuInfo>> list_gpus();
+GpuSoftware gpu_software();
+// GPU `ordinal` as a device (gpu:<ordinal>), or unavailable naming it and why.
+graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal);
+
+}  // namespace mirra::runtime

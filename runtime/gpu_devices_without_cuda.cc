@@ -1,0 +1,21 @@
+// GPUs in a build without the CUDA backend: there are none, and saying so is the answer.
+#include "runtime/device.h"
+#include "runtime/gpu_devices.h"
+
+namespace mirra::runtime {
+
+namespace {
+const char* const kNoBackend = "this build of mirra has no CUDA backend (built without the CUDA toolkit, cuDNN and NCCL)";
+}
+
+bool built_with_cuda() { return false; }
+
+graph::Expected<std::vector<GpuInfo>> list_gpus() { return graph::unavailable(kNoBackend); }
+
+GpuSoftware gpu_software() { return {}; }
+
+graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal) {
+  return graph::unavailable("gpu:" + std::to_string(ordinal) + ": " + kNoBackend);
+}
+
+}  // namespace mirra::runtime

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds mirra with the CUDA backend and packs what a machine with a GPU needs to check it, where none
+# of our Debian build dependencies are installed: the runner, the GPU test binaries, scripts/gpu-check.sh,
+# and the shared libraries they use that such a machine lacks (oneTBB, oneDNN, OpenBLAS, the C++ and
+# Fortran runtimes), but not the NVIDIA driver or CUDA libraries, which the machine has (toolkit, or
+# NVIDIA's Python wheels). run.sh in the bundle finds cuBLAS, cuDNN and NCCL and sets the library path.
+#   scripts/gpu-bundle.sh OUT.tar.xz [--data]     # --data: add the Fashion-MNIST files (30 MB)
+# The bundle without the data must stay within 40 MB compressed.
+set -euo pipefail
+out="${1:?usage: scripts/gpu-bundle.sh OUT.tar.xz [--data]}"
+with_data="${2:-}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache); fi
+build=build/gpu-bundle
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" -DMIRRA_CUDA=ON "${launcher[@]}"
+binaries=(tools/mirra/mirra examples/mirra-examples tests/gpu_tests tests/ops_tests)
+cmake --build "$build" -j "${MIRRA_JOBS:-2}" --target mirra mirra-examples gpu_tests ops_tests
+
+stage_root=$(mktemp -d)
+trap 'rm -rf "$stage_root"' EXIT
+stage="$stage_root/mirra-gpu"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/scripts"
+for binary in "${binaries[@]}"; do cp "$build/$binary" "$stage/bin/"; done
+cp scripts/gpu-check.sh "$stage/scripts/"
+
+# Every library the binaries load, but the C runtime's and NVIDIA's.
+ldd "${binaries[@]/#/$build/}" | awk '/=> \// { print $3 }' | sort -u | while read -r library; do
+  case "$(basename "$library")" in
+    libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux*) ;;
+    libcuda.so* | libcudart.so* | libcublas* | libcudnn* | libnccl* | libnvrtc* | libnvJitLink*) ;;
+    *) cp -L "$library" "$stage/lib/" ;;
+  esac
+done
+
+cat > "$stage/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs a command of the bundle (default: scripts/gpu-check.sh) with the bundle's libraries and the
+# CUDA libraries of this machine on the library path: the CUDA toolkit's, or those of NVIDIA's Python
+# wheels (a machine with PyTorch from pip has cuBLAS, cuDNN and NCCL there).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+paths=("$here/lib")
+for dir in "${CUDA_HOME:-}/lib64" /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+  [ -d "$dir" ] && paths+=("$dir")
+done
+if command -v python3 >/dev/null; then
+  while read -r dir; do [ -n "$dir" ] && paths+=("$dir"); done < <(python3 - <<'PY' 2>/dev/null || true
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+for root in roots:
+    for lib in sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib"))):
+        print(lib)
+PY
+)
+fi
+export LD_LIBRARY_PATH="$(IFS=:; echo "${paths[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export MIRRA_BUNDLE="$here"
+cd "$here"
+if [ $# -eq 0 ]; then set -- scripts/gpu-check.sh; fi
+exec "$@"
+RUN
+chmod +x "$stage/run.sh"
+
+if [ "$with_data" = "--data" ]; then
+  mkdir -p "$stage/data"
+  cp /usr/share/datasets/fashion-mnist/*.gz "$stage/data/"
+fi
+
+tar -C "$stage_root" -cJf "$out" mirra-gpu
+size=$(stat -c %s "$out")
+echo "gpu-bundle: $out, $((size / 1024 / 1024)) MiB"
+if [ "$with_data" != "--data" ] && [ "$size" -gt $((40 * 1024 * 1024)) ]; then
+  echo "gpu-bundle: the bundle passes 40 MB" >&2
+  exit 1
+fi

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU check, on a machine with a CUDA device: inside a bundle from scripts/gpu-bundle.sh (through
+# its run.sh) or from a build tree (scripts/gpu-check.sh BUILD_DIR). It lists the devices, runs the
+# GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
+# the conformance again under compute-sanitizer's memcheck where the tool exists, and trains the MLP
+# on gpu:0 for the throughput (with Fashion-MNIST from data/ or Debian's dataset-fashion-mnist).
+# Prints a JSON summary as its last line; exits non-zero when a check failed.
+set -uo pipefail
+if [ -n "${MIRRA_BUNDLE:-}" ]; then
+  root="$MIRRA_BUNDLE"
+  mirra="$root/bin/mirra" examples="$root/bin/mirra-examples" gpu_tests="$root/bin/gpu_tests" ops_tests="$root/bin/ops_tests"
+else
+  build="${1:-build/release}"
+  root="$(pwd)"
+  mirra="$build/tools/mirra/mirra" examples="$build/examples/mirra-examples"
+  gpu_tests="$build/tests/gpu_tests" ops_tests="$build/tests/ops_tests"
+fi
+export MIRRA_REQUIRE_GPU=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+results=()
+failed=0
+
+# step NAME COMMAND...: runs it, prints its output, records its status and seconds.
+step() {
+  local name="$1"
+  shift
+  echo "== $name"
+  local start=$SECONDS
+  "$@"
+  local code=$?
+  local seconds=$((SECONDS - start))
+  local status=passed
+  if [ "$code" -ne 0 ]; then status="failed (exit $code)"; failed=1; fi
+  echo "== $name: $status in ${seconds} s"
+  results+=("\"$name\": {\"status\": \"$status\", \"seconds\": $seconds}")
+}
+
+step list_devices "$mirra" devices
+"$mirra" devices --json > "$work/devices.json" 2>/dev/null || echo '{}' > "$work/devices.json"
+step gpu_tests "$gpu_tests"
+step conformance env MIRRA_CONFORMANCE_BACKENDS=gpu "$ops_tests"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ -n "$sanitizer" ]; then
+  step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 env MIRRA_CONFORMANCE_BACKENDS=gpu "$ops_tests" -tc='Kernels.*'
+else
+  results+=("\"memcheck\": {\"status\": \"not run: compute-sanitizer not found\"}")
+fi
+
+data=""
+for dir in "$root/data" /usr/share/datasets/fashion-mnist; do
+  if [ -f "$dir/train-images-idx3-ubyte.gz" ]; then data="$dir"; break; fi
+done
+train_json='"not run: no Fashion-MNIST files"'
+# One epoch of the benchmark MLP on gpu:0; its --json summary line has the throughput.
+train_mlp() {
+  "$examples" write mlp "$work/mlp.mirra" > /dev/null &&
+    "$mirra" train "$work/mlp.mirra" --devices gpu:0 --strategy one_device --data "$data" --epochs 1 --batch-size 128 \
+      --json | tee "$work/train.out"
+}
+if [ -n "$data" ]; then
+  step train_mlp_gpu train_mlp
+  train_json=$(tail -n 1 "$work/train.out" 2>/dev/null)
+  case "$train_json" in "{"*) ;; *) train_json=null ;; esac
+fi
+
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json}"
+exit $failed
