@@ -6,11 +6,14 @@
 namespace mirra::ops {
 
 void register_cuda_kernels(runtime::KernelRegistry& kernels) {
+  cuda::register_gpu_array_kernels(kernels);
+  cuda::register_gpu_conv_kernels(kernels);
   cuda::register_gpu_elementwise_kernels(kernels);
   cuda::register_gpu_reduce_kernels(kernels);
   cuda::register_gpu_training_kernels(kernels);
   cuda::register_gpu_matmul_kernels(kernels);
   cuda::register_gpu_memory_kernels(kernels);
+  cuda::register_gpu_pool_kernels(kernels);
 }
 
 }  // namespace mirra::ops

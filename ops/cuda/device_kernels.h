@@ -38,6 +38,16 @@ struct ReduceGeometry {
   int64_t outputs = 0, reduced = 0;
 };
 
+// A box of `dims` elements copied from one tensor to another, each addressed by an element offset
+// and its strides over the box's dims (Transpose, Slice, Pad, Concat, Split).
+struct BoxCopy {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t from_strides[kMaxRank] = {}, to_strides[kMaxRank] = {};
+  int64_t from_offset = 0, to_offset = 0;
+  int64_t elements = 0;
+};
+
 // f32 and f64 unless said otherwise.
 cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream);
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream);
@@ -49,6 +59,8 @@ cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int6
                      cudaStream_t stream);
 // Between f32, f64, i32, i64, u8 and bool, with the CPU's saturation rules.
 cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream);
+// counts[0] += the NaNs of x, counts[1] += its infinities (f32, f64; counts in device memory).
+cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned long long* counts, cudaStream_t stream);
 // f32, f64, i32, i64, u8, bool.
 cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t stream);
 // f32, f64, i32, i64 (max: the largest, NaN wins).
@@ -60,6 +72,27 @@ cudaError_t argmax(DType dtype, const void* x, int64_t* y, int64_t outer, int64_
 // the step), as TensorFlow's GPU kernel does.
 cudaError_t sparse_softmax_cross_entropy(DType dtype, DType label_dtype, const void* logits, const void* labels,
                                          void* loss, void* backprop, int64_t batch, int64_t classes, cudaStream_t stream);
+
+// Elements of 1, 2, 4 or 8 bytes, whatever their dtype.
+cudaError_t copy_box(size_t element_size, const void* from, void* to, const BoxCopy& box, cudaStream_t stream);
+// Softmax (or log-softmax) of each row of [rows, classes].
+cudaError_t softmax(DType dtype, bool log, const void* x, void* y, int64_t rows, int64_t classes, cudaStream_t stream);
+// y[i, c] = on where indices[i] == c, else off (indices i32 or i64; y f32 or f64).
+cudaError_t one_hot(DType index_dtype, DType dtype, const void* indices, void* y, int64_t n, int64_t depth, double on,
+                    double off, cudaStream_t stream);
+
+// 2-D pooling geometry: NHWC or NCHW, the window, its strides and the padding before (the window is
+// clipped to the input after).
+struct PoolGeometry {
+  bool nchw = false;
+  int64_t batch = 0, channels = 0, height = 0, width = 0, out_height = 0, out_width = 0;
+  int64_t window_h = 0, window_w = 0, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+};
+// Max (the first largest in row-major window order) or average (over the window's real elements)
+// pooling, and its gradient gathered per input element in output order (deterministic), f32.
+cudaError_t pool_forward(bool max, const float* x, float* y, const PoolGeometry& geometry, cudaStream_t stream);
+cudaError_t pool_backward(bool max, const float* x, const float* dy, float* dx, const PoolGeometry& geometry,
+                          cudaStream_t stream);
 
 // Optimizer updates in place (f32, f64); learning rates are host values.
 cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, double learning_rate, int64_t n,

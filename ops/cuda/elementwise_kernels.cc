@@ -1,4 +1,5 @@
-// GPU kernels of the element-wise ops, host side: shapes, broadcasting geometry, output allocation.
+// GPU kernels of the element-wise ops, host side: shapes, broadcasting geometry, output allocation;
+// CheckNumerics, which waits for the device's count without blocking.
 #include "ops/cpu/broadcast.h"
 #include "ops/cuda/gpu_kernel.h"
 
@@ -93,6 +94,34 @@ Status zeros_like_kernel(KernelContext& ctx) {
   return Status();
 }
 
+// Asynchronous: the counts of non-finite values come back to pinned host memory, and the node is
+// done (or fails naming its message, as on the CPU) once the device has counted.
+void check_numerics_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  const Tensor& x = ctx.input(0);
+  const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
+  Tensor counts = Tensor::empty(gpu.allocator(), DType::i64, TensorShape{2});
+  Tensor on_host = Tensor::empty(gpu.host_memory_allocator(), DType::i64, TensorShape{2});
+  auto* device_counts = static_cast<unsigned long long*>(counts.mutable_raw_data());
+  Status launch = runtime::cuda::check(cudaMemsetAsync(device_counts, 0, counts.byte_size(), gpu.stream()), "cudaMemsetAsync");
+  if (launch.ok()) launch = launched(count_non_finite(x.dtype(), x.raw_data(), x.num_elements(), device_counts, gpu.stream()),
+                                     "count_non_finite");
+  if (launch.ok()) {
+    launch = runtime::cuda::check(
+        cudaMemcpyAsync(on_host.mutable_raw_data(), device_counts, counts.byte_size(), cudaMemcpyDeviceToHost, gpu.stream()),
+        "cudaMemcpyAsync");
+  }
+  if (!launch.ok()) return done(launch);
+  ctx.set_output(0, x);
+  gpu.gpu_stream().when_device_done([counts = std::move(counts), on_host = std::move(on_host), done = std::move(done),
+                                     message = ctx.attr<std::string>("message"), type = x.type_string()](Status status) {
+    if (!status.ok()) return done(std::move(status));
+    const int64_t* found = on_host.data<int64_t>();
+    if (found[0] + found[1] == 0) return done(Status());
+    done(graph::invalid_argument(message + ": " + type + " holds " + std::to_string(found[0]) + " NaN and " +
+                                 std::to_string(found[1]) + " infinite values"));
+  });
+}
+
 }  // namespace
 
 void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
@@ -118,6 +147,7 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("Maximum", DeviceKind::gpu, {binary_kernel<BinaryOp::maximum>});
   // Equal's output is bool; its dtype constraint (of output 0) would refuse it, so it takes any.
   kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
+  kernels.add("CheckNumerics", DeviceKind::gpu, {.async_fn = check_numerics_kernel, .dtypes = floats});
   kernels.add("Cast", DeviceKind::gpu, {cast_kernel});
   kernels.add("Fill", DeviceKind::gpu, {fill_kernel});
   kernels.add("ZerosLike", DeviceKind::gpu, {zeros_like_kernel});

@@ -1,5 +1,6 @@
 // CUDA kernels of the element-wise ops: unary functions, ReluGrad, broadcasting binary functions,
-// BiasAdd, Cast and Fill, each a grid-stride loop around ops/elementwise_math.h.
+// BiasAdd, Cast and Fill, each a grid-stride loop around ops/elementwise_math.h, and CheckNumerics's
+// count of non-finite values.
 #include "ops/cuda/launch.cuh"
 #include "ops/elementwise_math.h"
 
@@ -56,6 +57,17 @@ __global__ void cast_kernel(const From* x, To* y, int64_t n) {
 template <class T>
 __global__ void fill_kernel(T value, T* y, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = value;
+}
+
+template <class T>
+__global__ void count_non_finite_kernel(const T* x, int64_t n, unsigned long long* counts) {
+  unsigned long long nans = 0, infinities = 0;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    nans += std::isnan(x[i]);
+    infinities += std::isinf(x[i]);
+  }
+  if (nans > 0) atomicAdd(&counts[0], nans);
+  if (infinities > 0) atomicAdd(&counts[1], infinities);
 }
 
 template <class Op, class T>
@@ -144,6 +156,14 @@ cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaSt
       cast_kernel<To, From><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);
       return launched();
     });
+  });
+}
+
+cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned long long* counts, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    count_non_finite_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), n, counts);
+    return launched();
   });
 }
 

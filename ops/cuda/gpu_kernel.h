@@ -23,10 +23,13 @@ inline cudaStream_t stream_of(const KernelContext& ctx) { return gpu_of(ctx).str
 // A launch function's result: ok, or an error naming the CUDA kernel.
 inline Status launched(cudaError_t result, const char* kernel) { return runtime::cuda::check(result, kernel); }
 
+void register_gpu_array_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_conv_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_memory_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_pool_kernels(runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops::cuda

@@ -1,6 +1,7 @@
 // GPU kernels that move memory: the copies placement inserts (to pinned host memory and back,
 // asynchronously), Variable (initialised on the host on first use, then copied to the device), and
-// Const (its value in host memory; placement copies it to the device where it is used).
+// Const (its value in host memory; placement copies it to the device where it is used); the kernels
+// of the CPU that touch no elements.
 #include <cstring>
 
 #include "ops/cuda/gpu_kernel.h"
@@ -71,8 +72,14 @@ void register_gpu_memory_kernels(runtime::KernelRegistry& kernels) {
   runtime::KernelDef constant = *kernels.find("Const", DeviceKind::cpu);
   constant.host_memory_outputs = 1;
   kernels.add("Const", DeviceKind::gpu, constant);
+  // DimSize reads only a shape: its scalar is written on the host.
+  runtime::KernelDef dim_size = *kernels.find("DimSize", DeviceKind::cpu);
+  dim_size.host_memory_outputs = 1;
+  kernels.add("DimSize", DeviceKind::gpu, dim_size);
   // Kernels that never touch elements (fed values, views, nothing) run on the GPU as they are.
-  for (const char* op : {"Placeholder", "Identity", "Reshape", "ReshapeLike", "NoOp"}) kernels.share(op, DeviceKind::gpu, DeviceKind::cpu);
+  for (const char* op : {"Placeholder", "Identity", "Reshape", "ReshapeLike", "SplitBatch", "NoOp"}) {
+    kernels.share(op, DeviceKind::gpu, DeviceKind::cpu);
+  }
 }
 
 }  // namespace mirra::ops::cuda

@@ -1,0 +1,88 @@
+// What the GPU's convolution and pooling kernels share: the window geometry of a node on a concrete
+// input (TensorFlow's SAME/VALID rules, as the CPU kernels compute them), and cuDNN's descriptors as
+// RAII objects with checked setters (the convolutions use them).
+#pragma once
+
+#include <cudnn.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/cuda/gpu_kernel.h"
+
+namespace mirra::ops::cuda {
+
+struct Window {
+  bool nchw = false;
+  int64_t batch = 0, channels = 0, height = 0, width = 0;
+  int64_t window_h = 0, window_w = 0;
+  int64_t out_height = 0, out_width = 0;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_h = 0, pad_w = 0;  // before
+  // Whether the padding after equals the padding before (cuDNN pads symmetrically; TensorFlow's SAME
+  // puts an odd element after).
+  bool symmetric = true;
+
+  // The node's window (its strides, padding and data_format attributes) over `input`.
+  static Window of(const KernelContext& ctx, const Tensor& input, int64_t window_h, int64_t window_w,
+                   const std::vector<int64_t>& dilations);
+  TensorShape output_shape(int64_t out_channels) const;
+  TensorShape input_shape() const;
+};
+
+// A 4-D tensor descriptor of f32 in the window's layout.
+class TensorDescriptor {
+ public:
+  TensorDescriptor();
+  ~TensorDescriptor();
+  TensorDescriptor(const TensorDescriptor&) = delete;
+  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
+  Status set(bool nchw, int64_t n, int64_t c, int64_t h, int64_t w);
+  cudnnTensorDescriptor_t get() const { return descriptor_; }
+
+ private:
+  cudnnTensorDescriptor_t descriptor_ = nullptr;
+};
+
+// A filter descriptor of f32 in KRSC (NHWC data) or KCRS (NCHW data) order.
+class FilterDescriptor {
+ public:
+  FilterDescriptor();
+  ~FilterDescriptor();
+  FilterDescriptor(const FilterDescriptor&) = delete;
+  FilterDescriptor& operator=(const FilterDescriptor&) = delete;
+  Status set(bool nchw, int64_t out_channels, int64_t in_channels, int64_t h, int64_t w);
+  cudnnFilterDescriptor_t get() const { return descriptor_; }
+
+ private:
+  cudnnFilterDescriptor_t descriptor_ = nullptr;
+};
+
+// A cross-correlation (what TensorFlow calls convolution) in f32 with FMA math: no TF32.
+class ConvolutionDescriptor {
+ public:
+  ConvolutionDescriptor();
+  ~ConvolutionDescriptor();
+  ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
+  ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
+  Status set(const Window& window);
+  cudnnConvolutionDescriptor_t get() const { return descriptor_; }
+
+ private:
+  cudnnConvolutionDescriptor_t descriptor_ = nullptr;
+};
+
+class PoolingDescriptor {
+ public:
+  PoolingDescriptor();
+  ~PoolingDescriptor();
+  PoolingDescriptor(const PoolingDescriptor&) = delete;
+  PoolingDescriptor& operator=(const PoolingDescriptor&) = delete;
+  Status set(cudnnPoolingMode_t mode, const Window& window);
+  cudnnPoolingDescriptor_t get() const { return descriptor_; }
+
+ private:
+  cudnnPoolingDescriptor_t descriptor_ = nullptr;
+};
+
+}  // namespace mirra::ops::cuda

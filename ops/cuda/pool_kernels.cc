@@ -1,0 +1,65 @@
+// MaxPool, AvgPool and their gradients on the GPU, host side: the node's window as a PoolGeometry.
+#include "ops/cuda/cudnn_window.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+PoolGeometry pool_geometry(const KernelContext& ctx, const Tensor& input) {
+  const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
+  const Window w = Window::of(ctx, input, ksize[0], ksize[1], {1, 1});
+  return {.nchw = w.nchw,
+          .batch = w.batch,
+          .channels = w.channels,
+          .height = w.height,
+          .width = w.width,
+          .out_height = w.out_height,
+          .out_width = w.out_width,
+          .window_h = w.window_h,
+          .window_w = w.window_w,
+          .stride_h = w.stride_h,
+          .stride_w = w.stride_w,
+          .pad_h = w.pad_h,
+          .pad_w = w.pad_w};
+}
+
+TensorShape pooled_shape(const PoolGeometry& g) {
+  return g.nchw ? TensorShape{g.batch, g.channels, g.out_height, g.out_width}
+                : TensorShape{g.batch, g.out_height, g.out_width, g.channels};
+}
+
+template <bool kMax>
+Status pool_kernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const PoolGeometry g = pool_geometry(ctx, input);
+  Tensor& output = ctx.allocate_output(0, DType::f32, pooled_shape(g));
+  return launched(pool_forward(kMax, input.data<float>(), output.mutable_data<float>(), g, stream_of(ctx)), "pool_forward");
+}
+
+template <bool kMax>
+Status pool_grad_kernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  const PoolGeometry g = pool_geometry(ctx, input);
+  if (!(dy.shape() == pooled_shape(g))) {
+    return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
+  }
+  Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
+  return launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(), g, stream_of(ctx)),
+                  "pool_backward");
+}
+
+}  // namespace
+
+void register_gpu_pool_kernels(runtime::KernelRegistry& kernels) {
+  const uint32_t f32 = runtime::dtype_mask({DType::f32});
+  kernels.add("MaxPool", DeviceKind::gpu, {.fn = pool_kernel<true>, .expensive = true, .dtypes = f32});
+  kernels.add("AvgPool", DeviceKind::gpu, {.fn = pool_kernel<false>, .expensive = true, .dtypes = f32});
+  kernels.add("MaxPoolGrad", DeviceKind::gpu, {.fn = pool_grad_kernel<true>, .expensive = true, .dtypes = f32});
+  kernels.add("AvgPoolGrad", DeviceKind::gpu, {.fn = pool_grad_kernel<false>, .expensive = true, .dtypes = f32});
+}
+
+}  // namespace mirra::ops::cuda
