@@ -1,4 +1,4 @@
-// Training throughput: steady-state examples/s of one-device training.
+// Training throughput: steady-state examples/s of training through a strategy, and GPU memory peaks.
 #include "bench/training_throughput.h"
 
 #include <sys/resource.h>
@@ -19,7 +19,12 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
                                                               {.batch_size = options.batch_size, .seed = 1}));
-  MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy({.strategy = options.strategy}));
+  strategies::StrategyConfig config{.strategy = options.strategy};
+  for (const std::string& name : options.devices) {
+    MIRRA_ASSIGN_OR_RETURN(const graph::DeviceId device, graph::DeviceId::parse(name));
+    config.devices.push_back(device);
+  }
+  MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
   runtime::Session session(program.graph, ops::kernels(), {.threads = options.threads});
   using Clock = std::chrono::steady_clock;
@@ -38,6 +43,13 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
       std::chrono::duration<double>(step_ends.back() - step_ends[static_cast<size_t>(options.warmup_steps - 1)]).count();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
+  nlohmann::json gpu_peaks = nlohmann::json::object();  // device memory held at once, by device
+  for (const auto& device : session.devices().devices()) {
+    if (device->id().kind != graph::DeviceKind::gpu) continue;
+    const runtime::AllocatorStats stats = device->allocator()->stats();
+    gpu_peaks[device->id().to_string()] = {{"peak_bytes_in_use", stats.peak_bytes_in_use},
+                                           {"device_allocations", stats.system_allocations}};
+  }
   return nlohmann::json{{"framework", "mirra"},
                         {"model", options.model},
                         {"strategy", strategy->describe()},
@@ -48,7 +60,8 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"seconds", seconds},
                         {"examples_per_s", static_cast<double>(options.steps * options.batch_size) / seconds},
                         {"final_loss", final_loss},
-                        {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0}};
+                        {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
+                        {"gpu_memory", gpu_peaks}};
 }
 
 }  // namespace mirra::bench

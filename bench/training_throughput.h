@@ -1,13 +1,15 @@
 // The training-throughput benchmark, mirra's side: trains a benchmark model (MLP or CNN, the
 // benchmark settings) on Fashion-MNIST through a strategy (one device by default), the Trainer and
 // the prefetching Dataset, and measures
-// examples/s over a steady-state window after some warm-up steps. bench/training_vs_pytorch.py runs
-// it next to PyTorch (bench/peers/torch_training.py) and reports the ratios and peak memory.
+// examples/s over a steady-state window after some warm-up steps, and the peak memory of each GPU it
+// used. bench/training_vs_pytorch.py runs it next to PyTorch on the CPU (bench/peers/torch_training.py),
+// bench/gpu_training_vs_pytorch.py next to PyTorch on a GPU, and they report the ratios.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "graph/status.h"
 
@@ -15,7 +17,8 @@ namespace mirra::bench {
 
 struct TrainingThroughputOptions {
   std::string model = "mlp";  // mlp or cnn
-  std::string strategy = "one_device";  // or mirrored, central_storage (over the default devices)
+  std::string strategy = "one_device";  // or mirrored, central_storage
+  std::vector<std::string> devices;     // empty: the strategy's default devices
   int threads = 1;
   int64_t batch_size = 128;
   int64_t warmup_steps = 20;

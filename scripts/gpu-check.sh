@@ -2,8 +2,9 @@
 # The GPU check, on a machine with a CUDA device: inside a bundle from scripts/gpu-bundle.sh (through
 # its run.sh) or from a build tree (scripts/gpu-check.sh BUILD_DIR). It lists the devices, runs the
 # GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
-# the conformance again under compute-sanitizer's memcheck where the tool exists, and trains the MLP
-# on gpu:0 for the throughput (with Fashion-MNIST from data/ or Debian's dataset-fashion-mnist).
+# the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
+# gpu:0 for an epoch, and runs the GPU benchmark next to PyTorch where PyTorch with CUDA is installed
+# (with Fashion-MNIST from data/ or Debian's dataset-fashion-mnist).
 # Prints a JSON summary as its last line; exits non-zero when a check failed.
 set -uo pipefail
 if [ -n "${MIRRA_BUNDLE:-}" ]; then
@@ -64,5 +65,15 @@ if [ -n "$data" ]; then
   case "$train_json" in "{"*) ;; *) train_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json}"
+# Throughput and memory next to PyTorch on the same GPU, where PyTorch with CUDA is installed.
+bench_json='"not run: no Fashion-MNIST files or no PyTorch with CUDA"'
+bench_script="$root/bench/gpu_training_vs_pytorch.py"
+if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  gpu_bench() { python3 "$bench_script" --mirra "$mirra" --data "$data" | tee "$work/bench.out"; }
+  step gpu_training_vs_pytorch gpu_bench
+  bench_json=$(tail -n 1 "$work/bench.out" 2>/dev/null)
+  case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
+fi
+
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"benchmark\": $bench_json}"
 exit $failed

@@ -1,6 +1,7 @@
 // StrategyConfig parsing: strict keys and types, errors naming the key and the source.
 #include "strategies/config.h"
 
+#include "runtime/gpu_devices.h"
 #include "strategies/config_json.h"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,12 @@ graph::Expected<double> positive_mb(const json& object, const char* key, const c
 }  // namespace
 
 std::vector<graph::DeviceId> default_devices(std::string_view strategy) {
+  if (const auto gpus = runtime::list_gpus(); gpus.ok()) {
+    std::vector<graph::DeviceId> devices;
+    for (const runtime::GpuInfo& gpu : *gpus) devices.push_back({graph::DeviceKind::gpu, gpu.ordinal});
+    if (strategy == "one_device") devices.resize(1);
+    return devices;
+  }
   if (strategy == "one_device") return {{graph::DeviceKind::cpu, 0}};
   return {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu, 1}};
 }

@@ -28,8 +28,8 @@ struct StrategyConfig {
   AllReduceConfig all_reduce;
 };
 
-// The local devices a strategy uses when the config names none: two logical CPU devices on a machine
-// without GPUs (one for one_device).
+// The local devices a strategy uses when the config names none: the machine's GPUs when it has any
+// (the first for one_device), else two logical CPU devices (cpu:0 for one_device).
 std::vector<graph::DeviceId> default_devices(std::string_view strategy);
 
 // `source` names where the text came from ("config.json", "--strategy") in error messages.

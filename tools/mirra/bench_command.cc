@@ -29,6 +29,8 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   commands.training->add_option("--steps", commands.training_options.steps, "Timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   commands.training->add_option("--data", commands.training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  commands.training->add_option("--devices", commands.training_options.devices, "Devices (default: the strategy's)")
+      ->delimiter(',');
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
   commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Training throughput and GPU memory on one GPU, mirra next to PyTorch, in one run.
+
+For each model (MLP, CNN) and batch size (128, 1024, 8192) it runs `mirra bench training --devices
+gpu:0` (data streamed from the host through mirra's input pipeline), then the PyTorch peer
+(bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a CUDA graph;
+its data set held on the GPU), and reports mirra's examples/s over each PyTorch mode's (>1 is faster)
+and mirra's peak device memory over torch.cuda.max_memory_allocated (<1 is leaner), one JSON line per
+configuration and a summary object last.
+
+Usage: bench/gpu_training_vs_pytorch.py --mirra PATH --data DIR [--python python3] [--models mlp,cnn]
+                                        [--batches 128,1024,8192]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def last_json(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, done.stderr.strip()[-500:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")], None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mirra", required=True)
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--batches", default="128,1024,8192")
+    args = parser.parse_args()
+    rows = []
+    for model in args.models.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            steps = (400 if model == "mlp" else 200) // (4 if batch >= 8192 else 1)
+            lines, error = last_json([args.mirra, "bench", "training", "--model", model, "--devices", "gpu:0", "--batch-size",
+                                      str(batch), "--steps", str(steps), "--warmup-steps", "20", "--data", args.data])
+            rows.append({"model": model, "batch": batch, "mirra": lines[-1] if lines else {"error": error}})
+    peer, error = last_json([args.python, os.path.join(HERE, "peers", "torch_gpu_training.py"), args.data, "--models",
+                             args.models, "--batches", args.batches])
+    for row in rows:
+        mirra = row["mirra"]
+        for figure in peer or []:
+            if figure.get("model") != row["model"] or figure.get("batch") != row["batch"] or "examples_per_s" not in figure:
+                continue
+            row[f"pytorch_{figure['mode']}"] = figure
+            if "examples_per_s" in mirra:
+                row[f"speed_vs_{figure['mode']}"] = mirra["examples_per_s"] / figure["examples_per_s"]
+                peak = mirra.get("gpu_memory", {}).get("gpu:0", {}).get("peak_bytes_in_use")
+                if peak is not None and figure["mode"] == "fp32" and figure["max_memory_allocated"] > 0:
+                    row["memory_vs_pytorch"] = peak / figure["max_memory_allocated"]
+        print(json.dumps(row), flush=True)
+    summary = {"benchmark": "gpu_training_vs_pytorch",
+               "peer": peer[0] if peer else {"error": error},
+               "speed_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_fp32") for r in rows},
+               "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows}}
+    print(json.dumps(summary))
+    return 0 if all("examples_per_s" in r["mirra"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `mirra bench training --devices gpu:0`: the benchmark MLP (784-256-128-10, ReLU) and
+the TF-tutorial CNN (conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10) with SGD, momentum 0.9, learning
+rate 0.05 on Fashion-MNIST, on one GPU, with the data set held in GPU memory (PyTorch's best case).
+For each model and batch size it times three modes after 20 warm-up steps: eager with TF32 off
+(mirra's arithmetic), eager with TF32, and the whole step captured as a CUDA graph (TF32 off); and
+records torch.cuda.max_memory_allocated for each. Prints one JSON line per configuration.
+
+Usage: torch_gpu_training.py DATA_DIR [--models mlp,cnn] [--batches 128,1024,8192]
+"""
+import argparse
+import gzip
+import json
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        rank = struct.unpack(">I", f.read(4))[0] & 0xFF
+        dims = struct.unpack(">" + "I" * rank, f.read(4 * rank))
+        return np.frombuffer(f.read(), dtype=np.uint8).reshape(dims)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden1, self.hidden2, self.out = nn.Linear(784, 256), nn.Linear(256, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.out(F.relu(self.hidden2(F.relu(self.hidden1(x.flatten(1))))))
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 32, 5, padding=2), nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1, self.fc2 = nn.Linear(7 * 7 * 64, 1024), nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+def measure(model_name, batch, mode, images, labels, steps):
+    tf32 = mode == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.manual_seed(1)
+    model = (Mlp() if model_name == "mlp" else Cnn()).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    batches = images.shape[0] // batch
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+
+    def step(x, y):
+        optimizer.zero_grad(set_to_none=False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if mode == "graph":
+        static_x, static_y = images[:batch].clone(), labels[:batch].clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step(static_x, static_y)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step(static_x, static_y)
+
+        def run(i):
+            static_x.copy_(images[i * batch:(i + 1) * batch])
+            static_y.copy_(labels[i * batch:(i + 1) * batch])
+            graph.replay()
+    else:
+        def run(i):
+            step(images[i * batch:(i + 1) * batch], labels[i * batch:(i + 1) * batch])
+
+    for i in range(20):
+        run(i % batches)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for i in range(steps):
+        run(i % batches)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return {"framework": "pytorch", "model": model_name, "batch": batch, "mode": mode, "steps": steps,
+            "seconds": seconds, "examples_per_s": steps * batch / seconds,
+            "max_memory_allocated": torch.cuda.max_memory_allocated()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("data")
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--batches", default="128,1024,8192")
+    args = parser.parse_args()
+    torch.backends.cudnn.benchmark = True
+    images = torch.from_numpy(read_idx(f"{args.data}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)
+    images = images.reshape(-1, 1, 28, 28).cuda()
+    labels = torch.from_numpy(read_idx(f"{args.data}/train-labels-idx1-ubyte.gz").astype(np.int64)).cuda()
+    print(json.dumps({"framework": "pytorch", "version": torch.__version__, "cuda": torch.version.cuda,
+                      "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name()}), flush=True)
+    for model_name in args.models.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            steps = (400 if model_name == "mlp" else 200) // (4 if batch >= 8192 else 1)
+            for mode in ("fp32", "tf32", "graph"):
+                try:
+                    print(json.dumps(measure(model_name, batch, mode, images, labels, steps)), flush=True)
+                except RuntimeError as e:  # a failed capture must not lose the other figures
+                    print(json.dumps({"framework": "pytorch", "model": model_name, "batch": batch, "mode": mode,
+                                      "error": str(e)[:300]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
