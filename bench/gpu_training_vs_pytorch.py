@@ -2,11 +2,11 @@
 """Training throughput and GPU memory on one GPU, mirra next to PyTorch, in one run.
 
 For each model (MLP, CNN) and batch size (128, 1024, 8192) it runs `mirra bench training --devices
-gpu:0` (data streamed from the host through mirra's input pipeline), then the PyTorch peer
-(bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a CUDA graph;
-its data set held on the GPU), and reports mirra's examples/s over each PyTorch mode's (>1 is faster)
-and mirra's peak device memory over torch.cuda.max_memory_allocated (<1 is leaner), one JSON line per
-configuration and a summary object last.
+gpu:0` with TF32 off and on (data streamed from the host through mirra's input pipeline), then the
+PyTorch peer (bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a
+CUDA graph with TF32 off; its data set held on the GPU), and reports mirra's examples/s over each
+PyTorch mode's (TF32 against TF32, >1 is faster) and mirra's peak device memory over
+torch.cuda.max_memory_allocated (<1 is leaner), one JSON line per configuration and a summary last.
 
 Usage: bench/gpu_training_vs_pytorch.py --mirra PATH --data DIR [--python python3] [--models mlp,cnn]
                                         [--batches 128,1024,8192]
@@ -39,9 +39,13 @@ def main():
     for model in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             steps = (400 if model == "mlp" else 200) // (4 if batch >= 8192 else 1)
-            lines, error = last_json([args.mirra, "bench", "training", "--model", model, "--devices", "gpu:0", "--batch-size",
-                                      str(batch), "--steps", str(steps), "--warmup-steps", "20", "--data", args.data])
-            rows.append({"model": model, "batch": batch, "mirra": lines[-1] if lines else {"error": error}})
+            row = {"model": model, "batch": batch}
+            for name, extra in (("mirra", []), ("mirra_tf32", ["--allow-tf32"])):
+                lines, error = last_json([args.mirra, "bench", "training", "--model", model, "--devices", "gpu:0",
+                                          "--batch-size", str(batch), "--steps", str(steps), "--warmup-steps", "20",
+                                          "--data", args.data] + extra)
+                row[name] = lines[-1] if lines else {"error": error}
+            rows.append(row)
     peer, error = last_json([args.python, os.path.join(HERE, "peers", "torch_gpu_training.py"), args.data, "--models",
                              args.models, "--batches", args.batches])
     for row in rows:
@@ -50,8 +54,10 @@ def main():
             if figure.get("model") != row["model"] or figure.get("batch") != row["batch"] or "examples_per_s" not in figure:
                 continue
             row[f"pytorch_{figure['mode']}"] = figure
-            if "examples_per_s" in mirra:
-                row[f"speed_vs_{figure['mode']}"] = mirra["examples_per_s"] / figure["examples_per_s"]
+            # TF32 against TF32; mirra's f32 against PyTorch's f32 eager and CUDA graph.
+            ours = row["mirra_tf32"] if figure["mode"] == "tf32" else mirra
+            if "examples_per_s" in ours:
+                row[f"speed_vs_{figure['mode']}"] = ours["examples_per_s"] / figure["examples_per_s"]
                 peak = mirra.get("gpu_memory", {}).get("gpu:0", {}).get("peak_bytes_in_use")
                 if peak is not None and figure["mode"] == "fp32" and figure["max_memory_allocated"] > 0:
                     row["memory_vs_pytorch"] = peak / figure["max_memory_allocated"]
@@ -59,6 +65,8 @@ def main():
     summary = {"benchmark": "gpu_training_vs_pytorch",
                "peer": peer[0] if peer else {"error": error},
                "speed_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_fp32") for r in rows},
+               "speed_vs_tf32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_tf32") for r in rows},
+               "speed_vs_graph": {f"{r['model']}/{r['batch']}": r.get("speed_vs_graph") for r in rows},
                "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows}}
     print(json.dumps(summary))
     return 0 if all("examples_per_s" in r["mirra"] for r in rows) else 1

@@ -26,7 +26,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   }
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
-  runtime::Session session(program.graph, ops::kernels(), {.threads = options.threads});
+  runtime::Session session(program.graph, ops::kernels(), {.threads = options.threads, .allow_tf32 = options.allow_tf32});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
   double final_loss = 0;
@@ -54,6 +54,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"model", options.model},
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
+                        {"allow_tf32", options.allow_tf32},
                         {"batch", options.batch_size},
                         {"warmup_steps", options.warmup_steps},
                         {"steps", options.steps},

@@ -19,6 +19,7 @@ struct TrainingThroughputOptions {
   std::string model = "mlp";  // mlp or cnn
   std::string strategy = "one_device";  // or mirrored, central_storage
   std::vector<std::string> devices;     // empty: the strategy's default devices
+  bool allow_tf32 = false;              // GPUs may multiply f32 in TF32
   int threads = 1;
   int64_t batch_size = 128;
   int64_t warmup_steps = 20;

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "runtime/cpu/caching_allocator.h"
-#include "runtime/gpu_devices.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
@@ -62,7 +61,8 @@ Tensor Device::copy_from_host(const Tensor& tensor) const {
   return copy_on_stream(tensor, allocator_, *stream_, memory_space());
 }
 
-DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::shared_ptr<MemoryBudget> budget) {
+DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::shared_ptr<MemoryBudget> budget,
+                            const GpuOptions& gpu_options) {
   DeviceSet set;
   const int per_device = std::max(1, threads / std::max(static_cast<int>(ids.size()), 1));
   for (const DeviceId& id : ids) {
@@ -72,7 +72,7 @@ DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::
       auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, MemorySpace::of_device(id), stream);
       set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device));
     } else if (id.kind == DeviceKind::gpu) {
-      graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal);
+      graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal, gpu_options);
       if (gpu.ok()) {
         set.devices_.push_back(std::move(*gpu));
       } else if (set.status_.ok()) {

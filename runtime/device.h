@@ -20,6 +20,7 @@
 #include "graph/device_id.h"
 #include "graph/node.h"
 #include "runtime/allocator.h"
+#include "runtime/gpu_devices.h"
 #include "runtime/memory_budget.h"
 #include "runtime/stream.h"
 
@@ -87,7 +88,7 @@ class DeviceSet {
   // host's memory; a GPU's own memory is not counted). A GPU that cannot be opened (none there, a
   // build without CUDA) is left out, and status() says why.
   static DeviceSet create(const std::vector<DeviceId>& ids, int threads = 1,
-                          std::shared_ptr<MemoryBudget> budget = nullptr);
+                          std::shared_ptr<MemoryBudget> budget = nullptr, const GpuOptions& gpu_options = {});
   // `count` logical CPU devices cpu:0 .. cpu:count-1.
   static DeviceSet cpu(int count, int threads = 1, std::shared_ptr<MemoryBudget> budget = nullptr);
 

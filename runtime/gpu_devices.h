@@ -26,6 +26,14 @@ struct GpuInfo {
 };
 
 // Versions as "major.minor[.patch]"; empty when the build or the machine lacks the piece.
+// How GPU devices compute.
+struct GpuOptions {
+  // f32 matrix products and convolutions may run in TF32 (tensor cores, a 10-bit mantissa): faster,
+  // less exact. Off by default, as PyTorch's matmuls: results then follow the CPU's within float
+  // rounding.
+  bool allow_tf32 = false;
+};
+
 struct GpuSoftware {
   std::string driver, runtime, cublas, cudnn, nccl;
 };
@@ -36,6 +44,6 @@ bool built_with_cuda();
 graph::Expected<std::vector<GpuInfo>> list_gpus();
 GpuSoftware gpu_software();
 // GPU `ordinal` as a device (gpu:<ordinal>), or unavailable naming it and why.
-graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal);
+graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuOptions& options = {});
 
 }  // namespace mirra::runtime

@@ -14,7 +14,7 @@ graph::Expected<std::vector<GpuInfo>> list_gpus() { return graph::unavailable(kN
 
 GpuSoftware gpu_software() { return {}; }
 
-graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal) {
+graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuOptions&) {
   return graph::unavailable("gpu:" + std::to_string(ordinal) + ": " + kNoBackend);
 }
 

@@ -34,6 +34,7 @@ struct SessionOptions {
   bool deterministic = false;  // one node at a time, in plan order, on one thread
   graph::DeviceId default_device = {};  // for nodes with no device
   bool soft_placement = false;  // a node its device has no kernel for runs on cpu:0 instead of failing
+  bool allow_tf32 = false;      // GPUs may run f32 products and convolutions in TF32 (GpuOptions)
   bool trace = false;          // record every step's node timeline (see last_timeline)
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
   // The collective implementations its kernels may use, the first for "auto"; none given: one

@@ -3,7 +3,8 @@
 # its run.sh) or from a build tree (scripts/gpu-check.sh BUILD_DIR). It lists the devices, runs the
 # GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
 # the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
-# gpu:0 for an epoch, and runs the GPU benchmark next to PyTorch where PyTorch with CUDA is installed
+# gpu:0 for an epoch, measures the executor's cost per GPU kernel against raw CUDA launches, and runs
+# the GPU training benchmark next to PyTorch where PyTorch with CUDA is installed
 # (with Fashion-MNIST from data/ or Debian's dataset-fashion-mnist).
 # Prints a JSON summary as its last line; exits non-zero when a check failed.
 set -uo pipefail
@@ -65,6 +66,12 @@ if [ -n "$data" ]; then
   case "$train_json" in "{"*) ;; *) train_json=null ;; esac
 fi
 
+# The executor's cost per GPU kernel against back-to-back raw launches.
+executor_overhead() { "$mirra" bench executor --device gpu:0 --nodes 20000 | tee "$work/executor.out"; }
+step executor_overhead_gpu executor_overhead
+executor_json=$(tail -n 1 "$work/executor.out" 2>/dev/null)
+case "$executor_json" in "{"*) ;; *) executor_json=null ;; esac
+
 # Throughput and memory next to PyTorch on the same GPU, where PyTorch with CUDA is installed.
 bench_json='"not run: no Fashion-MNIST files or no PyTorch with CUDA"'
 bench_script="$root/bench/gpu_training_vs_pytorch.py"
@@ -75,5 +82,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"executor_overhead\": $executor_json, \"benchmark\": $bench_json}"
 exit $failed

@@ -2,8 +2,8 @@
 // legacy one: deprecated in cuDNN 9, still complete; its warnings are silenced in this file). Data is
 // NHWC (or NCHW); cuDNN's filters are KRSC (KCRS for NCHW) where mirra's are HWIO, so the filter is
 // permuted into a scratch tensor, and the filter gradient permuted back. The algorithm for each
-// problem comes from cuDNN's heuristics once and is cached; FMA math, so no TF32. FusedConv2D is the
-// convolution followed by the BiasAdd and Relu kernels.
+// problem comes from cuDNN's heuristics once and is cached; FMA math, so no TF32, unless the device
+// allows it. FusedConv2D is the convolution followed by the BiasAdd and Relu kernels.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <map>
@@ -45,9 +45,10 @@ struct ConvProblem {
     MIRRA_RETURN_IF_ERROR(x.set(g.nchw, g.batch, g.channels, g.height, g.width));
     MIRRA_RETURN_IF_ERROR(y.set(g.nchw, g.batch, out_channels, g.out_height, g.out_width));
     MIRRA_RETURN_IF_ERROR(w.set(g.nchw, out_channels, g.channels, g.window_h, g.window_w));
-    MIRRA_RETURN_IF_ERROR(conv.set(g));
+    const bool tf32 = gpu_of(ctx).allow_tf32();
+    MIRRA_RETURN_IF_ERROR(conv.set(g, tf32));
     key = std::to_string(ctx.device().id().ordinal);
-    for (int64_t v : {int64_t{g.nchw}, g.batch, g.channels, g.height, g.width, out_channels, g.window_h, g.window_w, g.stride_h,
+    for (int64_t v : {int64_t{tf32}, int64_t{g.nchw}, g.batch, g.channels, g.height, g.width, out_channels, g.window_h, g.window_w, g.stride_h,
                       g.stride_w, g.dilation_h, g.dilation_w, g.pad_h, g.pad_w}) {
       key.append(",").append(std::to_string(v));
     }

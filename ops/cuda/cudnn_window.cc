@@ -65,11 +65,11 @@ Status FilterDescriptor::set(bool nchw, int64_t out_channels, int64_t in_channel
 
 ConvolutionDescriptor::ConvolutionDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateConvolutionDescriptor(&descriptor_)); }
 ConvolutionDescriptor::~ConvolutionDescriptor() { (void)cudnnDestroyConvolutionDescriptor(descriptor_); }
-Status ConvolutionDescriptor::set(const Window& w) {
+Status ConvolutionDescriptor::set(const Window& w, bool allow_tf32) {
   MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(descriptor_, narrow(w.pad_h), narrow(w.pad_w), narrow(w.stride_h),
                                                              narrow(w.stride_w), narrow(w.dilation_h), narrow(w.dilation_w),
                                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(descriptor_, CUDNN_FMA_MATH));
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(descriptor_, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   return Status();
 }
 

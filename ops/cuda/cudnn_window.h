@@ -58,14 +58,14 @@ class FilterDescriptor {
   cudnnFilterDescriptor_t descriptor_ = nullptr;
 };
 
-// A cross-correlation (what TensorFlow calls convolution) in f32 with FMA math: no TF32.
+// A cross-correlation (what TensorFlow calls convolution) in f32: FMA math (no TF32) unless allowed.
 class ConvolutionDescriptor {
  public:
   ConvolutionDescriptor();
   ~ConvolutionDescriptor();
   ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
   ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
-  Status set(const Window& window);
+  Status set(const Window& window, bool allow_tf32);
   cudnnConvolutionDescriptor_t get() const { return descriptor_; }
 
  private:

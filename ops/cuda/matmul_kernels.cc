@@ -1,6 +1,6 @@
 // MatMul on the GPU through cuBLAS. Tensors are row-major and cuBLAS is column-major, so the row-major
 // C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T: B and A swap places and keep
-// their transpose flags. FP32 products run in FP32 (the device's cuBLAS handle has TF32 off).
+// their transpose flags. FP32 products run in FP32 unless the device allows TF32 (GpuOptions).
 #include <limits>
 
 #include "ops/cuda/gpu_kernel.h"
@@ -33,7 +33,12 @@ Status matmul_kernel(KernelContext& ctx) {
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n);
   const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-  if (a.dtype() == DType::f32) {
+  if (a.dtype() == DType::f32 && gpu_of(ctx).allow_tf32()) {
+    const float one = 1, zero = 0;
+    MIRRA_CUDA_RETURN_IF_ERROR(cublasGemmEx(handle, op_b, op_a, ni, mi, ki, &one, b.data<float>(), CUDA_R_32F, ldb,
+                                            a.data<float>(), CUDA_R_32F, lda, &zero, c.mutable_data<float>(), CUDA_R_32F, ni,
+                                            CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+  } else if (a.dtype() == DType::f32) {
     const float one = 1, zero = 0;
     MIRRA_CUDA_RETURN_IF_ERROR(cublasSgemm(handle, op_b, op_a, ni, mi, ki, &one, b.data<float>(), ldb, a.data<float>(), lda,
                                            &zero, c.mutable_data<float>(), ni));

@@ -48,21 +48,23 @@ class PinnedMemory final : public SystemMemory {
 
 }  // namespace
 
-GpuDevice::GpuDevice(int ordinal) : GpuDevice(ordinal, std::make_shared<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal))) {}
+GpuDevice::GpuDevice(int ordinal, const GpuOptions& options)
+    : GpuDevice(ordinal, options, std::make_shared<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal))) {}
 
-GpuDevice::GpuDevice(int ordinal, std::shared_ptr<GpuStream> stream)
+GpuDevice::GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<GpuStream> stream)
     : Device({DeviceKind::gpu, ordinal},
              std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal), nullptr,
                                                 MemorySpace::of_device({DeviceKind::gpu, ordinal}), nullptr,
                                                 std::make_shared<DeviceMemory>(ordinal)),
              stream),
+      options_(options),
       stream_(std::move(stream)),
       pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,
                                                  MemorySpace::host_memory(), nullptr, std::make_shared<PinnedMemory>())) {
   try {
     MIRRA_CUDA_THROW_IF_ERROR(cublasCreate(&cublas_));
     MIRRA_CUDA_THROW_IF_ERROR(cublasSetStream(cublas_, stream_->handle()));
-    // FP32 products in FP32: TF32 only when the configuration allows it (kernels switch per call).
+    // FP32 products in FP32 unless TF32 is allowed (MatMul chooses per call; this is the default).
     MIRRA_CUDA_THROW_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
     MIRRA_CUDA_THROW_IF_ERROR(cudnnCreate(&cudnn_));
     MIRRA_CUDA_THROW_IF_ERROR(cudnnSetStream(cudnn_, stream_->handle()));

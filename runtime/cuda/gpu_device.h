@@ -15,19 +15,22 @@
 
 #include "runtime/cuda/gpu_stream.h"
 #include "runtime/device.h"
+#include "runtime/gpu_devices.h"
 
 namespace mirra::runtime::cuda {
 
 class GpuDevice final : public Device {
  public:
   // Opens GPU `ordinal`; throws DeviceError when CUDA, cuBLAS or cuDNN refuse.
-  explicit GpuDevice(int ordinal);
+  GpuDevice(int ordinal, const GpuOptions& options);
   ~GpuDevice() override;
 
   GpuStream& gpu_stream() const { return *stream_; }
   cudaStream_t stream() const { return stream_->handle(); }
   cublasHandle_t cublas() const { return cublas_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
+  // Whether f32 products and convolutions may use TF32 (GpuOptions).
+  bool allow_tf32() const { return options_.allow_tf32; }
 
   // Pinned (page-locked) host memory, so copies between it and the GPU run asynchronously.
   const std::shared_ptr<Allocator>& host_memory_allocator() const override { return pinned_; }
@@ -35,8 +38,9 @@ class GpuDevice final : public Device {
   Tensor copy_from_host(const Tensor& tensor) const override;
 
  private:
-  GpuDevice(int ordinal, std::shared_ptr<GpuStream> stream);
+  GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
 
+  GpuOptions options_;
   std::shared_ptr<GpuStream> stream_;
   std::shared_ptr<Allocator> pinned_;
   cublasHandle_t cublas_ = nullptr;

@@ -64,7 +64,7 @@ GpuSoftware gpu_software() {
   return software;
 }
 
-graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal) {
+graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuOptions& options) {
   const std::string name = "gpu:" + std::to_string(ordinal);
   graph::Expected<std::vector<GpuInfo>> gpus = list_gpus();
   if (!gpus.ok()) return graph::unavailable(name + ": " + gpus.status().message());
@@ -73,7 +73,7 @@ graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal) {
                               (gpus->size() == 1 ? "" : "s"));
   }
   try {
-    return std::unique_ptr<Device>(std::make_unique<cuda::GpuDevice>(ordinal));
+    return std::unique_ptr<Device>(std::make_unique<cuda::GpuDevice>(ordinal, options));
   } catch (const DeviceError& e) {
     return e.status().with_context(name);
   }

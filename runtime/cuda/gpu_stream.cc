@@ -82,23 +82,30 @@ void GpuStream::wait(std::shared_ptr<Event> event) {
 
 void GpuStream::complete_in_order() {
   for (;;) {
-    Pending next;
+    std::deque<Pending> batch;
     {
       std::unique_lock lock(pending_mutex_);
       has_pending_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
       if (pending_.empty()) return;
-      next = std::move(pending_.front());
-      pending_.pop_front();
+      batch.swap(pending_);
     }
+    // The events of one stream complete in the order they were recorded: once the last of the batch
+    // has, all have, so one wait serves them all.
     graph::Status status;
-    if (next.event->handle() != nullptr) status = check(cudaEventSynchronize(next.event->handle()), "cudaEventSynchronize");
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+      if (it->event->handle() == nullptr) continue;
+      status = check(cudaEventSynchronize(it->event->handle()), "cudaEventSynchronize");
+      break;
+    }
     {
       std::lock_guard lock(pending_mutex_);
       if (!status.ok() && device_error_.ok()) device_error_ = status.with_context("stream " + name_);
       status = device_error_;
     }
-    next.event->complete();
-    if (next.callback) next.callback(std::move(status));
+    for (Pending& done : batch) {
+      done.event->complete();
+      if (done.callback) done.callback(status);
+    }
   }
 }
 

@@ -351,7 +351,7 @@ namespace mirra::runner {
 // Whatever `config --print` writes, `--config` reads back to the same config.
 TEST_CASE("Runner.config_print_round_trips_through_config") {
   const Run printed = run({"config", "--print", "--strategy", "central_storage", "--seed", "4611686018427387904", "--lr", "0.3",
-                           "--memory-limit", "3G", "--check-numerics", "--soft-placement", "--schedule", "cosine", "--decay-steps", "7",
+                           "--memory-limit", "3G", "--check-numerics", "--soft-placement", "--allow-tf32", "--schedule", "cosine", "--decay-steps", "7",
                            "--checkpoint-dir", "ckpts", "--keep-checkpoints", "1000", "--steps", "9"},
                           "printed");
   REQUIRE(printed.code == 0);
@@ -364,6 +364,7 @@ TEST_CASE("Runner.config_print_round_trips_through_config") {
   CHECK(config["training"]["memory_limit"] == int64_t{3} << 30);
   CHECK(config["training"]["check_numerics"] == true);
   CHECK(config["training"]["soft_placement"] == true);
+  CHECK(config["training"]["allow_tf32"] == true);
 }
 
 }  // namespace mirra::runner

@@ -1,6 +1,7 @@
 // The bench subcommands: flags with ranges, results as one JSON line on stdout.
 #include "tools/mirra/bench_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -16,6 +17,8 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.executor = bench->add_subcommand("executor", "Executor per-node overhead vs a raw oneTBB flow graph");
   commands.executor->add_option("--nodes", commands.executor_options.nodes, "Nodes per shape")->check(CLI::Range(1, 10'000'000));
   commands.executor->add_option("--threads", commands.executor_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
+  commands.executor->add_option("--device", commands.executor_device, "cpu (logical CPU devices) or gpu:0 (against raw CUDA launches)")
+      ->check(CLI::IsMember({"cpu", "gpu:0"}));
   commands.executor->add_option("--repetitions", commands.executor_options.repetitions, "Runs per shape (the best counts)")
       ->check(CLI::Range(1, 1000));
   commands.training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
@@ -31,6 +34,7 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--data", commands.training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
   commands.training->add_option("--devices", commands.training_options.devices, "Devices (default: the strategy's)")
       ->delimiter(',');
+  commands.training->add_flag("--allow-tf32", commands.training_options.allow_tf32, "Let GPUs multiply f32 in TF32");
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
   commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
@@ -52,7 +56,15 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
 }
 
 int run_bench(const BenchCommands& commands) {
-  if (*commands.executor) std::cout << bench::run_executor_overhead(commands.executor_options).dump() << "\n";
+  if (*commands.executor && commands.executor_device == "gpu:0") {
+    const bench::ExecutorOverheadOptions& o = commands.executor_options;
+    auto result = bench::run_gpu_executor_overhead({.nodes = std::min(o.nodes, 100000), .threads = o.threads,
+                                                    .repetitions = o.repetitions});
+    if (!result.ok()) return report_error(result.status());
+    std::cout << result->dump() << "\n";
+  } else if (*commands.executor) {
+    std::cout << bench::run_executor_overhead(commands.executor_options).dump() << "\n";
+  }
   if (*commands.files) std::cout << bench::run_file_io(commands.files_options).dump() << "\n";
   if (*commands.all_reduce) std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
   if (*commands.training || *commands.accuracy) {

@@ -6,6 +6,7 @@
 
 #include "bench/all_reduce_bandwidth.h"
 #include "bench/executor_overhead.h"
+#include "bench/gpu_executor_overhead.h"
 #include "bench/file_io.h"
 #include "bench/time_to_accuracy.h"
 #include "bench/training_throughput.h"
@@ -19,6 +20,7 @@ struct BenchCommands {
   CLI::App* all_reduce = nullptr;
   CLI::App* files = nullptr;
   bench::ExecutorOverheadOptions executor_options;
+  std::string executor_device = "cpu";  // or gpu:0: the GPU variant
   bench::TrainingThroughputOptions training_options;
   bench::TimeToAccuracyOptions accuracy_options;
   bench::AllReduceBandwidthOptions all_reduce_options;

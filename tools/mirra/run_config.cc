@@ -83,7 +83,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads",
-          "memory_limit", "check_numerics", "soft_placement"},
+          "memory_limit", "check_numerics", "soft_placement", "allow_tf32"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
@@ -102,6 +102,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "deterministic", "training.deterministic", source, out.deterministic));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "soft_placement", "training.soft_placement", source, out.soft_placement));
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "allow_tf32", "training.allow_tf32", source, out.allow_tf32));
   if (t.contains("memory_limit") && t.at("memory_limit").is_string()) {
     auto bytes = parse_byte_size(t.at("memory_limit").get<std::string>(), "'training.memory_limit'");
     if (!bytes.ok()) return graph::invalid_argument(std::string(source) + ": " + bytes.status().message());
@@ -160,7 +161,8 @@ std::string run_config_json(const RunConfig& c) {
                    {"threads", c.training.threads},
                    {"memory_limit", c.training.memory_limit},
                    {"check_numerics", c.training.check_numerics},
-                   {"soft_placement", c.training.soft_placement}};
+                   {"soft_placement", c.training.soft_placement},
+                   {"allow_tf32", c.training.allow_tf32}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},

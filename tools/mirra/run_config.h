@@ -33,6 +33,7 @@ struct TrainingConfig {
   int64_t memory_limit = 0;             // bytes the run may plan to use; 0: nine tenths of physical memory
   bool check_numerics = false;          // also stop at the first non-finite gradient, before it is applied
   bool soft_placement = false;          // a node its device has no kernel for runs on cpu:0 instead of failing
+  bool allow_tf32 = false;              // GPUs may run f32 products and convolutions in TF32
 };
 
 struct CheckpointConfig {

@@ -33,6 +33,7 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                    "Stop at the first non-finite gradient, before it is applied (the loss is always checked)");
   command.add_flag("--soft-placement", f.soft_placement,
                    "Run a node its device has no kernel for on cpu:0 instead of failing");
+  command.add_flag("--allow-tf32", f.allow_tf32, "Let GPUs run f32 matrix products and convolutions in TF32 (faster, less exact)");
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
@@ -87,6 +88,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   }
   if (f.check_numerics) config.training.check_numerics = true;
   if (f.soft_placement) config.training.soft_placement = true;
+  if (f.allow_tf32) config.training.allow_tf32 = true;
   if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
   if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
   if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;

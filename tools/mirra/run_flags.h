@@ -22,6 +22,7 @@ struct RunFlags {
   bool deterministic = false;
   bool check_numerics = false;
   bool soft_placement = false;
+  bool allow_tf32 = false;
 };
 
 void add_run_flags(CLI::App& command, RunFlags& flags);

@@ -124,6 +124,7 @@ graph::Status TrainRun::run() {
       runtime::SessionOptions{.threads = config_.training.threads,
                               .deterministic = config_.training.deterministic,
                               .soft_placement = config_.training.soft_placement,
+                              .allow_tf32 = config_.training.allow_tf32,
                               .trace = !command_.trace.empty(),
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
