@@ -7,6 +7,7 @@
 #include "ops/cpu/reduce.h"
 #include "ops/elementwise_math.h"
 #include "ops/elementwise_ops.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 #include "ops/source_ops.h"
@@ -55,19 +56,7 @@ Status binary_kernel(KernelContext& ctx) {
 Status sum_to_shape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& like = ctx.input(1);
-  const int offset = x.rank() - like.rank();
-  std::vector<int> axes;
-  bool fits = offset >= 0;
-  for (int d = 0; fits && d < x.rank(); ++d) {
-    if (d < offset) {
-      axes.push_back(d);
-    } else if (like.dim(d - offset) == 1 && x.dim(d) != 1) {
-      axes.push_back(d);
-    } else if (like.dim(d - offset) != x.dim(d)) {
-      fits = false;
-    }
-  }
-  if (!fits) return graph::invalid_argument(x.type_string() + " does not sum to the shape of " + like.type_string());
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<int> axes, sum_to_shape_axes(x, like));
   Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
   return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     cpu::reduce_into<T, cpu::Reduction::sum>(x, axes, y.mutable_data<T>());

@@ -5,6 +5,7 @@
 
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/window_geometry.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/window_attrs.h"
 
@@ -78,14 +79,7 @@ Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  if (filter.dim(2) != input.dim(nchw ? 1 : 3)) {
-    return graph::invalid_argument("filter " + filter.type_string() + " does not match input channels of " +
-                                   input.type_string());
-  }
-  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != filter.dim(3))) {
-    return graph::invalid_argument("bias " + bias->type_string() + " does not match the filter's " +
-                                   std::to_string(filter.dim(3)) + " output channels");
-  }
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
   const ConvProblem c = ConvProblem::make(ctx, input, filter);
   Tensor& output = ctx.allocate_output(0, DType::f32, c.g.output_shape(nchw, c.out_channels));
   if (output.num_elements() == 0) return Status();

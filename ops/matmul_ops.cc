@@ -2,6 +2,7 @@
 #include "ops/cpu/blas.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/kernel_shapes.h"
 #include "ops/matmul_ops.h"
 #include "ops/op_families.h"
 #include "ops/reduce_ops.h"
@@ -41,13 +42,8 @@ int channel_axis(const std::string& data_format, int rank) { return data_format 
 Status bias_add_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& bias = ctx.input(1);
-  const int axis = channel_axis(ctx.attr<std::string>("data_format"), x.rank());
-  const int64_t channels = x.dim(axis);
-  if (bias.dim(0) != channels) {
-    return graph::invalid_argument("bias " + bias.type_string() + " does not match channel dim of " + x.type_string());
-  }
-  int64_t inner = 1;
-  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  MIRRA_ASSIGN_OR_RETURN(const BiasGeometry g, bias_geometry(ctx, x, bias));
+  const int64_t channels = g.channels, inner = g.inner;
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* in = x.data<T>();

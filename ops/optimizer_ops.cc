@@ -6,6 +6,7 @@
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_math.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -18,20 +19,8 @@ using runtime::Tensor;
 
 namespace {
 
-// The update's operands must agree with the variable; a scalar learning rate of its dtype.
-Status check_operands(const KernelContext& ctx, size_t gradient_index) {
-  const Tensor& variable = ctx.input(0);
-  for (size_t i = 1; i <= gradient_index; ++i) {
-    if (!(ctx.input(i).shape() == variable.shape())) {
-      return graph::invalid_argument("operand " + std::to_string(i) + " " + ctx.input(i).type_string() +
-                                     " does not match the variable " + variable.type_string());
-    }
-  }
-  return Status();
-}
-
 Status apply_gradient_descent_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
   Tensor& variable = ctx.input_for_update(0);
   const Tensor& gradient = ctx.input(1);
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
@@ -48,7 +37,7 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
 }
 
 Status apply_momentum_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 2));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 2));
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   const Tensor& gradient = ctx.input(2);
@@ -81,7 +70,7 @@ Status apply_momentum_kernel(KernelContext& ctx) {
 // weight decay (the variable shrinks by learning_rate * weight_decay before the Adam step). `step` is
 // the number of updates already applied, so this one is update step + 1.
 Status apply_adam_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 3));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 3));
   Tensor& variable = ctx.input_for_update(0);
   Tensor& first_moment = ctx.input_for_update(1);
   Tensor& second_moment = ctx.input_for_update(2);
@@ -112,7 +101,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
 }
 
 Status assign_add_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
   Tensor& variable = ctx.input_for_update(0);
   return cpu::visit_dtype<float, double, int32_t, int64_t>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     T* v = variable.mutable_data<T>();

@@ -7,6 +7,7 @@
 #include "ops/cpu/reduce.h"
 #include "ops/array_ops.h"
 #include "ops/elementwise_ops.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/reduce_geometry.h"
 #include "ops/reduce_ops.h"
@@ -54,17 +55,9 @@ Expected<std::vector<TensorType>> infer_reduce(const InferContext& ctx) {
 
 Status argmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
-  const int64_t n = x.dim(axis);
-  int64_t outer = 1, inner = 1;
-  std::vector<int64_t> dims;
-  for (int d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dim(d);
-    if (d > axis) inner *= x.dim(d);
-    if (d != axis) dims.push_back(x.dim(d));
-  }
-  if (n == 0 && outer * inner > 0) return graph::invalid_argument("argmax over an empty dim of " + x.type_string());
-  Tensor& y = ctx.allocate_output(0, DType::i64, TensorShape(dims));
+  MIRRA_ASSIGN_OR_RETURN(const ArgMaxGeometry g, argmax_geometry(ctx, x));
+  const int64_t n = g.n, outer = g.outer, inner = g.inner;
+  Tensor& y = ctx.allocate_output(0, DType::i64, g.output);
   int64_t* out = y.mutable_data<int64_t>();
   return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* in = x.data<T>();

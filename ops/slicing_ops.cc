@@ -4,6 +4,7 @@
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/element_copy.h"
 #include "ops/cpu/parallel.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -53,19 +54,7 @@ void copy_box(const Tensor& src, const int64_t* src_origin, Tensor& dst, const i
 Status concat_kernel(KernelContext& ctx) {
   const Tensor& first = ctx.input(0);
   const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), first.rank());
-  TensorShape out_shape = first.shape();
-  int64_t total = 0;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor& x = ctx.input(i);
-    for (int d = 0; d < first.rank(); ++d) {
-      if (d != axis && x.dim(d) != first.dim(d)) {
-        return graph::invalid_argument("input " + std::to_string(i) + " " + x.type_string() +
-                                       " does not match input 0 " + first.type_string() + " off the concat axis");
-      }
-    }
-    total += x.dim(axis);
-  }
-  out_shape.set_dim(axis, total);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape out_shape, concat_shape(ctx, axis));
   Tensor& y = ctx.allocate_output(0, first.dtype(), out_shape);
   int64_t dst_origin[runtime::kMaxRank] = {};
   const int64_t src_origin[runtime::kMaxRank] = {};
@@ -108,12 +97,7 @@ Status split_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
   const int64_t parts = ctx.attr<int64_t>("num_split");
-  if (x.dim(axis) % parts != 0) {
-    return graph::invalid_argument("dim " + std::to_string(axis) + " of " + x.type_string() + " does not split into " +
-                                   std::to_string(parts) + " equal parts");
-  }
-  TensorShape part_shape = x.shape();
-  part_shape.set_dim(axis, x.dim(axis) / parts);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape part_shape, split_part_shape(x, axis, parts));
   int64_t src_origin[runtime::kMaxRank] = {};
   const int64_t dst_origin[runtime::kMaxRank] = {};
   for (int64_t i = 0; i < parts; ++i) {
@@ -141,21 +125,10 @@ Expected<std::vector<TensorType>> infer_split(const InferContext& ctx) {
 
 Status slice_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
-  const auto& size = ctx.attr<std::vector<int64_t>>("size");
-  TensorShape box = x.shape();
-  for (int d = 0; d < x.rank(); ++d) {
-    const auto i = static_cast<size_t>(d);
-    const int64_t extent = size[i] < 0 ? x.dim(d) - begin[i] : size[i];
-    if (begin[i] > x.dim(d) || extent < 0 || begin[i] + extent > x.dim(d)) {
-      return graph::invalid_argument("slice begin " + graph::attr_to_string(begin) + " size " +
-                                     graph::attr_to_string(size) + " is outside " + x.type_string());
-    }
-    box.set_dim(d, extent);
-  }
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape box, slice_box(ctx, x));
   Tensor& y = ctx.allocate_output(0, x.dtype(), box);
   const int64_t dst_origin[runtime::kMaxRank] = {};
-  copy_box(x, begin.data(), y, dst_origin, box);
+  copy_box(x, ctx.attr<std::vector<int64_t>>("begin").data(), y, dst_origin, box);
   return Status();
 }
 
@@ -184,14 +157,8 @@ Expected<std::vector<TensorType>> infer_slice(const InferContext& ctx) {
 
 Status pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto& paddings = ctx.attr<std::vector<int64_t>>("paddings");
-  TensorShape out_shape = x.shape();
   int64_t origin[runtime::kMaxRank] = {};
-  for (int d = 0; d < x.rank(); ++d) {
-    origin[d] = paddings[2 * static_cast<size_t>(d)];
-    out_shape.set_dim(d, x.dim(d) + origin[d] + paddings[2 * static_cast<size_t>(d) + 1]);
-  }
-  Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), padded_shape(ctx, x, origin));
   const double value = ctx.attr<double>("constant_value");
   MIRRA_RETURN_IF_ERROR((cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(y.dtype(), [&]<class T>(cpu::Type<T>) {
     std::fill_n(y.mutable_data<T>(), y.num_elements(), static_cast<T>(value));

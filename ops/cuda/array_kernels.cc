@@ -2,6 +2,7 @@
 // between strided layouts; Softmax and LogSoftmax over the last dim; OneHot. Shapes and errors as
 // on the CPU.
 #include "ops/cuda/box_copy.h"
+#include "ops/kernel_shapes.h"
 #include "ops/shape_inference.h"
 
 namespace mirra::ops::cuda {
@@ -20,32 +21,16 @@ Status transpose_kernel(KernelContext& ctx) {
 
 Status slice_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
-  const auto& size = ctx.attr<std::vector<int64_t>>("size");
-  TensorShape box = x.shape();
-  for (int d = 0; d < x.rank(); ++d) {
-    const auto i = static_cast<size_t>(d);
-    const int64_t extent = size[i] < 0 ? x.dim(d) - begin[i] : size[i];
-    if (begin[i] > x.dim(d) || extent < 0 || begin[i] + extent > x.dim(d)) {
-      return graph::invalid_argument("slice begin " + graph::attr_to_string(begin) + " size " + graph::attr_to_string(size) +
-                                     " is outside " + x.type_string());
-    }
-    box.set_dim(d, extent);
-  }
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape box, slice_box(ctx, x));
   Tensor& y = ctx.allocate_output(0, x.dtype(), box);
   const int64_t origin[kMaxRank] = {};
-  return copy(ctx, x, y, box_between(x.shape(), begin.data(), box, origin, box));
+  return copy(ctx, x, y, box_between(x.shape(), ctx.attr<std::vector<int64_t>>("begin").data(), box, origin, box));
 }
 
 Status pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto& paddings = ctx.attr<std::vector<int64_t>>("paddings");
-  TensorShape out_shape = x.shape();
   int64_t origin[kMaxRank] = {};
-  for (int d = 0; d < x.rank(); ++d) {
-    origin[d] = paddings[2 * static_cast<size_t>(d)];
-    out_shape.set_dim(d, x.dim(d) + origin[d] + paddings[2 * static_cast<size_t>(d) + 1]);
-  }
+  const TensorShape out_shape = padded_shape(ctx, x, origin);
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   MIRRA_RETURN_IF_ERROR(
       launched(fill(y.dtype(), ctx.attr<double>("constant_value"), y.mutable_raw_data(), y.num_elements(), stream_of(ctx)), "fill"));
@@ -56,19 +41,7 @@ Status pad_kernel(KernelContext& ctx) {
 Status concat_kernel(KernelContext& ctx) {
   const Tensor& first = ctx.input(0);
   const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), first.rank());
-  TensorShape out_shape = first.shape();
-  int64_t total = 0;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor& x = ctx.input(i);
-    for (int d = 0; d < first.rank(); ++d) {
-      if (d != axis && x.dim(d) != first.dim(d)) {
-        return graph::invalid_argument("input " + std::to_string(i) + " " + x.type_string() + " does not match input 0 " +
-                                       first.type_string() + " off the concat axis");
-      }
-    }
-    total += x.dim(axis);
-  }
-  out_shape.set_dim(axis, total);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape out_shape, concat_shape(ctx, axis));
   Tensor& y = ctx.allocate_output(0, first.dtype(), out_shape);
   int64_t to_origin[kMaxRank] = {};
   const int64_t from_origin[kMaxRank] = {};
@@ -84,12 +57,7 @@ Status split_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
   const int64_t parts = ctx.attr<int64_t>("num_split");
-  if (x.dim(axis) % parts != 0) {
-    return graph::invalid_argument("dim " + std::to_string(axis) + " of " + x.type_string() + " does not split into " +
-                                   std::to_string(parts) + " equal parts");
-  }
-  TensorShape part = x.shape();
-  part.set_dim(axis, x.dim(axis) / parts);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape part, split_part_shape(x, axis, parts));
   int64_t from_origin[kMaxRank] = {};
   const int64_t to_origin[kMaxRank] = {};
   for (int64_t i = 0; i < parts; ++i) {

@@ -11,6 +11,7 @@
 
 #include "ops/cuda/box_copy.h"
 #include "ops/cuda/cudnn_window.h"
+#include "ops/kernel_shapes.h"
 
 namespace mirra::ops::cuda {
 
@@ -110,13 +111,7 @@ Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  if (filter.dim(2) != input.dim(nchw ? 1 : 3)) {
-    return graph::invalid_argument("filter " + filter.type_string() + " does not match input channels of " + input.type_string());
-  }
-  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != filter.dim(3))) {
-    return graph::invalid_argument("bias " + bias->type_string() + " does not match the filter's " +
-                                   std::to_string(filter.dim(3)) + " output channels");
-  }
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
   ConvProblem c;
   const Window window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
   Tensor& output = ctx.allocate_output(0, DType::f32, window.output_shape(filter.dim(3)));

@@ -2,6 +2,7 @@
 // CheckNumerics, which waits for the device's count without blocking.
 #include "ops/cpu/broadcast.h"
 #include "ops/cuda/gpu_kernel.h"
+#include "ops/kernel_shapes.h"
 
 namespace mirra::ops::cuda {
 
@@ -61,16 +62,10 @@ Status binary_kernel(KernelContext& ctx) {
 Status bias_add_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& bias = ctx.input(1);
-  const int axis = ctx.attr<std::string>("data_format") == "NCHW" ? 1 : x.rank() - 1;
-  const int64_t channels = x.dim(axis);
-  if (bias.dim(0) != channels) {
-    return graph::invalid_argument("bias " + bias.type_string() + " does not match channel dim of " + x.type_string());
-  }
-  int64_t inner = 1;
-  for (int d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  MIRRA_ASSIGN_OR_RETURN(const BiasGeometry g, bias_geometry(ctx, x, bias));
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  return launched(bias_add(x.dtype(), x.raw_data(), bias.raw_data(), y.mutable_raw_data(), x.num_elements(), channels,
-                           std::max<int64_t>(inner, 1), stream_of(ctx)),
+  return launched(bias_add(x.dtype(), x.raw_data(), bias.raw_data(), y.mutable_raw_data(), x.num_elements(), g.channels,
+                           std::max<int64_t>(g.inner, 1), stream_of(ctx)),
                   "bias_add");
 }
 

@@ -6,13 +6,6 @@
 
 namespace mirra::ops::cuda {
 
-using detail::blocks_for;
-using detail::first_index;
-using detail::grid_stride;
-using detail::kThreads;
-using detail::launched;
-using detail::visit;
-
 namespace {
 
 template <class Op, class T>

@@ -33,3 +33,13 @@ cudaError_t visit(DType dtype, F&& f) {
 }
 
 }  // namespace mirra::ops::cuda::detail
+
+namespace mirra::ops::cuda {
+// Every kernel file launches with these.
+using detail::blocks_for;
+using detail::first_index;
+using detail::grid_stride;
+using detail::kThreads;
+using detail::launched;
+using detail::visit;
+}  // namespace mirra::ops::cuda

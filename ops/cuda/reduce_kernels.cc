@@ -1,8 +1,8 @@
 // GPU kernels of the reductions, host side: ReduceSum/Mean/Max and SumToShape as a ReduceGeometry
 // over kept and reduced dims, ArgMax as [outer, n, inner].
 #include "ops/cuda/gpu_kernel.h"
+#include "ops/kernel_shapes.h"
 #include "ops/reduce_geometry.h"
-#include "ops/shape_inference.h"
 
 namespace mirra::ops::cuda {
 
@@ -51,17 +51,7 @@ Status reduce_kernel(KernelContext& ctx) {
 Status sum_to_shape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& like = ctx.input(1);
-  const int offset = x.rank() - like.rank();
-  std::vector<int> axes;
-  bool fits = offset >= 0;
-  for (int d = 0; fits && d < x.rank(); ++d) {
-    if (d < offset || (like.dim(d - offset) == 1 && x.dim(d) != 1)) {
-      axes.push_back(d);
-    } else if (like.dim(d - offset) != x.dim(d)) {
-      fits = false;
-    }
-  }
-  if (!fits) return graph::invalid_argument(x.type_string() + " does not sum to the shape of " + like.type_string());
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<int> axes, sum_to_shape_axes(x, like));
   Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
   return launched(reduce(ReduceOp::sum, x.dtype(), x.raw_data(), y.mutable_raw_data(), reduce_geometry(x.shape(), axes),
                          stream_of(ctx)),
@@ -70,18 +60,9 @@ Status sum_to_shape_kernel(KernelContext& ctx) {
 
 Status argmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
-  const int64_t n = x.dim(axis);
-  int64_t outer = 1, inner = 1;
-  std::vector<int64_t> dims;
-  for (int d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dim(d);
-    if (d > axis) inner *= x.dim(d);
-    if (d != axis) dims.push_back(x.dim(d));
-  }
-  if (n == 0 && outer * inner > 0) return graph::invalid_argument("argmax over an empty dim of " + x.type_string());
-  Tensor& y = ctx.allocate_output(0, DType::i64, TensorShape(dims));
-  return launched(argmax(x.dtype(), x.raw_data(), y.mutable_data<int64_t>(), outer, n, inner, stream_of(ctx)), "argmax");
+  MIRRA_ASSIGN_OR_RETURN(const ArgMaxGeometry g, argmax_geometry(ctx, x));
+  Tensor& y = ctx.allocate_output(0, DType::i64, g.output);
+  return launched(argmax(x.dtype(), x.raw_data(), y.mutable_data<int64_t>(), g.outer, g.n, g.inner, stream_of(ctx)), "argmax");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/cuda/gpu_kernel.h"
+#include "ops/kernel_shapes.h"
 
 namespace mirra::ops::cuda {
 
@@ -26,25 +27,13 @@ Status sparse_xent_kernel(KernelContext& ctx) {
                   "sparse_softmax_cross_entropy");
 }
 
-// Operands 1..last must have the variable's shape.
-Status check_operands(const KernelContext& ctx, size_t last) {
-  const Tensor& variable = ctx.input(0);
-  for (size_t i = 1; i <= last; ++i) {
-    if (!(ctx.input(i).shape() == variable.shape())) {
-      return graph::invalid_argument("operand " + std::to_string(i) + " " + ctx.input(i).type_string() +
-                                     " does not match the variable " + variable.type_string());
-    }
-  }
-  return Status();
-}
-
 // A host-memory scalar of the variable's floating dtype.
 double host_scalar(const Tensor& t) {
   return t.dtype() == DType::f32 ? static_cast<double>(t.data<float>()[0]) : t.data<double>()[0];
 }
 
 Status apply_gradient_descent_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
   Tensor& variable = ctx.input_for_update(0);
   return launched(apply_gradient_descent(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
                                          host_scalar(ctx.input(2)), variable.num_elements(), stream_of(ctx)),
@@ -52,7 +41,7 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
 }
 
 Status apply_momentum_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 2));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 2));
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   return launched(apply_momentum(variable.dtype(), variable.mutable_raw_data(), accumulator.mutable_raw_data(),
@@ -63,7 +52,7 @@ Status apply_momentum_kernel(KernelContext& ctx) {
 
 // As the CPU kernel: bias corrections from the step in double, folded into the update's constants.
 Status apply_adam_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 3));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 3));
   Tensor& variable = ctx.input_for_update(0);
   const double t = static_cast<double>(ctx.input(5).data<int64_t>()[0] + 1);
   const double beta1 = ctx.attr<double>("beta1"), beta2 = ctx.attr<double>("beta2");
@@ -81,7 +70,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
 }
 
 Status assign_add_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_operands(ctx, 1));
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
   Tensor& variable = ctx.input_for_update(0);
   return launched(assign_add(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.num_elements(),
                              stream_of(ctx)),

@@ -1,0 +1,127 @@
+// Run-time shape checks and output geometry shared by the CPU and GPU kernels.
+#include "ops/kernel_shapes.h"
+
+#include <algorithm>
+
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+graph::Expected<TensorShape> concat_shape(const KernelContext& ctx, int axis) {
+  const Tensor& first = ctx.input(0);
+  TensorShape out_shape = first.shape();
+  int64_t total = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor& x = ctx.input(i);
+    for (int d = 0; d < first.rank(); ++d) {
+      if (d != axis && x.dim(d) != first.dim(d)) {
+        return graph::invalid_argument("input " + std::to_string(i) + " " + x.type_string() + " does not match input 0 " +
+                                       first.type_string() + " off the concat axis");
+      }
+    }
+    total += x.dim(axis);
+  }
+  out_shape.set_dim(axis, total);
+  return out_shape;
+}
+
+graph::Expected<TensorShape> split_part_shape(const Tensor& x, int axis, int64_t parts) {
+  if (x.dim(axis) % parts != 0) {
+    return graph::invalid_argument("dim " + std::to_string(axis) + " of " + x.type_string() + " does not split into " +
+                                   std::to_string(parts) + " equal parts");
+  }
+  TensorShape part = x.shape();
+  part.set_dim(axis, x.dim(axis) / parts);
+  return part;
+}
+
+graph::Expected<TensorShape> slice_box(const KernelContext& ctx, const Tensor& x) {
+  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
+  const auto& size = ctx.attr<std::vector<int64_t>>("size");
+  TensorShape box = x.shape();
+  for (int d = 0; d < x.rank(); ++d) {
+    const auto i = static_cast<size_t>(d);
+    const int64_t extent = size[i] < 0 ? x.dim(d) - begin[i] : size[i];
+    if (begin[i] > x.dim(d) || extent < 0 || begin[i] + extent > x.dim(d)) {
+      return graph::invalid_argument("slice begin " + graph::attr_to_string(begin) + " size " + graph::attr_to_string(size) +
+                                     " is outside " + x.type_string());
+    }
+    box.set_dim(d, extent);
+  }
+  return box;
+}
+
+TensorShape padded_shape(const KernelContext& ctx, const Tensor& x, int64_t* origin) {
+  const auto& paddings = ctx.attr<std::vector<int64_t>>("paddings");
+  TensorShape out_shape = x.shape();
+  for (int d = 0; d < x.rank(); ++d) {
+    origin[d] = paddings[2 * static_cast<size_t>(d)];
+    out_shape.set_dim(d, x.dim(d) + origin[d] + paddings[2 * static_cast<size_t>(d) + 1]);
+  }
+  return out_shape;
+}
+
+graph::Expected<std::vector<int>> sum_to_shape_axes(const Tensor& x, const Tensor& like) {
+  const int offset = x.rank() - like.rank();
+  std::vector<int> axes;
+  bool fits = offset >= 0;
+  for (int d = 0; fits && d < x.rank(); ++d) {
+    if (d < offset || (like.dim(d - offset) == 1 && x.dim(d) != 1)) {
+      axes.push_back(d);
+    } else if (like.dim(d - offset) != x.dim(d)) {
+      fits = false;
+    }
+  }
+  if (!fits) return graph::invalid_argument(x.type_string() + " does not sum to the shape of " + like.type_string());
+  return axes;
+}
+
+graph::Expected<ArgMaxGeometry> argmax_geometry(const KernelContext& ctx, const Tensor& x) {
+  const int axis = *normalize_axis(ctx.attr<int64_t>("axis"), x.rank());
+  ArgMaxGeometry g;
+  g.n = x.dim(axis);
+  std::vector<int64_t> dims;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d < axis) g.outer *= x.dim(d);
+    if (d > axis) g.inner *= x.dim(d);
+    if (d != axis) dims.push_back(x.dim(d));
+  }
+  if (g.n == 0 && g.outer * g.inner > 0) return graph::invalid_argument("argmax over an empty dim of " + x.type_string());
+  g.output = TensorShape(dims);
+  return g;
+}
+
+graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& bias) {
+  const int axis = ctx.attr<std::string>("data_format") == "NCHW" ? 1 : x.rank() - 1;
+  BiasGeometry g{.channels = x.dim(axis)};
+  if (bias.dim(0) != g.channels) {
+    return graph::invalid_argument("bias " + bias.type_string() + " does not match channel dim of " + x.type_string());
+  }
+  for (int d = axis + 1; d < x.rank(); ++d) g.inner *= x.dim(d);
+  return g;
+}
+
+graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias) {
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  if (filter.dim(2) != input.dim(nchw ? 1 : 3)) {
+    return graph::invalid_argument("filter " + filter.type_string() + " does not match input channels of " + input.type_string());
+  }
+  if (bias != nullptr && (bias->rank() != 1 || bias->dim(0) != filter.dim(3))) {
+    return graph::invalid_argument("bias " + bias->type_string() + " does not match the filter's " +
+                                   std::to_string(filter.dim(3)) + " output channels");
+  }
+  return graph::Status();
+}
+
+graph::Status check_update_operands(const KernelContext& ctx, size_t last) {
+  const Tensor& variable = ctx.input(0);
+  for (size_t i = 1; i <= last; ++i) {
+    if (!(ctx.input(i).shape() == variable.shape())) {
+      return graph::invalid_argument("operand " + std::to_string(i) + " " + ctx.input(i).type_string() +
+                                     " does not match the variable " + variable.type_string());
+    }
+  }
+  return graph::Status();
+}
+
+}  // namespace mirra::ops

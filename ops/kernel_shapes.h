@@ -1,0 +1,48 @@
+// What the CPU and GPU kernels of an op agree on before any arithmetic: the checks of run-time shapes
+// (with the error that names the problem) and the shapes and geometry of their outputs. Each
+// function serves every device's kernel of its op, so the devices cannot drift apart.
+#pragma once
+
+#include <vector>
+
+#include "graph/status.h"
+#include "runtime/kernel.h"
+
+namespace mirra::ops {
+
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+// Concat: the output shape along the node's axis; inputs must agree off it.
+graph::Expected<TensorShape> concat_shape(const KernelContext& ctx, int axis);
+// Split: one part's shape; the dim must split into equal parts.
+graph::Expected<TensorShape> split_part_shape(const Tensor& x, int axis, int64_t parts);
+// Slice: the box the node's begin and size attributes cut from x (size -1: to the end).
+graph::Expected<TensorShape> slice_box(const KernelContext& ctx, const Tensor& x);
+// Pad: the padded shape, with the origin of x in it written to `origin` (x.rank() entries).
+TensorShape padded_shape(const KernelContext& ctx, const Tensor& x, int64_t* origin);
+
+// SumToShape: the dims of x summed to give like's shape (the dims `like` was broadcast along).
+graph::Expected<std::vector<int>> sum_to_shape_axes(const Tensor& x, const Tensor& like);
+
+// ArgMax over the node's axis of x, seen as [outer, n, inner], and its output shape.
+struct ArgMaxGeometry {
+  int64_t outer = 1, n = 0, inner = 1;
+  TensorShape output;
+};
+graph::Expected<ArgMaxGeometry> argmax_geometry(const KernelContext& ctx, const Tensor& x);
+
+// BiasAdd: the channel count and the elements after the channel dim (1 for NHWC).
+struct BiasGeometry {
+  int64_t channels = 0, inner = 1;
+};
+graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& bias);
+
+// Conv2D and FusedConv2D: the filter matches the input's channels; a bias (may be null) its outputs.
+graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias);
+
+// Optimizer updates: operands 1..last have the variable's (input 0's) shape.
+graph::Status check_update_operands(const KernelContext& ctx, size_t last);
+
+}  // namespace mirra::ops
