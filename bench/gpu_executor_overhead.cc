@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "bench/gpu_floors.h"
 #include "ops/ops.h"
 #include "runtime/session.h"
 

@@ -18,8 +18,4 @@ struct GpuExecutorOverheadOptions {
 
 graph::Expected<nlohmann::json> run_gpu_executor_overhead(const GpuExecutorOverheadOptions& options);
 
-// Seconds for `launches` back-to-back launches of the one-element Neg kernel on a fresh stream of
-// gpu:0, the best of `repetitions`; unavailable without the CUDA backend or a GPU (cuda/launch_floor.cc).
-graph::Expected<double> raw_launch_seconds(int launches, int repetitions);
-
 }  // namespace mirra::bench

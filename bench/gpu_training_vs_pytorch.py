@@ -6,7 +6,9 @@ gpu:0` with TF32 off and on (data streamed from the host through mirra's input p
 PyTorch peer (bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a
 CUDA graph with TF32 off; its data set held on the GPU), and reports mirra's examples/s over each
 PyTorch mode's (TF32 against TF32, >1 is faster) and mirra's peak device memory over
-torch.cuda.max_memory_allocated (<1 is leaner), one JSON line per configuration and a summary last.
+torch.cuda.max_memory_allocated (<1 is leaner), and for the MLP the time its step's matrix products take
+through cuBLAS alone over mirra's step (the floor, at most 1), one JSON line per configuration and a
+summary last.
 
 Usage: bench/gpu_training_vs_pytorch.py --mirra PATH --data DIR [--python python3] [--models mlp,cnn]
                                         [--batches 128,1024,8192]
@@ -67,7 +69,9 @@ def main():
                "speed_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_fp32") for r in rows},
                "speed_vs_tf32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_tf32") for r in rows},
                "speed_vs_graph": {f"{r['model']}/{r['batch']}": r.get("speed_vs_graph") for r in rows},
-               "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows}}
+               "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows},
+               # The MLP step's matrix products alone through cuBLAS, over mirra's whole step (1 is the floor).
+               "mlp_cublas_floor_over_step": {r["batch"]: r["mirra"].get("floor_over_step") for r in rows if r["model"] == "mlp"}}
     print(json.dumps(summary))
     return 0 if all("examples_per_s" in r["mirra"] for r in rows) else 1
 

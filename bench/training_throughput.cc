@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "bench/gpu_floors.h"
 #include "examples/classifier_training.h"
 #include "ops/ops.h"
 #include "runtime/data/fashion_mnist.h"
@@ -44,13 +45,15 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   nlohmann::json gpu_peaks = nlohmann::json::object();  // device memory held at once, by device
+  bool on_gpu = false;
   for (const auto& device : session.devices().devices()) {
     if (device->id().kind != graph::DeviceKind::gpu) continue;
+    on_gpu = true;
     const runtime::AllocatorStats stats = device->allocator()->stats();
     gpu_peaks[device->id().to_string()] = {{"peak_bytes_in_use", stats.peak_bytes_in_use},
                                            {"device_allocations", stats.system_allocations}};
   }
-  return nlohmann::json{{"framework", "mirra"},
+  nlohmann::json result{{"framework", "mirra"},
                         {"model", options.model},
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
@@ -63,6 +66,14 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"final_loss", final_loss},
                         {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
                         {"gpu_memory", gpu_peaks}};
+  // On a GPU, the MLP's step against its matrix products alone through cuBLAS: the floor.
+  if (on_gpu && options.model == "mlp" && !options.allow_tf32) {
+    MIRRA_ASSIGN_OR_RETURN(const double floor, mlp_gemm_seconds_per_step(options.batch_size, 200));
+    result["cublas_floor_ms_per_step"] = floor * 1e3;
+    result["ms_per_step"] = seconds / static_cast<double>(options.steps) * 1e3;
+    result["floor_over_step"] = floor / (seconds / static_cast<double>(options.steps));
+  }
+  return result;
 }
 
 }  // namespace mirra::bench

@@ -2,7 +2,8 @@
 // benchmark settings) on Fashion-MNIST through a strategy (one device by default), the Trainer and
 // the prefetching Dataset, and measures
 // examples/s over a steady-state window after some warm-up steps, and the peak memory of each GPU it
-// used. bench/training_vs_pytorch.py runs it next to PyTorch on the CPU (bench/peers/torch_training.py),
+// used (for the MLP on a GPU also the floor: its matrix products alone through cuBLAS).
+// bench/training_vs_pytorch.py runs it next to PyTorch on the CPU (bench/peers/torch_training.py),
 // bench/gpu_training_vs_pytorch.py next to PyTorch on a GPU, and they report the ratios.
 #pragma once
 

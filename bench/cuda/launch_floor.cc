@@ -1,7 +1,7 @@
 // The raw launch floor: the one-element Neg kernel launched back to back on a stream of gpu:0.
 #include <chrono>
 
-#include "bench/gpu_executor_overhead.h"
+#include "bench/gpu_floors.h"
 #include "ops/cuda/device_kernels.h"
 #include "runtime/cuda/cuda_status.h"
 
