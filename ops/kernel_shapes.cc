@@ -113,6 +113,13 @@ graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input,
   return graph::Status();
 }
 
+graph::Status check_labels(const Tensor& logits, const Tensor& labels) {
+  if (labels.dim(0) != logits.dim(0)) {
+    return graph::invalid_argument("labels " + labels.type_string() + " do not match logits " + logits.type_string());
+  }
+  return graph::Status();
+}
+
 graph::Status check_update_operands(const KernelContext& ctx, size_t last) {
   const Tensor& variable = ctx.input(0);
   for (size_t i = 1; i <= last; ++i) {

@@ -42,6 +42,9 @@ graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tens
 // Conv2D and FusedConv2D: the filter matches the input's channels; a bias (may be null) its outputs.
 graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias);
 
+// SparseSoftmaxCrossEntropyWithLogits: one label per row of the logits.
+graph::Status check_labels(const Tensor& logits, const Tensor& labels);
+
 // Optimizer updates: operands 1..last have the variable's (input 0's) shape.
 graph::Status check_update_operands(const KernelContext& ctx, size_t last);
 

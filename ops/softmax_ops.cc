@@ -6,6 +6,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/array_ops.h"
 #include "ops/elementwise_ops.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/reduce_ops.h"
 #include "ops/shape_inference.h"
@@ -59,9 +60,7 @@ Status sparse_xent_kernel(KernelContext& ctx) {
   const Tensor& labels = ctx.input(1);
   const int64_t batch = logits.dim(0);
   const int64_t classes = logits.dim(1);
-  if (labels.dim(0) != batch) {
-    return graph::invalid_argument("labels " + labels.type_string() + " do not match logits " + logits.type_string());
-  }
+  MIRRA_RETURN_IF_ERROR(check_labels(logits, labels));
   Tensor& loss = ctx.allocate_output(0, logits.dtype(), TensorShape{batch});
   Tensor& backprop = ctx.allocate_output(1, logits.dtype(), logits.shape());
   // Labels are checked first, so that a bad one is an error and not a read out of bounds.

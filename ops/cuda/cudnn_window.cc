@@ -36,10 +36,6 @@ TensorShape Window::output_shape(int64_t out_channels) const {
   return nchw ? TensorShape{batch, out_channels, out_height, out_width} : TensorShape{batch, out_height, out_width, out_channels};
 }
 
-TensorShape Window::input_shape() const {
-  return nchw ? TensorShape{batch, channels, height, width} : TensorShape{batch, height, width, channels};
-}
-
 namespace {
 
 // cuDNN takes int dims.

@@ -27,7 +27,6 @@ struct Window {
   static Window of(const KernelContext& ctx, const Tensor& input, int64_t window_h, int64_t window_w,
                    const std::vector<int64_t>& dilations);
   TensorShape output_shape(int64_t out_channels) const;
-  TensorShape input_shape() const;
 };
 
 // A 4-D tensor descriptor of f32 in the window's layout.

@@ -8,9 +8,13 @@ namespace {
 using graph::DeviceKind;
 using graph::DType;
 
-PoolGeometry pool_geometry(const KernelContext& ctx, const Tensor& input) {
+// The node's pooling window over `input`.
+Window pool_window(const KernelContext& ctx, const Tensor& input) {
   const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
-  const Window w = Window::of(ctx, input, ksize[0], ksize[1], {1, 1});
+  return Window::of(ctx, input, ksize[0], ksize[1], {1, 1});
+}
+
+PoolGeometry pool_geometry(const Window& w) {
   return {.nchw = w.nchw,
           .batch = w.batch,
           .channels = w.channels,
@@ -26,29 +30,26 @@ PoolGeometry pool_geometry(const KernelContext& ctx, const Tensor& input) {
           .pad_w = w.pad_w};
 }
 
-TensorShape pooled_shape(const PoolGeometry& g) {
-  return g.nchw ? TensorShape{g.batch, g.channels, g.out_height, g.out_width}
-                : TensorShape{g.batch, g.out_height, g.out_width, g.channels};
-}
-
 template <bool kMax>
 Status pool_kernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
-  const PoolGeometry g = pool_geometry(ctx, input);
-  Tensor& output = ctx.allocate_output(0, DType::f32, pooled_shape(g));
-  return launched(pool_forward(kMax, input.data<float>(), output.mutable_data<float>(), g, stream_of(ctx)), "pool_forward");
+  const Window w = pool_window(ctx, input);
+  Tensor& output = ctx.allocate_output(0, DType::f32, w.output_shape(w.channels));
+  return launched(pool_forward(kMax, input.data<float>(), output.mutable_data<float>(), pool_geometry(w), stream_of(ctx)),
+                  "pool_forward");
 }
 
 template <bool kMax>
 Status pool_grad_kernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   const Tensor& dy = ctx.input(1);
-  const PoolGeometry g = pool_geometry(ctx, input);
-  if (!(dy.shape() == pooled_shape(g))) {
+  const Window w = pool_window(ctx, input);
+  if (!(dy.shape() == w.output_shape(w.channels))) {
     return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
   }
   Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
-  return launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(), g, stream_of(ctx)),
+  return launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(), pool_geometry(w),
+                                stream_of(ctx)),
                   "pool_backward");
 }
 

@@ -16,9 +16,7 @@ Status sparse_xent_kernel(KernelContext& ctx) {
   const Tensor& logits = ctx.input(0);
   const Tensor& labels = ctx.input(1);
   const int64_t batch = logits.dim(0), classes = logits.dim(1);
-  if (labels.dim(0) != batch) {
-    return graph::invalid_argument("labels " + labels.type_string() + " do not match logits " + logits.type_string());
-  }
+  MIRRA_RETURN_IF_ERROR(check_labels(logits, labels));
   Tensor& loss = ctx.allocate_output(0, logits.dtype(), TensorShape{batch});
   Tensor& backprop = ctx.allocate_output(1, logits.dtype(), logits.shape());
   return launched(sparse_softmax_cross_entropy(logits.dtype(), labels.dtype(), logits.raw_data(), labels.raw_data(),

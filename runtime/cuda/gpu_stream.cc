@@ -6,7 +6,30 @@
 
 namespace mirra::runtime::cuda {
 
-GpuEvent::~GpuEvent() { (void)cudaEventDestroy(handle_); }
+EventPool::~EventPool() {
+  for (cudaEvent_t event : free_) (void)cudaEventDestroy(event);
+}
+
+cudaError_t EventPool::take(cudaEvent_t* event) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_.empty()) {
+      *event = free_.back();
+      free_.pop_back();
+      return cudaSuccess;
+    }
+  }
+  return cudaEventCreateWithFlags(event, cudaEventDisableTiming | cudaEventBlockingSync);
+}
+
+void EventPool::give_back(cudaEvent_t event) {
+  std::lock_guard lock(mutex_);
+  free_.push_back(event);
+}
+
+GpuEvent::~GpuEvent() {
+  if (handle_ != nullptr) pool_->give_back(handle_);
+}
 
 GpuStream::GpuStream(int ordinal, std::string name) : ordinal_(ordinal), name_(std::move(name)) {
   MIRRA_CUDA_THROW_IF_ERROR(cudaSetDevice(ordinal_));
@@ -35,13 +58,9 @@ std::shared_ptr<GpuEvent> GpuStream::record_pending(std::function<void(graph::St
   std::lock_guard lock(launch_mutex_);
   graph::Status status = check(cudaSetDevice(ordinal_), "cudaSetDevice");
   cudaEvent_t handle = nullptr;
-  // Blocking sync: the completion thread sleeps in cudaEventSynchronize instead of spinning a core.
-  if (status.ok()) {
-    status = check(cudaEventCreateWithFlags(&handle, cudaEventDisableTiming | cudaEventBlockingSync),
-                   "cudaEventCreateWithFlags");
-  }
+  if (status.ok()) status = check(events_->take(&handle), "cudaEventCreateWithFlags");
   if (status.ok()) status = check(cudaEventRecord(handle, stream_), "cudaEventRecord");
-  auto event = std::make_shared<GpuEvent>(handle);
+  auto event = std::make_shared<GpuEvent>(handle, events_);
   std::lock_guard pending_lock(pending_mutex_);
   if (!status.ok()) {
     // Nothing to wait for on the device: the completion thread reports the error in order.

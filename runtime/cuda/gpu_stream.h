@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -21,10 +22,30 @@
 
 namespace mirra::runtime::cuda {
 
-// A point in a GPU stream: a CUDA event, and the host-side Event that completes after it.
+// A stream's CUDA events, reused: a step records one after every kernel, and creating and
+// destroying them each time would be set-up repeated on the hot path. Events are blocking-sync, so
+// the completion thread sleeps in cudaEventSynchronize instead of spinning a core.
+class EventPool {
+ public:
+  EventPool() = default;
+  ~EventPool();
+  EventPool(const EventPool&) = delete;
+  EventPool& operator=(const EventPool&) = delete;
+  // A free event, or a new one.
+  cudaError_t take(cudaEvent_t* event);
+  // An event nobody waits on any more.
+  void give_back(cudaEvent_t event);
+
+ private:
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+// A point in a GPU stream: a CUDA event, and the host-side Event that completes after it. The CUDA
+// event goes back to its pool with the last reference.
 class GpuEvent final : public Event {
  public:
-  explicit GpuEvent(cudaEvent_t handle) : handle_(handle) {}
+  GpuEvent(cudaEvent_t handle, std::shared_ptr<EventPool> pool) : handle_(handle), pool_(std::move(pool)) {}
   ~GpuEvent() override;
   GpuEvent(const GpuEvent&) = delete;
   GpuEvent& operator=(const GpuEvent&) = delete;
@@ -32,6 +53,7 @@ class GpuEvent final : public Event {
 
  private:
   cudaEvent_t handle_;
+  std::shared_ptr<EventPool> pool_;
 };
 
 class GpuStream final : public Stream {
@@ -48,7 +70,6 @@ class GpuStream final : public Stream {
   void when_device_done(std::function<void(graph::Status)> callback) override;
 
   cudaStream_t handle() const { return stream_; }
-  int ordinal() const { return ordinal_; }
 
  private:
   // A recorded event the completion thread waits for, and who to tell.
@@ -63,6 +84,7 @@ class GpuStream final : public Stream {
   int ordinal_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
+  std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
   std::recursive_mutex launch_mutex_;  // recursive: launching work may free a buffer, which may record
   std::mutex pending_mutex_;
   std::condition_variable has_pending_;
