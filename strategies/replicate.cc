@@ -241,6 +241,9 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     const std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
     if (!reduced.front().valid()) return aggregated;
     place(reduced.front(), kHost);
+    // A single replica's bucket stays on its device (the sum of one is in place), not copied to the
+    // host and back.
+    if (replicas_ == 1) out_.mutable_node(reduced.front().node).device = plan_.devices.front();
     if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);
     previous = reduced.front().node;
     for (int r = 0; r < replicas_; ++r) {

@@ -108,4 +108,10 @@ cudaError_t apply_adam(DType dtype, void* variable, void* first_moment, void* se
 // variable += delta (f32, f64, i32, i64).
 cudaError_t assign_add(DType dtype, void* variable, const void* delta, int64_t n, cudaStream_t stream);
 
+// The replicas' buffers of one tensor, all in this GPU's memory: every outputs[r] receives the sum
+// (or mean) over r' of inputs[r'], added in replica order as the in-process collective adds, so
+// every replica gets the same bits. An output may be its replica's input (f32, f64).
+cudaError_t sum_over_replicas(DType dtype, const void* const* inputs, void* const* outputs, int replicas, bool mean,
+                              int64_t n, cudaStream_t stream);
+
 }  // namespace mirra::ops::cuda

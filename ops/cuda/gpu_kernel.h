@@ -24,6 +24,7 @@ inline cudaStream_t stream_of(const KernelContext& ctx) { return gpu_of(ctx).str
 inline Status launched(cudaError_t result, const char* kernel) { return runtime::cuda::check(result, kernel); }
 
 void register_gpu_array_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_collective_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels);

@@ -3,7 +3,8 @@
 // and a small CNN, after 20 steps; Mirrored's replicas stay bitwise identical after every step; and
 // the reported loss and correct count match one device's. The same over asynchronous devices
 // (cpu_async:0..2: streams of their own, memory of their own, copies inserted by placement), against
-// the reference on cpu:0, and one device on cpu_async:0 alone.
+// the reference on cpu:0, and one device on cpu_async:0 alone (Mirrored's single replica reduces
+// on its own device).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -71,6 +72,10 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
     REQUIRE(strategy.ok());
     auto distributed = (*strategy)->distribute(program);
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    // A single replica's buckets stay on its device; several replicas meet on the host.
+    for (const graph::Node& node : distributed->graph.nodes()) {
+      if (node.op == "AllReduce") CHECK(node.device == (replicas == 1 ? devices_of(kind, 1)[0] : graph::DeviceId{graph::DeviceKind::cpu, 0}));
+    }
     runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
     const bool mirrored = strategy_name == "mirrored";
     for (size_t step = 0; step < batches.size(); ++step) {
