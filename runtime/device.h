@@ -23,6 +23,7 @@
 #include "runtime/gpu_devices.h"
 #include "runtime/memory_budget.h"
 #include "runtime/stream.h"
+#include "runtime/tensor.h"
 
 namespace mirra::runtime {
 
@@ -30,7 +31,6 @@ using graph::DeviceId;
 using graph::DeviceKind;
 
 class KernelRegistry;
-class Tensor;
 
 // A device failure where no Status can be returned (a copy, a kernel's allocation); the executor and
 // the session turn it back into its status.
@@ -74,6 +74,14 @@ class Device {
   virtual Tensor copy_to_host(const Tensor& tensor) const;
   // `tensor` (in host memory) copied into this device's memory; the caller waits for it.
   virtual Tensor copy_from_host(const Tensor& tensor) const;
+  // A host tensor on its way into this device's memory, for work enqueued later: `tensor` holds the
+  // value once `ready` completes (no event: at once). A GPU copies on its copy stream, so the copy
+  // overlaps whatever its compute stream runs meanwhile; other devices copy at once.
+  struct Staged {
+    Tensor tensor;
+    std::shared_ptr<Event> ready;
+  };
+  virtual Staged stage_from_host(const Tensor& tensor) const { return {copy_from_host(tensor), nullptr}; }
 
  private:
   DeviceId id_;

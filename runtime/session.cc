@@ -107,11 +107,10 @@ graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId
   return raw;
 }
 
-graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
-                                                  std::span<const graph::NodeId> targets) {
+graph::Expected<StagedFeeds> Session::stage(const Feeds& feeds) const {
   MIRRA_RETURN_IF_ERROR(prepared_);
-  std::vector<graph::NodeId> fed;
-  std::vector<Tensor> fed_values;
+  StagedFeeds staged;
+  staged.session_ = this;
   for (const auto& [name, value] : feeds) {
     const auto id = graph_.find(name);
     if (!id) return graph::invalid_argument("feed '" + name + "': the graph has no node with that name");
@@ -125,15 +124,38 @@ graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<
       return graph::invalid_argument("feed '" + name + "': expected " + expected.to_string() + ", got " +
                                      value.type_string());
     }
-    fed.push_back(*id);
+    staged.nodes_.push_back(*id);
     // A value fed to a node whose output lives in device memory goes there first.
     const MemorySpace space = value_memory_space(node, 0, kernels_, devices_);
+    if (space.host) {
+      staged.values_.push_back(value);
+      continue;
+    }
+    const Device& device = *devices_.owner_of(space);
     try {
-      fed_values.push_back(space.host ? value : devices_.owner_of(space)->copy_from_host(value));
+      Device::Staged on_device = device.stage_from_host(value);
+      staged.values_.push_back(std::move(on_device.tensor));
+      if (on_device.ready) staged.waits_.emplace_back(&device.compute_stream(), std::move(on_device.ready));
     } catch (const DeviceError& e) {
       return e.status().with_context("feed '" + name + "'");
     }
   }
+  return staged;
+}
+
+graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
+                                                  std::span<const graph::NodeId> targets) {
+  MIRRA_ASSIGN_OR_RETURN(StagedFeeds staged, stage(feeds));
+  return run_staged(std::move(staged), fetches, targets);
+}
+
+graph::Expected<std::vector<Tensor>> Session::run_staged(StagedFeeds feeds, std::span<const graph::ValueRef> fetches,
+                                                         std::span<const graph::NodeId> targets) {
+  MIRRA_RETURN_IF_ERROR(prepared_);
+  if (feeds.session_ != this) return graph::invalid_argument("the feeds were not staged by this session");
+  for (auto& [stream, ready] : feeds.waits_) stream->wait(std::move(ready));
+  const std::vector<graph::NodeId>& fed = feeds.nodes_;
+  std::vector<Tensor> fed_values = std::move(feeds.values_);
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
   std::vector<NodeTiming> timeline;

@@ -7,6 +7,9 @@
 //   runtime::Session session(graph, ops::kernels());
 //   auto out = session.run({{"x", Tensor::from<float>({2, 2}, {1, 2, 3, 4})}}, {y});
 //   if (!out.ok()) std::cerr << out.status().to_string();
+//
+// A training loop stages the next batch before it runs the current one (stage, then run_staged), so
+// a GPU copies the next batch in while it computes this step.
 #pragma once
 
 #include <atomic>
@@ -44,6 +47,18 @@ struct SessionOptions {
 
 using Feeds = std::map<std::string, Tensor, std::less<>>;
 
+// Feeds checked and on their way to the devices that read them (Session::stage), for one later run
+// of the session that staged them.
+class StagedFeeds {
+ private:
+  friend class Session;
+  const void* session_ = nullptr;
+  std::vector<graph::NodeId> nodes_;
+  std::vector<Tensor> values_;
+  // A device's stream must wait for its copy before the step's work.
+  std::vector<std::pair<Stream*, std::shared_ptr<Event>>> waits_;
+};
+
 class Session {
  public:
   // Copies `graph`; `kernels` must outlive the session.
@@ -60,6 +75,14 @@ class Session {
     return run(feeds, std::span<const graph::ValueRef>(fetches.begin(), fetches.size()),
                std::span<const graph::NodeId>(targets.begin(), targets.size()));
   }
+
+  // Checks the feeds as run does and starts their copies into device memory now (a GPU's run on its
+  // copy stream), so that staging the next batch before running this one overlaps its copy with
+  // this step. A failed device copy is an error naming the feed.
+  graph::Expected<StagedFeeds> stage(const Feeds& feeds) const;
+  // One step with staged feeds (used up); otherwise as run.
+  graph::Expected<std::vector<Tensor>> run_staged(StagedFeeds feeds, std::span<const graph::ValueRef> fetches,
+                                                  std::span<const graph::NodeId> targets = {});
 
   // With SessionOptions::trace: when each node that ran in the last finished step started and ended.
   std::vector<NodeTiming> last_timeline() const;

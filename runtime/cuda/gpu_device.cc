@@ -1,6 +1,8 @@
 // GpuDevice: device memory, library handles on the compute stream, copies to and from the host.
 #include "runtime/cuda/gpu_device.h"
 
+#include <cstring>
+
 #include "runtime/cpu/caching_allocator.h"
 #include "runtime/cuda/cuda_status.h"
 #include "runtime/tensor.h"
@@ -59,6 +61,7 @@ GpuDevice::GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<Gpu
              stream),
       options_(options),
       stream_(std::move(stream)),
+      copy_stream_(std::make_unique<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal) + " copies")),
       pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,
                                                  MemorySpace::host_memory(), nullptr, std::make_shared<PinnedMemory>())) {
   try {
@@ -76,6 +79,7 @@ GpuDevice::GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<Gpu
 }
 
 GpuDevice::~GpuDevice() {
+  copy_stream_->synchronize();
   stream_->synchronize();
   (void)cudnnDestroy(cudnn_);
   (void)cublasDestroy(cublas_);
@@ -109,6 +113,28 @@ Tensor GpuDevice::copy_from_host(const Tensor& tensor) const {
   Tensor to = Tensor::empty(allocator(), tensor.dtype(), tensor.shape());
   copy_and_wait(*this, to, tensor, cudaMemcpyHostToDevice);
   return to;
+}
+
+Device::Staged GpuDevice::stage_from_host(const Tensor& tensor) const {
+  Tensor to = Tensor::empty(allocator(), tensor.dtype(), tensor.shape());
+  if (tensor.byte_size() == 0) return {std::move(to), nullptr};
+  // From pinned memory the copy runs asynchronously (from pageable memory CUDA would stage it itself
+  // and block the caller).
+  Tensor staging = Tensor::empty(pinned_, tensor.dtype(), tensor.shape());
+  std::memcpy(staging.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
+  copy_stream_->wait(stream_->record());
+  graph::Status status;
+  const MemorySpace space = memory_space();
+  copy_stream_->enqueue([&] {
+    ScopedMemoryAccess access(space, /*host_too=*/true);
+    status = check(cudaMemcpyAsync(to.mutable_raw_data(), staging.raw_data(), tensor.byte_size(), cudaMemcpyHostToDevice,
+                                   copy_stream_->handle()),
+                   "cudaMemcpyAsync");
+  });
+  if (!status.ok()) throw DeviceError(status.with_context(id().to_string() + " staging a feed"));
+  std::shared_ptr<Event> ready = copy_stream_->record();
+  ready->then([staging = std::move(staging)] {});  // the pinned buffer goes once the device read it
+  return {std::move(to), std::move(ready)};
 }
 
 }  // namespace mirra::runtime::cuda

@@ -1,4 +1,5 @@
-// GpuDevice: gpu:<i>, one physical GPU. Its compute stream is a GpuStream; its memory comes from
+// GpuDevice: gpu:<i>, one physical GPU. Its compute stream is a GpuStream, and a second one copies
+// staged feeds in while the compute stream runs (Device::stage_from_host); its memory comes from
 // cudaMalloc through a CachingAllocator (size classes; after the first step no cudaMalloc or
 // cudaFree; freeing needs no stream ordering because the device runs the kernels in the order they
 // allocate and free), and its kernels' host-memory outputs from pinned host memory. It owns the cuBLAS and cuDNN handles bound to that stream; kernels reach them
@@ -36,12 +37,16 @@ class GpuDevice final : public Device {
   const std::shared_ptr<Allocator>& host_memory_allocator() const override { return pinned_; }
   Tensor copy_to_host(const Tensor& tensor) const override;
   Tensor copy_from_host(const Tensor& tensor) const override;
+  // Staged through pinned memory and copied on the copy stream, which first waits for the work
+  // already on the compute stream (it may have freed the buffer the copy fills), not for later work.
+  Staged stage_from_host(const Tensor& tensor) const override;
 
  private:
   GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
 
   GpuOptions options_;
   std::shared_ptr<GpuStream> stream_;
+  std::unique_ptr<GpuStream> copy_stream_;  // feeds on their way in, beside the compute stream
   std::shared_ptr<Allocator> pinned_;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <span>
 
 namespace mirra::runtime::training {
@@ -37,13 +38,23 @@ struct Totals {
   double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
 };
 
+// A batch whose features and labels are on their way to the devices.
+struct StagedBatch {
+  StagedFeeds feeds;
+  int64_t size = 0;
+};
+
+graph::Expected<StagedBatch> stage_batch(const Session& session, const TrainingGraph& graph, const data::Batch& batch) {
+  MIRRA_ASSIGN_OR_RETURN(StagedFeeds feeds, session.stage({{graph.features, batch.features}, {graph.labels, batch.labels}}));
+  return StagedBatch{std::move(feeds), batch.size};
+}
+
 // Runs one batch (with `targets`, an update) and adds its loss and correct count to `totals`;
 // returns the batch's mean loss.
-graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, const data::Batch& batch,
+graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
                                   std::span<const graph::NodeId> targets, Totals& totals) {
-  const Feeds feeds = {{graph.features, batch.features}, {graph.labels, batch.labels}};
   const graph::ValueRef fetches[] = {graph.loss, graph.correct};
-  MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run(feeds, fetches, targets));
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
   MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
   MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
   totals.examples += batch.size;
@@ -92,11 +103,27 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     const auto epoch_start = Clock::now();
     int64_t batch_index = epoch == options_.first_epoch ? options_.first_batch : 0;
     auto batches = train.epoch(epoch, batch_index);
-    for (;; ++batch_index) {
-      if (options_.max_steps > 0 && step_ >= options_.max_steps) break;
-      const auto data_start = Clock::now();
+    const auto steps_left = [&] { return options_.max_steps <= 0 || step_ < options_.max_steps; };
+    // The batch of the next step is fetched and staged before this step runs, so its copy into a
+    // GPU overlaps this step.
+    const auto next_batch = [&]() -> graph::Expected<std::optional<StagedBatch>> {
       auto batch = batches.next();
-      if (!batch) break;
+      if (!batch) return std::optional<StagedBatch>();
+      MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, graph_, *batch));
+      return std::optional<StagedBatch>(std::move(staged));
+    };
+    auto data_start = Clock::now();  // since when this step waits for data
+    std::optional<StagedBatch> batch;
+    if (steps_left()) {
+      MIRRA_ASSIGN_OR_RETURN(batch, next_batch());
+    }
+    for (;; ++batch_index) {
+      if (!batch || !steps_left()) break;
+      const int64_t batch_size = batch->size;
+      std::optional<StagedBatch> following;
+      if (options_.max_steps <= 0 || step_ + 1 < options_.max_steps) {
+        MIRRA_ASSIGN_OR_RETURN(following, next_batch());
+      }
       const auto step_start = Clock::now();
       double rate = 0;
       if (scheduled) {
@@ -107,7 +134,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         return "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
                std::to_string(batch_index) + ")";
       };
-      auto ran = run_batch(session_, graph_, *batch, targets, totals);
+      auto ran = run_batch(session_, graph_, std::move(*batch), targets, totals);
       if (!ran.ok()) return ran.status().with_context(where());
       const double loss = *ran;
       if (!std::isfinite(loss)) {
@@ -124,10 +151,10 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .epoch = epoch,
                           .batch = batch_index,
                           .batches_in_epoch = train.batches_per_epoch(),
-                          .examples = batch->size,
+                          .examples = batch_size,
                           .loss = loss,
                           .learning_rate = rate,
-                          .examples_per_second = static_cast<double>(batch->size) / seconds_since(step_start),
+                          .examples_per_second = static_cast<double>(batch_size) / seconds_since(step_start),
                           .data_start_ns = nanoseconds(data_start),
                           .step_start_ns = nanoseconds(step_start),
                           .step_end_ns = nanoseconds(step_end)});
@@ -137,6 +164,8 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         stopped = true;
         break;
       }
+      batch = std::move(following);
+      data_start = Clock::now();
     }
     metrics.seconds = seconds_since(epoch_start);
     metrics.examples = totals.examples;
@@ -159,7 +188,8 @@ graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
   Totals totals;
   auto batches = data.epoch(0);
   while (auto batch = batches.next()) {
-    MIRRA_RETURN_IF_ERROR(run_batch(session_, graph_, *batch, {}, totals).status());
+    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, graph_, *batch));
+    MIRRA_RETURN_IF_ERROR(run_batch(session_, graph_, std::move(staged), {}, totals).status());
   }
   return Evaluation{.examples = totals.examples, .accuracy = totals.accuracy(), .mean_loss = totals.mean_loss()};
 }

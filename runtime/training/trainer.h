@@ -1,6 +1,6 @@
 // Trainer: the training loop over a Session whose graph has a loss, a count of correct predictions
 // and a train target (ops::minimize and ops::classifier_objective build them). It feeds batches from
-// a Dataset, sets the learning rate of each step from its schedule, reports every step (loss,
+// a Dataset (staging each batch to the devices while the step before it runs), sets the learning rate of each step from its schedule, reports every step (loss,
 // examples/s) and every epoch (mean loss, accuracy, throughput, and an evaluation on held-out data).
 //
 //   training::Trainer trainer(session, {.loss = objective.loss, .correct = objective.correct,
@@ -39,7 +39,8 @@ struct StepMetrics {
   double loss = 0;
   double learning_rate = 0;  // 0 when the trainer has no schedule
   double examples_per_second = 0;
-  // steady_clock nanoseconds: waiting for the batch from the input pipeline, then the step itself.
+  // steady_clock nanoseconds: waiting for data (the next step's batch, fetched from the input
+  // pipeline and staged to the devices before this step runs), then the step itself.
   int64_t data_start_ns = 0, step_start_ns = 0, step_end_ns = 0;
 };
 

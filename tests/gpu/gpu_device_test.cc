@@ -1,4 +1,4 @@
-// The GPU device on a real GPU: copies round trip; its stream orders work with a CPU stream through
+// The GPU device on a real GPU: copies round trip; staged feeds arrive through the copy stream; its stream orders work with a CPU stream through
 // events and reports completion; the caching allocator stops calling cudaMalloc after the first step
 // of a graph; a failing kernel's error names the node, its op and the device.
 #include <doctest/doctest.h>
@@ -32,6 +32,40 @@ TEST_CASE("Gpu.copies_round_trip") {
   CHECK_THROWS_AS((void)on_gpu.data<float>(), MemorySpaceError);
   CHECK(gpu.copy_to_host(on_gpu).to_vector<float>() == values);
   CHECK(gpu.copy_to_host(gpu.copy_from_host(Tensor::from<float>({0}, std::vector<float>{}))).num_elements() == 0);
+}
+
+TEST_CASE("Gpu.staged_feeds.arrive_through_the_copy_stream") {
+  DeviceSet devices = DeviceSet::create({kGpu0});
+  REQUIRE(devices.status().ok());
+  const Device& gpu = *devices.find(kGpu0);
+  std::vector<float> values(1 << 20);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000);
+  Device::Staged staged = gpu.stage_from_host(Tensor::from<float>({static_cast<int64_t>(values.size())}, values));
+  REQUIRE(staged.ready != nullptr);
+  gpu.compute_stream().wait(staged.ready);
+  CHECK(gpu.copy_to_host(staged.tensor).to_vector<float>() == values);
+  CHECK(staged.ready->done());
+
+  // Two batches staged before either runs, as the trainer stages the next one.
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(kGpu0);
+  auto x = ops::placeholder(b, "x", DType::f32, {-1, 256});
+  auto w = ops::variable(b, "w", {256, 256}, ops::Initializer::ones());
+  auto y = ops::reduce_sum(b, ops::matmul(b, x, w), ops::Axes::all());
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels());
+  auto first = session.stage({{"x", Tensor::from<float>({64, 256}, std::vector<float>(64 * 256, 1.0f))}});
+  auto second = session.stage({{"x", Tensor::from<float>({32, 256}, std::vector<float>(32 * 256, 2.0f))}});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  const graph::ValueRef fetches[] = {y};
+  auto out = session.run_staged(std::move(*first), fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>()[0] == 64.0f * 256 * 256);
+  out = session.run_staged(std::move(*second), fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>()[0] == 2.0f * 32 * 256 * 256);
 }
 
 TEST_CASE("Gpu.stream_events_order_work_with_a_cpu_stream") {

@@ -5,7 +5,7 @@
 // while queued work still reads it returns to the pool only after that work, which AddressSanitizer
 // would report otherwise); placement inserts copies between memory spaces, refuses a device without
 // a kernel (or dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
-// equal deterministic runs on the CPU.
+// equal deterministic runs on the CPU; feeds staged ahead run as feeds do.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -256,6 +256,35 @@ TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
   CHECK(to_host == 2);    // y and z leave cpu_async:0
   CHECK(from_host == 3);  // x enters cpu_async:0 once; y and z enter cpu_async:1
   CHECK(session.graph().contains("x/to_cpu_async:0"));
+}
+
+TEST_CASE("Session.staged_feeds.run_as_feeds_do_and_belong_to_their_session") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(kAsync0);
+  auto x = ops::placeholder(b, "x", DType::f32, {-1});  // fed into cpu_async:0's memory
+  auto y = ops::square(b, x);
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels());
+  // Staging the second batch before the first runs, as the trainer does.
+  auto first = session.stage({{"x", Tensor::from<float>({2}, {1, 2})}});
+  auto second = session.stage({{"x", Tensor::from<float>({3}, {3, 4, 5})}});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  const graph::ValueRef fetches[] = {y};
+  auto out = session.run_staged(std::move(*first), fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>() == std::vector<float>{1, 4});
+  out = session.run_staged(std::move(*second), fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>() == std::vector<float>{9, 16, 25});
+  // Checked as run checks them; another session's are refused.
+  CHECK(session.stage({{"x", Tensor::from<double>({1}, {1})}}).status().message() ==
+        "feed 'x': expected f32[?], got f64[1]");
+  Session other(g, ops::kernels());
+  auto foreign = other.stage({{"x", Tensor::from<float>({1}, {1})}});
+  REQUIRE(foreign.ok());
+  CHECK(session.run_staged(std::move(*foreign), fetches).status().message() == "the feeds were not staged by this session");
 }
 
 TEST_CASE("Placement.refuses_a_device_without_a_kernel_or_moves_it_with_soft_placement") {
