@@ -1,13 +1,22 @@
 // Conv2D, FusedConv2D and Conv2D's two backprop ops on the GPU through cuDNN's convolution API (the
 // legacy one: deprecated in cuDNN 9, still complete; its warnings are silenced in this file). Data is
 // NHWC (or NCHW); cuDNN's filters are KRSC (KCRS for NCHW) where mirra's are HWIO, so the filter is
-// permuted into a scratch tensor, and the filter gradient permuted back. The algorithm for each
-// problem comes from cuDNN's heuristics once and is cached; FMA math, so no TF32, unless the device
-// allows it. FusedConv2D is the convolution followed by the BiasAdd and Relu kernels.
+// permuted into a scratch tensor, and the filter gradient permuted back.
+//
+// Each problem (device, shapes, geometry, TF32) gets a ConvPlan once, kept for the process: its
+// descriptors and, found on first use, the algorithm of each direction from cuDNN's heuristics. FMA
+// math, so no TF32, unless the device allows it. SAME padding larger after than before (cuDNN pads
+// symmetrically) pads the input explicitly and convolves without padding, as TensorFlow does; the
+// input gradient is then computed for the padded input and its interior kept. FusedConv2D runs
+// cuDNN's fused convolution + bias + activation where cuDNN supports the problem, and the
+// convolution followed by the BiasAdd and Relu kernels where it does not.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
+#include <array>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 
 #include "ops/cuda/box_copy.h"
 #include "ops/cuda/cudnn_window.h"
@@ -25,66 +34,8 @@ constexpr int64_t kHwioToKcrs[] = {3, 2, 0, 1};  // -> [out, in, h, w]
 constexpr int64_t kKrscToHwio[] = {1, 2, 3, 0};
 constexpr int64_t kKcrsToHwio[] = {2, 3, 1, 0};
 
-// A convolution as cuDNN sees it: descriptors of the input, the permuted filter, the output (or dy)
-// and the convolution, for the node on concrete shapes.
-struct ConvProblem {
-  Window window;
-  int64_t out_channels = 0;
-  TensorDescriptor x, y;
-  FilterDescriptor w;
-  ConvolutionDescriptor conv;
-  std::string key;  // identifies the problem in the algorithm caches
-
-  Status set(const KernelContext& ctx, const Tensor& input, const Tensor& filter) {
-    window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
-    if (!window.symmetric) {
-      return graph::unimplemented("SAME padding of " + input.type_string() + " is larger after than before, which the GPU's "
-                                  "convolutions do not support yet (cuDNN pads symmetrically)");
-    }
-    out_channels = filter.dim(3);
-    const Window& g = window;
-    MIRRA_RETURN_IF_ERROR(x.set(g.nchw, g.batch, g.channels, g.height, g.width));
-    MIRRA_RETURN_IF_ERROR(y.set(g.nchw, g.batch, out_channels, g.out_height, g.out_width));
-    MIRRA_RETURN_IF_ERROR(w.set(g.nchw, out_channels, g.channels, g.window_h, g.window_w));
-    const bool tf32 = gpu_of(ctx).allow_tf32();
-    MIRRA_RETURN_IF_ERROR(conv.set(g, tf32));
-    key = std::to_string(ctx.device().id().ordinal);
-    for (int64_t v : {int64_t{tf32}, int64_t{g.nchw}, g.batch, g.channels, g.height, g.width, out_channels, g.window_h, g.window_w, g.stride_h,
-                      g.stride_w, g.dilation_h, g.dilation_w, g.pad_h, g.pad_w}) {
-      key.append(",").append(std::to_string(v));
-    }
-    return Status();
-  }
-
-  // The filter in cuDNN's order, in a scratch tensor.
-  graph::Expected<Tensor> cudnn_filter(const KernelContext& ctx, const Tensor& filter) const {
-    const std::span<const int64_t> perm(window.nchw ? kHwioToKcrs : kHwioToKrsc, 4);
-    Tensor permuted = Tensor::empty(ctx.device().allocator(), DType::f32, permuted_shape(filter.shape(), perm));
-    MIRRA_RETURN_IF_ERROR(copy(ctx, filter, permuted, permutation(filter.shape(), perm)));
-    return permuted;
-  }
-};
-
-// cuDNN's first choice for a problem, found once (per direction) and kept.
-template <class Algorithm>
-class AlgorithmCache {
- public:
-  template <class Find>
-  graph::Expected<Algorithm> get(const std::string& key, Find find) {
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
-    }
-    MIRRA_ASSIGN_OR_RETURN(const Algorithm algorithm, find());
-    std::lock_guard lock(mutex_);
-    chosen_.emplace(key, algorithm);
-    return algorithm;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, Algorithm> chosen_;
-};
+// cuDNN's fused forward runs ReLU only with this algorithm.
+constexpr cudnnConvolutionFwdAlgo_t kFusedAlgorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 
 // The first algorithm cuDNN's heuristics rank that it can run, from `count` results.
 template <class Perf>
@@ -93,6 +44,153 @@ graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int cou
     if (results[i].status == CUDNN_STATUS_SUCCESS) return results[i].algo;
   }
   return graph::unimplemented(std::string("cuDNN has no ") + what + " algorithm for this convolution");
+}
+
+// One convolution problem as cuDNN runs it.
+class ConvPlan {
+ public:
+  // Descriptors for `window` (over an input explicitly padded first where the padding is asymmetric)
+  // and a filter of `out_channels`.
+  ConvPlan(const Window& window, int64_t out_channels, bool allow_tf32)
+      : window_(window), pad_explicitly_(!window.symmetric()) {
+    Window& g = cudnn_window_;
+    g = window;
+    if (pad_explicitly_) {
+      g.height += window.pad_h + window.pad_after_h;
+      g.width += window.pad_w + window.pad_after_w;
+      g.pad_h = g.pad_w = g.pad_after_h = g.pad_after_w = 0;
+      padded_shape_ = g.nchw ? TensorShape{g.batch, g.channels, g.height, g.width} : TensorShape{g.batch, g.height, g.width, g.channels};
+      origin_[g.nchw ? 2 : 1] = window.pad_h;
+      origin_[g.nchw ? 3 : 2] = window.pad_w;
+    }
+    status_ = x_.set(g.nchw, g.batch, g.channels, g.height, g.width);
+    if (status_.ok()) status_ = y_.set(g.nchw, g.batch, out_channels, g.out_height, g.out_width);
+    if (status_.ok()) status_ = w_.set(g.nchw, out_channels, g.channels, g.window_h, g.window_w);
+    if (status_.ok()) status_ = bias_.set(/*nchw=*/true, 1, out_channels, 1, 1);
+    if (status_.ok()) status_ = conv_.set(g, allow_tf32);
+  }
+
+  const Status& status() const { return status_; }
+  bool nchw() const { return window_.nchw; }
+
+  // The input as cuDNN reads it: `input` itself, or a zero-padded copy.
+  graph::Expected<Tensor> cudnn_input(const KernelContext& ctx, const Tensor& input) const {
+    if (!pad_explicitly_) return input;
+    Tensor padded = Tensor::empty(ctx.device().allocator(), DType::f32, padded_shape_);
+    MIRRA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(padded.mutable_raw_data(), 0, padded.byte_size(), stream_of(ctx)));
+    const int64_t zero_origin[kMaxRank] = {};
+    MIRRA_RETURN_IF_ERROR(copy(ctx, input, padded, box_between(input.shape(), zero_origin, padded_shape_, origin_, input.shape())));
+    return padded;
+  }
+  // Where cuDNN writes the input's gradient: `dx` itself, or a padded scratch tensor.
+  Tensor input_gradient_target(const KernelContext& ctx, Tensor& dx) const {
+    return pad_explicitly_ ? Tensor::empty(ctx.device().allocator(), DType::f32, padded_shape_) : dx;
+  }
+  // The interior of a padded input gradient, into dx (nothing when cuDNN wrote dx itself).
+  Status keep_interior(const KernelContext& ctx, const Tensor& padded, Tensor& dx) const {
+    if (!pad_explicitly_) return Status();
+    const int64_t zero_origin[kMaxRank] = {};
+    return copy(ctx, padded, dx, box_between(padded_shape_, origin_, dx.shape(), zero_origin, dx.shape()));
+  }
+
+  // The filter in cuDNN's order, in a scratch tensor.
+  graph::Expected<Tensor> cudnn_filter(const KernelContext& ctx, const Tensor& filter) const {
+    const std::span<const int64_t> perm(nchw() ? kHwioToKcrs : kHwioToKrsc, 4);
+    Tensor permuted = Tensor::empty(ctx.device().allocator(), DType::f32, permuted_shape(filter.shape(), perm));
+    MIRRA_RETURN_IF_ERROR(copy(ctx, filter, permuted, permutation(filter.shape(), perm)));
+    return permuted;
+  }
+
+  graph::Expected<cudnnConvolutionFwdAlgo_t> forward_algorithm(cudnnHandle_t handle) {
+    return found(forward_, [&]() -> graph::Expected<cudnnConvolutionFwdAlgo_t> {
+      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int count = 0;
+      MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
+                                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
+      return first_usable(results, count, "forward");
+    });
+  }
+  graph::Expected<cudnnConvolutionBwdDataAlgo_t> backward_data_algorithm(cudnnHandle_t handle) {
+    return found(backward_data_, [&]() -> graph::Expected<cudnnConvolutionBwdDataAlgo_t> {
+      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      int count = 0;
+      MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_.get(), y_.get(), conv_.get(), x_.get(),
+                                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results));
+      return first_usable(results, count, "backward data");
+    });
+  }
+  graph::Expected<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algorithm(cudnnHandle_t handle) {
+    return found(backward_filter_, [&]() -> graph::Expected<cudnnConvolutionBwdFilterAlgo_t> {
+      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      int count = 0;
+      MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, x_.get(), y_.get(), conv_.get(), w_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results));
+      return first_usable(results, count, "backward filter");
+    });
+  }
+
+  // Whether cuDNN's fused forward with this activation was refused for the problem (then the
+  // kernel runs the convolution, BiasAdd and Relu apart).
+  bool fused_refused(bool relu) const {
+    std::lock_guard lock(mutex_);
+    return fused_refused_[relu];
+  }
+  void refuse_fused(bool relu) {
+    std::lock_guard lock(mutex_);
+    fused_refused_[relu] = true;
+  }
+
+  const TensorDescriptor& x() const { return x_; }
+  const TensorDescriptor& y() const { return y_; }
+  const TensorDescriptor& bias() const { return bias_; }
+  const FilterDescriptor& w() const { return w_; }
+  const ConvolutionDescriptor& conv() const { return conv_; }
+
+ private:
+  template <class Algorithm, class Find>
+  graph::Expected<Algorithm> found(std::optional<Algorithm>& slot, Find find) {
+    {
+      std::lock_guard lock(mutex_);
+      if (slot) return *slot;
+    }
+    MIRRA_ASSIGN_OR_RETURN(const Algorithm algorithm, find());
+    std::lock_guard lock(mutex_);
+    slot = algorithm;
+    return algorithm;
+  }
+
+  Window window_, cudnn_window_;
+  bool pad_explicitly_;
+  TensorShape padded_shape_;
+  int64_t origin_[kMaxRank] = {};
+  TensorDescriptor x_, y_, bias_;
+  FilterDescriptor w_;
+  ConvolutionDescriptor conv_;
+  Status status_;
+  mutable std::mutex mutex_;
+  std::optional<cudnnConvolutionFwdAlgo_t> forward_;
+  std::optional<cudnnConvolutionBwdDataAlgo_t> backward_data_;
+  std::optional<cudnnConvolutionBwdFilterAlgo_t> backward_filter_;
+  bool fused_refused_[2] = {false, false};
+};
+
+// The plan of the node's problem on `input` and `filter`, made on first sight and kept.
+graph::Expected<ConvPlan*> plan_for(const KernelContext& ctx, const Tensor& input, const Tensor& filter) {
+  const Window g = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
+  const bool tf32 = gpu_of(ctx).allow_tf32();
+  const std::array<int64_t, 18> key = {ctx.device().id().ordinal, tf32, g.nchw, g.batch, g.channels, g.height,
+                                       g.width, filter.dim(3), g.window_h, g.window_w, g.stride_h, g.stride_w,
+                                       g.dilation_h, g.dilation_w, g.pad_h, g.pad_w, g.pad_after_h, g.pad_after_w};
+  static std::mutex mutex;
+  static std::map<std::array<int64_t, 18>, std::unique_ptr<ConvPlan>> plans;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<ConvPlan>& plan = plans[key];
+  if (plan == nullptr) {
+    auto made = std::make_unique<ConvPlan>(g, filter.dim(3), tf32);
+    MIRRA_RETURN_IF_ERROR(made->status());
+    plan = std::move(made);
+  }
+  return plan.get();
 }
 
 // Scratch memory for cuDNN from the device's allocator (freed in stream order like any tensor).
@@ -106,41 +204,64 @@ Status zero(const KernelContext& ctx, Tensor& out) {
   return Status();
 }
 
+// cuDNN's fused convolution + bias + activation into `output`; false when cuDNN does not support the
+// problem (nothing ran then).
+graph::Expected<bool> fused_forward(const KernelContext& ctx, ConvPlan& plan, const Tensor& x, const Tensor& w,
+                                    const Tensor& bias, bool relu, Tensor& output) {
+  if (plan.fused_refused(relu)) return false;
+  const cudnnHandle_t handle = gpu_of(ctx).cudnn();
+  size_t bytes = 0;
+  cudnnStatus_t status = cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x().get(), plan.w().get(), plan.conv().get(),
+                                                                 plan.y().get(), kFusedAlgorithm, &bytes);
+  if (status == CUDNN_STATUS_SUCCESS) {
+    Tensor scratch = workspace(ctx, bytes);
+    ActivationDescriptor activation;
+    MIRRA_RETURN_IF_ERROR(activation.set(relu));
+    const float one = 1, none = 0;
+    status = cudnnConvolutionBiasActivationForward(handle, &one, plan.x().get(), x.raw_data(), plan.w().get(), w.raw_data(),
+                                                   plan.conv().get(), kFusedAlgorithm, scratch.mutable_raw_data(), bytes,
+                                                   &none, plan.y().get(), output.raw_data(), plan.bias().get(), bias.raw_data(),
+                                                   activation.get(), plan.y().get(), output.mutable_raw_data());
+  }
+  if (status == CUDNN_STATUS_NOT_SUPPORTED) {
+    plan.refuse_fused(relu);
+    return false;
+  }
+  MIRRA_RETURN_IF_ERROR(runtime::cuda::check(status, "cudnnConvolutionBiasActivationForward"));
+  return true;
+}
+
 // Conv2D, or FusedConv2D with a bias (input 2) and maybe a ReLU after it.
 Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
-  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
   MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
-  ConvProblem c;
   const Window window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
   Tensor& output = ctx.allocate_output(0, DType::f32, window.output_shape(filter.dim(3)));
   if (output.num_elements() == 0) return Status();
   if (input.num_elements() == 0 || filter.num_elements() == 0) {
     MIRRA_RETURN_IF_ERROR(zero(ctx, output));  // no input channels: the bias alone
   } else {
-    MIRRA_RETURN_IF_ERROR(c.set(ctx, input, filter));
-    MIRRA_ASSIGN_OR_RETURN(const Tensor w, c.cudnn_filter(ctx, filter));
-    static AlgorithmCache<cudnnConvolutionFwdAlgo_t> algorithms;
+    MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
+    MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
+    MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
+    if (bias != nullptr) {
+      MIRRA_ASSIGN_OR_RETURN(const bool fused, fused_forward(ctx, *plan, x, w, *bias, relu, output));
+      if (fused) return Status();
+    }
     const cudnnHandle_t handle = gpu_of(ctx).cudnn();
-    MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgo_t algorithm, algorithms.get(c.key, [&]() -> graph::Expected<cudnnConvolutionFwdAlgo_t> {
-      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int count = 0;
-      MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(),
-                                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "forward");
-    }));
+    MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgo_t algorithm, plan->forward_algorithm(handle));
     size_t bytes = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(),
-                                                                       algorithm, &bytes));
+    MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(handle, plan->x().get(), plan->w().get(), plan->conv().get(),
+                                                                       plan->y().get(), algorithm, &bytes));
     Tensor scratch = workspace(ctx, bytes);
     const float one = 1, none = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, c.x.get(), input.raw_data(), c.w.get(), w.raw_data(),
-                                                       c.conv.get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
-                                                       c.y.get(), output.mutable_raw_data()));
+    MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, plan->x().get(), x.raw_data(), plan->w().get(), w.raw_data(),
+                                                       plan->conv().get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
+                                                       plan->y().get(), output.mutable_raw_data()));
   }
   if (bias != nullptr) {
-    const int64_t inner = nchw ? window.out_height * window.out_width : 1;
+    const int64_t inner = window.nchw ? window.out_height * window.out_width : 1;
     MIRRA_RETURN_IF_ERROR(launched(bias_add(DType::f32, output.raw_data(), bias->raw_data(), output.mutable_raw_data(),
                                             output.num_elements(), filter.dim(3), inner, stream_of(ctx)),
                                    "bias_add"));
@@ -166,27 +287,21 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(2);
   Tensor& dx = ctx.allocate_output(0, DType::f32, input.shape());
   if (dx.num_elements() == 0 || filter.num_elements() == 0 || dy.num_elements() == 0) return zero(ctx, dx);
-  ConvProblem c;
-  MIRRA_RETURN_IF_ERROR(c.set(ctx, input, filter));
-  MIRRA_ASSIGN_OR_RETURN(const Tensor w, c.cudnn_filter(ctx, filter));
-  static AlgorithmCache<cudnnConvolutionBwdDataAlgo_t> algorithms;
+  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
+  MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
-  MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgo_t algorithm, algorithms.get(c.key, [&]() -> graph::Expected<cudnnConvolutionBwdDataAlgo_t> {
-    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int count = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(),
-                                                                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results));
-    return first_usable(results, count, "backward data");
-  }));
+  MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgo_t algorithm, plan->backward_data_algorithm(handle));
   size_t bytes = 0;
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(),
-                                                                          algorithm, &bytes));
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan->w().get(), plan->y().get(),
+                                                                          plan->conv().get(), plan->x().get(), algorithm, &bytes));
   Tensor scratch = workspace(ctx, bytes);
+  Tensor target = plan->input_gradient_target(ctx, dx);
   const float one = 1, none = 0;
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardData(handle, &one, c.w.get(), w.raw_data(), c.y.get(), dy.raw_data(),
-                                                          c.conv.get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
-                                                          c.x.get(), dx.mutable_raw_data()));
-  return Status();
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardData(handle, &one, plan->w().get(), w.raw_data(), plan->y().get(),
+                                                          dy.raw_data(), plan->conv().get(), algorithm,
+                                                          scratch.mutable_raw_data(), bytes, &none, plan->x().get(),
+                                                          target.mutable_raw_data()));
+  return plan->keep_interior(ctx, target, dx);
 }
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
@@ -196,28 +311,22 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(2);
   Tensor& dw = ctx.allocate_output(0, DType::f32, filter.shape());
   if (dw.num_elements() == 0 || input.num_elements() == 0 || dy.num_elements() == 0) return zero(ctx, dw);
-  ConvProblem c;
-  MIRRA_RETURN_IF_ERROR(c.set(ctx, input, filter));
-  static AlgorithmCache<cudnnConvolutionBwdFilterAlgo_t> algorithms;
+  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
+  MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
-  MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgo_t algorithm, algorithms.get(c.key, [&]() -> graph::Expected<cudnnConvolutionBwdFilterAlgo_t> {
-    cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int count = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(),
-                                                                             CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results));
-    return first_usable(results, count, "backward filter");
-  }));
+  MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgo_t algorithm, plan->backward_filter_algorithm(handle));
   size_t bytes = 0;
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(),
-                                                                            algorithm, &bytes));
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan->x().get(), plan->y().get(),
+                                                                            plan->conv().get(), plan->w().get(), algorithm, &bytes));
   Tensor scratch = workspace(ctx, bytes);
-  const std::span<const int64_t> to_cudnn(c.window.nchw ? kHwioToKcrs : kHwioToKrsc, 4);
+  const std::span<const int64_t> to_cudnn(plan->nchw() ? kHwioToKcrs : kHwioToKrsc, 4);
   Tensor gradient = Tensor::empty(ctx.device().allocator(), DType::f32, permuted_shape(filter.shape(), to_cudnn));
   const float one = 1, none = 0;
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(handle, &one, c.x.get(), input.raw_data(), c.y.get(), dy.raw_data(),
-                                                            c.conv.get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
-                                                            c.w.get(), gradient.mutable_raw_data()));
-  const std::span<const int64_t> back(c.window.nchw ? kKcrsToHwio : kKrscToHwio, 4);
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(handle, &one, plan->x().get(), x.raw_data(), plan->y().get(),
+                                                            dy.raw_data(), plan->conv().get(), algorithm,
+                                                            scratch.mutable_raw_data(), bytes, &none, plan->w().get(),
+                                                            gradient.mutable_raw_data()));
+  const std::span<const int64_t> back(plan->nchw() ? kKcrsToHwio : kKrscToHwio, 4);
   return copy(ctx, gradient, dw, permutation(gradient.shape(), back));
 }
 

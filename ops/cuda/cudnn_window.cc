@@ -26,9 +26,8 @@ Window Window::of(const KernelContext& ctx, const Tensor& input, int64_t window_
   if (!same) return w;
   w.pad_h = same_padding_before(w.height, w.out_height, window_h, w.stride_h, w.dilation_h);
   w.pad_w = same_padding_before(w.width, w.out_width, window_w, w.stride_w, w.dilation_w);
-  const int64_t after_h = std::max<int64_t>((w.out_height - 1) * w.stride_h + (window_h - 1) * w.dilation_h + 1 - w.height - w.pad_h, 0);
-  const int64_t after_w = std::max<int64_t>((w.out_width - 1) * w.stride_w + (window_w - 1) * w.dilation_w + 1 - w.width - w.pad_w, 0);
-  w.symmetric = after_h == w.pad_h && after_w == w.pad_w;
+  w.pad_after_h = std::max<int64_t>((w.out_height - 1) * w.stride_h + (window_h - 1) * w.dilation_h + 1 - w.height - w.pad_h, 0);
+  w.pad_after_w = std::max<int64_t>((w.out_width - 1) * w.stride_w + (window_w - 1) * w.dilation_w + 1 - w.width - w.pad_w, 0);
   return w;
 }
 
@@ -66,6 +65,14 @@ Status ConvolutionDescriptor::set(const Window& w, bool allow_tf32) {
                                                              narrow(w.stride_w), narrow(w.dilation_h), narrow(w.dilation_w),
                                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(descriptor_, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  return Status();
+}
+
+ActivationDescriptor::ActivationDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateActivationDescriptor(&descriptor_)); }
+ActivationDescriptor::~ActivationDescriptor() { (void)cudnnDestroyActivationDescriptor(descriptor_); }
+Status ActivationDescriptor::set(bool relu) {
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetActivationDescriptor(descriptor_, relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                                          CUDNN_NOT_PROPAGATE_NAN, 0.0));
   return Status();
 }
 

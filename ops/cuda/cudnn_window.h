@@ -18,10 +18,11 @@ struct Window {
   int64_t window_h = 0, window_w = 0;
   int64_t out_height = 0, out_width = 0;
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
-  int64_t pad_h = 0, pad_w = 0;  // before
-  // Whether the padding after equals the padding before (cuDNN pads symmetrically; TensorFlow's SAME
-  // puts an odd element after).
-  bool symmetric = true;
+  int64_t pad_h = 0, pad_w = 0;              // before
+  int64_t pad_after_h = 0, pad_after_w = 0;  // TensorFlow's SAME may put one more after than before
+
+  // Whether the padding after equals the padding before (cuDNN pads symmetrically).
+  bool symmetric() const { return pad_after_h == pad_h && pad_after_w == pad_w; }
 
   // The node's window (its strides, padding and data_format attributes) over `input`.
   static Window of(const KernelContext& ctx, const Tensor& input, int64_t window_h, int64_t window_w,
@@ -69,6 +70,20 @@ class ConvolutionDescriptor {
 
  private:
   cudnnConvolutionDescriptor_t descriptor_ = nullptr;
+};
+
+// ReLU (NaN becomes zero, as the CPU's Relu) or the identity, for the fused convolution.
+class ActivationDescriptor {
+ public:
+  ActivationDescriptor();
+  ~ActivationDescriptor();
+  ActivationDescriptor(const ActivationDescriptor&) = delete;
+  ActivationDescriptor& operator=(const ActivationDescriptor&) = delete;
+  Status set(bool relu);
+  cudnnActivationDescriptor_t get() const { return descriptor_; }
+
+ private:
+  cudnnActivationDescriptor_t descriptor_ = nullptr;
 };
 
 class PoolingDescriptor {
