@@ -22,3 +22,6 @@ add_library(mirra_dnnl INTERFACE)
 find_library(MIRRA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
 target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY} ${MIRRA_GOMP_LIBRARY})
 target_include_directories(mirra_dnnl SYSTEM INTERFACE ${MIRRA_DNNL_INCLUDE_DIR})
+# MPI (OpenMPI from Debian): the workers of multi_worker_mirrored talk through it, and the all-reduce
+# benchmark's peer is its MPI_Allreduce. A build without it has no multi-worker collective.
+find_package(MPI COMPONENTS CXX)

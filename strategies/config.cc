@@ -84,8 +84,10 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
     config.strategy = root.at("strategy").get<std::string>();
   }
-  if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage") {
-    return config_key_error(source, "strategy", "is '" + config.strategy + "', not one of one_device, mirrored, central_storage");
+  if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage" &&
+      config.strategy != "multi_worker_mirrored") {
+    return config_key_error(source, "strategy",
+                            "is '" + config.strategy + "', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
   }
   if (root.contains("devices")) {
     const json& devices = root.at("devices");
@@ -114,9 +116,10 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     if (all_reduce.contains("implementation")) {
       if (!all_reduce["implementation"].is_string()) return config_key_error(source, "all_reduce.implementation", "must be a string");
       config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
-      if (config.all_reduce.implementation != "auto" && config.all_reduce.implementation != "in_process") {
+      if (config.all_reduce.implementation != "auto" && config.all_reduce.implementation != "in_process" &&
+          config.all_reduce.implementation != "mpi") {
         return config_key_error(source, "all_reduce.implementation",
-                         "is '" + config.all_reduce.implementation + "', not one of auto, in_process");
+                         "is '" + config.all_reduce.implementation + "', not one of auto, in_process, mpi");
       }
     }
     MIRRA_ASSIGN_OR_RETURN(config.all_reduce.bucket_mb,

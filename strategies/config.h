@@ -16,14 +16,14 @@
 namespace mirra::strategies {
 
 struct AllReduceConfig {
-  std::string implementation = "auto";  // auto or in_process
+  std::string implementation = "auto";  // auto, in_process or mpi (multi_worker_mirrored's, and its auto)
   double bucket_mb = 25;                // cap of a gradient bucket, MiB
   double first_bucket_mb = 1;           // cap of the first (last layers') bucket, MiB
   double timeout_s = 300;               // how long a collective waits for every replica; 0: forever
 };
 
 struct StrategyConfig {
-  std::string strategy = "mirrored";  // one_device, mirrored, central_storage
+  std::string strategy = "mirrored";  // one_device, mirrored, central_storage, multi_worker_mirrored
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
   AllReduceConfig all_reduce;
 };

@@ -182,6 +182,7 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
   {
     auto scope = b_.scope("global_batch");
     global_batch_ = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
+    if (plan_.across_workers) global_batch_ = on(kHost, ops::all_reduce(b_, {global_batch_}, 1, "sum", plan_.collective)[0]);
   }
   const ValueRef global = global_batch_;
   std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
@@ -243,7 +244,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     place(reduced.front(), kHost);
     // A single replica's bucket stays on its device (the sum of one is in place), not copied to the
     // host and back.
-    if (replicas_ == 1) out_.mutable_node(reduced.front().node).device = plan_.devices.front();
+    if (replicas_ == 1 && !plan_.across_workers) out_.mutable_node(reduced.front().node).device = plan_.devices.front();
     if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);
     previous = reduced.front().node;
     for (int r = 0; r < replicas_; ++r) {
@@ -282,6 +283,11 @@ graph::Status Rewriter::add_metrics(TrainingProgram& result) {
     const ValueRef replica_correct = copy_on(p.signature.correct, r);
     loss_sum = r == 0 ? replica_loss : on(kHost, ops::add(b_, loss_sum, replica_loss));
     correct = r == 0 ? replica_correct : on(kHost, ops::add(b_, correct, replica_correct));
+  }
+  if (plan_.across_workers) {
+    const std::vector<ValueRef> sums = ops::all_reduce(b_, {loss_sum, correct}, 1, "sum", plan_.collective);
+    loss_sum = on(kHost, sums[0]);
+    correct = sums[1];
   }
   result.signature.loss = on(kHost, ops::div(b_, loss_sum, global_batch_));
   result.signature.correct = correct;

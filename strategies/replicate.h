@@ -7,7 +7,8 @@
 //   - not (CentralStorage): variables, slots and updates exist once on the host, and each gradient is
 //     summed over the replicas there.
 // The loss and correct count are re-aggregated on the host: sums over replicas divided by the global
-// batch, so a partial or empty share weighs exactly what it holds.
+// batch, so a partial or empty share weighs exactly what it holds. Across workers (each feeding its
+// shard of the global batch), the batch size, the loss sum and the correct count are all-reduced too.
 //
 // REQUIRES: the program's loss is a ReduceMean over per-example losses; its batch inputs are
 //   placeholders with an unknown dim 0; the gradients are those of its trainable variables.
@@ -26,6 +27,9 @@ struct ReplicationPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
   graph::DeviceId host;                  // split, aggregation, step state (and central variables)
   bool mirror_state = true;
+  // The collectives span worker processes too (MultiWorkerMirrored): the global batch is the sum of
+  // the workers' batches, and the loss and correct count are summed across workers.
+  bool across_workers = false;
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline

@@ -23,25 +23,31 @@ class OneDeviceStrategy final : public Strategy {
   StrategyConfig config_;
 };
 
-// Mirrored (mirror_state) and CentralStorage differ only in where state lives.
+// Mirrored (mirror_state) and CentralStorage differ only in where state lives; MultiWorkerMirrored is
+// Mirrored whose collectives also span the workers.
 class ReplicatingStrategy final : public Strategy {
  public:
-  ReplicatingStrategy(StrategyConfig config, bool mirror_state) : config_(std::move(config)), mirror_state_(mirror_state) {}
+  ReplicatingStrategy(StrategyConfig config, bool mirror_state, bool across_workers)
+      : config_(std::move(config)), mirror_state_(mirror_state), across_workers_(across_workers) {}
   const StrategyConfig& config() const override { return config_; }
+  bool across_workers() const override { return across_workers_; }
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
     constexpr double kMiB = 1 << 20;
+    std::string implementation = config_.all_reduce.implementation;
+    if (across_workers_ && implementation == "auto") implementation = "mpi";
     return replicate(program, {.devices = config_.devices,
                                .host = {graph::DeviceKind::cpu, 0},
                                .mirror_state = mirror_state_,
+                               .across_workers = across_workers_,
                                .first_bucket_bytes = static_cast<int64_t>(config_.all_reduce.first_bucket_mb * kMiB),
                                .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB),
-                               .collective = {.implementation = config_.all_reduce.implementation,
+                               .collective = {.implementation = implementation,
                                               .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)}});
   }
 
  private:
   StrategyConfig config_;
-  bool mirror_state_;
+  bool mirror_state_, across_workers_;
 };
 
 }  // namespace
@@ -84,11 +90,13 @@ graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& c
     if (resolved.devices.size() != 1) return graph::invalid_argument("one_device needs exactly one device");
     return std::unique_ptr<Strategy>(new OneDeviceStrategy(std::move(resolved)));
   }
-  if (resolved.strategy == "mirrored" || resolved.strategy == "central_storage") {
-    const bool mirror_state = resolved.strategy == "mirrored";
-    return std::unique_ptr<Strategy>(new ReplicatingStrategy(std::move(resolved), mirror_state));
+  if (resolved.strategy == "mirrored" || resolved.strategy == "central_storage" || resolved.strategy == "multi_worker_mirrored") {
+    const bool mirror_state = resolved.strategy != "central_storage";
+    const bool across_workers = resolved.strategy == "multi_worker_mirrored";
+    return std::unique_ptr<Strategy>(new ReplicatingStrategy(std::move(resolved), mirror_state, across_workers));
   }
-  return graph::invalid_argument("strategy '" + resolved.strategy + "' is not known (one_device, mirrored, central_storage)");
+  return graph::invalid_argument("strategy '" + resolved.strategy +
+                                 "' is not known (one_device, mirrored, central_storage, multi_worker_mirrored)");
 }
 
 }  // namespace mirra::strategies

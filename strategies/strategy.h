@@ -36,6 +36,10 @@ class Strategy {
   // ENSURES: the result trains the same model over config().devices; one step on a global batch B
   // updates the variables as one device would on the same B.
   virtual graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const = 0;
+  // Whether its collectives span worker processes (multi_worker_mirrored): the session then needs
+  // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
+  // shard of every global batch.
+  virtual bool across_workers() const { return false; }
   // "mirrored over cpu:0, cpu:1"
   std::string describe() const;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/allocator.h"
+#include "runtime/collectives/collective.h"
 #include "runtime/random.h"
 
 namespace mirra::runtime::data {
@@ -14,6 +15,10 @@ graph::Expected<Dataset> Dataset::create(const IdxArray& examples, const IdxArra
                                          std::vector<int64_t> example_shape, BatchingOptions options) {
   if (options.batch_size <= 0) return graph::invalid_argument("batch size must be positive");
   if (options.prefetch < 0) return graph::invalid_argument("prefetch must not be negative");
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    return graph::invalid_argument("shard " + std::to_string(options.shard) + " of " + std::to_string(options.shards) +
+                                   " does not exist");
+  }
   if (!(options.normalization.stddev > 0)) return graph::invalid_argument("normalisation stddev must be positive");
   if (labels.dims.size() != 1) return graph::invalid_argument("labels must be a vector");
   if (examples.dims.empty() || examples.dims[0] != labels.dims[0]) {
@@ -54,12 +59,22 @@ std::vector<int64_t> Dataset::order(int64_t epoch) const {
   return order;
 }
 
+Batch Dataset::batch_at(const std::vector<int64_t>& order, int64_t b) const {
+  const int64_t first = b * options_.batch_size;
+  const int64_t global = std::min(options_.batch_size, size() - first);
+  int64_t skipped = 0;
+  for (int64_t w = 0; w < options_.shard; ++w) skipped += participant_share(global, options_.shards, w);
+  Batch batch = assemble(order, first + skipped, participant_share(global, options_.shards, options_.shard));
+  batch.global_size = global;
+  return batch;
+}
+
 Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_t count) const {
   std::vector<int64_t> dims = {count};
   dims.insert(dims.end(), example_shape_.begin(), example_shape_.end());
   const TensorShape shape(dims);
   Batch batch{Tensor::empty(host_allocator(), graph::DType::f32, shape),
-              Tensor::empty(host_allocator(), graph::DType::i64, TensorShape{count}), count};
+              Tensor::empty(host_allocator(), graph::DType::i64, TensorShape{count}), count, count};
   const Normalization& norm = options_.normalization;
   const float scale = static_cast<float>(norm.scale / norm.stddev), shift = static_cast<float>(-norm.mean / norm.stddev);
   float* features = batch.features.mutable_data<float>();
@@ -94,15 +109,13 @@ Dataset::Epoch::~Epoch() {
 }
 
 void Dataset::Epoch::produce() {
-  const int64_t batch_size = dataset_.options_.batch_size;
   for (int64_t b = next_batch_; b < batches_; ++b) {
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });
       if (stopping_) return;
     }
-    const int64_t first = b * batch_size;
-    Batch batch = dataset_.assemble(order_, first, std::min(batch_size, dataset_.size() - first));
+    Batch batch = dataset_.batch_at(order_, b);
     {
       std::lock_guard lock(mutex_);
       ready_.push_back(std::move(batch));
@@ -113,11 +126,7 @@ void Dataset::Epoch::produce() {
 
 std::optional<Batch> Dataset::Epoch::next() {
   if (next_batch_ >= batches_) return std::nullopt;
-  const int64_t batch_size = dataset_.options_.batch_size;
-  if (!producer_.joinable()) {
-    const int64_t first = next_batch_++ * batch_size;
-    return dataset_.assemble(order_, first, std::min(batch_size, dataset_.size() - first));
-  }
+  if (!producer_.joinable()) return dataset_.batch_at(order_, next_batch_++);
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty(); });
   Batch batch = std::move(ready_.front());

@@ -36,6 +36,9 @@ struct BatchingOptions {
   uint64_t seed = 0;
   bool drop_remainder = false;  // drop a last batch smaller than batch_size
   int prefetch = 2;             // batches prepared ahead on a background thread; 0: on the caller's thread
+  // Shard `shard` of `shards` (a worker of a multi-worker run): its share of every global batch, by
+  // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
+  int64_t shard = 0, shards = 1;
   Normalization normalization;
 };
 
@@ -43,6 +46,7 @@ struct Batch {
   Tensor features;  // f32 [size, example_shape...]
   Tensor labels;    // i64 [size]
   int64_t size = 0;
+  int64_t global_size = 0;  // of the global batch this is a shard of (size, unsharded)
 };
 
 class Dataset {
@@ -65,6 +69,8 @@ class Dataset {
 
  private:
   Dataset() = default;
+  // Batch b of an epoch in `order`: this shard's rows of it.
+  Batch batch_at(const std::vector<int64_t>& order, int64_t b) const;
   Batch assemble(const std::vector<int64_t>& order, int64_t first, int64_t count) const;
 
   std::shared_ptr<const std::vector<uint8_t>> bytes_;  // n * example_size

@@ -41,12 +41,12 @@ struct Totals {
 // A batch whose features and labels are on their way to the devices.
 struct StagedBatch {
   StagedFeeds feeds;
-  int64_t size = 0;
+  int64_t size = 0;  // of the global batch (a worker's batch is its shard of it)
 };
 
 graph::Expected<StagedBatch> stage_batch(const Session& session, const TrainingGraph& graph, const data::Batch& batch) {
   MIRRA_ASSIGN_OR_RETURN(StagedFeeds feeds, session.stage({{graph.features, batch.features}, {graph.labels, batch.labels}}));
-  return StagedBatch{std::move(feeds), batch.size};
+  return StagedBatch{std::move(feeds), batch.global_size};
 }
 
 // Runs one batch (with `targets`, an update) and adds its loss and correct count to `totals`;

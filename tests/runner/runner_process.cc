@@ -45,8 +45,12 @@ const std::string& mlp_file() {
 }
 
 Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd) {
-  Process p{.out = workspace() / (tag + ".out"), .err = workspace() / (tag + ".err")};
   args.insert(args.begin(), MIRRA_RUNNER);
+  return spawn_program(std::move(args), tag, stdout_fd);
+}
+
+Process spawn_program(std::vector<std::string> args, const std::string& tag, int stdout_fd) {
+  Process p{.out = workspace() / (tag + ".out"), .err = workspace() / (tag + ".err")};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -34,6 +34,8 @@ struct Process {
 
 // Starts `mirra args...`; stdout goes to `stdout_fd` when given (a pipe, say), else to a file.
 Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd = -1);
+// Starts the program argv[0] (a path) with its arguments, output as spawn's.
+Process spawn_program(std::vector<std::string> argv, const std::string& tag, int stdout_fd = -1);
 // The exit code, or 128 + the signal that ended it.
 int wait_for(const Process& p);
 // The same, or nullopt when it is still running after `limit` (it is then killed).

@@ -1,6 +1,7 @@
 // Dataset: shuffled orders are permutations, reproducible by seed and different per epoch; batches
 // hold the right examples, normalised, with the partial last batch kept or dropped; prefetching gives
-// the same batches as assembling on the caller's thread; an epoch abandoned midway stops cleanly.
+// the same batches as assembling on the caller's thread; an epoch abandoned midway stops cleanly;
+// the shards of the workers put every global batch back together.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -99,10 +100,38 @@ TEST_CASE("Dataset.an_abandoned_epoch_stops_its_producer") {
   }  // each reader's destructor stops and joins its producer, which may be blocked on a full queue
 }
 
+TEST_CASE("Dataset.shards_split_every_global_batch_by_tensorflows_rule") {
+  // 23 examples in batches of 10: the last batch of 3 gives shards of 1, 1, 1 and 0.
+  const Dataset whole = make(23, {.batch_size = 10, .seed = 5});
+  const std::vector<Batch> want = all_batches(whole, 1);
+  std::vector<std::vector<Batch>> shards;
+  for (int64_t shard = 0; shard < 4; ++shard) {
+    shards.push_back(all_batches(make(23, {.batch_size = 10, .seed = 5, .prefetch = shard % 2 == 0 ? 2 : 0, .shard = shard, .shards = 4}), 1));
+    REQUIRE(shards.back().size() == want.size());
+  }
+  for (size_t b = 0; b < want.size(); ++b) {
+    CAPTURE(b);
+    std::vector<float> features;
+    std::vector<int64_t> labels;
+    for (int64_t shard = 0; shard < 4; ++shard) {
+      const Batch& part = shards[static_cast<size_t>(shard)][b];
+      CHECK(part.size == want[b].size / 4 + (shard < want[b].size % 4 ? 1 : 0));
+      CHECK(part.global_size == want[b].size);
+      const std::vector<float> f = part.features.to_vector<float>();
+      const std::vector<int64_t> l = part.labels.to_vector<int64_t>();
+      features.insert(features.end(), f.begin(), f.end());
+      labels.insert(labels.end(), l.begin(), l.end());
+    }
+    CHECK(features == want[b].features.to_vector<float>());
+    CHECK(labels == want[b].labels.to_vector<int64_t>());
+  }
+}
+
 TEST_CASE("Dataset.bad_input_is_an_error") {
   auto [examples, labels] = numbered_examples(10);
   CHECK(Dataset::create(examples, labels, {2, 3}, {.batch_size = 0}).status().message() == "batch size must be positive");
   CHECK(Dataset::create(examples, labels, {2, 3}, {.prefetch = -1}).status().message() == "prefetch must not be negative");
+  CHECK(Dataset::create(examples, labels, {2, 3}, {.shard = 2, .shards = 2}).status().message() == "shard 2 of 2 does not exist");
   CHECK(Dataset::create(examples, labels, {4, 3}, {}).status().message() == "examples hold 60 bytes, not 10 x 12");
   IdxArray fewer = labels;
   fewer.dims = {9};

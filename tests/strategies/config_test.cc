@@ -46,7 +46,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"stratgy": "mirrored"})") ==
         "test.json: unknown key 'stratgy' (known: strategy, devices, all_reduce)");
   CHECK(error_of(R"({"strategy": "mirror"})") ==
-        "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage");
+        "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
   CHECK(error_of(R"({"strategy": 3})") == "test.json: 'strategy' must be a string");
   CHECK(error_of(R"({"devices": "cpu:0"})") == "test.json: 'devices' must be a non-empty list like [\"cpu:0\"]");
   CHECK(error_of(R"({"devices": ["cpu:0", 1]})") == "test.json: 'devices[1]' must be a device name like \"cpu:0\"");
@@ -62,7 +62,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"all_reduce": {"first_bucket_mb": 0}})") ==
         "test.json: 'all_reduce.first_bucket_mb' must be in (0, 65536] MiB");
   CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})") ==
-        "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process");
+        "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi");
   CHECK(load_strategy_config("/nonexistent/strategy.json").status().message() ==
         "cannot read strategy config '/nonexistent/strategy.json'");
 }

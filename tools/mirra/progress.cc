@@ -29,7 +29,7 @@ void ProgressReporter::on_step(const runtime::training::StepMetrics& step) {
   }
   ++epoch_steps_;
   loss_ = 0.9 * loss_ + 0.1 * step.loss;
-  if (!terminal_) return;
+  if (!terminal_ || out_ == nullptr) return;
   const bool last = step.batch + 1 >= step.batches_in_epoch;
   if (!last && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
@@ -49,6 +49,7 @@ void ProgressReporter::on_step(const runtime::training::StepMetrics& step) {
 }
 
 void ProgressReporter::on_epoch(const runtime::training::EpochMetrics& epoch) {
+  if (out_ == nullptr) return;
   if (terminal_) std::fputs("\r\033[K", out_);
   const std::string epochs = total_epochs_ > 0 ? "/" + std::to_string(total_epochs_) : "";
   std::fprintf(out_, "epoch %lld%s: %lld steps, loss %.4f, accuracy %.4f, %.0f examples/s, %.1f s",

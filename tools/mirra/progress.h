@@ -11,7 +11,8 @@ namespace mirra::runner {
 
 class ProgressReporter {
  public:
-  // `out` is a terminal or not (isatty); `total_epochs` 0 when training by steps.
+  // `out` is a terminal or not (isatty), or null for a silent reporter; `total_epochs` 0 when
+  // training by steps.
   ProgressReporter(std::FILE* out, bool terminal, int64_t total_epochs);
 
   void on_step(const runtime::training::StepMetrics& step);

@@ -9,7 +9,7 @@ namespace mirra::runner {
 
 void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--config", f.config_file, "JSON config file (docs/config.md); flags override it");
-  command.add_option("--strategy", f.strategy, "one_device, mirrored or central_storage (default mirrored)");
+  command.add_option("--strategy", f.strategy, "one_device, mirrored, central_storage or multi_worker_mirrored (default mirrored)");
   command.add_option("--devices", f.devices, "Comma-separated devices, e.g. cpu:0,cpu:1 (default: the local devices)");
   command.add_option("--data", f.data, "Directory with the Fashion-MNIST IDX files");
   auto* epochs = command.add_option("--epochs", f.epochs, "Epochs to train in all (default 3)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));

@@ -23,6 +23,7 @@
 #include "tools/mirra/progress.h"
 #include "tools/mirra/trace_writer.h"
 #include "tools/mirra/variables_io.h"
+#include "tools/mirra/workers.h"
 
 namespace mirra::runner {
 
@@ -80,6 +81,8 @@ class TrainRun {
 
   graph::Status run();
   bool summary_printed() const { return summary_printed_; }
+  // The workers of a multi-worker run (null otherwise), to end them all after a failure.
+  runtime::WorkerCollective* workers() const { return workers_.get(); }
 
  private:
   graph::Status restore();
@@ -95,6 +98,7 @@ class TrainRun {
   ModelProgram program_;
   strategies::TrainingProgram distributed_;
   std::unique_ptr<strategies::Strategy> strategy_;
+  std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<serialization::CheckpointStore> store_;
   std::unique_ptr<ProgressReporter> progress_;
@@ -117,8 +121,17 @@ graph::Status TrainRun::run() {
                          build_model_program(model_, config_.training.learning_rate, config_.training.check_numerics));
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
+  if (strategy_->across_workers()) {
+    MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
+  }
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
   MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
+  if (workers_) {
+    MIRRA_RETURN_IF_ERROR(agree_with_worker_0(*workers_, config_, distributed_.graph));
+    MIRRA_RETURN_IF_ERROR(workers_->prepare(collective_groups(distributed_.graph)));
+  }
+  std::vector<std::shared_ptr<runtime::Collective>> collectives;
+  if (workers_) collectives.push_back(workers_);
   session_ = std::make_unique<runtime::Session>(
       distributed_.graph, ops::kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
@@ -126,23 +139,37 @@ graph::Status TrainRun::run() {
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
                               .trace = !command_.trace.empty(),
-                              .memory_limit = memory_limit_bytes(config_.training.memory_limit)});
+                              .memory_limit = memory_limit_bytes(config_.training.memory_limit),
+                              .collectives = std::move(collectives)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
-  if (!command_.json || terminal) {
-    std::printf("training %s with %s (%zu replicas), global batch %lld\n", command_.model.c_str(),
+  const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
+  if ((!command_.json || terminal) && rank == 0) {
+    std::printf("training %s with %s (%zu replicas%s), global batch %lld\n", command_.model.c_str(),
                 strategy_->describe().c_str(), strategy_->config().devices.size(),
+                workers_ ? (" on each of " + std::to_string(workers) + " workers").c_str() : "",
                 static_cast<long long>(config_.training.batch_size));
   }
   MIRRA_RETURN_IF_ERROR(restore());
+  if (workers_) {
+    MIRRA_RETURN_IF_ERROR(take_worker_0_state(*workers_, *session_, start_, program_.learning_rate_variable,
+                                              config_.strategy.all_reduce.timeout_s));
+  }
   using runtime::data::Split;
+  // Each worker feeds its shard of every global batch.
   MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
                                                config_.training.data, Split::train,
-                                               {.batch_size = config_.training.batch_size, .seed = start_.data_seed}));
+                                               {.batch_size = config_.training.batch_size,
+                                                .seed = start_.data_seed,
+                                                .shard = rank,
+                                                .shards = workers}));
   std::optional<runtime::data::Dataset> test;
   if (command_.eval) {
     MIRRA_ASSIGN_OR_RETURN(test, runtime::data::fashion_mnist_dataset(
                                      config_.training.data, Split::test,
-                                     {.batch_size = std::max<int64_t>(config_.training.batch_size, 500), .shuffle = false}));
+                                     {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
+                                      .shuffle = false,
+                                      .shard = rank,
+                                      .shards = workers}));
   }
   if (!command_.metrics.empty()) {
     metrics_.open(command_.metrics);
@@ -150,7 +177,9 @@ graph::Status TrainRun::run() {
   }
   const InterruptibleScope interruptible;  // from here a signal stops training after its step, with a checkpoint
   if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(session_->graph());  // with its copies
-  progress_ = std::make_unique<ProgressReporter>(stdout, terminal && !command_.json, config_.training.steps > 0 ? 0 : config_.training.epochs);
+  // Worker 0 speaks for a multi-worker run.
+  progress_ = std::make_unique<ProgressReporter>(rank == 0 ? stdout : nullptr, terminal && !command_.json,
+                                                 config_.training.steps > 0 ? 0 : config_.training.epochs);
 
   const int64_t epochs_left = config_.training.steps > 0 ? 0 : config_.training.epochs - start_.epoch;
   const bool finished = config_.training.steps > 0 ? start_.step >= config_.training.steps : epochs_left <= 0;
@@ -178,14 +207,14 @@ graph::Status TrainRun::run() {
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
     if (metrics_.is_open()) metrics_.flush();
     note_metrics_error();
-  } else if (!command_.json) {
+  } else if (!command_.json && rank == 0) {
     std::printf("nothing to train: the checkpoint is already at the end\n");
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (position_ && !(*position_ == last_saved_)) MIRRA_RETURN_IF_ERROR(save_checkpoint(*position_));
-  if (!command_.save.empty()) MIRRA_RETURN_IF_ERROR(save_model());
-  if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(command_.trace));
-  print_summary(seconds, history);
+  if (!command_.save.empty() && rank == 0) MIRRA_RETURN_IF_ERROR(save_model());
+  if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(workers_ && workers > 1 ? command_.trace + ".worker" + std::to_string(rank) : command_.trace));
+  if (rank == 0) print_summary(seconds, history);
   if (interrupt_signal() != 0) {
     std::fprintf(stderr, "mirra: interrupted after step %lld%s\n", static_cast<long long>(position_ ? position_->step : start_.step),
                  store_ ? "; the checkpoint is saved, --resume continues from it" : "");
@@ -209,6 +238,7 @@ graph::Status TrainRun::restore() {
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
                                         program_.learning_rate_variable));
   start_ = {.data_seed = config_.training.seed, .batch_size = config_.training.batch_size};
+  if (workers_ && workers_->rank() != 0) return graph::Status();  // worker 0's checkpoints; its state comes to all
   if (config_.checkpoint.dir.empty()) {
     if (command_.resume) return graph::invalid_argument("--resume needs a checkpoint directory (--checkpoint-dir)");
     return graph::Status();
@@ -374,7 +404,10 @@ int run_train(const TrainCommand& command) {
   if (!status.ok()) {
     // --json promises a JSON object as the last line of stdout, also when the run fails.
     if (command.json && !run.summary_printed()) std::printf("%s\n", nlohmann::json({{"model", command.model}, {"error", status.message()}}).dump().c_str());
-    return report_error(status);
+    const int code = report_error(status);
+    // Other workers may wait on this one in a collective: end them all, now.
+    if (run.workers() != nullptr && run.workers()->world_size() > 1) run.workers()->abort(code);
+    return code;
   }
   return interrupt_signal() != 0 ? 128 + interrupt_signal() : 0;
 }

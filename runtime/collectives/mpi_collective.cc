@@ -1,0 +1,405 @@
+// The WorkerCollective over MPI. MPI runs in MPI_THREAD_SERIALIZED mode, and after start-up one
+// thread calls it: the communication thread. It posts every ready job as non-blocking MPI calls
+// (MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather(v), MPI_Comm_idup) on the job's communicator and polls
+// all posted jobs (MPI_Testall) against their deadlines, so jobs of different groups may complete
+// in any order on any worker, and nothing waits for one worker's order of work. A job past its
+// deadline fails with an error naming the collective, its step and the workers; MPI is unusable
+// then (its requests never complete), every later job fails at once, and the process ends through
+// abort(), which ends every worker.
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/worker_collective.h"
+
+namespace mirra::runtime {
+
+namespace {
+
+using Clock = CollectiveClock;
+using graph::Status;
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+std::string seconds_between(Clock::time_point from, Clock::time_point to) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", std::chrono::duration<double>(to - from).count());
+  return text;
+}
+
+// MPI counts are ints: longer buffers go in pieces of at most this many elements.
+constexpr int64_t kMaxCount = int64_t{1} << 30;
+
+// Work for the communication thread: post() starts its MPI calls (their requests go in
+// `requests`), finish() runs once they completed, or with the error that ended them.
+struct Job {
+  std::string what;  // "all_reduce 'all_reduce/bucket_0' (step 12)"
+  Clock::time_point deadline = Clock::time_point::max();
+  std::function<int(std::vector<MPI_Request>&)> post;
+  std::function<void(Status)> finish;
+  std::vector<MPI_Request> requests;
+  Clock::time_point posted;
+  bool warned = false;
+};
+
+// The local participants of one all-reduce, gathered as each is done with the in-process part.
+struct Meeting {
+  int arrived = 0;
+  Reduction reduction = Reduction::sum;
+  Clock::time_point deadline;
+  std::vector<std::span<Tensor>> outputs;
+  std::vector<CollectiveDone> dones;
+  Status status;
+};
+
+MPI_Datatype mpi_type(graph::DType dtype) { return dtype == graph::DType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
+
+class MpiCollective final : public WorkerCollective {
+ public:
+  MpiCollective(int rank, int size, MPI_Comm control) : rank_(rank), size_(size), control_(control) {
+    thread_ = std::thread([this] { communicate(); });
+  }
+
+  ~MpiCollective() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    queued_.notify_all();
+    thread_.join();
+    if (!broken_.ok()) abort(1);  // requests that never completed: MPI_Finalize would wait for them
+    for (auto& [group, comm] : comms_) MPI_Comm_free(&comm);
+    MPI_Comm_free(&control_);
+    MPI_Finalize();
+  }
+
+  std::string_view name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+
+  // The local participants sum in this process (into every output, the same bits); participant 0's
+  // result is then all-reduced across workers in place and copied to the others.
+  void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                  std::span<Tensor> outputs, CollectiveDone done) override {
+    local_.all_reduce(call, Reduction::sum, inputs, outputs,
+                      [this, call, reduction, outputs, done = std::move(done)](Status status) mutable {
+                        arrived_locally(call, reduction, outputs, std::move(done), std::move(status));
+                      });
+  }
+  void reduce_scatter(const CollectiveCall& call, Reduction, const Tensor&, Tensor&, CollectiveDone done) override {
+    done(graph::unimplemented("reduce_scatter '" + call.group + "': the MPI collective has no reduce_scatter yet"));
+  }
+  void all_gather(const CollectiveCall& call, const Tensor&, Tensor&, CollectiveDone done) override {
+    done(graph::unimplemented("all_gather '" + call.group + "': the MPI collective has no all_gather yet"));
+  }
+  void broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) override {
+    done(graph::unimplemented("broadcast '" + call.group + "': the MPI collective broadcasts only bytes (broadcast_bytes)"));
+  }
+
+  Status prepare(const std::vector<std::string>& groups) override {
+    auto made = std::make_shared<std::vector<MPI_Comm>>(groups.size(), MPI_COMM_NULL);
+    Job job{.what = "preparing " + std::to_string(groups.size()) + " collective groups",
+            .deadline = deadline_after(std::chrono::minutes(5))};
+    job.post = [this, made](std::vector<MPI_Request>& requests) {
+      requests.resize(made->size());
+      for (size_t i = 0; i < made->size(); ++i) {
+        if (const int code = MPI_Comm_idup(MPI_COMM_WORLD, &(*made)[i], &requests[i]); code != MPI_SUCCESS) return code;
+      }
+      return MPI_SUCCESS;
+    };
+    MIRRA_RETURN_IF_ERROR(run_and_wait(std::move(job)));
+    std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      MPI_Comm_set_errhandler((*made)[i], MPI_ERRORS_RETURN);
+      auto [it, added] = comms_.emplace(groups[i], (*made)[i]);
+      if (!added) MPI_Comm_free(&(*made)[i]);  // prepared before
+    }
+    return Status();
+  }
+
+  graph::Expected<std::vector<std::string>> exchange(const std::string& mine, Clock::time_point deadline) override {
+    auto sizes = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(size_));
+    const int64_t my_size = static_cast<int64_t>(mine.size());
+    Job count_job{.what = "exchanging sizes", .deadline = deadline};
+    count_job.post = [this, sizes, my_size](std::vector<MPI_Request>& requests) {
+      requests.resize(1);
+      return MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes->data(), 1, MPI_INT64_T, control_, &requests[0]);
+    };
+    MIRRA_RETURN_IF_ERROR(run_and_wait(std::move(count_job)));
+    std::vector<int> counts(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+    int64_t total = 0;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      if ((*sizes)[r] < 0 || total + (*sizes)[r] > kMaxCount) return graph::invalid_argument("the exchanged texts are too large");
+      counts[r] = static_cast<int>((*sizes)[r]);
+      offsets[r] = static_cast<int>(total);
+      total += (*sizes)[r];
+    }
+    auto all = std::make_shared<std::string>(static_cast<size_t>(total), '\0');
+    Job data_job{.what = "exchanging texts", .deadline = deadline};
+    data_job.post = [this, all, &mine, &counts, &offsets](std::vector<MPI_Request>& requests) {
+      requests.resize(1);
+      return MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all->data(), counts.data(), offsets.data(),
+                             MPI_CHAR, control_, &requests[0]);
+    };
+    MIRRA_RETURN_IF_ERROR(run_and_wait(std::move(data_job)));
+    std::vector<std::string> texts;
+    for (size_t r = 0; r < counts.size(); ++r) texts.push_back(all->substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
+    return texts;
+  }
+
+  Status broadcast_bytes(std::string& bytes, Clock::time_point deadline) override {
+    auto size = std::make_shared<int64_t>(static_cast<int64_t>(bytes.size()));
+    Job size_job{.what = "broadcasting a size", .deadline = deadline};
+    size_job.post = [this, size](std::vector<MPI_Request>& requests) {
+      requests.resize(1);
+      return MPI_Ibcast(size.get(), 1, MPI_INT64_T, 0, control_, &requests[0]);
+    };
+    MIRRA_RETURN_IF_ERROR(run_and_wait(std::move(size_job)));
+    bytes.resize(static_cast<size_t>(*size));
+    Job data_job{.what = "broadcasting " + std::to_string(*size) + " bytes", .deadline = deadline};
+    data_job.post = [this, &bytes](std::vector<MPI_Request>& requests) {
+      for (int64_t first = 0; first < static_cast<int64_t>(bytes.size()); first += kMaxCount) {
+        const int count = static_cast<int>(std::min<int64_t>(kMaxCount, static_cast<int64_t>(bytes.size()) - first));
+        requests.emplace_back();
+        if (const int code = MPI_Ibcast(bytes.data() + first, count, MPI_CHAR, 0, control_, &requests.back()); code != MPI_SUCCESS) {
+          return code;
+        }
+      }
+      return MPI_SUCCESS;
+    };
+    return run_and_wait(std::move(data_job));
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  using Key = std::pair<std::string, int64_t>;
+
+  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, CollectiveDone done,
+                       Status status) {
+    Meeting meeting;
+    {
+      std::lock_guard lock(mutex_);
+      Meeting& m = meetings_[{call.group, call.instance}];
+      if (m.arrived == 0) {
+        m.outputs.resize(static_cast<size_t>(call.group_size));
+        m.dones.resize(static_cast<size_t>(call.group_size));
+        m.reduction = reduction;
+        m.deadline = call.deadline;
+      }
+      m.outputs[static_cast<size_t>(call.participant)] = outputs;
+      m.dones[static_cast<size_t>(call.participant)] = std::move(done);
+      if (!status.ok() && m.status.ok()) m.status = std::move(status);
+      if (++m.arrived < call.group_size) return;
+      meeting = std::move(m);
+      meetings_.erase({call.group, call.instance});
+    }
+    auto shared = std::make_shared<Meeting>(std::move(meeting));
+    const auto complete = [shared](const Status& s) {
+      for (CollectiveDone& d : shared->dones) d(s);
+    };
+    if (!shared->status.ok()) return complete(shared->status);
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = comms_.find(call.group); it != comms_.end()) comm = it->second;
+    }
+    const std::string what = "all_reduce '" + call.group + "' (step " + std::to_string(call.instance) + ")";
+    if (comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
+    Job job{.what = what, .deadline = shared->deadline};
+    job.post = [shared, comm](std::vector<MPI_Request>& requests) {
+      for (Tensor& t : shared->outputs[0]) {
+        auto* data = static_cast<std::byte*>(t.mutable_raw_data());
+        const size_t element = graph::dtype_size(t.dtype());
+        for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
+          const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
+          requests.emplace_back();
+          const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * static_cast<int64_t>(element), count, mpi_type(t.dtype()),
+                                          MPI_SUM, comm, &requests.back());
+          if (code != MPI_SUCCESS) return code;
+        }
+      }
+      return MPI_SUCCESS;
+    };
+    const int participants = static_cast<int>(shared->outputs.size()) * size_;
+    job.finish = [shared, complete, participants](Status s) {
+      if (s.ok()) {
+        std::span<Tensor> result = shared->outputs[0];
+        for (Tensor& t : result) {
+          if (shared->reduction != Reduction::mean) break;
+          if (t.dtype() == graph::DType::f64) {
+            double* v = t.mutable_data<double>();
+            for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= participants;
+          } else {
+            float* v = t.mutable_data<float>();
+            for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= static_cast<float>(participants);
+          }
+        }
+        for (size_t p = 1; p < shared->outputs.size(); ++p) {
+          for (size_t j = 0; j < result.size(); ++j) {
+            Tensor& to = shared->outputs[p][j];
+            if (to.raw_data() != result[j].raw_data() && to.byte_size() > 0) {
+              std::memcpy(to.mutable_raw_data(), result[j].raw_data(), to.byte_size());
+            }
+          }
+        }
+      }
+      complete(s);
+    };
+    submit(std::move(job));
+  }
+
+  void submit(Job job) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(job));
+    }
+    queued_.notify_all();
+  }
+
+  // For the calls made before training (prepare, exchange, broadcast_bytes): the job, waited for.
+  Status run_and_wait(Job job) {
+    auto result = std::make_shared<std::promise<Status>>();
+    std::future<Status> finished = result->get_future();
+    job.finish = [result](Status s) { result->set_value(std::move(s)); };
+    submit(std::move(job));
+    return finished.get();
+  }
+
+  void communicate() {
+    std::vector<Job> active;
+    int idle_rounds = 0;
+    for (;;) {
+      std::deque<Job> arrived;
+      {
+        std::unique_lock lock(mutex_);
+        if (active.empty()) queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) {
+          arrived.swap(queue_);
+          lock.unlock();
+          const Status stopped = graph::aborted("the MPI collective was shut down");
+          for (Job& job : active) job.finish(stopped.with_context(job.what));
+          for (Job& job : arrived) job.finish(stopped.with_context(job.what));
+          return;
+        }
+        arrived.swap(queue_);
+      }
+      for (Job& job : arrived) {
+        if (!broken_.ok()) {
+          job.finish(broken_);
+          continue;
+        }
+        if (const int code = job.post(job.requests); code != MPI_SUCCESS) {
+          job.finish(graph::internal_error(job.what + ": " + mpi_error(code)));
+          continue;
+        }
+        job.posted = Clock::now();
+        active.push_back(std::move(job));
+      }
+      bool progressed = !arrived.empty();
+      const auto now = Clock::now();
+      for (size_t i = 0; i < active.size();) {
+        Job& job = active[i];
+        int complete = 0;
+        const int code = MPI_Testall(static_cast<int>(job.requests.size()), job.requests.data(), &complete, MPI_STATUSES_IGNORE);
+        Status outcome;
+        bool ended = true;
+        if (code != MPI_SUCCESS) {
+          outcome = graph::internal_error(job.what + ": " + mpi_error(code));
+        } else if (!complete && now >= job.deadline) {
+          outcome = graph::deadline_exceeded(job.what + ": not all " + std::to_string(size_) + " workers took part within " +
+                                             seconds_between(job.posted, now) + " (this is worker " + std::to_string(rank_) +
+                                             "); a worker has died or stalls");
+          broken_ = outcome;
+        } else if (!complete) {
+          ended = false;
+          if (!job.warned && job.deadline != Clock::time_point::max() && now - job.posted >= (job.deadline - job.posted) / 2) {
+            job.warned = true;
+            std::fprintf(stderr, "mirra: warning: worker %d: %s has waited %s for the other workers\n", rank_, job.what.c_str(),
+                         seconds_between(job.posted, now).c_str());
+          }
+        }
+        if (!ended) {
+          ++i;
+          continue;
+        }
+        progressed = true;
+        Job finished = std::move(job);
+        active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+        finished.finish(std::move(outcome));
+      }
+      if (!broken_.ok()) {
+        for (Job& job : active) job.finish(broken_);
+        active.clear();
+      }
+      // Poll eagerly while work completes, then back off so a waiting worker leaves its cores to
+      // the step (the machine may run several workers).
+      idle_rounds = progressed ? 0 : idle_rounds + 1;
+      if (idle_rounds > 64) {
+        std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds > 1024 ? 500 : 50));
+      } else if (idle_rounds > 0) {
+        std::this_thread::yield();
+      }
+    }
+  }
+
+  InProcessCollective local_;
+  const int rank_, size_;
+  MPI_Comm control_;
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<Job> queue_;
+  std::map<std::string, MPI_Comm> comms_;
+  std::map<Key, Meeting> meetings_;
+  bool stopping_ = false;
+  Status broken_;  // the communication thread's, then the destructor's
+  std::thread thread_;
+};
+
+}  // namespace
+
+graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
+  static std::atomic<bool> opened{false};
+  if (opened.exchange(true)) return graph::failed_precondition("MPI was opened before; a process opens it once");
+  int provided = 0;
+  if (const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided); code != MPI_SUCCESS) {
+    return graph::unavailable("MPI_Init_thread failed: " + mpi_error(code));
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    return graph::unavailable("this MPI cannot be called from more than one thread (MPI_THREAD_SERIALIZED)");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm control = MPI_COMM_NULL;
+  if (const int code = MPI_Comm_dup(MPI_COMM_WORLD, &control); code != MPI_SUCCESS) {
+    return graph::unavailable("MPI_Comm_dup failed: " + mpi_error(code));
+  }
+  MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
+  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control));
+}
+
+bool built_with_mpi() { return true; }
+
+}  // namespace mirra::runtime

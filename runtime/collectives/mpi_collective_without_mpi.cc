@@ -1,0 +1,12 @@
+// A build without MPI: no multi-worker collective.
+#include "runtime/collectives/worker_collective.h"
+
+namespace mirra::runtime {
+
+graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
+  return graph::unavailable("this mirra was built without MPI (install libopenmpi-dev and rebuild for multi-worker training)");
+}
+
+bool built_with_mpi() { return false; }
+
+}  // namespace mirra::runtime

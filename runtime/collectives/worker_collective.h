@@ -1,0 +1,42 @@
+// WorkerCollective: the Collective of a multi-worker run, whose participants are the local replicas
+// of every worker process (launched by mpirun, or srun through MPI). A call meets the local
+// participants first and reduces across them in this process; then one thread of the collective's
+// own, the only one that talks to the other workers, combines the result across workers without
+// blocking any executor thread, and completes the local participants. Besides the Collective
+// operations it offers what a multi-worker run needs before its first step: a communicator per
+// collective group (prepare), exchanging bytes (the start-up agreement), and ending every worker at
+// once after a failure (abort).
+//
+//   auto workers = runtime::open_mpi_collective();       // MPI_Init; rank and size from MPI itself
+//   MIRRA_RETURN_IF_ERROR((*workers)->prepare(groups));  // the graph's collective nodes, same list everywhere
+//   session options: .collectives = {*workers}           // the AllReduce nodes name "mpi"
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/collectives/collective.h"
+
+namespace mirra::runtime {
+
+class WorkerCollective : public Collective {
+ public:
+  // One communication channel per group, made in `groups`' order: every worker must pass the same
+  // list (the start-up agreement checks it). Groups need no common order across workers then, and
+  // the instances of one group run in order.
+  virtual graph::Status prepare(const std::vector<std::string>& groups) = 0;
+  // Every worker's `mine`, in rank order; deadline_exceeded when some worker does not take part in time.
+  virtual graph::Expected<std::vector<std::string>> exchange(const std::string& mine, CollectiveClock::time_point deadline) = 0;
+  // Worker 0's bytes into `bytes` on every worker (the same size everywhere).
+  virtual graph::Status broadcast_bytes(std::string& bytes, CollectiveClock::time_point deadline) = 0;
+  // Ends this worker and every other with `code`, for a failure the others may be waiting on.
+  [[noreturn]] virtual void abort(int code) = 0;
+};
+
+// MPI's: the process's rank and size in MPI_COMM_WORLD (a process started without mpirun is rank 0
+// of 1). unavailable when MPI cannot start or mirra was built without it. Once per process.
+graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective();
+bool built_with_mpi();
+
+}  // namespace mirra::runtime

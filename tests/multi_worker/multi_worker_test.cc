@@ -1,0 +1,166 @@
+// Multi-worker training across processes on this machine, launched by mpirun as users launch it:
+// W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
+// Adam, global batch 128 and 61, 20 steps); a worker with another config stops every worker with an
+// error naming it; a worker killed (SIGKILL) or stopped (SIGSTOP) mid-training ends the run with a
+// non-zero exit within the collective deadline, and no worker is left running.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "examples/example_models.h"
+#include "serialization/model_file.h"
+#include "tests/runner/runner_process.h"
+
+namespace mirra::runner::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `mpirun -np workers mirra args...` (as root and with more workers than cores, as CI runs it).
+std::vector<std::string> mpirun(int workers, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {MIRRA_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(workers),
+                                   MIRRA_RUNNER};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+Run run_program(std::vector<std::string> argv, const std::string& tag) {
+  const Process p = spawn_program(std::move(argv), tag);
+  const std::optional<int> code = wait_for(p, 300s);
+  REQUIRE_MESSAGE(code.has_value(), tag << " did not finish within 300 s");
+  return {*code, read_text(p.out), read_text(p.err)};
+}
+
+// The example MLP with Adam instead of its SGD with momentum. Adam divides each gradient element by
+// its own magnitude, so an element whose examples nearly cancel moves by up to the learning rate
+// whatever the rounding of its sum; an epsilon of 1e-3 keeps such elements from amplifying the
+// different order in which workers add their shares.
+const std::string& adam_mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "mlp_adam.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    REQUIRE(model.ok());
+    model->signature.optimizer.kind = "adam";
+    model->signature.optimizer.hyper_parameters = {{"learning_rate", 0.001}, {"epsilon", 1e-3}};
+    model->signature.optimizer.state.clear();
+    REQUIRE(serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
+// max |a - b| <= 1e-5 max |b| over each variable, and the same variables.
+void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [name, value] : want) {
+    CAPTURE(name);
+    REQUIRE(got.contains(name));
+    const auto a = got.at(name).values<float>();
+    const auto b = value.values<float>();
+    REQUIRE(a.size() == b.size());
+    double scale = 0, diff = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+      diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    }
+    CHECK(diff <= 1e-5 * std::max(scale, 1e-30));
+  }
+}
+
+TEST_CASE("MultiWorker.equivalent_to_one_device") {
+  for (const std::string& model : {mlp_file(), adam_mlp_file()}) {
+    for (const char* batch : {"128", "61"}) {
+      const std::vector<std::string> common = {"train", model, "--steps", "20", "--batch-size", batch, "--threads", "1", "--json"};
+      std::vector<std::string> reference = common;
+      const std::string reference_file = workspace() / "reference.mirra";
+      reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+      REQUIRE(run(reference, "reference").code == 0);
+      const auto want = trained_values(reference_file);
+      for (int workers : {2, 3}) {
+        for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+          CAPTURE(model);
+          CAPTURE(batch);
+          CAPTURE(workers);
+          CAPTURE(devices);
+          const std::string saved = workspace() / "multi_worker.mirra";
+          std::vector<std::string> args = common;
+          args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", devices, "--save", saved});
+          const Run r = run_program(mpirun(workers, args), "multi_worker");
+          REQUIRE_MESSAGE(r.code == 0, r.err);
+          CHECK(last_line(r.out).find("\"strategy\":\"multi_worker_mirrored\"") != std::string::npos);
+          check_close(trained_values(saved), want);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("MultiWorker.a_worker_with_another_config_stops_every_worker") {
+  // mpirun's MPMD form: worker 0 and worker 1 get different batch sizes.
+  const std::vector<std::string> argv = {MIRRA_MPIRUN, "--allow-run-as-root", "--oversubscribe",
+                                         "-np", "1", MIRRA_RUNNER, "train", mlp_file(), "--strategy", "multi_worker_mirrored",
+                                         "--devices", "cpu:0", "--steps", "5", "--batch-size", "64", ":",
+                                         "-np", "1", MIRRA_RUNNER, "train", mlp_file(), "--strategy", "multi_worker_mirrored",
+                                         "--devices", "cpu:0", "--steps", "5", "--batch-size", "32"};
+  const Run r = run_program(argv, "mismatch");
+  CHECK(r.code != 0);
+  CHECK_MESSAGE(r.err.find("worker 1's config differs from worker 0's") != std::string::npos, r.err);
+  CHECK_MESSAGE(r.err.find("\"batch_size\": 32") != std::string::npos, r.err);
+}
+
+// The pids of mpirun's children (the workers).
+std::vector<pid_t> workers_of(pid_t mpirun_pid) {
+  std::vector<pid_t> pids;
+  std::ifstream children("/proc/" + std::to_string(mpirun_pid) + "/task/" + std::to_string(mpirun_pid) + "/children");
+  for (pid_t pid = 0; children >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+// Alive: neither gone nor a zombie waiting for a parent to reap it.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, command, state;
+  if (!(stat >> pid_field >> command >> state)) return false;
+  return state != "Z" && state != "X";
+}
+
+// Starts 3 workers on a long run with a 5 s collective deadline, sends `signal` to worker 1 once they
+// train, and checks that the run ends non-zero within the deadline (and a margin) with no worker left.
+void check_lost_worker(int signal, const std::string& tag) {
+  const std::string config = workspace() / "short_deadline.json";
+  std::ofstream(config) << R"({"strategy": "multi_worker_mirrored", "all_reduce": {"timeout_s": 5}})";
+  const Process p = spawn_program(mpirun(3, {"train", mlp_file(), "--config", config, "--devices", "cpu:0", "--steps", "1000000",
+                                             "--batch-size", "32", "--threads", "1", "--metrics", workspace() / (tag + ".jsonl")}),
+                                  tag);
+  // Training has started once the metrics file has a line.
+  const auto started = std::chrono::steady_clock::now();
+  while (read_text(workspace() / (tag + ".jsonl")).find('\n') == std::string::npos) {
+    REQUIRE_MESSAGE(std::chrono::steady_clock::now() - started < 60s, "the workers did not start training: " << read_text(p.err));
+    std::this_thread::sleep_for(50ms);
+  }
+  std::vector<pid_t> workers = workers_of(p.pid);
+  REQUIRE(workers.size() == 3);
+  std::sort(workers.begin(), workers.end());
+  REQUIRE(::kill(workers[1], signal) == 0);
+  const std::optional<int> code = wait_for(p, 30s);
+  REQUIRE_MESSAGE(code.has_value(), "the run did not end after a worker was lost");
+  CHECK(*code != 0);
+  std::this_thread::sleep_for(200ms);
+  for (pid_t pid : workers) CHECK_FALSE(running(pid));
+  MESSAGE(tag << ": " << read_text(p.err));
+}
+
+TEST_CASE("MultiWorker.a_killed_worker_ends_the_run") { check_lost_worker(SIGKILL, "killed"); }
+
+TEST_CASE("MultiWorker.a_stalled_worker_ends_the_run_at_the_deadline") {
+  check_lost_worker(SIGSTOP, "stalled");
+  CHECK(read_text(workspace() / "stalled.err").find("not all 3 workers took part within") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mirra::runner::test
