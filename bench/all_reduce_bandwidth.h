@@ -16,6 +16,7 @@ struct AllReduceBandwidthOptions {
   std::vector<int64_t> sizes_mib = {1, 4, 16, 64, 256};
   int threads = 2;
   int repetitions = 5;  // the best is reported
+  bool across_workers = false;  // under mpirun: bench/worker_all_reduce.h instead
 };
 
 nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options);

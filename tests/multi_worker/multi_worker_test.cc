@@ -1,8 +1,10 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
-// Adam, global batch 128 and 61, 20 steps); a worker with another config stops every worker with an
-// error naming it; a worker killed (SIGKILL) or stopped (SIGSTOP) mid-training ends the run with a
-// non-zero exit within the collective deadline, and no worker is left running.
+// Adam, global batch 128 and 61, 20 steps); checkpoints resume across worker counts and strategies;
+// a worker with another config stops every worker with an
+// error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
+// (SIGKILL) or stopped (SIGSTOP) mid-training ends the run with a non-zero exit within the
+// collective deadline, and no worker is left running.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -100,6 +102,34 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
   }
 }
 
+TEST_CASE("MultiWorker.checkpoints_resume_with_other_worker_counts_and_strategies") {
+  // 10 steps on 2 workers, 10 more on 3 workers, 10 more on one device: the variables of 30 steps on
+  // one device.
+  const std::vector<std::string> common = {"train", mlp_file(), "--batch-size", "61", "--threads", "1", "--json"};
+  const std::string reference_file = workspace() / "reference_30.mirra";
+  std::vector<std::string> reference = common;
+  reference.insert(reference.end(), {"--steps", "30", "--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "reference_30").code == 0);
+
+  const std::string dir = workspace() / "resumed_checkpoints";
+  std::vector<std::string> first = common;
+  first.insert(first.end(), {"--steps", "10", "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--checkpoint-dir", dir});
+  const Run a = run_program(mpirun(2, first), "resume_first");
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  std::vector<std::string> second = common;
+  second.insert(second.end(), {"--steps", "20", "--strategy", "multi_worker_mirrored", "--devices", "cpu:0,cpu:1",
+                               "--checkpoint-dir", dir, "--resume"});
+  const Run b = run_program(mpirun(3, second), "resume_second");
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(last_line(b.out).find("\"total_steps\":20") != std::string::npos);
+  const std::string saved = workspace() / "resumed_30.mirra";
+  std::vector<std::string> third = common;
+  third.insert(third.end(), {"--steps", "30", "--strategy", "one_device", "--devices", "cpu:0", "--checkpoint-dir", dir,
+                             "--resume", "--save", saved});
+  REQUIRE(run(third, "resume_third").code == 0);
+  check_close(trained_values(saved), trained_values(reference_file));
+}
+
 TEST_CASE("MultiWorker.a_worker_with_another_config_stops_every_worker") {
   // mpirun's MPMD form: worker 0 and worker 1 get different batch sizes.
   const std::vector<std::string> argv = {MIRRA_MPIRUN, "--allow-run-as-root", "--oversubscribe",
@@ -111,6 +141,18 @@ TEST_CASE("MultiWorker.a_worker_with_another_config_stops_every_worker") {
   CHECK(r.code != 0);
   CHECK_MESSAGE(r.err.find("worker 1's config differs from worker 0's") != std::string::npos, r.err);
   CHECK_MESSAGE(r.err.find("\"batch_size\": 32") != std::string::npos, r.err);
+}
+
+TEST_CASE("MultiWorker.no_deadlock_over_1000_short_steps_with_many_small_buckets") {
+  // Every gradient its own bucket, and the batch size and metrics collectives besides: 9 collective
+  // groups per step, completing in whatever order each worker's executor reaches them.
+  const std::string config = workspace() / "small_buckets.json";
+  std::ofstream(config) << R"({"strategy": "multi_worker_mirrored", "all_reduce": {"bucket_mb": 0.0001, "first_bucket_mb": 0.0001, "timeout_s": 60}})";
+  const Run r = run_program(mpirun(3, {"train", mlp_file(), "--config", config, "--devices", "cpu:0,cpu:1", "--steps", "1000",
+                                       "--batch-size", "8", "--threads", "1", "--json"}),
+                            "many_steps");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(last_line(r.out).find("\"total_steps\":1000") != std::string::npos);
 }
 
 // The pids of mpirun's children (the workers).

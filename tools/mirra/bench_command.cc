@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "bench/worker_all_reduce.h"
 #include "graph/attr.h"
 #include "ops/registry.h"
 #include "tools/mirra/commands.h"
@@ -49,6 +50,8 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.all_reduce->add_option("--threads", commands.all_reduce_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
   commands.all_reduce->add_option("--repetitions", commands.all_reduce_options.repetitions, "Runs per size (the best counts)")
       ->check(CLI::Range(1, 1000));
+  commands.all_reduce->add_flag("--across-workers", commands.all_reduce_options.across_workers,
+                                "Under mpirun: the all-reduce across worker processes (MPI), as multi_worker_mirrored runs it");
   commands.files = bench->add_subcommand("files", "Model file and checkpoint save/load vs raw write+fsync/read (JSON)");
   commands.files->add_option("--dir", commands.files_options.directory, "Directory for the files");
   commands.files->add_option("--repetitions", commands.files_options.repetitions, "Runs (the best counts)")
@@ -66,7 +69,13 @@ int run_bench(const BenchCommands& commands) {
     std::cout << bench::run_executor_overhead(commands.executor_options).dump() << "\n";
   }
   if (*commands.files) std::cout << bench::run_file_io(commands.files_options).dump() << "\n";
-  if (*commands.all_reduce) std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
+  if (*commands.all_reduce && commands.all_reduce_options.across_workers) {
+    auto result = bench::run_worker_all_reduce(commands.all_reduce_options);
+    if (!result.ok()) return report_error(result.status());
+    if (!result->is_null()) std::cout << result->dump() << "\n";
+  } else if (*commands.all_reduce) {
+    std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
+  }
   if (*commands.training || *commands.accuracy) {
     auto result = *commands.training ? bench::run_training_throughput(commands.training_options)
                                      : bench::run_time_to_accuracy(commands.accuracy_options);

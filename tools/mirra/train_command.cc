@@ -171,7 +171,7 @@ graph::Status TrainRun::run() {
                                       .shard = rank,
                                       .shards = workers}));
   }
-  if (!command_.metrics.empty()) {
+  if (!command_.metrics.empty() && rank == 0) {
     metrics_.open(command_.metrics);
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }

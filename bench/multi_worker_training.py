@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Training across worker processes, mirra next to PyTorch DDP and to Mirrored in one process, in one run.
+
+For each model (MLP, CNN), interleaved and repeated:
+  - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
+    per worker (global batch 128, 64 examples per worker);
+  - mirra mirrored: one process, Mirrored over cpu:0, cpu:1, two threads (the same global batch);
+  - PyTorch DDP (gloo): bench/peers/torch_training.py --ddp 2, one thread per process.
+mirra's throughput is taken from its --metrics lines over the steps after the first 20 (the peer's
+window). Prints one JSON object: medians of examples/s, and multi-worker over DDP (target >= 1.2) and
+over Mirrored in one process.
+
+Needs: a built tree (build/release, or --build DIR) with MPI, mpirun, and Debian's python3-torch.
+Usage: bench/multi_worker_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = {"mlp": 400, "cnn": 40}
+WARMUP = 20
+
+
+def run(command):
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"multi_worker_training: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def mirra_examples_per_s(command, metrics):
+    """Runs a `mirra train ... --metrics FILE` command; examples/s over the steps after WARMUP."""
+    run(command + ["--metrics", metrics])
+    lines = [json.loads(line) for line in open(metrics)]
+    window = [line for line in lines if line["step"] > WARMUP]
+    start = next(line["seconds"] for line in lines if line["step"] == WARMUP)
+    return sum(line["examples"] for line in window) / (window[-1]["seconds"] - start)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    mirra = os.path.join(args.build, "tools", "mirra", "mirra")
+    examples = os.path.join(args.build, "examples", "mirra-examples")
+    for path in (mirra, examples):
+        if not os.access(path, os.X_OK):
+            sys.exit(f"multi_worker_training: {path} is missing; build first")
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+        sys.exit("multi_worker_training: PyTorch is missing (apt-get install python3-torch)")
+
+    report = {"benchmark": "data-parallel training over 2 workers, Fashion-MNIST, global batch 128, SGD momentum 0.9",
+              "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}
+    with tempfile.TemporaryDirectory() as work:
+        for model in args.models.split(","):
+            model_file = os.path.join(work, model + ".mirra")
+            run([examples, "write", model, model_file])
+            train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--json"]
+            commands = {
+                "mirra_multi_worker": lambda m: mirra_examples_per_s(
+                    ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
+                    ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
+                "mirra_mirrored": lambda m: mirra_examples_per_s(
+                    train + ["--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--threads", "2"], m),
+                "pytorch_ddp": lambda m: json.loads(run(
+                    ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1",
+                     "--ddp", "2", "--steps", str(STEPS[model])]).strip().splitlines()[-1])["examples_per_s"],
+            }
+            runs = {name: [] for name in commands}
+            for _ in range(args.repeats):
+                for name, measure in commands.items():
+                    runs[name].append(measure(os.path.join(work, "metrics.jsonl")))
+            entry = {name: {"examples_per_s": round(statistics.median(r), 1), "runs": [round(x, 1) for x in r]}
+                     for name, r in runs.items()}
+            ours = entry["mirra_multi_worker"]["examples_per_s"]
+            entry["ratio_vs_pytorch_ddp"] = round(ours / entry["pytorch_ddp"]["examples_per_s"], 3)
+            entry["ratio_vs_mirrored_one_process"] = round(ours / entry["mirra_mirrored"]["examples_per_s"], 3)
+            report["models"][model] = entry
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
