@@ -14,35 +14,37 @@ namespace mirra::bench {
 namespace {
 
 // Best seconds of one AllReduce over `replicas` buffers of `mib` MiB, from the executor's timeline.
-// As in a training step, each replica's buffer is made by a node (here Mul by one, as the gradient
-// scaling does), so the all-reduce may work in place.
 double all_reduce_seconds(int replicas, int64_t mib, int threads, int repetitions) {
-  graph::Graph g;
-  graph::Builder b(g, ops::registry());
-  const int64_t elements = mib << 20 >> 2;
-  std::vector<graph::ValueRef> inputs;
-  runtime::Feeds feeds;
-  for (int r = 0; r < replicas; ++r) {
-    const std::string name = "replica_" + std::to_string(r);
-    inputs.push_back(ops::mul(b, ops::placeholder(b, name, graph::DType::f32, {elements}), ops::scalar(b, 1.0f)));
-    std::vector<float> values(static_cast<size_t>(elements), static_cast<float>(r + 1));
-    feeds.emplace(name, runtime::Tensor::from<float>({elements}, std::span<const float>(values)));
-  }
-  const std::vector<graph::ValueRef> reduced = ops::all_reduce(b, inputs, replicas);
-  MIRRA_CHECK(b.status().ok(), b.status().to_string());
-  runtime::Session session(g, ops::kernels(), {.threads = threads, .trace = true});
+  const AllReduceGraph g = all_reduce_graph(replicas, mib, 1.0f);
+  runtime::Session session(g.graph, ops::kernels(), {.threads = threads, .trace = true});
   double best = 1e30;
   for (int rep = 0; rep < repetitions + 1; ++rep) {
-    auto out = session.run(feeds, {}, {reduced.front().node});
+    auto out = session.run(g.feeds, {}, {g.all_reduce});
     MIRRA_CHECK(out.ok(), out.status().to_string());
     for (const runtime::NodeTiming& t : session.last_timeline()) {
-      if (t.node == reduced.front().node && rep > 0) best = std::min(best, static_cast<double>(t.end_ns - t.start_ns) * 1e-9);
+      if (t.node == g.all_reduce && rep > 0) best = std::min(best, static_cast<double>(t.end_ns - t.start_ns) * 1e-9);
     }
   }
   return best;
 }
 
 }  // namespace
+
+AllReduceGraph all_reduce_graph(int replicas, int64_t mib, float first_value, const ops::CollectiveOptions& collective) {
+  AllReduceGraph g;
+  graph::Builder b(g.graph, ops::registry());
+  const int64_t elements = mib << 20 >> 2;
+  std::vector<graph::ValueRef> inputs;
+  for (int r = 0; r < replicas; ++r) {
+    const std::string name = "replica_" + std::to_string(r);
+    inputs.push_back(ops::mul(b, ops::placeholder(b, name, graph::DType::f32, {elements}), ops::scalar(b, 1.0f)));
+    std::vector<float> values(static_cast<size_t>(elements), first_value + static_cast<float>(r));
+    g.feeds.emplace(name, runtime::Tensor::from<float>({elements}, std::span<const float>(values)));
+  }
+  g.all_reduce = ops::all_reduce(b, inputs, replicas, "sum", collective).front().node;
+  MIRRA_CHECK(b.status().ok(), b.status().to_string());
+  return g;
+}
 
 nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options) {
   nlohmann::json results = nlohmann::json::array();

@@ -9,6 +9,10 @@
 
 #include <vector>
 
+#include "graph/graph.h"
+#include "ops/distribute_ops.h"
+#include "runtime/session.h"
+
 namespace mirra::bench {
 
 struct AllReduceBandwidthOptions {
@@ -20,5 +24,15 @@ struct AllReduceBandwidthOptions {
 };
 
 nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options);
+
+// One AllReduce(SUM) over `replicas` f32 buffers of `mib` MiB, as a training step has it: each buffer
+// is made by a node (Mul by one, as the gradient scaling makes them), so the all-reduce may work in
+// place. The feeds fill replica r's buffer with first_value + r.
+struct AllReduceGraph {
+  graph::Graph graph;
+  graph::NodeId all_reduce = graph::kInvalidNode;
+  runtime::Feeds feeds;
+};
+AllReduceGraph all_reduce_graph(int replicas, int64_t mib, float first_value, const ops::CollectiveOptions& collective = {});
 
 }  // namespace mirra::bench

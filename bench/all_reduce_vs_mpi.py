@@ -1,14 +1,23 @@
 #!/usr/bin/python3
-"""In-process all-reduce next to its bounds, in one run.
+"""All-reduce next to its bounds and peers, in one run.
 
-Runs `mirra bench allreduce` (mirra's AllReduce over N logical devices, and the streaming-memory bound
-measured in the same process: 2 x N x size bytes at the in-place a += b bandwidth), then OpenMPI's
-MPI_Allreduce between N processes on this host (bench/peers/mpi_allreduce.cc, built as
-mirra-mpi-allreduce-peer), for N in 2 and 4 and sizes 1 to 256 MiB. Prints one JSON object: per size,
-mirra's time, the bound, the fraction of the bound reached, MPI's time and the speed-up over MPI.
+In process (default): runs `mirra bench allreduce` (mirra's AllReduce over N logical devices, and the
+streaming-memory bound measured in the same process: 2 x N x size bytes at the in-place a += b
+bandwidth), then OpenMPI's MPI_Allreduce between N processes on this host
+(bench/peers/mpi_allreduce.cc, built as mirra-mpi-allreduce-peer), for N in 2 and 4 and sizes 1 to
+256 MiB. Per size: mirra's time, the bound, the fraction of the bound reached, MPI's time and the
+speed-up over MPI.
 
-Needs: a built tree (build/release, or --build DIR) with MPI found by CMake, and mpirun (openmpi-bin).
+Across workers (--across-workers): runs `mpirun -np W mirra bench allreduce --across-workers` (an
+AllReduce node in a session on every worker as multi_worker_mirrored runs it: local replicas summed in
+process, then MPI_Iallreduce across workers; the slowest worker's time) next to raw MPI_Allreduce
+between as many processes: W workers x 1 replica against W processes (target: at least 0.9x MPI's
+speed), and 2 workers x 2 local replicas against flat MPI over 4 processes, sizes 1 to 64 MiB.
+
+Prints one JSON object. Needs: a built tree (build/release, or --build DIR) with MPI found by CMake,
+and mpirun (openmpi-bin).
 Usage: bench/all_reduce_vs_mpi.py [--build DIR] [--replicas 2,4] [--sizes-mib 1,4,16,64,256]
+       bench/all_reduce_vs_mpi.py --across-workers [--workers 2] [--sizes-mib 1,4,16,64]
 """
 import argparse
 import json
@@ -18,6 +27,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
 def run(command):
@@ -27,12 +37,34 @@ def run(command):
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
+def across_workers(args, mirra, peer, sizes):
+    def mirra_ms(workers, replicas):
+        report = run(MPIRUN + ["-np", str(workers), mirra, "bench", "allreduce", "--across-workers", "--threads", "1",
+                               "--replicas", str(replicas), "--sizes-mib"] + sizes)[0]
+        return {r["mib"]: r["ms"] for r in report["results"]}
+
+    def mpi_ms(processes):
+        return {line["mib"]: line["ms"] for line in run(MPIRUN + ["-np", str(processes), peer] + sizes)}
+
+    results = []
+    for workers, replicas, processes in [(int(w), 1, int(w)) for w in args.workers.split(",")] + [(2, 2, 4)]:
+        ours, theirs = mirra_ms(workers, replicas), mpi_ms(processes)
+        for mib in (int(s) for s in sizes):
+            results.append({"workers": workers, "replicas_per_worker": replicas, "mpi_processes": processes, "mib": mib,
+                            "ms": ours[mib], "mpi_allreduce_ms": theirs[mib],
+                            "speed_vs_mpi": round(theirs[mib] / ours[mib], 3)})
+    print(json.dumps({"benchmark": "cross-worker all-reduce (sum, f32) vs OpenMPI MPI_Allreduce",
+                      "peer": "MPI_Allreduce in place, best of 5, slowest rank", "results": results}, indent=1))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
     parser.add_argument("--replicas", default="2,4")
-    parser.add_argument("--sizes-mib", default="1,4,16,64,256")
+    parser.add_argument("--sizes-mib")
     parser.add_argument("--threads", default="2")
+    parser.add_argument("--across-workers", action="store_true")
+    parser.add_argument("--workers", default="2")
     args = parser.parse_args()
     mirra = os.path.join(args.build, "tools", "mirra", "mirra")
     peer = os.path.join(args.build, "bench", "mirra-mpi-allreduce-peer")
@@ -42,12 +74,14 @@ def main():
     if not shutil.which("mpirun"):
         sys.exit("all_reduce_vs_mpi: mpirun is missing (apt-get install openmpi-bin)")
 
-    sizes = args.sizes_mib.split(",")
+    if args.across_workers:
+        return across_workers(args, mirra, peer, (args.sizes_mib or "1,4,16,64").split(","))
+    sizes = (args.sizes_mib or "1,4,16,64,256").split(",")
     report = run([mirra, "bench", "allreduce", "--threads", args.threads, "--replicas"] + args.replicas.split(",") +
                  ["--sizes-mib"] + sizes)[0]
     mpi = {}
     for n in args.replicas.split(","):
-        for line in run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", n, peer] + sizes):
+        for line in run(MPIRUN + ["-np", n, peer] + sizes):
             mpi[(line["ranks"], line["mib"])] = line["ms"]
     for result in report["results"]:
         mpi_ms = mpi.get((result["replicas"], result["mib"]))

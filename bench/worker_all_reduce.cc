@@ -25,29 +25,17 @@ graph::Expected<double> slowest(runtime::WorkerCollective& workers, double secon
 // Best seconds of one AllReduce over `replicas` local buffers of `mib` MiB on every worker.
 graph::Expected<double> worker_all_reduce_seconds(const std::shared_ptr<runtime::WorkerCollective>& workers, int replicas,
                                                   int64_t mib, int threads, int repetitions) {
-  graph::Graph g;
-  graph::Builder b(g, ops::registry());
-  const int64_t elements = mib << 20 >> 2;
-  std::vector<graph::ValueRef> inputs;
-  runtime::Feeds feeds;
-  for (int r = 0; r < replicas; ++r) {
-    const std::string name = "replica_" + std::to_string(r);
-    inputs.push_back(ops::mul(b, ops::placeholder(b, name, graph::DType::f32, {elements}), ops::scalar(b, 1.0f)));
-    std::vector<float> values(static_cast<size_t>(elements), static_cast<float>(workers->rank() + r + 1));
-    feeds.emplace(name, runtime::Tensor::from<float>({elements}, std::span<const float>(values)));
-  }
-  const graph::NodeId reduce = ops::all_reduce(b, inputs, replicas, "sum", {.implementation = "mpi"}).front().node;
-  MIRRA_RETURN_IF_ERROR(b.status());
-  // A group per size: each its own communicator, as each bucket has.
-  MIRRA_RETURN_IF_ERROR(workers->prepare({g.node(reduce).name}));
-  runtime::Session session(g, ops::kernels(), {.threads = threads, .trace = true, .collectives = {workers}});
+  const AllReduceGraph g = all_reduce_graph(replicas, mib, static_cast<float>(workers->rank() + 1), {.implementation = "mpi"});
+  // The node's group gets its communicator (every size's node has the same name: prepared once).
+  MIRRA_RETURN_IF_ERROR(workers->prepare({g.graph.node(g.all_reduce).name}));
+  runtime::Session session(g.graph, ops::kernels(), {.threads = threads, .trace = true, .collectives = {workers}});
   double best = 1e30;
   for (int rep = 0; rep < repetitions + 1; ++rep) {
     MIRRA_RETURN_IF_ERROR(slowest(*workers, 0).status());  // a barrier
-    MIRRA_RETURN_IF_ERROR(session.run(feeds, {}, {reduce}).status());
+    MIRRA_RETURN_IF_ERROR(session.run(g.feeds, {}, {g.all_reduce}).status());
     double seconds = 0;
     for (const runtime::NodeTiming& t : session.last_timeline()) {
-      if (t.node == reduce) seconds = static_cast<double>(t.end_ns - t.start_ns) * 1e-9;
+      if (t.node == g.all_reduce) seconds = static_cast<double>(t.end_ns - t.start_ns) * 1e-9;
     }
     MIRRA_ASSIGN_OR_RETURN(const double slowest_seconds, slowest(*workers, seconds));
     if (rep > 0) best = std::min(best, slowest_seconds);

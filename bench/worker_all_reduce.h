@@ -1,7 +1,7 @@
 // The cross-worker all-reduce benchmark, mirra's side, run under mpirun: AllReduce(SUM) of f32 buffers
 // of each size through a Session on every worker, as multi_worker_mirrored runs it (local replicas
 // summed in process, then MPI_Iallreduce across workers by the workers' collective), timed per run
-// as the slowest worker's node time, best of several. bench/worker_all_reduce_vs_mpi.py runs it next
+// as the slowest worker's node time, best of several. bench/all_reduce_vs_mpi.py --across-workers runs it next
 // to raw MPI_Allreduce between the same processes (bench/peers/mpi_allreduce.cc).
 //
 //   mpirun -np 2 mirra bench allreduce --across-workers --replicas 1 --sizes-mib 1,4,16,64

@@ -59,11 +59,12 @@ const std::string& adam_mlp_file() {
 // max |a - b| <= 1e-5 max |b| over each variable, and the same variables.
 void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want) {
   REQUIRE(got.size() == want.size());
-  for (const auto& [name, value] : want) {
+  for (const auto& entry : want) {
+    const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda takes it
     CAPTURE(name);
     REQUIRE(got.contains(name));
     const auto a = got.at(name).values<float>();
-    const auto b = value.values<float>();
+    const auto b = entry.second.values<float>();
     REQUIRE(a.size() == b.size());
     double scale = 0, diff = 0;
     for (size_t i = 0; i < b.size(); ++i) {
