@@ -2,8 +2,9 @@
 // thread calls it: the communication thread. It posts every ready job as non-blocking MPI calls
 // (MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather(v), MPI_Comm_idup) on the job's communicator and polls
 // all posted jobs (MPI_Testall) against their deadlines, so jobs of different groups may complete
-// in any order on any worker, and nothing waits for one worker's order of work. A job past its
-// deadline fails with an error naming the collective, its step and the workers; MPI is unusable
+// in any order on any worker, and nothing waits for one worker's order of work. Each worker tells the
+// others which collectives it reached (Arrivals), so a job past its deadline fails with an error
+// naming the collective, its step and the workers that never came; MPI is unusable
 // then (its requests never complete), every later job fails at once, and the process ends through
 // abort(), which ends every worker.
 #include <mpi.h>
@@ -45,13 +46,15 @@ std::string seconds_between(Clock::time_point from, Clock::time_point to) {
 // MPI counts are ints: longer buffers go in pieces of at most this many elements.
 constexpr int64_t kMaxCount = int64_t{1} << 30;
 
-// How long the communication thread polls posted jobs without sleeping after the last progress.
+// How long the communication thread polls (posted jobs, or its queue) without sleeping after the
+// last progress.
 constexpr auto kPollWithoutPause = std::chrono::milliseconds(20);
 
 // Work for the communication thread: post() starts its MPI calls (their requests go in
 // `requests`), finish() runs once they completed, or with the error that ended them.
 struct Job {
   std::string what;  // "all_reduce 'all_reduce/bucket_0' (step 12)"
+  int64_t group = -1;  // a collective group's index (prepare's order); -1 for the calls before training
   Clock::time_point deadline = Clock::time_point::max();
   std::function<int(std::vector<MPI_Request>&)> post;
   std::function<void(Status)> finish;
@@ -72,9 +75,127 @@ struct Meeting {
 
 MPI_Datatype mpi_type(graph::DType dtype) { return dtype == graph::DType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
 
+// How often a worker's communication thread tells the others it is alive.
+constexpr auto kHeartbeat = std::chrono::milliseconds(500);
+
+// Who reached which collective, and who is alive: a worker tells every other one, on a communicator
+// of their own, each collective job it posts (the group and how many times this group has run here,
+// the same count on every worker) and, every kHeartbeat, that it lives. A worker whose job misses its
+// deadline can then name the workers that fell silent (stopped, hung, dead) or never came. Only the
+// communication thread uses it.
+class Arrivals {
+ public:
+  Arrivals(int rank, int size, MPI_Comm comm) : rank_(rank), size_(size), comm_(comm), last_heard_(static_cast<size_t>(size), Clock::now()) {}
+
+  // The n-th run of `group` here, told to every other worker.
+  void announce(int64_t group) {
+    tell_everyone(group, ++runs_[group]);
+    poll();
+  }
+
+  // Tells everyone this worker lives, when kHeartbeat has passed since it last did.
+  void heartbeat() {
+    const auto now = Clock::now();
+    if (now - last_heartbeat_ < kHeartbeat) return;
+    last_heartbeat_ = now;
+    tell_everyone(kAlive, 0);
+  }
+
+  // Takes in every notice that has come, and lets go of sent ones.
+  void poll() {
+    for (;;) {
+      if (receive_ == MPI_REQUEST_NULL && MPI_Irecv(incoming_, 2, MPI_INT64_T, MPI_ANY_SOURCE, 0, comm_, &receive_) != MPI_SUCCESS) {
+        receive_ = MPI_REQUEST_NULL;
+        break;
+      }
+      int received = 0;
+      MPI_Status status;
+      if (MPI_Test(&receive_, &received, &status) != MPI_SUCCESS || !received) break;
+      last_heard_[static_cast<size_t>(status.MPI_SOURCE)] = Clock::now();
+      if (incoming_[0] == kAlive) continue;
+      int64_t& reached = reached_[{status.MPI_SOURCE, incoming_[0]}];
+      reached = std::max(reached, incoming_[1]);
+    }
+    while (!sending_.empty()) {
+      int sent = 0;
+      if (MPI_Test(&sending_.front().request, &sent, MPI_STATUS_IGNORE) != MPI_SUCCESS || !sent) break;
+      sending_.pop_front();
+    }
+  }
+
+  // The workers not heard from for several heartbeats.
+  std::vector<int> silent() {
+    poll();
+    std::vector<int> workers;
+    const auto now = Clock::now();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer != rank_ && now - last_heard_[static_cast<size_t>(peer)] > 4 * kHeartbeat) workers.push_back(peer);
+    }
+    return workers;
+  }
+
+  // The workers that have not reached this worker's latest run of `group`.
+  std::vector<int> missing(int64_t group) {
+    poll();
+    std::vector<int> workers;
+    const int64_t run = runs_[group];
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const auto it = reached_.find({peer, group});
+      if (it == reached_.end() || it->second < run) workers.push_back(peer);
+    }
+    return workers;
+  }
+
+  // Stops receiving; sends still under way are left to MPI.
+  void stop() {
+    if (receive_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&receive_);
+      MPI_Wait(&receive_, MPI_STATUS_IGNORE);
+    }
+    for (Notice& notice : sending_) MPI_Request_free(&notice.request);
+    sending_.clear();
+  }
+
+ private:
+  static constexpr int64_t kAlive = -1;  // a heartbeat's group
+
+  struct Notice {
+    int64_t data[2];
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  void tell_everyone(int64_t group, int64_t run) {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      Notice& notice = sending_.emplace_back();
+      notice.data[0] = group;
+      notice.data[1] = run;
+      if (MPI_Isend(notice.data, 2, MPI_INT64_T, peer, 0, comm_, &notice.request) != MPI_SUCCESS) sending_.pop_back();
+    }
+  }
+
+  const int rank_, size_;
+  MPI_Comm comm_;
+  Clock::time_point last_heartbeat_;
+  std::vector<Clock::time_point> last_heard_;  // by worker
+  int64_t incoming_[2] = {};
+  MPI_Request receive_ = MPI_REQUEST_NULL;
+  std::deque<Notice> sending_;                      // stable addresses while MPI holds them
+  std::map<int64_t, int64_t> runs_;                 // group -> runs here
+  std::map<std::pair<int, int64_t>, int64_t> reached_;  // (worker, group) -> its runs
+};
+
+std::string worker_list(const std::vector<int>& workers) {
+  std::string text;
+  for (int w : workers) text += (text.empty() ? "" : ", ") + std::to_string(w);
+  return text;
+}
+
 class MpiCollective final : public WorkerCollective {
  public:
-  MpiCollective(int rank, int size, MPI_Comm control) : rank_(rank), size_(size), control_(control) {
+  MpiCollective(int rank, int size, MPI_Comm control, MPI_Comm notices)
+      : rank_(rank), size_(size), control_(control), notices_(notices), arrivals_(rank, size, notices) {
     thread_ = std::thread([this] { communicate(); });
   }
 
@@ -86,8 +207,9 @@ class MpiCollective final : public WorkerCollective {
     queued_.notify_all();
     thread_.join();
     if (!broken_.ok()) abort(1);  // requests that never completed: MPI_Finalize would wait for them
-    for (auto& [group, comm] : comms_) MPI_Comm_free(&comm);
+    for (auto& [group, comm] : comms_) MPI_Comm_free(&comm.comm);
     MPI_Comm_free(&control_);
+    MPI_Comm_free(&notices_);
     MPI_Finalize();
   }
 
@@ -129,7 +251,7 @@ class MpiCollective final : public WorkerCollective {
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < groups.size(); ++i) {
       MPI_Comm_set_errhandler((*made)[i], MPI_ERRORS_RETURN);
-      auto [it, added] = comms_.emplace(groups[i], (*made)[i]);
+      auto [it, added] = comms_.emplace(groups[i], GroupComm{(*made)[i], static_cast<int64_t>(comms_.size())});
       if (!added) MPI_Comm_free(&(*made)[i]);  // prepared before
     }
     return Status();
@@ -222,14 +344,15 @@ class MpiCollective final : public WorkerCollective {
       for (CollectiveDone& d : shared->dones) d(s);
     };
     if (!shared->status.ok()) return complete(shared->status);
-    MPI_Comm comm = MPI_COMM_NULL;
+    GroupComm group;
     {
       std::lock_guard lock(mutex_);
-      if (auto it = comms_.find(call.group); it != comms_.end()) comm = it->second;
+      if (auto it = comms_.find(call.group); it != comms_.end()) group = it->second;
     }
     const std::string what = "all_reduce '" + call.group + "' (step " + std::to_string(call.instance) + ")";
-    if (comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
-    Job job{.what = what, .deadline = shared->deadline};
+    if (group.comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
+    const MPI_Comm comm = group.comm;
+    Job job{.what = what, .group = group.index, .deadline = shared->deadline};
     job.post = [shared, comm](std::vector<MPI_Request>& requests) {
       for (Tensor& t : shared->outputs[0]) {
         auto* data = static_cast<std::byte*>(t.mutable_raw_data());
@@ -296,10 +419,16 @@ class MpiCollective final : public WorkerCollective {
       std::deque<Job> arrived;
       {
         std::unique_lock lock(mutex_);
-        if (active.empty()) queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        // Idle for a while: sleep until a job comes. Jobs come in bursts (a step's buckets), so
+        // shortly after one the thread keeps polling instead, and a new job starts without the
+        // latency of waking a sleeping thread.
+        if (active.empty() && Clock::now() - last_progress >= kPollWithoutPause) {
+          queued_.wait_for(lock, kHeartbeat, [&] { return stopping_ || !queue_.empty(); });  // heartbeats go on
+        }
         if (stopping_) {
           arrived.swap(queue_);
           lock.unlock();
+          if (broken_.ok()) arrivals_.stop();
           const Status stopped = graph::aborted("the MPI collective was shut down");
           for (Job& job : active) job.finish(stopped.with_context(job.what));
           for (Job& job : arrived) job.finish(stopped.with_context(job.what));
@@ -317,9 +446,12 @@ class MpiCollective final : public WorkerCollective {
           continue;
         }
         job.posted = Clock::now();
+        if (job.group >= 0) arrivals_.announce(job.group);
         active.push_back(std::move(job));
       }
       bool progressed = !arrived.empty();
+      arrivals_.heartbeat();
+      arrivals_.poll();
       const auto now = Clock::now();
       for (size_t i = 0; i < active.size();) {
         Job& job = active[i];
@@ -330,9 +462,14 @@ class MpiCollective final : public WorkerCollective {
         if (code != MPI_SUCCESS) {
           outcome = graph::internal_error(job.what + ": " + mpi_error(code));
         } else if (!complete && now >= job.deadline) {
-          outcome = graph::deadline_exceeded(job.what + ": not all " + std::to_string(size_) + " workers took part within " +
-                                             seconds_between(job.posted, now) + " (this is worker " + std::to_string(rank_) +
-                                             "); a worker has died or stalls");
+          // Name who fell silent, else who never came.
+          std::vector<int> missing = arrivals_.silent();
+          if (missing.empty() && job.group >= 0) missing = arrivals_.missing(job.group);
+          const std::string who = missing.empty() ? "not all " + std::to_string(size_) + " workers took part"
+                                                  : "worker" + std::string(missing.size() > 1 ? "s " : " ") + worker_list(missing) +
+                                                        " of " + std::to_string(size_) + " did not take part";
+          outcome = graph::deadline_exceeded(job.what + ": " + who + " within " + seconds_between(job.posted, now) +
+                                             " (this is worker " + std::to_string(rank_) + "); a worker has died or stalls");
           broken_ = outcome;
         } else if (!complete) {
           ended = false;
@@ -370,10 +507,16 @@ class MpiCollective final : public WorkerCollective {
   InProcessCollective local_;
   const int rank_, size_;
   MPI_Comm control_;
+  MPI_Comm notices_;
+  Arrivals arrivals_;  // the communication thread's
   std::mutex mutex_;
   std::condition_variable queued_;
   std::deque<Job> queue_;
-  std::map<std::string, MPI_Comm> comms_;
+  struct GroupComm {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int64_t index = -1;  // in prepare's order, the same on every worker
+  };
+  std::map<std::string, GroupComm> comms_;
   std::map<Key, Meeting> meetings_;
   bool stopping_ = false;
   Status broken_;  // the communication thread's, then the destructor's
@@ -407,7 +550,12 @@ graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
     return graph::unavailable("MPI_Comm_dup failed: " + mpi_error(code));
   }
   MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
-  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control));
+  MPI_Comm notices = MPI_COMM_NULL;
+  if (const int code = MPI_Comm_dup(MPI_COMM_WORLD, &notices); code != MPI_SUCCESS) {
+    return graph::unavailable("MPI_Comm_dup failed: " + mpi_error(code));
+  }
+  MPI_Comm_set_errhandler(notices, MPI_ERRORS_RETURN);
+  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control, notices));
 }
 
 bool built_with_mpi() { return true; }
