@@ -18,6 +18,9 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
+#include <utility>
 #include <thread>
 
 #include "runtime/collectives/in_process_collective.h"
@@ -55,6 +58,8 @@ constexpr auto kPollWithoutPause = std::chrono::milliseconds(20);
 struct Job {
   std::string what;  // "all_reduce 'all_reduce/bucket_0' (step 12)"
   int64_t group = -1;  // a collective group's index (prepare's order); -1 for the calls before training
+  int64_t run = 0;     // which run of the group (Arrivals::announce)
+  std::optional<CollectivePhases> phases;  // kept for traces: filled as the job goes
   Clock::time_point deadline = Clock::time_point::max();
   std::function<int(std::vector<MPI_Request>&)> post;
   std::function<void(Status)> finish;
@@ -66,6 +71,7 @@ struct Job {
 // The local participants of one all-reduce, gathered as each is done with the in-process part.
 struct Meeting {
   int arrived = 0;
+  Clock::time_point start = Clock::time_point::max();  // the first local participant's call
   Reduction reduction = Reduction::sum;
   Clock::time_point deadline;
   std::vector<std::span<Tensor>> outputs;
@@ -87,10 +93,32 @@ class Arrivals {
  public:
   Arrivals(int rank, int size, MPI_Comm comm) : rank_(rank), size_(size), comm_(comm), last_heard_(static_cast<size_t>(size), Clock::now()) {}
 
-  // The n-th run of `group` here, told to every other worker.
-  void announce(int64_t group) {
-    tell_everyone(group, ++runs_[group]);
+  // The n-th run of `group` here, told to every other worker; returns n.
+  int64_t announce(int64_t group) {
+    const int64_t run = ++runs_[group];
+    tell_everyone(group, run);
     poll();
+    return run;
+  }
+
+  // Keeps (or stops keeping) when each notice came, for last_arrival.
+  void keep_times(bool on) {
+    keep_times_ = on;
+    if (!on) arrived_at_.clear();
+  }
+  // When the last other worker's notice of `run` of `group` came (`floor` if all came before it or
+  // none is known), forgetting the notices of that group up to that run.
+  Clock::time_point last_arrival(int64_t group, int64_t run, Clock::time_point floor) {
+    Clock::time_point last = floor;
+    for (int peer = 0; peer < size_; ++peer) {
+      const auto first = arrived_at_.lower_bound({peer, group, 0});
+      const auto end = arrived_at_.upper_bound({peer, group, run});
+      for (auto it = first; it != end; ++it) {
+        if (std::get<2>(it->first) == run) last = std::max(last, it->second);
+      }
+      arrived_at_.erase(first, end);
+    }
+    return last;
   }
 
   // Tells everyone this worker lives, when kHeartbeat has passed since it last did.
@@ -113,6 +141,7 @@ class Arrivals {
       if (MPI_Test(&receive_, &received, &status) != MPI_SUCCESS || !received) break;
       last_heard_[static_cast<size_t>(status.MPI_SOURCE)] = Clock::now();
       if (incoming_[0] == kAlive) continue;
+      if (keep_times_) arrived_at_[{status.MPI_SOURCE, incoming_[0], incoming_[1]}] = Clock::now();
       int64_t& reached = reached_[{status.MPI_SOURCE, incoming_[0]}];
       reached = std::max(reached, incoming_[1]);
     }
@@ -184,7 +213,11 @@ class Arrivals {
   std::deque<Notice> sending_;                      // stable addresses while MPI holds them
   std::map<int64_t, int64_t> runs_;                 // group -> runs here
   std::map<std::pair<int, int64_t>, int64_t> reached_;  // (worker, group) -> its runs
+  bool keep_times_ = false;
+  std::map<std::tuple<int, int64_t, int64_t>, Clock::time_point> arrived_at_;  // (worker, group, run) -> when
 };
+
+int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
 std::string worker_list(const std::vector<int>& workers) {
   std::string text;
@@ -221,9 +254,10 @@ class MpiCollective final : public WorkerCollective {
   // result is then all-reduced across workers in place and copied to the others.
   void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
                   std::span<Tensor> outputs, CollectiveDone done) override {
+    const Clock::time_point start = Clock::now();
     local_.all_reduce(call, Reduction::sum, inputs, outputs,
-                      [this, call, reduction, outputs, done = std::move(done)](Status status) mutable {
-                        arrived_locally(call, reduction, outputs, std::move(done), std::move(status));
+                      [this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
+                        arrived_locally(call, reduction, outputs, start, std::move(done), std::move(status));
                       });
   }
   void reduce_scatter(const CollectiveCall& call, Reduction, const Tensor&, Tensor&, CollectiveDone done) override {
@@ -310,6 +344,17 @@ class MpiCollective final : public WorkerCollective {
     return run_and_wait(std::move(data_job));
   }
 
+  void record_phases(bool on) override {
+    recording_phases_.store(on);
+    std::lock_guard lock(mutex_);
+    wants_arrival_times_ = on;
+    if (!on) phases_.clear();
+  }
+  std::vector<CollectivePhases> take_phases() override {
+    std::lock_guard lock(mutex_);
+    return std::exchange(phases_, {});
+  }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(stdout);
     std::fflush(stderr);
@@ -320,8 +365,8 @@ class MpiCollective final : public WorkerCollective {
  private:
   using Key = std::pair<std::string, int64_t>;
 
-  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, CollectiveDone done,
-                       Status status) {
+  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, Clock::time_point start,
+                       CollectiveDone done, Status status) {
     Meeting meeting;
     {
       std::lock_guard lock(mutex_);
@@ -332,6 +377,7 @@ class MpiCollective final : public WorkerCollective {
         m.reduction = reduction;
         m.deadline = call.deadline;
       }
+      m.start = std::min(m.start, start);
       m.outputs[static_cast<size_t>(call.participant)] = outputs;
       m.dones[static_cast<size_t>(call.participant)] = std::move(done);
       if (!status.ok() && m.status.ok()) m.status = std::move(status);
@@ -353,6 +399,9 @@ class MpiCollective final : public WorkerCollective {
     if (group.comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
     const MPI_Comm comm = group.comm;
     Job job{.what = what, .group = group.index, .deadline = shared->deadline};
+    if (recording_phases_.load(std::memory_order_relaxed)) {
+      job.phases = CollectivePhases{.group = call.group, .start_ns = nanoseconds(shared->start), .local_done_ns = nanoseconds(Clock::now())};
+    }
     job.post = [shared, comm](std::vector<MPI_Request>& requests) {
       for (Tensor& t : shared->outputs[0]) {
         auto* data = static_cast<std::byte*>(t.mutable_raw_data());
@@ -395,6 +444,16 @@ class MpiCollective final : public WorkerCollective {
     submit(std::move(job));
   }
 
+  // A finished job's phases, completed with when the other workers arrived (communication thread).
+  void keep_phases(Job& job, Clock::time_point done) {
+    CollectivePhases& phases = *job.phases;
+    const Clock::time_point local_done{std::chrono::nanoseconds(phases.local_done_ns)};
+    phases.peers_arrived_ns = nanoseconds(std::min(done, arrivals_.last_arrival(job.group, job.run, local_done)));
+    phases.done_ns = nanoseconds(done);
+    std::lock_guard lock(mutex_);
+    if (phases_.size() < kMaxPhases) phases_.push_back(std::move(phases));
+  }
+
   void submit(Job job) {
     {
       std::lock_guard lock(mutex_);
@@ -435,6 +494,7 @@ class MpiCollective final : public WorkerCollective {
           return;
         }
         arrived.swap(queue_);
+        arrivals_.keep_times(wants_arrival_times_);
       }
       for (Job& job : arrived) {
         if (!broken_.ok()) {
@@ -446,7 +506,7 @@ class MpiCollective final : public WorkerCollective {
           continue;
         }
         job.posted = Clock::now();
-        if (job.group >= 0) arrivals_.announce(job.group);
+        if (job.group >= 0) job.run = arrivals_.announce(job.group);
         active.push_back(std::move(job));
       }
       bool progressed = !arrived.empty();
@@ -486,6 +546,7 @@ class MpiCollective final : public WorkerCollective {
         progressed = true;
         Job finished = std::move(job);
         active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+        if (finished.phases && outcome.ok()) keep_phases(finished, now);
         finished.finish(std::move(outcome));
       }
       if (!broken_.ok()) {
@@ -517,6 +578,10 @@ class MpiCollective final : public WorkerCollective {
     int64_t index = -1;  // in prepare's order, the same on every worker
   };
   std::map<std::string, GroupComm> comms_;
+  static constexpr size_t kMaxPhases = 100'000;
+  std::atomic<bool> recording_phases_{false};
+  bool wants_arrival_times_ = false;  // the communication thread passes it on to arrivals_
+  std::vector<CollectivePhases> phases_;
   std::map<Key, Meeting> meetings_;
   bool stopping_ = false;
   Status broken_;  // the communication thread's, then the destructor's

@@ -20,6 +20,15 @@
 
 namespace mirra::runtime {
 
+// The phases of one cross-worker all-reduce, for traces (steady_clock nanoseconds): the local
+// replicas meet and sum in process from `start` to `local_done`; the worker then waits for the
+// slowest other worker to reach the collective (`peers_arrived`, as they announce it), and the
+// all-reduce across workers ends at `done`.
+struct CollectivePhases {
+  std::string group;
+  int64_t start_ns = 0, local_done_ns = 0, peers_arrived_ns = 0, done_ns = 0;
+};
+
 class WorkerCollective : public Collective {
  public:
   // One communication channel per group, made in `groups`' order: every worker must pass the same
@@ -32,6 +41,11 @@ class WorkerCollective : public Collective {
   virtual graph::Status broadcast_bytes(std::string& bytes, CollectiveClock::time_point deadline) = 0;
   // Ends this worker and every other with `code`, for a failure the others may be waiting on.
   [[noreturn]] virtual void abort(int code) = 0;
+
+  // Starts (or stops) keeping the phases of every all-reduce (at most the newest 100,000).
+  virtual void record_phases(bool on) = 0;
+  // The phases kept since the last call, oldest first.
+  virtual std::vector<CollectivePhases> take_phases() = 0;
 };
 
 // MPI's: the process's rank and size in MPI_COMM_WORLD (a process started without mpirun is rank 0

@@ -1,6 +1,7 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
 // Adam, global batch 128 and 61, 20 steps); checkpoints resume across worker counts and strategies;
+// each worker's trace splits its all-reduces into phases;
 // a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
 // (SIGKILL) or stopped (SIGSTOP) mid-training ends the run with a non-zero exit within the
@@ -129,6 +130,22 @@ TEST_CASE("MultiWorker.checkpoints_resume_with_other_worker_counts_and_strategie
                              "--resume", "--save", saved});
   REQUIRE(run(third, "resume_third").code == 0);
   check_close(trained_values(saved), trained_values(reference_file));
+}
+
+TEST_CASE("MultiWorker.each_worker_traces_its_all_reduces_in_phases") {
+  const std::string trace = workspace() / "trace.json";
+  const Run r = run_program(mpirun(2, {"train", mlp_file(), "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--steps",
+                                       "3", "--batch-size", "32", "--trace", trace}),
+                            "trace");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  for (const char* worker : {".worker0", ".worker1"}) {
+    CAPTURE(worker);
+    const std::string text = read_text(trace + worker);
+    for (const char* phase : {"local reduce all_reduce/bucket_0", "waiting for workers all_reduce/bucket_0",
+                              "all-reduce across workers all_reduce/bucket_0", "across workers (MPI)"}) {
+      CHECK_MESSAGE(text.find(phase) != std::string::npos, phase);
+    }
+  }
 }
 
 TEST_CASE("MultiWorker.a_worker_with_another_config_stops_every_worker") {

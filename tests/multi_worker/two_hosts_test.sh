@@ -4,8 +4,9 @@
 # first and starts one worker in each (its remote agent is `ip netns exec HOST`), OpenMPI over TCP on
 # that link only. Checks the run against one device (final loss and the trained model's test loss),
 # then limits the link to 1 Gbit/s each way (tc tbf; plus 2 ms delay with netem where the kernel has
-# it) and checks that training completes. Removes the namespaces and the hosts lines however it
-# ends. Skips (exit 77) only where namespaces cannot be made.
+# it) and checks that training completes, printing its exposed communication per step
+# (bench/exposed_communication.py over worker 0's trace). Removes the namespaces and the hosts lines
+# however it ends. Skips (exit 77) only where namespaces cannot be made.
 #   two_hosts_test.sh MIRRA MIRRA_EXAMPLES
 set -euo pipefail
 mirra=$1
@@ -73,8 +74,9 @@ if ip netns exec mirra-ns1 tc qdisc add dev veth-m1 parent 1:1 handle 10: netem 
   ip netns exec mirra-ns2 tc qdisc add dev veth-m2 parent 1:1 handle 10: netem delay 2ms
   delay="2 ms each way"
 fi
-limited=$(two_hosts train "$work/mlp.mirra" --steps 50 --batch-size 128 --threads 1 --json \
+limited=$(two_hosts train "$work/mlp.mirra" --steps 50 --batch-size 128 --threads 1 --json --trace "$work/limited.json" \
   --strategy multi_worker_mirrored --devices cpu:0 | field total_steps)
 echo "over a 1 Gbit/s link ($delay): $limited steps"
 [ "$limited" = 50 ] || { echo "FAIL: training over the limited link did not complete"; exit 1; }
+echo "exposed communication per step there: $(python3 "$(dirname "$0")/../../bench/exposed_communication.py" "$work/limited.json.worker0")"
 echo "two hosts: pass"

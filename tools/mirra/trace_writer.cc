@@ -74,6 +74,15 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
   }
 }
 
+void TraceWriter::add_collective_phases(const std::vector<runtime::CollectivePhases>& phases) {
+  const int workers = track("across workers (MPI)");
+  for (const runtime::CollectivePhases& p : phases) {
+    add_event("local reduce " + p.group, "collective", workers, p.start_ns, p.local_done_ns);
+    add_event("waiting for workers " + p.group, "wait", workers, p.local_done_ns, p.peers_arrived_ns);
+    add_event("all-reduce across workers " + p.group, "collective", workers, p.peers_arrived_ns, p.done_ns);
+  }
+}
+
 graph::Status TraceWriter::write(const std::string& path) const {
   std::ofstream file(path);
   if (!file) return graph::invalid_argument("cannot write trace file '" + path + "'");

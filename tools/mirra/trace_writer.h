@@ -1,7 +1,9 @@
 // A Chrome trace (Trace Event Format JSON; opens in Perfetto and chrome://tracing) of training: one
 // track per device with every kernel it ran (all-reduce buckets among them, category "collective")
 // and the waits between them (category "wait", gaps of 20 us or more within a step), an
-// input-pipeline track with the wait for each batch, and a track of whole steps. Records the
+// input-pipeline track with the wait for each batch, a track of whole steps, and in a multi-worker
+// run a track of the cross-worker all-reduces, each split into its local reduce, the wait for the
+// slowest other worker and the transfer across workers. Records the
 // first `max_steps` steps so that a long run leaves a file of bounded size.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives/worker_collective.h"
 #include "runtime/executor.h"
 #include "runtime/training/trainer.h"
 
@@ -21,6 +24,8 @@ class TraceWriter {
 
   // The step's metrics and the session's timeline of that step.
   void add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline);
+  // The phases of the cross-worker all-reduces of the steps added so far.
+  void add_collective_phases(const std::vector<runtime::CollectivePhases>& phases);
   // True once max_steps steps are recorded: later steps need no timeline.
   bool full() const { return steps_ >= max_steps_; }
   graph::Status write(const std::string& path) const;

@@ -176,7 +176,10 @@ graph::Status TrainRun::run() {
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }
   const InterruptibleScope interruptible;  // from here a signal stops training after its step, with a checkpoint
-  if (!command_.trace.empty()) trace_ = std::make_unique<TraceWriter>(session_->graph());  // with its copies
+  if (!command_.trace.empty()) {
+    trace_ = std::make_unique<TraceWriter>(session_->graph());  // with its copies
+    if (workers_) workers_->record_phases(true);
+  }
   // Worker 0 speaks for a multi-worker run.
   progress_ = std::make_unique<ProgressReporter>(rank == 0 ? stdout : nullptr, terminal && !command_.json,
                                                  config_.training.steps > 0 ? 0 : config_.training.epochs);
@@ -303,7 +306,11 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
   }
   if (trace_ && !trace_->full()) {
     trace_->add_step(step, session_->last_timeline());
-    if (trace_->full()) session_->set_trace(false);  // the rest of the run records nothing
+    if (workers_) trace_->add_collective_phases(workers_->take_phases());
+    if (trace_->full()) {  // the rest of the run records nothing
+      session_->set_trace(false);
+      if (workers_) workers_->record_phases(false);
+    }
   }
   if (store_ && step_error_.ok()) {
     const bool epoch_end = position_->batch_in_epoch == 0;
