@@ -19,11 +19,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <tuple>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/mpi_arrivals.h"
 #include "runtime/collectives/worker_collective.h"
 
 namespace mirra::runtime {
@@ -80,142 +80,6 @@ struct Meeting {
 };
 
 MPI_Datatype mpi_type(graph::DType dtype) { return dtype == graph::DType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
-
-// How often a worker's communication thread tells the others it is alive.
-constexpr auto kHeartbeat = std::chrono::milliseconds(500);
-
-// Who reached which collective, and who is alive: a worker tells every other one, on a communicator
-// of their own, each collective job it posts (the group and how many times this group has run here,
-// the same count on every worker) and, every kHeartbeat, that it lives. A worker whose job misses its
-// deadline can then name the workers that fell silent (stopped, hung, dead) or never came. Only the
-// communication thread uses it.
-class Arrivals {
- public:
-  Arrivals(int rank, int size, MPI_Comm comm) : rank_(rank), size_(size), comm_(comm), last_heard_(static_cast<size_t>(size), Clock::now()) {}
-
-  // The n-th run of `group` here, told to every other worker; returns n.
-  int64_t announce(int64_t group) {
-    const int64_t run = ++runs_[group];
-    tell_everyone(group, run);
-    poll();
-    return run;
-  }
-
-  // Keeps (or stops keeping) when each notice came, for last_arrival.
-  void keep_times(bool on) {
-    keep_times_ = on;
-    if (!on) arrived_at_.clear();
-  }
-  // When the last other worker's notice of `run` of `group` came (`floor` if all came before it or
-  // none is known), forgetting the notices of that group up to that run.
-  Clock::time_point last_arrival(int64_t group, int64_t run, Clock::time_point floor) {
-    Clock::time_point last = floor;
-    for (int peer = 0; peer < size_; ++peer) {
-      const auto first = arrived_at_.lower_bound({peer, group, 0});
-      const auto end = arrived_at_.upper_bound({peer, group, run});
-      for (auto it = first; it != end; ++it) {
-        if (std::get<2>(it->first) == run) last = std::max(last, it->second);
-      }
-      arrived_at_.erase(first, end);
-    }
-    return last;
-  }
-
-  // Tells everyone this worker lives, when kHeartbeat has passed since it last did.
-  void heartbeat() {
-    const auto now = Clock::now();
-    if (now - last_heartbeat_ < kHeartbeat) return;
-    last_heartbeat_ = now;
-    tell_everyone(kAlive, 0);
-  }
-
-  // Takes in every notice that has come, and lets go of sent ones.
-  void poll() {
-    for (;;) {
-      if (receive_ == MPI_REQUEST_NULL && MPI_Irecv(incoming_, 2, MPI_INT64_T, MPI_ANY_SOURCE, 0, comm_, &receive_) != MPI_SUCCESS) {
-        receive_ = MPI_REQUEST_NULL;
-        break;
-      }
-      int received = 0;
-      MPI_Status status;
-      if (MPI_Test(&receive_, &received, &status) != MPI_SUCCESS || !received) break;
-      last_heard_[static_cast<size_t>(status.MPI_SOURCE)] = Clock::now();
-      if (incoming_[0] == kAlive) continue;
-      if (keep_times_) arrived_at_[{status.MPI_SOURCE, incoming_[0], incoming_[1]}] = Clock::now();
-      int64_t& reached = reached_[{status.MPI_SOURCE, incoming_[0]}];
-      reached = std::max(reached, incoming_[1]);
-    }
-    while (!sending_.empty()) {
-      int sent = 0;
-      if (MPI_Test(&sending_.front().request, &sent, MPI_STATUS_IGNORE) != MPI_SUCCESS || !sent) break;
-      sending_.pop_front();
-    }
-  }
-
-  // The workers not heard from for several heartbeats.
-  std::vector<int> silent() {
-    poll();
-    std::vector<int> workers;
-    const auto now = Clock::now();
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer != rank_ && now - last_heard_[static_cast<size_t>(peer)] > 4 * kHeartbeat) workers.push_back(peer);
-    }
-    return workers;
-  }
-
-  // The workers that have not reached this worker's latest run of `group`.
-  std::vector<int> missing(int64_t group) {
-    poll();
-    std::vector<int> workers;
-    const int64_t run = runs_[group];
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const auto it = reached_.find({peer, group});
-      if (it == reached_.end() || it->second < run) workers.push_back(peer);
-    }
-    return workers;
-  }
-
-  // Stops receiving; sends still under way are left to MPI.
-  void stop() {
-    if (receive_ != MPI_REQUEST_NULL) {
-      MPI_Cancel(&receive_);
-      MPI_Wait(&receive_, MPI_STATUS_IGNORE);
-    }
-    for (Notice& notice : sending_) MPI_Request_free(&notice.request);
-    sending_.clear();
-  }
-
- private:
-  static constexpr int64_t kAlive = -1;  // a heartbeat's group
-
-  struct Notice {
-    int64_t data[2];
-    MPI_Request request = MPI_REQUEST_NULL;
-  };
-
-  void tell_everyone(int64_t group, int64_t run) {
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      Notice& notice = sending_.emplace_back();
-      notice.data[0] = group;
-      notice.data[1] = run;
-      if (MPI_Isend(notice.data, 2, MPI_INT64_T, peer, 0, comm_, &notice.request) != MPI_SUCCESS) sending_.pop_back();
-    }
-  }
-
-  const int rank_, size_;
-  MPI_Comm comm_;
-  Clock::time_point last_heartbeat_;
-  std::vector<Clock::time_point> last_heard_;  // by worker
-  int64_t incoming_[2] = {};
-  MPI_Request receive_ = MPI_REQUEST_NULL;
-  std::deque<Notice> sending_;                      // stable addresses while MPI holds them
-  std::map<int64_t, int64_t> runs_;                 // group -> runs here
-  std::map<std::pair<int, int64_t>, int64_t> reached_;  // (worker, group) -> its runs
-  bool keep_times_ = false;
-  std::map<std::tuple<int, int64_t, int64_t>, Clock::time_point> arrived_at_;  // (worker, group, run) -> when
-};
 
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
@@ -482,7 +346,7 @@ class MpiCollective final : public WorkerCollective {
         // shortly after one the thread keeps polling instead, and a new job starts without the
         // latency of waking a sleeping thread.
         if (active.empty() && Clock::now() - last_progress >= kPollWithoutPause) {
-          queued_.wait_for(lock, kHeartbeat, [&] { return stopping_ || !queue_.empty(); });  // heartbeats go on
+          queued_.wait_for(lock, Arrivals::kHeartbeat, [&] { return stopping_ || !queue_.empty(); });  // heartbeats go on
         }
         if (stopping_) {
           arrived.swap(queue_);
