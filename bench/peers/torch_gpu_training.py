@@ -9,43 +9,15 @@ records torch.cuda.max_memory_allocated for each. Prints one JSON line per confi
 Usage: torch_gpu_training.py DATA_DIR [--models mlp,cnn] [--batches 128,1024,8192]
 """
 import argparse
-import gzip
 import json
-import struct
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        rank = struct.unpack(">I", f.read(4))[0] & 0xFF
-        dims = struct.unpack(">" + "I" * rank, f.read(4 * rank))
-        return np.frombuffer(f.read(), dtype=np.uint8).reshape(dims)
-
-
-class Mlp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.hidden1, self.hidden2, self.out = nn.Linear(784, 256), nn.Linear(256, 128), nn.Linear(128, 10)
-
-    def forward(self, x):
-        return self.out(F.relu(self.hidden2(F.relu(self.hidden1(x.flatten(1))))))
-
-
-class Cnn(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1, self.conv2 = nn.Conv2d(1, 32, 5, padding=2), nn.Conv2d(32, 64, 5, padding=2)
-        self.fc1, self.fc2 = nn.Linear(7 * 7 * 64, 1024), nn.Linear(1024, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+# The same models and IDX reader as the CPU peer beside this file.
+from torch_training import Cnn, Mlp, read_idx
 
 
 def measure(model_name, batch, mode, images, labels, steps):

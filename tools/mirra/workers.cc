@@ -26,12 +26,16 @@ std::string agreed_config(const RunConfig& config) {
   return json.dump(2);
 }
 
+bool is_collective(const graph::Node& node) {
+  const graph::OpSchema* schema = ops::registry().find(node.op);
+  return schema != nullptr && schema->has(graph::kCollective);
+}
+
 // One line per collective node: name, op, attributes and operand types.
 std::string collective_plan(const graph::Graph& graph) {
   std::ostringstream plan;
   for (const graph::Node& node : graph.nodes()) {
-    const graph::OpSchema* schema = ops::registry().find(node.op);
-    if (schema == nullptr || !schema->has(graph::kCollective)) continue;
+    if (!is_collective(node)) continue;
     plan << node.name << " " << node.op;
     for (const auto& [name, value] : node.attrs.entries()) plan << " " << name << "=" << graph::attr_to_string(value);
     for (const graph::ValueRef input : node.inputs) plan << " " << graph.type(input).to_string();
@@ -61,8 +65,7 @@ std::string first_difference(const std::string& text, const std::string& referen
 std::vector<std::string> collective_groups(const graph::Graph& graph) {
   std::vector<std::string> groups;
   for (const graph::Node& node : graph.nodes()) {
-    const graph::OpSchema* schema = ops::registry().find(node.op);
-    if (schema != nullptr && schema->has(graph::kCollective)) groups.push_back(node.name);
+    if (is_collective(node)) groups.push_back(node.name);
   }
   return groups;
 }
