@@ -53,7 +53,8 @@ graph::Expected<Checkpoint> parse_checkpoint(std::span<const uint8_t> bytes, std
   if (!fb::VerifyCheckpointBuffer(verifier)) return error("corrupted or truncated (the FlatBuffers verifier rejects it)");
   const fb::Checkpoint& in = *fb::GetCheckpoint(bytes.data());
   if (in.format_version() != kCheckpointFormatVersion) {
-    return error("format version " + std::to_string(in.format_version()) + " is not supported");
+    return error("format version " + std::to_string(in.format_version()) + " is not supported (this build reads " +
+                 std::to_string(kCheckpointFormatVersion) + ")");
   }
   Checkpoint out;
   const fb::TrainingPosition& p = *in.position();

@@ -1,5 +1,6 @@
 // Checkpoints: round trip, checksums, truncation, the newest-K directory, falling back past torn or
-// corrupted files with a warning, and a writer killed with SIGKILL mid-write.
+// corrupted files and unknown format versions with a warning, and a writer killed with SIGKILL
+// mid-write.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -128,6 +129,25 @@ TEST_CASE("CheckpointStore.torn_newest_falls_back_with_a_warning") {
   CHECK((*latest)->position.step == 10);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("ckpt-0000000015.mirrackpt") != std::string::npos);
+}
+
+// A checkpoint of a format version this build does not know (a newer release's): refused, naming
+// the versions this build reads, and a resume falls back to the newest one it can read.
+TEST_CASE("CheckpointStore.unknown_format_version_falls_back_naming_it") {
+  TempDir dir("version");
+  CheckpointStore store(dir.path.string(), 5);
+  for (int64_t step : {5, 10}) REQUIRE(store.save(make_checkpoint(step)).ok());
+  const std::string newest = store.list().back();
+  std::vector<uint8_t> bytes = file_bytes(newest);
+  REQUIRE(fb::GetMutableCheckpoint(bytes.data())->mutate_format_version(2));
+  write_bytes(newest, bytes);
+  std::vector<std::string> warnings;
+  auto latest = store.load_latest(warnings);
+  REQUIRE(latest.ok());
+  REQUIRE(latest->has_value());
+  CHECK((*latest)->position.step == 5);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("format version 2 is not supported (this build reads 1)") != std::string::npos);
 }
 
 TEST_CASE("CheckpointStore.all_torn_is_an_error") {
