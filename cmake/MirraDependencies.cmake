@@ -25,3 +25,8 @@ target_include_directories(mirra_dnnl SYSTEM INTERFACE ${MIRRA_DNNL_INCLUDE_DIR}
 # MPI (OpenMPI from Debian): the workers of multi_worker_mirrored talk through it, and the all-reduce
 # benchmark's peer is its MPI_Allreduce. A build without it has no multi-worker collective.
 find_package(MPI COMPONENTS CXX)
+if(MPI_CXX_FOUND)
+  set(MIRRA_WITH_MPI ON)
+else()
+  set(MIRRA_WITH_MPI OFF)
+endif()

@@ -3,7 +3,7 @@
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
 //   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
-//   mirra devices [--json]
+//   mirra devices [--json]      mirra --version
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 a device, peer, deadline or
 // internal failure (docs/cli.md).
 #include <CLI/CLI.hpp>
@@ -11,7 +11,9 @@
 #include <csignal>
 #include <cstdio>
 #include <new>
+#include <string>
 
+#include "ops/build_info.h"
 #include "runtime/data/fashion_mnist.h"
 #include "tools/mirra/bench_command.h"
 #include "tools/mirra/commands.h"
@@ -27,6 +29,11 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"mirra: data-parallel training with TensorFlow-style distribution strategies"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    std::string info = mirra::ops::build_info();
+    info.pop_back();  // the last line's newline: CLI11 ends the text with one
+    return info;
+  }, "Print the version and what this build has (CUDA, MPI, library versions), then exit");
 
   runner::TrainCommand train;
   runner::RunFlags train_flags;
