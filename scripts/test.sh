@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the build needs, builds (Release with assertions on) and runs every test; then builds
+# Installs what the build needs, builds (Release with assertions on) and runs every test; builds the
+# Debian package (scripts/package.sh) and tests it unpacked (tests/install/deb_test.sh) and installed
+# with apt on a fresh Debian 12 root (tests/install/fresh_debian_test.sh, which reports itself
+# skipped without root or the Debian archive); then builds
 # everything again with AddressSanitizer + UndefinedBehaviorSanitizer (clang, with libFuzzer coverage)
 # and runs the tests again, all but those labelled slow (training on the real data set, minutes even
 # without sanitizers), bench (timings mean nothing under sanitizers) or multi_worker (processes under
@@ -22,6 +25,13 @@ echo "== Release build (assertions on)"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" "${launcher[@]}"
 cmake --build build/release -j "$jobs"
 ctest --test-dir build/release --output-on-failure --timeout 1800
+
+echo "== Debian package"
+deb=$(scripts/package.sh build/package | tail -1)
+tests/install/deb_test.sh "$deb" . build/deb-test
+fresh_debian=0
+tests/install/fresh_debian_test.sh "$deb" || fresh_debian=$?
+if [ "$fresh_debian" -ne 0 ] && [ "$fresh_debian" -ne 77 ]; then exit "$fresh_debian"; fi
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
