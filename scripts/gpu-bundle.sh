@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds mirra with the CUDA backend and packs what a machine with a GPU needs to check it, where none
 # of our Debian build dependencies are installed: the runner, the GPU test binaries, scripts/gpu-check.sh,
-# the GPU benchmark and its PyTorch peer, and the shared libraries they use that such a machine lacks (oneTBB, oneDNN, OpenBLAS, the C++ and
+# the GPU benchmark and its PyTorch peer, and the shared libraries they use that such a machine lacks (mirra's own, oneTBB, oneDNN, OpenBLAS, the C++ and
 # Fortran runtimes), but not the NVIDIA driver or CUDA libraries, which the machine has (toolkit, or
 # NVIDIA's Python wheels). run.sh in the bundle finds cuBLAS, cuDNN and NCCL and sets the library path.
 #   scripts/gpu-bundle.sh OUT.tar.xz [--data]     # --data: add the Fashion-MNIST files (30 MB)
