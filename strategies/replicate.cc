@@ -66,6 +66,7 @@ class Rewriter {
   void place(ValueRef value, int replica);
   ValueRef on(int replica, ValueRef value);
   std::vector<std::vector<ValueRef>> scale_gradients();
+  ValueRef accumulated(ValueRef value, int replica, std::string_view name);
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
   void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
@@ -81,6 +82,7 @@ class Rewriter {
   std::map<NodeId, std::vector<ValueRef>> shares_;      // per batch placeholder: its split
   std::vector<int> replica_of_;                         // per new node
   ValueRef global_batch_;                               // B, in the loss's dtype, on the host
+  std::vector<NodeId> accumulations_, clears_;          // with accumulation: the accumulate target's, the train target's
   graph::Status error_;
 };
 
@@ -174,8 +176,17 @@ ValueRef Rewriter::on(int replica, ValueRef value) {
   return value;
 }
 
+// Note [Gradient accumulation]
+// With accumulation, a step of the accumulate target adds each replica's gradient of its summed loss
+// (g_r * b_r) to an accumulator on the replica, and the micro-batch's global size B to a count on the
+// host; nothing is all-reduced or updated. The next train step reads accumulator + g_r * b_r and
+// divides by count + B: summed over replicas, the gradient of the mean loss over every example since
+// the last update, whatever the sizes of the micro-batches. It clears the accumulators (x + -x, exact)
+// after reading them, so every update starts from zero and a checkpoint between updates holds zeros.
+
 // scaled[j][r]: replica r's gradient of variable j times b_r / B. Summed over replicas this is the
 // gradient of the global-batch mean loss; and a replica with no examples contributes exactly zero.
+// With accumulation, see Note [Gradient accumulation].
 std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
   const NodeId features = *program_.graph.find(program_.signature.features);
   const graph::DType dtype = program_.graph.type(program_.signature.loss).dtype;
@@ -184,17 +195,56 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
     global_batch_ = on(kHost, ops::cast(b_, on(kHost, ops::dim_size(b_, {copies_[features][0], 0}, 0)), dtype));
     if (plan_.across_workers) global_batch_ = on(kHost, ops::all_reduce(b_, {global_batch_}, 1, "sum", plan_.collective)[0]);
   }
-  const ValueRef global = global_batch_;
+  const bool accumulate = program_.accumulate_gradients;
+  const ValueRef examples = accumulate ? accumulated(global_batch_, kHost, std::string(kAccumulatorScope) + "/examples") : global_batch_;
   std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
   for (int r = 0; r < replicas_; ++r) {
-    auto scope = b_.scope("replica_" + std::to_string(r) + "/batch_share");
-    const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
-    const ValueRef share = on(r, ops::div(b_, local, global));
+    const std::string replica = "replica_" + std::to_string(r);
+    std::vector<ValueRef> parts;  // each gradient times b_r / B, or times b_r with accumulation
+    {
+      auto scope = b_.scope(replica + "/batch_share");
+      const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
+      const ValueRef share = accumulate ? local : on(r, ops::div(b_, local, examples));
+      for (const auto& [variable, gradient] : program_.variables_and_gradients) {
+        parts.push_back(on(r, ops::mul(b_, copy_on(gradient, r), share)));
+      }
+    }
     for (size_t j = 0; j < scaled.size(); ++j) {
-      scaled[j].push_back(on(r, ops::mul(b_, copy_on(program_.variables_and_gradients[j].second, r), share)));
+      if (!accumulate) {
+        scaled[j].push_back(parts[j]);
+        continue;
+      }
+      const std::string scope_name = replica + "/" + std::string(kAccumulatorScope);
+      const ValueRef total =
+          accumulated(parts[j], r, scope_name + "/" + program_.graph.node(program_.variables_and_gradients[j].first.node).name);
+      auto scope = b_.scope(scope_name);
+      scaled[j].push_back(on(r, ops::div(b_, total, examples)));
     }
   }
   return scaled;
+}
+
+// An accumulator `name` for `value` on `replica`: the accumulate target adds value to it; returns
+// accumulator + value, which the train target reads before it clears the accumulator.
+ValueRef Rewriter::accumulated(ValueRef value, int replica, std::string_view name) {
+  const graph::TensorType type = b_.type(value);
+  const std::string full_name(name);
+  const size_t slash = full_name.rfind('/');
+  auto scope = b_.scope(full_name.substr(0, slash));
+  const ValueRef accumulator =
+      on(replica, ops::variable(b_, full_name.substr(slash + 1), type.shape, ops::Initializer::zeros(), type.dtype, false));
+  const NodeId add = ops::assign_add(b_, accumulator, value);
+  const ValueRef total = on(replica, ops::add(b_, accumulator, value));
+  const ValueRef negated = on(replica, ops::neg(b_, accumulator));
+  const NodeId clear = ops::assign_add(b_, accumulator, negated);
+  if (add == graph::kInvalidNode || clear == graph::kInvalidNode) return total;
+  place({add, 0}, replica);
+  place({clear, 0}, replica);
+  out_.add_control_edge(total.node, clear);
+  out_.add_control_edge(negated.node, clear);
+  accumulations_.push_back(add);
+  clears_.push_back(clear);
+  return total;
 }
 
 // Mirrored: AllReduce(SUM) per bucket, buckets in the order gradients become ready (the backward pass
@@ -299,6 +349,9 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   if (replicas_ < 1) return graph::invalid_argument("replicate: no devices");
   const auto features = p.graph.find(p.signature.features);
   if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
+  if (p.accumulate_gradients && plan_.across_workers) {
+    return graph::invalid_argument("replicate: gradient accumulation across worker processes is not supported yet");
+  }
   const Node& loss = p.graph.node(p.signature.loss.node);
   if (loss.op != "ReduceMean" || loss.inputs.size() != 1) {
     return graph::invalid_argument("replicate: the loss must be a mean over examples (ReduceMean), not '" + loss.name +
@@ -324,6 +377,12 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   TrainingProgram result;
   result.signature = p.signature;
   result.signature.train = copies_[p.signature.train][0];
+  result.accumulate_gradients = p.accumulate_gradients;
+  if (p.accumulate_gradients) {
+    for (NodeId clear : clears_) out_.add_control_edge(clear, result.signature.train);
+    result.signature.accumulate = ops::no_op(b_, "accumulate", accumulations_);
+    place({result.signature.accumulate, 0}, kHost);
+  }
   if (p.signature.learning_rate.valid()) result.signature.learning_rate = copy_on(p.signature.learning_rate, 0);
   for (size_t j = 0; j < raw.size(); ++j) {
     result.variables_and_gradients.emplace_back(copy_on(p.variables_and_gradients[j].first, 0), aggregated[j][0]);

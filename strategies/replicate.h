@@ -23,6 +23,9 @@
 
 namespace mirra::strategies {
 
+// The scope of gradient accumulation's variables ("accumulate/examples", "replica_0/accumulate/fc1/w").
+inline constexpr std::string_view kAccumulatorScope = "accumulate";
+
 struct ReplicationPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
   graph::DeviceId host;                  // split, aggregation, step state (and central variables)

@@ -14,6 +14,9 @@ class OneDeviceStrategy final : public Strategy {
   explicit OneDeviceStrategy(StrategyConfig config) : config_(std::move(config)) {}
   const StrategyConfig& config() const override { return config_; }
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
+    // With gradient accumulation it is Mirrored over its one device: the rewrite that builds the
+    // accumulators (an all-reduce of one replica is in place on the device).
+    if (program.accumulate_gradients) return replicate(program, {.devices = config_.devices, .host = {graph::DeviceKind::cpu, 0}});
     TrainingProgram placed = program;
     placed.graph = place_on_device(program.graph, config_.devices.front());
     return placed;
@@ -65,6 +68,10 @@ std::string_view replica_free_name(std::string_view name, int* replica) {
   }
   *replica = r;
   return name.substr(slash + 1);
+}
+
+bool is_accumulator(std::string_view name) {
+  return name.starts_with(kAccumulatorScope) && name.substr(kAccumulatorScope.size()).starts_with('/');
 }
 
 std::string Strategy::describe() const {

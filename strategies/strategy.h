@@ -26,6 +26,11 @@ struct TrainingProgram {
   runtime::training::TrainingGraph signature;
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
   std::vector<graph::NodeId> step_state;  // learning rate, iteration counter and its increment
+  // Gradient accumulation: a strategy then also builds signature.accumulate, which adds a
+  // micro-batch's gradients to accumulators on each replica without updating anything; the next
+  // train step adds its own, applies the gradient of the mean loss over every example since the last
+  // update, and clears the accumulators. (Set by the caller, kept by distribute.)
+  bool accumulate_gradients = false;
 };
 
 class Strategy {
@@ -45,6 +50,11 @@ class Strategy {
 };
 
 graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config);
+
+// Whether a variable, by replica-free name, is an accumulator of gradient accumulation
+// ("accumulate/..."): state within one step and zero between steps, so checkpoints and model files
+// leave it out.
+bool is_accumulator(std::string_view name);
 
 // A node's name in the one-replica program it was made from: "replica_<r>/<name>" gives <name> and
 // sets *replica to r; a node that exists once keeps its name and gets *replica = -1. Checkpoints

@@ -92,7 +92,13 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> rate, session_.run({}, {graph_.learning_rate}));
     MIRRA_ASSIGN_OR_RETURN(base_learning_rate_, scalar_value(rate[0], "the learning rate"));
   }
-  const graph::NodeId targets[] = {graph_.train};
+  const int64_t k = options_.accumulation_steps;
+  if (k < 1) return graph::invalid_argument("accumulation_steps must be at least 1, not " + std::to_string(k));
+  if (k > 1 && graph_.accumulate == graph::kInvalidNode) {
+    return graph::invalid_argument("accumulation_steps > 1 needs a program built with gradient accumulation");
+  }
+  const graph::NodeId apply_targets[] = {graph_.train};
+  const graph::NodeId accumulate_targets[] = {graph_.accumulate};
   const int64_t epochs = options_.epochs > 0 ? options_.epochs : std::numeric_limits<int64_t>::max() / 2;
   std::vector<EpochMetrics> history;
   bool stopped = false;
@@ -117,32 +123,49 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     if (steps_left()) {
       MIRRA_ASSIGN_OR_RETURN(batch, next_batch());
     }
+    int64_t micro = 0;  // batches of the step under way (gradient accumulation)
+    Totals step_totals;
+    Clock::time_point step_start, step_data_start;
+    double rate = 0;
     for (;; ++batch_index) {
       if (!batch || !steps_left()) break;
-      const int64_t batch_size = batch->size;
       std::optional<StagedBatch> following;
-      if (options_.max_steps <= 0 || step_ + 1 < options_.max_steps) {
+      if (micro + 1 < k || options_.max_steps <= 0 || step_ + 1 < options_.max_steps) {
         MIRRA_ASSIGN_OR_RETURN(following, next_batch());
       }
-      const auto step_start = Clock::now();
-      double rate = 0;
-      if (scheduled) {
-        rate = options_.schedule.at(*base_learning_rate_, step_);
-        MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
+      // The step updates on its k-th batch, or on the epoch's last.
+      const bool update = micro + 1 == k || !following;
+      if (micro == 0) {
+        step_start = Clock::now();
+        step_data_start = data_start;
+        if (scheduled) {
+          rate = options_.schedule.at(*base_learning_rate_, step_);
+          MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
+        }
       }
       const auto where = [&] {  // built only for an error, off the per-step path
         return "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
                std::to_string(batch_index) + ")";
       };
-      auto ran = run_batch(session_, graph_, std::move(*batch), targets, totals);
+      const int64_t examples_before = totals.examples;
+      const double loss_before = totals.loss_sum;
+      auto ran = run_batch(session_, graph_, std::move(*batch), update ? apply_targets : accumulate_targets, totals);
       if (!ran.ok()) return ran.status().with_context(where());
       const double loss = *ran;
       if (!std::isfinite(loss)) {
-        // The update of this step has used it: the variables can no longer be trusted, so training
-        // stops before anyone sees the step (on_step is where callers checkpoint).
+        // The update of this step has used it (or will): the variables can no longer be trusted, so
+        // training stops before anyone sees the step (on_step is where callers checkpoint).
         const graph::Node& node = session_.graph().node(graph_.loss.node);
         return graph::invalid_argument(where() + ": the loss '" + node.name + "' is " + (std::isnan(loss) ? "NaN" : "infinite") +
                                        "; training diverged (a lower learning rate may help)");
+      }
+      step_totals.examples += totals.examples - examples_before;
+      step_totals.loss_sum += totals.loss_sum - loss_before;
+      if (!update) {
+        ++micro;
+        batch = std::move(following);
+        data_start = Clock::now();
+        continue;
       }
       ++metrics.steps;
       if (options_.on_step) {
@@ -151,14 +174,16 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .epoch = epoch,
                           .batch = batch_index,
                           .batches_in_epoch = train.batches_per_epoch(),
-                          .examples = batch_size,
-                          .loss = loss,
+                          .examples = step_totals.examples,
+                          .loss = step_totals.mean_loss(),
                           .learning_rate = rate,
-                          .examples_per_second = static_cast<double>(batch_size) / seconds_since(step_start),
-                          .data_start_ns = nanoseconds(data_start),
+                          .examples_per_second = static_cast<double>(step_totals.examples) / seconds_since(step_start),
+                          .data_start_ns = nanoseconds(step_data_start),
                           .step_start_ns = nanoseconds(step_start),
                           .step_end_ns = nanoseconds(step_end)});
       }
+      micro = 0;
+      step_totals = {};
       ++step_;
       if (options_.should_stop && options_.should_stop()) {
         stopped = true;

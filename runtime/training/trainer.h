@@ -28,6 +28,9 @@ struct TrainingGraph {
   graph::ValueRef correct;                       // scalar: correctly classified examples in the batch
   graph::NodeId train = graph::kInvalidNode;     // target: one update
   graph::ValueRef learning_rate;                 // the variable a schedule writes (only needed with one)
+  // Target: add a micro-batch's gradients to the accumulators, no update (only with accumulation,
+  // strategies::TrainingProgram::accumulate_gradients).
+  graph::NodeId accumulate = graph::kInvalidNode;
 };
 
 struct StepMetrics {
@@ -69,6 +72,11 @@ struct TrainerOptions {
   int64_t first_batch = 0;
   int64_t first_step = 0;
   int64_t max_steps = 0;  // > 0: stop after this many steps in all, mid-epoch if need be
+  // Micro-batches per step (gradient accumulation; > 1 needs TrainingGraph::accumulate): each step
+  // runs the accumulate target on k - 1 batches and the train target on the k-th, which updates once
+  // with the gradient of the mean loss over all k. An epoch's last step takes the batches that are
+  // left. Steps, max_steps, the schedule and on_step count updates; positions count batches.
+  int64_t accumulation_steps = 1;
   double stop_at_accuracy = 0;  // > 0: stop after the first epoch whose evaluation reaches it
   LearningRateSchedule schedule;
   // The rate the schedule scales; unset: the learning-rate variable's value before training.

@@ -1,5 +1,6 @@
 // The runner end to end on Fashion-MNIST: resume equals an uninterrupted run (also after SIGKILL while
-// a checkpoint was being written), checkpoints restore across strategies and replica counts, the
+// a checkpoint was being written), checkpoints restore across strategies and replica counts, gradient
+// accumulation trains as larger batches do, the
 // JSON summary, metrics and trace, and one-line errors with exit code 2 for bad input.
 #include <doctest/doctest.h>
 
@@ -107,6 +108,42 @@ TEST_CASE("Runner.resume.across_strategies_and_replica_counts") {
     REQUIRE(run(train_args(extra), "continued_" + strategy[1]).code == 0);
     CHECK(max_difference(trained_values(out), trained_values(reference)) < 1e-5);
   }
+}
+
+// Gradient accumulation from the command line: 4 batches of 32 per step train as batches of 128 do
+// (one device and Mirrored), steps count updates, the accumulators stay out of the saved model, and a
+// resume from a checkpoint between updates continues bit for bit.
+TEST_CASE("Runner.accumulation_steps.train_as_k_times_larger_batches") {
+  // train_args' batches hold 32 examples.
+  const std::string reference = workspace() / "batches_of_128.mirra";
+  REQUIRE(run({"train", mlp_file(), "--deterministic", "--threads", "2", "--batch-size", "128", "--steps", "8", "--strategy",
+               "one_device", "--save", reference},
+              "batches_of_128")
+              .code == 0);
+  const std::vector<std::string> accumulate = {"--accumulation-steps", "4"};
+  for (const std::string strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const std::string out = workspace() / ("accumulated_" + strategy + ".mirra");
+    std::vector<std::string> extra = {"--steps", "8", "--strategy", strategy, "--save", out, "--json"};
+    extra.insert(extra.end(), accumulate.begin(), accumulate.end());
+    const Run trained = run(train_args(extra), "accumulated_" + strategy);
+    REQUIRE(trained.code == 0);
+    const auto summary = nlohmann::json::parse(trained.out.substr(trained.out.rfind('{')));
+    CHECK(summary["steps"] == 8);
+    CHECK(summary["examples"] == 8 * 128);
+    const auto values = trained_values(out);
+    CHECK(values.at("optimizer/iterations").values<int64_t>()[0] == 8);
+    CHECK(max_difference(values, trained_values(reference)) < 1e-5);  // the same names: no accumulators
+  }
+  const std::string ckpt = workspace() / "accumulation_ckpt";
+  std::vector<std::string> first = {"--steps", "5", "--strategy", "mirrored", "--checkpoint-dir", ckpt};
+  first.insert(first.end(), accumulate.begin(), accumulate.end());
+  REQUIRE(run(train_args(first), "accumulated_first_part").code == 0);
+  const std::string resumed = workspace() / "accumulated_resumed.mirra";
+  std::vector<std::string> second = {"--steps", "8", "--strategy", "mirrored", "--checkpoint-dir", ckpt, "--resume", "--save", resumed};
+  second.insert(second.end(), accumulate.begin(), accumulate.end());
+  REQUIRE(run(train_args(second), "accumulated_second_part").code == 0);
+  CHECK(trained_values(resumed) == trained_values(workspace() / "accumulated_mirrored.mirra"));
 }
 
 // The first run checkpoints after every step and is killed with SIGKILL while a checkpoint file is
@@ -324,6 +361,11 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"config", "--print", "--seed", "99999999999999999999"}, "--seed"},
       {{"train", mlp_file(), "--config", config_file("batch0.json", R"({"training": {"batch_size": 0}})")},
        "'training.batch_size' must be in [1, 1048576]"},
+      {{"train", mlp_file(), "--config", config_file("accumulate0.json", R"({"training": {"accumulation_steps": 0}})")},
+       "'training.accumulation_steps' must be in [1, 1048576]"},
+      {{"train", mlp_file(), "--accumulation-steps", "0"}, "--accumulation-steps"},
+      {{"train", mlp_file(), "--strategy", "multi_worker_mirrored", "--accumulation-steps", "2"},
+       "accumulation_steps > 1 is not supported with multi_worker_mirrored"},
       {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
        "'checkpoint.keep' must be in [1, 1000]"},
       {{"config", "--print", "--config", config_file("seed_big.json", R"({"training": {"seed": 18446744073709551615}})")},

@@ -26,18 +26,6 @@ double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }
 
-// max |a - b| <= tolerance * max |b|, element by element over one variable.
-void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want) {
-  CAPTURE(name);
-  REQUIRE(got.size() == want.size());
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::abs(want[i]));
-    diff = std::max(diff, std::abs(got[i] - want[i]));
-  }
-  CHECK(diff <= 1e-5 * std::max(scale, 1e-30));
-}
-
 void check_equivalence(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size,
                        graph::DeviceKind kind, int max_replicas) {
   const TrainingProgram program = build_program(model, optimizer);

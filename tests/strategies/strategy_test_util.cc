@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "examples/models.h"  // dense()
 
 namespace mirra::strategies::test {
@@ -78,6 +81,17 @@ std::map<std::string, std::vector<double>> float_variables(runtime::Session& ses
     }
   }
   return values;
+}
+
+void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want) {
+  CAPTURE(name);
+  REQUIRE(got.size() == want.size());
+  double scale = 0, diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    diff = std::max(diff, std::abs(got[i] - want[i]));
+  }
+  CHECK(diff <= 1e-5 * std::max(scale, 1e-30));
 }
 
 }  // namespace mirra::strategies::test

@@ -31,4 +31,7 @@ inline runtime::Feeds feeds(const TrainingProgram& program, const Batch& batch) 
 // Every f32 or f64 variable of a session by name, as doubles (copied from device memory).
 std::map<std::string, std::vector<double>> float_variables(runtime::Session& session);
 
+// Checks max |got - want| <= 1e-5 * max |want| over one variable's elements.
+void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want);
+
 }  // namespace mirra::strategies::test

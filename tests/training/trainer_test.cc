@@ -1,12 +1,13 @@
 // Trainer on small synthetic data: it runs the epochs or steps asked for, reports every step, writes
-// the scheduled learning rate, evaluates exactly over a partial last batch, and a classifier learns;
-// on a logical CPU device and on an asynchronous one.
+// the scheduled learning rate, evaluates exactly over a partial last batch, accumulates gradients over
+// several batches per step, and a classifier learns; on a logical CPU device and on an asynchronous one.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
 #include "runtime/random.h"
 #include "runtime/session.h"
 #include "runtime/training/trainer.h"
+#include "strategies/strategy.h"
 
 namespace mirra::runtime::training {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 struct Blobs {
   graph::Graph graph;
   TrainingGraph names;
+  ops::TrainOp train;
   data::IdxArray examples{{0, 4}, {}}, labels{{0}, {}};
 };
 
@@ -30,6 +32,7 @@ std::unique_ptr<Blobs> make_blobs(int64_t n, const ops::Optimizer& optimizer) {
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
   blobs->names = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
                   .learning_rate = train->learning_rate};
+  blobs->train = *train;
   Random rng(8);
   for (int64_t i = 0; i < n; ++i) {
     const int c = static_cast<int>(i % 2);
@@ -137,6 +140,52 @@ void check_steps_and_schedules(graph::DeviceId device) {
 
 TEST_CASE("Trainer.steps_and_schedules") {
   for (const graph::DeviceId& device : kDevices) check_steps_and_schedules(device);
+}
+
+// Gradient accumulation: 3 batches of 32 per step over 256 examples make steps of 96, 96 and 64 (an
+// epoch's last step takes the batches left) and train as batches of 96 do; max_steps counts steps.
+TEST_CASE("Trainer.accumulation_steps.steps_of_k_batches") {
+  auto blobs = make_blobs(256, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  Session reference(blobs->graph, ops::kernels(), {.threads = 2});
+  Trainer whole(reference, blobs->names, {.epochs = 2});
+  REQUIRE(whole.fit(dataset(*blobs, {.batch_size = 96})).ok());
+
+  const strategies::TrainingProgram program{.graph = blobs->graph,
+                                            .signature = blobs->names,
+                                            .variables_and_gradients = blobs->train.variables_and_gradients,
+                                            .step_state = blobs->train.step_state,
+                                            .accumulate_gradients = true};
+  auto strategy = strategies::make_strategy({.strategy = "one_device", .devices = {{graph::DeviceKind::cpu, 0}}});
+  REQUIRE(strategy.ok());
+  auto distributed = (*strategy)->distribute(program);
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  Session session(distributed->graph, ops::kernels(), {.threads = 2});
+  std::vector<int64_t> examples;
+  Trainer accumulating(session, distributed->signature,
+                       {.epochs = 2, .accumulation_steps = 3, .on_step = [&](const StepMetrics& m) { examples.push_back(m.examples); }});
+  auto history = accumulating.fit(dataset(*blobs, {.batch_size = 32}));
+  REQUIRE_MESSAGE(history.ok(), history.status().to_string());
+  CHECK(examples == std::vector<int64_t>{96, 96, 64, 96, 96, 64});
+  CHECK((*history)[0].steps == 3);
+  CHECK((*history)[0].examples == 256);
+  for (const char* name : {"w1", "w2"}) {
+    CAPTURE(name);
+    const auto want = reference.read_variable(name)->to_vector<float>();
+    const auto got = session.read_variable(std::string("replica_0/") + name)->to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+
+  Session limited_session(distributed->graph, ops::kernels());
+  Trainer limited(limited_session, distributed->signature, {.epochs = 10, .max_steps = 4, .accumulation_steps = 3});
+  auto limited_history = limited.fit(dataset(*blobs, {.batch_size = 32}));
+  REQUIRE(limited_history.ok());
+  CHECK(limited.steps_taken() == 4);
+  CHECK(limited_history->back().examples == 96);  // epoch 1: one step of 3 batches
+
+  Trainer without_target(reference, blobs->names, {.accumulation_steps = 2});
+  CHECK(without_target.fit(dataset(*blobs, {})).status().message() ==
+        "accumulation_steps > 1 needs a program built with gradient accumulation");
 }
 
 }  // namespace

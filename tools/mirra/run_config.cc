@@ -82,14 +82,16 @@ graph::Status read_schedule(const json& s, std::string_view source, runtime::tra
 graph::Status read_training(const json& t, std::string_view source, TrainingConfig& out) {
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
-      t, {"data", "epochs", "steps", "batch_size", "learning_rate", "schedule", "seed", "deterministic", "threads",
-          "memory_limit", "check_numerics", "soft_placement", "allow_tf32"},
+      t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
+          "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "epochs", "training.epochs", source, 0, 1'000'000, out.epochs));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "steps", "training.steps", source, 0, int64_t{1} << 40, out.steps));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "batch_size", "training.batch_size", source, 1, 1 << 20, out.batch_size));
+  MIRRA_RETURN_IF_ERROR(read_integer(t, "accumulation_steps", "training.accumulation_steps", source, 1, 1 << 20,
+                                     out.accumulation_steps));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "seed", "training.seed", source, 0, kMaxSeed, out.seed));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "threads", "training.threads", source, 0, 1024, out.threads));
   if (t.contains("learning_rate")) {
@@ -156,6 +158,7 @@ std::string run_config_json(const RunConfig& c) {
                    {"epochs", c.training.epochs},
                    {"steps", c.training.steps},
                    {"batch_size", c.training.batch_size},
+                   {"accumulation_steps", c.training.accumulation_steps},
                    {"seed", c.training.seed},
                    {"deterministic", c.training.deterministic},
                    {"threads", c.training.threads},
@@ -215,6 +218,9 @@ graph::Status check_run_config(const RunConfig& c) {
   if (c.training.epochs <= 0 && c.training.steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
   if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
     return graph::invalid_argument("learning-rate schedule: " + status.message());
+  }
+  if (c.training.accumulation_steps > 1 && c.strategy.strategy == "multi_worker_mirrored") {
+    return graph::invalid_argument("training.accumulation_steps > 1 is not supported with multi_worker_mirrored yet");
   }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));

@@ -25,6 +25,7 @@ struct TrainingConfig {
   int64_t epochs = 3;
   int64_t steps = 0;                    // > 0: train this many steps in all instead of whole epochs
   int64_t batch_size = 128;             // global batch
+  int64_t accumulation_steps = 1;       // batches per update (gradient accumulation): each step trains on k batches
   std::optional<double> learning_rate;  // unset: the model file's
   runtime::training::LearningRateSchedule schedule;  // over the learning rate, by global step
   uint64_t seed = 1;                    // shuffle seed

@@ -17,6 +17,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->excludes(epochs);
   command.add_option("--batch-size", f.batch_size, "Global batch size (default 128)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  command.add_option("--accumulation-steps", f.accumulation_steps,
+                     "Batches per update: gradients accumulated locally, all-reduced and applied once (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   command.add_option("--lr", f.learning_rate, "Learning rate (default: the model file's)")->check(CLI::Range(1e-12, 1e6));
   command.add_option("--schedule", f.schedule, "Learning-rate schedule: constant, step or cosine (default constant)")
       ->check(CLI::IsMember({"constant", "step", "cosine"}));
@@ -76,6 +79,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   }
   if (f.steps) config.training.steps = *f.steps;
   if (f.batch_size) config.training.batch_size = *f.batch_size;
+  if (f.accumulation_steps) config.training.accumulation_steps = *f.accumulation_steps;
   if (f.learning_rate) config.training.learning_rate = *f.learning_rate;
   if (f.schedule) config.training.schedule.kind = *f.schedule;
   if (f.warmup_steps) config.training.schedule.warmup_steps = *f.warmup_steps;

@@ -124,6 +124,7 @@ graph::Status TrainRun::run() {
   if (strategy_->across_workers()) {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
   }
+  program_.program.accumulate_gradients = config_.training.accumulation_steps > 1;
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
   MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
   if (workers_) {
@@ -200,6 +201,7 @@ graph::Status TrainRun::run() {
          .first_batch = start_.batch_in_epoch,
          .first_step = start_.step,
          .max_steps = config_.training.steps,
+         .accumulation_steps = config_.training.accumulation_steps,
          .schedule = config_.training.schedule,
          .base_learning_rate = program_.optimizer.learning_rate,
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },

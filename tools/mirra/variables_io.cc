@@ -19,7 +19,7 @@ graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime:
     if (node.op != "Variable") continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
-    if (replica > 0 || name == skip) continue;
+    if (replica > 0 || name == skip || strategies::is_accumulator(name)) continue;
     names.emplace_back(name);
     fetches.push_back({node.id, 0});
   }
@@ -60,7 +60,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     if (node.op != "Variable") continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
-    if (name == skip) continue;
+    if (name == skip || strategies::is_accumulator(name)) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
       if (require_all) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");

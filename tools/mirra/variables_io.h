@@ -1,7 +1,8 @@
 // A session's variables under their replica-free names (strategies::replica_free_name), which is how
 // model files and checkpoints store them: reading takes replica 0's copy (replicas are bitwise
 // equal) or the one host copy; writing sets every copy. So a checkpoint saved under one strategy and
-// replica count restores under any other.
+// replica count restores under any other. Gradient accumulation's accumulators are neither read nor
+// written (strategies::is_accumulator: zero between steps).
 #pragma once
 
 #include <string>
