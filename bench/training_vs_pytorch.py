@@ -21,31 +21,18 @@ Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PA
 import argparse
 import json
 import os
-import re
-import shutil
-import statistics
 import subprocess
 import sys
+
+import peer_runs
+from peer_runs import summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
 
 
 def measure(command):
-    """Runs command under /usr/bin/time -v; returns its JSON line and the peak RSS in MiB."""
-    done = subprocess.run(["/usr/bin/time", "-v"] + command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"training_vs_pytorch: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    result["peak_rss_mib"] = int(rss.group(1)) / 1024.0
-    return result
-
-
-def summarise(runs):
-    return {"examples_per_s": statistics.median(r["examples_per_s"] for r in runs),
-            "examples_per_s_runs": [round(r["examples_per_s"], 1) for r in runs],
-            "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs)}
+    return peer_runs.measure(command, "training_vs_pytorch")
 
 
 def mirrored_section(args, model, peers, single):
@@ -83,8 +70,7 @@ def main():
     args = parser.parse_args()
     if not os.access(args.mirra, os.X_OK):
         sys.exit(f"training_vs_pytorch: no runner at {args.mirra}; build first (scripts/test.sh or scripts/demo.sh)")
-    if not shutil.which("/usr/bin/time"):
-        sys.exit("training_vs_pytorch: /usr/bin/time is missing (apt-get install time)")
+    peer_runs.require_time("training_vs_pytorch")
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("training_vs_pytorch: PyTorch is missing (apt-get install python3-torch)")
 

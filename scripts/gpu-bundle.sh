@@ -27,7 +27,7 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/scripts" "$stage/bench/peers"
 for binary in "${binaries[@]}"; do cp "$build/$binary" "$stage/bin/"; done
 cp scripts/gpu-check.sh "$stage/scripts/"
 cp bench/gpu_training_vs_pytorch.py "$stage/bench/"
-cp bench/peers/torch_gpu_training.py bench/peers/torch_training.py "$stage/bench/peers/"
+cp bench/peers/torch_gpu_training.py bench/peers/torch_training.py bench/peers/fashion_mnist.py "$stage/bench/peers/"
 
 # Every library the binaries load, but the C runtime's and NVIDIA's.
 ldd "${binaries[@]/#/$build/}" | awk '/=> \// { print $3 }' | sort -u | while read -r library; do

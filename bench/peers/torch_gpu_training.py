@@ -16,8 +16,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-# The same models and IDX reader as the CPU peer beside this file.
-from torch_training import Cnn, Mlp, read_idx
+# The IDX reader and the models of the CPU peer beside this file.
+from fashion_mnist import read_idx
+from torch_training import Cnn, Mlp
 
 
 def measure(model_name, batch, mode, images, labels, steps):

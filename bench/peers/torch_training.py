@@ -8,11 +8,9 @@ each with --threads threads and 1/W of the global batch. Prints one JSON line.
 Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B] [--ddp W]
 """
 import argparse
-import gzip
 import json
 import os
 import resource
-import struct
 import time
 
 import numpy as np
@@ -20,14 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DATA = "/usr/share/datasets/fashion-mnist"
-
-
-def read_idx(path):
-    with gzip.open(path, "rb") as f:
-        rank = struct.unpack(">I", f.read(4))[0] & 0xFF
-        dims = struct.unpack(">" + "I" * rank, f.read(4 * rank))
-        return np.frombuffer(f.read(), dtype=np.uint8).reshape(dims)
+from fashion_mnist import DATA, read_idx
 
 
 class Mlp(nn.Module):

@@ -1,0 +1,33 @@
+"""Running mirra's benchmark programs and their peers, each in a process of its own under
+/usr/bin/time -v: a run's result is the JSON object its last stdout line prints plus its peak RSS;
+repeated runs are summarised by their medians. The training drivers (training_vs_pytorch.py,
+training_vs_tensorflow.py) share this."""
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+
+def require_time(driver):
+    if not shutil.which("/usr/bin/time"):
+        sys.exit(f"{driver}: /usr/bin/time is missing (apt-get install time)")
+
+
+def measure(command, driver):
+    """Runs command under /usr/bin/time -v; returns its JSON line and the peak RSS in MiB."""
+    done = subprocess.run(["/usr/bin/time", "-v"] + command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{driver}: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    result["peak_rss_mib"] = int(rss.group(1)) / 1024.0
+    return result
+
+
+def summarise(runs):
+    """Median examples/s and peak RSS of repeated runs, with every run's examples/s."""
+    return {"examples_per_s": statistics.median(r["examples_per_s"] for r in runs),
+            "examples_per_s_runs": [round(r["examples_per_s"], 1) for r in runs],
+            "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs)}
