@@ -183,6 +183,8 @@ ValueRef Rewriter::on(int replica, ValueRef value) {
 // divides by count + B: summed over replicas, the gradient of the mean loss over every example since
 // the last update, whatever the sizes of the micro-batches. It clears the accumulators (x + -x, exact)
 // after reading them, so every update starts from zero and a checkpoint between updates holds zeros.
+// Across workers B is the all-reduced sum of the workers' batches, a scalar every step needs for its
+// loss anyway; the gradients cross the network only in the train step.
 
 // scaled[j][r]: replica r's gradient of variable j times b_r / B. Summed over replicas this is the
 // gradient of the global-batch mean loss; and a replica with no examples contributes exactly zero.
@@ -349,9 +351,6 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   if (replicas_ < 1) return graph::invalid_argument("replicate: no devices");
   const auto features = p.graph.find(p.signature.features);
   if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
-  if (p.accumulate_gradients && plan_.across_workers) {
-    return graph::invalid_argument("replicate: gradient accumulation across worker processes is not supported yet");
-  }
   const Node& loss = p.graph.node(p.signature.loss.node);
   if (loss.op != "ReduceMean" || loss.inputs.size() != 1) {
     return graph::invalid_argument("replicate: the loss must be a mean over examples (ReduceMean), not '" + loss.name +

@@ -1,8 +1,8 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
-// Adam, global batch 128 and 61, 20 steps); checkpoints resume across worker counts and strategies;
-// each worker's trace splits its all-reduces into phases;
-// a worker with another config stops every worker with an
+// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step;
+// checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
+// into phases; a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
 // (SIGKILL) or stopped (SIGSTOP) mid-training ends the run with a non-zero exit within the
 // collective deadline, and no worker is left running.
@@ -102,6 +102,24 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
       }
     }
   }
+}
+
+// Gradient accumulation across workers: 2 batches of 61 per step, each split over 2 workers x 2
+// devices, train as one device does on batches of 122.
+TEST_CASE("MultiWorker.accumulation_steps.train_as_k_times_larger_batches") {
+  const std::vector<std::string> common = {"train", mlp_file(), "--steps", "10", "--threads", "1", "--json"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "reference_122.mirra";
+  reference.insert(reference.end(), {"--batch-size", "122", "--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "reference_122").code == 0);
+  const std::string saved = workspace() / "multi_worker_accumulated.mirra";
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--batch-size", "61", "--accumulation-steps", "2", "--strategy", "multi_worker_mirrored",
+                           "--devices", "cpu:0,cpu:1", "--save", saved});
+  const Run r = run_program(mpirun(2, args), "multi_worker_accumulated");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(last_line(r.out).find("\"examples\":1220") != std::string::npos);
+  check_close(trained_values(saved), trained_values(reference_file));
 }
 
 TEST_CASE("MultiWorker.checkpoints_resume_with_other_worker_counts_and_strategies") {

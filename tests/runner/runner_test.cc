@@ -364,8 +364,6 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"train", mlp_file(), "--config", config_file("accumulate0.json", R"({"training": {"accumulation_steps": 0}})")},
        "'training.accumulation_steps' must be in [1, 1048576]"},
       {{"train", mlp_file(), "--accumulation-steps", "0"}, "--accumulation-steps"},
-      {{"train", mlp_file(), "--strategy", "multi_worker_mirrored", "--accumulation-steps", "2"},
-       "accumulation_steps > 1 is not supported with multi_worker_mirrored"},
       {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
        "'checkpoint.keep' must be in [1, 1000]"},
       {{"config", "--print", "--config", config_file("seed_big.json", R"({"training": {"seed": 18446744073709551615}})")},

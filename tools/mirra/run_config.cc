@@ -219,9 +219,6 @@ graph::Status check_run_config(const RunConfig& c) {
   if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
     return graph::invalid_argument("learning-rate schedule: " + status.message());
   }
-  if (c.training.accumulation_steps > 1 && c.strategy.strategy == "multi_worker_mirrored") {
-    return graph::invalid_argument("training.accumulation_steps > 1 is not supported with multi_worker_mirrored yet");
-  }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));
   }
