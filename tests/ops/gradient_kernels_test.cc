@@ -51,7 +51,8 @@ struct Window {
 
 const Window kWindows[] = {{2, 5, 5, 2, 3, 3, 1, 1, true, false}, {1, 6, 7, 3, 2, 3, 2, 1, false, false},
                            {2, 5, 6, 2, 3, 3, 2, 1, true, true},  {1, 7, 7, 1, 3, 3, 1, 2, false, false},
-                           {0, 4, 4, 2, 2, 2, 2, 1, false, false}};
+                           {0, 4, 4, 2, 2, 2, 2, 1, false, false}, {2, 6, 7, 3, 2, 2, 2, 1, true, false},
+                           {2, 7, 6, 4, 2, 2, 2, 1, false, false}, {1, 7, 7, 2, 2, 2, 3, 1, false, false}};
 
 int64_t index_of(const Window& c, int64_t n, int64_t y, int64_t x, int64_t ch, int64_t height, int64_t width, int64_t channels) {
   return c.nchw ? ((n * channels + ch) * height + y) * width + x : ((n * height + y) * width + x) * channels + ch;
@@ -100,12 +101,20 @@ TEST_CASE("Kernels.PoolGrad.match_scatter_loops") {
   runtime::Random rng(43);
   for (const Window& c : kWindows) {
     if (c.d != 1) continue;
-    for (DType dtype : {DType::f32, DType::f64}) {
-      CAPTURE(c.h); CAPTURE(c.s); CAPTURE(c.same); CAPTURE(c.nchw);
+    struct Values {
+      DType dtype;
+      bool ties;
+    };
+    for (const Values& values : {Values{DType::f32, false}, Values{DType::f64, false}, Values{DType::f32, true}}) {
+      const DType dtype = values.dtype;
+      const bool ties = values.ties;  // not a structured binding: lambdas below take it
+      CAPTURE(c.h); CAPTURE(c.s); CAPTURE(c.same); CAPTURE(c.nchw); CAPTURE(ties);
       const int64_t oh = ops::window_output_dim(c.h, c.kh, c.s, 1, c.same), ow = ops::window_output_dim(c.w, c.kw, c.s, 1, c.same);
       const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.s, 1) : 0;
       const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.s, 1) : 0;
-      Tensor x = make_tensor(dtype, image(c, c.h, c.w, c.c), [&](int64_t) { return rng.uniform(); });
+      // With ties (three values), a window's gradient goes to its first maximum in row-major order.
+      Tensor x = make_tensor(dtype, image(c, c.h, c.w, c.c),
+                             [&](int64_t) { return ties ? std::floor(rng.uniform() * 3) : rng.uniform(); });
       Tensor dy = make_tensor(dtype, image(c, oh, ow, c.c), [&](int64_t) { return rng.uniform() - 0.5; });
       std::vector<double> dmax(static_cast<size_t>(x.num_elements()), 0.0), davg(dmax);
       for (int64_t n = 0; n < c.n; ++n)
