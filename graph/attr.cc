@@ -57,6 +57,8 @@ std::string tensor_to_string(const TensorValue& tensor) {
       case DType::i64: out += std::to_string(tensor.values<int64_t>()[i]); break;
       case DType::u8: out += std::to_string(tensor.values<uint8_t>()[i]); break;
       case DType::boolean: out += tensor.values<bool>()[i] ? "true" : "false"; break;
+      case DType::bf16: out += real_to_string(static_cast<float>(tensor.values<bfloat16>()[i])); break;
+      case DType::f16: out += real_to_string(static_cast<float>(tensor.values<float16>()[i])); break;
     }
   }
   if (count > kShown) out += " ...";

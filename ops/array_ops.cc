@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/array_ops.h"
 #include "ops/cpu/dtype_dispatch.h"
@@ -134,15 +135,34 @@ Status identity_kernel(KernelContext& ctx) {
 
 // ---- Cast ----
 
+template <class T>
+constexpr bool kSixteenBitFloat = std::is_same_v<T, graph::bfloat16> || std::is_same_v<T, graph::float16>;
+
+// One element; the 16-bit floats go through float (exact from them, rounded once to them, except
+// from f64, which rounds to float first).
+template <class To, class From>
+To cast_element(From value) {
+  if constexpr (kSixteenBitFloat<From>) {
+    return cast_element<To>(static_cast<float>(value));
+  } else if constexpr (kSixteenBitFloat<To>) {
+    return To(math::convert<float>(value));
+  } else {
+    return math::convert<To>(value);
+  }
+}
+
 Status cast_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, ctx.attr<graph::DType>("dtype"), x.shape());
-  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(x.dtype(), [&]<class From>(cpu::Type<From>) {
-    return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(y.dtype(), [&]<class To>(cpu::Type<To>) {
+  using graph::bfloat16, graph::float16;
+  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(
+      x.dtype(), [&]<class From>(cpu::Type<From>) {
+    return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(
+        y.dtype(), [&]<class To>(cpu::Type<To>) {
       const From* in = x.data<From>();
       To* out = y.mutable_data<To>();
       cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = math::convert<To>(in[i]);
+        for (int64_t i = begin; i < end; ++i) out[i] = cast_element<To>(in[i]);
       });
       return Status();
     });
@@ -254,7 +274,8 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), ctx.input(0).shape}};
                               },
-                              .summary = "Converts each element to dtype (float to int saturates; NaN to 0).",
+                              .summary = "Converts each element to dtype (float to int saturates; NaN to 0; to bf16 and f16 "
+                                         "rounds to nearest, ties to even).",
                               .gradient = cast_grad});
   kernels.add("Cast", DeviceKind::cpu, {cast_kernel});
 
@@ -267,7 +288,8 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                 {"dtype", AttrType::dtype, graph::DType::f32}},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::i32, graph::DType::i64}));
-        if (!graph::is_floating(ctx.attr<graph::DType>("dtype"))) return ctx.error("dtype must be f32 or f64");
+        const graph::DType dtype = ctx.attr<graph::DType>("dtype");
+        if (dtype != graph::DType::f32 && dtype != graph::DType::f64) return ctx.error("dtype must be f32 or f64");
         const int64_t depth = ctx.attr<int64_t>("depth");
         if (depth < 0) return ctx.error("depth must be non-negative");
         Shape out = ctx.input(0).shape;

@@ -104,7 +104,7 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const DType dtype = ctx.attr<DType>("dtype");
         const std::string& kind = ctx.attr<std::string>("initializer");
-        if (!graph::is_floating(dtype) && dtype != DType::i32 && dtype != DType::i64) {
+        if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64) {
           return ctx.error("variables must be f32, f64, i32 or i64");
         }
         if (!is_known_initializer(kind)) return ctx.error("unknown initializer '" + kind + "'");

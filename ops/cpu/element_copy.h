@@ -13,6 +13,7 @@ template <class F>
 void with_element_type(graph::DType dtype, F&& f) {
   switch (graph::dtype_size(dtype)) {
     case 1: f(std::type_identity<uint8_t>{}); break;
+    case 2: f(std::type_identity<uint16_t>{}); break;
     case 4: f(std::type_identity<uint32_t>{}); break;
     default: f(std::type_identity<uint64_t>{}); break;
   }

@@ -67,6 +67,52 @@ TEST_CASE("Kernels.Identity_Cast_and_copies.convert_every_dtype") {
   CHECK((*out)[0].to_vector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 0});
 }
 
+// The 16-bit floats (CPU): from every other dtype and back, rounded as graph::bfloat16 and
+// graph::float16 round (tests/graph/float16_test.cc holds those against their definitions); f64
+// goes through f32.
+TEST_CASE("Kernels.Cast.to_and_from_bf16_and_f16") {
+  const std::vector<float> values = {0.0f, -0.0f, 1.0f / 3, -2.5f, 1e-6f, 70000.0f, 3.0e38f, std::nanf(""), 5.0f};
+  const Tensor x = Tensor::from<float>({static_cast<int64_t>(values.size())}, std::span<const float>(values));
+  for (DType half : {DType::bf16, DType::f16}) {
+    CAPTURE(graph::dtype_name(half));
+    auto narrowed = run_op("Cast", {x}, {{"dtype", half}});
+    REQUIRE_MESSAGE(narrowed.ok(), narrowed.status().to_string());
+    REQUIRE((*narrowed)[0].dtype() == half);
+    auto widened = run_op("Cast", {(*narrowed)[0]}, {{"dtype", DType::f32}});
+    REQUIRE(widened.ok());
+    const std::vector<float> back = (*widened)[0].to_vector<float>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      CAPTURE(values[i]);
+      const float want = half == DType::bf16 ? static_cast<float>(graph::bfloat16(values[i]))
+                                             : static_cast<float>(graph::float16(values[i]));
+      if (std::isnan(want)) {
+        CHECK(std::isnan(back[i]));
+      } else {
+        CHECK(back[i] == want);
+      }
+    }
+    // Small integers are exact in both: through every dtype and back.
+    for (DType other : {DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean, DType::bf16, DType::f16}) {
+      CAPTURE(graph::dtype_name(other));
+      const Tensor counts = make_tensor(DType::f32, {6}, [](int64_t i) { return static_cast<double>(i); });
+      auto there = run_op("Cast", {counts}, {{"dtype", half}});
+      REQUIRE(there.ok());
+      auto across = run_op("Cast", {(*there)[0]}, {{"dtype", other}});
+      REQUIRE_MESSAGE(across.ok(), across.status().to_string());
+      auto home = run_op("Cast", {(*across)[0]}, {{"dtype", DType::f32}});
+      REQUIRE(home.ok());
+      const std::vector<float> got = (*home)[0].to_vector<float>();
+      for (int64_t i = 0; i < 6; ++i) CHECK(got[static_cast<size_t>(i)] == (other == DType::boolean ? (i != 0) : i));
+    }
+  }
+  // An op that takes no 16-bit floats refuses them, naming the dtype.
+  const Tensor h = Tensor::from<graph::bfloat16>({1}, {graph::bfloat16(1.0f)});
+  auto sum = run_op("Add", {h, h}, {});
+  REQUIRE_FALSE(sum.ok());
+  CAPTURE(sum.status().to_string());
+  CHECK(sum.status().message().find("bf16") != std::string::npos);
+}
+
 TEST_CASE("Kernels.OneHot.sets_on_value_at_each_index") {
   for (DType index_type : {DType::i32, DType::i64}) {
     Tensor indices = make_tensor(index_type, {6}, [](int64_t i) { return static_cast<double>(i) - 1; });  // -1 .. 4

@@ -132,9 +132,13 @@ int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& dim
 
 double element(const Tensor& t, int64_t i) {
   double out = 0;
-  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(
+  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, graph::bfloat16, graph::float16>(
       t.dtype(), [&]<class T>(ops::cpu::Type<T>) {
-        out = static_cast<double>(t.data<T>()[i]);
+        if constexpr (std::is_same_v<T, graph::bfloat16> || std::is_same_v<T, graph::float16>) {
+          out = static_cast<double>(static_cast<float>(t.data<T>()[i]));
+        } else {
+          out = static_cast<double>(t.data<T>()[i]);
+        }
         return graph::Status();
       });
   MIRRA_CHECK(status.ok());
@@ -143,9 +147,15 @@ double element(const Tensor& t, int64_t i) {
 
 Tensor make_tensor(DType dtype, const TensorShape& shape, const std::function<double(int64_t)>& f) {
   Tensor t = Tensor::empty(runtime::host_allocator(), dtype, shape);
-  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(
+  const graph::Status status = ops::cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, graph::bfloat16, graph::float16>(
       dtype, [&]<class T>(ops::cpu::Type<T>) {
-        for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_data<T>()[i] = static_cast<T>(f(i));
+        for (int64_t i = 0; i < t.num_elements(); ++i) {
+          if constexpr (std::is_same_v<T, graph::bfloat16> || std::is_same_v<T, graph::float16>) {
+            t.mutable_data<T>()[i] = T(static_cast<float>(f(i)));  // rounded to nearest, ties to even
+          } else {
+            t.mutable_data<T>()[i] = static_cast<T>(f(i));
+          }
+        }
         return graph::Status();
       });
   MIRRA_CHECK(status.ok());

@@ -24,7 +24,7 @@ double number(const json& v) {
 }
 
 DType dtype_named(const std::string& name) {
-  for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean}) {
+  for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean, DType::bf16, DType::f16}) {
     if (graph::dtype_name(d) == name) return d;
   }
   FAIL("unknown dtype " << name);

@@ -65,6 +65,20 @@ TEST_CASE("Checkpoint.round_trip.is_exact") {
   CHECK(back->replicas == 2);
 }
 
+TEST_CASE("Checkpoint.round_trip.holds_bf16_and_f16") {
+  Checkpoint c = make_checkpoint(4);
+  c.variables.push_back({"half/b", graph::TensorValue::from<graph::bfloat16>(
+                                       graph::Shape{3}, std::vector<graph::bfloat16>{graph::bfloat16(1.5f), graph::bfloat16(-0.0f),
+                                                                                     graph::bfloat16(1e-20f)})});
+  c.variables.push_back({"half/h", graph::TensorValue::from<graph::float16>(
+                                       graph::Shape{2}, std::vector<graph::float16>{graph::float16(0.333f), graph::float16(6e-8f)})});
+  auto bytes = serialize_checkpoint(c);
+  REQUIRE(bytes.ok());
+  auto back = parse_checkpoint({bytes->data(), bytes->size()}, "test");
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  CHECK(back->variables == c.variables);
+}
+
 TEST_CASE("Checkpoint.malformed.truncated_or_corrupted") {
   auto bytes = serialize_checkpoint(make_checkpoint(3));
   REQUIRE(bytes.ok());

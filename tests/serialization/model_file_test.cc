@@ -86,7 +86,12 @@ TEST_CASE("ModelFile.round_trip.every_attribute_kind") {
                         {"il", std::vector<int64_t>{1, -2}},
                         {"rl", std::vector<double>{0.5, -1e300}},
                         {"sl", std::vector<std::string>{"a", ""}},
-                        {"t", graph::TensorValue::from<double>(graph::Shape{2}, std::vector<double>{1, 2})}};
+                        {"t", graph::TensorValue::from<double>(graph::Shape{2}, std::vector<double>{1, 2})},
+                        {"d16", graph::DType::bf16},
+                        {"tb", graph::TensorValue::from<graph::bfloat16>(
+                                   graph::Shape{2}, std::vector<graph::bfloat16>{graph::bfloat16(0.1f), graph::bfloat16(-3e38f)})},
+                        {"th", graph::TensorValue::from<graph::float16>(
+                                   graph::Shape{2}, std::vector<graph::float16>{graph::float16(0.1f), graph::float16(-65504.0f)})}};
   Model with_attrs = testing::tiny_model();
   with_attrs.signature.optimizer.hyper_parameters = all;  // the one place that takes any attribute
   auto back = parse_model(bytes_of(with_attrs), ops::registry());

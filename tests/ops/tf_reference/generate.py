@@ -16,7 +16,8 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-DTYPES = {"f32": tf.float32, "f64": tf.float64, "i32": tf.int32, "i64": tf.int64}
+DTYPES = {"f32": tf.float32, "f64": tf.float64, "i32": tf.int32, "i64": tf.int64, "bf16": tf.bfloat16,
+          "f16": tf.float16}
 
 
 def encode_values(array):
@@ -37,8 +38,12 @@ def tensor(dtype, shape, values):
 
 
 def as_json(t):
-    name = {tf.float32: "f32", tf.float64: "f64", tf.int32: "i32", tf.int64: "i64", tf.bool: "bool"}[t.dtype]
-    return {"dtype": name, "shape": list(t.shape), "values": encode_values(t.numpy())}
+    name = {tf.float32: "f32", tf.float64: "f64", tf.int32: "i32", tf.int64: "i64", tf.bool: "bool", tf.bfloat16: "bf16",
+            tf.float16: "f16"}[t.dtype]
+    values = t.numpy()
+    if name in ("bf16", "f16"):
+        values = values.astype(np.float32)  # exact: every 16-bit float is a float
+    return {"dtype": name, "shape": list(t.shape), "values": encode_values(values)}
 
 
 def tf_input(spec):
@@ -154,6 +159,17 @@ def main():
                                  "four (a conversion C++ leaves undefined); mirra saturates to the nearest representable "
                                  "value and maps NaN to 0",
                                  [tensor("i32", [4], [0, 2147483647, -2147483648, 2147483647])])))
+
+    # Casts to the 16-bit floats: to nearest, ties to even; f16 overflows to infinity and keeps subnormals.
+    ties_and_edges = [1 + 2**-8, 1 + 3 * 2**-8, 1 / 3, -2.5, 65504, 65519.99, 65520, 1 + 2**-11, 1 + 3 * 2**-11, 2**-24,
+                      2**-25, 1.5 * 2**-25, 3e38, "inf", "-inf", "nan", 0]
+    for half in ("bf16", "f16"):
+        cases.append(case(f"Cast f32 to {half} rounds to nearest, ties to even", "Cast", {"dtype": half},
+                          [tensor("f32", [len(ties_and_edges)], ties_and_edges)],
+                          lambda x, half=half: tf.raw_ops.Cast(x=x, DstT=DTYPES[half])))
+        cases.append(case(f"Cast {half} to f32 is exact", "Cast", {"dtype": "f32"},
+                          [tensor(half, [4], [0.333984375, -65504 if half == "f16" else -3.3895313892515355e38, 2**-24, "nan"])],
+                          lambda x: tf.raw_ops.Cast(x=x, DstT=tf.float32)))
 
     # Windows: MaxPool's gradient goes to the first maximum of each window.
     cases.append(case("MaxPool ties send the gradient to the first", "MaxPool",
