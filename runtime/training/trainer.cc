@@ -175,7 +175,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .batch = batch_index,
                           .batches_in_epoch = train.batches_per_epoch(),
                           .examples = step_totals.examples,
-                          .loss = step_totals.mean_loss(),
+                          .loss = micro == 0 ? loss : step_totals.mean_loss(),  // one batch: its own loss
                           .learning_rate = rate,
                           .examples_per_second = static_cast<double>(step_totals.examples) / seconds_since(step_start),
                           .data_start_ns = nanoseconds(step_data_start),

@@ -36,10 +36,10 @@ struct TrainingGraph {
 struct StepMetrics {
   int64_t step = 0;  // counted from 0 over the whole training (from first_step when resumed)
   int64_t epoch = 0;
-  int64_t batch = 0;            // index of the batch in its epoch
+  int64_t batch = 0;            // index in its epoch of the step's (last) batch
   int64_t batches_in_epoch = 0;
-  int64_t examples = 0;
-  double loss = 0;
+  int64_t examples = 0;         // of the step's batches
+  double loss = 0;              // their mean loss
   double learning_rate = 0;  // 0 when the trainer has no schedule
   double examples_per_second = 0;
   // steady_clock nanoseconds: waiting for data (the next step's batch, fetched from the input
