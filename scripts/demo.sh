@@ -19,6 +19,11 @@ model="${MIRRA_DEMO_MODEL:-mlp}"
 mkdir -p demo
 echo
 build/release/examples/mirra-examples write "$model" "demo/$model.mirra"
-build/release/tools/mirra/mirra train "demo/$model.mirra" --epochs 3 --eval \
+# Three epochs unless the arguments say how long (a flag may be given once).
+length=(--epochs 3)
+for arg in "$@"; do
+  case "$arg" in --epochs | --epochs=* | --steps | --steps=*) length=() ;; esac
+done
+build/release/tools/mirra/mirra train "demo/$model.mirra" "${length[@]}" --eval \
   --checkpoint-dir "demo/checkpoints" --save "demo/$model-trained.mirra" "$@"
 build/release/tools/mirra/mirra eval "demo/$model-trained.mirra"
