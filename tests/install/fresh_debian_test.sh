@@ -13,7 +13,7 @@ cleanup() { umount "$root/proc" 2>/dev/null || true; rm -rf "$root"; }
 trap cleanup EXIT
 
 if [ "$(id -u)" -ne 0 ]; then echo "fresh_debian_test: SKIPPED (needs root for debootstrap and chroot)"; exit 77; fi
-command -v debootstrap > /dev/null || apt-get install -y -qq debootstrap > /dev/null
+command -v debootstrap > /dev/null || apt-get install -y -qq debootstrap > /dev/null  # scripts/setup.sh installs it for CI
 echo "== debootstrap bookworm (minbase) from $mirror"
 log=$(mktemp)
 if ! debootstrap --variant=minbase bookworm "$root" "$mirror" > "$log" 2>&1; then
