@@ -12,6 +12,7 @@ set_target_properties(mirra_all PROPERTIES EXPORT_NAME mirra)
 target_link_libraries(mirra_all INTERFACE ${mirra_public_libraries})
 
 set(MIRRA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/mirra)
+# The file sets give consumers the include folder; INCLUDES gives it to a consumer's CMake before 3.23 too.
 install(TARGETS ${mirra_public_libraries} mirra_all EXPORT mirraTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mirra

@@ -66,7 +66,7 @@ class Rewriter {
   void place(ValueRef value, int replica);
   ValueRef on(int replica, ValueRef value);
   std::vector<std::vector<ValueRef>> scale_gradients();
-  ValueRef accumulated(ValueRef value, int replica, std::string_view name);
+  ValueRef accumulated(ValueRef value, int replica, const std::string& scope, const std::string& name);
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
   void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
@@ -198,7 +198,8 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
     if (plan_.across_workers) global_batch_ = on(kHost, ops::all_reduce(b_, {global_batch_}, 1, "sum", plan_.collective)[0]);
   }
   const bool accumulate = program_.accumulate_gradients;
-  const ValueRef examples = accumulate ? accumulated(global_batch_, kHost, std::string(kAccumulatorScope) + "/examples") : global_batch_;
+  const ValueRef examples =
+      accumulate ? accumulated(global_batch_, kHost, std::string(kAccumulatorScope), "examples") : global_batch_;
   std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
   for (int r = 0; r < replicas_; ++r) {
     const std::string replica = "replica_" + std::to_string(r);
@@ -218,7 +219,7 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
       }
       const std::string scope_name = replica + "/" + std::string(kAccumulatorScope);
       const ValueRef total =
-          accumulated(parts[j], r, scope_name + "/" + program_.graph.node(program_.variables_and_gradients[j].first.node).name);
+          accumulated(parts[j], r, scope_name, program_.graph.node(program_.variables_and_gradients[j].first.node).name);
       auto scope = b_.scope(scope_name);
       scaled[j].push_back(on(r, ops::div(b_, total, examples)));
     }
@@ -226,15 +227,13 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
   return scaled;
 }
 
-// An accumulator `name` for `value` on `replica`: the accumulate target adds value to it; returns
-// accumulator + value, which the train target reads before it clears the accumulator.
-ValueRef Rewriter::accumulated(ValueRef value, int replica, std::string_view name) {
+// An accumulator `scope`/`name` for `value` on `replica`: the accumulate target adds value to it;
+// returns accumulator + value, which the train target reads before it clears the accumulator.
+ValueRef Rewriter::accumulated(ValueRef value, int replica, const std::string& scope, const std::string& name) {
   const graph::TensorType type = b_.type(value);
-  const std::string full_name(name);
-  const size_t slash = full_name.rfind('/');
-  auto scope = b_.scope(full_name.substr(0, slash));
+  auto in_scope = b_.scope(scope);
   const ValueRef accumulator =
-      on(replica, ops::variable(b_, full_name.substr(slash + 1), type.shape, ops::Initializer::zeros(), type.dtype, false));
+      on(replica, ops::variable(b_, name, type.shape, ops::Initializer::zeros(), type.dtype, false));
   const NodeId add = ops::assign_add(b_, accumulator, value);
   const ValueRef total = on(replica, ops::add(b_, accumulator, value));
   const ValueRef negated = on(replica, ops::neg(b_, accumulator));

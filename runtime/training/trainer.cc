@@ -34,6 +34,11 @@ struct Totals {
   int64_t examples = 0;
   double loss_sum = 0, correct_sum = 0;
 
+  void add(const Totals& other) {
+    examples += other.examples;
+    loss_sum += other.loss_sum;
+    correct_sum += other.correct_sum;
+  }
   double mean_loss() const { return examples > 0 ? loss_sum / static_cast<double>(examples) : 0.0; }
   double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
 };
@@ -124,7 +129,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
       MIRRA_ASSIGN_OR_RETURN(batch, next_batch());
     }
     int64_t micro = 0;  // batches of the step under way (gradient accumulation)
-    Totals step_totals;
+    Totals step_totals;  // theirs; added to the epoch's when the step updates
     Clock::time_point step_start, step_data_start;
     double rate = 0;
     for (;; ++batch_index) {
@@ -147,9 +152,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         return "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
                std::to_string(batch_index) + ")";
       };
-      const int64_t examples_before = totals.examples;
-      const double loss_before = totals.loss_sum;
-      auto ran = run_batch(session_, graph_, std::move(*batch), update ? apply_targets : accumulate_targets, totals);
+      auto ran = run_batch(session_, graph_, std::move(*batch), update ? apply_targets : accumulate_targets, step_totals);
       if (!ran.ok()) return ran.status().with_context(where());
       const double loss = *ran;
       if (!std::isfinite(loss)) {
@@ -159,8 +162,6 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         return graph::invalid_argument(where() + ": the loss '" + node.name + "' is " + (std::isnan(loss) ? "NaN" : "infinite") +
                                        "; training diverged (a lower learning rate may help)");
       }
-      step_totals.examples += totals.examples - examples_before;
-      step_totals.loss_sum += totals.loss_sum - loss_before;
       if (!update) {
         ++micro;
         batch = std::move(following);
@@ -168,6 +169,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         continue;
       }
       ++metrics.steps;
+      totals.add(step_totals);
       if (options_.on_step) {
         const auto step_end = Clock::now();
         options_.on_step({.step = step_,
