@@ -1,13 +1,36 @@
 """Running mirra's benchmark programs and their peers, each in a process of its own under
 /usr/bin/time -v: a run's result is the JSON object its last stdout line prints plus its peak RSS;
-repeated runs are summarised by their medians. The training drivers (training_vs_pytorch.py,
-training_vs_tensorflow.py) share this."""
+repeated runs are summarised by their medians; TensorFlow runs from a virtual environment made on
+first use. The training drivers (training_vs_pytorch.py, training_vs_tensorflow.py,
+mixed_precision_vs_peers.py) share this."""
 import json
+import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+
+
+TENSORFLOW = "tensorflow-cpu==2.21.*"
+
+
+def tensorflow_python(venv, driver):
+    """The virtual environment's python, with TensorFlow installed into it when it is not there yet."""
+    python = os.path.join(venv, "bin", "python")
+    if subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode == 0:
+        return python
+    print(f"{driver}: installing {TENSORFLOW} into {venv}", file=sys.stderr)
+    for command in ([sys.executable, "-m", "venv", venv], [python, "-m", "pip", "install", "-q", TENSORFLOW, "numpy"]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"{driver}: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return python
+
+
+def best_of(section, names):
+    """The name among `names` with the highest median examples/s in `section`."""
+    return max(names, key=lambda name: section[name]["examples_per_s"])
 
 
 def require_time(driver):

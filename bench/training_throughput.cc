@@ -15,7 +15,9 @@ namespace mirra::bench {
 
 graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options) {
   if (options.steps <= 0 || options.warmup_steps <= 0) return graph::invalid_argument("steps and warm-up steps must be positive");
-  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, examples::benchmark_optimizer(), 1));
+  MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(options.mixed_precision));
+  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, examples::benchmark_optimizer(), 1,
+                                                                         mixed_precision));
   const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
@@ -58,6 +60,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
                         {"allow_tf32", options.allow_tf32},
+                        {"mixed_precision", options.mixed_precision},
                         {"batch", options.batch_size},
                         {"warmup_steps", options.warmup_steps},
                         {"steps", options.steps},

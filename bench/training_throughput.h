@@ -21,6 +21,7 @@ struct TrainingThroughputOptions {
   std::string strategy = "one_device";  // or mirrored, central_storage
   std::vector<std::string> devices;     // empty: the strategy's default devices
   bool allow_tf32 = false;              // GPUs may multiply f32 in TF32
+  std::string mixed_precision = "off";  // or bf16 (ops/mixed_precision.h)
   int threads = 1;
   int64_t batch_size = 128;
   int64_t warmup_steps = 20;

@@ -22,37 +22,18 @@ Usage: bench/training_vs_tensorflow.py [--models mlp,cnn] [--repeats 3] [--threa
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import peer_runs
-from peer_runs import summarise
+from peer_runs import best_of, summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
-TENSORFLOW = "tensorflow-cpu==2.21.*"
 STEPS_PER_CALL = 10  # TensorFlow's fastest loop: several steps per tf.function call
 
 
 def measure(command):
     return peer_runs.measure(command, "training_vs_tensorflow")
-
-
-def ensure_venv(venv):
-    """The virtual environment's python, with TensorFlow installed into it when it is not there yet."""
-    python = os.path.join(venv, "bin", "python")
-    if subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode == 0:
-        return python
-    print(f"training_vs_tensorflow: installing {TENSORFLOW} into {venv}", file=sys.stderr)
-    for command in ([sys.executable, "-m", "venv", venv], [python, "-m", "pip", "install", "-q", TENSORFLOW, "numpy"]):
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"training_vs_tensorflow: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    return python
-
-
-def best_of(section, names):
-    return max(names, key=lambda name: section[name]["examples_per_s"])
 
 
 def main():
@@ -67,7 +48,7 @@ def main():
     if not os.access(args.mirra, os.X_OK):
         sys.exit(f"training_vs_tensorflow: no runner at {args.mirra}; build first (scripts/test.sh or scripts/demo.sh)")
     peer_runs.require_time("training_vs_tensorflow")
-    python = ensure_venv(args.venv)
+    python = peer_runs.tensorflow_python(args.venv, "training_vs_tensorflow")
     peer = [python, os.path.join(HERE, "peers", "tf_training.py")]
 
     report = {"benchmark": "training throughput, Fashion-MNIST, global batch 128, SGD momentum 0.9",

@@ -1,4 +1,4 @@
-// build_classifier_training: model + objective + minimize.
+// build_classifier_training: model + objective + minimize, then the graph passes.
 #include "examples/classifier_training.h"
 
 #include "ops/ops.h"
@@ -19,7 +19,7 @@ strategies::TrainingProgram ClassifierTraining::program() const {
 }
 
 graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
-                                                              uint64_t seed) {
+                                                              uint64_t seed, ops::MixedPrecision mixed_precision) {
   if (model != "mlp" && model != "cnn") {
     return graph::invalid_argument("model '" + std::string(model) + "' is not known (mlp, cnn)");
   }
@@ -30,6 +30,7 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
   MIRRA_RETURN_IF_ERROR(b.status());
   MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer));
   ops::fuse_conv_bias_relu(setup.graph);
+  ops::apply_mixed_precision(setup.graph, mixed_precision);
   return setup;
 }
 

@@ -12,6 +12,7 @@
 
 #include "examples/models.h"
 #include "ops/classification.h"
+#include "ops/mixed_precision.h"
 #include "ops/optimizers.h"
 #include "runtime/training/trainer.h"
 #include "strategies/strategy.h"
@@ -31,8 +32,10 @@ struct ClassifierTraining {
 
 inline ops::Optimizer benchmark_optimizer() { return ops::Optimizer::momentum_sgd(0.05, 0.9); }
 
-// `model` is "mlp" or "cnn".
-graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
-                                                              uint64_t seed);
+// `model` is "mlp" or "cnn"; the graph is fused (ops/fusion.h) and, when asked, rewritten for mixed
+// precision (ops/mixed_precision.h).
+graph::Expected<ClassifierTraining> build_classifier_training(
+    std::string_view model, const ops::Optimizer& optimizer, uint64_t seed,
+    ops::MixedPrecision mixed_precision = ops::MixedPrecision::off);
 
 }  // namespace mirra::examples

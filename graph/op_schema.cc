@@ -19,11 +19,13 @@ Status InferContext::error(std::string_view message) const {
 Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& node,
                                                   std::span<const TensorType> inputs) {
   const std::string where = "node '" + node.name + "' (" + node.op + ")";
-  const size_t declared = schema.inputs.size();
-  const bool arity_ok = schema.variadic ? inputs.size() >= declared : inputs.size() == declared;
+  const size_t declared = schema.inputs.size(), required = declared - schema.optional_inputs;
+  const bool arity_ok = schema.variadic ? inputs.size() >= declared : inputs.size() >= required && inputs.size() <= declared;
   if (!arity_ok) {
-    return invalid_argument(where + ": takes " + std::to_string(declared) + (schema.variadic ? " or more" : "") +
-                            " inputs, got " + std::to_string(inputs.size()));
+    const std::string takes = schema.variadic ? std::to_string(declared) + " or more"
+                              : required < declared ? std::to_string(required) + " to " + std::to_string(declared)
+                                                    : std::to_string(declared);
+    return invalid_argument(where + ": takes " + takes + " inputs, got " + std::to_string(inputs.size()));
   }
   for (const auto& [name, value] : node.attrs.entries()) {
     const AttrSpec* spec = nullptr;

@@ -82,6 +82,7 @@ struct OpSchema {
   std::string name;
   std::vector<std::string> inputs;  // names, for messages and docs
   bool variadic = false;            // the last input repeats (at least once)
+  size_t optional_inputs = 0;       // the last n inputs may be left out (not with variadic)
   std::vector<AttrSpec> attrs;
   uint32_t traits = 0;
   InferFn infer;

@@ -7,6 +7,7 @@
 #include "ops/array_ops.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/element_copy.h"
+#include "ops/cpu/float_conversion.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_math.h"
 #include "ops/op_families.h"
@@ -161,9 +162,14 @@ Status cast_kernel(KernelContext& ctx) {
         y.dtype(), [&]<class To>(cpu::Type<To>) {
       const From* in = x.data<From>();
       To* out = y.mutable_data<To>();
-      cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) out[i] = cast_element<To>(in[i]);
-      });
+      if constexpr ((std::is_same_v<From, float> && kSixteenBitFloat<To>) ||
+                    (kSixteenBitFloat<From> && std::is_same_v<To, float>)) {
+        cpu::convert_floats(in, out, x.num_elements());  // mixed precision's casts, vectorised
+      } else {
+        cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) out[i] = cast_element<To>(in[i]);
+        });
+      }
       return Status();
     });
   });

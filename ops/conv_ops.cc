@@ -1,9 +1,13 @@
 // Conv2D, FusedConv2D (with bias and ReLU) and Conv2D's two backprop ops: schemas, builders and CPU
-// kernels (cached oneDNN convolution primitives; NHWC/NCHW data, HWIO filters reordered to oneDNN's
-// preferred layout).
+// kernels (cached oneDNN convolution primitives in f32 or bf16; NHWC/NCHW data, HWIO filters reordered
+// to oneDNN's preferred layout).
 #include "ops/conv_ops.h"
 
+#include <cstring>
+
+#include "graph/float16.h"
 #include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/widened_f16.h"
 #include "ops/cpu/window_geometry.h"
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
@@ -18,54 +22,79 @@ using runtime::Tensor;
 
 namespace {
 
-// A convolution problem as oneDNN sees it: geometry, and the memory descriptors of input (src), filter
-// (weights) and output or dy (dst) in mirra's plain layouts. Primitives let oneDNN choose the filter
-// layout (its blocked layouts run 1.5-2x faster than HWIO); data stays NHWC or NCHW.
+// A convolution problem as oneDNN sees it: geometry, the type of the operands (input, filter and dy:
+// f32 or bf16) and of the result, and memory descriptors in mirra's plain layouts. Primitives let
+// oneDNN choose the filter layout (its blocked layouts run 1.5-2x faster than HWIO); data stays NHWC
+// or NCHW.
 struct ConvProblem {
-  cpu::WindowGeometry g;
-  int64_t out_channels = 0;
-  dnnl::memory::desc src_md, weights_md, dst_md;
+  using data_type = dnnl::memory::data_type;
 
-  static ConvProblem make(KernelContext& ctx, const Tensor& input, const Tensor& filter) {
+  cpu::WindowGeometry g;
+  int64_t out_channels = 0, filter_height = 0, filter_width = 0;
+  data_type operands = data_type::f32, result = data_type::f32;
+
+  static ConvProblem make(KernelContext& ctx, const Tensor& input, const Tensor& filter, DType result) {
     const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-    ConvProblem c{cpu::WindowGeometry::make(input, nchw, filter.dim(0), filter.dim(1),
-                                            ctx.attr<std::vector<int64_t>>("strides"),
-                                            ctx.attr<std::vector<int64_t>>("dilations"),
-                                            ctx.attr<std::string>("padding") == "SAME"),
-                  filter.dim(3), {}, {}, {}};
-    using dnnl::memory;
-    c.src_md = memory::desc({c.g.batch, c.g.channels, c.g.height, c.g.width}, memory::data_type::f32, c.g.layout);
-    c.weights_md = memory::desc({c.out_channels, c.g.channels, filter.dim(0), filter.dim(1)}, memory::data_type::f32,
-                                memory::format_tag::hwio);
-    c.dst_md = memory::desc({c.g.batch, c.out_channels, c.g.out_height, c.g.out_width}, memory::data_type::f32, c.g.layout);
-    return c;
+    return ConvProblem{cpu::WindowGeometry::make(input, nchw, filter.dim(0), filter.dim(1),
+                                                 ctx.attr<std::vector<int64_t>>("strides"),
+                                                 ctx.attr<std::vector<int64_t>>("dilations"),
+                                                 ctx.attr<std::string>("padding") == "SAME"),
+                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()), dnnl_type(result)};
   }
+
+  static data_type dnnl_type(DType dtype) { return dtype == DType::bf16 ? data_type::bf16 : data_type::f32; }
+
+  dnnl::memory::desc src(data_type type) const {
+    return {{g.batch, g.channels, g.height, g.width}, type, g.layout};
+  }
+  dnnl::memory::desc dst(data_type type) const {
+    return {{g.batch, out_channels, g.out_height, g.out_width}, type, g.layout};
+  }
+  dnnl::memory::desc weights(data_type type, dnnl::memory::format_tag tag = dnnl::memory::format_tag::hwio) const {
+    return {{out_channels, g.channels, filter_height, filter_width}, type, tag};
+  }
+  // The filter with its layout left to oneDNN.
+  dnnl::memory::desc any_weights(data_type type) const { return weights(type, dnnl::memory::format_tag::any); }
 
   // Identifies the primitive for `direction` (forward, backward data or weights).
   std::string key(const char* direction) const {
-    const auto& w = weights_md.dims();
-    return cpu::dnnl_key(direction, {static_cast<int64_t>(g.layout), g.batch, g.channels, g.height, g.width, out_channels,
-                                     w[2], w[3], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1],
-                                     g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]});
+    return cpu::dnnl_key(direction, {static_cast<int64_t>(g.layout), static_cast<int64_t>(operands),
+                                     static_cast<int64_t>(result), g.batch, g.channels, g.height, g.width, out_channels,
+                                     filter_height, filter_width, g.strides[0], g.strides[1], g.dilations[0],
+                                     g.dilations[1], g.pad_before[0], g.pad_before[1], g.pad_after[0], g.pad_after[1]});
   }
 
-  // The same problem with the filter layout left to oneDNN.
-  dnnl::memory::desc any_weights() const {
-    return dnnl::memory::desc(weights_md.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
-  }
-
-  dnnl::convolution_forward::primitive_desc forward_pd(dnnl::prop_kind kind, const dnnl::primitive_attr& attr) const {
+  // The forward pass in the operands' type: the hint the backward primitives are built against.
+  dnnl::convolution_forward::primitive_desc training_hint(const dnnl::primitive_attr& attr) const {
     return dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(kind, dnnl::algorithm::convolution_direct, src_md, any_weights(), dst_md,
-                                        g.strides, g.dilations, g.pad_before, g.pad_after),
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                        src(operands), any_weights(operands), dst(operands), g.strides, g.dilations,
+                                        g.pad_before, g.pad_after),
         attr, cpu::dnnl_engine());
   }
 };
 
+// The operands of a convolution kernel, f16 ones widened to f32 (ops/cpu/widened_f16.h).
+struct ConvOperands {
+  Tensor input, filter, third;  // third: the bias of FusedConv2D, dy of the backprop ops
+
+  static ConvOperands of(KernelContext& ctx) {
+    ConvOperands o{cpu::widened_f16(ctx.input(0), ctx.device()), cpu::widened_f16(ctx.input(1), ctx.device()), {}};
+    if (ctx.num_inputs() > 2) o.third = cpu::widened_f16(ctx.input(2), ctx.device());
+    return o;
+  }
+};
+
+// The node's output dtype (f32_output, see product_output_dtype).
+DType result_dtype(KernelContext& ctx) { return ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype(); }
+
 // True (and the output zero-filled) when there is nothing for oneDNN to compute.
-bool zero_sized(const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& out) {
-  if (out.num_elements() > 0 && input.num_elements() > 0 && filter.num_elements() > 0 && dy.num_elements() > 0) return false;
-  if (out.byte_size() > 0) std::fill_n(out.mutable_data<float>(), out.num_elements(), 0.0f);
+bool zero_sized(const ConvOperands& o, Tensor& out) {
+  if (out.num_elements() > 0 && o.input.num_elements() > 0 && o.filter.num_elements() > 0 &&
+      o.third.num_elements() > 0) {
+    return false;
+  }
+  if (out.byte_size() > 0) std::memset(out.mutable_raw_data(), 0, out.byte_size());  // 0 in every float type
   return true;
 }
 
@@ -73,27 +102,41 @@ dnnl::memory plain(const dnnl::memory::desc& desc, const Tensor& tensor) {
   return dnnl::memory(desc, cpu::dnnl_engine(), const_cast<void*>(tensor.raw_data()));
 }
 
+// A convolution without input channels: every output is the bias (or 0), through the ReLU if any.
+void fill_with_bias(const ConvProblem& c, bool nchw, const Tensor* bias, bool relu, Tensor& output) {
+  for (int64_t i = 0; i < output.num_elements(); ++i) {
+    const int64_t channel = nchw ? i / (c.g.out_height * c.g.out_width) % c.out_channels : i % c.out_channels;
+    float value = bias == nullptr                    ? 0.0f
+                  : bias->dtype() == DType::bf16 ? static_cast<float>(bias->data<graph::bfloat16>()[channel])
+                                                 : bias->data<float>()[channel];
+    if (relu) value = std::max(value, 0.0f);
+    if (output.dtype() == DType::bf16) {
+      output.mutable_data<graph::bfloat16>()[i] = graph::bfloat16(value);
+    } else {
+      output.mutable_data<float>()[i] = value;
+    }
+  }
+}
+
 // Conv2D, or FusedConv2D with a bias (input 2) and optionally a ReLU applied by oneDNN as it writes
 // the output (post-ops), which saves the two passes over it that BiasAdd and Relu would make.
-Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
+Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
+  const ConvOperands o = ConvOperands::of(ctx);
+  const Tensor* bias = with_bias ? &o.third : nullptr;
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
-  const ConvProblem c = ConvProblem::make(ctx, input, filter);
-  Tensor& output = ctx.allocate_output(0, DType::f32, c.g.output_shape(nchw, c.out_channels));
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
+  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
+  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), c.g.output_shape(nchw, c.out_channels));
+  cpu::F16Staging staging(node_output, ctx.device());
+  Tensor& output = staging.target();
   if (output.num_elements() == 0) return Status();
-  if (input.num_elements() == 0 || filter.num_elements() == 0) {  // no input channels: the bias alone
-    float* out = output.mutable_data<float>();
-    for (int64_t i = 0; i < output.num_elements(); ++i) {
-      const int64_t channel = nchw ? i / (c.g.out_height * c.g.out_width) % c.out_channels : i % c.out_channels;
-      const float value = bias != nullptr ? bias->data<float>()[channel] : 0.0f;
-      out[i] = relu ? std::max(value, 0.0f) : value;
-    }
+  if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
+    fill_with_bias(c, nchw, bias, relu, output);
+    staging.finish();
     return Status();
   }
   using dnnl::memory;
-  const memory::desc bias_md({c.out_channels}, memory::data_type::f32, memory::format_tag::x);
+  const memory::desc bias_md({c.out_channels}, c.result, memory::format_tag::x);
   const std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key(kind.c_str()), [&] {
     dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
@@ -102,80 +145,101 @@ Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
       post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(post_ops);
     }
-    const auto pd =
+    const auto desc =
         bias == nullptr
-            ? c.forward_pd(dnnl::prop_kind::forward_inference, attr)
-            : dnnl::convolution_forward::primitive_desc(
-                  dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                  dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(),
-                                                  bias_md, c.dst_md, c.g.strides, c.g.dilations, c.g.pad_before,
-                                                  c.g.pad_after),
-                  attr, cpu::dnnl_engine());
+            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              c.src(c.operands), c.any_weights(c.operands), c.dst(c.result),
+                                              c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after)
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              c.src(c.operands), c.any_weights(c.operands), bias_md, c.dst(c.result),
+                                              c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::dnnl_engine());
     cpu::DnnlPrimitive p{dnnl::convolution_forward(pd), pd.scratchpad_desc(), {}};
-    p.relayout(DNNL_ARG_WEIGHTS, c.weights_md, pd.weights_desc(), /*output=*/false);
+    p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
     return p;
   }));
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, plain(c.src_md, input)},
-                                                {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                                {DNNL_ARG_DST, plain(c.dst_md, output)}};
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
+                                                {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
+                                                {DNNL_ARG_DST, plain(c.dst(c.result), output)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, plain(bias_md, *bias));
-  return cpu::dnnl_execute(*primitive, std::move(args), ctx.device());
+  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, std::move(args), ctx.device()));
+  staging.finish();
+  return Status();
 }
 
-Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, nullptr, false); }
+Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, false, false); }
 
 Status fused_conv2d_kernel(KernelContext& ctx) {
-  return conv2d_forward(ctx, &ctx.input(2), ctx.attr<std::string>("activation") == "relu");
+  return conv2d_forward(ctx, true, ctx.attr<std::string>("activation") == "relu");
 }
 
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
 Status conv2d_backprop_input_kernel(KernelContext& ctx) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  const Tensor& dy = ctx.input(2);
-  Tensor& dx = ctx.allocate_output(0, DType::f32, input.shape());
-  if (zero_sized(input, filter, dy, dx)) return Status();
-  const ConvProblem c = ConvProblem::make(ctx, input, filter);
+  const ConvOperands o = ConvOperands::of(ctx);
+  Tensor& node_dx = ctx.allocate_output(0, result_dtype(ctx), o.input.shape());
+  cpu::F16Staging staging(node_dx, ctx.device());
+  Tensor& dx = staging.target();
+  if (zero_sized(o, dx)) {
+    staging.finish();
+    return Status();
+  }
+  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
     const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(), c.dst_md,
-                                              c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after),
-        attr, cpu::dnnl_engine(), c.forward_pd(dnnl::prop_kind::forward_training, attr));
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src(c.result),
+                                              c.any_weights(c.operands), c.dst(c.operands), c.g.strides,
+                                              c.g.dilations, c.g.pad_before, c.g.pad_after),
+        attr, cpu::dnnl_engine(), c.training_hint(attr));
     cpu::DnnlPrimitive p{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(), {}};
-    p.relayout(DNNL_ARG_WEIGHTS, c.weights_md, pd.weights_desc(), /*output=*/false);
+    p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
     return p;
   }));
-  return cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
-                                        {DNNL_ARG_WEIGHTS, plain(c.weights_md, filter)},
-                                        {DNNL_ARG_DIFF_SRC, plain(c.src_md, dx)}}, ctx.device());
+  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
+                                                       {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
+                                                       {DNNL_ARG_DIFF_SRC, plain(c.src(c.result), dx)}},
+                                          ctx.device()));
+  staging.finish();
+  return Status();
 }
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
 Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  const Tensor& dy = ctx.input(2);
-  Tensor& dw = ctx.allocate_output(0, DType::f32, filter.shape());
-  if (zero_sized(input, filter, dy, dw)) return Status();
-  const ConvProblem c = ConvProblem::make(ctx, input, filter);
+  const ConvOperands o = ConvOperands::of(ctx);
+  Tensor& node_dw = ctx.allocate_output(0, result_dtype(ctx), o.filter.shape());
+  cpu::F16Staging staging(node_dw, ctx.device());
+  Tensor& dw = staging.target();
+  if (zero_sized(o, dw)) {
+    staging.finish();
+    return Status();
+  }
+  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
     const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     const dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src_md, c.any_weights(),
-                                                 c.dst_md, c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after),
-        attr, cpu::dnnl_engine(), c.forward_pd(dnnl::prop_kind::forward_training, attr));
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src(c.operands),
+                                                 c.any_weights(c.result), c.dst(c.operands), c.g.strides,
+                                                 c.g.dilations, c.g.pad_before, c.g.pad_after),
+        attr, cpu::dnnl_engine(), c.training_hint(attr));
     cpu::DnnlPrimitive p{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(), {}};
-    p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights_md, pd.diff_weights_desc(), /*output=*/true);
+    p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights(c.result), pd.diff_weights_desc(), /*output=*/true);
     return p;
   }));
-  return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src_md, input)},
-                                        {DNNL_ARG_DIFF_DST, plain(c.dst_md, dy)},
-                                        {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights_md, dw)}}, ctx.device());
+  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
+                                                       {DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
+                                                       {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights(c.result), dw)}},
+                                          ctx.device()));
+  staging.finish();
+  return Status();
 }
 
 std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {
   auto& b = g.builder;
+  if (g.attr<bool>("f32_output")) {
+    b.fail(graph::unimplemented("Conv2D with f32_output has no gradient: mixed precision rewrites the graph after "
+                                "differentiation"));
+    return std::vector<graph::ValueRef>(2);
+  }
   const graph::AttrMap attrs = copy_attrs(g.node, {"strides", "padding", "dilations", "data_format"});
   std::vector<graph::ValueRef> grads(2);
   for (size_t i : {0u, 1u}) {
@@ -195,15 +259,15 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
       .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"padding", AttrType::string, std::string("SAME")},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
-                {"data_format", AttrType::string, std::string("NHWC")}},
+                {"data_format", AttrType::string, std::string("NHWC")},
+                {"f32_output", AttrType::boolean, false}},
       .infer = [shape_from](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
-        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32}));
-        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        MIRRA_ASSIGN_OR_RETURN(const DType output, product_output_dtype(ctx, 3));
         for (size_t i = 0; i < 3; ++i) MIRRA_RETURN_IF_ERROR(require_rank(ctx, i, 4));
         MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
         MIRRA_RETURN_IF_ERROR(check_pair(ctx, "dilations"));
         MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
-        return std::vector<TensorType>{ctx.input(shape_from)};
+        return std::vector<TensorType>{{output, ctx.input(shape_from).shape}};
       },
       .summary = "A gradient of Conv2D, given its input, filter and the gradient of its output.",
       .no_gradient = "second derivatives of Conv2D are not supported"});
@@ -211,8 +275,7 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
 }
 
 Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32}));
-  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+  MIRRA_ASSIGN_OR_RETURN(const DType output, product_output_dtype(ctx, 2));
   MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
   MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 4));
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
@@ -225,7 +288,7 @@ Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
   if (channels >= 0 && channels != filter.dim(2)) return ctx.error("filter's input channels differ from the input's");
   if (filter.dim(0) < 1 || filter.dim(1) < 1) return ctx.error("filter window must be at least 1x1");
   MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations")));
-  return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, filter.dim(0), filter.dim(1),
+  return std::vector<TensorType>{{output, window_output_shape(ctx, filter.dim(0), filter.dim(1),
                                                                    ctx.attr<std::vector<int64_t>>("dilations"),
                                                                    filter.dim(3))}};
 }
@@ -236,6 +299,7 @@ Expected<std::vector<TensorType>> infer_fused_conv2d(const InferContext& ctx) {
   if (bias.rank() != 1 || bias.dim(0) != ctx.input(1).shape.dim(3)) {
     return ctx.error("bias must be a vector of the filter's output channels");
   }
+  if (ctx.input(2).dtype != output[0].dtype) return ctx.error("bias must have the output's dtype");
   const std::string& activation = ctx.attr<std::string>("activation");
   if (activation != "relu" && activation != "none") return ctx.error("activation must be relu or none");
   return output;
@@ -250,7 +314,8 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"padding", AttrType::string, std::string("SAME")},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
-                {"data_format", AttrType::string, std::string("NHWC")}},
+                {"data_format", AttrType::string, std::string("NHWC")},
+                {"f32_output", AttrType::boolean, false}},
       .infer = infer_conv2d,
       .summary = "2-D convolution with an HWIO filter.",
       .gradient = conv2d_grad});
@@ -262,7 +327,8 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
                 {"padding", AttrType::string, std::string("SAME")},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"data_format", AttrType::string, std::string("NHWC")},
-                {"activation", AttrType::string, std::string("relu")}},
+                {"activation", AttrType::string, std::string("relu")},
+                {"f32_output", AttrType::boolean, false}},
       .infer = infer_fused_conv2d,
       .summary = "Conv2D + BiasAdd (+ Relu) in one oneDNN call; formed by fuse_conv_bias_relu.",
       .no_gradient = "it is formed after differentiation (fuse_conv_bias_relu); build with Conv2D, BiasAdd, Relu"});

@@ -131,4 +131,8 @@ graph::Status check_update_operands(const KernelContext& ctx, size_t last) {
   return graph::Status();
 }
 
+bool update_gated_off(const KernelContext& ctx, size_t gate) {
+  return ctx.num_inputs() > gate && !ctx.input(gate).data<bool>()[0];
+}
+
 }  // namespace mirra::ops

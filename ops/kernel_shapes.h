@@ -47,5 +47,10 @@ graph::Status check_labels(const Tensor& logits, const Tensor& labels);
 
 // Optimizer updates: operands 1..last have the variable's (input 0's) shape.
 graph::Status check_update_operands(const KernelContext& ctx, size_t last);
+// Optimizer updates: true when the optional gate (input `gate`, a host-memory bool scalar; loss
+// scaling's "every gradient is finite") is there and false, so the update must change nothing.
+bool update_gated_off(const KernelContext& ctx, size_t gate);
+// Where each update op's gate is.
+inline constexpr size_t kGradientDescentGate = 3, kMomentumGate = 4, kAdamGate = 6, kAssignAddGate = 2;
 
 }  // namespace mirra::ops

@@ -1,7 +1,11 @@
 // MatMul and BiasAdd: schemas, builders and CPU kernels.
+#include <cstring>
+
 #include "ops/cpu/blas.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/widened_f16.h"
 #include "ops/kernel_shapes.h"
 #include "ops/matmul_ops.h"
 #include "ops/op_families.h"
@@ -18,9 +22,32 @@ using runtime::TensorShape;
 
 namespace {
 
+// bf16 operands: oneDNN's matmul (AMX or AVX-512 BF16 where the CPU has them), summing in f32 and
+// writing `c`'s dtype (f32 or bf16). Transposed operands are described by their strides.
+Status bf16_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b, bool ta, bool tb, int64_t m, int64_t n,
+                   int64_t k, Tensor& c) {
+  using dnnl::memory;
+  const memory::data_type out = c.dtype() == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
+  const memory::desc a_md({m, k}, memory::data_type::bf16, ta ? memory::format_tag::ba : memory::format_tag::ab);
+  const memory::desc b_md({k, n}, memory::data_type::bf16, tb ? memory::format_tag::ba : memory::format_tag::ab);
+  const memory::desc c_md({m, n}, out, memory::format_tag::ab);
+  const std::string key = cpu::dnnl_key("matmul/bf16", {ta, tb, m, n, k, static_cast<int64_t>(out)});
+  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), cpu::dnnl_user_scratchpad(),
+                                          cpu::dnnl_engine());
+    return cpu::DnnlPrimitive{dnnl::matmul(pd), pd.scratchpad_desc(), {}};
+  }));
+  const dnnl::engine& engine = cpu::dnnl_engine();
+  return cpu::dnnl_execute(*primitive,
+                           {{DNNL_ARG_SRC, memory(a_md, engine, const_cast<void*>(a.raw_data()))},
+                            {DNNL_ARG_WEIGHTS, memory(b_md, engine, const_cast<void*>(b.raw_data()))},
+                            {DNNL_ARG_DST, memory(c_md, engine, c.mutable_raw_data())}},
+                           ctx.device());
+}
+
 Status matmul_kernel(KernelContext& ctx) {
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  const Tensor a = cpu::widened_f16(ctx.input(0), ctx.device());
+  const Tensor b = cpu::widened_f16(ctx.input(1), ctx.device());
   const bool ta = ctx.attr<bool>("transpose_a");
   const bool tb = ctx.attr<bool>("transpose_b");
   const int64_t m = ta ? a.dim(1) : a.dim(0);
@@ -30,11 +57,24 @@ Status matmul_kernel(KernelContext& ctx) {
   if (k != kb) {
     return graph::invalid_argument("inner dimensions differ: " + a.type_string() + " x " + b.type_string());
   }
-  Tensor& c = ctx.allocate_output(0, a.dtype(), TensorShape{m, n});
-  return cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
+  const DType out = ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype();
+  Tensor& output = ctx.allocate_output(0, out, TensorShape{m, n});
+  cpu::F16Staging staging(output, ctx.device());
+  Tensor& c = staging.target();
+  if (a.dtype() == DType::bf16) {
+    if (c.num_elements() == 0) return Status();
+    if (k == 0) {  // an empty sum (oneDNN wants no zero dims)
+      std::memset(c.mutable_raw_data(), 0, c.byte_size());
+      return Status();
+    }
+    return bf16_matmul(ctx, a, b, ta, tb, m, n, k, c);
+  }
+  const Status status = cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
     cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>());
     return Status();
   });
+  if (status.ok()) staging.finish();
+  return status;
 }
 
 int channel_axis(const std::string& data_format, int rank) { return data_format == "NCHW" ? 1 : rank - 1; }
@@ -72,6 +112,11 @@ Grads matmul_grad(GradientContext& g) {
   auto& b = g.builder;
   const ValueRef x = g.input(0), w = g.input(1), dy = g.grad(0);
   const bool ta = g.attr<bool>("transpose_a"), tb = g.attr<bool>("transpose_b");
+  if (g.attr<bool>("f32_output")) {
+    b.fail(graph::unimplemented("MatMul with f32_output has no gradient: mixed precision rewrites the graph after "
+                                "differentiation"));
+    return Grads(2);
+  }
   Grads grads(2);
   if (g.needs(0)) {
     grads[0] = ta ? (tb ? matmul(b, w, dy, true, true) : matmul(b, w, dy, false, true))
@@ -101,10 +146,11 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(graph::OpSchema{
       .name = "MatMul",
       .inputs = {"a", "b"},
-      .attrs = {{"transpose_a", AttrType::boolean, false}, {"transpose_b", AttrType::boolean, false}},
+      .attrs = {{"transpose_a", AttrType::boolean, false},
+                {"transpose_b", AttrType::boolean, false},
+                {"f32_output", AttrType::boolean, false}},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
-        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
-        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        MIRRA_ASSIGN_OR_RETURN(const DType output, product_output_dtype(ctx, 2));
         MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 2));
         MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 2));
         const Shape& a = ctx.input(0).shape;
@@ -114,9 +160,9 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         const int64_t k = a.dim(ta ? 0 : 1);
         const int64_t kb = b.dim(tb ? 1 : 0);
         if (k >= 0 && kb >= 0 && k != kb) return ctx.error("inner dimensions differ");
-        return std::vector<TensorType>{{ctx.input(0).dtype, Shape{a.dim(ta ? 1 : 0), b.dim(tb ? 0 : 1)}}};
+        return std::vector<TensorType>{{output, Shape{a.dim(ta ? 1 : 0), b.dim(tb ? 0 : 1)}}};
       },
-      .summary = "Matrix product op(a) * op(b) of rank-2 tensors.",
+      .summary = "Matrix product op(a) * op(b) of rank-2 tensors (16-bit operands sum in f32; f32_output keeps that sum).",
       .gradient = matmul_grad});
   kernels.add("MatMul", graph::DeviceKind::cpu, {matmul_kernel, /*expensive=*/true});
 

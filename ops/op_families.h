@@ -9,6 +9,7 @@ namespace mirra::ops {
 
 void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_check_numerics_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_loss_scale_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

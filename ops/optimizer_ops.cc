@@ -1,4 +1,5 @@
-// ApplyGradientDescent, ApplyMomentum, ApplyAdam, AssignAdd and NoOp: schemas, builders and CPU kernels.
+// ApplyGradientDescent, ApplyMomentum, ApplyAdam, AssignAdd (each with an optional gate) and NoOp:
+// schemas, builders and CPU kernels.
 #include "ops/optimizer_ops.h"
 
 #include <cmath>
@@ -21,6 +22,7 @@ namespace {
 
 Status apply_gradient_descent_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  if (update_gated_off(ctx, kGradientDescentGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   const Tensor& gradient = ctx.input(1);
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
@@ -38,6 +40,7 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
 
 Status apply_momentum_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 2));
+  if (update_gated_off(ctx, kMomentumGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   const Tensor& gradient = ctx.input(2);
@@ -71,6 +74,7 @@ Status apply_momentum_kernel(KernelContext& ctx) {
 // the number of updates already applied, so this one is update step + 1.
 Status apply_adam_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 3));
+  if (update_gated_off(ctx, kAdamGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& first_moment = ctx.input_for_update(1);
   Tensor& second_moment = ctx.input_for_update(2);
@@ -102,6 +106,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
 
 Status assign_add_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  if (update_gated_off(ctx, kAssignAddGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   return cpu::visit_dtype<float, double, int32_t, int64_t>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     T* v = variable.mutable_data<T>();
@@ -113,18 +118,30 @@ Status assign_add_kernel(KernelContext& ctx) {
 
 Status no_op_kernel(KernelContext&) { return Status(); }
 
-// Inputs 0..n-1 are the variable, its slots and its gradient (same dtype and shape); the last is a
-// scalar learning rate of that dtype.
-Expected<std::vector<TensorType>> infer_apply(const InferContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
-  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
-  for (size_t i = 1; i + 1 < ctx.num_inputs(); ++i) {
-    if (!ctx.input(i).shape.compatible_with(ctx.input(0).shape)) {
-      return ctx.error("operand " + std::to_string(i) + " must have the variable's shape");
-    }
+// The optional gate, when the node has it: a bool scalar.
+Status check_gate(const InferContext& ctx, size_t gate) {
+  if (ctx.num_inputs() <= gate) return Status();
+  if (ctx.input(gate).dtype != DType::boolean || ctx.input(gate).shape.rank() != 0) {
+    return ctx.error("the gate must be a bool scalar");
   }
-  if (ctx.input(ctx.num_inputs() - 1).shape.rank() != 0) return ctx.error("the learning rate must be a scalar");
-  return std::vector<TensorType>{};
+  return Status();
+}
+
+// Inputs 0..gate-2 are the variable, its slots and its gradient (same dtype and shape); gate-1 is a
+// scalar learning rate of that dtype; then the optional gate.
+graph::InferFn infer_apply(size_t gate) {
+  return [gate](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+    MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+    for (size_t i = 1; i < gate; ++i) {
+      if (ctx.input(i).dtype != ctx.input(0).dtype) return ctx.error("operand " + std::to_string(i) + " must have the variable's dtype");
+      if (i + 1 < gate && !ctx.input(i).shape.compatible_with(ctx.input(0).shape)) {
+        return ctx.error("operand " + std::to_string(i) + " must have the variable's shape");
+      }
+    }
+    if (ctx.input(gate - 1).shape.rank() != 0) return ctx.error("the learning rate must be a scalar");
+    MIRRA_RETURN_IF_ERROR(check_gate(ctx, gate));
+    return std::vector<TensorType>{};
+  };
 }
 
 
@@ -140,13 +157,15 @@ Expected<std::vector<TensorType>> infer_apply_adam(const InferContext& ctx) {
   }
   if (ctx.input(4).shape.rank() != 0) return ctx.error("the learning rate must be a scalar");
   if (ctx.input(5).dtype != DType::i64 || ctx.input(5).shape.rank() != 0) return ctx.error("the step must be an i64 scalar");
+  MIRRA_RETURN_IF_ERROR(check_gate(ctx, kAdamGate));
   return std::vector<TensorType>{};
 }
 
 Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
-  MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+  if (ctx.input(1).dtype != ctx.input(0).dtype) return ctx.error("the value must have the variable's dtype");
   if (!ctx.input(1).shape.compatible_with(ctx.input(0).shape)) return ctx.error("the value must have the variable's shape");
+  MIRRA_RETURN_IF_ERROR(check_gate(ctx, kAssignAddGate));
   return std::vector<TensorType>{};
 }
 
@@ -154,26 +173,32 @@ Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
 
 void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = "ApplyGradientDescent",
-                              .inputs = {"variable", "gradient", "learning_rate"},
+                              .inputs = {"variable", "gradient", "learning_rate", "apply"},
+                              .optional_inputs = 1,
                               .traits = graph::kStateful,
-                              .infer = infer_apply,
-                              .summary = "variable -= learning_rate * gradient, in place.",
+                              .infer = infer_apply(kGradientDescentGate),
+                              .summary = "variable -= learning_rate * gradient, in place (nothing when the optional "
+                                         "bool apply is false).",
                               .no_gradient = "it updates state and outputs nothing"});
-  // The learning rate (and Adam's step) are scalars the host part of a device kernel reads: they stay
-  // in host memory.
+  // The learning rate (and Adam's step, and the gates) are scalars the host part of a device kernel
+  // reads: they stay in host memory.
   kernels.add("ApplyGradientDescent", graph::DeviceKind::cpu,
-              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = 1u << 2});
+              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = (1u << 2) | (1u << kGradientDescentGate)});
   schemas.add(graph::OpSchema{.name = "ApplyMomentum",
-                              .inputs = {"variable", "accumulator", "gradient", "learning_rate"},
+                              .inputs = {"variable", "accumulator", "gradient", "learning_rate", "apply"},
+                              .optional_inputs = 1,
                               .attrs = {{"momentum", AttrType::real, {}}, {"use_nesterov", AttrType::boolean, false}},
                               .traits = graph::kStateful,
-                              .infer = infer_apply,
+                              .infer = infer_apply(kMomentumGate),
                               .summary = "accumulator = momentum * accumulator + gradient; variable -= learning_rate * "
-                                         "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)).",
+                                         "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)); "
+                                         "nothing when the optional bool apply is false.",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {.fn = apply_momentum_kernel, .host_memory_inputs = 1u << 3});
+  kernels.add("ApplyMomentum", graph::DeviceKind::cpu,
+              {.fn = apply_momentum_kernel, .host_memory_inputs = (1u << 3) | (1u << kMomentumGate)});
   schemas.add(graph::OpSchema{.name = "ApplyAdam",
-                              .inputs = {"variable", "m", "v", "gradient", "learning_rate", "step"},
+                              .inputs = {"variable", "m", "v", "gradient", "learning_rate", "step", "apply"},
+                              .optional_inputs = 1,
                               .attrs = {{"beta1", AttrType::real, 0.9},
                                         {"beta2", AttrType::real, 0.999},
                                         {"epsilon", AttrType::real, 1e-7},
@@ -181,17 +206,20 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .traits = graph::kStateful,
                               .infer = infer_apply_adam,
                               .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay. step "
-                                         "counts the updates already applied.",
+                                         "counts the updates already applied; nothing when the optional bool apply is "
+                                         "false.",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("ApplyAdam", graph::DeviceKind::cpu,
-              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5)});
+              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5) | (1u << kAdamGate)});
   schemas.add(graph::OpSchema{.name = "AssignAdd",
-                              .inputs = {"variable", "value"},
+                              .inputs = {"variable", "value", "apply"},
+                              .optional_inputs = 1,
                               .traits = graph::kStateful,
                               .infer = infer_assign_add,
-                              .summary = "variable += value, in place (step counters).",
+                              .summary = "variable += value, in place (step counters; nothing when the optional bool "
+                                         "apply is false).",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("AssignAdd", graph::DeviceKind::cpu, {assign_add_kernel});
+  kernels.add("AssignAdd", graph::DeviceKind::cpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
   schemas.add(graph::OpSchema{.name = "NoOp",
                               .infer = [](const InferContext&) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{};
@@ -201,27 +229,38 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   kernels.add("NoOp", graph::DeviceKind::cpu, {no_op_kernel});
 }
 
-NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate) {
-  return b.add({.op = "ApplyGradientDescent", .inputs = {variable, gradient, learning_rate}});
+namespace {
+
+// `inputs`, then the gate when there is one.
+std::vector<ValueRef> gated(std::vector<ValueRef> inputs, ValueRef apply) {
+  if (apply.valid()) inputs.push_back(apply);
+  return inputs;
+}
+
+}  // namespace
+
+NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate, ValueRef apply) {
+  return b.add({.op = "ApplyGradientDescent", .inputs = gated({variable, gradient, learning_rate}, apply)});
 }
 
 NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
-                      double momentum, bool nesterov) {
+                      double momentum, bool nesterov, ValueRef apply) {
   return b.add({.op = "ApplyMomentum",
-                .inputs = {variable, accumulator, gradient, learning_rate},
+                .inputs = gated({variable, accumulator, gradient, learning_rate}, apply),
                 .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}}});
 }
 
 NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
-                  double weight_decay) {
+                  double weight_decay, ValueRef apply) {
   return b.add({.op = "ApplyAdam",
-                .inputs = {operands.variable, operands.m, operands.v, operands.gradient, operands.learning_rate,
-                           operands.step},
+                .inputs = gated({operands.variable, operands.m, operands.v, operands.gradient, operands.learning_rate,
+                                 operands.step},
+                                apply),
                 .attrs = {{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}}});
 }
 
-NodeId assign_add(Builder& b, ValueRef variable, ValueRef value) {
-  return b.add({.op = "AssignAdd", .inputs = {variable, value}});
+NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply) {
+  return b.add({.op = "AssignAdd", .inputs = gated({variable, value}, apply)});
 }
 
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after) {

@@ -2,7 +2,9 @@
 // (v -= lr * g), ApplyMomentum (a = m * a + g; v -= lr * a, or with Nesterov v -= lr * (g + m * a)),
 // ApplyAdam (Adam, or AdamW with a weight decay) and AssignAdd (step counters).
 // They take (variable, [slots,] gradient, learning rate), so a strategy can put an all-reduce between
-// a gradient and its update. NoOp groups nodes under one target by control edges.
+// a gradient and its update, and optionally a bool scalar `apply`: false makes the update change
+// nothing (loss scaling skips a step whose gradients overflowed). NoOp groups nodes under one target
+// by control edges.
 #pragma once
 
 #include <vector>
@@ -15,16 +17,17 @@ using graph::Builder;
 using graph::NodeId;
 using graph::ValueRef;
 
-NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate);
+NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate,
+                              ValueRef apply = {});
 NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
-                      double momentum, bool nesterov);
+                      double momentum, bool nesterov, ValueRef apply = {});
 struct AdamOperands {
   ValueRef variable, m, v, gradient, learning_rate;
   ValueRef step;  // i64 scalar: updates applied so far
 };
 NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
-                  double weight_decay);
-NodeId assign_add(Builder& b, ValueRef variable, ValueRef value);
+                  double weight_decay, ValueRef apply = {});
+NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply = {});
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after);
 
 }  // namespace mirra::ops

@@ -6,7 +6,9 @@
 
 #include "graph/gradients.h"
 #include "ops/check_numerics_ops.h"
+#include "ops/array_ops.h"
 #include "ops/elementwise_ops.h"
+#include "ops/loss_scale_ops.h"
 #include "ops/optimizer_ops.h"
 #include "ops/reduce_ops.h"
 #include "ops/source_ops.h"
@@ -74,8 +76,45 @@ std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::v
   return clipped;
 }
 
-graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer, bool check_numerics) {
+namespace {
+
+graph::Status check(const MinimizeOptions& options) {
+  if (!options.loss_scaling) return graph::Status();
+  if (options.check_numerics) {
+    return graph::invalid_argument("check_numerics and loss scaling exclude each other: loss scaling skips the steps "
+                                   "whose gradients overflow");
+  }
+  const LossScaling& s = *options.loss_scaling;
+  if (!(s.initial_scale >= 1 && s.initial_scale <= 3.4e38)) {
+    return graph::invalid_argument("the initial loss scale must be in [1, 3.4e38]");
+  }
+  if (s.growth_steps < 1) return graph::invalid_argument("the loss scale's growth steps must be at least 1");
+  return graph::Status();
+}
+
+// Loss scaling's state and the scaled loss (see minimize in optimizers.h).
+struct ScaledLoss {
+  graph::ValueRef scale, good_steps, scaled_loss, inverse;  // inverse: 1 / scale in the loss's dtype
+};
+
+ScaledLoss scale_loss(graph::Builder& b, graph::ValueRef loss, const LossScaling& scaling) {
+  auto scope = b.scope("loss_scale");
+  ScaledLoss s;
+  s.scale = variable(b, "scale", graph::Shape{}, Initializer::constant(scaling.initial_scale), graph::DType::f32, false);
+  s.good_steps = variable(b, "good_steps", graph::Shape{}, Initializer::zeros(), graph::DType::i64, false);
+  const graph::DType dtype = b.type(loss).dtype;
+  const graph::ValueRef scale = dtype == graph::DType::f32 ? s.scale : cast(b, s.scale, dtype);
+  s.scaled_loss = mul(b, loss, scale);
+  s.inverse = div(b, scalar_of(b, 1.0, scale), scale);
+  return s;
+}
+
+}  // namespace
+
+graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer,
+                                  const MinimizeOptions& options) {
   MIRRA_RETURN_IF_ERROR(check(optimizer));
+  MIRRA_RETURN_IF_ERROR(check(options));
   graph::Graph& g = b.graph();
   std::vector<graph::ValueRef> variables;
   for (const graph::Node& node : g.nodes()) {
@@ -83,10 +122,19 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     if (node.op == "Variable" && trainable != nullptr && *trainable) variables.push_back({node.id, 0});
   }
   if (variables.empty()) return graph::invalid_argument("minimize: the graph has no trainable variables");
-  MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients, graph::gradients(b, loss, variables));
-  std::vector<graph::ValueRef> applied =
-      optimizer.clip_global_norm > 0 ? clip_by_global_norm(b, gradients, optimizer.clip_global_norm) : gradients;
-  if (check_numerics) {
+  const std::optional<ScaledLoss> scaled =
+      options.loss_scaling ? std::optional(scale_loss(b, loss, *options.loss_scaling)) : std::nullopt;
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients,
+                         graph::gradients(b, scaled ? scaled->scaled_loss : loss, variables));
+  std::vector<graph::ValueRef> applied = gradients;
+  graph::ValueRef finite;  // with loss scaling: whether this step's gradients may be applied
+  if (scaled) {
+    auto scope = b.scope("loss_scale");
+    for (graph::ValueRef& gradient : applied) gradient = mul(b, gradient, scaled->inverse);
+    finite = all_finite(b, applied);
+  }
+  if (optimizer.clip_global_norm > 0) applied = clip_by_global_norm(b, applied, optimizer.clip_global_norm);
+  if (options.check_numerics) {
     auto scope = b.scope("check_numerics");
     for (size_t i = 0; i < applied.size(); ++i) {
       applied[i] = ops::check_numerics(b, applied[i], "the gradient of '" + g.node(variables[i].node).name + "'");
@@ -112,14 +160,14 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     };
     graph::NodeId update;
     if (optimizer.kind == "sgd") {
-      update = apply_gradient_descent(b, v, applied[i], result.learning_rate);
+      update = apply_gradient_descent(b, v, applied[i], result.learning_rate, finite);
     } else if (optimizer.kind == "momentum") {
       update = apply_momentum(b, v, slot("momentum"), applied[i], result.learning_rate, optimizer.momentum,
-                              optimizer.nesterov);
+                              optimizer.nesterov, finite);
     } else {
       update = apply_adam(b, {v, slot("m"), slot("v"), applied[i], result.learning_rate, result.iterations},
                           optimizer.beta1, optimizer.beta2, optimizer.epsilon,
-                          optimizer.kind == "adamw" ? optimizer.weight_decay : 0.0);
+                          optimizer.kind == "adamw" ? optimizer.weight_decay : 0.0, finite);
     }
     if (update == graph::kInvalidNode) return b.status();
     order_after_readers(g, v.node, update);
@@ -130,12 +178,25 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   {
     static constexpr int64_t kOne = 1;
     auto scope = b.scope("optimizer");
-    count_step = assign_add(b, result.iterations, constant<int64_t>(b, graph::Shape{}, std::span<const int64_t>(&kOne, 1)));
+    count_step = assign_add(b, result.iterations, constant<int64_t>(b, graph::Shape{}, std::span<const int64_t>(&kOne, 1)),
+                            finite);
   }
   if (count_step == graph::kInvalidNode) return b.status();
   order_after_readers(g, result.iterations.node, count_step);
   result.step_state = {result.learning_rate.node, result.iterations.node, g.node(count_step).inputs[1].node, count_step};
   updates.push_back(count_step);
+  if (scaled) {
+    graph::NodeId rescale;
+    {
+      auto scope = b.scope("loss_scale");
+      rescale = update_loss_scale(b, scaled->scale, scaled->good_steps, finite, options.loss_scaling->growth_steps);
+    }
+    if (rescale == graph::kInvalidNode) return b.status();
+    order_after_readers(g, scaled->scale.node, rescale);
+    order_after_readers(g, scaled->good_steps.node, rescale);
+    updates.push_back(rescale);
+    result.loss_scale = scaled->scale;
+  }
   result.train = no_op(b, "train", updates);
   MIRRA_RETURN_IF_ERROR(b.status());
   return result;

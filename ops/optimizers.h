@@ -8,10 +8,17 @@
 //   auto train = ops::minimize(b, loss, ops::Optimizer::momentum_sgd(0.05, 0.9));
 //   session.run(feeds, {}, {train->train});
 //
+// With loss scaling (for f16 gradients; TensorFlow's LossScaleOptimizer), the gradients are those of
+// loss * "loss_scale/scale", divided by it again before clipping and the updates; a step where any of
+// them is not finite changes no variable, slot or counter, and UpdateLossScale moves the scale
+// (ops/loss_scale_ops.h). The scale and its count of good steps ("loss_scale/good_steps") are
+// non-trainable variables, so checkpoints keep them.
+//
 // ENSURES: each update runs after every node that reads its variable (control edges), so a step
 // reads the old values everywhere and writes the new ones once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,8 +28,10 @@
 
 namespace mirra::ops {
 
-// The name minimize gives the optimizer's step counter.
+// The names minimize gives the optimizer's step counter and loss scaling's state.
 inline constexpr std::string_view kIterationsVariable = "optimizer/iterations";
+inline constexpr std::string_view kLossScaleVariable = "loss_scale/scale";
+inline constexpr std::string_view kLossScaleGoodStepsVariable = "loss_scale/good_steps";
 
 struct Optimizer {
   std::string kind = "sgd";  // sgd, momentum, adam, adamw
@@ -43,6 +52,20 @@ struct Optimizer {
   }
 };
 
+// Dynamic loss scaling, with TensorFlow's defaults.
+struct LossScaling {
+  double initial_scale = 32768;  // 2^15
+  int64_t growth_steps = 2000;   // finite steps in a row before the scale doubles
+};
+
+struct MinimizeOptions {
+  // Each gradient passes a CheckNumerics node before its update, so a step with a NaN or infinite
+  // gradient fails (naming the variable) instead of applying it. Not with loss scaling, which expects
+  // such steps and skips them.
+  bool check_numerics = false;
+  std::optional<LossScaling> loss_scaling;
+};
+
 struct TrainOp {
   graph::NodeId train = graph::kInvalidNode;                          // run it as a target
   // Each trainable variable with its gradient as autodiff made it (before clipping): a strategy
@@ -50,6 +73,7 @@ struct TrainOp {
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
   graph::ValueRef learning_rate;  // f32/f64 scalar variable
   graph::ValueRef iterations;     // i64 scalar variable
+  graph::ValueRef loss_scale;     // with loss scaling: the f32 scalar variable
   // The optimizer's step state, which exists once however many replicas train: the learning rate,
   // the iteration counter and the nodes that increment it.
   std::vector<graph::NodeId> step_state;
@@ -59,10 +83,8 @@ struct TrainOp {
 std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
                                                  double clip_norm);
 
-// With `check_numerics`, each gradient passes a CheckNumerics node before its update, so a step with
-// a NaN or infinite gradient fails (naming the variable) instead of applying it.
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer,
-                                  bool check_numerics = false);
+                                  const MinimizeOptions& options = {});
 
 // The optimizer's settings as typed attributes (how model files store them), and back. Reading
 // rejects unknown names, wrong types and out-of-range values, naming the attribute.

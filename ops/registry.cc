@@ -12,6 +12,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_source_ops(schemas, kernels);
   register_unary_ops(schemas, kernels);
   register_check_numerics_ops(schemas, kernels);
+  register_loss_scale_ops(schemas, kernels);
   register_binary_ops(schemas, kernels);
   register_matmul_ops(schemas, kernels);
   register_softmax_ops(schemas, kernels);

@@ -58,6 +58,18 @@ Status require_rank(const InferContext& ctx, size_t input, int rank) {
   return ctx.error("input " + std::to_string(input) + " must have rank " + std::to_string(rank));
 }
 
+Expected<graph::DType> product_output_dtype(const InferContext& ctx, size_t operands) {
+  using graph::DType;
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::bf16, DType::f16}));
+  for (size_t i = 1; i < operands; ++i) {
+    if (ctx.input(i).dtype != ctx.input(0).dtype) return ctx.error("operands must have the same dtype");
+  }
+  const DType dtype = ctx.input(0).dtype;
+  if (!ctx.attr<bool>("f32_output")) return dtype;
+  if (dtype != DType::bf16 && dtype != DType::f16) return ctx.error("f32_output is for bf16 and f16 operands");
+  return DType::f32;
+}
+
 int64_t window_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same_padding) {
   if (in < 0) return -1;
   if (same_padding) return (in + stride - 1) / stride;

@@ -26,6 +26,12 @@ Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_
 Status require_same_dtype(const InferContext& ctx);
 Status require_rank(const InferContext& ctx, size_t input, int rank);
 
+// Matrix products and convolutions: operands 0 .. operands-1 share one float dtype (f32, f64, bf16,
+// f16), and the output has it, or f32 when the node's f32_output attribute is set: 16-bit operands
+// are multiplied and summed in f32, and that attribute keeps the sum instead of rounding it (what
+// mixed precision wants: 16-bit operands, f32 activations and gradients).
+Expected<graph::DType> product_output_dtype(const InferContext& ctx, size_t operands);
+
 // Output dim of a windowed op (conv, pool) along one axis; -1 when `in` is unknown.
 int64_t window_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same_padding);
 // Padding before the first element for SAME (TensorFlow's rule: the extra pad goes after).

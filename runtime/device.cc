@@ -15,7 +15,8 @@ Device::Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_pt
 
 Device::~Device() { stream_->synchronize(); }
 
-graph::Status Device::supports(const graph::Node& node, const KernelRegistry& kernels) const {
+graph::Status Device::supports(const graph::Node& node, const KernelRegistry& kernels,
+                               std::optional<graph::DType> operand) const {
   const KernelDef* kernel = kernels.find(node.op, id_.kind);
   const std::string where = "node '" + node.name + "' (" + node.op + ") on " + id_.to_string();
   if (kernel == nullptr) {
@@ -26,6 +27,10 @@ graph::Status Device::supports(const graph::Node& node, const KernelRegistry& ke
   if (!kernel->accepts(dtype)) {
     return graph::unimplemented(where + ": the " + std::string(graph::device_kind_name(id_.kind)) + " kernel of '" +
                                 node.op + "' does not take " + std::string(graph::dtype_name(dtype)));
+  }
+  if (operand && !kernel->accepts_operand(*operand)) {
+    return graph::unimplemented(where + ": the " + std::string(graph::device_kind_name(id_.kind)) + " kernel of '" +
+                                node.op + "' does not take " + std::string(graph::dtype_name(*operand)) + " operands");
   }
   return graph::Status();
 }

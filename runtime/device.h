@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -65,9 +66,11 @@ class Device {
   // True when its work runs on a stream thread of its own (kernels complete after enqueueing).
   bool asynchronous() const { return stream_->asynchronous(); }
 
-  // Ok when `kernels` has a kernel for the node's op on this device's kind that accepts its dtype;
-  // otherwise unimplemented, naming node, op and device.
-  graph::Status supports(const graph::Node& node, const KernelRegistry& kernels) const;
+  // Ok when `kernels` has a kernel for the node's op on this device's kind that accepts its dtype
+  // and the dtype of its first input (`operand`, when it has inputs); otherwise unimplemented, naming
+  // node, op and device.
+  graph::Status supports(const graph::Node& node, const KernelRegistry& kernels,
+                         std::optional<graph::DType> operand = std::nullopt) const;
 
   // `tensor` (in this device's memory or the host's) copied into host memory, after the work
   // enqueued so far; the caller waits for it.

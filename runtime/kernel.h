@@ -111,6 +111,9 @@ struct KernelDef {
   AsyncKernelFn async_fn = nullptr;
   // The dtypes (of output 0) it takes, as a dtype_mask; 0: any. Placement refuses the others.
   uint32_t dtypes = 0;
+  // The dtypes of input 0 it takes, likewise (for ops whose output type may differ from their
+  // operands', such as products with f32_output).
+  uint32_t operand_dtypes = 0;
   // Arguments that live in host memory whatever the device (bit i: input or output i): values the
   // host part of a device kernel reads, such as shapes or the learning rate. Copies are inserted so
   // they arrive there, and a device's stream may touch host memory while such a kernel runs.
@@ -118,6 +121,9 @@ struct KernelDef {
   uint32_t host_memory_outputs = 0;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
+  bool accepts_operand(graph::DType dtype) const {
+    return operand_dtypes == 0 || (operand_dtypes >> static_cast<int>(dtype) & 1) != 0;
+  }
   bool uses_host_memory() const { return (host_memory_inputs | host_memory_outputs) != 0; }
 };
 

@@ -45,9 +45,11 @@ graph::Status place_nodes(graph::Graph& graph, const KernelRegistry& kernels, co
       return graph::invalid_argument("node '" + node.name + "' is placed on " + wanted.to_string() +
                                      ", which this session does not have");
     }
-    graph::Status supported = device->supports(node, kernels);
+    const std::optional<graph::DType> operand =
+        node.inputs.empty() ? std::nullopt : std::optional(graph.type(node.inputs[0]).dtype);
+    graph::Status supported = device->supports(node, kernels, operand);
     if (!supported.ok() && options.soft_placement && wanted != host && devices.find(host) != nullptr) {
-      supported = devices.find(host)->supports(node, kernels);
+      supported = devices.find(host)->supports(node, kernels, operand);
       if (supported.ok()) {
         node.device = host;
         continue;

@@ -1,4 +1,4 @@
-// Session: feed checks, the plan cache and the task arena.
+// Session: feed checks, the plan cache and the task arena (whose threads flush subnormals).
 #include "runtime/session.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "runtime/collectives/in_process_collective.h"
+#include "runtime/denormals.h"
 #include "runtime/placement.h"
 
 namespace mirra::runtime {
@@ -64,7 +65,7 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
                     ? prepare_graph(graph_, kernels, devices_, {options.default_device, options.soft_placement})
                     : devices_.status()),
       collectives_(session_collectives(options)), resources_{variables_, collectives_},
-      arena_(std::make_unique<oneapi::tbb::task_arena>(session_threads(options))) {}
+      arena_(make_task_arena(session_threads(options), options.flush_denormals)) {}
 
 Session::~Session() = default;
 

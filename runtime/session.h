@@ -40,6 +40,9 @@ struct SessionOptions {
   bool allow_tf32 = false;      // GPUs may run f32 products and convolutions in TF32 (GpuOptions)
   bool trace = false;          // record every step's node timeline (see last_timeline)
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
+  // Subnormal floats read and written as zero by the CPU threads that run its steps (FTZ/DAZ, as in
+  // TensorFlow; runtime/denormals.h): arithmetic on them is tens of times slower.
+  bool flush_denormals = true;
   // The collective implementations its kernels may use, the first for "auto"; none given: one
   // InProcessCollective for the session's own devices.
   std::vector<std::shared_ptr<Collective>> collectives;

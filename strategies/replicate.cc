@@ -22,11 +22,15 @@ constexpr int kHost = -1;  // replica_of_ for nodes that exist once
 struct Classification {
   std::vector<bool> batch_input;  // placeholders whose dim 0 is the batch
   std::vector<bool> replicated;
+  // Computed from state and aggregated gradients alone, so every replica's copy holds the same value
+  // (loss scaling's "the gradients are finite", say): a node that exists once may read replica 0's.
+  std::vector<bool> uniform;
 };
 
 Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
   const graph::Graph& g = program.graph;
-  Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+  Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
+                   std::vector<bool>(g.size(), false)};
   std::vector<bool> step_state(g.size(), false), from_batch(g.size(), false), after_gradient(g.size(), false);
   for (NodeId id : program.step_state) step_state[id] = true;
   std::set<ValueRef> gradients;
@@ -36,11 +40,14 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
     if (node.op == "Placeholder") {
       const graph::Shape& shape = node.outputs[0].shape;
       c.batch_input[id] = from_batch[id] = shape.rank() > 0 && shape.dim(0) < 0;
+      c.uniform[id] = !c.batch_input[id];
       continue;
     }
+    c.uniform[id] = true;
     for (ValueRef input : node.inputs) {
       from_batch[id] = from_batch[id] || from_batch[input.node];
       after_gradient[id] = after_gradient[id] || after_gradient[input.node] || gradients.count(input) > 0;
+      c.uniform[id] = c.uniform[id] && (gradients.count(input) > 0 || c.uniform[input.node]);
     }
     if (step_state[id] || id == program.signature.train) continue;
     c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id]);
@@ -81,6 +88,7 @@ class Rewriter {
   std::vector<std::vector<NodeId>> copies_;             // per original node: one per replica, or one
   std::map<NodeId, std::vector<ValueRef>> shares_;      // per batch placeholder: its split
   std::vector<int> replica_of_;                         // per new node
+  std::vector<bool> uniform_;                           // per original node: Classification::uniform
   ValueRef global_batch_;                               // B, in the loss's dtype, on the host
   std::vector<NodeId> accumulations_, clears_;          // with accumulation: the accumulate target's, the train target's
   graph::Status error_;
@@ -109,6 +117,7 @@ ValueRef Rewriter::map_input(ValueRef value, int replica, NodeId consumer) {
   for (const auto& [variable, gradient] : program_.variables_and_gradients) {
     if (gradient == value) return {copies[0], value.output};  // rewired to the aggregate later
   }
+  if (uniform_[value.node]) return {copies[0], value.output};
   if (error_.ok()) {
     error_ = graph::invalid_argument("replicate: node '" + program_.graph.node(consumer).name +
                                      "' exists once but reads the per-replica value of '" +
@@ -131,6 +140,7 @@ std::vector<NodeId> Rewriter::map_control(NodeId producer, int replica) const {
 
 graph::Status Rewriter::clone_nodes(const std::vector<NodeId>& order, const Classification& c) {
   copies_.assign(program_.graph.size(), {});
+  uniform_ = c.uniform;
   for (NodeId id : order) {
     const Node& node = program_.graph.node(id);
     const std::vector<int> targets = [&] {

@@ -5,11 +5,13 @@ steady-state window (after warm-up steps). It runs TensorFlow at its fastest: a 
 --steps-per-call steps per call, batches from a cached, prefetched tf.data pipeline, with --intra and
 --inter op threads; with
 --mirrored N, tf.distribute.MirroredStrategy over N logical CPU devices, each replica computing its
-share of every global batch. Prints one JSON line.
+share of every global batch. With --bf16, Keras's "mixed_bfloat16" policy (bf16 computation, f32
+variables; the last layer's output in f32, as TensorFlow's mixed-precision guide advises). Prints
+one JSON line.
 
 Runs in the virtual environment bench/training_vs_tensorflow.py makes (tensorflow-cpu from PyPI).
 Usage: tf_training.py {mlp,cnn} [--intra T] [--inter T] [--steps N] [--warmup-steps W]
-                      [--steps-per-call K] [--batch-size B] [--mirrored N]
+                      [--steps-per-call K] [--batch-size B] [--mirrored N] [--bf16]
 """
 import argparse
 import json
@@ -33,7 +35,7 @@ def build_model(name):
         body = [layers.Conv2D(32, 5, padding="same", activation="relu"), layers.MaxPool2D(2),
                 layers.Conv2D(64, 5, padding="same", activation="relu"), layers.MaxPool2D(2),
                 layers.Flatten(), layers.Dense(1024, activation="relu")]
-    model = tf.keras.Sequential([tf.keras.Input((28, 28, 1))] + body + [layers.Dense(10)])
+    model = tf.keras.Sequential([tf.keras.Input((28, 28, 1))] + body + [layers.Dense(10, dtype="float32")])
     return model
 
 
@@ -47,7 +49,10 @@ def main():
     parser.add_argument("--steps-per-call", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--mirrored", type=int, default=0, help="replicas of MirroredStrategy (0: none)")
+    parser.add_argument("--bf16", action="store_true", help="Keras's mixed_bfloat16 policy")
     args = parser.parse_args()
+    if args.bf16:
+        tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
     tf.config.threading.set_intra_op_parallelism_threads(args.intra)
     tf.config.threading.set_inter_op_parallelism_threads(args.inter)
     replicas = max(args.mirrored, 1)
@@ -101,7 +106,8 @@ def main():
     seconds = time.perf_counter() - start
     steps = calls * args.steps_per_call
     print(json.dumps({"framework": "tensorflow " + tf.__version__, "model": args.model, "intra": args.intra,
-                      "inter": args.inter, "mirrored": args.mirrored, "steps_per_call": args.steps_per_call,
+                      "inter": args.inter, "mirrored": args.mirrored, "bf16": args.bf16,
+                      "steps_per_call": args.steps_per_call,
                       "batch": batch, "steps": steps, "seconds": seconds, "examples_per_s": steps * batch / seconds,
                       "final_loss": final_loss,
                       "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}), flush=True)

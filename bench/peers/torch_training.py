@@ -3,9 +3,12 @@
 tutorial CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10), the same settings (SGD, momentum 0.9,
 learning rate 0.05, batch 128) on the same Fashion-MNIST files, timed over the same steady-state
 window (after warm-up steps). With --ddp W it runs DistributedDataParallel over W processes (gloo),
-each with --threads threads and 1/W of the global batch. Prints one JSON line.
+each with --threads threads and 1/W of the global batch. With --bf16 the forward pass and the loss
+run under torch.autocast("cpu", torch.bfloat16) (PyTorch's mixed precision: bf16 products and
+convolutions, f32 weights). Prints one JSON line.
 
 Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B] [--ddp W]
+                         [--bf16]
 """
 import argparse
 import json
@@ -69,13 +72,14 @@ def train(rank, args):
             start = time.perf_counter()
         first = (step % batches) * args.batch_size + rank * share
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(images[first:first + share]), labels[first:first + share])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = F.cross_entropy(model(images[first:first + share]), labels[first:first + share])
         loss.backward()
         optimizer.step()
     seconds = time.perf_counter() - start
     if rank == 0:
         print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model, "threads": args.threads,
-                          "ddp_world": world if args.ddp else 0, "batch": args.batch_size,
+                          "ddp_world": world if args.ddp else 0, "bf16": args.bf16, "batch": args.batch_size,
                           "warmup_steps": args.warmup_steps, "steps": args.steps, "seconds": seconds,
                           "examples_per_s": args.steps * args.batch_size / seconds, "final_loss": float(loss),
                           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}),
@@ -93,6 +97,7 @@ def main():
     parser.add_argument("--warmup-steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--ddp", type=int, default=0, help="processes for DistributedDataParallel (0: none)")
+    parser.add_argument("--bf16", action="store_true", help="autocast the forward pass and loss to bf16")
     args = parser.parse_args()
     if args.ddp:
         import torch.multiprocessing as mp

@@ -334,10 +334,10 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
 
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t f32 = runtime::dtype_mask({DType::f32});
-  kernels.add("Conv2D", DeviceKind::gpu, {.fn = conv2d_kernel, .expensive = true, .dtypes = f32});
-  kernels.add("FusedConv2D", DeviceKind::gpu, {.fn = fused_conv2d_kernel, .expensive = true, .dtypes = f32});
-  kernels.add("Conv2DBackpropInput", DeviceKind::gpu, {.fn = conv2d_backprop_input_kernel, .expensive = true, .dtypes = f32});
-  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu, {.fn = conv2d_backprop_filter_kernel, .expensive = true, .dtypes = f32});
+  kernels.add("Conv2D", DeviceKind::gpu, {.fn = conv2d_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
+  kernels.add("FusedConv2D", DeviceKind::gpu, {.fn = fused_conv2d_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
+  kernels.add("Conv2DBackpropInput", DeviceKind::gpu, {.fn = conv2d_backprop_input_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
+  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu, {.fn = conv2d_backprop_filter_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
 }
 
 }  // namespace mirra::ops::cuda

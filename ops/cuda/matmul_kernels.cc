@@ -53,7 +53,9 @@ Status matmul_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels) {
-  kernels.add("MatMul", DeviceKind::gpu, {.fn = matmul_kernel, .dtypes = runtime::dtype_mask({DType::f32, DType::f64})});
+  kernels.add("MatMul", DeviceKind::gpu, {.fn = matmul_kernel,
+                                                .dtypes = runtime::dtype_mask({DType::f32, DType::f64}),
+                                                .operand_dtypes = runtime::dtype_mask({DType::f32, DType::f64})});
 }
 
 }  // namespace mirra::ops::cuda

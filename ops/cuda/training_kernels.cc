@@ -32,6 +32,7 @@ double host_scalar(const Tensor& t) {
 
 Status apply_gradient_descent_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  if (update_gated_off(ctx, kGradientDescentGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   return launched(apply_gradient_descent(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
                                          host_scalar(ctx.input(2)), variable.num_elements(), stream_of(ctx)),
@@ -40,6 +41,7 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
 
 Status apply_momentum_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 2));
+  if (update_gated_off(ctx, kMomentumGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   return launched(apply_momentum(variable.dtype(), variable.mutable_raw_data(), accumulator.mutable_raw_data(),
@@ -51,6 +53,7 @@ Status apply_momentum_kernel(KernelContext& ctx) {
 // As the CPU kernel: bias corrections from the step in double, folded into the update's constants.
 Status apply_adam_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 3));
+  if (update_gated_off(ctx, kAdamGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   const double t = static_cast<double>(ctx.input(5).data<int64_t>()[0] + 1);
   const double beta1 = ctx.attr<double>("beta1"), beta2 = ctx.attr<double>("beta2");
@@ -69,6 +72,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
 
 Status assign_add_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  if (update_gated_off(ctx, kAssignAddGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   return launched(assign_add(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.num_elements(),
                              stream_of(ctx)),
@@ -80,10 +84,13 @@ Status assign_add_kernel(KernelContext& ctx) {
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
   kernels.add("SparseSoftmaxCrossEntropyWithLogits", DeviceKind::gpu, {.fn = sparse_xent_kernel, .dtypes = floats});
-  kernels.add("ApplyGradientDescent", DeviceKind::gpu, {.fn = apply_gradient_descent_kernel, .host_memory_inputs = 1u << 2});
-  kernels.add("ApplyMomentum", DeviceKind::gpu, {.fn = apply_momentum_kernel, .host_memory_inputs = 1u << 3});
-  kernels.add("ApplyAdam", DeviceKind::gpu, {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5)});
-  kernels.add("AssignAdd", DeviceKind::gpu, {assign_add_kernel});
+  kernels.add("ApplyGradientDescent", DeviceKind::gpu,
+              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = (1u << 2) | (1u << kGradientDescentGate)});
+  kernels.add("ApplyMomentum", DeviceKind::gpu,
+              {.fn = apply_momentum_kernel, .host_memory_inputs = (1u << 3) | (1u << kMomentumGate)});
+  kernels.add("ApplyAdam", DeviceKind::gpu,
+              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5) | (1u << kAdamGate)});
+  kernels.add("AssignAdd", DeviceKind::gpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
 }
 
 }  // namespace mirra::ops::cuda

@@ -54,7 +54,7 @@ void run_forward_pass(const mirra::serialization::Model& model) {
 
 void train_like_the_runner(const mirra::serialization::Model& model) {
   using namespace mirra;
-  auto program = runner::build_model_program(model, std::nullopt);
+  auto program = runner::build_model_program(model);
   if (!program.ok()) return;
   if (!graph::verify_structure(program->program.graph).ok()) std::abort();
   static const auto strategy = [] {

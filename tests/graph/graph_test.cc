@@ -34,11 +34,11 @@ TEST_CASE("Graph.text_form.is_stable_and_readable") {
       "x = Placeholder() {dtype=f32, shape=[?,4]} : f32[?,4]\n"
       "fc1/w = Variable() {dtype=f32, init_value=0, initializer=\"glorot_uniform\", seed=3595544800446187243, shape=[4,3], trainable=true} : f32[4,3]\n"
       "fc1/b = Variable() {dtype=f32, init_value=0, initializer=\"zeros\", seed=154844686297477902, shape=[3], trainable=true} : f32[3]\n"
-      "fc1/MatMul = MatMul(x, fc1/w) {transpose_a=false, transpose_b=false} : f32[?,3]\n"
+      "fc1/MatMul = MatMul(x, fc1/w) {f32_output=false, transpose_a=false, transpose_b=false} : f32[?,3]\n"
       "fc1/BiasAdd = BiasAdd(fc1/MatMul, fc1/b) {data_format=\"NHWC\"} : f32[?,3]\n"
       "fc1/Relu = Relu(fc1/BiasAdd) : f32[?,3]\n"
       "fc2/w = Variable() {dtype=f32, init_value=0, initializer=\"he_normal\", seed=8308050873407804673, shape=[3,2], trainable=true} : f32[3,2]\n"
-      "fc2/MatMul = MatMul(fc1/Relu, fc2/w) {transpose_a=false, transpose_b=false} : f32[?,2]\n"
+      "fc2/MatMul = MatMul(fc1/Relu, fc2/w) {f32_output=false, transpose_a=false, transpose_b=false} : f32[?,2]\n"
       "fc2/Softmax = Softmax(fc2/MatMul) : f32[?,2]\n";
   CHECK(to_text(small_mlp()) == golden);
   CHECK(to_text(small_mlp()) == to_text(small_mlp()));

@@ -29,7 +29,7 @@ TEST_CASE("Optimizers.minimize.check_numerics_stops_a_step_before_its_update") {
   const auto x = ops::placeholder(b, "x", DType::f32, {-1});
   const auto w = ops::variable(b, "w", {1}, ops::Initializer::constant(2.0));
   const auto loss = ops::reduce_sum(b, ops::sqrt(b, ops::mul(b, x, w)));  // its gradient is NaN for a negative x
-  auto train = ops::minimize(b, loss, ops::Optimizer::sgd(0.1), /*check_numerics=*/true);
+  auto train = ops::minimize(b, loss, ops::Optimizer::sgd(0.1), {.check_numerics = true});
   REQUIRE(train.ok());
   runtime::Session session(g, ops::kernels());
   REQUIRE(session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {}, {train->train}).ok());

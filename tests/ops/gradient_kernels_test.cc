@@ -52,7 +52,8 @@ struct Window {
 const Window kWindows[] = {{2, 5, 5, 2, 3, 3, 1, 1, true, false}, {1, 6, 7, 3, 2, 3, 2, 1, false, false},
                            {2, 5, 6, 2, 3, 3, 2, 1, true, true},  {1, 7, 7, 1, 3, 3, 1, 2, false, false},
                            {0, 4, 4, 2, 2, 2, 2, 1, false, false}, {2, 6, 7, 3, 2, 2, 2, 1, true, false},
-                           {2, 7, 6, 4, 2, 2, 2, 1, false, false}, {1, 7, 7, 2, 2, 2, 3, 1, false, false}};
+                           {2, 7, 6, 4, 2, 2, 2, 1, false, false}, {1, 7, 7, 2, 2, 2, 3, 1, false, false},
+                           {2, 6, 7, 5, 2, 2, 2, 1, false, false}};
 
 int64_t index_of(const Window& c, int64_t n, int64_t y, int64_t x, int64_t ch, int64_t height, int64_t width, int64_t channels) {
   return c.nchw ? ((n * channels + ch) * height + y) * width + x : ((n * height + y) * width + x) * channels + ch;

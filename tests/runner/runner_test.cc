@@ -1,6 +1,7 @@
 // The runner end to end on Fashion-MNIST: resume equals an uninterrupted run (also after SIGKILL while
 // a checkpoint was being written), checkpoints restore across strategies and replica counts, gradient
-// accumulation trains as larger batches do, the
+// accumulation trains as larger batches do, mixed precision trains from the flag and fp16's loss scale
+// is checkpointed, the
 // JSON summary, metrics and trace, and one-line errors with exit code 2 for bad input.
 #include <doctest/doctest.h>
 
@@ -144,6 +145,43 @@ TEST_CASE("Runner.accumulation_steps.train_as_k_times_larger_batches") {
   second.insert(second.end(), accumulate.begin(), accumulate.end());
   REQUIRE(run(train_args(second), "accumulated_second_part").code == 0);
   CHECK(trained_values(resumed) == trained_values(workspace() / "accumulated_mirrored.mirra"));
+}
+
+// Mixed precision from the command line: bf16 and fp16 train close to f32; fp16's loss scale is in the
+// checkpoints and the saved model, a resume continues bit for bit, and the saved model trains on in f32
+// (the loss scale is ignored there) and back in fp16.
+TEST_CASE("Runner.mixed_precision.trains_and_checkpoints_the_loss_scale") {
+  const auto final_loss = [](const Run& r) {
+    return nlohmann::json::parse(r.out.substr(r.out.rfind('{')))["final_loss"].get<double>();
+  };
+  const Run f32 = run(train_args({"--steps", "12", "--json"}), "mixed_f32");
+  REQUIRE(f32.code == 0);
+  for (const std::string mode : {"bf16", "fp16"}) {
+    CAPTURE(mode);
+    const std::string out = workspace() / ("mixed_" + mode + ".mirra");
+    const Run trained = run(train_args({"--steps", "12", "--mixed-precision", mode, "--save", out, "--json"}), "mixed_" + mode);
+    REQUIRE(trained.code == 0);
+    CHECK(final_loss(trained) == doctest::Approx(final_loss(f32)).epsilon(0.05));
+    CHECK(trained_values(out).contains("loss_scale/scale") == (mode == "fp16"));
+  }
+  const std::string ckpt = workspace() / "fp16_ckpt";
+  REQUIRE(run(train_args({"--steps", "5", "--mixed-precision", "fp16", "--checkpoint-dir", ckpt}), "fp16_first_part").code == 0);
+  std::vector<std::string> warnings;
+  auto saved = serialization::CheckpointStore(ckpt, 3).load_latest(warnings);
+  REQUIRE(saved.ok());
+  REQUIRE(saved->has_value());
+  bool has_scale = false;
+  for (const auto& v : (*saved)->variables) has_scale = has_scale || v.name == "loss_scale/scale";
+  CHECK(has_scale);
+  const std::string resumed = workspace() / "fp16_resumed.mirra";
+  REQUIRE(run(train_args({"--steps", "12", "--mixed-precision", "fp16", "--checkpoint-dir", ckpt, "--resume", "--save", resumed}),
+              "fp16_second_part")
+              .code == 0);
+  CHECK(trained_values(resumed) == trained_values(workspace() / "mixed_fp16.mirra"));
+  for (const std::string mode : {"off", "fp16"}) {
+    CAPTURE(mode);
+    CHECK(run({"train", workspace() / "mixed_fp16.mirra", "--steps", "2", "--mixed-precision", mode}, "from_fp16_" + mode).code == 0);
+  }
 }
 
 // The first run checkpoints after every step and is killed with SIGKILL while a checkpoint file is
@@ -364,6 +402,13 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"train", mlp_file(), "--config", config_file("accumulate0.json", R"({"training": {"accumulation_steps": 0}})")},
        "'training.accumulation_steps' must be in [1, 1048576]"},
       {{"train", mlp_file(), "--accumulation-steps", "0"}, "--accumulation-steps"},
+      {{"train", mlp_file(), "--mixed-precision", "fp8"}, "--mixed-precision"},
+      {{"train", mlp_file(), "--config", config_file("fp8.json", R"({"training": {"mixed_precision": "fp8"}})")},
+       "'training.mixed_precision' must be \"off\", \"bf16\" or \"fp16\", not \"fp8\""},
+      {{"train", mlp_file(), "--mixed-precision", "fp16", "--accumulation-steps", "2"},
+       "fp16 mixed precision (loss scaling) does not combine with accumulation_steps > 1"},
+      {{"train", mlp_file(), "--mixed-precision", "bf16", "--devices", "gpu:0"},
+       "mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on gpu:0"},
       {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
        "'checkpoint.keep' must be in [1, 1000]"},
       {{"config", "--print", "--config", config_file("seed_big.json", R"({"training": {"seed": 18446744073709551615}})")},

@@ -4,7 +4,7 @@
 // may touch its memory; freeing is stream-ordered (a buffer dropped by the host
 // while queued work still reads it returns to the pool only after that work, which AddressSanitizer
 // would report otherwise); placement inserts copies between memory spaces, refuses a device without
-// a kernel (or dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
+// a kernel (or dtype, or operand dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
 // equal deterministic runs on the CPU; feeds staged ahead run as feeds do.
 #include <doctest/doctest.h>
 
@@ -108,6 +108,21 @@ struct WrongKernelTables {
                    return Status();
                  },
                  .dtypes = dtype_mask({DType::f32})});
+    schemas.add(graph::OpSchema{.name = "TestWidens",
+                                .inputs = {"x"},
+                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
+                                  return std::vector<graph::TensorType>{{DType::f64, ctx.input(0).shape}};
+                                },
+                                .summary = "test: any operand to f64, whose CPU kernel takes f32 operands only",
+                                .no_gradient = "test op"});
+    kernels.add("TestWidens", DeviceKind::cpu,
+                {.fn = [](KernelContext& ctx) {
+                   Tensor& out = ctx.allocate_output(0, DType::f64, ctx.input(0).shape());
+                   for (int64_t i = 0; i < out.num_elements(); ++i) out.mutable_data<double>()[i] = ctx.input(0).data<float>()[i];
+                   return Status();
+                 },
+                 .dtypes = dtype_mask({DType::f64}),
+                 .operand_dtypes = dtype_mask({DType::f32})});
   }
 };
 
@@ -309,6 +324,28 @@ TEST_CASE("Placement.refuses_a_device_without_a_kernel_or_moves_it_with_soft_pla
     } else {
       REQUIRE_FALSE(moved.ok());
       CHECK(moved.status().message() == "node 'cpu_only' (TestCpuOnly) on cpu:0: the cpu kernel of 'TestCpuOnly' does not take f64");
+    }
+  }
+}
+
+// A kernel's operand dtypes count too: ops whose output type differs from their operands' (products
+// with f32_output) must not land on a kernel that cannot read the operands.
+TEST_CASE("Placement.refuses_a_kernel_for_the_operand_dtype") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    graph::Graph g;
+    graph::Builder b(g, wrong_tables().schemas);
+    auto x = ops::placeholder(b, "x", dtype, {2});
+    auto y = b.add_value({.op = "TestWidens", .inputs = {x}, .name = "widen"});
+    REQUIRE(b.status().ok());
+    Session session(g, wrong_tables().kernels);
+    Tensor value = dtype == DType::f32 ? Tensor::from<float>({2}, {1, 2}) : Tensor::from<double>({2}, {1, 2});
+    auto out = session.run({{"x", value}}, {y});
+    if (dtype == DType::f32) {
+      REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+      CHECK((*out)[0].to_vector<double>() == std::vector<double>{1, 2});
+    } else {
+      REQUIRE_FALSE(out.ok());
+      CHECK(out.status().message() == "node 'widen' (TestWidens) on cpu:0: the cpu kernel of 'TestWidens' does not take f64 operands");
     }
   }
 }

@@ -1,7 +1,7 @@
 // The executor and session: random DAGs (wide, deep, diamond-heavy; 10k+ nodes) give bitwise the same
 // results as deterministic mode over many runs; a kernel error in a large graph is reported with node,
 // op and device, nothing hangs, and the session works for the next step; feeds are checked; pruning,
-// control edges and variables behave.
+// control edges and variables behave; subnormals are flushed unless the session asks otherwise.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
@@ -216,6 +216,33 @@ TEST_CASE("Session.nodes_on_other_cpu_devices.use_their_own_allocators") {
   CHECK(session.devices().find({graph::DeviceKind::cpu, 1})->allocator()->stats().allocations >= 1);
   CHECK(session.devices().find({graph::DeviceKind::cpu, 2})->allocator()->stats().allocations >= 1);
   CHECK(session.devices().find({graph::DeviceKind::cpu, 0})->allocator()->stats().allocations == 0);
+}
+
+// Subnormal inputs read as zero and subnormal results are written as zero on every thread of the
+// step (a large product runs as a parallel loop), unless flush_denormals is off.
+TEST_CASE("Session.flush_denormals.zeroes_subnormals_on_every_thread") {
+  constexpr int64_t n = 1 << 20;
+  const float subnormal = 1e-39f;  // below 2^-126 (about 1.18e-38)
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", graph::DType::f32, {n});
+  // x * 1 reads a subnormal; (x * 0 + 2e-38) * 0.5 makes one (1e-38) from normal values.
+  auto read = ops::mul(b, x, ops::scalar(b, 1.0f));
+  auto written = ops::mul(b, ops::add(b, ops::mul(b, x, ops::scalar(b, 0.0f)), ops::scalar(b, 2e-38f)), ops::scalar(b, 0.5f));
+  REQUIRE(b.status().ok());
+  const Tensor fed = Tensor::from<float>({n}, std::span<const float>(std::vector<float>(n, subnormal)));
+  for (bool flush : {true, false}) {
+    CAPTURE(flush);
+    Session session(g, ops::kernels(), {.threads = 2, .flush_denormals = flush});
+    auto out = session.run({{"x", fed}}, {read, written});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    const std::vector<float> r = (*out)[0].to_vector<float>(), w = (*out)[1].to_vector<float>();
+    const auto all = [](const std::vector<float>& v, float value) {
+      return std::all_of(v.begin(), v.end(), [value](float e) { return e == value; });
+    };
+    CHECK(all(r, flush ? 0.0f : subnormal));
+    CHECK(all(w, flush ? 0.0f : 1e-38f));
+  }
 }
 
 }  // namespace

@@ -3,13 +3,10 @@
 // MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "graph/print.h"
 #include "ops/ops.h"
 #include "strategies/strategy.h"
+#include "tests/golden_file.h"
 
 namespace mirra::strategies {
 namespace {
@@ -28,19 +25,6 @@ TrainingProgram small_program() {
   program.variables_and_gradients = train->variables_and_gradients;
   program.step_state = train->step_state;
   return program;
-}
-
-void check_golden(const std::string& file, const std::string& text) {
-  const std::string path = std::string(MIRRA_SOURCE_DIR) + "/tests/strategies/golden/" + file;
-  if (std::getenv("MIRRA_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path) << text;
-    return;
-  }
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with MIRRA_UPDATE_GOLDEN=1)");
-  std::stringstream golden;
-  golden << in.rdbuf();
-  CHECK_MESSAGE(golden.str() == text, "the rewrite differs from " << path << ":\n" << text);
 }
 
 StrategyConfig config(const char* strategy, int replicas) {
@@ -62,7 +46,8 @@ TEST_CASE("Strategies.rewrites_match_golden_text") {
     REQUIRE(made.ok());
     auto distributed = (*made)->distribute(program);
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-    check_golden(std::string(strategy) + "_" + std::to_string(replicas) + ".txt", graph::to_text(distributed->graph));
+    test::check_golden("tests/strategies/golden/" + std::string(strategy) + "_" + std::to_string(replicas) + ".txt",
+                       graph::to_text(distributed->graph));
     const std::string dot = graph::to_dot(distributed->graph);
     CHECK(dot.find("SplitBatch") != std::string::npos);
     CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "reduce/") != std::string::npos);

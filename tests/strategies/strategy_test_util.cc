@@ -10,7 +10,8 @@
 
 namespace mirra::strategies::test {
 
-TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer) {
+TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer,
+                              const ops::MinimizeOptions& options) {
   TrainingProgram program;
   graph::Builder b(program.graph, ops::registry(), /*seed=*/3);
   graph::ValueRef logits;
@@ -38,7 +39,7 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
     logits = examples::dense(b, "logits", x, 4 * 4 * 4, 10, false);
   }
   const ops::ClassifierObjective objective = ops::classifier_objective(b, logits);
-  auto train = ops::minimize(b, objective.loss, optimizer);
+  auto train = ops::minimize(b, objective.loss, optimizer, options);
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
   program.signature = {.loss = objective.loss,
                        .correct = objective.correct,

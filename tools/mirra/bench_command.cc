@@ -36,6 +36,9 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--devices", commands.training_options.devices, "Devices (default: the strategy's)")
       ->delimiter(',');
   commands.training->add_flag("--allow-tf32", commands.training_options.allow_tf32, "Let GPUs multiply f32 in TF32");
+  commands.training->add_option("--mixed-precision", commands.training_options.mixed_precision,
+                                "bf16: products and convolutions on bf16 operands (default off)")
+      ->check(CLI::IsMember({"off", "bf16"}));
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
   commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
@@ -91,7 +94,9 @@ void print_ops() {
     const graph::OpSchema& schema = *registry.find(name);
     std::string inputs;
     for (size_t i = 0; i < schema.inputs.size(); ++i) {
-      inputs += (i > 0 ? ", " : "") + schema.inputs[i] + (schema.variadic && i + 1 == schema.inputs.size() ? "..." : "");
+      const bool optional = i + schema.optional_inputs >= schema.inputs.size();
+      inputs += (i > 0 ? ", " : "") + schema.inputs[i] + (schema.variadic && i + 1 == schema.inputs.size() ? "..." : "") +
+                (optional ? "?" : "");
     }
     std::printf("%s(%s)\n    %s\n", name.c_str(), inputs.c_str(), schema.summary.c_str());
     for (const auto& attr : schema.attrs) {

@@ -38,6 +38,7 @@ struct InspectCommand {
   std::string strategy;  // empty: the model as stored
   std::vector<std::string> devices;
   bool dot = false;
+  std::string mixed_precision = "off";  // with a strategy
   int64_t batch_size = 128;  // for the memory the summary plans
 };
 

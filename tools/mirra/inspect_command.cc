@@ -26,7 +26,7 @@ void print_memory(const InspectCommand& command, const serialization::Model& mod
               runtime::format_bytes(forward->peak_bytes).c_str());
   const runtime::MemoryEstimate* largest = &*forward;
   std::optional<runtime::MemoryEstimate> training;
-  if (const auto program = build_model_program(model, std::nullopt); program.ok()) {
+  if (const auto program = build_model_program(model); program.ok()) {
     if (auto estimate = runtime::estimate_memory(program->program.graph, command.batch_size); estimate.ok()) {
       training = std::move(*estimate);
       largest = &*training;
@@ -89,7 +89,8 @@ graph::Status inspect(const InspectCommand& command) {
   if (!command.devices.empty()) config_json["devices"] = command.devices;
   MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
                          strategies::strategy_config_from_json(config_json, "--strategy/--devices"));
-  MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, std::nullopt));
+  MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
+  MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, {.mixed_precision = mixed_precision}));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
   std::fputs((command.dot ? graph::to_dot(distributed.graph) : graph::to_text(distributed.graph)).c_str(), stdout);

@@ -1,4 +1,4 @@
-// build_model_program: minimize on a copy of the model graph.
+// build_model_program: minimize on a copy of the model graph, then the fusion and mixed-precision passes.
 #include "tools/mirra/model_program.h"
 
 #include "ops/ops.h"
@@ -6,10 +6,10 @@
 namespace mirra::runner {
 
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
-                                                  std::optional<double> learning_rate, bool check_numerics) {
+                                                  const ModelProgramOptions& options) {
   const serialization::OptimizerSpec& spec = model.signature.optimizer;
   graph::AttrMap hyper_parameters = spec.hyper_parameters;
-  if (learning_rate) hyper_parameters.set("learning_rate", *learning_rate);
+  if (options.learning_rate) hyper_parameters.set("learning_rate", *options.learning_rate);
   ModelProgram out;
   MIRRA_ASSIGN_OR_RETURN(out.optimizer, ops::optimizer_from_hyper_parameters(spec.kind, hyper_parameters));
   const graph::ValueRef correct = model.signature.metric("correct");
@@ -17,8 +17,13 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   strategies::TrainingProgram& program = out.program;
   program.graph = model.graph;
   graph::Builder b(program.graph, ops::registry());
-  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer, check_numerics));
+  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer,
+                                       {.check_numerics = options.check_numerics,
+                                        .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
+                                                            ? std::optional(ops::LossScaling{})
+                                                            : std::nullopt}));
   ops::fuse_conv_bias_relu(program.graph);
+  ops::apply_mixed_precision(program.graph, options.mixed_precision);
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,
                        .loss = model.signature.loss,

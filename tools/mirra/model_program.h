@@ -1,10 +1,12 @@
 // From a model file to a program a strategy can distribute: the model graph plus autodiff and the
 // optimizer's updates (ops::minimize, with the file's optimizer and hyper-parameters, the learning
-// rate overridden when asked), Conv2D + BiasAdd + Relu fused, and the Trainer's signature.
+// rate overridden when asked), Conv2D + BiasAdd + Relu fused, mixed precision applied when asked (fp16
+// with dynamic loss scaling), and the Trainer's signature.
 #pragma once
 
 #include <optional>
 
+#include "ops/mixed_precision.h"
 #include "ops/optimizers.h"
 #include "serialization/model_file.h"
 #include "strategies/strategy.h"
@@ -19,8 +21,13 @@ struct ModelProgram {
 
 // Errors (invalid_argument) name what in the model cannot be trained: an unknown optimizer or
 // hyper-parameter, a signature without a "correct" metric, a loss nothing trainable feeds.
-// With `check_numerics`, every gradient is checked for NaN and infinity before its update.
+struct ModelProgramOptions {
+  std::optional<double> learning_rate;  // unset: the model file's
+  bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
+  ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
+};
+
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
-                                                  std::optional<double> learning_rate, bool check_numerics = false);
+                                                  const ModelProgramOptions& options = {});
 
 }  // namespace mirra::runner

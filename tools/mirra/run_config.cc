@@ -83,7 +83,8 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
-          "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32"},
+          "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
+          "mixed_precision"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
@@ -105,6 +106,15 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "soft_placement", "training.soft_placement", source, out.soft_placement));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "allow_tf32", "training.allow_tf32", source, out.allow_tf32));
+  if (t.contains("mixed_precision")) {
+    const json& mode = t.at("mixed_precision");
+    const auto parsed = mode.is_string() ? ops::parse_mixed_precision(mode.get<std::string>())
+                                         : graph::Expected<ops::MixedPrecision>(graph::invalid_argument(""));
+    if (!parsed.ok()) {
+      return strategies::config_key_error(source, "training.mixed_precision", "must be \"off\", \"bf16\" or \"fp16\", not " + mode.dump());
+    }
+    out.mixed_precision = *parsed;
+  }
   if (t.contains("memory_limit") && t.at("memory_limit").is_string()) {
     auto bytes = parse_byte_size(t.at("memory_limit").get<std::string>(), "'training.memory_limit'");
     if (!bytes.ok()) return graph::invalid_argument(std::string(source) + ": " + bytes.status().message());
@@ -165,7 +175,8 @@ std::string run_config_json(const RunConfig& c) {
                    {"memory_limit", c.training.memory_limit},
                    {"check_numerics", c.training.check_numerics},
                    {"soft_placement", c.training.soft_placement},
-                   {"allow_tf32", c.training.allow_tf32}};
+                   {"allow_tf32", c.training.allow_tf32},
+                   {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},
@@ -218,6 +229,21 @@ graph::Status check_run_config(const RunConfig& c) {
   if (c.training.epochs <= 0 && c.training.steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
   if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
     return graph::invalid_argument("learning-rate schedule: " + status.message());
+  }
+  if (c.training.mixed_precision != ops::MixedPrecision::off) {
+    for (const graph::DeviceId& device : c.strategy.devices) {
+      if (device.kind != graph::DeviceKind::cpu) {
+        return graph::invalid_argument("mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on " +
+                                       device.to_string());
+      }
+    }
+  }
+  if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.accumulation_steps > 1) {
+    return graph::invalid_argument("fp16 mixed precision (loss scaling) does not combine with accumulation_steps > 1 yet");
+  }
+  if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.check_numerics) {
+    return graph::invalid_argument("fp16 mixed precision skips the steps whose gradients overflow; it does not combine "
+                                   "with check_numerics");
   }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));

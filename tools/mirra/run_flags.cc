@@ -37,6 +37,10 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_flag("--soft-placement", f.soft_placement,
                    "Run a node its device has no kernel for on cpu:0 instead of failing");
   command.add_flag("--allow-tf32", f.allow_tf32, "Let GPUs run f32 matrix products and convolutions in TF32 (faster, less exact)");
+  command.add_option("--mixed-precision", f.mixed_precision,
+                     "bf16 or fp16: matrix products and convolutions on 16-bit operands, f32 everywhere else; fp16 "
+                     "with dynamic loss scaling (default off)")
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}));
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
@@ -93,6 +97,9 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.check_numerics) config.training.check_numerics = true;
   if (f.soft_placement) config.training.soft_placement = true;
   if (f.allow_tf32) config.training.allow_tf32 = true;
+  if (f.mixed_precision) {
+    MIRRA_ASSIGN_OR_RETURN(config.training.mixed_precision, ops::parse_mixed_precision(*f.mixed_precision));
+  }
   if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
   if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
   if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;

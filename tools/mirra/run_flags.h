@@ -14,7 +14,7 @@ namespace mirra::runner {
 
 struct RunFlags {
   std::string config_file;
-  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule, memory_limit;
+  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule, memory_limit, mixed_precision;
   std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps;
   std::optional<double> learning_rate;
   std::optional<int64_t> seed;

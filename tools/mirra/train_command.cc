@@ -118,7 +118,9 @@ graph::Status TrainRun::run() {
   MIRRA_RETURN_IF_ERROR(check_run_config(config_));
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
   MIRRA_ASSIGN_OR_RETURN(program_,
-                         build_model_program(model_, config_.training.learning_rate, config_.training.check_numerics));
+                         build_model_program(model_, {.learning_rate = config_.training.learning_rate,
+                                                      .check_numerics = config_.training.check_numerics,
+                                                      .mixed_precision = config_.training.mixed_precision}));
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   if (strategy_->across_workers()) {
@@ -145,10 +147,15 @@ graph::Status TrainRun::run() {
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
   if ((!command_.json || terminal) && rank == 0) {
-    std::printf("training %s with %s (%zu replicas%s), global batch %lld\n", command_.model.c_str(),
+    const ops::MixedPrecision mixed = config_.training.mixed_precision;
+    const std::string precision =
+        mixed == ops::MixedPrecision::off ? ""
+        : ", mixed precision " + std::string(ops::mixed_precision_name(mixed)) +
+              (mixed == ops::MixedPrecision::fp16 ? " with dynamic loss scaling" : "");
+    std::printf("training %s with %s (%zu replicas%s), global batch %lld%s\n", command_.model.c_str(),
                 strategy_->describe().c_str(), strategy_->config().devices.size(),
                 workers_ ? (" on each of " + std::to_string(workers) + " workers").c_str() : "",
-                static_cast<long long>(config_.training.batch_size));
+                static_cast<long long>(config_.training.batch_size), precision.c_str());
   }
   MIRRA_RETURN_IF_ERROR(restore());
   if (workers_) {

@@ -11,6 +11,15 @@
 
 namespace mirra::runner {
 
+namespace {
+
+// Loss scaling's state, which only runs with fp16 mixed precision have (ops/optimizers.h).
+bool is_loss_scale_state(std::string_view name) {
+  return name == ops::kLossScaleVariable || name == ops::kLossScaleGoodStepsVariable;
+}
+
+}  // namespace
+
 graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip) {
   const graph::Graph& g = session.graph();
   std::vector<std::string> names;
@@ -63,7 +72,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     if (name == skip || strategies::is_accumulator(name)) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
-      if (require_all) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");
+      if (require_all && !is_loss_scale_state(name)) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");
       continue;
     }
     const graph::TensorValue& value = it->second->value;
@@ -75,7 +84,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     used.insert(it->first);
   }
   for (const auto& v : values) {
-    if (!used.contains(v.name) && v.name != skip) {
+    if (!used.contains(v.name) && v.name != skip && !is_loss_scale_state(v.name)) {
       return graph::invalid_argument(std::string(source) + " holds '" + v.name + "', which is no variable of this model");
     }
   }

@@ -2,7 +2,9 @@
 // model files and checkpoints store them: reading takes replica 0's copy (replicas are bitwise
 // equal) or the one host copy; writing sets every copy. So a checkpoint saved under one strategy and
 // replica count restores under any other. Gradient accumulation's accumulators are neither read nor
-// written (strategies::is_accumulator: zero between steps).
+// written (strategies::is_accumulator: zero between steps). Loss scaling's state may be there or not
+// on either side: a run without loss scaling ignores it, and one with it starts from the initial
+// scale when the source lacks it (fp16 mixed precision can be switched on and off between runs).
 #pragma once
 
 #include <string>

@@ -1,0 +1,31 @@
+// Mixed precision: a pass over a finished training graph (forward, gradients and updates), like
+// TensorFlow's auto mixed precision rewrite, that runs its matrix products and convolutions on 16-bit
+// operands and leaves everything else in f32.
+//
+// Each MatMul, Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on f32 operands gets
+// Casts of its operands to the 16-bit type (one Cast per value, shared by every product that reads
+// it: a layer's weights serve its forward product and its input gradient) and f32_output, so its
+// result is the f32 sum of the 16-bit products. Variables, optimizer slots and updates (f32 master
+// weights), biases, activations between the products, softmax, the loss and every reduction stay f32.
+//
+// REQUIRES: a structurally valid graph. ENSURES: every value keeps its dtype and meaning (rounded
+// operands aside); returns how many products it rewrote.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "graph/graph.h"
+#include "graph/status.h"
+
+namespace mirra::ops {
+
+enum class MixedPrecision { off, bf16, fp16 };
+
+// "off", "bf16" or "fp16"; anything else is an error naming the choices.
+graph::Expected<MixedPrecision> parse_mixed_precision(std::string_view name);
+std::string_view mixed_precision_name(MixedPrecision mode);
+
+int apply_mixed_precision(graph::Graph& graph, MixedPrecision mode);
+
+}  // namespace mirra::ops

@@ -1,0 +1,25 @@
+// check_golden: compare with, or rewrite, a file under MIRRA_SOURCE_DIR.
+#include "tests/golden_file.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mirra::test {
+
+void check_golden(const std::string& path, const std::string& text) {
+  const std::string file = std::string(MIRRA_SOURCE_DIR) + "/" + path;
+  if (std::getenv("MIRRA_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(file) << text;
+    return;
+  }
+  std::ifstream in(file);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << file << " (run with MIRRA_UPDATE_GOLDEN=1)");
+  std::stringstream golden;
+  golden << in.rdbuf();
+  CHECK_MESSAGE(golden.str() == text, "the output differs from " << file << ":\n" << text);
+}
+
+}  // namespace mirra::test

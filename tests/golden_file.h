@@ -1,0 +1,13 @@
+// Golden files: text a test produces, pinned in the source tree. MIRRA_UPDATE_GOLDEN=1 rewrites them
+// after an intended change (then review the diff); otherwise a difference fails the test and prints
+// the new text.
+#pragma once
+
+#include <string>
+
+namespace mirra::test {
+
+// Checks `text` against the file at `path` (relative to the source tree, e.g. "tests/ops/golden/x.txt").
+void check_golden(const std::string& path, const std::string& text);
+
+}  // namespace mirra::test

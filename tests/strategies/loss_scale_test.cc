@@ -1,0 +1,67 @@
+// Loss scaling under every strategy: N replicas skip the step one device skips (the verdict is taken
+// on the aggregated gradients, so replicas agree even when one replica's share alone overflowed),
+// count the same steps, move the scale alike and end with one device's variables.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/strategies/strategy_test_util.h"
+
+namespace mirra::strategies::test {
+namespace {
+
+struct Outcome {
+  std::map<std::string, std::vector<double>> variables;
+  std::vector<float> scales;  // after each step
+  int64_t iterations = 0;
+};
+
+// `prefix`: where the scale is, "replica_0/" when each replica has its own.
+Outcome train(const TrainingProgram& program, const std::vector<Batch>& batches, const std::string& prefix) {
+  runtime::Session session(program.graph, ops::kernels(), {.threads = 2});
+  Outcome out;
+  for (const Batch& batch : batches) {
+    REQUIRE(session.run(feeds(program, batch), {}, {program.signature.train}).ok());
+    out.scales.push_back(session.read_variable(prefix + std::string(ops::kLossScaleVariable))->values<float>()[0]);
+  }
+  out.iterations = session.read_variable(std::string(ops::kIterationsVariable))->values<int64_t>()[0];
+  for (auto& [name, values] : float_variables(session)) {
+    int replica = 0;
+    const std::string_view free = replica_free_name(name, &replica);
+    if (replica <= 0) out.variables[std::string(free)] = values;  // replica 0's copy, or the one copy
+  }
+  return out;
+}
+
+TEST_CASE("LossScaling.strategies_skip_the_steps_one_device_skips") {
+  const ops::MinimizeOptions options{.loss_scaling = ops::LossScaling{.initial_scale = 32768, .growth_steps = 3}};
+  for (const ops::Optimizer& optimizer : {ops::Optimizer::momentum_sgd(0.05, 0.9), ops::Optimizer::adam(0.01)}) {
+    CAPTURE(optimizer.kind);
+    const TrainingProgram program = build_program("small_cnn", optimizer, options);
+    std::vector<Batch> batches = random_batches("small_cnn", 61, 12, 5);
+    // An infinite pixel in the first example of step 4 (replica 0's share): that step's gradients
+    // overflow everywhere once aggregated.
+    batches[4].images.mutable_data<float>()[0] = std::numeric_limits<float>::infinity();
+    const Outcome reference = train(program, batches, "");
+    CHECK(reference.scales == std::vector<float>{32768, 32768, 65536, 65536, 32768, 32768, 32768, 65536, 65536, 65536,
+                                                 131072, 131072});
+    CHECK(reference.iterations == static_cast<int64_t>(batches.size()) - 1);
+    for (const auto& [strategy, replicas] : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
+      CAPTURE(strategy); CAPTURE(replicas);
+      StrategyConfig config{.strategy = strategy};
+      for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
+      auto made = make_strategy(config);
+      REQUIRE(made.ok());
+      auto distributed = (*made)->distribute(program);
+      REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+      const Outcome got = train(*distributed, batches, std::string(strategy) == "mirrored" ? "replica_0/" : "");
+      CHECK(got.scales == reference.scales);
+      CHECK(got.iterations == reference.iterations);
+      for (const auto& [name, values] : reference.variables) check_close(name, got.variables.at(name), values);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mirra::strategies::test
