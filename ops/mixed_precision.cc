@@ -2,7 +2,6 @@
 #include "ops/mixed_precision.h"
 
 #include <map>
-#include <set>
 
 namespace mirra::ops {
 

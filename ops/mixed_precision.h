@@ -5,8 +5,9 @@
 // Each MatMul, Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on f32 operands gets
 // Casts of its operands to the 16-bit type (one Cast per value, shared by every product that reads
 // it: a layer's weights serve its forward product and its input gradient) and f32_output, so its
-// result is the f32 sum of the 16-bit products. Variables, optimizer slots and updates (f32 master
-// weights), biases, activations between the products, softmax, the loss and every reduction stay f32.
+// result is the f32 sum of the 16-bit products; but a filter gradient over fewer than 8 input
+// channels stays f32 (slower in bf16). Variables, optimizer slots and updates (f32 master weights),
+// biases, activations between the products, softmax, the loss and every reduction stay f32.
 //
 // REQUIRES: a structurally valid graph. ENSURES: every value keeps its dtype and meaning (rounded
 // operands aside); returns how many products it rewrote.

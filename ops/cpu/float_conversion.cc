@@ -3,7 +3,7 @@
 
 #include "ops/cpu/parallel.h"
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
 #define MIRRA_AVX512_CLONES __attribute__((target_clones("avx512f", "default")))
 #else
 #define MIRRA_AVX512_CLONES

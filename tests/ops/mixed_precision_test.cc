@@ -3,6 +3,7 @@
 // of the 16-bit type when they round their result; the pass's rewrite of a small conv net is pinned
 // as golden text, keeps every value's dtype, casts each value once, and trains like f32.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -50,7 +51,8 @@ Tensor representable(runtime::Random& rng, const TensorShape& shape, DType low) 
 TEST_CASE("Kernels.MatMul.sixteen_bit_operands_match_f32") {
   runtime::Random rng(61);
   for (DType low : {DType::bf16, DType::f16}) {
-    for (const auto& [m, k, n] : {std::tuple{5, 7, 3}, std::tuple{64, 96, 48}, std::tuple{1, 200, 1}}) {
+    for (const std::array<int64_t, 3>& size : {std::array<int64_t, 3>{5, 7, 3}, {64, 96, 48}, {1, 200, 1}}) {
+      const int64_t m = size[0], k = size[1], n = size[2];  // not a structured binding: CAPTURE takes them
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           CAPTURE(graph::dtype_name(low)); CAPTURE(m); CAPTURE(k); CAPTURE(n); CAPTURE(ta); CAPTURE(tb);

@@ -47,7 +47,9 @@ TEST_CASE("LossScaling.strategies_skip_the_steps_one_device_skips") {
     CHECK(reference.scales == std::vector<float>{32768, 32768, 65536, 65536, 32768, 32768, 32768, 65536, 65536, 65536,
                                                  131072, 131072});
     CHECK(reference.iterations == static_cast<int64_t>(batches.size()) - 1);
-    for (const auto& [strategy, replicas] : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
+    for (const std::pair<const char*, int>& run : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
+      const std::string strategy = run.first;  // not a structured binding: CAPTURE takes them
+      const int replicas = run.second;
       CAPTURE(strategy); CAPTURE(replicas);
       StrategyConfig config{.strategy = strategy};
       for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
@@ -55,7 +57,7 @@ TEST_CASE("LossScaling.strategies_skip_the_steps_one_device_skips") {
       REQUIRE(made.ok());
       auto distributed = (*made)->distribute(program);
       REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-      const Outcome got = train(*distributed, batches, std::string(strategy) == "mirrored" ? "replica_0/" : "");
+      const Outcome got = train(*distributed, batches, strategy == "mirrored" ? "replica_0/" : "");
       CHECK(got.scales == reference.scales);
       CHECK(got.iterations == reference.iterations);
       for (const auto& [name, values] : reference.variables) check_close(name, got.variables.at(name), values);
