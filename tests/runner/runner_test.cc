@@ -163,6 +163,11 @@ TEST_CASE("Runner.mixed_precision.trains_and_checkpoints_the_loss_scale") {
     REQUIRE(trained.code == 0);
     CHECK(final_loss(trained) == doctest::Approx(final_loss(f32)).epsilon(0.05));
     CHECK(trained_values(out).contains("loss_scale/scale") == (mode == "fp16"));
+    const auto summary = nlohmann::json::parse(trained.out.substr(trained.out.rfind('{')));
+    CHECK(summary.contains("loss_scale") == (mode == "fp16"));
+    if (mode == "fp16") {  // 2^15 at first, halved by each skipped step, and 12 steps are too few to grow
+      CHECK(summary["loss_scale"].get<double>() == std::ldexp(32768.0, -summary["skipped_steps"].get<int>()));
+    }
   }
   const std::string ckpt = workspace() / "fp16_ckpt";
   REQUIRE(run(train_args({"--steps", "5", "--mixed-precision", "fp16", "--checkpoint-dir", ckpt}), "fp16_first_part").code == 0);

@@ -91,6 +91,13 @@ class TrainRun {
   graph::Status save_model();
   void on_step(const runtime::training::StepMetrics& step);
   void print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history);
+  // fp16's loss scale after training, and how many of the `steps` run were skipped for overflow.
+  struct LossScaling {
+    float scale = 0;
+    int64_t skipped_steps = 0;
+  };
+  std::optional<LossScaling> loss_scaling(int64_t steps) const;
+  int64_t applied_updates() const;  // the optimizer's iteration count
 
   const TrainCommand& command_;
   const RunConfig& config_;
@@ -110,6 +117,7 @@ class TrainRun {
   graph::Status metrics_error_;  // reported after training, which goes on without the metrics
   bool summary_printed_ = false;
   int64_t examples_ = 0;
+  int64_t iterations_at_start_ = 0;  // the optimizer's count of applied updates when training began
   double last_loss_ = 0;
   std::chrono::steady_clock::time_point started_;
 };
@@ -162,6 +170,7 @@ graph::Status TrainRun::run() {
     MIRRA_RETURN_IF_ERROR(take_worker_0_state(*workers_, *session_, start_, program_.learning_rate_variable,
                                               config_.strategy.all_reduce.timeout_s));
   }
+  iterations_at_start_ = applied_updates();
   using runtime::data::Split;
   // Each worker feeds its shard of every global batch.
   MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
@@ -362,8 +371,23 @@ graph::Status TrainRun::save_model() {
   return graph::Status();
 }
 
+int64_t TrainRun::applied_updates() const {
+  const std::optional<runtime::Tensor> count = session_->read_variable(std::string(ops::kIterationsVariable));
+  return count ? count->values<int64_t>()[0] : 0;
+}
+
+std::optional<TrainRun::LossScaling> TrainRun::loss_scaling(int64_t steps) const {
+  if (config_.training.mixed_precision != ops::MixedPrecision::fp16) return std::nullopt;
+  const std::string name(ops::kLossScaleVariable);
+  std::optional<runtime::Tensor> scale = session_->read_variable(name);
+  if (!scale) scale = session_->read_variable("replica_0/" + name);  // every replica holds the same
+  if (!scale) return std::nullopt;
+  return LossScaling{.scale = scale->values<float>()[0], .skipped_steps = steps - (applied_updates() - iterations_at_start_)};
+}
+
 void TrainRun::print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history) {
   const int64_t steps = position_ ? position_->step - start_.step : 0;
+  const std::optional<LossScaling> scaling = loss_scaling(steps);
   const runtime::training::Evaluation* evaluation =
       history.empty() || !history.back().evaluation ? nullptr : &*history.back().evaluation;
   if (!command_.json) {
@@ -371,6 +395,10 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                 static_cast<long long>(examples_), seconds, seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0,
                 last_loss_);
     if (evaluation) std::printf(", test accuracy %.4f", evaluation->accuracy);
+    if (scaling) {
+      std::printf(", loss scale %g (%lld step%s skipped)", scaling->scale, static_cast<long long>(scaling->skipped_steps),
+                  scaling->skipped_steps == 1 ? "" : "s");
+    }
     std::printf("\n");
     return;
   }
@@ -389,6 +417,10 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
   if (evaluation) {
     summary["test_accuracy"] = evaluation->accuracy;
     summary["test_loss"] = evaluation->mean_loss;
+  }
+  if (scaling) {
+    summary["loss_scale"] = scaling->scale;
+    summary["skipped_steps"] = scaling->skipped_steps;
   }
   if (!metrics_error_.ok()) summary["error"] = metrics_error_.message();
   std::printf("%s\n", summary.dump().c_str());
