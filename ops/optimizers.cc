@@ -1,12 +1,12 @@
-// minimize: trainable variables, gradients, clipping, slots, update ops and their ordering.
+// minimize: trainable variables, gradients, loss scaling, clipping, slots, update ops and their ordering.
 #include "ops/optimizers.h"
 
 #include <algorithm>
 #include <iterator>
 
 #include "graph/gradients.h"
-#include "ops/check_numerics_ops.h"
 #include "ops/array_ops.h"
+#include "ops/check_numerics_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/loss_scale_ops.h"
 #include "ops/optimizer_ops.h"
