@@ -412,6 +412,8 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
        "'training.mixed_precision' must be \"off\", \"bf16\" or \"fp16\", not \"fp8\""},
       {{"train", mlp_file(), "--mixed-precision", "fp16", "--accumulation-steps", "2"},
        "fp16 mixed precision (loss scaling) does not combine with accumulation_steps > 1"},
+      {{"train", mlp_file(), "--mixed-precision", "fp16", "--check-numerics"},
+       "fp16 mixed precision skips the steps whose gradients overflow; it does not combine with check_numerics"},
       {{"train", mlp_file(), "--mixed-precision", "bf16", "--devices", "gpu:0"},
        "mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on gpu:0"},
       {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
