@@ -118,23 +118,9 @@ void fill_with_bias(const ConvProblem& c, bool nchw, const Tensor* bias, bool re
   }
 }
 
-// Conv2D, or FusedConv2D with a bias (input 2) and optionally a ReLU applied by oneDNN as it writes
-// the output (post-ops), which saves the two passes over it that BiasAdd and Relu would make.
-Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
-  const ConvOperands o = ConvOperands::of(ctx);
-  const Tensor* bias = with_bias ? &o.third : nullptr;
-  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
-  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
-  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), c.g.output_shape(nchw, c.out_channels));
-  cpu::F16Staging staging(node_output, ctx.device());
-  Tensor& output = staging.target();
-  if (output.num_elements() == 0) return Status();
-  if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
-    fill_with_bias(c, nchw, bias, relu, output);
-    staging.finish();
-    return Status();
-  }
+// The oneDNN forward convolution of conv2d_forward (below), into `output`.
+Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvOperands& o, const Tensor* bias, bool relu,
+                          Tensor& output) {
   using dnnl::memory;
   const memory::desc bias_md({c.out_channels}, c.result, memory::format_tag::x);
   const std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
@@ -162,9 +148,26 @@ Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
                                                 {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
                                                 {DNNL_ARG_DST, plain(c.dst(c.result), output)}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, plain(bias_md, *bias));
-  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, std::move(args), ctx.device()));
-  staging.finish();
-  return Status();
+  return cpu::dnnl_execute(*primitive, std::move(args), ctx.device());
+}
+
+// Conv2D, or FusedConv2D with a bias (input 2) and optionally a ReLU applied by oneDNN as it writes
+// the output (post-ops), which saves the two passes over it that BiasAdd and Relu would make.
+Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
+  const ConvOperands o = ConvOperands::of(ctx);
+  const Tensor* bias = with_bias ? &o.third : nullptr;
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
+  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
+  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), c.g.output_shape(nchw, c.out_channels));
+  if (node_output.num_elements() == 0) return Status();
+  return cpu::compute_widened(node_output, ctx.device(), [&](Tensor& output) -> Status {
+    if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
+      fill_with_bias(c, nchw, bias, relu, output);
+      return Status();
+    }
+    return dnnl_conv2d_forward(ctx, c, o, bias, relu, output);
+  });
 }
 
 Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, false, false); }
@@ -173,64 +176,59 @@ Status fused_conv2d_kernel(KernelContext& ctx) {
   return conv2d_forward(ctx, true, ctx.attr<std::string>("activation") == "relu");
 }
 
+// Conv2D's two gradients: allocates the one of `shape` and runs `compute` on the problem and where the
+// gradient goes (ops/cpu/widened_f16.h), or zero-fills it when there is nothing to compute.
+template <class Compute>
+Status conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::TensorShape& shape, Compute&& compute) {
+  Tensor& gradient = ctx.allocate_output(0, result_dtype(ctx), shape);
+  return cpu::compute_widened(gradient, ctx.device(), [&](Tensor& out) -> Status {
+    if (zero_sized(o, out)) return Status();
+    return compute(ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx)), out);
+  });
+}
+
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
 Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   const ConvOperands o = ConvOperands::of(ctx);
-  Tensor& node_dx = ctx.allocate_output(0, result_dtype(ctx), o.input.shape());
-  cpu::F16Staging staging(node_dx, ctx.device());
-  Tensor& dx = staging.target();
-  if (zero_sized(o, dx)) {
-    staging.finish();
-    return Status();
-  }
-  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
-    const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
-    const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src(c.result),
-                                              c.any_weights(c.operands), c.dst(c.operands), c.g.strides,
-                                              c.g.dilations, c.g.pad_before, c.g.pad_after),
-        attr, cpu::dnnl_engine(), c.training_hint(attr));
-    cpu::DnnlPrimitive p{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(), {}};
-    p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
-    return p;
-  }));
-  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
-                                                       {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
-                                                       {DNNL_ARG_DIFF_SRC, plain(c.src(c.result), dx)}},
-                                          ctx.device()));
-  staging.finish();
-  return Status();
+  return conv_gradient(ctx, o, o.input.shape(), [&](const ConvProblem& c, Tensor& dx) -> Status {
+    MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
+      const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src(c.result),
+                                                c.any_weights(c.operands), c.dst(c.operands), c.g.strides,
+                                                c.g.dilations, c.g.pad_before, c.g.pad_after),
+          attr, cpu::dnnl_engine(), c.training_hint(attr));
+      cpu::DnnlPrimitive p{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(), {}};
+      p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
+      return p;
+    }));
+    return cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
+                                          {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
+                                          {DNNL_ARG_DIFF_SRC, plain(c.src(c.result), dx)}},
+                             ctx.device());
+  });
 }
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
 Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   const ConvOperands o = ConvOperands::of(ctx);
-  Tensor& node_dw = ctx.allocate_output(0, result_dtype(ctx), o.filter.shape());
-  cpu::F16Staging staging(node_dw, ctx.device());
-  Tensor& dw = staging.target();
-  if (zero_sized(o, dw)) {
-    staging.finish();
-    return Status();
-  }
-  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
-    const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
-    const dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src(c.operands),
-                                                 c.any_weights(c.result), c.dst(c.operands), c.g.strides,
-                                                 c.g.dilations, c.g.pad_before, c.g.pad_after),
-        attr, cpu::dnnl_engine(), c.training_hint(attr));
-    cpu::DnnlPrimitive p{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(), {}};
-    p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights(c.result), pd.diff_weights_desc(), /*output=*/true);
-    return p;
-  }));
-  MIRRA_RETURN_IF_ERROR(cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
-                                                       {DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
-                                                       {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights(c.result), dw)}},
-                                          ctx.device()));
-  staging.finish();
-  return Status();
+  return conv_gradient(ctx, o, o.filter.shape(), [&](const ConvProblem& c, Tensor& dw) -> Status {
+    MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
+      const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src(c.operands),
+                                                   c.any_weights(c.result), c.dst(c.operands), c.g.strides,
+                                                   c.g.dilations, c.g.pad_before, c.g.pad_after),
+          attr, cpu::dnnl_engine(), c.training_hint(attr));
+      cpu::DnnlPrimitive p{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(), {}};
+      p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights(c.result), pd.diff_weights_desc(), /*output=*/true);
+      return p;
+    }));
+    return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
+                                          {DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
+                                          {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights(c.result), dw)}},
+                             ctx.device());
+  });
 }
 
 std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {

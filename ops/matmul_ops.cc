@@ -59,22 +59,20 @@ Status matmul_kernel(KernelContext& ctx) {
   }
   const DType out = ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype();
   Tensor& output = ctx.allocate_output(0, out, TensorShape{m, n});
-  cpu::F16Staging staging(output, ctx.device());
-  Tensor& c = staging.target();
-  if (a.dtype() == DType::bf16) {
+  return cpu::compute_widened(output, ctx.device(), [&](Tensor& c) -> Status {
+    if (a.dtype() != DType::bf16) {
+      return cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
+        cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>());
+        return Status();
+      });
+    }
     if (c.num_elements() == 0) return Status();
     if (k == 0) {  // an empty sum (oneDNN wants no zero dims)
       std::memset(c.mutable_raw_data(), 0, c.byte_size());
       return Status();
     }
     return bf16_matmul(ctx, a, b, ta, tb, m, n, k, c);
-  }
-  const Status status = cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
-    cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>());
-    return Status();
   });
-  if (status.ok()) staging.finish();
-  return status;
 }
 
 int channel_axis(const std::string& data_format, int rank) { return data_format == "NCHW" ? 1 : rank - 1; }

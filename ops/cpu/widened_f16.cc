@@ -16,13 +16,8 @@ Tensor widened_f16(const Tensor& tensor, const runtime::Device& device) {
   return wide;
 }
 
-F16Staging::F16Staging(Tensor& output, const runtime::Device& device) : output_(output) {
-  if (output.dtype() == DType::f16) staged_ = Tensor::empty(device.allocator(), DType::f32, output.shape());
-}
-
-void F16Staging::finish() {
-  if (!staged_.defined()) return;
-  convert_floats(staged_.data<float>(), output_.mutable_data<float16>(), output_.num_elements());
+void round_to_f16(const Tensor& wide, Tensor& output) {
+  convert_floats(wide.data<float>(), output.mutable_data<float16>(), output.num_elements());
 }
 
 }  // namespace mirra::ops::cpu

@@ -13,17 +13,18 @@ namespace mirra::ops::cpu {
 // `tensor` itself unless it is f16; else a new f32 tensor of its values from `device`'s memory.
 runtime::Tensor widened_f16(const runtime::Tensor& tensor, const runtime::Device& device);
 
-// Where a kernel writes a result that `output` holds: `output` itself, or for an f16 output an f32
-// tensor that finish() then rounds into it.
-class F16Staging {
- public:
-  F16Staging(runtime::Tensor& output, const runtime::Device& device);
-  runtime::Tensor& target() { return staged_.defined() ? staged_ : output_; }
-  void finish();
+// Rounds the f32 values of `wide` into the f16 tensor `output` of the same shape.
+void round_to_f16(const runtime::Tensor& wide, runtime::Tensor& output);
 
- private:
-  runtime::Tensor& output_;
-  runtime::Tensor staged_;
-};
+// Runs `compute` on where a result that `output` holds is written: `output` itself, or for an f16
+// output an f32 tensor from `device`'s memory, which is then rounded into it.
+template <class Compute>
+graph::Status compute_widened(runtime::Tensor& output, const runtime::Device& device, Compute&& compute) {
+  if (output.dtype() != graph::DType::f16) return compute(output);
+  runtime::Tensor wide = runtime::Tensor::empty(device.allocator(), graph::DType::f32, output.shape());
+  MIRRA_RETURN_IF_ERROR(compute(wide));
+  round_to_f16(wide, output);
+  return graph::Status();
+}
 
 }  // namespace mirra::ops::cpu

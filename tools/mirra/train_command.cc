@@ -92,11 +92,11 @@ class TrainRun {
   void on_step(const runtime::training::StepMetrics& step);
   void print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history);
   // fp16's loss scale after training, and how many of the `steps` run were skipped for overflow.
-  struct LossScaling {
+  struct LossScaleReport {
     float scale = 0;
     int64_t skipped_steps = 0;
   };
-  std::optional<LossScaling> loss_scaling(int64_t steps) const;
+  std::optional<LossScaleReport> loss_scale_report(int64_t steps) const;
   int64_t applied_updates() const;  // the optimizer's iteration count
 
   const TrainCommand& command_;
@@ -376,18 +376,18 @@ int64_t TrainRun::applied_updates() const {
   return count ? count->values<int64_t>()[0] : 0;
 }
 
-std::optional<TrainRun::LossScaling> TrainRun::loss_scaling(int64_t steps) const {
+std::optional<TrainRun::LossScaleReport> TrainRun::loss_scale_report(int64_t steps) const {
   if (config_.training.mixed_precision != ops::MixedPrecision::fp16) return std::nullopt;
   const std::string name(ops::kLossScaleVariable);
   std::optional<runtime::Tensor> scale = session_->read_variable(name);
   if (!scale) scale = session_->read_variable("replica_0/" + name);  // every replica holds the same
   if (!scale) return std::nullopt;
-  return LossScaling{.scale = scale->values<float>()[0], .skipped_steps = steps - (applied_updates() - iterations_at_start_)};
+  return LossScaleReport{.scale = scale->values<float>()[0], .skipped_steps = steps - (applied_updates() - iterations_at_start_)};
 }
 
 void TrainRun::print_summary(double seconds, const std::vector<runtime::training::EpochMetrics>& history) {
   const int64_t steps = position_ ? position_->step - start_.step : 0;
-  const std::optional<LossScaling> scaling = loss_scaling(steps);
+  const std::optional<LossScaleReport> scaling = loss_scale_report(steps);
   const runtime::training::Evaluation* evaluation =
       history.empty() || !history.back().evaluation ? nullptr : &*history.back().evaluation;
   if (!command_.json) {
