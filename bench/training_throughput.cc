@@ -16,13 +16,16 @@ namespace mirra::bench {
 graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options) {
   if (options.steps <= 0 || options.warmup_steps <= 0) return graph::invalid_argument("steps and warm-up steps must be positive");
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(options.mixed_precision));
-  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, examples::benchmark_optimizer(), 1,
-                                                                         mixed_precision));
+  if (options.optimizer != "momentum" && options.optimizer != "adam") {
+    return graph::invalid_argument("optimizer '" + options.optimizer + "' is not momentum or adam");
+  }
+  const ops::Optimizer optimizer = options.optimizer == "adam" ? ops::Optimizer::adam(0.001) : examples::benchmark_optimizer();
+  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, optimizer, 1, mixed_precision));
   const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
                                                               {.batch_size = options.batch_size, .seed = 1}));
-  strategies::StrategyConfig config{.strategy = options.strategy};
+  strategies::StrategyConfig config{.strategy = options.strategy, .shard_optimizer_state = options.shard_optimizer_state};
   for (const std::string& name : options.devices) {
     MIRRA_ASSIGN_OR_RETURN(const graph::DeviceId device, graph::DeviceId::parse(name));
     config.devices.push_back(device);
@@ -47,13 +50,27 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   nlohmann::json gpu_peaks = nlohmann::json::object();  // device memory held at once, by device
+  nlohmann::json device_peaks = nlohmann::json::object();
   bool on_gpu = false;
   for (const auto& device : session.devices().devices()) {
+    const runtime::AllocatorStats stats = device->allocator()->stats();
+    device_peaks[device->id().to_string()] = stats.peak_bytes_in_use;
     if (device->id().kind != graph::DeviceKind::gpu) continue;
     on_gpu = true;
-    const runtime::AllocatorStats stats = device->allocator()->stats();
     gpu_peaks[device->id().to_string()] = {{"peak_bytes_in_use", stats.peak_bytes_in_use},
                                            {"device_allocations", stats.system_allocations}};
+  }
+  // The optimizer slots' bytes on each device, from the values the session holds.
+  nlohmann::json slot_bytes = nlohmann::json::object();
+  for (const graph::Node& node : program.graph.nodes()) {
+    const std::optional<size_t> gradient_input = ops::update_gradient_input(node.op);
+    for (size_t i = 1; gradient_input && i < *gradient_input; ++i) {
+      const graph::Node& slot = program.graph.node(node.inputs[i].node);
+      const std::optional<runtime::Tensor> value = session.variables().find(slot.name);
+      if (!value) continue;
+      const std::string device = slot.device ? slot.device->to_string() : "cpu:0";
+      slot_bytes[device] = slot_bytes.value(device, int64_t{0}) + static_cast<int64_t>(value->byte_size());
+    }
   }
   nlohmann::json result{{"framework", "mirra"},
                         {"model", options.model},
@@ -61,6 +78,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"threads", options.threads},
                         {"allow_tf32", options.allow_tf32},
                         {"mixed_precision", options.mixed_precision},
+                        {"optimizer", options.optimizer},
                         {"batch", options.batch_size},
                         {"warmup_steps", options.warmup_steps},
                         {"steps", options.steps},
@@ -68,7 +86,9 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"examples_per_s", static_cast<double>(options.steps * options.batch_size) / seconds},
                         {"final_loss", final_loss},
                         {"peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
-                        {"gpu_memory", gpu_peaks}};
+                        {"gpu_memory", gpu_peaks},
+                        {"allocator_peak_bytes", device_peaks},
+                        {"optimizer_slot_bytes", slot_bytes}};
   // On a GPU, the MLP's step against its matrix products alone through cuBLAS: the floor.
   if (on_gpu && options.model == "mlp" && !options.allow_tf32) {
     MIRRA_ASSIGN_OR_RETURN(const double floor, mlp_gemm_seconds_per_step(options.batch_size, 200));

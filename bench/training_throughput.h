@@ -1,8 +1,9 @@
 // The training-throughput benchmark, mirra's side: trains a benchmark model (MLP or CNN, the
 // benchmark settings) on Fashion-MNIST through a strategy (one device by default), the Trainer and
 // the prefetching Dataset, and measures
-// examples/s over a steady-state window after some warm-up steps, and the peak memory of each GPU it
-// used (for the MLP on a GPU also the floor: its matrix products alone through cuBLAS).
+// examples/s over a steady-state window after some warm-up steps, the peak memory of each device's
+// allocator and the optimizer slots' bytes on each device (for the MLP on a GPU also the floor: its
+// matrix products alone through cuBLAS).
 // bench/training_vs_pytorch.py runs it next to PyTorch on the CPU (bench/peers/torch_training.py),
 // bench/gpu_training_vs_pytorch.py next to PyTorch on a GPU, and they report the ratios.
 #pragma once
@@ -22,6 +23,8 @@ struct TrainingThroughputOptions {
   std::vector<std::string> devices;     // empty: the strategy's default devices
   bool allow_tf32 = false;              // GPUs may multiply f32 in TF32
   std::string mixed_precision = "off";  // or bf16 (ops/mixed_precision.h)
+  std::string optimizer = "momentum";   // the benchmark's momentum SGD, or adam (learning rate 0.001)
+  bool shard_optimizer_state = false;   // mirrored: each replica keeps its share of the slots
   int threads = 1;
   int64_t batch_size = 128;
   int64_t warmup_steps = 20;

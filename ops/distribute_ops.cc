@@ -1,4 +1,4 @@
-// SplitBatch, AllReduce, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels (the
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels (the
 // collectives' kernels call the session's Collective, asynchronously).
 #include "ops/distribute_ops.h"
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
@@ -179,6 +180,51 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   return outputs;
 }
 
+// ---- ReduceScatter ----
+
+// Replica r's output is its share of the flattened sum (or mean) of every replica's input.
+void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
+  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
+  const runtime::Reduction reduction =
+      ctx.attr<std::string>("reduction") == "mean" ? runtime::Reduction::mean : runtime::Reduction::sum;
+  const int64_t elements = ctx.input(0).num_elements();
+  auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
+  for (int64_t r = 0; r < replicas; ++r) {
+    const Tensor& input = ctx.input(static_cast<size_t>(r));
+    calls->inputs[static_cast<size_t>(r)].push_back(input);
+    calls->outputs[static_cast<size_t>(r)].push_back(
+        ctx.allocate_output(static_cast<size_t>(r), input.dtype(), {runtime::participant_share(elements, replicas, r)}));
+  }
+  for (int64_t r = 0; r < replicas; ++r) {
+    (*collective)->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)][0],
+                                  calls->outputs[static_cast<size_t>(r)][0], ReplicaCalls::replica_done(calls));
+  }
+}
+
+Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
+  const std::string& reduction = ctx.attr<std::string>("reduction");
+  if (reduction != "sum" && reduction != "mean") return ctx.error("reduction must be sum or mean");
+  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
+  if (replicas > kMaxReplicas) return ctx.error("at most 4096 replicas");
+  const TensorType& first = ctx.input(0);
+  if (first.dtype != DType::f32 && first.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
+  for (size_t r = 1; r < ctx.num_inputs(); ++r) {
+    if (ctx.input(r).dtype != first.dtype || !ctx.input(r).shape.compatible_with(first.shape)) {
+      return ctx.error("input " + std::to_string(r) + " " + ctx.input(r).to_string() + " does not match replica 0's " +
+                       first.to_string());
+    }
+  }
+  const std::optional<int64_t> elements = first.shape.num_elements();
+  std::vector<TensorType> shares;
+  for (int64_t r = 0; r < replicas; ++r) {
+    shares.push_back({first.dtype, graph::Shape{elements ? runtime::participant_share(*elements, replicas, r) : -1}});
+  }
+  return shares;
+}
+
 // ---- Broadcast and AllGather ----
 
 // Every replica gets its own copy of the source's value (replica 0's, for a mirrored variable):
@@ -283,6 +329,16 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "receives the same bits.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("AllReduce", graph::DeviceKind::cpu, {.expensive = true, .reuses_inputs = true, .async_fn = all_reduce_kernel});
+  schemas.add(graph::OpSchema{.name = "ReduceScatter",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = {{"reduction", AttrType::string, std::string("sum")}, kImplementationAttr, kTimeoutAttr},
+                              .traits = graph::kCollective,
+                              .infer = infer_reduce_scatter,
+                              .summary = "values[r] is replica r's; output r is replica r's share of their sum (or "
+                                         "mean), flattened: shares differ by at most one element, the first larger.",
+                              .no_gradient = "it aggregates gradients, after differentiation"});
+  kernels.add("ReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = reduce_scatter_kernel});
   schemas.add(graph::OpSchema{.name = "Broadcast",
                               .inputs = {"x"},
                               .attrs = {{"replicas", AttrType::integer, {}}, kImplementationAttr, kTimeoutAttr},
@@ -325,6 +381,16 @@ std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<gra
                            .inputs = values,
                            .attrs = {{"replicas", replicas},
                                      {"reduction", std::string(reduction)},
+                                     {"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms}}}),
+                    values.size());
+}
+
+std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                            std::string_view reduction, const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "ReduceScatter",
+                           .inputs = values,
+                           .attrs = {{"reduction", std::string(reduction)},
                                      {"implementation", options.implementation},
                                      {"timeout_ms", options.timeout_ms}}}),
                     values.size());

@@ -1,7 +1,8 @@
 // The ops a distribution strategy inserts: SplitBatch (cut a global batch into per-replica shares on
 // the host, TensorFlow's rule: sizes differ by at most one, the first B mod N replicas get the larger
 // share, a share may be empty), AllReduce (sum or mean of one bucket of gradients across all replicas,
-// every replica receiving bitwise-identical values), Broadcast (one value copied to every replica),
+// every replica receiving bitwise-identical values), ReduceScatter (each replica receives only its share
+// of the sum, for sharded optimizer state), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
 // tensor at run time). A collective is one node over all replicas' buffers whose asynchronous kernel
 // calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
@@ -30,6 +31,12 @@ std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, i
 // k = values.size() / replicas. Output r * k + j is the sum (or mean) over r' of values[r' * k + j].
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                         std::string_view reduction = "sum", const CollectiveOptions& options = {});
+
+// values[r] is replica r's; output r is elements [first_r, first_r + share_r) of the flattened sum (or
+// mean) over replicas, a rank-1 tensor, where share_r = replica_share(elements, replicas, r) and
+// first_r is the sum of the earlier shares.
+std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                            std::string_view reduction = "sum", const CollectiveOptions& options = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,

@@ -1,8 +1,9 @@
-// ApplyGradientDescent, ApplyMomentum, ApplyAdam, AssignAdd (each with an optional gate) and NoOp:
-// schemas, builders and CPU kernels.
+// ApplyGradientDescent, ApplyMomentum, ApplyAdam, AssignAdd (each with an optional gate), Assign and
+// NoOp: schemas, builders and CPU kernels.
 #include "ops/optimizer_ops.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -116,6 +117,13 @@ Status assign_add_kernel(KernelContext& ctx) {
   });
 }
 
+Status assign_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  Tensor& variable = ctx.input_for_update(0);
+  if (variable.byte_size() > 0) std::memcpy(variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.byte_size());
+  return Status();
+}
+
 Status no_op_kernel(KernelContext&) { return Status(); }
 
 // The optional gate, when the node has it: a bool scalar.
@@ -161,11 +169,22 @@ Expected<std::vector<TensorType>> infer_apply_adam(const InferContext& ctx) {
   return std::vector<TensorType>{};
 }
 
-Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
+// AssignAdd and Assign: a value of the variable's dtype and shape.
+Status check_assigned_value(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
   if (ctx.input(1).dtype != ctx.input(0).dtype) return ctx.error("the value must have the variable's dtype");
   if (!ctx.input(1).shape.compatible_with(ctx.input(0).shape)) return ctx.error("the value must have the variable's shape");
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_assigned_value(ctx));
   MIRRA_RETURN_IF_ERROR(check_gate(ctx, kAssignAddGate));
+  return std::vector<TensorType>{};
+}
+
+Expected<std::vector<TensorType>> infer_assign(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_assigned_value(ctx));
   return std::vector<TensorType>{};
 }
 
@@ -220,6 +239,14 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                                          "apply is false).",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("AssignAdd", graph::DeviceKind::cpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
+  schemas.add(graph::OpSchema{.name = "Assign",
+                              .inputs = {"variable", "value"},
+                              .traits = graph::kStateful,
+                              .infer = infer_assign,
+                              .summary = "variable = value, in place (sharded optimizer state writes the gathered "
+                                         "update back).",
+                              .no_gradient = "it updates state and outputs nothing"});
+  kernels.add("Assign", graph::DeviceKind::cpu, {assign_kernel});
   schemas.add(graph::OpSchema{.name = "NoOp",
                               .infer = [](const InferContext&) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{};
@@ -261,6 +288,17 @@ NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double
 
 NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply) {
   return b.add({.op = "AssignAdd", .inputs = gated({variable, value}, apply)});
+}
+
+NodeId assign(Builder& b, ValueRef variable, ValueRef value) {
+  return b.add({.op = "Assign", .inputs = {variable, value}});
+}
+
+std::optional<size_t> update_gradient_input(std::string_view op) {
+  if (op == "ApplyGradientDescent") return 1;
+  if (op == "ApplyMomentum") return 2;
+  if (op == "ApplyAdam") return 3;
+  return std::nullopt;
 }
 
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after) {

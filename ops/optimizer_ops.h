@@ -1,12 +1,14 @@
 // Optimizer update ops, which change a variable in place and output nothing: ApplyGradientDescent
 // (v -= lr * g), ApplyMomentum (a = m * a + g; v -= lr * a, or with Nesterov v -= lr * (g + m * a)),
-// ApplyAdam (Adam, or AdamW with a weight decay) and AssignAdd (step counters).
+// ApplyAdam (Adam, or AdamW with a weight decay), AssignAdd (step counters) and Assign.
 // They take (variable, [slots,] gradient, learning rate), so a strategy can put an all-reduce between
 // a gradient and its update, and optionally a bool scalar `apply`: false makes the update change
 // nothing (loss scaling skips a step whose gradients overflowed). NoOp groups nodes under one target
 // by control edges.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "graph/builder.h"
@@ -28,6 +30,11 @@ struct AdamOperands {
 NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
                   double weight_decay, ValueRef apply = {});
 NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply = {});
+NodeId assign(Builder& b, ValueRef variable, ValueRef value);
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after);
+
+// Where an update op (ApplyGradientDescent, ApplyMomentum, ApplyAdam) takes its gradient; its slots
+// are the inputs between the variable (input 0) and the gradient. nullopt for any other op.
+std::optional<size_t> update_gradient_input(std::string_view op);
 
 }  // namespace mirra::ops

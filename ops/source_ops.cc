@@ -99,10 +99,19 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"initializer", AttrType::string, std::string("zeros")},
                 {"init_value", AttrType::real, 0.0},
                 {"seed", AttrType::integer, int64_t{0}},
-                {"trainable", AttrType::boolean, true}},
+                {"trainable", AttrType::boolean, true},
+                {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true}},
       .traits = graph::kSource | graph::kStateful,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const DType dtype = ctx.attr<DType>("dtype");
+        if (const Shape* whole = ctx.node().attrs.get<Shape>("shard_of")) {
+          const Shape& shape = ctx.attr<Shape>("shape");
+          const auto whole_elements = whole->num_elements();
+          if (shape.rank() != 1 || !whole_elements || shape.dim(0) < 0 || shape.dim(0) > *whole_elements) {
+            return ctx.error("a shard of " + whole->to_string() + " must be a list of at most its " +
+                             std::to_string(whole_elements.value_or(0)) + " elements, not " + shape.to_string());
+          }
+        }
         const std::string& kind = ctx.attr<std::string>("initializer");
         if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64) {
           return ctx.error("variables must be f32, f64, i32 or i64");
@@ -113,7 +122,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         }
         return infer_fully_defined(ctx);
       },
-      .summary = "State kept by the session across steps, created from its initialiser on first use.",
+      .summary = "State kept by the session across steps, created from its initialiser on first use. With "
+                 "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state).",
       .no_gradient = "a source has no inputs"});
   kernels.add("Variable", DeviceKind::cpu, {variable_kernel});
 

@@ -78,7 +78,7 @@ graph::Expected<json> parse_config_object(std::string_view json_text, std::strin
 }
 
 graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std::string_view source) {
-  MIRRA_RETURN_IF_ERROR(check_config_keys(root, {"strategy", "devices", "all_reduce"}, source, ""));
+  MIRRA_RETURN_IF_ERROR(check_config_keys(root, {"strategy", "devices", "all_reduce", "shard_optimizer_state"}, source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
     if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
@@ -107,6 +107,13 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     }
   } else {
     config.devices = default_devices(config.strategy);
+  }
+  if (root.contains("shard_optimizer_state")) {
+    if (!root.at("shard_optimizer_state").is_boolean()) return config_key_error(source, "shard_optimizer_state", "must be true or false");
+    config.shard_optimizer_state = root.at("shard_optimizer_state").get<bool>();
+    if (const std::string problem = shard_optimizer_state_problem(config); !problem.empty()) {
+      return config_key_error(source, "shard_optimizer_state", problem);
+    }
   }
   if (root.contains("all_reduce")) {
     const json& all_reduce = root.at("all_reduce");
@@ -137,6 +144,20 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     }
   }
   return config;
+}
+
+std::string shard_optimizer_state_problem(const StrategyConfig& config) {
+  if (!config.shard_optimizer_state) return "";
+  if (config.strategy == "multi_worker_mirrored") {
+    return "is not available for multi_worker_mirrored yet (the MPI collective has no reduce-scatter)";
+  }
+  if (config.strategy != "mirrored") {
+    return "applies to mirrored, whose replicas each keep optimizer slots, not to " + config.strategy;
+  }
+  for (const graph::DeviceId& device : config.devices) {
+    if (device.kind == graph::DeviceKind::gpu) return "runs on CPU devices for now, not on " + device.to_string();
+  }
+  return "";
 }
 
 graph::Status config_key_error(std::string_view source, std::string_view key, const std::string& what) {

@@ -3,7 +3,8 @@
 // value is an error naming the key and where the config came from.
 //
 //   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"],
-//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300}}
+//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300},
+//    "shard_optimizer_state": false}
 #pragma once
 
 #include <string>
@@ -26,11 +27,17 @@ struct StrategyConfig {
   std::string strategy = "mirrored";  // one_device, mirrored, central_storage, multi_worker_mirrored
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
   AllReduceConfig all_reduce;
+  // Mirrored only: each replica keeps its share of the optimizer slots (ZeRO stage 1).
+  bool shard_optimizer_state = false;
 };
 
 // The local devices a strategy uses when the config names none: the machine's GPUs when it has any
 // (the first for one_device), else two logical CPU devices (cpu:0 for one_device).
 std::vector<graph::DeviceId> default_devices(std::string_view strategy);
+
+// Why `config` cannot shard its optimizer state ("is not available for ..."), or "" when it can or
+// does not ask to.
+std::string shard_optimizer_state_problem(const StrategyConfig& config);
 
 // `source` names where the text came from ("config.json", "--strategy") in error messages.
 graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text, std::string_view source);

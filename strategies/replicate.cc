@@ -7,6 +7,7 @@
 
 #include "graph/verify.h"
 #include "ops/ops.h"
+#include "strategies/sharded_updates.h"
 
 namespace mirra::strategies {
 
@@ -74,8 +75,11 @@ class Rewriter {
   ValueRef on(int replica, ValueRef value);
   std::vector<std::vector<ValueRef>> scale_gradients();
   ValueRef accumulated(ValueRef value, int replica, const std::string& scope, const std::string& name);
+  std::vector<size_t> ready_order(const std::vector<NodeId>& order) const;
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
+  graph::Expected<std::vector<ShardedVariable>> shardable(const std::vector<std::vector<ValueRef>>& raw,
+                                                          NodeId copies_end) const;
   void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
               NodeId copies_end);
   graph::Status add_metrics(TrainingProgram& result);
@@ -258,6 +262,19 @@ ValueRef Rewriter::accumulated(ValueRef value, int replica, const std::string& s
   return total;
 }
 
+// The variables' indices in the order their gradients become ready (the backward pass finishes the
+// last layers first).
+std::vector<size_t> Rewriter::ready_order(const std::vector<NodeId>& order) const {
+  std::vector<size_t> position(program_.graph.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  std::vector<size_t> ready(program_.variables_and_gradients.size());
+  for (size_t j = 0; j < ready.size(); ++j) ready[j] = j;
+  std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) {
+    return position[program_.variables_and_gradients[a].second.node] < position[program_.variables_and_gradients[b].second.node];
+  });
+  return ready;
+}
+
 // Mirrored: AllReduce(SUM) per bucket, buckets in the order gradients become ready (the backward pass
 // finishes the last layers first), a small first bucket, chained by control edges. CentralStorage: a
 // sum per gradient on the host. Returns aggregated[j][r] (one entry per replica, or one).
@@ -274,16 +291,9 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     }
     return aggregated;
   }
-  std::vector<size_t> position(program_.graph.size());
-  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  std::vector<size_t> ready(count);
-  for (size_t j = 0; j < count; ++j) ready[j] = j;
-  std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) {
-    return position[program_.variables_and_gradients[a].second.node] < position[program_.variables_and_gradients[b].second.node];
-  });
   std::vector<std::vector<size_t>> buckets(1);
   int64_t bytes = 0;
-  for (size_t j : ready) {
+  for (size_t j : ready_order(order)) {
     const graph::TensorType& type = program_.graph.type(program_.variables_and_gradients[j].first);
     bytes += type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype));
     buckets.back().push_back(j);
@@ -315,6 +325,46 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     }
   }
   return aggregated;
+}
+
+// For shard_optimizer_state: each variable's copies and updates, when every replica's raw gradient is
+// read by its update alone (a clipping norm or a finiteness check would need the whole reduced
+// gradient). The caller fills in the gradients to reduce.
+graph::Expected<std::vector<ShardedVariable>> Rewriter::shardable(const std::vector<std::vector<ValueRef>>& raw,
+                                                                  NodeId copies_end) const {
+  const graph::Graph& g = program_.graph;
+  std::vector<ShardedVariable> variables;
+  for (size_t j = 0; j < raw.size(); ++j) {
+    const ValueRef variable = program_.variables_and_gradients[j].first;
+    ShardedVariable v{.name = g.node(variable.node).name};
+    const Node* update = nullptr;
+    for (const Node& node : g.nodes()) {
+      if (ops::update_gradient_input(node.op) && node.inputs[0] == variable) update = &node;
+    }
+    if (update == nullptr) {
+      return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no optimizer update");
+    }
+    const size_t gradient_input = *ops::update_gradient_input(update->op);
+    for (int r = 0; r < replicas_; ++r) {
+      const NodeId copy = copies_[update->id][static_cast<size_t>(r)];
+      for (NodeId id = 0; id < copies_end; ++id) {
+        const Node& reader = out_.node(id);
+        for (size_t i = 0; i < reader.inputs.size(); ++i) {
+          if (reader.inputs[i] != raw[j][static_cast<size_t>(r)] || (id == copy && i == gradient_input)) continue;
+          int replica = -1;
+          return graph::invalid_argument(
+              "shard_optimizer_state: the gradient of '" + v.name + "' is read by '" +
+              std::string(replica_free_name(reader.name, &replica)) +
+              "' besides its update; sharded optimizer state needs updates that read their gradients directly "
+              "(no clip_global_norm, loss scaling or check_numerics)");
+        }
+      }
+      v.copies.push_back(copy_on(variable, r));
+      v.updates.push_back(copy);
+    }
+    variables.push_back(std::move(v));
+  }
+  return variables;
 }
 
 // Every cloned consumer of a replica's raw gradient reads the aggregate instead.
@@ -358,6 +408,9 @@ graph::Status Rewriter::add_metrics(TrainingProgram& result) {
 graph::Expected<TrainingProgram> Rewriter::run() {
   const TrainingProgram& p = program_;
   if (replicas_ < 1) return graph::invalid_argument("replicate: no devices");
+  if (plan_.shard_optimizer_state && (!plan_.mirror_state || plan_.across_workers)) {
+    return graph::invalid_argument("replicate: sharded optimizer state needs mirrored state within one worker");
+  }
   const auto features = p.graph.find(p.signature.features);
   if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
   const Node& loss = p.graph.node(p.signature.loss.node);
@@ -378,14 +431,33 @@ graph::Expected<TrainingProgram> Rewriter::run() {
     const ValueRef gradient = p.variables_and_gradients[j].second;
     for (NodeId copy : copies_[gradient.node]) raw[j].push_back({copy, gradient.output});
   }
-  const std::vector<std::vector<ValueRef>> aggregated = aggregate(scale_gradients(), order);
-  MIRRA_RETURN_IF_ERROR(b_.status());
-  rewire(raw, aggregated, copies_end);
+  std::vector<std::vector<ValueRef>> aggregated;
+  std::vector<NodeId> writes;  // with shard_optimizer_state: the updated variables' writes
+  if (plan_.shard_optimizer_state) {
+    MIRRA_ASSIGN_OR_RETURN(std::vector<ShardedVariable> variables, shardable(raw, copies_end));
+    const std::vector<std::vector<ValueRef>> scaled = scale_gradients();
+    MIRRA_RETURN_IF_ERROR(b_.status());
+    std::vector<ShardedVariable> ready;
+    for (size_t j : ready_order(order)) {
+      variables[j].gradients = scaled[j];
+      ready.push_back(variables[j]);
+    }
+    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective}));
+    for (size_t j = 0; j < raw.size(); ++j) {
+      const graph::Node& update = out_.node(variables[j].updates[0]);
+      aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share
+    }
+  } else {
+    aggregated = aggregate(scale_gradients(), order);
+    MIRRA_RETURN_IF_ERROR(b_.status());
+    rewire(raw, aggregated, copies_end);
+  }
 
   TrainingProgram result;
   result.signature = p.signature;
   result.signature.train = copies_[p.signature.train][0];
   result.accumulate_gradients = p.accumulate_gradients;
+  for (NodeId write : writes) out_.add_control_edge(write, result.signature.train);
   if (p.accumulate_gradients) {
     for (NodeId clear : clears_) out_.add_control_edge(clear, result.signature.train);
     result.signature.accumulate = ops::no_op(b_, "accumulate", accumulations_);

@@ -6,6 +6,9 @@
 //     per bucket of gradients, chained in one fixed order, hands every replica the same sum; or
 //   - not (CentralStorage): variables, slots and updates exist once on the host, and each gradient is
 //     summed over the replicas there.
+// Mirrored with shard_optimizer_state keeps only each replica's share of every optimizer slot
+// (strategies/sharded_updates.h): gradients are reduce-scattered, each replica updates its share of
+// each variable, and the shares are all-gathered.
 // The loss and correct count are re-aggregated on the host: sums over replicas divided by the global
 // batch, so a partial or empty share weighs exactly what it holds. Across workers (each feeding its
 // shard of the global batch), the batch size, the loss sum and the correct count are all-reduced too.
@@ -36,6 +39,9 @@ struct ReplicationPlan {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
+  // ZeRO stage 1 (mirror_state only, within one worker): each update must read its gradient directly
+  // (no clipping, loss scaling or numerics checks between them).
+  bool shard_optimizer_state = false;
 };
 
 graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan);

@@ -45,7 +45,8 @@ class ReplicatingStrategy final : public Strategy {
                                .first_bucket_bytes = static_cast<int64_t>(config_.all_reduce.first_bucket_mb * kMiB),
                                .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB),
                                .collective = {.implementation = implementation,
-                                              .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)}});
+                                              .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)},
+                               .shard_optimizer_state = config_.shard_optimizer_state});
   }
 
  private:
@@ -77,6 +78,7 @@ bool is_accumulator(std::string_view name) {
 std::string Strategy::describe() const {
   std::string text = config().strategy + " over ";
   for (size_t i = 0; i < config().devices.size(); ++i) text += (i ? ", " : "") + config().devices[i].to_string();
+  if (config().shard_optimizer_state) text += ", optimizer state sharded";
   return text;
 }
 

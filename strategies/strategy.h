@@ -24,6 +24,7 @@ namespace mirra::strategies {
 struct TrainingProgram {
   graph::Graph graph;
   runtime::training::TrainingGraph signature;
+  // After a sharded rewrite (shard_optimizer_state) the gradient is replica 0's share of the sum.
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
   std::vector<graph::NodeId> step_state;  // learning rate, iteration counter and its increment
   // Gradient accumulation: a strategy then also builds signature.accumulate, which adds a
@@ -45,7 +46,7 @@ class Strategy {
   // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
   // shard of every global batch.
   virtual bool across_workers() const { return false; }
-  // "mirrored over cpu:0, cpu:1"
+  // "mirrored over cpu:0, cpu:1" (", optimizer state sharded" with shard_optimizer_state)
   std::string describe() const;
 };
 

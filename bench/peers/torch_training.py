@@ -5,10 +5,12 @@ learning rate 0.05, batch 128) on the same Fashion-MNIST files, timed over the s
 window (after warm-up steps). With --ddp W it runs DistributedDataParallel over W processes (gloo),
 each with --threads threads and 1/W of the global batch. With --bf16 the forward pass and the loss
 run under torch.autocast("cpu", torch.bfloat16) (PyTorch's mixed precision: bf16 products and
-convolutions, f32 weights). Prints one JSON line.
+convolutions, f32 weights). With --adam the optimizer is Adam (learning rate 0.001); with --zero (and
+--ddp) it is wrapped in ZeroRedundancyOptimizer, PyTorch's ZeRO stage 1: each process keeps the state of
+its share of the parameters. Prints one JSON line, with the optimizer state's bytes in process 0.
 
 Usage: torch_training.py {mlp,cnn} [--threads T] [--steps N] [--warmup-steps W] [--batch-size B] [--ddp W]
-                         [--bf16]
+                         [--bf16] [--adam] [--zero]
 """
 import argparse
 import json
@@ -60,7 +62,12 @@ def train(rank, args):
     images = torch.from_numpy(read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0)
     images = images.reshape(-1, 1, 28, 28)
     labels = torch.from_numpy(read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    kind, settings = (torch.optim.Adam, {"lr": 0.001}) if args.adam else (torch.optim.SGD, {"lr": 0.05, "momentum": 0.9})
+    if args.zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=kind, **settings)
+    else:
+        optimizer = kind(model.parameters(), **settings)
     # Shuffled once up front, so each batch is a contiguous slice (a view): PyTorch at its fastest.
     order = torch.randperm(images.shape[0], generator=torch.Generator().manual_seed(1))
     images, labels = images[order].contiguous(), labels[order].contiguous()
@@ -77,9 +84,14 @@ def train(rank, args):
         loss.backward()
         optimizer.step()
     seconds = time.perf_counter() - start
+    local = optimizer.optim if args.zero else optimizer  # ZeRO: the optimizer of this process's share
+    state_bytes = sum(value.numel() * value.element_size() for state in local.state.values()
+                      for value in state.values() if torch.is_tensor(value) and value.dim() > 0)
     if rank == 0:
         print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model, "threads": args.threads,
                           "ddp_world": world if args.ddp else 0, "bf16": args.bf16, "batch": args.batch_size,
+                          "optimizer": "adam" if args.adam else "momentum", "zero": args.zero,
+                          "optimizer_state_bytes": state_bytes,
                           "warmup_steps": args.warmup_steps, "steps": args.steps, "seconds": seconds,
                           "examples_per_s": args.steps * args.batch_size / seconds, "final_loss": float(loss),
                           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}),
@@ -98,7 +110,11 @@ def main():
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--ddp", type=int, default=0, help="processes for DistributedDataParallel (0: none)")
     parser.add_argument("--bf16", action="store_true", help="autocast the forward pass and loss to bf16")
+    parser.add_argument("--adam", action="store_true", help="Adam (learning rate 0.001) instead of SGD with momentum")
+    parser.add_argument("--zero", action="store_true", help="with --ddp: ZeroRedundancyOptimizer (ZeRO stage 1)")
     args = parser.parse_args()
+    if args.zero and not args.ddp:
+        parser.error("--zero needs --ddp")
     if args.ddp:
         import torch.multiprocessing as mp
         mp.spawn(train, args=(args,), nprocs=args.ddp, join=True)

@@ -1,5 +1,6 @@
-// GPU kernels of the training ops, host side: SparseSoftmaxCrossEntropyWithLogits and the optimizer
-// updates (learning rate and Adam's step are host-memory arguments, read here and passed by value).
+// GPU kernels of the training ops, host side: SparseSoftmaxCrossEntropyWithLogits, the optimizer
+// updates (learning rate and Adam's step are host-memory arguments, read here and passed by value) and
+// Assign (a device-to-device copy on the stream).
 #include <cmath>
 
 #include "ops/cuda/gpu_kernel.h"
@@ -79,6 +80,15 @@ Status assign_add_kernel(KernelContext& ctx) {
                   "assign_add");
 }
 
+Status assign_kernel(KernelContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  Tensor& variable = ctx.input_for_update(0);
+  if (variable.byte_size() == 0) return Status();
+  MIRRA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.byte_size(),
+                                             cudaMemcpyDeviceToDevice, stream_of(ctx)));
+  return Status();
+}
+
 }  // namespace
 
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels) {
@@ -91,6 +101,7 @@ void register_gpu_training_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("ApplyAdam", DeviceKind::gpu,
               {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5) | (1u << kAdamGate)});
   kernels.add("AssignAdd", DeviceKind::gpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
+  kernels.add("Assign", DeviceKind::gpu, {assign_kernel});
 }
 
 }  // namespace mirra::ops::cuda

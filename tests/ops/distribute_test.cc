@@ -1,6 +1,7 @@
-// SplitBatch, AllReduce, Broadcast, AllGather and DimSize against plain loops: TensorFlow's split
-// rule (including empty shares), sums and means over replicas with every replica receiving the same
-// bits, copies that each replica owns, gathers in replica order.
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize against plain loops:
+// TensorFlow's split rule (including empty shares), sums and means over replicas with every replica
+// receiving the same bits, each replica's share of the flattened sum, copies that each replica owns,
+// gathers in replica order.
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -64,6 +65,40 @@ TEST_CASE("Kernels.AllReduce.sum_and_mean_over_replicas") {
   CHECK(run_op("AllReduce", mismatched, {{"replicas", int64_t{2}}}, /*unknown_batch=*/true).status().message().find(
             "participant 1 holds f32[3] where participant 0 holds f32[2]") != std::string::npos);
   checked_ops().insert("AllReduce");
+}
+
+TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
+  runtime::Random rng(5);
+  for (const char* reduction : {"sum", "mean"}) {
+    // 7 elements over 3 replicas: shares of 3, 2 and 2; 2 over 3: 1, 1 and an empty share; 40,000
+    // spans several chunks.
+    for (const std::pair<TensorShape, int>& c : {std::pair{TensorShape{7}, 3}, std::pair{TensorShape{2}, 3},
+                                                 std::pair{TensorShape{200, 200}, 2}, std::pair{TensorShape{3, 2}, 1}}) {
+      const TensorShape shape = c.first;
+      const int replicas = c.second;
+      CAPTURE(reduction);
+      CAPTURE(replicas);
+      std::vector<Tensor> inputs, expected;
+      for (int r = 0; r < replicas; ++r) inputs.push_back(random_tensor<double>(rng, shape));
+      int64_t first = 0;
+      for (int r = 0; r < replicas; ++r) {
+        const int64_t share = ops::replica_share(inputs[0].num_elements(), replicas, r);
+        expected.push_back(make_tensor(DType::f64, {share}, [&](int64_t i) {
+          double sum = 0;
+          for (const Tensor& input : inputs) sum += element(input, first + i);
+          return std::string_view(reduction) == "mean" ? sum / replicas : sum;
+        }));
+        first += share;
+      }
+      check_op("ReduceScatter", inputs, {{"reduction", std::string(reduction)}}, expected, 1e-12);
+    }
+  }
+  const std::vector<Tensor> mismatched = {Tensor::from<float>({2}, {1, 2}), Tensor::from<float>({3}, {1, 2, 3})};
+  CHECK(run_op("ReduceScatter", mismatched, {}).status().message().find("input 1 f32[3] does not match replica 0's f32[2]") !=
+        std::string::npos);
+  CHECK(run_op("ReduceScatter", {Tensor::from<int32_t>({2}, {1, 2})}, {}).status().message().find(
+            "reduce-scatter takes f32 or f64") != std::string::npos);
+  checked_ops().insert("ReduceScatter");
 }
 
 TEST_CASE("Kernels.Broadcast_and_AllGather") {

@@ -1,6 +1,7 @@
 // Optimizers: SGD, Momentum, Nesterov momentum, Adam and AdamW through minimize(), with and without
 // global-norm clipping, match the same updates written as plain loops; updates wait for every reader
-// of their variable; the step counter counts; a small classifier learns.
+// of their variable; the step counter counts; a small classifier learns; Assign writes a value and a
+// sharded optimizer slot (Variable with shard_of) is a flat share of its whole.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -70,6 +71,40 @@ TEST_CASE("Optimizers.updates_match_plain_loops") {
     check_against_loop(ops::Optimizer::adamw(0.3, 0.1), kind);
     for (const char* op : ops_used) (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert(op);
   }
+}
+
+// On the CPU and on every backend under test.
+TEST_CASE("Kernels.Assign.writes_the_value_into_the_variable") {
+  std::vector<graph::DeviceKind> kinds = {graph::DeviceKind::cpu};
+  kinds.insert(kinds.end(), backends_under_test().begin(), backends_under_test().end());
+  const std::vector<float> values = {1, -2, 3.5f, 0, 5, -6};
+  for (graph::DeviceKind kind : kinds) {
+    CAPTURE(graph::device_kind_name(kind));
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    auto w = ops::variable(b, "w", {2, 3}, ops::Initializer::ones());
+    const graph::NodeId write = ops::assign(b, w, ops::constant<float>(b, {2, 3}, std::span<const float>(values)));
+    REQUIRE(b.status().ok());
+    runtime::Session session(g, ops::kernels(), {.threads = 2, .default_device = {kind, 0}});
+    REQUIRE(session.run({}, {}, {write}).ok());
+    CHECK(session.read_variable("w")->to_vector<float>() == values);
+    // The value must have the variable's dtype and shape.
+    (void)ops::assign(b, w, ops::constant<float>(b, {6}, std::span<const float>(values)));
+    CHECK(b.status().message().find("the value must have the variable's shape") != std::string::npos);
+    (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert("Assign");
+  }
+}
+
+TEST_CASE("Kernels.Variable.shard_of_holds_a_flat_share") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto shard = [&](graph::Shape shape, graph::Shape whole) {
+    return b.add_value({.op = "Variable", .attrs = {{"shape", std::move(shape)}, {"shard_of", std::move(whole)}}, .name = "s"});
+  };
+  CHECK(shard({2}, {3, 2}).valid());
+  CHECK(shard({0}, {2}).valid());  // an empty share
+  CHECK_FALSE(shard({7}, {3, 2}).valid());
+  CHECK(b.status().message().find("a shard of [3,2] must be a list of at most its 6 elements, not [7]") != std::string::npos);
 }
 
 TEST_CASE("Optimizers.global_norm_clipping") {

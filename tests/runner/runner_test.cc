@@ -1,8 +1,8 @@
 // The runner end to end on Fashion-MNIST: resume equals an uninterrupted run (also after SIGKILL while
 // a checkpoint was being written), checkpoints restore across strategies and replica counts, gradient
-// accumulation trains as larger batches do, mixed precision trains from the flag and fp16's loss scale
-// is checkpointed, the
-// JSON summary, metrics and trace, and one-line errors with exit code 2 for bad input.
+// accumulation trains as larger batches do, sharded optimizer state trains as unsharded and checkpoints
+// whole slots, mixed precision trains from the flag and fp16's loss scale is checkpointed, the JSON
+// summary, metrics and trace, and one-line errors with exit code 2 for bad input.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -145,6 +145,57 @@ TEST_CASE("Runner.accumulation_steps.train_as_k_times_larger_batches") {
   second.insert(second.end(), accumulate.begin(), accumulate.end());
   REQUIRE(run(train_args(second), "accumulated_second_part").code == 0);
   CHECK(trained_values(resumed) == trained_values(workspace() / "accumulated_mirrored.mirra"));
+}
+
+// Sharded optimizer state from the command line: Mirrored over 3 replicas with
+// --shard-optimizer-state trains as unsharded Mirrored does; its model file and checkpoints hold the
+// whole slots, which restore unsharded, onto one device, and sharded again (bit for bit against the
+// uninterrupted sharded run); an unsharded checkpoint restores sharded.
+TEST_CASE("Runner.shard_optimizer_state.trains_and_checkpoints_whole_slots") {
+  const std::vector<std::string> three = {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2"};
+  const std::vector<std::string> sharded = {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2", "--shard-optimizer-state"};
+  const auto args = [](std::vector<std::string> extra, const std::vector<std::string>& strategy) {
+    extra.insert(extra.end(), strategy.begin(), strategy.end());
+    return train_args(extra);
+  };
+  const std::string reference = workspace() / "unsharded.mirra";
+  REQUIRE(run(args({"--steps", "12", "--save", reference}, three), "unsharded").code == 0);
+  const std::string whole = workspace() / "sharded.mirra";
+  const Run trained = run(args({"--steps", "12", "--save", whole}, sharded), "sharded");
+  REQUIRE(trained.code == 0);
+  CHECK(trained.out.find("optimizer state sharded (3 replicas)") != std::string::npos);
+  const auto want = trained_values(reference);
+  CHECK(want.contains("fc1/w/momentum"));
+  CHECK(max_difference(trained_values(whole), want) < 1e-5);  // the same names, types and whole slots
+
+  const std::string ckpt = workspace() / "sharded_ckpt";
+  REQUIRE(run(args({"--steps", "6", "--checkpoint-dir", ckpt}, sharded), "sharded_first_part").code == 0);
+  struct Resume {
+    std::string tag;
+    std::vector<std::string> strategy;
+  };
+  for (const Resume& resume : {Resume{"sharded", sharded}, Resume{"unsharded", {"--strategy", "mirrored"}},
+                               Resume{"one_device", {"--strategy", "one_device"}}}) {
+    CAPTURE(resume.tag);
+    const std::string dir = workspace() / ("sharded_ckpt_" + resume.tag);
+    fs::copy(ckpt, dir);
+    const std::string out = workspace() / ("resumed_" + resume.tag + ".mirra");
+    REQUIRE(run(args({"--steps", "12", "--checkpoint-dir", dir, "--resume", "--save", out}, resume.strategy), "resumed_" + resume.tag).code == 0);
+    if (resume.tag == "sharded") {
+      CHECK(trained_values(out) == trained_values(whole));
+    } else {
+      CHECK(max_difference(trained_values(out), want) < 1e-5);
+    }
+  }
+  const std::string unsharded_ckpt = workspace() / "unsharded_ckpt";
+  REQUIRE(run(args({"--steps", "6", "--checkpoint-dir", unsharded_ckpt}, three), "unsharded_first_part").code == 0);
+  const std::string out = workspace() / "resumed_sharded_from_unsharded.mirra";
+  REQUIRE(run(args({"--steps", "12", "--checkpoint-dir", unsharded_ckpt, "--resume", "--save", out}, sharded), "sharded_second_part").code == 0);
+  CHECK(max_difference(trained_values(out), want) < 1e-5);
+
+  const Run printed = run({"config", "--print", "--shard-optimizer-state"}, "printed_sharded");
+  REQUIRE(printed.code == 0);
+  CHECK(nlohmann::json::parse(printed.out)["shard_optimizer_state"] == true);
 }
 
 // Mixed precision from the command line: bf16 and fp16 train close to f32; fp16's loss scale is in the
@@ -416,6 +467,18 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
        "fp16 mixed precision skips the steps whose gradients overflow; it does not combine with check_numerics"},
       {{"train", mlp_file(), "--mixed-precision", "bf16", "--devices", "gpu:0"},
        "mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on gpu:0"},
+      {{"train", mlp_file(), "--strategy", "central_storage", "--shard-optimizer-state"},
+       "shard_optimizer_state applies to mirrored, whose replicas each keep optimizer slots, not to central_storage"},
+      {{"train", mlp_file(), "--config", config_file("shard_mw.json", R"({"strategy": "multi_worker_mirrored", "shard_optimizer_state": true})")},
+       "'shard_optimizer_state' is not available for multi_worker_mirrored yet"},
+      {{"train", mlp_file(), "--config", config_file("shard1.json", R"({"shard_optimizer_state": 1})")},
+       "'shard_optimizer_state' must be true or false"},
+      {{"train", mlp_file(), "--shard-optimizer-state", "--devices", "gpu:0"},
+       "shard_optimizer_state runs on CPU devices for now, not on gpu:0"},
+      {{"train", mlp_file(), "--shard-optimizer-state", "--mixed-precision", "fp16"},
+       "shard_optimizer_state does not combine with fp16 mixed precision yet"},
+      {{"train", mlp_file(), "--shard-optimizer-state", "--check-numerics"},
+       "shard_optimizer_state does not combine with check_numerics yet"},
       {{"train", mlp_file(), "--config", config_file("keep0.json", R"({"checkpoint": {"keep": 0}})")},
        "'checkpoint.keep' must be in [1, 1000]"},
       {{"config", "--print", "--config", config_file("seed_big.json", R"({"training": {"seed": 18446744073709551615}})")},

@@ -44,7 +44,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of("[1]") == "test.json: the config must be a JSON object");
   CHECK(error_of("{").starts_with("test.json: not valid JSON"));
   CHECK(error_of(R"({"stratgy": "mirrored"})") ==
-        "test.json: unknown key 'stratgy' (known: strategy, devices, all_reduce)");
+        "test.json: unknown key 'stratgy' (known: strategy, devices, all_reduce, shard_optimizer_state)");
   CHECK(error_of(R"({"strategy": "mirror"})") ==
         "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
   CHECK(error_of(R"({"strategy": 3})") == "test.json: 'strategy' must be a string");
@@ -63,6 +63,16 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
         "test.json: 'all_reduce.first_bucket_mb' must be in (0, 65536] MiB");
   CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})") ==
         "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi");
+  CHECK(error_of(R"({"shard_optimizer_state": "yes"})") == "test.json: 'shard_optimizer_state' must be true or false");
+  CHECK(error_of(R"({"strategy": "central_storage", "shard_optimizer_state": true})") ==
+        "test.json: 'shard_optimizer_state' applies to mirrored, whose replicas each keep optimizer slots, not to "
+        "central_storage");
+  CHECK(error_of(R"({"strategy": "multi_worker_mirrored", "shard_optimizer_state": true})") ==
+        "test.json: 'shard_optimizer_state' is not available for multi_worker_mirrored yet (the MPI collective has no "
+        "reduce-scatter)");
+  CHECK(error_of(R"({"devices": ["gpu:0"], "shard_optimizer_state": true})") ==
+        "test.json: 'shard_optimizer_state' runs on CPU devices for now, not on gpu:0");
+  CHECK(error_of(R"({"strategy": "one_device", "shard_optimizer_state": false})") == "ok");
   CHECK(load_strategy_config("/nonexistent/strategy.json").status().message() ==
         "cannot read strategy config '/nonexistent/strategy.json'");
 }

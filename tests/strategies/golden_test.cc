@@ -1,5 +1,6 @@
 // The rewrites as text, pinned: a small model (one dense layer, SGD) under Mirrored with 1, 2 and 3
-// replicas and under CentralStorage with 2, with tiny buckets so the bucket chain shows. Run with
+// replicas and under CentralStorage with 2, with tiny buckets so the bucket chain shows; and with
+// momentum under Mirrored over 3 with sharded optimizer state (uneven shares of 6 and 2 elements). Run with
 // MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff.
 #include <doctest/doctest.h>
 
@@ -11,14 +12,14 @@
 namespace mirra::strategies {
 namespace {
 
-TrainingProgram small_program() {
+TrainingProgram small_program(const ops::Optimizer& optimizer = ops::Optimizer::sgd(0.1)) {
   TrainingProgram program;
   graph::Builder b(program.graph, ops::registry(), 1);
   auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 3});
   auto w = ops::variable(b, "dense/w", {3, 2}, ops::Initializer::glorot_uniform());
   auto bias = ops::variable(b, "dense/b", {2});
   const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::bias_add(b, ops::matmul(b, x, w), bias));
-  auto train = ops::minimize(b, objective.loss, ops::Optimizer::sgd(0.1));
+  auto train = ops::minimize(b, objective.loss, optimizer);
   REQUIRE(train.ok());
   program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
                        .learning_rate = train->learning_rate};
@@ -52,6 +53,16 @@ TEST_CASE("Strategies.rewrites_match_golden_text") {
     CHECK(dot.find("SplitBatch") != std::string::npos);
     CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "reduce/") != std::string::npos);
   }
+}
+
+TEST_CASE("Strategies.sharded_rewrite_matches_golden_text") {
+  StrategyConfig c = config("mirrored", 3);
+  c.shard_optimizer_state = true;
+  auto made = make_strategy(c);
+  REQUIRE(made.ok());
+  auto distributed = (*made)->distribute(small_program(ops::Optimizer::momentum_sgd(0.1, 0.9)));
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  test::check_golden("tests/strategies/golden/mirrored_3_sharded.txt", graph::to_text(distributed->graph));
 }
 
 }  // namespace

@@ -39,6 +39,11 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--mixed-precision", commands.training_options.mixed_precision,
                                 "bf16: products and convolutions on bf16 operands (default off)")
       ->check(CLI::IsMember({"off", "bf16"}));
+  commands.training->add_option("--optimizer", commands.training_options.optimizer,
+                                "momentum (the benchmark's, default) or adam")
+      ->check(CLI::IsMember({"momentum", "adam"}));
+  commands.training->add_flag("--shard-optimizer-state", commands.training_options.shard_optimizer_state,
+                              "mirrored: each replica keeps only its share of the optimizer slots");
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
   commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));

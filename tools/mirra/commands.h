@@ -39,6 +39,7 @@ struct InspectCommand {
   std::vector<std::string> devices;
   bool dot = false;
   std::string mixed_precision = "off";  // with a strategy
+  bool shard_optimizer_state = false;  // with a strategy
   int64_t batch_size = 128;  // for the memory the summary plans
 };
 

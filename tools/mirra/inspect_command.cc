@@ -87,6 +87,7 @@ graph::Status inspect(const InspectCommand& command) {
   }
   nlohmann::json config_json = {{"strategy", command.strategy}};
   if (!command.devices.empty()) config_json["devices"] = command.devices;
+  if (command.shard_optimizer_state) config_json["shard_optimizer_state"] = true;
   MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
                          strategies::strategy_config_from_json(config_json, "--strategy/--devices"));
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));

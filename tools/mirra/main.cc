@@ -1,7 +1,8 @@
 // mirra: the runner. Trains, evaluates and inspects model files with a strategy chosen by flag or
 // config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every command.
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
-//   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L [--mixed-precision M]] [--dot] [--batch-size N]
+//   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L [--mixed-precision M]
+//                             [--shard-optimizer-state]] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
 //   mirra devices [--json]      mirra --version
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 a device, peer, deadline or
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
   inspect_app->add_option("--mixed-precision", inspect.mixed_precision,
                           "With --strategy: the training graph with bf16 or fp16 products (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
+  inspect_app->add_flag("--shard-optimizer-state", inspect.shard_optimizer_state,
+                        "With --strategy mirrored: the training graph with sharded optimizer state");
   inspect_app->add_option("--batch-size", inspect.batch_size, "Batch size of the memory the summary plans (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 

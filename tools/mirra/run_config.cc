@@ -146,7 +146,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   MIRRA_ASSIGN_OR_RETURN(json root, strategies::parse_config_object(json_text, source));
   RunConfig config = default_run_config();
   MIRRA_RETURN_IF_ERROR(
-      strategies::check_config_keys(root, {"strategy", "devices", "all_reduce", "training", "checkpoint"}, source, ""));
+      strategies::check_config_keys(root, {"strategy", "devices", "all_reduce", "shard_optimizer_state", "training", "checkpoint"}, source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   if (root.contains("checkpoint")) MIRRA_RETURN_IF_ERROR(read_checkpoint(root["checkpoint"], source, config.checkpoint));
   config.devices_given = root.contains("devices");
@@ -192,6 +192,7 @@ std::string run_config_json(const RunConfig& c) {
         {"bucket_mb", c.strategy.all_reduce.bucket_mb},
         {"first_bucket_mb", c.strategy.all_reduce.first_bucket_mb},
         {"timeout_s", c.strategy.all_reduce.timeout_s}}},
+      {"shard_optimizer_state", c.strategy.shard_optimizer_state},
       {"training", training},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
   return root.dump(2);
@@ -244,6 +245,17 @@ graph::Status check_run_config(const RunConfig& c) {
   if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.check_numerics) {
     return graph::invalid_argument("fp16 mixed precision skips the steps whose gradients overflow; it does not combine "
                                    "with check_numerics");
+  }
+  if (const std::string problem = strategies::shard_optimizer_state_problem(c.strategy); !problem.empty()) {
+    return graph::invalid_argument("shard_optimizer_state " + problem);
+  }
+  if (c.strategy.shard_optimizer_state && c.training.mixed_precision == ops::MixedPrecision::fp16) {
+    return graph::invalid_argument("shard_optimizer_state does not combine with fp16 mixed precision yet (loss scaling "
+                                   "checks every whole gradient)");
+  }
+  if (c.strategy.shard_optimizer_state && c.training.check_numerics) {
+    return graph::invalid_argument("shard_optimizer_state does not combine with check_numerics yet (it checks every "
+                                   "whole gradient)");
   }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));

@@ -41,6 +41,8 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "bf16 or fp16: matrix products and convolutions on 16-bit operands, f32 everywhere else; fp16 "
                      "with dynamic loss scaling (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
+  command.add_flag("--shard-optimizer-state", f.shard_optimizer_state,
+                   "mirrored: each replica keeps only its share of the optimizer slots (ZeRO stage 1)");
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
@@ -72,10 +74,13 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
       strategy["devices"] = names;
     }
     const strategies::AllReduceConfig all_reduce = config.strategy.all_reduce;
+    const bool shard_optimizer_state = config.strategy.shard_optimizer_state;
     MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(strategy, "--strategy/--devices"));
     config.strategy.all_reduce = all_reduce;
+    config.strategy.shard_optimizer_state = shard_optimizer_state;
     config.devices_given = config.devices_given || f.devices.has_value();
   }
+  if (f.shard_optimizer_state) config.strategy.shard_optimizer_state = true;
   if (f.data) config.training.data = *f.data;
   if (f.epochs) {
     config.training.epochs = *f.epochs;

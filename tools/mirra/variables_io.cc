@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ops/optimizers.h"
+#include "runtime/collectives/collective.h"
 #include "strategies/strategy.h"
 
 namespace mirra::runner {
@@ -18,23 +19,73 @@ bool is_loss_scale_state(std::string_view name) {
   return name == ops::kLossScaleVariable || name == ops::kLossScaleGoodStepsVariable;
 }
 
+// The whole shape a Variable node is a flat share of (sharded optimizer state), or null.
+const graph::Shape* shard_of(const graph::Node& node) { return node.attrs.get<graph::Shape>("shard_of"); }
+
+// Per replica-free name of a sharded variable: its replicas' shares in replica order.
+std::map<std::string, std::vector<const graph::Node*>, std::less<>> shards_by_name(const graph::Graph& g) {
+  std::map<std::string, std::vector<const graph::Node*>, std::less<>> shards;
+  for (const graph::Node& node : g.nodes()) {
+    int replica = -1;
+    const std::string_view name = strategies::replica_free_name(node.name, &replica);
+    if (node.op != "Variable" || shard_of(node) == nullptr) continue;
+    std::vector<const graph::Node*>& list = shards[std::string(name)];
+    list.resize(std::max(list.size(), static_cast<size_t>(replica + 1)));
+    list[static_cast<size_t>(replica)] = &node;
+  }
+  return shards;
+}
+
+// Elements [first, first + count) of a flat value, as a rank-1 value.
+graph::TensorValue flat_part(const graph::TensorValue& value, int64_t first, int64_t count) {
+  const size_t element = graph::dtype_size(value.type.dtype);
+  const auto* begin = value.bytes->data() + static_cast<size_t>(first) * element;
+  return {{value.type.dtype, graph::Shape{count}},
+          std::make_shared<const std::vector<std::byte>>(begin, begin + static_cast<size_t>(count) * element)};
+}
+
 }  // namespace
 
 graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip) {
   const graph::Graph& g = session.graph();
   std::vector<std::string> names;
-  std::vector<graph::ValueRef> fetches;
+  std::vector<std::vector<graph::ValueRef>> fetches;  // per name: the value, or every replica's share
   for (const graph::Node& node : g.nodes()) {
-    if (node.op != "Variable") continue;
+    if (node.op != "Variable" || shard_of(node) != nullptr) continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
     if (replica > 0 || name == skip || strategies::is_accumulator(name)) continue;
     names.emplace_back(name);
-    fetches.push_back({node.id, 0});
+    fetches.push_back({{node.id, 0}});
   }
-  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, fetches));
+  const auto shards = shards_by_name(g);
+  for (const auto& [name, nodes] : shards) {
+    names.push_back(name);
+    fetches.emplace_back();
+    for (const graph::Node* node : nodes) {
+      if (node == nullptr) return graph::internal_error("variable '" + name + "' lacks a replica's share");
+      fetches.back().push_back({node->id, 0});
+    }
+  }
+  std::vector<graph::ValueRef> all;
+  for (const auto& list : fetches) all.insert(all.end(), list.begin(), list.end());
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, all));
   std::vector<serialization::NamedTensor> out;
-  for (size_t i = 0; i < names.size(); ++i) out.push_back({names[i], runtime::to_tensor_value(values[i])});
+  size_t next = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!shards.contains(names[i])) {
+      out.push_back({names[i], runtime::to_tensor_value(values[next++])});
+      continue;
+    }
+    // The shares, joined in replica order, are the whole variable's elements.
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    for (size_t r = 0; r < fetches[i].size(); ++r) {
+      const graph::TensorValue share = runtime::to_tensor_value(values[next++]);
+      bytes->insert(bytes->end(), share.bytes->begin(), share.bytes->end());
+    }
+    const graph::Node& first = *shards.at(names[i]).front();
+    out.push_back({names[i], {{first.outputs[0].dtype, *shard_of(first)}, std::move(bytes)}});
+  }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
 }
@@ -65,6 +116,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
   std::map<std::string, const serialization::NamedTensor*, std::less<>> by_name;
   for (const auto& v : values) by_name[v.name] = &v;
   std::set<std::string, std::less<>> used;
+  const auto shards = shards_by_name(session.graph());
   for (const graph::Node& node : session.graph().nodes()) {
     if (node.op != "Variable") continue;
     int replica = -1;
@@ -76,11 +128,21 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
       continue;
     }
     const graph::TensorValue& value = it->second->value;
-    if (!(value.type == node.outputs[0])) {
+    const graph::TensorType whole = shard_of(node) ? graph::TensorType{node.outputs[0].dtype, *shard_of(node)} : node.outputs[0];
+    if (!(value.type == whole)) {
       return graph::invalid_argument(std::string(source) + ": variable '" + std::string(name) + "' is " +
-                                     value.type.to_string() + ", but the model's is " + node.outputs[0].to_string());
+                                     value.type.to_string() + ", but the model's is " + whole.to_string());
     }
-    session.assign_variable(node.name, runtime::from_tensor_value(value));
+    if (shard_of(node) == nullptr) {
+      session.assign_variable(node.name, runtime::from_tensor_value(value));
+    } else {
+      // Replica r's share of the whole value (runtime::participant_share's cut).
+      const int64_t replicas = static_cast<int64_t>(shards.find(name)->second.size());
+      int64_t first = 0;
+      for (int64_t r = 0; r < replica; ++r) first += runtime::participant_share(*whole.shape.num_elements(), replicas, r);
+      const int64_t count = runtime::participant_share(*whole.shape.num_elements(), replicas, replica);
+      session.assign_variable(node.name, runtime::from_tensor_value(flat_part(value, first, count)));
+    }
     used.insert(it->first);
   }
   for (const auto& v : values) {

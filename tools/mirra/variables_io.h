@@ -1,7 +1,9 @@
 // A session's variables under their replica-free names (strategies::replica_free_name), which is how
 // model files and checkpoints store them: reading takes replica 0's copy (replicas are bitwise
-// equal) or the one host copy; writing sets every copy. So a checkpoint saved under one strategy and
-// replica count restores under any other. Gradient accumulation's accumulators are neither read nor
+// equal) or the one host copy; writing sets every copy. A sharded optimizer slot (shard_optimizer_state:
+// each replica holds a flat share) is read as its replicas' shares joined in replica order, under the
+// whole variable's shape, and written by cutting the whole value into the shares. So a checkpoint saved
+// under one strategy, replica count and sharding restores under any other. Gradient accumulation's accumulators are neither read nor
 // written (strategies::is_accumulator: zero between steps). Loss scaling's state may be there or not
 // on either side: a run without loss scaling ignores it, and one with it starts from the initial
 // scale when the source lacks it (fp16 mixed precision can be switched on and off between runs).

@@ -1,0 +1,99 @@
+// shard_updates: reduce-scatter of each gradient, updates of the replica's share, all-gather back.
+#include "strategies/sharded_updates.h"
+
+#include "graph/graph.h"
+#include "ops/ops.h"
+#include "runtime/collectives/collective.h"
+
+namespace mirra::strategies {
+
+// Note [Sharded optimizer state]
+// For a variable of n elements over N replicas, replica r owns the flat elements
+// [first_r, first_r + share_r) (runtime::participant_share: shares differ by at most one, the first
+// larger, as the collectives' reduce_scatter cuts them). Per step and variable:
+//   flat_r    = Reshape(gradient_r, [n])                  replica r
+//   shard_r   = ReduceScatter(flat_0 .. flat_N-1)[r]      host: the sum's share r
+//   part_r    = Slice(Reshape(variable_r, [n]), first_r, share_r)   a copy, on replica r
+//   update_r  : applies shard_r to part_r, in place, with slots of share_r elements
+//   updated_r = Identity(part_r) after update_r           so a copy to the host reads the result
+//   whole_r   = AllGather(updated_0 .. updated_N-1)[r]    host: every share, in replica order
+//   Assign(variable_r, Reshape(whole_r, shape))           replica r, after every replica's update
+// The update's own control inputs (every reader of the replica's variable) precede its Assign through
+// the AllGather, so no reader of this step sees a half-written variable. Every replica assigns the
+// same gathered bits, so the copies stay bitwise equal; the arithmetic of each element is the
+// unsharded update's, so the result equals unsharded Mirrored up to the reduction's summation order.
+
+graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
+                                                          const ShardingPlan& plan) {
+  graph::Graph& g = b.graph();
+  const int64_t replicas = static_cast<int64_t>(plan.devices.size());
+  std::vector<graph::NodeId> writes;
+  graph::NodeId previous = graph::kInvalidNode;
+  for (const ShardedVariable& v : variables) {
+    const graph::TensorType type = b.type(v.copies[0]);
+    const std::optional<int64_t> elements = type.shape.num_elements();
+    if (!elements) return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no fixed size");
+    const auto on = [&](int64_t r) { b.set_device(plan.devices[static_cast<size_t>(r)]); };
+    std::vector<graph::ValueRef> flat;
+    for (int64_t r = 0; r < replicas; ++r) {
+      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+      on(r);
+      flat.push_back(ops::reshape(b, v.gradients[static_cast<size_t>(r)], {*elements}));
+    }
+    b.set_device(plan.host);
+    std::vector<graph::ValueRef> shards;
+    {
+      auto scope = b.scope("reduce_scatter/" + v.name);
+      shards = ops::reduce_scatter(b, flat, "sum", plan.collective);
+    }
+    MIRRA_RETURN_IF_ERROR(b.status());
+    if (previous != graph::kInvalidNode) g.add_control_edge(previous, shards[0].node);
+    previous = shards[0].node;
+
+    std::vector<graph::ValueRef> updated;
+    int64_t first = 0;
+    for (int64_t r = 0; r < replicas; ++r) {
+      const int64_t share = runtime::participant_share(*elements, replicas, r);
+      const graph::NodeId update = v.updates[static_cast<size_t>(r)];
+      const size_t gradient_input = *ops::update_gradient_input(g.node(update).op);
+      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+      on(r);
+      const graph::ValueRef part = ops::slice(b, ops::reshape(b, v.copies[static_cast<size_t>(r)], {*elements}), {first}, {share});
+      MIRRA_RETURN_IF_ERROR(b.status());
+      graph::Node& node = g.mutable_node(update);
+      node.inputs[0] = part;
+      node.inputs[gradient_input] = shards[static_cast<size_t>(r)];
+      for (size_t i = 1; i < gradient_input; ++i) {
+        graph::Node& slot = g.mutable_node(node.inputs[i].node);
+        if (slot.op != "Variable") {
+          return graph::invalid_argument("shard_optimizer_state: operand " + std::to_string(i) + " of '" + node.name +
+                                         "' is no Variable (" + slot.op + ")");
+        }
+        slot.attrs.set("shard_of", type.shape);
+        slot.attrs.set("shape", graph::Shape{share});
+        slot.outputs[0].shape = graph::Shape{share};
+      }
+      updated.push_back(ops::identity(b, part));
+      MIRRA_RETURN_IF_ERROR(b.status());
+      g.add_control_edge(update, updated.back().node);
+      first += share;
+    }
+    b.set_device(plan.host);
+    std::vector<graph::ValueRef> gathered;
+    {
+      auto scope = b.scope("all_gather/" + v.name);
+      gathered = ops::all_gather(b, updated, plan.collective);
+    }
+    for (int64_t r = 0; r < replicas; ++r) {
+      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+      on(r);
+      writes.push_back(ops::assign(b, v.copies[static_cast<size_t>(r)],
+                                   ops::reshape(b, gathered[static_cast<size_t>(r)], type.shape.dims)));
+    }
+    MIRRA_RETURN_IF_ERROR(b.status());
+  }
+  b.set_device(std::nullopt);
+  return writes;
+}
+
+}  // namespace mirra::strategies
