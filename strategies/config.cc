@@ -148,11 +148,9 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
 
 std::string shard_optimizer_state_problem(const StrategyConfig& config) {
   if (!config.shard_optimizer_state) return "";
-  if (config.strategy == "multi_worker_mirrored") {
-    return "is not available for multi_worker_mirrored yet (the MPI collective has no reduce-scatter)";
-  }
-  if (config.strategy != "mirrored") {
-    return "applies to mirrored, whose replicas each keep optimizer slots, not to " + config.strategy;
+  if (config.strategy != "mirrored" && config.strategy != "multi_worker_mirrored") {
+    return "applies to mirrored and multi_worker_mirrored, whose replicas each keep optimizer slots, not to " +
+           config.strategy;
   }
   for (const graph::DeviceId& device : config.devices) {
     if (device.kind == graph::DeviceKind::gpu) return "runs on CPU devices for now, not on " + device.to_string();

@@ -27,7 +27,8 @@ struct StrategyConfig {
   std::string strategy = "mirrored";  // one_device, mirrored, central_storage, multi_worker_mirrored
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
   AllReduceConfig all_reduce;
-  // Mirrored only: each replica keeps its share of the optimizer slots (ZeRO stage 1).
+  // Mirrored and MultiWorkerMirrored: each replica keeps its share of the optimizer slots (ZeRO stage
+  // 1; across workers the shares are cut among each worker's local replicas).
   bool shard_optimizer_state = false;
 };
 

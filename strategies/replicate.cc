@@ -408,8 +408,8 @@ graph::Status Rewriter::add_metrics(TrainingProgram& result) {
 graph::Expected<TrainingProgram> Rewriter::run() {
   const TrainingProgram& p = program_;
   if (replicas_ < 1) return graph::invalid_argument("replicate: no devices");
-  if (plan_.shard_optimizer_state && (!plan_.mirror_state || plan_.across_workers)) {
-    return graph::invalid_argument("replicate: sharded optimizer state needs mirrored state within one worker");
+  if (plan_.shard_optimizer_state && !plan_.mirror_state) {
+    return graph::invalid_argument("replicate: sharded optimizer state needs mirrored state");
   }
   const auto features = p.graph.find(p.signature.features);
   if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
@@ -442,7 +442,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
       variables[j].gradients = scaled[j];
       ready.push_back(variables[j]);
     }
-    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective}));
+    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective, plan_.across_workers}));
     for (size_t j = 0; j < raw.size(); ++j) {
       const graph::Node& update = out_.node(variables[j].updates[0]);
       aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share

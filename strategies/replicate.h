@@ -39,8 +39,8 @@ struct ReplicationPlan {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
-  // ZeRO stage 1 (mirror_state only, within one worker): each update must read its gradient directly
-  // (no clipping, loss scaling or numerics checks between them).
+  // ZeRO stage 1 (mirror_state only; across workers, sharded within each worker): each update must
+  // read its gradient directly (no clipping, loss scaling or numerics checks between them).
   bool shard_optimizer_state = false;
 };
 

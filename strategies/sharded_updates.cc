@@ -22,6 +22,9 @@ namespace mirra::strategies {
 // the AllGather, so no reader of this step sees a half-written variable. Every replica assigns the
 // same gathered bits, so the copies stay bitwise equal; the arithmetic of each element is the
 // unsharded update's, so the result equals unsharded Mirrored up to the reduction's summation order.
+// Across workers the ReduceScatter's share r is also summed over every worker's share r (the MPI
+// collective's reduce_scatter), so every worker updates the same shares with the same slots and only
+// the replicas of one process gather them.
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan) {
@@ -82,7 +85,9 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     std::vector<graph::ValueRef> gathered;
     {
       auto scope = b.scope("all_gather/" + v.name);
-      gathered = ops::all_gather(b, updated, plan.collective);
+      ops::CollectiveOptions local = plan.collective;
+      if (plan.across_workers) local.implementation = "in_process";
+      gathered = ops::all_gather(b, updated, local);
     }
     for (int64_t r = 0; r < replicas; ++r) {
       auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);

@@ -30,6 +30,10 @@ struct ShardingPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
   graph::DeviceId host;                  // where the collectives meet
   ops::CollectiveOptions collective;
+  // The reduce-scatters span worker processes too (MultiWorkerMirrored): the slots are sharded among
+  // each worker's local replicas and every worker holds all the shares, as PyTorch FSDP's hybrid
+  // sharding does within a node; the all-gathers then stay in the process ("in_process").
+  bool across_workers = false;
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order

@@ -6,7 +6,9 @@
 // others which collectives it reached (Arrivals), so a job past its deadline fails with an error
 // naming the collective, its step and the workers that never came; MPI is unusable
 // then (its requests never complete), every later job fails at once, and the process ends through
-// abort(), which ends every worker.
+// abort(), which ends every worker. all_reduce and reduce_scatter span the workers (a reduce-scatter's
+// shares are cut among each worker's local participants, every worker receiving all of them);
+// all_gather and tensor broadcast do not (bytes are broadcast by broadcast_bytes).
 #include <mpi.h>
 
 #include <algorithm>
@@ -68,9 +70,11 @@ struct Job {
   bool warned = false;
 };
 
-// The local participants of one all-reduce, gathered as each is done with the in-process part.
+// The local participants of one all-reduce or reduce-scatter, gathered as each is done with the
+// in-process part.
 struct Meeting {
   int arrived = 0;
+  bool shares = false;  // reduce-scatter: each participant's output is its own share, reduced across workers
   Clock::time_point start = Clock::time_point::max();  // the first local participant's call
   Reduction reduction = Reduction::sum;
   Clock::time_point deadline;
@@ -121,11 +125,22 @@ class MpiCollective final : public WorkerCollective {
     const Clock::time_point start = Clock::now();
     local_.all_reduce(call, Reduction::sum, inputs, outputs,
                       [this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
-                        arrived_locally(call, reduction, outputs, start, std::move(done), std::move(status));
+                        arrived_locally(call, reduction, outputs, /*shares=*/false, start, std::move(done), std::move(status));
                       });
   }
-  void reduce_scatter(const CollectiveCall& call, Reduction, const Tensor&, Tensor&, CollectiveDone done) override {
-    done(graph::unimplemented("reduce_scatter '" + call.group + "': the MPI collective has no reduce_scatter yet"));
+  // Within each worker: the local participants reduce-scatter in this process (participant r of L
+  // gets share r of the local sum); every worker's share r is then all-reduced across workers in
+  // place. So participant r of every worker receives share r of the sum over all participants: the
+  // shares are cut among a worker's local replicas, and each worker holds all of them (sharded
+  // optimizer state within a worker, replicated across workers).
+  void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input, Tensor& output,
+                      CollectiveDone done) override {
+    const Clock::time_point start = Clock::now();
+    local_.reduce_scatter(call, Reduction::sum, input, output,
+                          [this, call, reduction, &output, start, done = std::move(done)](Status status) mutable {
+                            arrived_locally(call, reduction, {&output, 1}, /*shares=*/true, start, std::move(done),
+                                            std::move(status));
+                          });
   }
   void all_gather(const CollectiveCall& call, const Tensor&, Tensor&, CollectiveDone done) override {
     done(graph::unimplemented("all_gather '" + call.group + "': the MPI collective has no all_gather yet"));
@@ -229,8 +244,10 @@ class MpiCollective final : public WorkerCollective {
  private:
   using Key = std::pair<std::string, int64_t>;
 
-  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, Clock::time_point start,
-                       CollectiveDone done, Status status) {
+  // `shares`: each participant's outputs are its own (reduce-scatter), all-reduced across workers
+  // one by one; else participant 0's result is, and copied to the others.
+  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, bool shares,
+                       Clock::time_point start, CollectiveDone done, Status status) {
     Meeting meeting;
     {
       std::lock_guard lock(mutex_);
@@ -239,6 +256,7 @@ class MpiCollective final : public WorkerCollective {
         m.outputs.resize(static_cast<size_t>(call.group_size));
         m.dones.resize(static_cast<size_t>(call.group_size));
         m.reduction = reduction;
+        m.shares = shares;
         m.deadline = call.deadline;
       }
       m.start = std::min(m.start, start);
@@ -259,42 +277,48 @@ class MpiCollective final : public WorkerCollective {
       std::lock_guard lock(mutex_);
       if (auto it = comms_.find(call.group); it != comms_.end()) group = it->second;
     }
-    const std::string what = "all_reduce '" + call.group + "' (step " + std::to_string(call.instance) + ")";
+    const std::string what = std::string(shared->shares ? "reduce_scatter '" : "all_reduce '") + call.group + "' (step " +
+                             std::to_string(call.instance) + ")";
     if (group.comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
     const MPI_Comm comm = group.comm;
     Job job{.what = what, .group = group.index, .deadline = shared->deadline};
     if (recording_phases_.load(std::memory_order_relaxed)) {
       job.phases = CollectivePhases{.group = call.group, .start_ns = nanoseconds(shared->start), .local_done_ns = nanoseconds(Clock::now())};
     }
-    job.post = [shared, comm](std::vector<MPI_Request>& requests) {
-      for (Tensor& t : shared->outputs[0]) {
-        auto* data = static_cast<std::byte*>(t.mutable_raw_data());
-        const size_t element = graph::dtype_size(t.dtype());
-        for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
-          const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
-          requests.emplace_back();
-          const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * static_cast<int64_t>(element), count, mpi_type(t.dtype()),
-                                          MPI_SUM, comm, &requests.back());
-          if (code != MPI_SUCCESS) return code;
+    // The tensors reduced across workers, in the same order on every worker.
+    const size_t reduced = shared->shares ? shared->outputs.size() : 1;
+    job.post = [shared, comm, reduced](std::vector<MPI_Request>& requests) {
+      for (size_t p = 0; p < reduced; ++p) {
+        for (Tensor& t : shared->outputs[p]) {
+          auto* data = static_cast<std::byte*>(t.mutable_raw_data());
+          const size_t element = graph::dtype_size(t.dtype());
+          for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
+            const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
+            requests.emplace_back();
+            const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * static_cast<int64_t>(element), count,
+                                            mpi_type(t.dtype()), MPI_SUM, comm, &requests.back());
+            if (code != MPI_SUCCESS) return code;
+          }
         }
       }
       return MPI_SUCCESS;
     };
     const int participants = static_cast<int>(shared->outputs.size()) * size_;
-    job.finish = [shared, complete, participants](Status s) {
+    job.finish = [shared, complete, participants, reduced](Status s) {
       if (s.ok()) {
-        std::span<Tensor> result = shared->outputs[0];
-        for (Tensor& t : result) {
-          if (shared->reduction != Reduction::mean) break;
-          if (t.dtype() == graph::DType::f64) {
-            double* v = t.mutable_data<double>();
-            for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= participants;
-          } else {
-            float* v = t.mutable_data<float>();
-            for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= static_cast<float>(participants);
+        for (size_t p = 0; p < reduced && shared->reduction == Reduction::mean; ++p) {
+          for (Tensor& t : shared->outputs[p]) {
+            if (t.dtype() == graph::DType::f64) {
+              double* v = t.mutable_data<double>();
+              for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= participants;
+            } else {
+              float* v = t.mutable_data<float>();
+              for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= static_cast<float>(participants);
+            }
           }
         }
-        for (size_t p = 1; p < shared->outputs.size(); ++p) {
+        std::span<Tensor> result = shared->outputs[0];
+        for (size_t p = reduced; p < shared->outputs.size(); ++p) {
           for (size_t j = 0; j < result.size(); ++j) {
             Tensor& to = shared->outputs[p][j];
             if (to.raw_data() != result[j].raw_data() && to.byte_size() > 0) {

@@ -1,6 +1,7 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
-// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step;
+// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step, and
+// with sharded optimizer state;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
@@ -120,6 +121,37 @@ TEST_CASE("MultiWorker.accumulation_steps.train_as_k_times_larger_batches") {
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(last_line(r.out).find("\"examples\":1220") != std::string::npos);
   check_close(trained_values(saved), trained_values(reference_file));
+}
+
+// Sharded optimizer state across workers (sharded among each worker's local replicas, every worker
+// holding all the shares): 2 workers x 2 and 3 devices with Adam and momentum, global batch 61, train
+// as one device does; the checkpoint they write holds whole slots and resumes on one device.
+TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
+  for (const std::string& model : {mlp_file(), adam_mlp_file()}) {
+    const std::vector<std::string> common = {"train", model, "--batch-size", "61", "--threads", "1", "--json"};
+    const std::string reference_file = workspace() / "reference_sharded.mirra";
+    std::vector<std::string> reference = common;
+    reference.insert(reference.end(), {"--steps", "16", "--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+    REQUIRE(run(reference, "reference_sharded").code == 0);
+    for (const char* devices : {"cpu:0,cpu:1", "cpu:0,cpu:1,cpu:2"}) {
+      CAPTURE(model);
+      CAPTURE(devices);
+      const std::string dir = workspace() / "sharded_checkpoints";
+      std::filesystem::remove_all(dir);
+      std::vector<std::string> args = common;
+      args.insert(args.end(), {"--steps", "8", "--strategy", "multi_worker_mirrored", "--devices", devices,
+                               "--shard-optimizer-state", "--checkpoint-dir", dir});
+      const Run r = run_program(mpirun(2, args), "multi_worker_sharded");
+      REQUIRE_MESSAGE(r.code == 0, r.err);
+      CHECK(last_line(r.out).find("\"shard_optimizer_state\":true") != std::string::npos);
+      const std::string saved = workspace() / "sharded_resumed.mirra";
+      std::vector<std::string> resumed = common;
+      resumed.insert(resumed.end(), {"--steps", "16", "--strategy", "one_device", "--devices", "cpu:0", "--checkpoint-dir",
+                                     dir, "--resume", "--save", saved});
+      REQUIRE(run(resumed, "sharded_resumed_on_one_device").code == 0);
+      check_close(trained_values(saved), trained_values(reference_file));
+    }
+  }
 }
 
 TEST_CASE("MultiWorker.checkpoints_resume_with_other_worker_counts_and_strategies") {

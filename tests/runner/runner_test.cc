@@ -468,9 +468,10 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"train", mlp_file(), "--mixed-precision", "bf16", "--devices", "gpu:0"},
        "mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on gpu:0"},
       {{"train", mlp_file(), "--strategy", "central_storage", "--shard-optimizer-state"},
-       "shard_optimizer_state applies to mirrored, whose replicas each keep optimizer slots, not to central_storage"},
-      {{"train", mlp_file(), "--config", config_file("shard_mw.json", R"({"strategy": "multi_worker_mirrored", "shard_optimizer_state": true})")},
-       "'shard_optimizer_state' is not available for multi_worker_mirrored yet"},
+       "shard_optimizer_state applies to mirrored and multi_worker_mirrored, whose replicas each keep optimizer slots, "
+       "not to central_storage"},
+      {{"train", mlp_file(), "--config", config_file("shard_one.json", R"({"strategy": "one_device", "shard_optimizer_state": true})")},
+       "'shard_optimizer_state' applies to mirrored and multi_worker_mirrored"},
       {{"train", mlp_file(), "--config", config_file("shard1.json", R"({"shard_optimizer_state": 1})")},
        "'shard_optimizer_state' must be true or false"},
       {{"train", mlp_file(), "--shard-optimizer-state", "--devices", "gpu:0"},

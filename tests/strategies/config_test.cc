@@ -65,11 +65,9 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
         "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi");
   CHECK(error_of(R"({"shard_optimizer_state": "yes"})") == "test.json: 'shard_optimizer_state' must be true or false");
   CHECK(error_of(R"({"strategy": "central_storage", "shard_optimizer_state": true})") ==
-        "test.json: 'shard_optimizer_state' applies to mirrored, whose replicas each keep optimizer slots, not to "
-        "central_storage");
-  CHECK(error_of(R"({"strategy": "multi_worker_mirrored", "shard_optimizer_state": true})") ==
-        "test.json: 'shard_optimizer_state' is not available for multi_worker_mirrored yet (the MPI collective has no "
-        "reduce-scatter)");
+        "test.json: 'shard_optimizer_state' applies to mirrored and multi_worker_mirrored, whose replicas each keep "
+        "optimizer slots, not to central_storage");
+  CHECK(error_of(R"({"strategy": "multi_worker_mirrored", "shard_optimizer_state": true})") == "ok");
   CHECK(error_of(R"({"devices": ["gpu:0"], "shard_optimizer_state": true})") ==
         "test.json: 'shard_optimizer_state' runs on CPU devices for now, not on gpu:0");
   CHECK(error_of(R"({"strategy": "one_device", "shard_optimizer_state": false})") == "ok");

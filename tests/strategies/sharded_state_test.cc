@@ -172,7 +172,7 @@ TEST_CASE("ShardedOptimizerState.refuses_what_it_cannot_shard") {
                                   .mirror_state = false,
                                   .shard_optimizer_state = true});
     REQUIRE_FALSE(distributed.ok());
-    CHECK(distributed.status().message().find("mirrored state") != std::string::npos);
+    CHECK(distributed.status().message().find("needs mirrored state") != std::string::npos);
   }
 }
 

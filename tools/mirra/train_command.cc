@@ -408,6 +408,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                             {"strategy", strategy_->config().strategy},
                             {"devices", devices},
                             {"replicas", strategy_->config().strategy == "one_device" ? 1 : strategy_->config().devices.size()},
+                            {"shard_optimizer_state", strategy_->config().shard_optimizer_state},
                             {"steps", steps},
                             {"total_steps", position_ ? position_->step : start_.step},
                             {"examples", examples_},
