@@ -195,8 +195,9 @@ ValueRef Rewriter::on(int replica, ValueRef value) {
 // (g_r * b_r) to an accumulator on the replica, and the micro-batch's global size B to a count on the
 // host; nothing is all-reduced or updated. The next train step reads accumulator + g_r * b_r and
 // divides by count + B: summed over replicas, the gradient of the mean loss over every example since
-// the last update, whatever the sizes of the micro-batches. It clears the accumulators (x + -x, exact)
-// after reading them, so every update starts from zero and a checkpoint between updates holds zeros.
+// the last update, whatever the sizes of the micro-batches. It writes zeros into the accumulators
+// (Assign) after reading them, so every update starts from zero, a checkpoint between updates holds
+// zeros, and an accumulator that overflowed (fp16 loss scaling skips that update) starts clean.
 // Across workers B is the all-reduced sum of the workers' batches, a scalar every step needs for its
 // loss anyway; the gradients cross the network only in the train step.
 
@@ -250,13 +251,11 @@ ValueRef Rewriter::accumulated(ValueRef value, int replica, const std::string& s
       on(replica, ops::variable(b_, name, type.shape, ops::Initializer::zeros(), type.dtype, false));
   const NodeId add = ops::assign_add(b_, accumulator, value);
   const ValueRef total = on(replica, ops::add(b_, accumulator, value));
-  const ValueRef negated = on(replica, ops::neg(b_, accumulator));
-  const NodeId clear = ops::assign_add(b_, accumulator, negated);
+  const NodeId clear = ops::assign(b_, accumulator, on(replica, ops::fill(b_, type.shape, 0.0, type.dtype)));
   if (add == graph::kInvalidNode || clear == graph::kInvalidNode) return total;
   place({add, 0}, replica);
   place({clear, 0}, replica);
   out_.add_control_edge(total.node, clear);
-  out_.add_control_edge(negated.node, clear);
   accumulations_.push_back(add);
   clears_.push_back(clear);
   return total;

@@ -16,31 +16,6 @@ namespace {
 
 constexpr int kUpdates = 3;
 
-// The micro-batches joined along the batch dimension.
-template <class T>
-runtime::Tensor join_values(const std::vector<runtime::Tensor>& parts) {
-  std::vector<T> values;
-  int64_t rows = 0;
-  for (const runtime::Tensor& part : parts) {
-    const std::span<const T> v = part.values<T>();
-    values.insert(values.end(), v.begin(), v.end());
-    rows += part.shape().dim(0);
-  }
-  runtime::TensorShape shape = parts.front().shape();
-  shape.set_dim(0, rows);
-  return runtime::Tensor::from<T>(shape, std::span<const T>(values));
-}
-
-Batch join(const std::vector<Batch>& micro_batches) {
-  std::vector<runtime::Tensor> images, labels;
-  for (const Batch& batch : micro_batches) {
-    images.push_back(batch.images);
-    labels.push_back(batch.labels);
-  }
-  return {images.front().dtype() == graph::DType::f64 ? join_values<double>(images) : join_values<float>(images),
-          join_values<int64_t>(labels)};
-}
-
 bool is_accumulator(const std::string& name) {
   int replica = -1;
   return replica_free_name(name, &replica).starts_with("accumulate/");

@@ -1,6 +1,8 @@
 // Loss scaling under every strategy: N replicas skip the step one device skips (the verdict is taken
 // on the aggregated gradients, so replicas agree even when one replica's share alone overflowed),
-// count the same steps, move the scale alike and end with one device's variables.
+// count the same steps, move the scale alike and end with one device's variables. With gradient
+// accumulation an overflow in one micro-batch skips its whole update, as one step on the joined
+// micro-batches would, and the next update starts from clean accumulators.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -61,6 +63,53 @@ TEST_CASE("LossScaling.strategies_skip_the_steps_one_device_skips") {
       CHECK(got.scales == reference.scales);
       CHECK(got.iterations == reference.iterations);
       for (const auto& [name, values] : reference.variables) check_close(name, got.variables.at(name), values);
+    }
+  }
+}
+
+TEST_CASE("LossScaling.with_gradient_accumulation") {
+  const ops::MinimizeOptions options{.loss_scaling = ops::LossScaling{.initial_scale = 32768, .growth_steps = 2}};
+  TrainingProgram program = build_program("small_cnn", ops::Optimizer::adam(0.01), options);
+  constexpr int kMicroBatches = 3, kUpdates = 5;
+  std::vector<Batch> micro = random_batches("small_cnn", 20, kMicroBatches * kUpdates, 9);
+  // An infinite pixel in the second micro-batch of update 1.
+  micro[kMicroBatches + 1].images.mutable_data<float>()[0] = std::numeric_limits<float>::infinity();
+  std::vector<Batch> joined;
+  for (int u = 0; u < kUpdates; ++u) {
+    joined.push_back(join({micro.begin() + u * kMicroBatches, micro.begin() + (u + 1) * kMicroBatches}));
+  }
+  const Outcome reference = train(program, joined, "");
+  CHECK(reference.scales == std::vector<float>{32768, 16384, 16384, 32768, 32768});
+  CHECK(reference.iterations == kUpdates - 1);
+
+  program.accumulate_gradients = true;
+  for (int replicas : {1, 2}) {
+    CAPTURE(replicas);
+    StrategyConfig config{.strategy = replicas == 1 ? "one_device" : "mirrored"};
+    for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
+    auto made = make_strategy(config);
+    REQUIRE(made.ok());
+    auto distributed = (*made)->distribute(program);
+    REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+    const std::string scale = "replica_0/" + std::string(ops::kLossScaleVariable);
+    std::vector<float> scales;
+    for (size_t i = 0; i < micro.size(); ++i) {
+      const bool update = i % kMicroBatches == kMicroBatches - 1;
+      REQUIRE(session.run(feeds(*distributed, micro[i]), {},
+                          {update ? distributed->signature.train : distributed->signature.accumulate}).ok());
+      if (update) scales.push_back(session.read_variable(scale)->values<float>()[0]);
+    }
+    CHECK(scales == reference.scales);
+    CHECK(session.read_variable(std::string(ops::kIterationsVariable))->values<int64_t>()[0] == reference.iterations);
+    for (auto& [name, values] : float_variables(session)) {
+      int replica = 0;
+      const std::string free(replica_free_name(name, &replica));
+      if (free.starts_with("accumulate/")) {
+        for (double v : values) CHECK(v == 0.0);  // cleared after every update, the overflowed one too
+      } else if (replica <= 0 && reference.variables.contains(free)) {
+        check_close(free, values, reference.variables.at(free));
+      }
     }
   }
 }

@@ -70,6 +70,34 @@ std::vector<Batch> random_batches(const std::string& model, int64_t size, int co
   return batches;
 }
 
+namespace {
+
+template <class T>
+runtime::Tensor join_values(const std::vector<runtime::Tensor>& parts) {
+  std::vector<T> values;
+  int64_t rows = 0;
+  for (const runtime::Tensor& part : parts) {
+    const std::span<const T> v = part.values<T>();
+    values.insert(values.end(), v.begin(), v.end());
+    rows += part.shape().dim(0);
+  }
+  runtime::TensorShape shape = parts.front().shape();
+  shape.set_dim(0, rows);
+  return runtime::Tensor::from<T>(shape, std::span<const T>(values));
+}
+
+}  // namespace
+
+Batch join(const std::vector<Batch>& batches) {
+  std::vector<runtime::Tensor> images, labels;
+  for (const Batch& batch : batches) {
+    images.push_back(batch.images);
+    labels.push_back(batch.labels);
+  }
+  return {images.front().dtype() == graph::DType::f64 ? join_values<double>(images) : join_values<float>(images),
+          join_values<int64_t>(labels)};
+}
+
 std::map<std::string, std::vector<double>> float_variables(runtime::Session& session) {
   std::map<std::string, std::vector<double>> values;
   for (const std::string& name : session.variables().names()) {

@@ -25,6 +25,9 @@ struct Batch {
 // Deterministic batches of `size` examples for `model`'s input shape.
 std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed);
 
+// The batches joined along the batch dimension, in order.
+Batch join(const std::vector<Batch>& batches);
+
 inline runtime::Feeds feeds(const TrainingProgram& program, const Batch& batch) {
   return {{program.signature.features, batch.images}, {program.signature.labels, batch.labels}};
 }

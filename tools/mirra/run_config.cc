@@ -239,9 +239,6 @@ graph::Status check_run_config(const RunConfig& c) {
       }
     }
   }
-  if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.accumulation_steps > 1) {
-    return graph::invalid_argument("fp16 mixed precision (loss scaling) does not combine with accumulation_steps > 1 yet");
-  }
   if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.check_numerics) {
     return graph::invalid_argument("fp16 mixed precision skips the steps whose gradients overflow; it does not combine "
                                    "with check_numerics");
