@@ -4,11 +4,12 @@
 For each model (MLP, CNN), interleaved and repeated:
   - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
     per worker (global batch 128, 64 examples per worker);
+  - the same with the gradients all-reduced in bf16 (a config with all_reduce.compression: bf16);
   - mirra mirrored: one process, Mirrored over cpu:0, cpu:1, two threads (the same global batch);
   - PyTorch DDP (gloo): bench/peers/torch_training.py --ddp 2, one thread per process.
 mirra's throughput is taken from its --metrics lines over the steps after the first 20 (the peer's
 window). Prints one JSON object: medians of examples/s, and multi-worker over DDP (target >= 1.2) and
-over Mirrored in one process.
+over Mirrored in one process, and bf16 all-reduce over f32.
 
 Needs: a built tree (build/release, or --build DIR) with MPI, mpirun, and Debian's python3-torch.
 Usage: bench/multi_worker_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
@@ -59,6 +60,9 @@ def main():
     report = {"benchmark": "data-parallel training over 2 workers, Fashion-MNIST, global batch 128, SGD momentum 0.9",
               "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}
     with tempfile.TemporaryDirectory() as work:
+        bf16_config = os.path.join(work, "bf16_all_reduce.json")
+        with open(bf16_config, "w") as f:
+            json.dump({"all_reduce": {"compression": "bf16"}}, f)
         for model in args.models.split(","):
             model_file = os.path.join(work, model + ".mirra")
             run([examples, "write", model, model_file])
@@ -67,6 +71,9 @@ def main():
                 "mirra_multi_worker": lambda m: mirra_examples_per_s(
                     ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
                     ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
+                "mirra_multi_worker_bf16_all_reduce": lambda m: mirra_examples_per_s(
+                    ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
+                    ["--config", bf16_config, "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
                 "mirra_mirrored": lambda m: mirra_examples_per_s(
                     train + ["--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--threads", "2"], m),
                 "pytorch_ddp": lambda m: json.loads(run(
@@ -82,6 +89,8 @@ def main():
             ours = entry["mirra_multi_worker"]["examples_per_s"]
             entry["ratio_vs_pytorch_ddp"] = round(ours / entry["pytorch_ddp"]["examples_per_s"], 3)
             entry["ratio_vs_mirrored_one_process"] = round(ours / entry["mirra_mirrored"]["examples_per_s"], 3)
+            entry["ratio_bf16_all_reduce_over_f32"] = round(
+                entry["mirra_multi_worker_bf16_all_reduce"]["examples_per_s"] / ours, 3)
             report["models"][model] = entry
     print(json.dumps(report, indent=1))
 

@@ -170,7 +170,9 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
     const TensorType& first = ctx.input(i % k);
-    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("all-reduce takes f32 or f64");
+    if (t.dtype != DType::f32 && t.dtype != DType::f64 && t.dtype != DType::bf16) {
+      return ctx.error("all-reduce takes f32, f64 or bf16");
+    }
     if (t.dtype != first.dtype || !t.shape.compatible_with(first.shape)) {
       return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " does not match replica 0's " +
                        first.to_string());
@@ -326,7 +328,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .traits = graph::kCollective,
                               .infer = infer_all_reduce,
                               .summary = "Sum (or mean) of each tensor of a bucket across replicas; every replica "
-                                         "receives the same bits.",
+                                         "receives the same bits. bf16 tensors are summed in f32 and rounded once.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("AllReduce", graph::DeviceKind::cpu, {.expensive = true, .reuses_inputs = true, .async_fn = all_reduce_kernel});
   schemas.add(graph::OpSchema{.name = "ReduceScatter",

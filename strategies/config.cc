@@ -119,7 +119,8 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     const json& all_reduce = root.at("all_reduce");
     if (!all_reduce.is_object()) return config_key_error(source, "all_reduce", "must be an object");
     MIRRA_RETURN_IF_ERROR(
-        check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb", "timeout_s"}, source, "all_reduce."));
+        check_config_keys(all_reduce, {"implementation", "bucket_mb", "first_bucket_mb", "timeout_s", "compression"}, source,
+                          "all_reduce."));
     if (all_reduce.contains("implementation")) {
       if (!all_reduce["implementation"].is_string()) return config_key_error(source, "all_reduce.implementation", "must be a string");
       config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
@@ -142,8 +143,30 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       }
       config.all_reduce.timeout_s = seconds;
     }
+    if (all_reduce.contains("compression")) {
+      const json& compression = all_reduce.at("compression");
+      if (!compression.is_string() || (compression != "none" && compression != "bf16")) {
+        return config_key_error(source, "all_reduce.compression", "must be \"none\" or \"bf16\"");
+      }
+      config.all_reduce.compression = compression.get<std::string>();
+    }
+  }
+  if (const std::string problem = compression_problem(config); !problem.empty()) {
+    return config_key_error(source, "all_reduce.compression", problem);
   }
   return config;
+}
+
+std::string compression_problem(const StrategyConfig& config) {
+  if (config.all_reduce.compression == "none") return "";
+  if (config.strategy != "mirrored" && config.strategy != "multi_worker_mirrored") {
+    return "applies to the gradient all-reduce of mirrored and multi_worker_mirrored, not to " + config.strategy;
+  }
+  if (config.shard_optimizer_state) return "does not apply with shard_optimizer_state, whose gradients are reduce-scattered";
+  for (const graph::DeviceId& device : config.devices) {
+    if (device.kind == graph::DeviceKind::gpu) return "runs on CPU devices for now, not on " + device.to_string();
+  }
+  return "";
 }
 
 std::string shard_optimizer_state_problem(const StrategyConfig& config) {

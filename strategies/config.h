@@ -3,7 +3,8 @@
 // value is an error naming the key and where the config came from.
 //
 //   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"],
-//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300},
+//    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300,
+//                   "compression": "none"},
 //    "shard_optimizer_state": false}
 #pragma once
 
@@ -21,6 +22,7 @@ struct AllReduceConfig {
   double bucket_mb = 25;                // cap of a gradient bucket, MiB
   double first_bucket_mb = 1;           // cap of the first (last layers') bucket, MiB
   double timeout_s = 300;               // how long a collective waits for every replica; 0: forever
+  std::string compression = "none";     // or bf16: f32 gradients all-reduced as bf16, summed in f32
 };
 
 struct StrategyConfig {
@@ -36,9 +38,10 @@ struct StrategyConfig {
 // (the first for one_device), else two logical CPU devices (cpu:0 for one_device).
 std::vector<graph::DeviceId> default_devices(std::string_view strategy);
 
-// Why `config` cannot shard its optimizer state ("is not available for ..."), or "" when it can or
-// does not ask to.
+// Why `config` cannot shard its optimizer state ("applies to ..."), or "" when it can or does not ask to.
 std::string shard_optimizer_state_problem(const StrategyConfig& config);
+// Why `config` cannot compress its all-reduce to bf16, or "" when it can or does not ask to.
+std::string compression_problem(const StrategyConfig& config);
 
 // `source` names where the text came from ("config.json", "--strategy") in error messages.
 graph::Expected<StrategyConfig> parse_strategy_config(std::string_view json_text, std::string_view source);

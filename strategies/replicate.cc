@@ -309,7 +309,14 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
       for (size_t j : buckets[k]) values.push_back(scaled[j][static_cast<size_t>(r)]);
     }
     auto scope = b_.scope("all_reduce/bucket_" + std::to_string(k));
-    const std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
+    // With bf16_all_reduce, f32 gradients travel as bf16: cast on their replica, widened back there.
+    std::vector<bool> compressed(values.size(), false);
+    for (size_t i = 0; i < values.size() && plan_.bf16_all_reduce; ++i) {
+      if (b_.type(values[i]).dtype != graph::DType::f32) continue;
+      compressed[i] = true;
+      values[i] = on(static_cast<int>(i / buckets[k].size()), ops::cast(b_, values[i], graph::DType::bf16));
+    }
+    std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
     if (!reduced.front().valid()) return aggregated;
     place(reduced.front(), kHost);
     // A single replica's bucket stays on its device (the sum of one is in place), not copied to the
@@ -317,6 +324,10 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     if (replicas_ == 1 && !plan_.across_workers) out_.mutable_node(reduced.front().node).device = plan_.devices.front();
     if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);
     previous = reduced.front().node;
+    for (size_t i = 0; i < reduced.size(); ++i) {
+      const int replica = static_cast<int>(i / buckets[k].size());
+      if (compressed[i]) reduced[i] = on(replica, ops::cast(b_, reduced[i], graph::DType::f32));
+    }
     for (int r = 0; r < replicas_; ++r) {
       for (size_t i = 0; i < buckets[k].size(); ++i) {
         aggregated[buckets[k][i]].push_back(reduced[static_cast<size_t>(r) * buckets[k].size() + i]);

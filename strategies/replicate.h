@@ -42,6 +42,9 @@ struct ReplicationPlan {
   // ZeRO stage 1 (mirror_state only; across workers, sharded within each worker): each update must
   // read its gradient directly (no clipping, loss scaling or numerics checks between them).
   bool shard_optimizer_state = false;
+  // f32 gradients cross the all-reduce as bf16 (half the bytes; summed in f32 inside it) and are
+  // widened back on each replica. Mirrored only.
+  bool bf16_all_reduce = false;
 };
 
 graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan);

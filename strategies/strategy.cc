@@ -46,7 +46,8 @@ class ReplicatingStrategy final : public Strategy {
                                .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB),
                                .collective = {.implementation = implementation,
                                               .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)},
-                               .shard_optimizer_state = config_.shard_optimizer_state});
+                               .shard_optimizer_state = config_.shard_optimizer_state,
+                               .bf16_all_reduce = config_.all_reduce.compression == "bf16"});
   }
 
  private:

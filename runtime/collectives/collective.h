@@ -54,8 +54,8 @@ class Collective {
   // by the caller and receive the results.
   //
   // outputs[j] = the sum (or mean) over participants of their inputs[j]. Every participant passes
-  // the same count, dtypes (f32 or f64) and shapes; every participant receives the same bits. An
-  // output may share its input's buffer (in place).
+  // the same count, dtypes (f32, f64, or bf16: summed in f32, rounded once) and shapes; every
+  // participant receives the same bits. An output may share its input's buffer (in place).
   virtual void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
                           std::span<Tensor> outputs, CollectiveDone done) = 0;
   // `output` = this participant's share of the reduction of every participant's `input`, in flat

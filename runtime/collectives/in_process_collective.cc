@@ -7,6 +7,8 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 
+#include "graph/float16.h"
+
 namespace mirra::runtime {
 
 using graph::Status;
@@ -39,11 +41,12 @@ std::string participant_list(const std::vector<int>& participants) {
 
 bool same_type(const Tensor& a, const Tensor& b) { return a.dtype() == b.dtype() && a.shape() == b.shape(); }
 
-Status check_reducible(const Tensor& t) {
-  if (t.dtype() != graph::DType::f32 && t.dtype() != graph::DType::f64) {
-    return graph::invalid_argument("cannot reduce " + t.type_string() + " (f32 or f64)");
-  }
-  return Status();
+// f32 and f64; an all-reduce also bf16 (summed in f32, Note [In-process all-reduce]).
+Status check_reducible(const Tensor& t, Kind kind) {
+  const graph::DType d = t.dtype();
+  if (d == graph::DType::f32 || d == graph::DType::f64 || (d == graph::DType::bf16 && kind == Kind::all_reduce)) return Status();
+  return graph::invalid_argument("cannot reduce " + t.type_string() +
+                                 (kind == Kind::all_reduce ? " (f32, f64 or bf16)" : " (f32 or f64)"));
 }
 
 Status check_arrivals(const std::vector<Arrival>& arrivals) {
@@ -80,7 +83,7 @@ Status check_arrivals(const std::vector<Arrival>& arrivals) {
         return graph::invalid_argument(who + " holds " + in.type_string() + " where participant 0 holds " +
                                        in0.type_string());
       }
-      if (first.kind == Kind::all_reduce || first.kind == Kind::reduce_scatter) MIRRA_RETURN_IF_ERROR(check_reducible(in));
+      if (first.kind == Kind::all_reduce || first.kind == Kind::reduce_scatter) MIRRA_RETURN_IF_ERROR(check_reducible(in, first.kind));
       if (first.kind == Kind::reduce_scatter) {
         const int64_t share = participant_share(in.num_elements(), static_cast<int64_t>(arrivals.size()),
                                                 static_cast<int64_t>(p));
@@ -127,7 +130,9 @@ Status check_arrivals(const std::vector<Arrival>& arrivals) {
 // buffers (the executor allows it when nothing else reads them), a line is written back while it is
 // still in cache, 2 x participants x size bytes of memory traffic, the bound `mirra bench allreduce`
 // holds it against. The order of the sum never depends on the threads, so all participants receive
-// the same bits on any machine.
+// the same bits on any machine. bf16 tensors (gradients compressed to half the bytes) are widened
+// block by block into an f32 block on the stack, summed there in the same order, and rounded to bf16
+// once when written: the sum of the inputs as bf16 values, rounded once.
 constexpr int64_t kChunk = 1 << 16;
 constexpr int64_t kBlock = 2048;
 
@@ -169,6 +174,28 @@ void reduce_range(const std::vector<const T*>& in, T* acc, int64_t begin, int64_
   }
 }
 
+// reduce_range for bf16 bits: summed in an f32 block, rounded once per output element.
+void reduce_range_bf16(const std::vector<const uint16_t*>& in, uint16_t* acc, int64_t begin, int64_t end,
+                       Reduction reduction, const std::vector<uint16_t*>& copies) {
+  using Format = graph::BFloat16Format;
+  const float n = static_cast<float>(in.size());
+  float sum[kBlock];
+  for (int64_t first = begin; first < end; first += kBlock) {
+    const int64_t count = std::min(kBlock, end - first);
+    for (int64_t i = 0; i < count; ++i) sum[i] = Format::to_float(in[0][first + i]);
+    for (size_t r = 1; r < in.size(); ++r) {
+      for (int64_t i = 0; i < count; ++i) sum[i] += Format::to_float(in[r][first + i]);
+    }
+    if (reduction == Reduction::mean) {
+      for (int64_t i = 0; i < count; ++i) sum[i] /= n;
+    }
+    for (int64_t i = 0; i < count; ++i) acc[first + i] = Format::from_float(sum[i]);
+    for (uint16_t* copy : copies) {
+      if (copy != acc) std::memcpy(copy + first, acc + first, static_cast<size_t>(count) * sizeof(uint16_t));
+    }
+  }
+}
+
 // body(i) for every i in [0, n), on oneTBB threads that may touch what the calling participant may
 // (its device's memory when it runs on a device's stream).
 template <class Body>
@@ -205,8 +232,18 @@ void run_all_reduce(const std::vector<Arrival>& arrivals) {
   }
   for_each_in_parallel(chunks.size(), [&](size_t c) {
     const Chunk& chunk = chunks[c];
-    if (first.inputs[chunk.tensor].dtype() == graph::DType::f32) {
+    const graph::DType dtype = first.inputs[chunk.tensor].dtype();
+    if (dtype == graph::DType::f32) {
       run_all_reduce_tensor<float>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
+    } else if (dtype == graph::DType::bf16) {
+      std::vector<const uint16_t*> in;
+      std::vector<uint16_t*> copies;
+      for (const Arrival& a : arrivals) in.push_back(static_cast<const uint16_t*>(a.inputs[chunk.tensor].raw_data()));
+      for (size_t p = 1; p < arrivals.size(); ++p) {
+        copies.push_back(static_cast<uint16_t*>(arrivals[p].outputs[chunk.tensor].mutable_raw_data()));
+      }
+      reduce_range_bf16(in, static_cast<uint16_t*>(arrivals[0].outputs[chunk.tensor].mutable_raw_data()), chunk.begin,
+                        chunk.end, first.reduction, copies);
     } else {
       run_all_reduce_tensor<double>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
     }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <utility>
 
+#include "graph/float16.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/collectives/mpi_arrivals.h"
 #include "runtime/collectives/worker_collective.h"
@@ -83,7 +84,35 @@ struct Meeting {
   Status status;
 };
 
-MPI_Datatype mpi_type(graph::DType dtype) { return dtype == graph::DType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
+// bf16 travels as its 16-bit patterns (MPI has no bf16 type), summed by bf16_sum.
+MPI_Datatype mpi_type(graph::DType dtype) {
+  if (dtype == graph::DType::bf16) return MPI_UINT16_T;
+  return dtype == graph::DType::f64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+// MPI_SUM for bf16 bit patterns: each pair of values summed in f32 and rounded to bf16, at every
+// step of the reduction MPI chooses.
+void bf16_sum(void* in, void* inout, int* length, MPI_Datatype*) {
+  using Format = graph::BFloat16Format;
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = Format::from_float(Format::to_float(a[i]) + Format::to_float(b[i]));
+}
+
+// Divides every element of `t` by `n` (a mean's last step).
+void divide(Tensor& t, int n) {
+  if (t.dtype() == graph::DType::f64) {
+    double* v = t.mutable_data<double>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= n;
+  } else if (t.dtype() == graph::DType::bf16) {
+    using Format = graph::BFloat16Format;
+    auto* v = static_cast<uint16_t*>(t.mutable_raw_data());
+    for (int64_t i = 0; i < t.num_elements(); ++i) v[i] = Format::from_float(Format::to_float(v[i]) / static_cast<float>(n));
+  } else {
+    float* v = t.mutable_data<float>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= static_cast<float>(n);
+  }
+}
 
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
@@ -95,8 +124,8 @@ std::string worker_list(const std::vector<int>& workers) {
 
 class MpiCollective final : public WorkerCollective {
  public:
-  MpiCollective(int rank, int size, MPI_Comm control, MPI_Comm notices)
-      : rank_(rank), size_(size), control_(control), notices_(notices), arrivals_(rank, size, notices) {
+  MpiCollective(int rank, int size, MPI_Comm control, MPI_Comm notices, MPI_Op bf16_sum)
+      : rank_(rank), size_(size), control_(control), notices_(notices), bf16_sum_(bf16_sum), arrivals_(rank, size, notices) {
     thread_ = std::thread([this] { communicate(); });
   }
 
@@ -111,6 +140,7 @@ class MpiCollective final : public WorkerCollective {
     for (auto& [group, comm] : comms_) MPI_Comm_free(&comm.comm);
     MPI_Comm_free(&control_);
     MPI_Comm_free(&notices_);
+    MPI_Op_free(&bf16_sum_);
     MPI_Finalize();
   }
 
@@ -287,7 +317,7 @@ class MpiCollective final : public WorkerCollective {
     }
     // The tensors reduced across workers, in the same order on every worker.
     const size_t reduced = shared->shares ? shared->outputs.size() : 1;
-    job.post = [shared, comm, reduced](std::vector<MPI_Request>& requests) {
+    job.post = [shared, comm, reduced, bf16_sum = bf16_sum_](std::vector<MPI_Request>& requests) {
       for (size_t p = 0; p < reduced; ++p) {
         for (Tensor& t : shared->outputs[p]) {
           auto* data = static_cast<std::byte*>(t.mutable_raw_data());
@@ -296,7 +326,8 @@ class MpiCollective final : public WorkerCollective {
             const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
             requests.emplace_back();
             const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * static_cast<int64_t>(element), count,
-                                            mpi_type(t.dtype()), MPI_SUM, comm, &requests.back());
+                                            mpi_type(t.dtype()), t.dtype() == graph::DType::bf16 ? bf16_sum : MPI_SUM,
+                                            comm, &requests.back());
             if (code != MPI_SUCCESS) return code;
           }
         }
@@ -307,15 +338,7 @@ class MpiCollective final : public WorkerCollective {
     job.finish = [shared, complete, participants, reduced](Status s) {
       if (s.ok()) {
         for (size_t p = 0; p < reduced && shared->reduction == Reduction::mean; ++p) {
-          for (Tensor& t : shared->outputs[p]) {
-            if (t.dtype() == graph::DType::f64) {
-              double* v = t.mutable_data<double>();
-              for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= participants;
-            } else {
-              float* v = t.mutable_data<float>();
-              for (int64_t i = 0; i < t.num_elements(); ++i) v[i] /= static_cast<float>(participants);
-            }
-          }
+          for (Tensor& t : shared->outputs[p]) divide(t, participants);
         }
         std::span<Tensor> result = shared->outputs[0];
         for (size_t p = reduced; p < shared->outputs.size(); ++p) {
@@ -457,6 +480,7 @@ class MpiCollective final : public WorkerCollective {
   const int rank_, size_;
   MPI_Comm control_;
   MPI_Comm notices_;
+  MPI_Op bf16_sum_;
   Arrivals arrivals_;  // the communication thread's
   std::mutex mutex_;
   std::condition_variable queued_;
@@ -508,7 +532,11 @@ graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
     return graph::unavailable("MPI_Comm_dup failed: " + mpi_error(code));
   }
   MPI_Comm_set_errhandler(notices, MPI_ERRORS_RETURN);
-  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control, notices));
+  MPI_Op sum_of_bf16 = MPI_OP_NULL;
+  if (const int code = MPI_Op_create(&bf16_sum, /*commute=*/1, &sum_of_bf16); code != MPI_SUCCESS) {
+    return graph::unavailable("MPI_Op_create failed: " + mpi_error(code));
+  }
+  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control, notices, sum_of_bf16));
 }
 
 bool built_with_mpi() { return true; }

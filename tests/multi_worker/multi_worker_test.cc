@@ -1,7 +1,7 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
-// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step, and
-// with sharded optimizer state;
+// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step, with
+// sharded optimizer state, and (within bf16's rounding) with the gradients all-reduced in bf16;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
@@ -152,6 +152,41 @@ TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
       check_close(trained_values(saved), trained_values(reference_file));
     }
   }
+}
+
+// bf16 all-reduce across workers (MPI sums bf16 with an operation of its own, in f32, rounding each
+// sum): 2 workers x 1 device train bit for bit as Mirrored over 2 devices in one process with bf16
+// all-reduce (either way each gradient element is the sum of two bf16 values, rounded once), and
+// differently from Mirrored without it.
+TEST_CASE("MultiWorker.bf16_all_reduce.equals_in_process_bf16_all_reduce") {
+  const auto config = [](const std::string& name, const std::string& text) {
+    const std::string path = workspace() / name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::vector<std::string> common = {"train", mlp_file(), "--batch-size", "61", "--steps", "10", "--threads", "1", "--json"};
+  std::map<std::string, std::map<std::string, graph::TensorValue>> trained;
+  for (const char* compression : {"none", "bf16"}) {
+    const std::string saved = workspace() / (std::string("in_process_") + compression + ".mirra");
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--config",
+                             config(std::string("in_process_") + compression + ".json",
+                                    std::string(R"({"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"], "all_reduce": {"compression": ")") +
+                                        compression + R"("}})"),
+                             "--save", saved});
+    REQUIRE(run(args, std::string("in_process_") + compression).code == 0);
+    trained[compression] = trained_values(saved);
+  }
+  const std::string saved = workspace() / "multi_worker_bf16.mirra";
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--config",
+                           config("multi_worker_bf16.json",
+                                  R"({"strategy": "multi_worker_mirrored", "devices": ["cpu:0"], "all_reduce": {"compression": "bf16"}})"),
+                           "--save", saved});
+  const Run r = run_program(mpirun(2, args), "multi_worker_bf16");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(trained_values(saved) == trained["bf16"]);
+  CHECK(trained["bf16"] != trained["none"]);
 }
 
 TEST_CASE("MultiWorker.checkpoints_resume_with_other_worker_counts_and_strategies") {

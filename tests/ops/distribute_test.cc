@@ -1,7 +1,10 @@
 // SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize against plain loops:
 // TensorFlow's split rule (including empty shares), sums and means over replicas with every replica
-// receiving the same bits, each replica's share of the flattened sum, copies that each replica owns,
+// receiving the same bits (bf16 summed in f32 and rounded once), each replica's share of the
+// flattened sum, copies that each replica owns,
 // gathers in replica order.
+#include <cstring>
+
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -56,6 +59,27 @@ TEST_CASE("Kernels.AllReduce.sum_and_mean_over_replicas") {
           CHECK((*out)[static_cast<size_t>(r) * shapes.size() + j].to_vector<double>() == (*out)[j].to_vector<double>());
         }
       }
+    }
+  }
+  // bf16 (compressed gradients): the inputs summed in f32 in replica order, rounded once, over a
+  // tensor of several chunks; every replica receives the same bits.
+  for (int replicas : {2, 3}) {
+    CAPTURE(replicas);
+    std::vector<Tensor> inputs;
+    for (int r = 0; r < replicas; ++r) {
+      const Tensor values = random_tensor<float>(rng, {70001});
+      inputs.push_back(make_tensor(DType::bf16, {70001}, [&](int64_t i) { return element(values, i); }));
+    }
+    const Tensor sum = make_tensor(DType::bf16, {70001}, [&](int64_t i) {
+      float total = static_cast<float>(element(inputs[0], i));
+      for (int r = 1; r < replicas; ++r) total += static_cast<float>(element(inputs[static_cast<size_t>(r)], i));
+      return static_cast<double>(total);
+    });
+    auto out = run_op("AllReduce", inputs, {{"replicas", int64_t{replicas}}});
+    REQUIRE(out.ok());
+    for (const Tensor& got : *out) {
+      REQUIRE(got.dtype() == DType::bf16);
+      CHECK(std::memcmp(got.raw_data(), sum.raw_data(), sum.byte_size()) == 0);
     }
   }
   // Shapes that disagree are an error at graph time, or at run time when the graph left them open.

@@ -164,7 +164,7 @@ TEST_CASE("Collective.in_process.mismatched_participants.are_an_error_naming_who
   Tensor ints = Tensor::from<int64_t>({1}, {1});
   Completion only;
   collective.all_reduce(call("ints", 0, 1), Reduction::sum, {&ints, 1}, {&ints, 1}, only.done());
-  CHECK(only.get().message() == "all_reduce 'ints' (instance 7): cannot reduce i64[1] (f32 or f64)");
+  CHECK(only.get().message() == "all_reduce 'ints' (instance 7): cannot reduce i64[1] (f32, f64 or bf16)");
   Completion outside;
   collective.broadcast(call("outside", 3, 2), 0, a, outside.done());
   CHECK(outside.get().message() == "broadcast 'outside' (instance 7): participant 3 is not in a group of 2");

@@ -55,7 +55,8 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"strategy": "one_device", "devices": ["cpu:0", "cpu:1"]})") ==
         "test.json: 'devices' must name exactly one device for one_device");
   CHECK(error_of(R"({"all_reduce": {"bucket_size": 4}})") ==
-        "test.json: unknown key 'all_reduce.bucket_size' (known: implementation, bucket_mb, first_bucket_mb, timeout_s)");
+        "test.json: unknown key 'all_reduce.bucket_size' (known: implementation, bucket_mb, first_bucket_mb, timeout_s, "
+        "compression)");
   CHECK(error_of(R"({"all_reduce": {"bucket_mb": "big"}})") == "test.json: 'all_reduce.bucket_mb' must be a number of MiB");
   CHECK(error_of(R"({"all_reduce": {"timeout_s": -1}})") ==
         "test.json: 'all_reduce.timeout_s' must be in [0, 86400] seconds (0: no deadline)");

@@ -191,7 +191,8 @@ std::string run_config_json(const RunConfig& c) {
        {{"implementation", c.strategy.all_reduce.implementation},
         {"bucket_mb", c.strategy.all_reduce.bucket_mb},
         {"first_bucket_mb", c.strategy.all_reduce.first_bucket_mb},
-        {"timeout_s", c.strategy.all_reduce.timeout_s}}},
+        {"timeout_s", c.strategy.all_reduce.timeout_s},
+        {"compression", c.strategy.all_reduce.compression}}},
       {"shard_optimizer_state", c.strategy.shard_optimizer_state},
       {"training", training},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
@@ -245,6 +246,9 @@ graph::Status check_run_config(const RunConfig& c) {
   }
   if (const std::string problem = strategies::shard_optimizer_state_problem(c.strategy); !problem.empty()) {
     return graph::invalid_argument("shard_optimizer_state " + problem);
+  }
+  if (const std::string problem = strategies::compression_problem(c.strategy); !problem.empty()) {
+    return graph::invalid_argument("all_reduce.compression " + problem);
   }
   if (c.strategy.shard_optimizer_state && c.training.mixed_precision == ops::MixedPrecision::fp16) {
     return graph::invalid_argument("shard_optimizer_state does not combine with fp16 mixed precision yet (loss scaling "
