@@ -131,6 +131,27 @@ graph::Status check_update_operands(const KernelContext& ctx, size_t last) {
   return graph::Status();
 }
 
+graph::Status check_assigned_parts(const KernelContext& ctx) {
+  const Tensor& variable = ctx.input(0);
+  int64_t elements = 0;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype() != variable.dtype()) {
+      return graph::invalid_argument("value " + std::to_string(i) + " " + ctx.input(i).type_string() +
+                                     " does not match the variable " + variable.type_string());
+    }
+    elements += ctx.input(i).num_elements();
+  }
+  if (ctx.num_inputs() == 2 && !(ctx.input(1).shape() == variable.shape())) {
+    return graph::invalid_argument("operand 1 " + ctx.input(1).type_string() + " does not match the variable " +
+                                   variable.type_string());
+  }
+  if (elements != variable.num_elements()) {
+    return graph::invalid_argument("the values hold " + std::to_string(elements) + " elements, the variable " +
+                                   variable.type_string() + " " + std::to_string(variable.num_elements()));
+  }
+  return graph::Status();
+}
+
 bool update_gated_off(const KernelContext& ctx, size_t gate) {
   return ctx.num_inputs() > gate && !ctx.input(gate).data<bool>()[0];
 }

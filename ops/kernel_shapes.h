@@ -47,6 +47,8 @@ graph::Status check_labels(const Tensor& logits, const Tensor& labels);
 
 // Optimizer updates: operands 1..last have the variable's (input 0's) shape.
 graph::Status check_update_operands(const KernelContext& ctx, size_t last);
+// Assign: inputs 1.. have the variable's dtype and, together, its element count.
+graph::Status check_assigned_parts(const KernelContext& ctx);
 // Optimizer updates: true when the optional gate (input `gate`, a host-memory bool scalar; loss
 // scaling's "every gradient is finite") is there and false, so the update must change nothing.
 bool update_gated_off(const KernelContext& ctx, size_t gate);

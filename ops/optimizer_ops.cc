@@ -117,10 +117,16 @@ Status assign_add_kernel(KernelContext& ctx) {
   });
 }
 
+// The values' elements, in order, become the variable's.
 Status assign_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
+  MIRRA_RETURN_IF_ERROR(check_assigned_parts(ctx));
   Tensor& variable = ctx.input_for_update(0);
-  if (variable.byte_size() > 0) std::memcpy(variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.byte_size());
+  auto* to = static_cast<std::byte*>(variable.mutable_raw_data());
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Tensor& part = ctx.input(i);
+    if (part.byte_size() > 0) std::memcpy(to, part.raw_data(), part.byte_size());
+    to += part.byte_size();
+  }
   return Status();
 }
 
@@ -183,8 +189,19 @@ Expected<std::vector<TensorType>> infer_assign_add(const InferContext& ctx) {
   return std::vector<TensorType>{};
 }
 
+// One value of the variable's dtype and shape, or several whose elements add up to the variable's.
 Expected<std::vector<TensorType>> infer_assign(const InferContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_assigned_value(ctx));
+  if (ctx.num_inputs() == 2) MIRRA_RETURN_IF_ERROR(check_assigned_value(ctx));
+  std::optional<int64_t> elements = 0;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype != ctx.input(0).dtype) return ctx.error("the values must have the variable's dtype");
+    const std::optional<int64_t> n = ctx.input(i).shape.num_elements();
+    elements = elements && n ? std::optional(*elements + *n) : std::nullopt;
+  }
+  if (elements && elements != ctx.input(0).shape.num_elements()) {
+    return ctx.error("the values hold " + std::to_string(*elements) + " elements, the variable " +
+                     std::to_string(ctx.input(0).shape.num_elements().value_or(-1)));
+  }
   return std::vector<TensorType>{};
 }
 
@@ -240,11 +257,12 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("AssignAdd", graph::DeviceKind::cpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
   schemas.add(graph::OpSchema{.name = "Assign",
-                              .inputs = {"variable", "value"},
+                              .inputs = {"variable", "values"},
+                              .variadic = true,
                               .traits = graph::kStateful,
                               .infer = infer_assign,
-                              .summary = "variable = value, in place (sharded optimizer state writes the gathered "
-                                         "update back).",
+                              .summary = "variable = value, in place; with several values, their elements in order "
+                                         "(sharded optimizer state joins every replica's updated share).",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("Assign", graph::DeviceKind::cpu, {assign_kernel});
   schemas.add(graph::OpSchema{.name = "NoOp",
@@ -290,8 +308,12 @@ NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply)
   return b.add({.op = "AssignAdd", .inputs = gated({variable, value}, apply)});
 }
 
-NodeId assign(Builder& b, ValueRef variable, ValueRef value) {
-  return b.add({.op = "Assign", .inputs = {variable, value}});
+NodeId assign(Builder& b, ValueRef variable, ValueRef value) { return assign(b, variable, std::vector<ValueRef>{value}); }
+
+NodeId assign(Builder& b, ValueRef variable, const std::vector<ValueRef>& parts) {
+  std::vector<ValueRef> inputs = {variable};
+  inputs.insert(inputs.end(), parts.begin(), parts.end());
+  return b.add({.op = "Assign", .inputs = std::move(inputs)});
 }
 
 std::optional<size_t> update_gradient_input(std::string_view op) {

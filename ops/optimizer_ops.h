@@ -31,6 +31,8 @@ NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double
                   double weight_decay, ValueRef apply = {});
 NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply = {});
 NodeId assign(Builder& b, ValueRef variable, ValueRef value);
+// The parts' elements, in order, become the variable's (their element counts add up to its).
+NodeId assign(Builder& b, ValueRef variable, const std::vector<ValueRef>& parts);
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after);
 
 // Where an update op (ApplyGradientDescent, ApplyMomentum, ApplyAdam) takes its gradient; its slots

@@ -44,12 +44,8 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
 
 CollectiveSet session_collectives(const SessionOptions& options) {
   CollectiveSet set;
-  bool in_process = false;
-  for (const auto& collective : options.collectives) {
-    set.add(collective);
-    in_process = in_process || collective->name() == "in_process";
-  }
-  if (!in_process) set.add(std::make_shared<InProcessCollective>());
+  for (const auto& collective : options.collectives) set.add(collective);
+  if (options.collectives.empty()) set.add(std::make_shared<InProcessCollective>());
   return set;
 }
 

@@ -43,9 +43,8 @@ struct SessionOptions {
   // Subnormal floats read and written as zero by the CPU threads that run its steps (FTZ/DAZ, as in
   // TensorFlow; runtime/denormals.h): arithmetic on them is tens of times slower.
   bool flush_denormals = true;
-  // The collective implementations its kernels may use, the first for "auto"; an InProcessCollective
-  // for the session's own devices is added when none of them is one (so a node naming "in_process"
-  // meets only this process's replicas, whatever spans the workers).
+  // The collective implementations its kernels may use, the first for "auto"; none given: one
+  // InProcessCollective for the session's own devices.
   std::vector<std::shared_ptr<Collective>> collectives;
 };
 

@@ -12,6 +12,7 @@
 // 4. Tensors (weights, constants, optimizer state): known dtype, rank and dimensions within
 //    limits.h, exactly prod(shape) * sizeof(dtype) bytes computed in 64 bits with overflow checks,
 //    CRC-32 matching; a weight names a Variable of the same dtype and shape.
+//    A Variable is whole: shard_of (a replica's share, made by the sharded optimizer rewrite) is refused.
 // 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range.
 // No allocation is sized by a number the earlier layers have not bounded.
 //
@@ -107,6 +108,9 @@ class ModelReader {
     auto attrs = read_attrs(in.attrs(), where);
     if (!attrs.ok()) return error(attrs.status().message());
     node.attrs = std::move(*attrs);
+    if (node.op == "Variable" && node.attrs.contains("shard_of")) {
+      return error(where + ": shard_of marks a replica's share of sharded optimizer state, which no model file holds");
+    }
     upgrade_from_older_version(*schema, node);
     auto outputs = graph::check_and_infer(*schema, node, input_types);
     if (!outputs.ok()) return error(outputs.status().message());

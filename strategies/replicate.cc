@@ -343,31 +343,38 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
 graph::Expected<std::vector<ShardedVariable>> Rewriter::shardable(const std::vector<std::vector<ValueRef>>& raw,
                                                                   NodeId copies_end) const {
   const graph::Graph& g = program_.graph;
+  std::map<ValueRef, const Node*> update_of;  // by variable
+  for (const Node& node : g.nodes()) {
+    if (ops::update_gradient_input(node.op)) update_of[node.inputs[0]] = &node;
+  }
+  std::map<ValueRef, std::vector<std::pair<NodeId, size_t>>> readers;  // of each raw gradient: (node, input)
+  for (const std::vector<ValueRef>& copies : raw) {
+    for (ValueRef value : copies) readers[value];
+  }
+  for (NodeId id = 0; id < copies_end; ++id) {
+    const std::vector<ValueRef>& inputs = out_.node(id).inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (auto found = readers.find(inputs[i]); found != readers.end()) found->second.emplace_back(id, i);
+    }
+  }
   std::vector<ShardedVariable> variables;
   for (size_t j = 0; j < raw.size(); ++j) {
     const ValueRef variable = program_.variables_and_gradients[j].first;
     ShardedVariable v{.name = g.node(variable.node).name};
-    const Node* update = nullptr;
-    for (const Node& node : g.nodes()) {
-      if (ops::update_gradient_input(node.op) && node.inputs[0] == variable) update = &node;
-    }
-    if (update == nullptr) {
+    const auto update = update_of.find(variable);
+    if (update == update_of.end()) {
       return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no optimizer update");
     }
-    const size_t gradient_input = *ops::update_gradient_input(update->op);
+    const size_t gradient_input = *ops::update_gradient_input(update->second->op);
     for (int r = 0; r < replicas_; ++r) {
-      const NodeId copy = copies_[update->id][static_cast<size_t>(r)];
-      for (NodeId id = 0; id < copies_end; ++id) {
-        const Node& reader = out_.node(id);
-        for (size_t i = 0; i < reader.inputs.size(); ++i) {
-          if (reader.inputs[i] != raw[j][static_cast<size_t>(r)] || (id == copy && i == gradient_input)) continue;
-          int replica = -1;
-          return graph::invalid_argument(
-              "shard_optimizer_state: the gradient of '" + v.name + "' is read by '" +
-              std::string(replica_free_name(reader.name, &replica)) +
-              "' besides its update; sharded optimizer state needs updates that read their gradients directly "
-              "(no clip_global_norm, loss scaling or check_numerics)");
-        }
+      const NodeId copy = copies_[update->second->id][static_cast<size_t>(r)];
+      for (const auto& [reader, input] : readers.at(raw[j][static_cast<size_t>(r)])) {
+        if (reader == copy && input == gradient_input) continue;
+        int replica = -1;
+        return graph::invalid_argument("shard_optimizer_state: the gradient of '" + v.name + "' is read by '" +
+                                       std::string(replica_free_name(out_.node(reader).name, &replica)) +
+                                       "' besides its update; sharded optimizer state needs updates that read their "
+                                       "gradients directly (no clip_global_norm, loss scaling or check_numerics)");
       }
       v.copies.push_back(copy_on(variable, r));
       v.updates.push_back(copy);
@@ -452,7 +459,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
       variables[j].gradients = scaled[j];
       ready.push_back(variables[j]);
     }
-    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective, plan_.across_workers}));
+    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective}));
     for (size_t j = 0; j < raw.size(); ++j) {
       const graph::Node& update = out_.node(variables[j].updates[0]);
       aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share

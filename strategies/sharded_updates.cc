@@ -1,4 +1,4 @@
-// shard_updates: reduce-scatter of each gradient, updates of the replica's share, all-gather back.
+// shard_updates: reduce-scatter of each gradient, updates of the replica's share, the shares joined back.
 #include "strategies/sharded_updates.h"
 
 #include "graph/graph.h"
@@ -15,16 +15,17 @@ namespace mirra::strategies {
 //   shard_r   = ReduceScatter(flat_0 .. flat_N-1)[r]      host: the sum's share r
 //   part_r    = Slice(Reshape(variable_r, [n]), first_r, share_r)   a copy, on replica r
 //   update_r  : applies shard_r to part_r, in place, with slots of share_r elements
-//   updated_r = Identity(part_r) after update_r           so a copy to the host reads the result
-//   whole_r   = AllGather(updated_0 .. updated_N-1)[r]    host: every share, in replica order
-//   Assign(variable_r, Reshape(whole_r, shape))           replica r, after every replica's update
-// The update's own control inputs (every reader of the replica's variable) precede its Assign through
-// the AllGather, so no reader of this step sees a half-written variable. Every replica assigns the
-// same gathered bits, so the copies stay bitwise equal; the arithmetic of each element is the
-// unsharded update's, so the result equals unsharded Mirrored up to the reduction's summation order.
-// Across workers the ReduceScatter's share r is also summed over every worker's share r (the MPI
-// collective's reduce_scatter), so every worker updates the same shares with the same slots and only
-// the replicas of one process gather them.
+//   updated_r = Identity(part_r) after update_r           the result, as a value others can read
+//   Assign(variable_r, updated_0 .. updated_N-1)          replica r: the shares joined in order
+// The all-gather is the graph's: every replica's Assign reads every replica's updated share (placement
+// copies a share to a device with memory of its own), so no collective and no gathered buffer is
+// needed, and nothing larger than a share is ever allocated for it. The update's own control inputs
+// (every reader of the replica's variable) precede its Assign, so no reader of this step sees a
+// half-written variable. Every replica assigns the same bits, so the copies stay bitwise equal; the
+// arithmetic of each element is the unsharded update's, so the result equals unsharded Mirrored up to
+// the reduction's summation order. Across workers the ReduceScatter's share r is also summed over
+// every worker's share r (the MPI collective's reduce_scatter), so every worker updates the same
+// shares with the same slots and joins them alike.
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan) {
@@ -81,19 +82,10 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
       g.add_control_edge(update, updated.back().node);
       first += share;
     }
-    b.set_device(plan.host);
-    std::vector<graph::ValueRef> gathered;
-    {
-      auto scope = b.scope("all_gather/" + v.name);
-      ops::CollectiveOptions local = plan.collective;
-      if (plan.across_workers) local.implementation = "in_process";
-      gathered = ops::all_gather(b, updated, local);
-    }
     for (int64_t r = 0; r < replicas; ++r) {
       auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
       on(r);
-      writes.push_back(ops::assign(b, v.copies[static_cast<size_t>(r)],
-                                   ops::reshape(b, gathered[static_cast<size_t>(r)], type.shape.dims)));
+      writes.push_back(ops::assign(b, v.copies[static_cast<size_t>(r)], updated));
     }
     MIRRA_RETURN_IF_ERROR(b.status());
   }

@@ -1,7 +1,7 @@
 // shard_updates(): sharded optimizer state (ZeRO stage 1) inside Mirrored's rewrite. Every replica
 // keeps a full copy of each variable but only its share of each optimizer slot: a variable's gradients
 // are reduce-scattered instead of all-reduced, each replica updates its share of the variable with its
-// share of the slots, and the updated shares are all-gathered into every replica's copy. Optimizer
+// share of the slots, and the updated shares are joined into every replica's copy. Optimizer
 // memory per replica becomes about 1/N; the variables end bitwise equal on every replica, as in
 // Mirrored. See Note [Sharded optimizer state] in the .cc.
 #pragma once
@@ -28,17 +28,13 @@ struct ShardedVariable {
 
 struct ShardingPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
-  graph::DeviceId host;                  // where the collectives meet
+  graph::DeviceId host;                  // where the reduce-scatters meet
   ops::CollectiveOptions collective;
-  // The reduce-scatters span worker processes too (MultiWorkerMirrored): the slots are sharded among
-  // each worker's local replicas and every worker holds all the shares, as PyTorch FSDP's hybrid
-  // sharding does within a node; the all-gathers then stay in the process ("in_process").
-  bool across_workers = false;
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order
 // of their reduce-scatters) and returns the nodes the train target must wait for: one write of the
-// gathered variable per replica and variable. Each slot becomes a flat Variable of the replica's
+// joined shares per replica and variable. Each slot becomes a flat Variable of the replica's
 // share with a `shard_of` attr holding the variable's shape.
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan);

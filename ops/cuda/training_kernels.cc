@@ -80,12 +80,17 @@ Status assign_add_kernel(KernelContext& ctx) {
                   "assign_add");
 }
 
+// The values' elements, in order, become the variable's: one copy each on the stream.
 Status assign_kernel(KernelContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
-  Tensor& variable = ctx.input_for_update(0);
-  if (variable.byte_size() == 0) return Status();
-  MIRRA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.byte_size(),
-                                             cudaMemcpyDeviceToDevice, stream_of(ctx)));
+  MIRRA_RETURN_IF_ERROR(check_assigned_parts(ctx));
+  auto* to = static_cast<std::byte*>(ctx.input_for_update(0).mutable_raw_data());
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const Tensor& part = ctx.input(i);
+    if (part.byte_size() == 0) continue;
+    MIRRA_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(to, part.raw_data(), part.byte_size(), cudaMemcpyDeviceToDevice, stream_of(ctx)));
+    to += part.byte_size();
+  }
   return Status();
 }
 

@@ -88,7 +88,23 @@ TEST_CASE("Kernels.Assign.writes_the_value_into_the_variable") {
     runtime::Session session(g, ops::kernels(), {.threads = 2, .default_device = {kind, 0}});
     REQUIRE(session.run({}, {}, {write}).ok());
     CHECK(session.read_variable("w")->to_vector<float>() == values);
-    // The value must have the variable's dtype and shape.
+    // Several values are joined in order (sharded optimizer state's shares): 4 + 0 + 2 elements.
+    const std::vector<float> first = {9, 8, 7, 6}, last = {5, 4};
+    auto v = ops::variable(b, "v", {2, 3}, ops::Initializer::ones());
+    const graph::NodeId join = ops::assign(b, v, {ops::constant<float>(b, {4}, std::span<const float>(first)),
+                                                  ops::constant<float>(b, {0}, std::span<const float>()),
+                                                  ops::constant<float>(b, {2}, std::span<const float>(last))});
+    REQUIRE(b.status().ok());
+    runtime::Session joined(g, ops::kernels(), {.threads = 2, .default_device = {kind, 0}});
+    REQUIRE(joined.run({}, {}, {join}).ok());
+    CHECK(joined.read_variable("v")->to_vector<float>() == std::vector<float>{9, 8, 7, 6, 5, 4});
+    // The value must have the variable's dtype and shape; values, its element count.
+    graph::Graph bad;
+    graph::Builder c(bad, ops::registry());
+    auto u = ops::variable(c, "u", {2, 3});
+    (void)ops::assign(c, u, {ops::constant<float>(c, {4}, std::span<const float>(first)),
+                             ops::constant<float>(c, {1}, std::span<const float>(last).first(1))});
+    CHECK(c.status().message().find("the values hold 5 elements, the variable 6") != std::string::npos);
     (void)ops::assign(b, w, ops::constant<float>(b, {6}, std::span<const float>(values)));
     CHECK(b.status().message().find("the value must have the variable's shape") != std::string::npos);
     (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert("Assign");

@@ -307,6 +307,10 @@ TEST_CASE("ModelFile.malformed.graph_semantics") {
     model.graph.mutable_node(reshape).attrs.set("shape", std::vector<int64_t>{-1, 3});
     require_rejected(bytes_of(model), "MatMul");  // [?,3] x [4,3]
   }
+  SUBCASE("a share of sharded optimizer state") {
+    model.graph.mutable_node(*model.graph.find("dense/b")).attrs.set("shard_of", graph::Shape{3, 2});
+    require_rejected(bytes_of(model), "shard_of marks a replica's share of sharded optimizer state, which no model file holds");
+  }
   SUBCASE("a weight for no variable") {
     model.weights.push_back({"MatMul", model.weights[0].value});
     CHECK_FALSE(serialize_model(model).ok());  // the writer refuses too

@@ -65,7 +65,9 @@ TEST_CASE("Bf16AllReduce.follows_uncompressed_training") {
       const auto want = train(mirrored(program, replicas, "none"), batches, replicas);
       const auto got = train(compressed, batches, replicas);
       double largest_difference = 0;
-      for (const auto& [name, values] : want) {
+      for (const auto& entry : want) {
+        const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+        const std::vector<double>& values = entry.second;
         CAPTURE(name);
         double scale = 0, difference = 0;
         const std::vector<double>& mine = got.at(name);

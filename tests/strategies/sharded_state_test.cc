@@ -93,15 +93,19 @@ void check_sharded(const std::string& model, const ops::Optimizer& optimizer, in
   for (int64_t bytes : replica_slot_bytes) CHECK(bytes <= slot_bytes / replicas + slots);
   CHECK(std::accumulate(replica_slot_bytes.begin(), replica_slot_bytes.end(), int64_t{0}) == slot_bytes);
 
-  // One reduce-scatter and one all-gather per variable, and no all-reduce of gradients.
-  int reduce_scatters = 0, all_gathers = 0, all_reduces = 0;
+  // One reduce-scatter per variable and no all-reduce of gradients; each replica writes each variable
+  // once, from every replica's share.
+  int reduce_scatters = 0, all_reduces = 0, writes = 0;
   for (const graph::Node& node : sharded_program.graph.nodes()) {
     reduce_scatters += node.op == "ReduceScatter";
-    all_gathers += node.op == "AllGather";
     all_reduces += node.op == "AllReduce";
+    if (node.op == "Assign") {
+      ++writes;
+      CHECK(node.inputs.size() == static_cast<size_t>(replicas) + 1);
+    }
   }
   CHECK(reduce_scatters == static_cast<int>(program.variables_and_gradients.size()));
-  CHECK(all_gathers == reduce_scatters);
+  CHECK(writes == reduce_scatters * replicas);
   CHECK(all_reduces == 0);
 }
 

@@ -19,16 +19,21 @@ bool is_loss_scale_state(std::string_view name) {
   return name == ops::kLossScaleVariable || name == ops::kLossScaleGoodStepsVariable;
 }
 
-// The whole shape a Variable node is a flat share of (sharded optimizer state), or null.
-const graph::Shape* shard_of(const graph::Node& node) { return node.attrs.get<graph::Shape>("shard_of"); }
+// The whole shape a replica's Variable node is a flat share of (sharded optimizer state), or null. A
+// node that exists once is never a share, whatever its attributes say.
+const graph::Shape* shard_of(const graph::Node& node) {
+  int replica = -1;
+  (void)strategies::replica_free_name(node.name, &replica);
+  return replica >= 0 ? node.attrs.get<graph::Shape>("shard_of") : nullptr;
+}
 
 // Per replica-free name of a sharded variable: its replicas' shares in replica order.
 std::map<std::string, std::vector<const graph::Node*>, std::less<>> shards_by_name(const graph::Graph& g) {
   std::map<std::string, std::vector<const graph::Node*>, std::less<>> shards;
   for (const graph::Node& node : g.nodes()) {
+    if (node.op != "Variable" || shard_of(node) == nullptr) continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
-    if (node.op != "Variable" || shard_of(node) == nullptr) continue;
     std::vector<const graph::Node*>& list = shards[std::string(name)];
     list.resize(std::max(list.size(), static_cast<size_t>(replica + 1)));
     list[static_cast<size_t>(replica)] = &node;
@@ -141,6 +146,11 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
       int64_t first = 0;
       for (int64_t r = 0; r < replica; ++r) first += runtime::participant_share(*whole.shape.num_elements(), replicas, r);
       const int64_t count = runtime::participant_share(*whole.shape.num_elements(), replicas, replica);
+      if (!(node.outputs[0].shape == graph::Shape{count})) {
+        return graph::internal_error("variable '" + node.name + "' is " + node.outputs[0].to_string() + ", not share " +
+                                     std::to_string(replica) + " of " + std::to_string(replicas) + " of " +
+                                     whole.to_string());
+      }
       session.assign_variable(node.name, runtime::from_tensor_value(flat_part(value, first, count)));
     }
     used.insert(it->first);
