@@ -29,7 +29,7 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
   setup.objective = ops::classifier_objective(b, setup.model.logits);
   MIRRA_RETURN_IF_ERROR(b.status());
   MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer));
-  ops::fuse_conv_bias_relu(setup.graph);
+  ops::fuse_for_training(setup.graph);
   ops::apply_mixed_precision(setup.graph, mixed_precision);
   return setup;
 }

@@ -1,4 +1,5 @@
-// fuse_conv_bias_relu: pattern match on single-consumer chains, then rewire data and control edges.
+// The fusion passes: pattern match on single-consumer chains, then one node replaces the chain, taking
+// over its data and control edges.
 #include "ops/fusion.h"
 
 #include <algorithm>
@@ -20,6 +21,34 @@ std::vector<int> data_consumer_counts(const graph::Graph& g) {
     for (NodeId producer : producers) ++counts[producer];
   }
   return counts;
+}
+
+// Adds `fused`, which computes what output 0 of `last` did, in place of the chain `replaced` (last
+// included): readers of that output read the fused node's, control edges to or from the chain move to
+// the fused node, and the chain is left without readers.
+void replace_chain(graph::Graph& g, Node fused, const std::set<NodeId>& replaced, NodeId last) {
+  for (const NodeId id : replaced) {
+    for (NodeId control : g.node(id).control_inputs) {
+      if (std::find(fused.control_inputs.begin(), fused.control_inputs.end(), control) == fused.control_inputs.end()) {
+        fused.control_inputs.push_back(control);
+      }
+    }
+  }
+  const NodeId fused_id = g.add_node(std::move(fused));
+  g.replace_all_uses({last, 0}, {fused_id, 0});
+  for (NodeId id = 0; id < g.size(); ++id) {
+    std::vector<NodeId>& controls = g.mutable_node(id).control_inputs;
+    bool waits = false;
+    for (NodeId& control : controls) {
+      if (replaced.count(control) == 0) continue;
+      control = fused_id;
+      waits = true;
+    }
+    if (!waits) continue;
+    std::sort(controls.begin(), controls.end());
+    controls.erase(std::unique(controls.begin(), controls.end()), controls.end());
+    if (id == fused_id) controls.erase(std::remove(controls.begin(), controls.end(), fused_id), controls.end());
+  }
 }
 
 }  // namespace
@@ -46,32 +75,35 @@ int fuse_conv_bias_relu(graph::Graph& g) {
     node.attrs.set("activation", std::string("relu"));
     node.outputs = relu.outputs;
     node.device = conv.device;
-    const std::set<NodeId> replaced = {conv.id, bias_add.id, relu_id};
-    for (const NodeId id : replaced) {
-      for (NodeId control : g.node(id).control_inputs) {
-        if (std::find(node.control_inputs.begin(), node.control_inputs.end(), control) == node.control_inputs.end()) {
-          node.control_inputs.push_back(control);
-        }
-      }
-    }
-    const NodeId fused_id = g.add_node(std::move(node));
-    g.replace_all_uses({relu_id, 0}, {fused_id, 0});
-    for (NodeId id = 0; id < g.size(); ++id) {
-      std::vector<NodeId>& controls = g.mutable_node(id).control_inputs;
-      bool waits = false;
-      for (NodeId& control : controls) {
-        if (replaced.count(control) == 0) continue;
-        control = fused_id;
-        waits = true;
-      }
-      if (!waits) continue;
-      std::sort(controls.begin(), controls.end());
-      controls.erase(std::unique(controls.begin(), controls.end()), controls.end());
-      if (id == fused_id) controls.erase(std::remove(controls.begin(), controls.end(), fused_id), controls.end());
-    }
+    replace_chain(g, std::move(node), {conv.id, bias_add.id, relu_id}, relu_id);
     ++fused;
   }
   return fused;
 }
+
+int fuse_max_pool_grad_relu_grad(graph::Graph& g) {
+  const std::vector<int> consumers = data_consumer_counts(g);
+  const size_t original = g.size();
+  int fused = 0;
+  for (NodeId relu_grad_id = 0; relu_grad_id < original; ++relu_grad_id) {
+    const Node relu_grad = g.node(relu_grad_id);
+    if (relu_grad.op != "ReluGrad") continue;
+    const Node& pool_grad = g.node(relu_grad.inputs[0].node);
+    if (pool_grad.op != "MaxPoolGrad" || consumers[pool_grad.id] != 1 || *pool_grad.attrs.get<bool>("through_relu")) continue;
+    // The pooled value must be the very ReLU output whose gradient this is.
+    if (pool_grad.inputs[0] != relu_grad.inputs[1] || pool_grad.device != relu_grad.device) continue;
+
+    Node node = pool_grad;
+    node.name = g.unique_name(relu_grad.name + "/MaxPoolGrad");
+    node.control_inputs.clear();
+    node.attrs.set("through_relu", true);
+    node.outputs = relu_grad.outputs;
+    replace_chain(g, std::move(node), {pool_grad.id, relu_grad_id}, relu_grad_id);
+    ++fused;
+  }
+  return fused;
+}
+
+int fuse_for_training(graph::Graph& g) { return fuse_conv_bias_relu(g) + fuse_max_pool_grad_relu_grad(g); }
 
 }  // namespace mirra::ops

@@ -61,8 +61,9 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
 // MaxPoolGrad for NHWC 2x2 windows at stride 2 without padding (the common CNN pooling): the windows
 // tile the input, so each input element is written once, with its window's gradient where it is the
 // first maximum and 0 elsewhere, without branches; the channel loop vectorises. About 1.4x the
-// general loop below on the CNN's shapes.
-template <class T>
+// general loop below on the CNN's shapes. kThroughRelu: the input is a ReLU's output and the gradient
+// passes that ReLU too, so a window whose maximum is not positive passes nothing.
+template <class T, bool kThroughRelu>
 void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry& g) {
   const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
   cpu::parallel_for(g.batch, 1, [=](int64_t begin, int64_t end) {
@@ -85,11 +86,12 @@ void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry
             int winner = 0;
             if (a[c + right] > best) best = a[c + right], winner = 1;
             if (a[c + below] > best) best = a[c + below], winner = 2;
-            if (a[c + below + right] > best) winner = 3;
-            out[c] = winner == 0 ? grad[c] : T(0);
-            out[c + right] = winner == 1 ? grad[c] : T(0);
-            out[c + below] = winner == 2 ? grad[c] : T(0);
-            out[c + below + right] = winner == 3 ? grad[c] : T(0);
+            if (a[c + below + right] > best) best = a[c + below + right], winner = 3;
+            const T passed = !kThroughRelu || best > T(0) ? grad[c] : T(0);
+            out[c] = winner == 0 ? passed : T(0);
+            out[c + right] = winner == 1 ? passed : T(0);
+            out[c + below] = winner == 2 ? passed : T(0);
+            out[c + below + right] = winner == 3 ? passed : T(0);
           }
         }
       }
@@ -98,8 +100,8 @@ void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry
 }
 
 // Gradients of pooling, by direct loops over each (batch, channel) plane, one plane per task: the
-// max's gradient goes to the first largest element of each window; the average's is shared by the
-// window's real (unpadded) elements.
+// max's gradient goes to the first largest element of each window (with through_relu, only where that
+// element is positive); the average's is shared by the window's real (unpadded) elements.
 template <bool kMax>
 Status pool_grad_kernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
@@ -115,9 +117,14 @@ Status pool_grad_kernel(KernelContext& ctx) {
   Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
   const bool tiles_2x2 = !nchw && ksize == std::vector<int64_t>{2, 2} && strides == std::vector<int64_t>{2, 2} &&
                          g.pad_before[0] == 0 && g.pad_before[1] == 0 && g.pad_after[0] == 0 && g.pad_after[1] == 0;
+  const bool through_relu = kMax && ctx.attr<bool>("through_relu");
   if (kMax && tiles_2x2) {
     return cpu::visit_dtype<float, double>(input.dtype(), [&]<class T>(cpu::Type<T>) {
-      max_pool_grad_2x2(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+      if (through_relu) {
+        max_pool_grad_2x2<T, true>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+      } else {
+        max_pool_grad_2x2<T, false>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+      }
       return Status();
     });
   }
@@ -169,7 +176,9 @@ Status pool_grad_kernel(KernelContext& ctx) {
                     }
                   }
                 }
-                for (int64_t c = 0; c < C; ++c) out[best_at[static_cast<size_t>(c)]] += grad[c];
+                for (int64_t c = 0; c < C; ++c) {
+                  if (!through_relu || best_value[static_cast<size_t>(c)] > T(0)) out[best_at[static_cast<size_t>(c)]] += grad[c];
+                }
               } else {
                 const T count = static_cast<T>((y1 - y0) * (x1 - x0));
                 for (int64_t iy = y0; iy < y1; ++iy) {
@@ -201,7 +210,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
                   if (x[at(n, iy, ix, c, H, W)] > x[best]) best = at(n, iy, ix, c, H, W);
                 }
               }
-              out[best] += grad;
+              if (!through_relu || x[best] > T(0)) out[best] += grad;
             } else {
               const T share = grad / static_cast<T>((y1 - y0) * (x1 - x0));
               for (int64_t iy = y0; iy < y1; ++iy) {
@@ -230,11 +239,11 @@ const std::vector<graph::AttrSpec> kPoolAttrs = {{"ksize", AttrType::int_list, s
                                                  {"padding", AttrType::string, std::string("VALID")},
                                                  {"data_format", AttrType::string, std::string("NHWC")}};
 
-void register_pool_grad(const char* name, runtime::KernelFn kernel, graph::OpRegistry& schemas,
-                        runtime::KernelRegistry& kernels) {
+void register_pool_grad(const char* name, runtime::KernelFn kernel, std::vector<graph::AttrSpec> attrs,
+                        const char* summary, graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"input", "dy"},
-                              .attrs = kPoolAttrs,
+                              .attrs = std::move(attrs),
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
                                 MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
@@ -247,7 +256,7 @@ void register_pool_grad(const char* name, runtime::KernelFn kernel, graph::OpReg
                                 MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, ksize[0], ksize[1], {1, 1}));
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
-                              .summary = "A gradient of pooling, given its input and the gradient of its output.",
+                              .summary = summary,
                               .no_gradient = "second derivatives of pooling are not supported"});
   kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
 }
@@ -277,8 +286,15 @@ graph::ValueRef pool(graph::Builder& b, const char* op, graph::ValueRef input, c
 void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   register_pool("MaxPool", pool_kernel<dnnl::algorithm::pooling_max>, max_pool_grad, schemas, kernels);
   register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, avg_pool_grad, schemas, kernels);
-  register_pool_grad("MaxPoolGrad", pool_grad_kernel<true>, schemas, kernels);
-  register_pool_grad("AvgPoolGrad", pool_grad_kernel<false>, schemas, kernels);
+  std::vector<graph::AttrSpec> max_pool_grad_attrs = kPoolAttrs;
+  max_pool_grad_attrs.push_back({"through_relu", AttrType::boolean, false});
+  register_pool_grad("MaxPoolGrad", pool_grad_kernel<true>, std::move(max_pool_grad_attrs),
+                     "The gradient of max pooling, given its input and the gradient of its output; with through_relu "
+                     "(the input being a ReLU's output) also through that ReLU: nothing passes where the window's "
+                     "maximum is not positive (made by fuse_max_pool_grad_relu_grad).",
+                     schemas, kernels);
+  register_pool_grad("AvgPoolGrad", pool_grad_kernel<false>, kPoolAttrs,
+                     "The gradient of average pooling, given its input and the gradient of its output.", schemas, kernels);
 }
 
 graph::ValueRef max_pool(graph::Builder& b, graph::ValueRef input, const PoolOptions& options) {

@@ -1,4 +1,5 @@
-// MaxPool, AvgPool and their gradients on the GPU, host side: the node's window as a PoolGeometry.
+// MaxPool, AvgPool and their gradients on the GPU, host side: the node's window as a PoolGeometry
+// (MaxPoolGrad with through_relu then masks by the input, as ReluGrad does).
 #include "ops/cuda/cudnn_window.h"
 
 namespace mirra::ops::cuda {
@@ -48,9 +49,13 @@ Status pool_grad_kernel(KernelContext& ctx) {
     return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
   }
   Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
-  return launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(), pool_geometry(w),
-                                stream_of(ctx)),
-                  "pool_backward");
+  MIRRA_RETURN_IF_ERROR(launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(),
+                                               pool_geometry(w), stream_of(ctx)),
+                                 "pool_backward"));
+  if (!kMax || !ctx.attr<bool>("through_relu")) return Status();
+  // Through the ReLU whose output the input is: in place, zero where the input is not positive.
+  return launched(relu_grad(DType::f32, dx.raw_data(), input.raw_data(), dx.mutable_raw_data(), dx.num_elements(), stream_of(ctx)),
+                  "relu_grad");
 }
 
 }  // namespace

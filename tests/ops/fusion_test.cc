@@ -1,6 +1,8 @@
-// FusedConv2D against Conv2D + bias + ReLU computed separately, and fuse_conv_bias_relu on a training
-// graph: the chain is replaced, the old nodes never run, and training gives the same weights.
+// FusedConv2D against Conv2D + bias + ReLU computed separately, and MaxPoolGrad through a ReLU against
+// MaxPoolGrad then ReluGrad; the fusion passes on a training graph: the chains are replaced, the old
+// nodes never run, and training gives the same weights.
 #include <algorithm>
+#include <set>
 
 #include "tests/ops/op_test_util.h"
 
@@ -32,6 +34,39 @@ TEST_CASE("Kernels.FusedConv2D.matches_conv_then_bias_then_relu") {
     }
   }
   checked_ops().insert("FusedConv2D");
+}
+
+// Every geometry the kernel has a path for: the 2x2 stride-2 NHWC one (also with an odd width and
+// height), the general NHWC one (overlapping SAME windows) and NCHW; inputs as a ReLU leaves them, with
+// zeros, ties and windows whose maximum is 0.
+TEST_CASE("Kernels.MaxPoolGrad.through_relu_matches_max_pool_grad_then_relu_grad") {
+  runtime::Random rng(13);
+  struct Case {
+    TensorShape input;
+    std::vector<int64_t> ksize, strides;
+    const char* padding;
+    const char* format;
+  };
+  for (const Case& c : {Case{{2, 6, 8, 5}, {2, 2}, {2, 2}, "VALID", "NHWC"}, Case{{2, 7, 5, 3}, {2, 2}, {2, 2}, "VALID", "NHWC"},
+                        Case{{2, 7, 6, 4}, {3, 3}, {2, 2}, "SAME", "NHWC"}, Case{{2, 3, 6, 6}, {2, 2}, {2, 2}, "VALID", "NCHW"}}) {
+    CAPTURE(c.format);
+    CAPTURE(c.padding);
+    const Tensor raw = random_tensor<float>(rng, c.input);
+    // Half the elements are the ReLU's zeros; some windows hold nothing else.
+    const Tensor y = make_tensor(DType::f32, c.input, [&](int64_t i) { return std::max(element(raw, i), 0.0); });
+    const AttrMap attrs = {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
+                           {"data_format", std::string(c.format)}};
+    auto pooled = run_op("MaxPool", {y}, attrs);
+    REQUIRE(pooled.ok());
+    const Tensor dy = random_tensor<float>(rng, (*pooled)[0].shape());
+    auto unfused = run_op("MaxPoolGrad", {y, dy}, attrs);
+    REQUIRE(unfused.ok());
+    auto expected = run_op("ReluGrad", {(*unfused)[0], y}, {});
+    REQUIRE(expected.ok());
+    AttrMap fused = attrs;
+    fused.set("through_relu", true);
+    check_op("MaxPoolGrad", {y, dy}, fused, {(*expected)[0]}, 0.0);
+  }
 }
 
 // A conv layer and a dense head with SGD momentum; `fuse` applies the pass after minimize().
@@ -81,6 +116,39 @@ TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
     CAPTURE(name);
     for (size_t i = 0; i < unfused.size(); ++i) CHECK(weights[1][name][i] == doctest::Approx(unfused[i]).epsilon(1e-5));
   }
+}
+
+// Conv -> ReLU -> 2x2 max pool -> dense: fuse_for_training makes a FusedConv2D and a MaxPoolGrad
+// through the ReLU; no ReluGrad runs, and training gives the unfused graph's weights bit for bit.
+TEST_CASE("Fusion.max_pool_grad_through_relu_trains_like_the_unfused_graph") {
+  runtime::Random rng(3);
+  const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
+  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
+  std::map<std::string, std::vector<float>> weights[2];
+  for (bool fuse : {false, true}) {
+    graph::Graph g;
+    graph::Builder b(g, ops::registry(), 4);
+    auto x = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
+    auto filter = ops::variable(b, "filter", {3, 3, 2, 3}, ops::Initializer::glorot_uniform());
+    auto bias = ops::variable(b, "bias", {3}, ops::Initializer::constant(-0.05));
+    auto y = ops::relu(b, ops::bias_add(b, ops::conv2d(b, x, filter, {.padding = "SAME"}), bias));
+    auto pooled = ops::max_pool(b, y, {.ksize = {2, 2}, .strides = {2, 2}, .padding = "VALID"});
+    auto w = ops::variable(b, "w", {3 * 3 * 3, 4}, ops::Initializer::glorot_uniform());
+    auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, pooled, {-1, 3 * 3 * 3}), w));
+    auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
+    REQUIRE(train.ok());
+    if (fuse) CHECK(ops::fuse_for_training(g) == 2);
+    runtime::Session session(g, ops::kernels(), {.trace = true});
+    for (int step = 0; step < 5; ++step) {
+      REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {train->train}).ok());
+    }
+    std::multiset<std::string> ran;
+    for (const runtime::NodeTiming& t : session.last_timeline()) ran.insert(g.node(t.node).op);
+    CHECK(ran.count("ReluGrad") == (fuse ? 0u : 1u));
+    CHECK(ran.count("MaxPoolGrad") == 1u);
+    for (const char* name : {"filter", "bias", "w"}) weights[fuse][name] = session.variables().find(name)->to_vector<float>();
+  }
+  CHECK(weights[1] == weights[0]);
 }
 
 }  // namespace

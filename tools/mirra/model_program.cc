@@ -22,7 +22,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                                         .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
                                                             ? std::optional(ops::LossScaling{})
                                                             : std::nullopt}));
-  ops::fuse_conv_bias_relu(program.graph);
+  ops::fuse_for_training(program.graph);
   ops::apply_mixed_precision(program.graph, options.mixed_precision);
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,
