@@ -69,86 +69,79 @@ TEST_CASE("Kernels.MaxPoolGrad.through_relu_matches_max_pool_grad_then_relu_grad
   }
 }
 
-// A conv layer and a dense head with SGD momentum; `fuse` applies the pass after minimize().
+// A conv layer with a ReLU (then, with `pool`, a 2x2 max pool) and a dense head with SGD momentum;
+// `fuse` applies fuse_for_training after minimize().
 struct ConvNet {
   graph::Graph graph;
   graph::NodeId train = graph::kInvalidNode;
 };
 
-ConvNet conv_net(bool fuse) {
+ConvNet conv_net(bool fuse, bool pool) {
   ConvNet net;
   graph::Builder b(net.graph, ops::registry(), 4);
   auto images = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
   auto filter = ops::variable(b, "filter", {3, 3, 2, 3}, ops::Initializer::glorot_uniform());
-  auto bias = ops::variable(b, "bias", {3}, ops::Initializer::constant(0.05));
-  auto x = ops::relu(b, ops::bias_add(b, ops::conv2d(b, images, filter), bias));
-  auto w = ops::variable(b, "w", {6 * 6 * 3, 4}, ops::Initializer::glorot_uniform());
-  auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, x, {-1, 6 * 6 * 3}), w));
+  auto bias = ops::variable(b, "bias", {3}, ops::Initializer::constant(pool ? -0.05 : 0.05));
+  auto x = ops::relu(b, ops::bias_add(b, ops::conv2d(b, images, filter, {.padding = "SAME"}), bias));
+  int64_t features = 6 * 6 * 3;
+  if (pool) {
+    x = ops::max_pool(b, x, {.ksize = {2, 2}, .strides = {2, 2}, .padding = "VALID"});
+    features = 3 * 3 * 3;
+  }
+  auto w = ops::variable(b, "w", {features, 4}, ops::Initializer::glorot_uniform());
+  auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, x, {-1, features}), w));
   auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
   REQUIRE(train.ok());
   net.train = train->train;
-  if (fuse) CHECK(ops::fuse_conv_bias_relu(net.graph) == 1);
+  if (fuse) CHECK(ops::fuse_for_training(net.graph) == (pool ? 2 : 1));
   return net;
 }
 
-TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
+// Five training steps: the ops the last one ran and the trained weights.
+struct Trained {
+  std::multiset<std::string> ran;
+  std::map<std::string, std::vector<float>> weights;
+};
+
+Trained train(bool fuse, bool pool) {
   runtime::Random rng(2);
   const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
   const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  std::map<std::string, std::vector<float>> weights[2];
-  for (bool fuse : {false, true}) {
-    ConvNet net = conv_net(fuse);
-    runtime::Session session(net.graph, ops::kernels(), {.trace = true});
-    for (int step = 0; step < 5; ++step) {
-      REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
-    }
-    std::set<std::string> ran;
-    for (const runtime::NodeTiming& t : session.last_timeline()) ran.insert(net.graph.node(t.node).op);
-    CHECK(ran.count("FusedConv2D") == (fuse ? 1u : 0u));
-    CHECK(ran.count("Conv2D") == (fuse ? 0u : 1u));
-    CHECK(ran.count("BiasAdd") == (fuse ? 0u : 1u));
-    CHECK(ran.count("Relu") == (fuse ? 0u : 1u));
-    for (const char* name : {"filter", "bias", "w"}) weights[fuse][name] = session.variables().find(name)->to_vector<float>();
+  ConvNet net = conv_net(fuse, pool);
+  runtime::Session session(net.graph, ops::kernels(), {.trace = true});
+  for (int step = 0; step < 5; ++step) {
+    REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
   }
-  for (const auto& entry : weights[0]) {
+  Trained trained;
+  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(net.graph.node(t.node).op);
+  for (const char* name : {"filter", "bias", "w"}) trained.weights[name] = session.variables().find(name)->to_vector<float>();
+  return trained;
+}
+
+TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
+  const Trained unfused = train(false, false), fused = train(true, false);
+  for (const char* op : {"Conv2D", "BiasAdd", "Relu"}) {
+    CHECK(unfused.ran.count(op) == 1u);
+    CHECK(fused.ran.count(op) == 0u);
+  }
+  CHECK(fused.ran.count("FusedConv2D") == 1u);
+  for (const auto& entry : unfused.weights) {
     const std::string& name = entry.first;
-    const std::vector<float>& unfused = entry.second;
     CAPTURE(name);
-    for (size_t i = 0; i < unfused.size(); ++i) CHECK(weights[1][name][i] == doctest::Approx(unfused[i]).epsilon(1e-5));
+    for (size_t i = 0; i < entry.second.size(); ++i) {
+      CHECK(fused.weights.at(name)[i] == doctest::Approx(entry.second[i]).epsilon(1e-5));
+    }
   }
 }
 
-// Conv -> ReLU -> 2x2 max pool -> dense: fuse_for_training makes a FusedConv2D and a MaxPoolGrad
-// through the ReLU; no ReluGrad runs, and training gives the unfused graph's weights bit for bit.
+// With a max pool after the ReLU: a MaxPoolGrad through the ReLU replaces MaxPoolGrad and ReluGrad,
+// and training gives the unfused graph's weights bit for bit (selection only, no new arithmetic).
 TEST_CASE("Fusion.max_pool_grad_through_relu_trains_like_the_unfused_graph") {
-  runtime::Random rng(3);
-  const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
-  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  std::map<std::string, std::vector<float>> weights[2];
-  for (bool fuse : {false, true}) {
-    graph::Graph g;
-    graph::Builder b(g, ops::registry(), 4);
-    auto x = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
-    auto filter = ops::variable(b, "filter", {3, 3, 2, 3}, ops::Initializer::glorot_uniform());
-    auto bias = ops::variable(b, "bias", {3}, ops::Initializer::constant(-0.05));
-    auto y = ops::relu(b, ops::bias_add(b, ops::conv2d(b, x, filter, {.padding = "SAME"}), bias));
-    auto pooled = ops::max_pool(b, y, {.ksize = {2, 2}, .strides = {2, 2}, .padding = "VALID"});
-    auto w = ops::variable(b, "w", {3 * 3 * 3, 4}, ops::Initializer::glorot_uniform());
-    auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, pooled, {-1, 3 * 3 * 3}), w));
-    auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
-    REQUIRE(train.ok());
-    if (fuse) CHECK(ops::fuse_for_training(g) == 2);
-    runtime::Session session(g, ops::kernels(), {.trace = true});
-    for (int step = 0; step < 5; ++step) {
-      REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {train->train}).ok());
-    }
-    std::multiset<std::string> ran;
-    for (const runtime::NodeTiming& t : session.last_timeline()) ran.insert(g.node(t.node).op);
-    CHECK(ran.count("ReluGrad") == (fuse ? 0u : 1u));
-    CHECK(ran.count("MaxPoolGrad") == 1u);
-    for (const char* name : {"filter", "bias", "w"}) weights[fuse][name] = session.variables().find(name)->to_vector<float>();
-  }
-  CHECK(weights[1] == weights[0]);
+  const Trained unfused = train(false, true), fused = train(true, true);
+  CHECK(unfused.ran.count("ReluGrad") == 1u);
+  CHECK(fused.ran.count("ReluGrad") == 0u);
+  CHECK(fused.ran.count("MaxPoolGrad") == 1u);
+  CHECK(fused.weights == unfused.weights);
 }
 
 }  // namespace

@@ -14,8 +14,7 @@ namespace mirra::strategies::test {
 namespace {
 
 TrainingProgram mirrored(const TrainingProgram& program, int replicas, const std::string& compression) {
-  StrategyConfig config{.strategy = "mirrored"};
-  for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
+  StrategyConfig config{.strategy = "mirrored", .devices = devices_of(graph::DeviceKind::cpu, replicas)};
   config.all_reduce.compression = compression;
   auto strategy = make_strategy(config);
   REQUIRE(strategy.ok());

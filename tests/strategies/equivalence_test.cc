@@ -16,12 +16,6 @@ namespace {
 
 constexpr int kSteps = 20;
 
-std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n) {
-  std::vector<graph::DeviceId> devices;
-  for (int i = 0; i < n; ++i) devices.push_back({kind, i});
-  return devices;
-}
-
 double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }

@@ -53,9 +53,7 @@ TEST_CASE("LossScaling.strategies_skip_the_steps_one_device_skips") {
       const std::string strategy = run.first;  // not a structured binding: CAPTURE takes them
       const int replicas = run.second;
       CAPTURE(strategy); CAPTURE(replicas);
-      StrategyConfig config{.strategy = strategy};
-      for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
-      auto made = make_strategy(config);
+      auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
       REQUIRE(made.ok());
       auto distributed = (*made)->distribute(program);
       REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
@@ -85,8 +83,8 @@ TEST_CASE("LossScaling.with_gradient_accumulation") {
   program.accumulate_gradients = true;
   for (int replicas : {1, 2}) {
     CAPTURE(replicas);
-    StrategyConfig config{.strategy = replicas == 1 ? "one_device" : "mirrored"};
-    for (int r = 0; r < replicas; ++r) config.devices.push_back({graph::DeviceKind::cpu, r});
+    StrategyConfig config{.strategy = replicas == 1 ? "one_device" : "mirrored",
+                          .devices = devices_of(graph::DeviceKind::cpu, replicas)};
     auto made = make_strategy(config);
     REQUIRE(made.ok());
     auto distributed = (*made)->distribute(program);

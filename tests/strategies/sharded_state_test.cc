@@ -18,12 +18,6 @@ namespace {
 
 constexpr int kSteps = 8;
 
-std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n) {
-  std::vector<graph::DeviceId> devices;
-  for (int i = 0; i < n; ++i) devices.push_back({kind, i});
-  return devices;
-}
-
 bool is_slot(const std::string& name) {
   return name.ends_with("/m") || name.ends_with("/v") || name.ends_with("/momentum");
 }

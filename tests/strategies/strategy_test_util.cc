@@ -70,6 +70,12 @@ std::vector<Batch> random_batches(const std::string& model, int64_t size, int co
   return batches;
 }
 
+std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n) {
+  std::vector<graph::DeviceId> devices;
+  for (int i = 0; i < n; ++i) devices.push_back({kind, i});
+  return devices;
+}
+
 namespace {
 
 template <class T>

@@ -25,6 +25,9 @@ struct Batch {
 // Deterministic batches of `size` examples for `model`'s input shape.
 std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed);
 
+// Devices kind:0 .. kind:n-1.
+std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n);
+
 // The batches joined along the batch dimension, in order.
 Batch join(const std::vector<Batch>& batches);
 
