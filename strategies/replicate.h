@@ -8,7 +8,8 @@
 //     summed over the replicas there.
 // Mirrored with shard_optimizer_state keeps only each replica's share of every optimizer slot
 // (strategies/sharded_updates.h): gradients are reduce-scattered, each replica updates its share of
-// each variable, and the shares are all-gathered.
+// each variable, and the shares are all-gathered. With bf16_all_reduce the f32 gradients cross the
+// all-reduce as bf16.
 // The loss and correct count are re-aggregated on the host: sums over replicas divided by the global
 // batch, so a partial or empty share weighs exactly what it holds. Across workers (each feeding its
 // shard of the global batch), the batch size, the loss sum and the correct count are all-reduced too.
