@@ -125,6 +125,26 @@ graph::Expected<runtime::Collective*> node_collective(const KernelContext& ctx) 
   return ctx.collective(ctx.attr<std::string>("implementation"));
 }
 
+// ---- The reductions: AllReduce and ReduceScatter ----
+
+runtime::Reduction reduction_of(const KernelContext& ctx) {
+  return ctx.attr<std::string>("reduction") == "mean" ? runtime::Reduction::mean : runtime::Reduction::sum;
+}
+
+Status check_reduction(const InferContext& ctx) {
+  const std::string& reduction = ctx.attr<std::string>("reduction");
+  if (reduction != "sum" && reduction != "mean") return ctx.error("reduction must be sum or mean");
+  return Status();
+}
+
+// Input i has the dtype and a shape compatible with replica 0's counterpart, input `reference`.
+Status check_matches_replica_0(const InferContext& ctx, size_t i, size_t reference) {
+  const TensorType& t = ctx.input(i);
+  const TensorType& first = ctx.input(reference);
+  if (t.dtype == first.dtype && t.shape.compatible_with(first.shape)) return Status();
+  return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " does not match replica 0's " + first.to_string());
+}
+
 // ---- AllReduce ----
 
 // Replica r's bucket is inputs r*k .. r*k+k-1. Where the executor allows, an output reuses its
@@ -134,8 +154,7 @@ void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
-  const runtime::Reduction reduction =
-      ctx.attr<std::string>("reduction") == "mean" ? runtime::Reduction::mean : runtime::Reduction::sum;
+  const runtime::Reduction reduction = reduction_of(ctx);
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
   for (int64_t r = 0; r < replicas; ++r) {
     for (size_t j = 0; j < k; ++j) {
@@ -163,20 +182,15 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
     return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
   }
-  const std::string& reduction = ctx.attr<std::string>("reduction");
-  if (reduction != "sum" && reduction != "mean") return ctx.error("reduction must be sum or mean");
+  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
   std::vector<TensorType> outputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
-    const TensorType& first = ctx.input(i % k);
     if (t.dtype != DType::f32 && t.dtype != DType::f64 && t.dtype != DType::bf16) {
       return ctx.error("all-reduce takes f32, f64 or bf16");
     }
-    if (t.dtype != first.dtype || !t.shape.compatible_with(first.shape)) {
-      return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " does not match replica 0's " +
-                       first.to_string());
-    }
+    MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, i, i % k));
     outputs.push_back(t);
   }
   return outputs;
@@ -189,8 +203,7 @@ void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   auto collective = node_collective(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
-  const runtime::Reduction reduction =
-      ctx.attr<std::string>("reduction") == "mean" ? runtime::Reduction::mean : runtime::Reduction::sum;
+  const runtime::Reduction reduction = reduction_of(ctx);
   const int64_t elements = ctx.input(0).num_elements();
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
   for (int64_t r = 0; r < replicas; ++r) {
@@ -207,18 +220,12 @@ void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
 
 Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
-  const std::string& reduction = ctx.attr<std::string>("reduction");
-  if (reduction != "sum" && reduction != "mean") return ctx.error("reduction must be sum or mean");
+  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
   if (replicas > kMaxReplicas) return ctx.error("at most 4096 replicas");
   const TensorType& first = ctx.input(0);
   if (first.dtype != DType::f32 && first.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
-  for (size_t r = 1; r < ctx.num_inputs(); ++r) {
-    if (ctx.input(r).dtype != first.dtype || !ctx.input(r).shape.compatible_with(first.shape)) {
-      return ctx.error("input " + std::to_string(r) + " " + ctx.input(r).to_string() + " does not match replica 0's " +
-                       first.to_string());
-    }
-  }
+  for (size_t r = 1; r < ctx.num_inputs(); ++r) MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, r, 0));
   const std::optional<int64_t> elements = first.shape.num_elements();
   std::vector<TensorType> shares;
   for (int64_t r = 0; r < replicas; ++r) {

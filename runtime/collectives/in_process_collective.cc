@@ -174,24 +174,23 @@ void reduce_range(const std::vector<const T*>& in, T* acc, int64_t begin, int64_
   }
 }
 
-// reduce_range for bf16 bits: summed in an f32 block, rounded once per output element.
-void reduce_range_bf16(const std::vector<const uint16_t*>& in, uint16_t* acc, int64_t begin, int64_t end,
-                       Reduction reduction, const std::vector<uint16_t*>& copies) {
-  using Format = graph::BFloat16Format;
+// reduce_range for bf16: summed in an f32 block, rounded once per output element.
+void reduce_range(const std::vector<const graph::bfloat16*>& in, graph::bfloat16* acc, int64_t begin, int64_t end,
+                  Reduction reduction, const std::vector<graph::bfloat16*>& copies) {
   const float n = static_cast<float>(in.size());
   float sum[kBlock];
   for (int64_t first = begin; first < end; first += kBlock) {
     const int64_t count = std::min(kBlock, end - first);
-    for (int64_t i = 0; i < count; ++i) sum[i] = Format::to_float(in[0][first + i]);
+    for (int64_t i = 0; i < count; ++i) sum[i] = static_cast<float>(in[0][first + i]);
     for (size_t r = 1; r < in.size(); ++r) {
-      for (int64_t i = 0; i < count; ++i) sum[i] += Format::to_float(in[r][first + i]);
+      for (int64_t i = 0; i < count; ++i) sum[i] += static_cast<float>(in[r][first + i]);
     }
     if (reduction == Reduction::mean) {
       for (int64_t i = 0; i < count; ++i) sum[i] /= n;
     }
-    for (int64_t i = 0; i < count; ++i) acc[first + i] = Format::from_float(sum[i]);
-    for (uint16_t* copy : copies) {
-      if (copy != acc) std::memcpy(copy + first, acc + first, static_cast<size_t>(count) * sizeof(uint16_t));
+    for (int64_t i = 0; i < count; ++i) acc[first + i] = graph::bfloat16(sum[i]);
+    for (graph::bfloat16* copy : copies) {
+      if (copy != acc) std::memcpy(copy + first, acc + first, static_cast<size_t>(count) * sizeof(graph::bfloat16));
     }
   }
 }
@@ -220,7 +219,7 @@ void run_all_reduce_tensor(const std::vector<Arrival>& arrivals, size_t j, int64
   for (const Arrival& a : arrivals) in.push_back(a.inputs[j].template data<T>());
   for (size_t p = 1; p < arrivals.size(); ++p) copies.push_back(arrivals[p].outputs[j].template mutable_data<T>());
   T* acc = arrivals[0].outputs[j].template mutable_data<T>();
-  reduce_range<T>(in, acc, begin, end, reduction, copies);
+  reduce_range(in, acc, begin, end, reduction, copies);  // bf16's overload, or the template
 }
 
 void run_all_reduce(const std::vector<Arrival>& arrivals) {
@@ -236,14 +235,7 @@ void run_all_reduce(const std::vector<Arrival>& arrivals) {
     if (dtype == graph::DType::f32) {
       run_all_reduce_tensor<float>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
     } else if (dtype == graph::DType::bf16) {
-      std::vector<const uint16_t*> in;
-      std::vector<uint16_t*> copies;
-      for (const Arrival& a : arrivals) in.push_back(static_cast<const uint16_t*>(a.inputs[chunk.tensor].raw_data()));
-      for (size_t p = 1; p < arrivals.size(); ++p) {
-        copies.push_back(static_cast<uint16_t*>(arrivals[p].outputs[chunk.tensor].mutable_raw_data()));
-      }
-      reduce_range_bf16(in, static_cast<uint16_t*>(arrivals[0].outputs[chunk.tensor].mutable_raw_data()), chunk.begin,
-                        chunk.end, first.reduction, copies);
+      run_all_reduce_tensor<graph::bfloat16>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
     } else {
       run_all_reduce_tensor<double>(arrivals, chunk.tensor, chunk.begin, chunk.end, first.reduction);
     }

@@ -23,25 +23,12 @@ TrainingProgram mirrored(const TrainingProgram& program, int replicas, const std
   return std::move(*distributed);
 }
 
-// Replica 0's trained variables (no slots), checking after every step that every replica's copy is
-// bitwise equal to replica 0's.
+// Replica 0's trained variables (no slots), checking after every step that every replica's copy of
+// every variable and slot is bitwise equal to replica 0's.
 std::map<std::string, std::vector<double>> train(const TrainingProgram& program, const std::vector<Batch>& batches, int replicas) {
-  runtime::Session session(program.graph, ops::kernels(), {.threads = 2});
-  for (size_t step = 0; step < batches.size(); ++step) {
-    REQUIRE(session.run(feeds(program, batches[step]), {}, {program.signature.train}).ok());
-    const auto values = float_variables(session);
-    for (const auto& [name, value] : values) {
-      if (!name.starts_with("replica_0/")) continue;
-      for (int r = 1; r < replicas; ++r) {
-        const std::string copy = "replica_" + std::to_string(r) + name.substr(std::string("replica_0").size());
-        if (values.at(copy) != value) FAIL("replica " << r << " of " << name << " differs after step " << step);
-      }
-    }
-  }
   std::map<std::string, std::vector<double>> trained;
-  for (const auto& [name, value] : float_variables(session)) {
-    const bool slot = name.ends_with("/m") || name.ends_with("/v") || name.ends_with("/momentum");
-    if (name.starts_with("replica_0/") && !slot) trained[name] = value;
+  for (auto& [name, value] : train_checking_replicas(program, batches, replicas, /*check_slots=*/true)) {
+    if (name.starts_with("replica_0/") && !is_slot(name)) trained[name] = std::move(value);
   }
   return trained;
 }

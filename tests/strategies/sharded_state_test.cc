@@ -18,10 +18,6 @@ namespace {
 
 constexpr int kSteps = 8;
 
-bool is_slot(const std::string& name) {
-  return name.ends_with("/m") || name.ends_with("/v") || name.ends_with("/momentum");
-}
-
 TrainingProgram mirrored(const TrainingProgram& program, graph::DeviceKind kind, int replicas, bool sharded) {
   auto strategy = make_strategy({.strategy = "mirrored", .devices = devices_of(kind, replicas), .shard_optimizer_state = sharded});
   REQUIRE(strategy.ok());
@@ -30,34 +26,14 @@ TrainingProgram mirrored(const TrainingProgram& program, graph::DeviceKind kind,
   return std::move(*distributed);
 }
 
-// Trains `program` on `batches`; with `replicas` > 0, also checks after every step that the replicas'
-// copies of each trained variable are bitwise equal.
-std::map<std::string, std::vector<double>> train(const TrainingProgram& program, const std::vector<Batch>& batches,
-                                                 int replicas) {
-  runtime::Session session(program.graph, ops::kernels(), {.threads = 2});
-  for (size_t step = 0; step < batches.size(); ++step) {
-    auto out = session.run(feeds(program, batches[step]), {program.signature.loss}, {program.signature.train});
-    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-    const auto values = float_variables(session);
-    for (int r = 1; r < replicas; ++r) {
-      for (const auto& [name, value] : values) {
-        if (!name.starts_with("replica_0/") || is_slot(name)) continue;
-        const std::string copy = "replica_" + std::to_string(r) + name.substr(std::string("replica_0").size());
-        if (values.at(copy) != value) FAIL("replica " << r << " of " << name << " differs after step " << step);
-      }
-    }
-  }
-  return float_variables(session);
-}
-
 void check_sharded(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size, int replicas,
                    graph::DeviceKind kind = graph::DeviceKind::cpu) {
   const TrainingProgram program = build_program(model, optimizer);
   const std::vector<Batch> batches = random_batches(model, batch_size, kSteps, 29);
-  const auto one_device = train(program, batches, 0);
-  const auto unsharded = train(mirrored(program, kind, replicas, false), batches, replicas);
+  const auto one_device = train_checking_replicas(program, batches, 1, true);
+  const auto unsharded = train_checking_replicas(mirrored(program, kind, replicas, false), batches, replicas, true);
   const TrainingProgram sharded_program = mirrored(program, kind, replicas, true);
-  const auto sharded = train(sharded_program, batches, replicas);
+  const auto sharded = train_checking_replicas(sharded_program, batches, replicas, /*check_slots=*/false);
 
   int64_t slot_bytes = 0;
   std::vector<int64_t> replica_slot_bytes(static_cast<size_t>(replicas), 0);

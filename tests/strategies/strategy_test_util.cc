@@ -70,6 +70,29 @@ std::vector<Batch> random_batches(const std::string& model, int64_t size, int co
   return batches;
 }
 
+bool is_slot(std::string_view name) {
+  return name.ends_with("/m") || name.ends_with("/v") || name.ends_with("/momentum");
+}
+
+std::map<std::string, std::vector<double>> train_checking_replicas(const TrainingProgram& program,
+                                                                   const std::vector<Batch>& batches, int replicas,
+                                                                   bool check_slots) {
+  runtime::Session session(program.graph, ops::kernels(), {.threads = 2});
+  for (size_t step = 0; step < batches.size(); ++step) {
+    auto out = session.run(feeds(program, batches[step]), {program.signature.loss}, {program.signature.train});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    const auto values = float_variables(session);
+    for (int r = 1; r < replicas; ++r) {
+      for (const auto& [name, value] : values) {
+        if (!name.starts_with("replica_0/") || (!check_slots && is_slot(name))) continue;
+        const std::string copy = "replica_" + std::to_string(r) + name.substr(std::string("replica_0").size());
+        if (values.at(copy) != value) FAIL("replica " << r << " of " << name << " differs after step " << step);
+      }
+    }
+  }
+  return float_variables(session);
+}
+
 std::vector<graph::DeviceId> devices_of(graph::DeviceKind kind, int n) {
   std::vector<graph::DeviceId> devices;
   for (int i = 0; i < n; ++i) devices.push_back({kind, i});

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/ops.h"
@@ -37,6 +38,16 @@ inline runtime::Feeds feeds(const TrainingProgram& program, const Batch& batch) 
 
 // Every f32 or f64 variable of a session by name, as doubles (copied from device memory).
 std::map<std::string, std::vector<double>> float_variables(runtime::Session& session);
+
+// Whether a variable, by name, is an optimizer slot (momentum; Adam's m and v).
+bool is_slot(std::string_view name);
+
+// Runs the train target on each batch and returns the session's float variables; with `replicas` > 1,
+// checks after every step that each replica's copy of every variable is bitwise equal to replica 0's
+// (of the slots too, with `check_slots`: sharded slots hold different shares).
+std::map<std::string, std::vector<double>> train_checking_replicas(const TrainingProgram& program,
+                                                                   const std::vector<Batch>& batches, int replicas,
+                                                                   bool check_slots);
 
 // Checks max |got - want| <= 1e-5 * max |want| over one variable's elements.
 void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want);

@@ -42,7 +42,8 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "with dynamic loss scaling (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
   command.add_flag("--shard-optimizer-state", f.shard_optimizer_state,
-                   "mirrored: each replica keeps only its share of the optimizer slots (ZeRO stage 1)");
+                   "mirrored and multi_worker_mirrored: each replica keeps only its share of the optimizer slots "
+                   "(ZeRO stage 1)");
   command.add_option("--checkpoint-dir", f.checkpoint_dir, "Directory for checkpoints (default: none)");
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
