@@ -34,6 +34,21 @@ Status check_collective_attrs(const InferContext& ctx) {
   return Status();
 }
 
+// ReduceScatter and AllGather may span worker processes: `workers` of them, this graph being worker
+// `worker`'s part. The shares (or rows) each replica holds then depend on both (runtime::worker_share).
+const graph::AttrSpec kWorkersAttr{"workers", AttrType::integer, int64_t{1}};
+const graph::AttrSpec kWorkerAttr{"worker", AttrType::integer, int64_t{0}};
+
+Expected<WorkerPart> worker_place(const InferContext& ctx) {
+  const WorkerPart place{ctx.attr<int64_t>("worker"), ctx.attr<int64_t>("workers")};
+  if (place.workers < 1 || place.workers > kMaxReplicas) return ctx.error("workers must be in [1, 4096]");
+  if (place.worker < 0 || place.worker >= place.workers) return ctx.error("worker must be in [0, workers)");
+  return place;
+}
+
+// The node's collective, which must span the workers its attrs say this graph is part of.
+graph::Expected<runtime::Collective*> spanning_collective(const KernelContext& ctx);
+
 // The `replicas` attr of SplitBatch and Broadcast, which make one output per replica.
 Expected<int64_t> replicas_attr(const InferContext& ctx) {
   const int64_t replicas = ctx.attr<int64_t>("replicas");
@@ -125,6 +140,18 @@ graph::Expected<runtime::Collective*> node_collective(const KernelContext& ctx) 
   return ctx.collective(ctx.attr<std::string>("implementation"));
 }
 
+graph::Expected<runtime::Collective*> spanning_collective(const KernelContext& ctx) {
+  MIRRA_ASSIGN_OR_RETURN(runtime::Collective* collective, node_collective(ctx));
+  const int64_t workers = ctx.attr<int64_t>("workers"), worker = ctx.attr<int64_t>("worker");
+  if (collective->world_size() != workers || collective->rank() != worker) {
+    return graph::failed_precondition("'" + ctx.node().name + "' is worker " + std::to_string(worker) + "'s part of " +
+                                      std::to_string(workers) + " workers, but its collective '" +
+                                      std::string(collective->name()) + "' is worker " + std::to_string(collective->rank()) +
+                                      " of " + std::to_string(collective->world_size()));
+  }
+  return collective;
+}
+
 // ---- The reductions: AllReduce and ReduceScatter ----
 
 runtime::Reduction reduction_of(const KernelContext& ctx) {
@@ -198,19 +225,21 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
 
 // ---- ReduceScatter ----
 
-// Replica r's output is its share of the flattened sum (or mean) of every replica's input.
+// Replica r's output is its share of the flattened sum (or mean) of every replica's input (of every
+// worker's replicas, cut again among the workers).
 void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = spanning_collective(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
   const runtime::Reduction reduction = reduction_of(ctx);
   const int64_t elements = ctx.input(0).num_elements();
+  const int64_t workers = ctx.attr<int64_t>("workers"), worker = ctx.attr<int64_t>("worker");
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
   for (int64_t r = 0; r < replicas; ++r) {
     const Tensor& input = ctx.input(static_cast<size_t>(r));
     calls->inputs[static_cast<size_t>(r)].push_back(input);
-    calls->outputs[static_cast<size_t>(r)].push_back(
-        ctx.allocate_output(static_cast<size_t>(r), input.dtype(), {runtime::participant_share(elements, replicas, r)}));
+    calls->outputs[static_cast<size_t>(r)].push_back(ctx.allocate_output(
+        static_cast<size_t>(r), input.dtype(), {runtime::worker_share(elements, replicas, r, workers, worker).count}));
   }
   for (int64_t r = 0; r < replicas; ++r) {
     (*collective)->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)][0],
@@ -221,6 +250,7 @@ void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
 Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
+  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
   const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
   if (replicas > kMaxReplicas) return ctx.error("at most 4096 replicas");
   const TensorType& first = ctx.input(0);
@@ -229,7 +259,8 @@ Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) 
   const std::optional<int64_t> elements = first.shape.num_elements();
   std::vector<TensorType> shares;
   for (int64_t r = 0; r < replicas; ++r) {
-    shares.push_back({first.dtype, graph::Shape{elements ? runtime::participant_share(*elements, replicas, r) : -1}});
+    shares.push_back(
+        {first.dtype, graph::Shape{elements ? runtime::worker_share(*elements, replicas, r, place.workers, place.worker).count : -1}});
   }
   return shares;
 }
@@ -255,15 +286,19 @@ void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
   }
 }
 
-// Every replica gets the concatenation, along dim 0, of all replicas' values in replica order.
+// Every replica gets the concatenation, along dim 0, of all replicas' values in replica order (across
+// workers: the `rows` rows that every worker's replicas bring, in reduce-scatter's order).
 void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = spanning_collective(ctx);
   if (!collective.ok()) return done(collective.status());
   const Tensor& first = ctx.input(0);
   if (first.rank() == 0) return done(graph::invalid_argument("cannot gather scalars along dim 0"));
   const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
-  int64_t rows = 0;
-  for (size_t r = 0; r < ctx.num_inputs(); ++r) rows += ctx.input(r).rank() > 0 ? ctx.input(r).dim(0) : 0;
+  int64_t rows = ctx.attr<int64_t>("rows");  // given across workers, else the replicas' rows
+  if (rows < 0) {
+    rows = 0;
+    for (size_t r = 0; r < ctx.num_inputs(); ++r) rows += ctx.input(r).rank() > 0 ? ctx.input(r).dim(0) : 0;
+  }
   runtime::TensorShape shape = first.shape();
   shape.set_dim(0, rows);
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
@@ -285,6 +320,9 @@ Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
 
 Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
+  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
+  const int64_t given_rows = ctx.attr<int64_t>("rows");
+  if (place.workers > 1 && given_rows < 0) return ctx.error("an all-gather across workers needs its output's rows");
   const TensorType& first = ctx.input(0);
   if (first.shape.rank() < 1) return ctx.error("cannot gather scalars along dim 0");
   int64_t rows = 0;
@@ -296,9 +334,15 @@ Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
     }
     if (!same) return ctx.error("input " + std::to_string(r) + " " + t.to_string() + " does not stack with input 0");
     rows = rows < 0 || t.shape.dim(0) < 0 ? -1 : rows + t.shape.dim(0);
+    if (given_rows >= 0 && t.shape.dim(0) >= 0 &&
+        t.shape.dim(0) != runtime::worker_share(given_rows, static_cast<int64_t>(ctx.num_inputs()), static_cast<int64_t>(r),
+                                                place.workers, place.worker).count) {
+      return ctx.error("input " + std::to_string(r) + " " + t.to_string() + " is not its replica's rows of " +
+                       std::to_string(given_rows));
+    }
   }
   TensorType gathered = first;
-  gathered.shape.dims[0] = rows;
+  gathered.shape.dims[0] = given_rows >= 0 ? given_rows : rows;
   return std::vector<TensorType>(ctx.num_inputs(), gathered);
 }
 
@@ -341,11 +385,17 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "ReduceScatter",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {{"reduction", AttrType::string, std::string("sum")}, kImplementationAttr, kTimeoutAttr},
+                              .attrs = {{"reduction", AttrType::string, std::string("sum")},
+                                        kImplementationAttr,
+                                        kTimeoutAttr,
+                                        kWorkersAttr,
+                                        kWorkerAttr},
                               .traits = graph::kCollective,
                               .infer = infer_reduce_scatter,
                               .summary = "values[r] is replica r's; output r is replica r's share of their sum (or "
-                                         "mean), flattened: shares differ by at most one element, the first larger.",
+                                         "mean), flattened: shares differ by at most one element, the first larger. "
+                                         "Across `workers` workers each share is cut again among them, and this "
+                                         "graph holds worker `worker`'s parts.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("ReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = reduce_scatter_kernel});
   schemas.add(graph::OpSchema{.name = "Broadcast",
@@ -359,11 +409,16 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "AllGather",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {kImplementationAttr, kTimeoutAttr},
+                              .attrs = {kImplementationAttr,
+                                        kTimeoutAttr,
+                                        kWorkersAttr,
+                                        kWorkerAttr,
+                                        {"rows", AttrType::integer, int64_t{-1}}},
                               .traits = graph::kCollective,
                               .infer = infer_all_gather,
                               .summary = "Every replica receives all replicas' values stacked along dim 0, in "
-                                         "replica order.",
+                                         "replica order. Across `workers` workers it undoes ReduceScatter: the "
+                                         "output has `rows` rows, of which this worker's replicas bring theirs.",
                               .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
   kernels.add("AllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = all_gather_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
@@ -395,13 +450,17 @@ std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<gra
                     values.size());
 }
 
+
 std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                            std::string_view reduction, const CollectiveOptions& options) {
+                                            std::string_view reduction, const CollectiveOptions& options,
+                                            const WorkerPart& part) {
   return outputs_of(b.add({.op = "ReduceScatter",
                            .inputs = values,
                            .attrs = {{"reduction", std::string(reduction)},
                                      {"implementation", options.implementation},
-                                     {"timeout_ms", options.timeout_ms}}}),
+                                     {"timeout_ms", options.timeout_ms},
+                                     {"workers", part.workers},
+                                     {"worker", part.worker}}}),
                     values.size());
 }
 
@@ -416,10 +475,14 @@ std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int
 }
 
 std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                        const CollectiveOptions& options) {
+                                        const CollectiveOptions& options, const WorkerPart& part, int64_t rows) {
   return outputs_of(b.add({.op = "AllGather",
                            .inputs = values,
-                           .attrs = {{"implementation", options.implementation}, {"timeout_ms", options.timeout_ms}}}),
+                           .attrs = {{"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms},
+                                     {"workers", part.workers},
+                                     {"worker", part.worker},
+                                     {"rows", rows}}}),
                     values.size());
 }
 

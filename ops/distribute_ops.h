@@ -32,18 +32,30 @@ std::vector<graph::ValueRef> split_batch(graph::Builder& b, graph::ValueRef x, i
 std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                         std::string_view reduction = "sum", const CollectiveOptions& options = {});
 
+// Which of `workers` worker processes a graph is the part of, for the collectives that span them
+// (ReduceScatter and AllGather, whose shares depend on it; runtime::worker_share).
+struct WorkerPart {
+  int64_t worker = 0;
+  int64_t workers = 1;
+};
+
 // values[r] is replica r's; output r is elements [first_r, first_r + share_r) of the flattened sum (or
 // mean) over replicas, a rank-1 tensor, where share_r = replica_share(elements, replicas, r) and
-// first_r is the sum of the earlier shares.
+// first_r is the sum of the earlier shares. Across workers, output r is worker `part.worker`'s part of
+// share r of the sum over every worker's replicas (runtime::worker_share).
 std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                            std::string_view reduction = "sum", const CollectiveOptions& options = {});
+                                            std::string_view reduction = "sum", const CollectiveOptions& options = {},
+                                            const WorkerPart& part = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,
                                        const CollectiveOptions& options = {});
-// values[r] is replica r's; every output is their concatenation along dim 0 in replica order.
+// values[r] is replica r's; every output is their concatenation along dim 0 in replica order. Across
+// workers every output has `rows` rows, of which values[r] are replica r's part (as reduce_scatter
+// cuts them), and the other workers' replicas bring the rest.
 std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                        const CollectiveOptions& options = {});
+                                        const CollectiveOptions& options = {}, const WorkerPart& part = {},
+                                        int64_t rows = -1);
 
 // Dim `axis` of x as an i64 scalar.
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis);

@@ -30,7 +30,7 @@ struct StrategyConfig {
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
   AllReduceConfig all_reduce;
   // Mirrored and MultiWorkerMirrored: each replica keeps its share of the optimizer slots (ZeRO stage
-  // 1; across workers the shares are cut among each worker's local replicas).
+  // 1; across workers, its share among every worker's replicas).
   bool shard_optimizer_state = false;
 };
 

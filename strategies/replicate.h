@@ -37,11 +37,13 @@ struct ReplicationPlan {
   // The collectives span worker processes too (MultiWorkerMirrored): the global batch is the sum of
   // the workers' batches, and the loss and correct count are summed across workers.
   bool across_workers = false;
+  ops::WorkerPart worker;  // which worker's graph to build (across workers; only sharded state differs)
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
-  // ZeRO stage 1 (mirror_state only; across workers, sharded within each worker): each update must
-  // read its gradient directly (no clipping, loss scaling or numerics checks between them).
+  // ZeRO stage 1 (mirror_state only; across workers every replica of every worker holds its own
+  // share): each update must read its gradient directly (no clipping, loss scaling or numerics
+  // checks between them).
   bool shard_optimizer_state = false;
   // f32 gradients cross the all-reduce as bf16 (half the bytes; summed in f32 inside it) and are
   // widened back on each replica. Mirrored only.

@@ -23,14 +23,23 @@ namespace mirra::strategies {
 // (every reader of the replica's variable) precede its Assign, so no reader of this step sees a
 // half-written variable. Every replica assigns the same bits, so the copies stay bitwise equal; the
 // arithmetic of each element is the unsharded update's, so the result equals unsharded Mirrored up to
-// the reduction's summation order. Across workers the ReduceScatter's share r is also summed over
-// every worker's share r (the MPI collective's reduce_scatter), so every worker updates the same
-// shares with the same slots and joins them alike.
+// the reduction's summation order.
+//
+// Across W workers of N local replicas each, share r is cut again among the workers
+// (runtime::worker_share), so each of the W·N replicas of the run owns 1/(W·N) of every slot. The
+// ReduceScatter hands replica r of worker w its part of share r of the sum over every replica; the
+// update applies it to that part of the variable; then one AllGather per local replica (a group of
+// its own across the workers) gathers every worker's updated part of share r into the whole share,
+// which the Assigns join as above:
+//   gathered_r = AllGather(updated_r, rows = share_r)     replica r, across workers
+//   Assign(variable_r, gathered_0 .. gathered_N-1)
+// The network carries each element's sum once to its owner and each updated element once from it.
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan) {
   graph::Graph& g = b.graph();
   const int64_t replicas = static_cast<int64_t>(plan.devices.size());
+  const bool across_workers = plan.worker.workers > 1;
   std::vector<graph::NodeId> writes;
   graph::NodeId previous = graph::kInvalidNode;
   for (const ShardedVariable& v : variables) {
@@ -48,21 +57,20 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     std::vector<graph::ValueRef> shards;
     {
       auto scope = b.scope("reduce_scatter/" + v.name);
-      shards = ops::reduce_scatter(b, flat, "sum", plan.collective);
+      shards = ops::reduce_scatter(b, flat, "sum", plan.collective, plan.worker);
     }
     MIRRA_RETURN_IF_ERROR(b.status());
     if (previous != graph::kInvalidNode) g.add_control_edge(previous, shards[0].node);
     previous = shards[0].node;
 
     std::vector<graph::ValueRef> updated;
-    int64_t first = 0;
     for (int64_t r = 0; r < replicas; ++r) {
-      const int64_t share = runtime::participant_share(*elements, replicas, r);
+      const runtime::ShareRange mine = runtime::worker_share(*elements, replicas, r, plan.worker.workers, plan.worker.worker);
       const graph::NodeId update = v.updates[static_cast<size_t>(r)];
       const size_t gradient_input = *ops::update_gradient_input(g.node(update).op);
       auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
       on(r);
-      const graph::ValueRef part = ops::slice(b, ops::reshape(b, v.copies[static_cast<size_t>(r)], {*elements}), {first}, {share});
+      const graph::ValueRef part = ops::slice(b, ops::reshape(b, v.copies[static_cast<size_t>(r)], {*elements}), {mine.first}, {mine.count});
       MIRRA_RETURN_IF_ERROR(b.status());
       graph::Node& node = g.mutable_node(update);
       node.inputs[0] = part;
@@ -74,13 +82,17 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
                                          "' is no Variable (" + slot.op + ")");
         }
         slot.attrs.set("shard_of", type.shape);
-        slot.attrs.set("shape", graph::Shape{share});
-        slot.outputs[0].shape = graph::Shape{share};
+        slot.attrs.set("shape", graph::Shape{mine.count});
+        slot.outputs[0].shape = graph::Shape{mine.count};
       }
       updated.push_back(ops::identity(b, part));
       MIRRA_RETURN_IF_ERROR(b.status());
       g.add_control_edge(update, updated.back().node);
-      first += share;
+      if (across_workers) {
+        updated.back() = ops::all_gather(b, {updated.back()}, plan.collective, plan.worker,
+                                         runtime::participant_share(*elements, replicas, r))[0];
+        MIRRA_RETURN_IF_ERROR(b.status());
+      }
     }
     for (int64_t r = 0; r < replicas; ++r) {
       auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);

@@ -30,6 +30,7 @@ struct ShardingPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
   graph::DeviceId host;                  // where the reduce-scatters meet
   ops::CollectiveOptions collective;
+  ops::WorkerPart worker;  // across workers: this graph's worker, whose replicas hold its parts of the shares
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order

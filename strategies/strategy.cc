@@ -13,7 +13,7 @@ class OneDeviceStrategy final : public Strategy {
  public:
   explicit OneDeviceStrategy(StrategyConfig config) : config_(std::move(config)) {}
   const StrategyConfig& config() const override { return config_; }
-  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart&) const override {
     // With gradient accumulation it is Mirrored over its one device: the rewrite that builds the
     // accumulators (an all-reduce of one replica is in place on the device).
     if (program.accumulate_gradients) return replicate(program, {.devices = config_.devices, .host = {graph::DeviceKind::cpu, 0}});
@@ -34,14 +34,19 @@ class ReplicatingStrategy final : public Strategy {
       : config_(std::move(config)), mirror_state_(mirror_state), across_workers_(across_workers) {}
   const StrategyConfig& config() const override { return config_; }
   bool across_workers() const override { return across_workers_; }
-  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const override {
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const override {
     constexpr double kMiB = 1 << 20;
+    if (part.workers > 1 && !across_workers_) {
+      return graph::invalid_argument(config_.strategy + " runs in one process, not as worker " + std::to_string(part.worker) +
+                                     " of " + std::to_string(part.workers));
+    }
     std::string implementation = config_.all_reduce.implementation;
     if (across_workers_ && implementation == "auto") implementation = "mpi";
     return replicate(program, {.devices = config_.devices,
                                .host = {graph::DeviceKind::cpu, 0},
                                .mirror_state = mirror_state_,
                                .across_workers = across_workers_,
+                               .worker = part,
                                .first_bucket_bytes = static_cast<int64_t>(config_.all_reduce.first_bucket_mb * kMiB),
                                .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB),
                                .collective = {.implementation = implementation,

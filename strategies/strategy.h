@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/distribute_ops.h"
 #include "runtime/training/trainer.h"
 #include "strategies/config.h"
 
@@ -41,7 +42,10 @@ class Strategy {
   // REQUIRES: `program` trains one replica; its loss is a mean over the examples (ReduceMean).
   // ENSURES: the result trains the same model over config().devices; one step on a global batch B
   // updates the variables as one device would on the same B.
-  virtual graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const = 0;
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const { return distribute(program, {}); }
+  // Across workers (across_workers()), `part` names the worker whose graph to build: the workers'
+  // graphs differ only in which shares of sharded optimizer state each one holds.
+  virtual graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const = 0;
   // Whether its collectives span worker processes (multi_worker_mirrored): the session then needs
   // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
   // shard of every global batch.

@@ -70,6 +70,9 @@ Status broadcast_kernel(KernelContext& ctx) {
 Status all_gather_kernel(KernelContext& ctx) {
   const Tensor& first = ctx.input(0);
   if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
+  if (ctx.attr<int64_t>("workers") != 1) {
+    return graph::unimplemented("'" + ctx.node().name + "' gathers across workers, which GPUs do not yet (no NCCL all-gather)");
+  }
   int64_t rows = 0;
   for (size_t r = 0; r < ctx.num_inputs(); ++r) {
     const Tensor& input = ctx.input(r);

@@ -1,4 +1,4 @@
-// deadline_after and the CollectiveSet table.
+// deadline_after, worker_share and the CollectiveSet table.
 #include "runtime/collectives/collective.h"
 
 namespace mirra::runtime {
@@ -6,6 +6,14 @@ namespace mirra::runtime {
 CollectiveClock::time_point deadline_after(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return CollectiveClock::time_point::max();
   return CollectiveClock::now() + timeout;
+}
+
+ShareRange worker_share(int64_t count, int64_t group_size, int64_t p, int64_t workers, int64_t w) {
+  int64_t first = 0;
+  for (int64_t q = 0; q < p; ++q) first += participant_share(count, group_size, q);
+  const int64_t share = participant_share(count, group_size, p);
+  for (int64_t v = 0; v < w; ++v) first += participant_share(share, workers, v);
+  return {first, participant_share(share, workers, w)};
 }
 
 graph::Expected<Collective*> CollectiveSet::find(std::string_view name) const {

@@ -60,9 +60,13 @@ class Collective {
                           std::span<Tensor> outputs, CollectiveDone done) = 0;
   // `output` = this participant's share of the reduction of every participant's `input`, in flat
   // element order: shares differ by at most one element, the first (count mod group_size) larger.
+  // Across W worker processes (world_size() > 1) participant p of worker w receives
+  // worker_share(count, group_size, p, W, w): share p, cut again among the workers.
   virtual void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input,
                               Tensor& output, CollectiveDone done) = 0;
-  // `output` = every participant's `input` stacked along dim 0 in participant order.
+  // `output` = every participant's `input` stacked along dim 0 in participant order. Across workers
+  // it undoes reduce_scatter: participant p of worker w brings rows worker_share(rows, group_size, p,
+  // W, w) of the output (`output`'s dim 0 gives `rows`), and every participant receives all rows.
   virtual void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output,
                           CollectiveDone done) = 0;
   // `buffer` = participant `root`'s buffer, on every participant.
@@ -85,5 +89,17 @@ class CollectiveSet {
 inline int64_t participant_share(int64_t count, int64_t group_size, int64_t p) {
   return count / group_size + (p < count % group_size ? 1 : 0);
 }
+
+// A run of elements (or rows) [first, first + count).
+struct ShareRange {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+// Where participant p of `group_size` on worker w of `workers` keeps its part of `count` elements:
+// share p of the group (participant_share), cut again among the workers by the same rule. The parts
+// tile [0, count) in order (p, w): p's share first, worker by worker. One worker (w = 0 of 1) gives
+// share p itself.
+ShareRange worker_share(int64_t count, int64_t group_size, int64_t p, int64_t workers, int64_t w);
 
 }  // namespace mirra::runtime

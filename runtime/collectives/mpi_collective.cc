@@ -6,9 +6,9 @@
 // others which collectives it reached (Arrivals), so a job past its deadline fails with an error
 // naming the collective, its step and the workers that never came; MPI is unusable
 // then (its requests never complete), every later job fails at once, and the process ends through
-// abort(), which ends every worker. all_reduce and reduce_scatter span the workers (a reduce-scatter's
-// shares are cut among each worker's local participants, every worker receiving all of them);
-// all_gather and tensor broadcast do not (bytes are broadcast by broadcast_bytes).
+// abort(), which ends every worker. all_reduce, reduce_scatter and all_gather span the workers
+// (MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Iallgatherv after the local participants met in process);
+// tensor broadcast does not (bytes are broadcast by broadcast_bytes).
 #include <mpi.h>
 
 #include <algorithm>
@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "graph/float16.h"
+#include "runtime/allocator.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/collectives/mpi_arrivals.h"
 #include "runtime/collectives/worker_collective.h"
@@ -71,17 +72,34 @@ struct Job {
   bool warned = false;
 };
 
-// The local participants of one all-reduce or reduce-scatter, gathered as each is done with the
-// in-process part.
+enum class Kind { all_reduce, reduce_scatter, all_gather };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::all_reduce: return "all_reduce";
+    case Kind::reduce_scatter: return "reduce_scatter";
+    case Kind::all_gather: return "all_gather";
+  }
+  return "?";
+}
+
+// What one local participant brings to the step across workers, once done with the in-process part.
+struct Part {
+  Tensor source;             // reduce_scatter: its share of the local sum; all_gather: its input
+  std::span<Tensor> outputs;
+};
+
+// The local participants of one collective, gathered as each is done with the in-process part.
 struct Meeting {
   int arrived = 0;
-  bool shares = false;  // reduce-scatter: each participant's output is its own share, reduced across workers
+  Kind kind = Kind::all_reduce;
   Clock::time_point start = Clock::time_point::max();  // the first local participant's call
   Reduction reduction = Reduction::sum;
   Clock::time_point deadline;
-  std::vector<std::span<Tensor>> outputs;
+  std::vector<Part> parts;  // by participant
   std::vector<CollectiveDone> dones;
   Status status;
+  std::vector<std::vector<int>> counts, offsets;  // MPI's per-worker counts, alive until the job ends
 };
 
 // bf16 travels as its 16-bit patterns (MPI has no bf16 type), summed by bf16_sum.
@@ -155,25 +173,47 @@ class MpiCollective final : public WorkerCollective {
     const Clock::time_point start = Clock::now();
     local_.all_reduce(call, Reduction::sum, inputs, outputs,
                       [this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
-                        arrived_locally(call, reduction, outputs, /*shares=*/false, start, std::move(done), std::move(status));
+                        meet(call, Kind::all_reduce, reduction, {Tensor(), outputs}, start, std::move(done), std::move(status));
                       });
   }
-  // Within each worker: the local participants reduce-scatter in this process (participant r of L
-  // gets share r of the local sum); every worker's share r is then all-reduced across workers in
-  // place. So participant r of every worker receives share r of the sum over all participants: the
-  // shares are cut among a worker's local replicas, and each worker holds all of them (sharded
-  // optimizer state within a worker, replicated across workers).
+  // Within each worker the local participants reduce-scatter in this process: participant p of L
+  // gets share p of the local sum, in a block of its own. Each block is then reduce-scattered across
+  // the workers, so participant p of worker w receives worker_share(count, L, p, W, w) of the sum
+  // over every participant of every worker: each element's sum lives on one replica of the run.
   void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input, Tensor& output,
                       CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
-    local_.reduce_scatter(call, Reduction::sum, input, output,
-                          [this, call, reduction, &output, start, done = std::move(done)](Status status) mutable {
-                            arrived_locally(call, reduction, {&output, 1}, /*shares=*/true, start, std::move(done),
-                                            std::move(status));
+    const int64_t count = input.num_elements();
+    const ShareRange mine = worker_share(count, call.group_size, call.participant, size_, rank_);
+    if (output.dtype() != input.dtype() || output.num_elements() != mine.count) {
+      return done(graph::invalid_argument("reduce_scatter '" + call.group + "': participant " + std::to_string(call.participant) +
+                                          "'s output " + output.type_string() + " does not hold its share of " +
+                                          std::to_string(mine.count) + " elements (worker " + std::to_string(rank_) + " of " +
+                                          std::to_string(size_) + ")"));
+    }
+    // The in-process call writes the block; its callback owns it until the step across workers.
+    auto block = std::make_shared<Tensor>(
+        Tensor::empty(host_allocator(), input.dtype(), {participant_share(count, call.group_size, call.participant)}));
+    local_.reduce_scatter(call, Reduction::sum, input, *block,
+                          [this, call, reduction, &output, block, start, done = std::move(done)](Status status) mutable {
+                            meet(call, Kind::reduce_scatter, reduction, {*block, {&output, 1}}, start, std::move(done),
+                                 std::move(status));
                           });
   }
-  void all_gather(const CollectiveCall& call, const Tensor&, Tensor&, CollectiveDone done) override {
-    done(graph::unimplemented("all_gather '" + call.group + "': the MPI collective has no all_gather yet"));
+  // Every worker gathers every participant's rows (no in-process step: the local participants only meet).
+  void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output, CollectiveDone done) override {
+    const Clock::time_point start = Clock::now();
+    const int64_t rows = output.rank() > 0 ? output.dim(0) : -1;
+    const ShareRange mine = rows < 0 ? ShareRange{} : worker_share(rows, call.group_size, call.participant, size_, rank_);
+    bool fits = rows >= 0 && input.rank() == output.rank() && input.dtype() == output.dtype() && input.dim(0) == mine.count;
+    for (int d = 1; fits && d < input.rank(); ++d) fits = input.dim(d) == output.dim(d);
+    if (!fits) {
+      return done(graph::invalid_argument("all_gather '" + call.group + "': participant " + std::to_string(call.participant) +
+                                          "'s input " + input.type_string() + " is not its rows of the gathered " +
+                                          output.type_string() + " (worker " + std::to_string(rank_) + " of " +
+                                          std::to_string(size_) + ")"));
+    }
+    meet(call, Kind::all_gather, Reduction::sum, {input, {&output, 1}}, start, std::move(done), Status());
   }
   void broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) override {
     done(graph::unimplemented("broadcast '" + call.group + "': the MPI collective broadcasts only bytes (broadcast_bytes)"));
@@ -274,23 +314,23 @@ class MpiCollective final : public WorkerCollective {
  private:
   using Key = std::pair<std::string, int64_t>;
 
-  // `shares`: each participant's outputs are its own (reduce-scatter), all-reduced across workers
-  // one by one; else participant 0's result is, and copied to the others.
-  void arrived_locally(const CollectiveCall& call, Reduction reduction, std::span<Tensor> outputs, bool shares,
-                       Clock::time_point start, CollectiveDone done, Status status) {
+  // Participant `call.participant` is done with the in-process part; the last local one hands the
+  // step across workers to the communication thread.
+  void meet(const CollectiveCall& call, Kind kind, Reduction reduction, Part part, Clock::time_point start,
+            CollectiveDone done, Status status) {
     Meeting meeting;
     {
       std::lock_guard lock(mutex_);
       Meeting& m = meetings_[{call.group, call.instance}];
       if (m.arrived == 0) {
-        m.outputs.resize(static_cast<size_t>(call.group_size));
+        m.parts.resize(static_cast<size_t>(call.group_size));
         m.dones.resize(static_cast<size_t>(call.group_size));
+        m.kind = kind;
         m.reduction = reduction;
-        m.shares = shares;
         m.deadline = call.deadline;
       }
       m.start = std::min(m.start, start);
-      m.outputs[static_cast<size_t>(call.participant)] = outputs;
+      m.parts[static_cast<size_t>(call.participant)] = std::move(part);
       m.dones[static_cast<size_t>(call.participant)] = std::move(done);
       if (!status.ok() && m.status.ok()) m.status = std::move(status);
       if (++m.arrived < call.group_size) return;
@@ -307,52 +347,105 @@ class MpiCollective final : public WorkerCollective {
       std::lock_guard lock(mutex_);
       if (auto it = comms_.find(call.group); it != comms_.end()) group = it->second;
     }
-    const std::string what = std::string(shared->shares ? "reduce_scatter '" : "all_reduce '") + call.group + "' (step " +
-                             std::to_string(call.instance) + ")";
+    const std::string what = std::string(kind_name(shared->kind)) + " '" + call.group + "' (step " + std::to_string(call.instance) + ")";
     if (group.comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
-    const MPI_Comm comm = group.comm;
+    if (Status counted = count_per_worker(*shared); !counted.ok()) return complete(counted.with_context(what));
     Job job{.what = what, .group = group.index, .deadline = shared->deadline};
     if (recording_phases_.load(std::memory_order_relaxed)) {
       job.phases = CollectivePhases{.group = call.group, .start_ns = nanoseconds(shared->start), .local_done_ns = nanoseconds(Clock::now())};
     }
-    // The tensors reduced across workers, in the same order on every worker.
-    const size_t reduced = shared->shares ? shared->outputs.size() : 1;
-    job.post = [shared, comm, reduced, bf16_sum = bf16_sum_](std::vector<MPI_Request>& requests) {
-      for (size_t p = 0; p < reduced; ++p) {
-        for (Tensor& t : shared->outputs[p]) {
-          auto* data = static_cast<std::byte*>(t.mutable_raw_data());
-          const size_t element = graph::dtype_size(t.dtype());
-          for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
-            const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
-            requests.emplace_back();
-            const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * static_cast<int64_t>(element), count,
-                                            mpi_type(t.dtype()), t.dtype() == graph::DType::bf16 ? bf16_sum : MPI_SUM,
-                                            comm, &requests.back());
-            if (code != MPI_SUCCESS) return code;
-          }
-        }
-      }
-      return MPI_SUCCESS;
+    job.post = [shared, comm = group.comm, bf16_sum = bf16_sum_](std::vector<MPI_Request>& requests) {
+      return post_across_workers(*shared, comm, bf16_sum, requests);
     };
-    const int participants = static_cast<int>(shared->outputs.size()) * size_;
-    job.finish = [shared, complete, participants, reduced](Status s) {
-      if (s.ok()) {
-        for (size_t p = 0; p < reduced && shared->reduction == Reduction::mean; ++p) {
-          for (Tensor& t : shared->outputs[p]) divide(t, participants);
-        }
-        std::span<Tensor> result = shared->outputs[0];
-        for (size_t p = reduced; p < shared->outputs.size(); ++p) {
-          for (size_t j = 0; j < result.size(); ++j) {
-            Tensor& to = shared->outputs[p][j];
-            if (to.raw_data() != result[j].raw_data() && to.byte_size() > 0) {
-              std::memcpy(to.mutable_raw_data(), result[j].raw_data(), to.byte_size());
-            }
-          }
-        }
-      }
+    const int participants = static_cast<int>(shared->parts.size()) * size_;
+    job.finish = [shared, complete, participants](Status s) {
+      if (s.ok()) finish_across_workers(*shared, participants);
       complete(s);
     };
     submit(std::move(job));
+  }
+
+  // For reduce_scatter and all_gather: MPI's counts and offsets of each participant's call across the
+  // workers (elements of its block per worker, or bytes of its rows per worker), which must fit ints.
+  Status count_per_worker(Meeting& m) const {
+    if (m.kind == Kind::all_reduce) return Status();
+    const int64_t participants = static_cast<int64_t>(m.parts.size());
+    for (int64_t p = 0; p < participants; ++p) {
+      const Tensor& whole = m.parts[static_cast<size_t>(p)].outputs[0];
+      const int64_t block = m.kind == Kind::reduce_scatter ? m.parts[static_cast<size_t>(p)].source.num_elements()
+                                                           : participant_share(whole.dim(0), participants, p);
+      const int64_t unit = m.kind == Kind::reduce_scatter || whole.dim(0) == 0 ? 1 : whole.byte_size() / whole.dim(0);
+      std::vector<int>& counts = m.counts.emplace_back();
+      std::vector<int>& offsets = m.offsets.emplace_back();
+      int64_t offset = 0;
+      for (int w = 0; w < size_; ++w) {
+        const int64_t count = participant_share(block, size_, w) * unit;
+        if (offset + count > kMaxCount) return graph::invalid_argument("a participant's part exceeds MPI's counts (2^30)");
+        counts.push_back(static_cast<int>(count));
+        offsets.push_back(static_cast<int>(offset));
+        offset += count;
+      }
+    }
+    return Status();
+  }
+
+  // Posts the meeting's calls across workers, in the same order on every worker.
+  static int post_across_workers(Meeting& m, MPI_Comm comm, MPI_Op bf16_sum, std::vector<MPI_Request>& requests) {
+    const auto op_for = [bf16_sum](const Tensor& t) { return t.dtype() == graph::DType::bf16 ? bf16_sum : MPI_SUM; };
+    if (m.kind == Kind::all_reduce) {  // participant 0's result, copied to the others afterwards
+      for (Tensor& t : m.parts[0].outputs) {
+        auto* data = static_cast<std::byte*>(t.mutable_raw_data());
+        const int64_t element = static_cast<int64_t>(graph::dtype_size(t.dtype()));
+        for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
+          const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
+          requests.emplace_back();
+          const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * element, count, mpi_type(t.dtype()), op_for(t), comm,
+                                          &requests.back());
+          if (code != MPI_SUCCESS) return code;
+        }
+      }
+      return MPI_SUCCESS;
+    }
+    const int64_t participants = static_cast<int64_t>(m.parts.size());
+    for (int64_t p = 0; p < participants; ++p) {
+      Part& part = m.parts[static_cast<size_t>(p)];
+      Tensor& out = part.outputs[0];
+      requests.emplace_back();
+      int code = MPI_SUCCESS;
+      if (m.kind == Kind::reduce_scatter) {
+        code = MPI_Ireduce_scatter(part.source.raw_data(), out.mutable_raw_data(), m.counts[static_cast<size_t>(p)].data(),
+                                   mpi_type(out.dtype()), op_for(out), comm, &requests.back());
+      } else {  // all_gather: participant p's block of rows, gathered into participant 0's output
+        const int64_t row_bytes = out.dim(0) == 0 ? 0 : out.byte_size() / out.dim(0);
+        auto* block = static_cast<std::byte*>(m.parts[0].outputs[0].mutable_raw_data()) +
+                      worker_share(out.dim(0), participants, p, 1, 0).first * row_bytes;
+        code = MPI_Iallgatherv(part.source.raw_data(), static_cast<int>(part.source.byte_size()), MPI_BYTE, block,
+                               m.counts[static_cast<size_t>(p)].data(), m.offsets[static_cast<size_t>(p)].data(), MPI_BYTE,
+                               comm, &requests.back());
+      }
+      if (code != MPI_SUCCESS) return code;
+    }
+    return MPI_SUCCESS;
+  }
+
+  // After the calls across workers: a mean's division, and participant 0's result copied to the
+  // participants that share it (all_reduce's and all_gather's).
+  static void finish_across_workers(Meeting& m, int participants) {
+    if (m.reduction == Reduction::mean && m.kind != Kind::all_gather) {
+      for (size_t p = 0; p < (m.kind == Kind::all_reduce ? 1 : m.parts.size()); ++p) {
+        for (Tensor& t : m.parts[p].outputs) divide(t, participants);
+      }
+    }
+    if (m.kind == Kind::reduce_scatter) return;
+    const std::span<Tensor> result = m.parts[0].outputs;
+    for (size_t p = 1; p < m.parts.size(); ++p) {
+      for (size_t j = 0; j < result.size(); ++j) {
+        Tensor& to = m.parts[p].outputs[j];
+        if (to.raw_data() != result[j].raw_data() && to.byte_size() > 0) {
+          std::memcpy(to.mutable_raw_data(), result[j].raw_data(), to.byte_size());
+        }
+      }
+    }
   }
 
   // A finished job's phases, completed with when the other workers arrived (communication thread).

@@ -1,7 +1,7 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
 // Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step, with
-// sharded optimizer state, and (within bf16's rounding) with the gradients all-reduced in bf16;
+// optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
@@ -123,9 +123,10 @@ TEST_CASE("MultiWorker.accumulation_steps.train_as_k_times_larger_batches") {
   check_close(trained_values(saved), trained_values(reference_file));
 }
 
-// Sharded optimizer state across workers (sharded among each worker's local replicas, every worker
-// holding all the shares): 2 workers x 2 and 3 devices with Adam and momentum, global batch 61, train
-// as one device does; the checkpoint they write holds whole slots and resumes on one device.
+// Sharded optimizer state across workers (each of the W x R replicas holding its own share of every
+// slot): 2 workers x 2 and 3 devices with Adam and momentum, global batch 61, train as one device
+// does; the checkpoint they write (worker 0 gathering every worker's shares) holds whole slots and
+// resumes on one device, and sharded again over 3 workers, which save the trained model.
 TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
   for (const std::string& model : {mlp_file(), adam_mlp_file()}) {
     const std::vector<std::string> common = {"train", model, "--batch-size", "61", "--threads", "1", "--json"};
@@ -149,6 +150,12 @@ TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
       resumed.insert(resumed.end(), {"--steps", "16", "--strategy", "one_device", "--devices", "cpu:0", "--checkpoint-dir",
                                      dir, "--resume", "--save", saved});
       REQUIRE(run(resumed, "sharded_resumed_on_one_device").code == 0);
+      check_close(trained_values(saved), trained_values(reference_file));
+      std::vector<std::string> across = common;
+      across.insert(across.end(), {"--steps", "16", "--strategy", "multi_worker_mirrored", "--devices", devices,
+                                   "--shard-optimizer-state", "--checkpoint-dir", dir, "--resume", "--save", saved});
+      const Run again = run_program(mpirun(3, across), "sharded_resumed_on_3_workers");
+      REQUIRE_MESSAGE(again.code == 0, again.err);
       check_close(trained_values(saved), trained_values(reference_file));
     }
   }

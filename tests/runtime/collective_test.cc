@@ -125,6 +125,36 @@ TEST_CASE("Collective.in_process.reduce_scatter.gives_each_participant_its_share
   }
 }
 
+// worker_share: the parts of every participant of every worker tile [0, count) in (participant,
+// worker) order, each participant's parts make its share, and any two parts differ by at most one.
+TEST_CASE("Collective.worker_share.tiles_the_elements_in_participant_then_worker_order") {
+  for (int64_t count : {0, 1, 5, 6, 61, 1000, 65543}) {
+    for (int64_t group_size : {1, 2, 3}) {
+      for (int64_t workers : {1, 2, 3, 4}) {
+        CAPTURE(count);
+        CAPTURE(group_size);
+        CAPTURE(workers);
+        int64_t next = 0, smallest = count, largest = 0;
+        for (int64_t p = 0; p < group_size; ++p) {
+          int64_t in_share = 0;
+          for (int64_t w = 0; w < workers; ++w) {
+            const ShareRange part = worker_share(count, group_size, p, workers, w);
+            CHECK(part.first == next);
+            next += part.count;
+            in_share += part.count;
+            smallest = std::min(smallest, part.count);
+            largest = std::max(largest, part.count);
+          }
+          CHECK(in_share == participant_share(count, group_size, p));
+          CHECK(worker_share(count, group_size, p, 1, 0).count == participant_share(count, group_size, p));
+        }
+        CHECK(next == count);
+        CHECK(largest - smallest <= 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("Collective.in_process.all_gather_and_broadcast.copy_exactly") {
   const int group_size = 3;
   InProcessCollective collective;

@@ -86,6 +86,8 @@ class TrainRun {
 
  private:
   graph::Status restore();
+  // Every variable, whole; in a multi-worker run a collective call of every worker (gather_variables).
+  graph::Expected<std::vector<serialization::NamedTensor>> read_all_variables();
   void note_metrics_error();  // a failed write to the metrics file: warn once, stop writing it
   graph::Status save_checkpoint(const TrainingPosition& position);
   graph::Status save_model();
@@ -98,6 +100,9 @@ class TrainRun {
   };
   std::optional<LossScaleReport> loss_scale_report(int64_t steps) const;
   int64_t applied_updates() const;  // the optimizer's iteration count
+  ops::WorkerPart worker_part() const {
+    return workers_ ? ops::WorkerPart{.worker = workers_->rank(), .workers = workers_->world_size()} : ops::WorkerPart{};
+  }
 
   const TrainCommand& command_;
   const RunConfig& config_;
@@ -108,6 +113,8 @@ class TrainRun {
   std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<serialization::CheckpointStore> store_;
+  std::vector<serialization::NamedTensor> restored_;  // the values restore() wrote, later sources winning
+  Worker0Saves saves_;  // what this run saves (worker 0's plans, which every worker takes part in)
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<TraceWriter> trace_;
   std::ofstream metrics_;
@@ -135,7 +142,7 @@ graph::Status TrainRun::run() {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
   }
   program_.program.accumulate_gradients = config_.training.accumulation_steps > 1;
-  MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program));
+  MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program, worker_part()));
   MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
   if (workers_) {
     MIRRA_RETURN_IF_ERROR(agree_with_worker_0(*workers_, config_, distributed_.graph));
@@ -166,9 +173,10 @@ graph::Status TrainRun::run() {
                 static_cast<long long>(config_.training.batch_size), precision.c_str());
   }
   MIRRA_RETURN_IF_ERROR(restore());
+  saves_ = {.checkpoints = store_ != nullptr, .model = !command_.save.empty()};
   if (workers_) {
-    MIRRA_RETURN_IF_ERROR(take_worker_0_state(*workers_, *session_, start_, program_.learning_rate_variable,
-                                              config_.strategy.all_reduce.timeout_s));
+    MIRRA_ASSIGN_OR_RETURN(saves_, take_worker_0_state(*workers_, *session_, start_, program_.learning_rate_variable,
+                                                       config_.strategy.all_reduce.timeout_s, restored_, saves_));
   }
   iterations_at_start_ = applied_updates();
   using runtime::data::Split;
@@ -233,7 +241,7 @@ graph::Status TrainRun::run() {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (position_ && !(*position_ == last_saved_)) MIRRA_RETURN_IF_ERROR(save_checkpoint(*position_));
-  if (!command_.save.empty() && rank == 0) MIRRA_RETURN_IF_ERROR(save_model());
+  if (saves_.model) MIRRA_RETURN_IF_ERROR(save_model());
   if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(workers_ && workers > 1 ? command_.trace + ".worker" + std::to_string(rank) : command_.trace));
   if (rank == 0) print_summary(seconds, history);
   if (interrupt_signal() != 0) {
@@ -257,7 +265,8 @@ graph::Status TrainRun::restore() {
   std::vector<serialization::NamedTensor> initial = model_.weights;
   for (const auto& state : model_.signature.optimizer.state) initial.push_back(state);
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
-                                        program_.learning_rate_variable));
+                                        program_.learning_rate_variable, worker_part()));
+  restored_ = std::move(initial);
   start_ = {.data_seed = config_.training.seed, .batch_size = config_.training.batch_size};
   if (workers_ && workers_->rank() != 0) return graph::Status();  // worker 0's checkpoints; its state comes to all
   if (config_.checkpoint.dir.empty()) {
@@ -276,7 +285,8 @@ graph::Status TrainRun::restore() {
   }
   const serialization::Checkpoint& checkpoint = **latest;
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, checkpoint.variables, /*require_all=*/true, "the checkpoint",
-                                        program_.learning_rate_variable));
+                                        program_.learning_rate_variable, worker_part()));
+  restored_.insert(restored_.begin(), checkpoint.variables.begin(), checkpoint.variables.end());  // found first
   start_ = checkpoint.position;
   last_saved_ = start_;
   if (start_.data_seed != config_.training.seed) {
@@ -330,7 +340,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
       if (workers_) workers_->record_phases(false);
     }
   }
-  if (store_ && step_error_.ok()) {
+  if (saves_.checkpoints && step_error_.ok()) {
     const bool epoch_end = position_->batch_in_epoch == 0;
     const int64_t every = config_.checkpoint.every_steps;
     if (epoch_end || (every > 0 && position_->step % every == 0)) step_error_ = save_checkpoint(*position_);
@@ -338,20 +348,31 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
 }
 
 graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
-  if (!store_) return graph::Status();
+  if (!saves_.checkpoints) return graph::Status();
   serialization::Checkpoint checkpoint{.position = position,
                                        .strategy = strategy_->config().strategy,
                                        .replicas = static_cast<int>(strategy_->config().devices.size())};
-  MIRRA_ASSIGN_OR_RETURN(checkpoint.variables, read_variables(*session_, program_.learning_rate_variable));
+  MIRRA_ASSIGN_OR_RETURN(checkpoint.variables, read_all_variables());
+  if (!store_) {  // another worker than 0, which took part in gathering the values
+    last_saved_ = position;
+    return graph::Status();
+  }
   MIRRA_RETURN_IF_ERROR(check_values(checkpoint.variables, "not checkpointing step " + std::to_string(position.step)));
   MIRRA_RETURN_IF_ERROR(store_->save(checkpoint));
   last_saved_ = position;
   return graph::Status();
 }
 
+graph::Expected<std::vector<serialization::NamedTensor>> TrainRun::read_all_variables() {
+  if (!workers_) return read_variables(*session_, program_.learning_rate_variable);
+  return gather_variables(*session_, program_.learning_rate_variable, *workers_,
+                          runtime::deadline_after(std::chrono::milliseconds(
+                              static_cast<int64_t>(config_.strategy.all_reduce.timeout_s * 1000))));
+}
+
 graph::Status TrainRun::save_model() {
-  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
-                         read_variables(*session_, program_.learning_rate_variable));
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, read_all_variables());
+  if (workers_ && workers_->rank() != 0) return graph::Status();  // it took part in gathering the values
   MIRRA_RETURN_IF_ERROR(check_values(values, "not saving '" + command_.save + "'"));
   serialization::Model trained{.graph = model_.graph, .signature = model_.signature, .metadata = model_.metadata};
   trained.signature.optimizer.state.clear();

@@ -49,50 +49,106 @@ graph::TensorValue flat_part(const graph::TensorValue& value, int64_t first, int
           std::make_shared<const std::vector<std::byte>>(begin, begin + static_cast<size_t>(count) * element)};
 }
 
-}  // namespace
+// The variables of the session's graph by replica-free name: whole ones (replica 0's copy), and the
+// shares of sharded slots in replica order, each under its whole type.
+struct SessionVariables {
+  std::vector<serialization::NamedTensor> whole;
+  std::map<std::string, std::pair<graph::TensorType, std::vector<graph::TensorValue>>> shares;
+};
 
-graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip) {
+graph::Expected<SessionVariables> fetch_variables(runtime::Session& session, std::string_view skip) {
   const graph::Graph& g = session.graph();
   std::vector<std::string> names;
-  std::vector<std::vector<graph::ValueRef>> fetches;  // per name: the value, or every replica's share
+  std::vector<graph::ValueRef> fetches;
   for (const graph::Node& node : g.nodes()) {
     if (node.op != "Variable" || shard_of(node) != nullptr) continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
     if (replica > 0 || name == skip || strategies::is_accumulator(name)) continue;
     names.emplace_back(name);
-    fetches.push_back({{node.id, 0}});
+    fetches.push_back({node.id, 0});
   }
+  const size_t whole_count = fetches.size();
   const auto shards = shards_by_name(g);
   for (const auto& [name, nodes] : shards) {
-    names.push_back(name);
-    fetches.emplace_back();
     for (const graph::Node* node : nodes) {
       if (node == nullptr) return graph::internal_error("variable '" + name + "' lacks a replica's share");
-      fetches.back().push_back({node->id, 0});
+      fetches.push_back({node->id, 0});
     }
   }
-  std::vector<graph::ValueRef> all;
-  for (const auto& list : fetches) all.insert(all.end(), list.begin(), list.end());
-  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, all));
-  std::vector<serialization::NamedTensor> out;
-  size_t next = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!shards.contains(names[i])) {
-      out.push_back({names[i], runtime::to_tensor_value(values[next++])});
-      continue;
-    }
-    // The shares, joined in replica order, are the whole variable's elements.
-    auto bytes = std::make_shared<std::vector<std::byte>>();
-    for (size_t r = 0; r < fetches[i].size(); ++r) {
-      const graph::TensorValue share = runtime::to_tensor_value(values[next++]);
-      bytes->insert(bytes->end(), share.bytes->begin(), share.bytes->end());
-    }
-    const graph::Node& first = *shards.at(names[i]).front();
-    out.push_back({names[i], {{first.outputs[0].dtype, *shard_of(first)}, std::move(bytes)}});
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, fetches));
+  SessionVariables out;
+  for (size_t i = 0; i < whole_count; ++i) out.whole.push_back({names[i], runtime::to_tensor_value(values[i])});
+  size_t next = whole_count;
+  for (const auto& [name, nodes] : shards) {
+    auto& [type, list] = out.shares[name];
+    type = {nodes.front()->outputs[0].dtype, *shard_of(*nodes.front())};
+    for (size_t r = 0; r < nodes.size(); ++r) list.push_back(runtime::to_tensor_value(values[next++]));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
+}
+
+// The variables sorted by name, as files hold them.
+std::vector<serialization::NamedTensor> sorted(std::vector<serialization::NamedTensor> values) {
+  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return values;
+}
+
+}  // namespace
+
+graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip,
+                                                                        Shares shares) {
+  MIRRA_ASSIGN_OR_RETURN(SessionVariables variables, fetch_variables(session, skip));
+  if (shares == Shares::left_out) return sorted(std::move(variables.whole));
+  for (auto& [name, type_and_shares] : variables.shares) {
+    // The shares, joined in replica order, are the whole variable's elements.
+    const auto& [type, list] = type_and_shares;
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    for (const graph::TensorValue& share : list) bytes->insert(bytes->end(), share.bytes->begin(), share.bytes->end());
+    if (static_cast<int64_t>(bytes->size()) != *type.shape.num_elements() * static_cast<int64_t>(graph::dtype_size(type.dtype))) {
+      return graph::internal_error("variable '" + name + "' is sharded across workers; read it with gather_variables");
+    }
+    variables.whole.push_back({name, {type, std::move(bytes)}});
+  }
+  return sorted(std::move(variables.whole));
+}
+
+graph::Expected<std::vector<serialization::NamedTensor>> gather_variables(runtime::Session& session, std::string_view skip,
+                                                                          runtime::WorkerCollective& workers,
+                                                                          runtime::CollectiveClock::time_point deadline) {
+  MIRRA_ASSIGN_OR_RETURN(SessionVariables variables, fetch_variables(session, skip));
+  // This worker's shares, by name and replica; every worker knows every other's sizes from the cut.
+  std::string mine;
+  for (const auto& [name, type_and_shares] : variables.shares) {
+    for (const graph::TensorValue& share : type_and_shares.second) {
+      mine.append(reinterpret_cast<const char*>(share.bytes->data()), share.bytes->size());
+    }
+  }
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<std::string> all, workers.exchange(mine, deadline));
+  std::vector<size_t> read(all.size(), 0);
+  const int64_t worker_count = static_cast<int64_t>(all.size());
+  for (const auto& [name, type_and_shares] : variables.shares) {
+    const auto& [type, list] = type_and_shares;
+    const int64_t elements = *type.shape.num_elements();
+    const int64_t replicas = static_cast<int64_t>(list.size());
+    const size_t element = graph::dtype_size(type.dtype);
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    bytes->reserve(static_cast<size_t>(elements) * element);
+    for (int64_t r = 0; r < replicas; ++r) {
+      for (int64_t w = 0; w < worker_count; ++w) {
+        const size_t size = static_cast<size_t>(runtime::worker_share(elements, replicas, r, worker_count, w).count) * element;
+        const std::string& from = all[static_cast<size_t>(w)];
+        if (read[static_cast<size_t>(w)] + size > from.size()) {
+          return graph::internal_error("worker " + std::to_string(w) + " sent too few shares of '" + name + "'");
+        }
+        const auto* begin = reinterpret_cast<const std::byte*>(from.data() + read[static_cast<size_t>(w)]);
+        bytes->insert(bytes->end(), begin, begin + size);
+        read[static_cast<size_t>(w)] += size;
+      }
+    }
+    variables.whole.push_back({name, {type, std::move(bytes)}});
+  }
+  return sorted(std::move(variables.whole));
 }
 
 graph::Status check_values(const std::vector<serialization::NamedTensor>& values, std::string_view source) {
@@ -116,7 +172,7 @@ graph::Status check_values(const std::vector<serialization::NamedTensor>& values
 }
 
 graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
-                              bool require_all, std::string_view source, std::string_view skip) {
+                              bool require_all, std::string_view source, std::string_view skip, const ops::WorkerPart& part) {
   MIRRA_RETURN_IF_ERROR(check_values(values, source));
   std::map<std::string, const serialization::NamedTensor*, std::less<>> by_name;
   for (const auto& v : values) by_name[v.name] = &v;
@@ -141,17 +197,16 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     if (shard_of(node) == nullptr) {
       session.assign_variable(node.name, runtime::from_tensor_value(value));
     } else {
-      // Replica r's share of the whole value (runtime::participant_share's cut).
+      // Replica r's share of the whole value (runtime::worker_share's cut).
       const int64_t replicas = static_cast<int64_t>(shards.find(name)->second.size());
-      int64_t first = 0;
-      for (int64_t r = 0; r < replica; ++r) first += runtime::participant_share(*whole.shape.num_elements(), replicas, r);
-      const int64_t count = runtime::participant_share(*whole.shape.num_elements(), replicas, replica);
-      if (!(node.outputs[0].shape == graph::Shape{count})) {
+      const runtime::ShareRange share = runtime::worker_share(*whole.shape.num_elements(), replicas, replica, part.workers, part.worker);
+      if (!(node.outputs[0].shape == graph::Shape{share.count})) {
         return graph::internal_error("variable '" + node.name + "' is " + node.outputs[0].to_string() + ", not share " +
                                      std::to_string(replica) + " of " + std::to_string(replicas) + " of " +
-                                     whole.to_string());
+                                     whole.to_string() + " on worker " + std::to_string(part.worker) + " of " +
+                                     std::to_string(part.workers));
       }
-      session.assign_variable(node.name, runtime::from_tensor_value(flat_part(value, first, count)));
+      session.assign_variable(node.name, runtime::from_tensor_value(flat_part(value, share.first, share.count)));
     }
     used.insert(it->first);
   }

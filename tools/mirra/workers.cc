@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "graph/op_schema.h"
@@ -31,14 +32,22 @@ bool is_collective(const graph::Node& node) {
   return schema != nullptr && schema->has(graph::kCollective);
 }
 
-// One line per collective node: name, op, attributes and operand types.
+// One line per collective node: name, op, attributes and operand types, less what differs between
+// workers by design: which worker's part the node is (`worker`), and the shares of sharded optimizer
+// state each worker's replicas hold (an all-gather's operands: its result is listed instead).
 std::string collective_plan(const graph::Graph& graph) {
   std::ostringstream plan;
   for (const graph::Node& node : graph.nodes()) {
     if (!is_collective(node)) continue;
     plan << node.name << " " << node.op;
-    for (const auto& [name, value] : node.attrs.entries()) plan << " " << name << "=" << graph::attr_to_string(value);
-    for (const graph::ValueRef input : node.inputs) plan << " " << graph.type(input).to_string();
+    for (const auto& [name, value] : node.attrs.entries()) {
+      if (name != "worker") plan << " " << name << "=" << graph::attr_to_string(value);
+    }
+    if (node.op == "AllGather") {
+      for (const graph::TensorType& output : node.outputs) plan << " -> " << output.to_string();
+    } else {
+      for (const graph::ValueRef input : node.inputs) plan << " " << graph.type(input).to_string();
+    }
     plan << "\n";
   }
   return plan.str();
@@ -85,24 +94,39 @@ graph::Status agree_with_worker_0(runtime::WorkerCollective& workers, const RunC
   return graph::Status();
 }
 
-graph::Status take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
-                                  serialization::TrainingPosition& position, const std::string& skip_variable,
-                                  double timeout_s) {
+graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
+                                                  serialization::TrainingPosition& position, const std::string& skip_variable,
+                                                  double timeout_s, const std::vector<serialization::NamedTensor>& restored,
+                                                  Worker0Saves saves) {
+  const auto deadline = deadline_in(timeout_s);
+  // Every worker's shares of sharded optimizer state, whole; then what worker 0 restored, which holds
+  // the shares that only other workers' replicas keep.
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> variables,
+                         gather_variables(session, skip_variable, workers, deadline));
   std::string bytes;
   if (workers.rank() == 0) {
-    serialization::Checkpoint state{.position = position};
-    MIRRA_ASSIGN_OR_RETURN(state.variables, read_variables(session, skip_variable));
+    for (serialization::NamedTensor& v : variables) {
+      const auto it = std::find_if(restored.begin(), restored.end(), [&](const auto& r) { return r.name == v.name; });
+      if (it != restored.end()) v.value = it->value;
+    }
+    serialization::Checkpoint state{.position = position, .variables = std::move(variables)};
     MIRRA_ASSIGN_OR_RETURN(const flatbuffers::DetachedBuffer buffer, serialization::serialize_checkpoint(state));
     bytes.assign(reinterpret_cast<const char*>(buffer.data()), buffer.size());
+    bytes += static_cast<char>(saves.checkpoints);
+    bytes += static_cast<char>(saves.model);
   }
-  MIRRA_RETURN_IF_ERROR(workers.broadcast_bytes(bytes, deadline_in(timeout_s)));
-  if (workers.rank() == 0) return graph::Status();
+  MIRRA_RETURN_IF_ERROR(workers.broadcast_bytes(bytes, deadline));
+  if (workers.rank() == 0) return saves;
+  if (bytes.size() < 2) return graph::internal_error("worker 0's state is empty");
+  saves = {.checkpoints = bytes[bytes.size() - 2] != 0, .model = bytes.back() != 0};
+  bytes.resize(bytes.size() - 2);
   MIRRA_ASSIGN_OR_RETURN(const serialization::Checkpoint state,
                          serialization::parse_checkpoint({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
                                                          "worker 0's state"));
-  MIRRA_RETURN_IF_ERROR(write_variables(session, state.variables, /*require_all=*/true, "worker 0's state", skip_variable));
+  MIRRA_RETURN_IF_ERROR(write_variables(session, state.variables, /*require_all=*/true, "worker 0's state", skip_variable,
+                                        {.worker = workers.rank(), .workers = workers.world_size()}));
   position = state.position;
-  return graph::Status();
+  return saves;
 }
 
 }  // namespace mirra::runner

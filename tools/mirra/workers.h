@@ -27,10 +27,20 @@ std::vector<std::string> collective_groups(const graph::Graph& graph);
 // within `timeout_s` is deadline_exceeded.
 graph::Status agree_with_worker_0(runtime::WorkerCollective& workers, const RunConfig& config, const graph::Graph& graph);
 
-// Worker 0's variables and training position, given to every worker, so all start from the same
-// values whatever each one loaded (its model file, its checkpoint directory).
-graph::Status take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
-                                  serialization::TrainingPosition& position, const std::string& skip_variable,
-                                  double timeout_s);
+// What worker 0 saves, in which every worker takes part: with sharded optimizer state, the shares of
+// every worker make the values saved (gather_variables).
+struct Worker0Saves {
+  bool checkpoints = false;  // it has a checkpoint directory: it checkpoints on the config's schedule
+  bool model = false;        // --save: it writes the trained model at the end
+};
+
+// Worker 0's variables and training position, and its Worker0Saves, given to every worker, so all
+// start from the same values whatever each one loaded (its model file, its checkpoint directory). A
+// collective call of every worker; `restored` are the values worker 0 restored (the model file's,
+// then its checkpoint's), whose sharded slots it holds only its replicas' shares of.
+graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
+                                                  serialization::TrainingPosition& position, const std::string& skip_variable,
+                                                  double timeout_s, const std::vector<serialization::NamedTensor>& restored,
+                                                  Worker0Saves saves);
 
 }  // namespace mirra::runner
