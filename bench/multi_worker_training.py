@@ -5,11 +5,15 @@ For each model (MLP, CNN), interleaved and repeated:
   - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
     per worker (global batch 128, 64 examples per worker);
   - the same with the gradients all-reduced in bf16 (a config with all_reduce.compression: bf16);
+  - the same with sharded optimizer state (--shard-optimizer-state: each worker's replica keeps half of
+    the momentum slots), with the slot bytes per replica from worker 0's summary;
   - mirra mirrored: one process, Mirrored over cpu:0, cpu:1, two threads (the same global batch);
-  - PyTorch DDP (gloo): bench/peers/torch_training.py --ddp 2, one thread per process.
+  - PyTorch DDP (gloo): bench/peers/torch_training.py --ddp 2, one thread per process, plain and with
+    ZeroRedundancyOptimizer (--zero, PyTorch's ZeRO stage 1), the sharded run's peer.
 mirra's throughput is taken from its --metrics lines over the steps after the first 20 (the peer's
-window). Prints one JSON object: medians of examples/s, and multi-worker over DDP (target >= 1.2) and
-over Mirrored in one process, and bf16 all-reduce over f32.
+window). Prints one JSON object: medians of examples/s; multi-worker over DDP (target >= 1.2) and over
+Mirrored in one process; bf16 all-reduce over f32; sharded optimizer state over unsharded (throughput
+and slot bytes per replica) and over DDP with ZeRO.
 
 Needs: a built tree (build/release, or --build DIR) with MPI, mpirun, and Debian's python3-torch.
 Usage: bench/multi_worker_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
@@ -34,9 +38,12 @@ def run(command):
     return done.stdout
 
 
-def mirra_examples_per_s(command, metrics):
-    """Runs a `mirra train ... --metrics FILE` command; examples/s over the steps after WARMUP."""
-    run(command + ["--metrics", metrics])
+def mirra_examples_per_s(command, metrics, summaries=None):
+    """Runs a `mirra train ... --metrics FILE` command; examples/s over the steps after WARMUP. Appends
+    its JSON summary (worker 0's) to `summaries` when given."""
+    summary = json.loads(run(command + ["--metrics", metrics]).strip().splitlines()[-1])
+    if summaries is not None:
+        summaries.append(summary)
     lines = [json.loads(line) for line in open(metrics)]
     window = [line for line in lines if line["step"] > WARMUP]
     start = next(line["seconds"] for line in lines if line["step"] == WARMUP)
@@ -67,10 +74,16 @@ def main():
             model_file = os.path.join(work, model + ".mirra")
             run([examples, "write", model, model_file])
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--json"]
+            summaries = {"unsharded": [], "sharded": []}
             commands = {
                 "mirra_multi_worker": lambda m: mirra_examples_per_s(
                     ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
-                    ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
+                    ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m,
+                    summaries["unsharded"]),
+                "mirra_multi_worker_sharded": lambda m: mirra_examples_per_s(
+                    ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
+                    ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1",
+                     "--shard-optimizer-state"], m, summaries["sharded"]),
                 "mirra_multi_worker_bf16_all_reduce": lambda m: mirra_examples_per_s(
                     ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"] + train +
                     ["--config", bf16_config, "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
@@ -79,6 +92,9 @@ def main():
                 "pytorch_ddp": lambda m: json.loads(run(
                     ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1",
                      "--ddp", "2", "--steps", str(STEPS[model])]).strip().splitlines()[-1])["examples_per_s"],
+                "pytorch_ddp_zero": lambda m: json.loads(run(
+                    ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1",
+                     "--ddp", "2", "--zero", "--steps", str(STEPS[model])]).strip().splitlines()[-1])["examples_per_s"],
             }
             runs = {name: [] for name in commands}
             for _ in range(args.repeats):
@@ -91,6 +107,11 @@ def main():
             entry["ratio_vs_mirrored_one_process"] = round(ours / entry["mirra_mirrored"]["examples_per_s"], 3)
             entry["ratio_bf16_all_reduce_over_f32"] = round(
                 entry["mirra_multi_worker_bf16_all_reduce"]["examples_per_s"] / ours, 3)
+            sharded = entry["mirra_multi_worker_sharded"]["examples_per_s"]
+            entry["ratio_sharded_over_unsharded"] = round(sharded / ours, 3)
+            entry["ratio_sharded_vs_pytorch_ddp_zero"] = round(sharded / entry["pytorch_ddp_zero"]["examples_per_s"], 3)
+            for kind, found in summaries.items():
+                entry[f"slot_bytes_per_replica_{kind}"] = max(found[-1]["optimizer_slot_bytes"].values())
             report["models"][model] = entry
     print(json.dumps(report, indent=1))
 

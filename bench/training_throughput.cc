@@ -60,18 +60,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
     gpu_peaks[device->id().to_string()] = {{"peak_bytes_in_use", stats.peak_bytes_in_use},
                                            {"device_allocations", stats.system_allocations}};
   }
-  // The optimizer slots' bytes on each device, from the values the session holds.
-  nlohmann::json slot_bytes = nlohmann::json::object();
-  for (const graph::Node& node : program.graph.nodes()) {
-    const std::optional<size_t> gradient_input = ops::update_gradient_input(node.op);
-    for (size_t i = 1; gradient_input && i < *gradient_input; ++i) {
-      const graph::Node& slot = program.graph.node(node.inputs[i].node);
-      const std::optional<runtime::Tensor> value = session.variables().find(slot.name);
-      if (!value) continue;
-      const std::string device = slot.device ? slot.device->to_string() : "cpu:0";
-      slot_bytes[device] = slot_bytes.value(device, int64_t{0}) + static_cast<int64_t>(value->byte_size());
-    }
-  }
+  nlohmann::json slot_bytes = ops::optimizer_slot_bytes(session);
   nlohmann::json result{{"framework", "mirra"},
                         {"model", options.model},
                         {"strategy", strategy->describe()},

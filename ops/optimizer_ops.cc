@@ -11,6 +11,7 @@
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
+#include "runtime/session.h"
 
 namespace mirra::ops {
 
@@ -321,6 +322,21 @@ std::optional<size_t> update_gradient_input(std::string_view op) {
   if (op == "ApplyMomentum") return 2;
   if (op == "ApplyAdam") return 3;
   return std::nullopt;
+}
+
+std::map<std::string, int64_t> optimizer_slot_bytes(runtime::Session& session) {
+  std::map<std::string, int64_t> bytes;
+  const graph::Graph& g = session.graph();
+  for (const graph::Node& node : g.nodes()) {
+    const std::optional<size_t> gradient_input = update_gradient_input(node.op);
+    for (size_t i = 1; gradient_input && i < *gradient_input; ++i) {
+      const graph::Node& slot = g.node(node.inputs[i].node);
+      const std::optional<runtime::Tensor> value = session.variables().find(slot.name);
+      if (!value) continue;
+      bytes[slot.device ? slot.device->to_string() : "cpu:0"] += static_cast<int64_t>(value->byte_size());
+    }
+  }
+  return bytes;
 }
 
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after) {

@@ -94,6 +94,11 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         MIRRA_RETURN_IF_ERROR(b.status());
       }
     }
+    if (replicas == 1) {  // one replica per worker: its gathered share is the whole variable
+      auto scope = b.scope("replica_0/shard/" + v.name);
+      on(0);
+      updated[0] = ops::reshape(b, updated[0], type.shape.dims);
+    }
     for (int64_t r = 0; r < replicas; ++r) {
       auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
       on(r);

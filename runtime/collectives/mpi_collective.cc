@@ -185,19 +185,20 @@ class MpiCollective final : public WorkerCollective {
     const Clock::time_point start = Clock::now();
     const int64_t count = input.num_elements();
     const ShareRange mine = worker_share(count, call.group_size, call.participant, size_, rank_);
+    Status fits;  // a misfit still meets the others, which then all fail with it instead of waiting
     if (output.dtype() != input.dtype() || output.num_elements() != mine.count) {
-      return done(graph::invalid_argument("reduce_scatter '" + call.group + "': participant " + std::to_string(call.participant) +
-                                          "'s output " + output.type_string() + " does not hold its share of " +
-                                          std::to_string(mine.count) + " elements (worker " + std::to_string(rank_) + " of " +
-                                          std::to_string(size_) + ")"));
+      fits = graph::invalid_argument("reduce_scatter '" + call.group + "': participant " + std::to_string(call.participant) +
+                                     "'s output " + output.type_string() + " does not hold its share of " +
+                                     std::to_string(mine.count) + " elements (worker " + std::to_string(rank_) + " of " +
+                                     std::to_string(size_) + ")");
     }
     // The in-process call writes the block; its callback owns it until the step across workers.
     auto block = std::make_shared<Tensor>(
         Tensor::empty(host_allocator(), input.dtype(), {participant_share(count, call.group_size, call.participant)}));
     local_.reduce_scatter(call, Reduction::sum, input, *block,
-                          [this, call, reduction, &output, block, start, done = std::move(done)](Status status) mutable {
+                          [this, call, reduction, &output, block, start, fits, done = std::move(done)](Status status) mutable {
                             meet(call, Kind::reduce_scatter, reduction, {*block, {&output, 1}}, start, std::move(done),
-                                 std::move(status));
+                                 fits.ok() ? std::move(status) : fits);
                           });
   }
   // Every worker gathers every participant's rows (no in-process step: the local participants only meet).
@@ -207,13 +208,14 @@ class MpiCollective final : public WorkerCollective {
     const ShareRange mine = rows < 0 ? ShareRange{} : worker_share(rows, call.group_size, call.participant, size_, rank_);
     bool fits = rows >= 0 && input.rank() == output.rank() && input.dtype() == output.dtype() && input.dim(0) == mine.count;
     for (int d = 1; fits && d < input.rank(); ++d) fits = input.dim(d) == output.dim(d);
+    Status status;  // a misfit still meets the others, which then all fail with it instead of waiting
     if (!fits) {
-      return done(graph::invalid_argument("all_gather '" + call.group + "': participant " + std::to_string(call.participant) +
-                                          "'s input " + input.type_string() + " is not its rows of the gathered " +
-                                          output.type_string() + " (worker " + std::to_string(rank_) + " of " +
-                                          std::to_string(size_) + ")"));
+      status = graph::invalid_argument("all_gather '" + call.group + "': participant " + std::to_string(call.participant) +
+                                       "'s input " + input.type_string() + " is not its rows of the gathered " +
+                                       output.type_string() + " (worker " + std::to_string(rank_) + " of " +
+                                       std::to_string(size_) + ")");
     }
-    meet(call, Kind::all_gather, Reduction::sum, {input, {&output, 1}}, start, std::move(done), Status());
+    meet(call, Kind::all_gather, Reduction::sum, {input, {&output, 1}}, start, std::move(done), std::move(status));
   }
   void broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) override {
     done(graph::unimplemented("broadcast '" + call.group + "': the MPI collective broadcasts only bytes (broadcast_bytes)"));

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "examples/example_models.h"
 #include "serialization/model_file.h"
 #include "tests/runner/runner_process.h"
@@ -124,7 +126,7 @@ TEST_CASE("MultiWorker.accumulation_steps.train_as_k_times_larger_batches") {
 }
 
 // Sharded optimizer state across workers (each of the W x R replicas holding its own share of every
-// slot): 2 workers x 2 and 3 devices with Adam and momentum, global batch 61, train as one device
+// slot): 2 workers x 1, 2 and 3 devices with Adam and momentum, global batch 61, train as one device
 // does; the checkpoint they write (worker 0 gathering every worker's shares) holds whole slots and
 // resumes on one device, and sharded again over 3 workers, which save the trained model.
 TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
@@ -133,8 +135,10 @@ TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
     const std::string reference_file = workspace() / "reference_sharded.mirra";
     std::vector<std::string> reference = common;
     reference.insert(reference.end(), {"--steps", "16", "--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
-    REQUIRE(run(reference, "reference_sharded").code == 0);
-    for (const char* devices : {"cpu:0,cpu:1", "cpu:0,cpu:1,cpu:2"}) {
+    const Run one_device = run(reference, "reference_sharded");
+    REQUIRE(one_device.code == 0);
+    const int64_t slot_bytes = nlohmann::json::parse(last_line(one_device.out))["optimizer_slot_bytes"]["cpu:0"].get<int64_t>();
+    for (const std::string devices : {"cpu:0", "cpu:0,cpu:1", "cpu:0,cpu:1,cpu:2"}) {
       CAPTURE(model);
       CAPTURE(devices);
       const std::string dir = workspace() / "sharded_checkpoints";
@@ -144,7 +148,17 @@ TEST_CASE("MultiWorker.shard_optimizer_state.trains_as_one_device") {
                                "--shard-optimizer-state", "--checkpoint-dir", dir});
       const Run r = run_program(mpirun(2, args), "multi_worker_sharded");
       REQUIRE_MESSAGE(r.code == 0, r.err);
-      CHECK(last_line(r.out).find("\"shard_optimizer_state\":true") != std::string::npos);
+      const auto summary = nlohmann::json::parse(last_line(r.out));
+      CHECK(summary["shard_optimizer_state"].get<bool>());
+      // Each of worker 0's replicas holds 1/(2 L) of the slots, give or take an element per slot.
+      const auto& held = summary["optimizer_slot_bytes"];
+      const int64_t replicas = static_cast<int64_t>(held.size());
+      CHECK(replicas == std::count(devices.begin(), devices.end(), ',') + 1);
+      for (const auto& item : held.items()) {
+        const std::string device = item.key();  // not a structured binding: CAPTURE's lambda takes it
+        CAPTURE(device);
+        CHECK(std::abs(item.value().get<int64_t>() - slot_bytes / (2 * replicas)) <= 64);
+      }
       const std::string saved = workspace() / "sharded_resumed.mirra";
       std::vector<std::string> resumed = common;
       resumed.insert(resumed.end(), {"--steps", "16", "--strategy", "one_device", "--devices", "cpu:0", "--checkpoint-dir",

@@ -129,7 +129,7 @@ TEST_CASE("Runner.accumulation_steps.train_as_k_times_larger_batches") {
     extra.insert(extra.end(), accumulate.begin(), accumulate.end());
     const Run trained = run(train_args(extra), "accumulated_" + strategy);
     REQUIRE(trained.code == 0);
-    const auto summary = nlohmann::json::parse(trained.out.substr(trained.out.rfind('{')));
+    const auto summary = nlohmann::json::parse(last_line(trained.out));
     CHECK(summary["steps"] == 8);
     CHECK(summary["examples"] == 8 * 128);
     const auto values = trained_values(out);
@@ -203,7 +203,7 @@ TEST_CASE("Runner.shard_optimizer_state.trains_and_checkpoints_whole_slots") {
 // (the loss scale is ignored there) and back in fp16.
 TEST_CASE("Runner.mixed_precision.trains_and_checkpoints_the_loss_scale") {
   const auto final_loss = [](const Run& r) {
-    return nlohmann::json::parse(r.out.substr(r.out.rfind('{')))["final_loss"].get<double>();
+    return nlohmann::json::parse(last_line(r.out))["final_loss"].get<double>();
   };
   const Run f32 = run(train_args({"--steps", "12", "--json"}), "mixed_f32");
   REQUIRE(f32.code == 0);
@@ -214,7 +214,7 @@ TEST_CASE("Runner.mixed_precision.trains_and_checkpoints_the_loss_scale") {
     REQUIRE(trained.code == 0);
     CHECK(final_loss(trained) == doctest::Approx(final_loss(f32)).epsilon(0.05));
     CHECK(trained_values(out).contains("loss_scale/scale") == (mode == "fp16"));
-    const auto summary = nlohmann::json::parse(trained.out.substr(trained.out.rfind('{')));
+    const auto summary = nlohmann::json::parse(last_line(trained.out));
     CHECK(summary.contains("loss_scale") == (mode == "fp16"));
     if (mode == "fp16") {  // 2^15 at first, halved by each skipped step, and 12 steps are too few to grow
       CHECK(summary["loss_scale"].get<double>() == std::ldexp(32768.0, -summary["skipped_steps"].get<int>()));

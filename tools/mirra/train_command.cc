@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 
+#include "ops/optimizer_ops.h"
 #include "ops/registry.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/memory_estimate.h"
@@ -430,6 +431,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                             {"devices", devices},
                             {"replicas", strategy_->config().strategy == "one_device" ? 1 : strategy_->config().devices.size()},
                             {"shard_optimizer_state", strategy_->config().shard_optimizer_state},
+                            {"optimizer_slot_bytes", ops::optimizer_slot_bytes(*session_)},
                             {"steps", steps},
                             {"total_steps", position_ ? position_->step : start_.step},
                             {"examples", examples_},
