@@ -225,25 +225,39 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
 
 // ---- ReduceScatter ----
 
-// Replica r's output is its share of the flattened sum (or mean) of every replica's input (of every
-// worker's replicas, cut again among the workers).
+// The `replicas` attr of ReduceScatter and AllGather, whose inputs hold a bucket of k tensors per
+// replica (replica r's j-th is input r * k + j), and k.
+Expected<std::pair<int64_t, size_t>> bucket_of(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1 || replicas > kMaxReplicas) return ctx.error("replicas must be in [1, 4096]");
+  if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
+    return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
+  }
+  return std::pair{replicas, ctx.num_inputs() / static_cast<size_t>(replicas)};
+}
+
+// Replica r's outputs are its shares of the flattened sums (or means) of every replica's tensors of
+// the bucket (of every worker's replicas, cut again among the workers), in one call per replica.
 void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   auto collective = spanning_collective(ctx);
   if (!collective.ok()) return done(collective.status());
-  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
   const runtime::Reduction reduction = reduction_of(ctx);
-  const int64_t elements = ctx.input(0).num_elements();
   const int64_t workers = ctx.attr<int64_t>("workers"), worker = ctx.attr<int64_t>("worker");
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
   for (int64_t r = 0; r < replicas; ++r) {
-    const Tensor& input = ctx.input(static_cast<size_t>(r));
-    calls->inputs[static_cast<size_t>(r)].push_back(input);
-    calls->outputs[static_cast<size_t>(r)].push_back(ctx.allocate_output(
-        static_cast<size_t>(r), input.dtype(), {runtime::worker_share(elements, replicas, r, workers, worker).count}));
+    for (size_t j = 0; j < k; ++j) {
+      const size_t i = static_cast<size_t>(r) * k + j;
+      const Tensor& input = ctx.input(i);
+      calls->inputs[static_cast<size_t>(r)].push_back(input);
+      calls->outputs[static_cast<size_t>(r)].push_back(
+          ctx.allocate_output(i, input.dtype(), {runtime::worker_share(input.num_elements(), replicas, r, workers, worker).count}));
+    }
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)][0],
-                                  calls->outputs[static_cast<size_t>(r)][0], ReplicaCalls::replica_done(calls));
+    (*collective)->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
+                                  calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
   }
 }
 
@@ -251,16 +265,19 @@ Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) 
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
-  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
-  if (replicas > kMaxReplicas) return ctx.error("at most 4096 replicas");
-  const TensorType& first = ctx.input(0);
-  if (first.dtype != DType::f32 && first.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
-  for (size_t r = 1; r < ctx.num_inputs(); ++r) MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, r, 0));
-  const std::optional<int64_t> elements = first.shape.num_elements();
+  MIRRA_ASSIGN_OR_RETURN(const auto bucket, bucket_of(ctx));
+  const auto [replicas, k] = bucket;
+  const DType dtype = ctx.input(0).dtype;
   std::vector<TensorType> shares;
-  for (int64_t r = 0; r < replicas; ++r) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorType& t = ctx.input(i);
+    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
+    if (t.dtype != dtype) return ctx.error("a bucket holds one dtype: input " + std::to_string(i) + " " + t.to_string());
+    MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, i, i % k));
+    const std::optional<int64_t> elements = t.shape.num_elements();
+    const int64_t r = static_cast<int64_t>(i / k);
     shares.push_back(
-        {first.dtype, graph::Shape{elements ? runtime::worker_share(*elements, replicas, r, place.workers, place.worker).count : -1}});
+        {t.dtype, graph::Shape{elements ? runtime::worker_share(*elements, replicas, r, place.workers, place.worker).count : -1}});
   }
   return shares;
 }
@@ -286,29 +303,35 @@ void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
   }
 }
 
-// Every replica gets the concatenation, along dim 0, of all replicas' values in replica order (across
-// workers: the `rows` rows that every worker's replicas bring, in reduce-scatter's order).
+// Every replica gets, for each tensor of the bucket, the concatenation along dim 0 of all replicas'
+// values in replica order (across workers: the `rows` that every worker's replicas bring, in
+// reduce-scatter's order).
 void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
   auto collective = spanning_collective(ctx);
   if (!collective.ok()) return done(collective.status());
-  const Tensor& first = ctx.input(0);
-  if (first.rank() == 0) return done(graph::invalid_argument("cannot gather scalars along dim 0"));
-  const int64_t replicas = static_cast<int64_t>(ctx.num_inputs());
-  int64_t rows = ctx.attr<int64_t>("rows");  // given across workers, else the replicas' rows
-  if (rows < 0) {
-    rows = 0;
-    for (size_t r = 0; r < ctx.num_inputs(); ++r) rows += ctx.input(r).rank() > 0 ? ctx.input(r).dim(0) : 0;
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
+  const auto& given_rows = ctx.attr<std::vector<int64_t>>("rows");
+  std::vector<runtime::TensorShape> shapes;
+  for (size_t j = 0; j < k; ++j) {
+    const Tensor& first = ctx.input(j);
+    if (first.rank() == 0) return done(graph::invalid_argument("cannot gather scalars along dim 0"));
+    int64_t rows = 0;  // given across workers, else the replicas' rows
+    for (int64_t r = 0; r < replicas && given_rows.empty(); ++r) rows += ctx.input(static_cast<size_t>(r) * k + j).dim(0);
+    shapes.push_back(first.shape());
+    shapes.back().set_dim(0, given_rows.empty() ? rows : given_rows[j]);
   }
-  runtime::TensorShape shape = first.shape();
-  shape.set_dim(0, rows);
   auto calls = std::make_shared<ReplicaCalls>(replicas, std::move(done));
   for (int64_t r = 0; r < replicas; ++r) {
-    calls->inputs[static_cast<size_t>(r)].push_back(ctx.input(static_cast<size_t>(r)));
-    calls->outputs[static_cast<size_t>(r)].push_back(ctx.allocate_output(static_cast<size_t>(r), first.dtype(), shape));
+    for (size_t j = 0; j < k; ++j) {
+      const size_t i = static_cast<size_t>(r) * k + j;
+      calls->inputs[static_cast<size_t>(r)].push_back(ctx.input(i));
+      calls->outputs[static_cast<size_t>(r)].push_back(ctx.allocate_output(i, ctx.input(j).dtype(), shapes[j]));
+    }
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->all_gather(replica_call(ctx, r, replicas), calls->inputs[static_cast<size_t>(r)][0],
-                              calls->outputs[static_cast<size_t>(r)][0], ReplicaCalls::replica_done(calls));
+    (*collective)->all_gather(replica_call(ctx, r, replicas), calls->inputs[static_cast<size_t>(r)],
+                              calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
   }
 }
 
@@ -321,29 +344,38 @@ Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
 Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
-  const int64_t given_rows = ctx.attr<int64_t>("rows");
-  if (place.workers > 1 && given_rows < 0) return ctx.error("an all-gather across workers needs its output's rows");
-  const TensorType& first = ctx.input(0);
-  if (first.shape.rank() < 1) return ctx.error("cannot gather scalars along dim 0");
-  int64_t rows = 0;
-  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
-    const TensorType& t = ctx.input(r);
-    bool same = t.dtype == first.dtype && t.shape.rank() == first.shape.rank();
-    for (int d = 1; same && d < t.shape.rank(); ++d) {
-      same = t.shape.dim(d) < 0 || first.shape.dim(d) < 0 || t.shape.dim(d) == first.shape.dim(d);
+  MIRRA_ASSIGN_OR_RETURN(const auto bucket, bucket_of(ctx));
+  const auto [replicas, k] = bucket;
+  const auto& given_rows = ctx.attr<std::vector<int64_t>>("rows");
+  if (!given_rows.empty() && given_rows.size() != k) return ctx.error("rows must give one count per tensor of the bucket");
+  if (place.workers > 1 && given_rows.empty()) return ctx.error("an all-gather across workers needs its outputs' rows");
+  std::vector<TensorType> gathered;
+  for (size_t j = 0; j < k; ++j) {
+    const TensorType& first = ctx.input(j);
+    if (first.shape.rank() < 1) return ctx.error("cannot gather scalars along dim 0");
+    int64_t rows = 0;
+    for (int64_t r = 0; r < replicas; ++r) {
+      const size_t i = static_cast<size_t>(r) * k + j;
+      const TensorType& t = ctx.input(i);
+      bool same = t.dtype == first.dtype && t.shape.rank() == first.shape.rank();
+      for (int d = 1; same && d < t.shape.rank(); ++d) {
+        same = t.shape.dim(d) < 0 || first.shape.dim(d) < 0 || t.shape.dim(d) == first.shape.dim(d);
+      }
+      if (!same) return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " does not stack with input " + std::to_string(j));
+      rows = rows < 0 || t.shape.dim(0) < 0 ? -1 : rows + t.shape.dim(0);
+      if (!given_rows.empty() && t.shape.dim(0) >= 0 &&
+          t.shape.dim(0) != runtime::worker_share(given_rows[j], replicas, r, place.workers, place.worker).count) {
+        return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " is not its replica's rows of " +
+                         std::to_string(given_rows[j]));
+      }
     }
-    if (!same) return ctx.error("input " + std::to_string(r) + " " + t.to_string() + " does not stack with input 0");
-    rows = rows < 0 || t.shape.dim(0) < 0 ? -1 : rows + t.shape.dim(0);
-    if (given_rows >= 0 && t.shape.dim(0) >= 0 &&
-        t.shape.dim(0) != runtime::worker_share(given_rows, static_cast<int64_t>(ctx.num_inputs()), static_cast<int64_t>(r),
-                                                place.workers, place.worker).count) {
-      return ctx.error("input " + std::to_string(r) + " " + t.to_string() + " is not its replica's rows of " +
-                       std::to_string(given_rows));
-    }
+    TensorType whole = first;
+    whole.shape.dims[0] = given_rows.empty() ? rows : given_rows[j];
+    gathered.push_back(whole);
   }
-  TensorType gathered = first;
-  gathered.shape.dims[0] = given_rows >= 0 ? given_rows : rows;
-  return std::vector<TensorType>(ctx.num_inputs(), gathered);
+  std::vector<TensorType> outputs;
+  for (int64_t r = 0; r < replicas; ++r) outputs.insert(outputs.end(), gathered.begin(), gathered.end());
+  return outputs;
 }
 
 // ---- DimSize ----
@@ -385,17 +417,19 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "ReduceScatter",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {{"reduction", AttrType::string, std::string("sum")},
+                              .attrs = {{"replicas", AttrType::integer, {}},
+                                        {"reduction", AttrType::string, std::string("sum")},
                                         kImplementationAttr,
                                         kTimeoutAttr,
                                         kWorkersAttr,
                                         kWorkerAttr},
                               .traits = graph::kCollective,
                               .infer = infer_reduce_scatter,
-                              .summary = "values[r] is replica r's; output r is replica r's share of their sum (or "
-                                         "mean), flattened: shares differ by at most one element, the first larger. "
-                                         "Across `workers` workers each share is cut again among them, and this "
-                                         "graph holds worker `worker`'s parts.",
+                              .summary = "A bucket of k tensors per replica (replica r's j-th is values[r * k + j]); "
+                                         "output r * k + j is replica r's share of the sum (or mean) of every "
+                                         "replica's j-th tensor, flattened: shares differ by at most one element, the "
+                                         "first larger. Across `workers` workers each share is cut again among them, "
+                                         "and this graph holds worker `worker`'s parts.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("ReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = reduce_scatter_kernel});
   schemas.add(graph::OpSchema{.name = "Broadcast",
@@ -409,16 +443,18 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "AllGather",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {kImplementationAttr,
+                              .attrs = {{"replicas", AttrType::integer, {}},
+                                        kImplementationAttr,
                                         kTimeoutAttr,
                                         kWorkersAttr,
                                         kWorkerAttr,
-                                        {"rows", AttrType::integer, int64_t{-1}}},
+                                        {"rows", AttrType::int_list, std::vector<int64_t>{}}},
                               .traits = graph::kCollective,
                               .infer = infer_all_gather,
-                              .summary = "Every replica receives all replicas' values stacked along dim 0, in "
-                                         "replica order. Across `workers` workers it undoes ReduceScatter: the "
-                                         "output has `rows` rows, of which this worker's replicas bring theirs.",
+                              .summary = "A bucket of k tensors per replica (replica r's j-th is values[r * k + j]); "
+                                         "output r * k + j is every replica's j-th tensor stacked along dim 0, in "
+                                         "replica order. Across `workers` workers it undoes ReduceScatter: output j "
+                                         "has rows[j] rows, of which this worker's replicas bring theirs.",
                               .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
   kernels.add("AllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = all_gather_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
@@ -451,12 +487,13 @@ std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<gra
 }
 
 
-std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                             std::string_view reduction, const CollectiveOptions& options,
                                             const WorkerPart& part) {
   return outputs_of(b.add({.op = "ReduceScatter",
                            .inputs = values,
-                           .attrs = {{"reduction", std::string(reduction)},
+                           .attrs = {{"replicas", replicas},
+                                     {"reduction", std::string(reduction)},
                                      {"implementation", options.implementation},
                                      {"timeout_ms", options.timeout_ms},
                                      {"workers", part.workers},
@@ -474,15 +511,17 @@ std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int
                     output_count(replicas));
 }
 
-std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                        const CollectiveOptions& options, const WorkerPart& part, int64_t rows) {
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
+                                        const CollectiveOptions& options, const WorkerPart& part,
+                                        std::vector<int64_t> rows) {
   return outputs_of(b.add({.op = "AllGather",
                            .inputs = values,
-                           .attrs = {{"implementation", options.implementation},
+                           .attrs = {{"replicas", replicas},
+                                     {"implementation", options.implementation},
                                      {"timeout_ms", options.timeout_ms},
                                      {"workers", part.workers},
                                      {"worker", part.worker},
-                                     {"rows", rows}}}),
+                                     {"rows", std::move(rows)}}}),
                     values.size());
 }
 

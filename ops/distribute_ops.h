@@ -39,23 +39,25 @@ struct WorkerPart {
   int64_t workers = 1;
 };
 
-// values[r] is replica r's; output r is elements [first_r, first_r + share_r) of the flattened sum (or
-// mean) over replicas, a rank-1 tensor, where share_r = replica_share(elements, replicas, r) and
-// first_r is the sum of the earlier shares. Across workers, output r is worker `part.worker`'s part of
+// `values` holds a bucket per replica as all_reduce's does: replica r's j-th tensor is values[r * k + j].
+// Output r * k + j is elements [first_r, first_r + share_r) of the flattened sum (or mean) over
+// replicas of their j-th tensors, a rank-1 tensor, where share_r = replica_share(elements, replicas, r)
+// and first_r is the sum of the earlier shares. Across workers it is worker `part.worker`'s part of
 // share r of the sum over every worker's replicas (runtime::worker_share).
-std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                             std::string_view reduction = "sum", const CollectiveOptions& options = {},
                                             const WorkerPart& part = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,
                                        const CollectiveOptions& options = {});
-// values[r] is replica r's; every output is their concatenation along dim 0 in replica order. Across
-// workers every output has `rows` rows, of which values[r] are replica r's part (as reduce_scatter
-// cuts them), and the other workers' replicas bring the rest.
-std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+// `values` holds a bucket per replica (replica r's j-th tensor is values[r * k + j]); output r * k + j
+// is every replica's j-th tensor concatenated along dim 0 in replica order. Across workers output j
+// has rows[j] rows, of which replica r's j-th tensor is its part (as reduce_scatter cuts them), and
+// the other workers' replicas bring the rest.
+std::vector<graph::ValueRef> all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                         const CollectiveOptions& options = {}, const WorkerPart& part = {},
-                                        int64_t rows = -1);
+                                        std::vector<int64_t> rows = {});
 
 // Dim `axis` of x as an i64 scalar.
 graph::ValueRef dim_size(graph::Builder& b, graph::ValueRef x, int64_t axis);

@@ -76,6 +76,7 @@ class Rewriter {
   std::vector<std::vector<ValueRef>> scale_gradients();
   ValueRef accumulated(ValueRef value, int replica, const std::string& scope, const std::string& name);
   std::vector<size_t> ready_order(const std::vector<NodeId>& order) const;
+  std::vector<int64_t> variable_bytes() const;
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
   graph::Expected<std::vector<ShardedVariable>> shardable(const std::vector<std::vector<ValueRef>>& raw,
@@ -274,6 +275,16 @@ std::vector<size_t> Rewriter::ready_order(const std::vector<NodeId>& order) cons
   return ready;
 }
 
+// Each variable's bytes (its gradient's), by index.
+std::vector<int64_t> Rewriter::variable_bytes() const {
+  std::vector<int64_t> bytes;
+  for (const auto& [variable, gradient] : program_.variables_and_gradients) {
+    const graph::TensorType& type = program_.graph.type(variable);
+    bytes.push_back(type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype)));
+  }
+  return bytes;
+}
+
 // Mirrored: AllReduce(SUM) per bucket, buckets in the order gradients become ready (the backward pass
 // finishes the last layers first), a small first bucket, chained by control edges. CentralStorage: a
 // sum per gradient on the host. Returns aggregated[j][r] (one entry per replica, or one).
@@ -290,18 +301,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     }
     return aggregated;
   }
-  std::vector<std::vector<size_t>> buckets(1);
-  int64_t bytes = 0;
-  for (size_t j : ready_order(order)) {
-    const graph::TensorType& type = program_.graph.type(program_.variables_and_gradients[j].first);
-    bytes += type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype));
-    buckets.back().push_back(j);
-    if (bytes >= (buckets.size() == 1 ? plan_.first_bucket_bytes : plan_.bucket_bytes)) {
-      buckets.emplace_back();
-      bytes = 0;
-    }
-  }
-  if (buckets.back().empty()) buckets.pop_back();
+  const std::vector<std::vector<size_t>> buckets = fill_buckets(ready_order(order), variable_bytes(), plan_.buckets);
   NodeId previous = graph::kInvalidNode;
   for (size_t k = 0; k < buckets.size(); ++k) {
     std::vector<ValueRef> values;
@@ -459,7 +459,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
       variables[j].gradients = scaled[j];
       ready.push_back(variables[j]);
     }
-    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective, plan_.worker}));
+    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective, plan_.worker, plan_.buckets}));
     for (size_t j = 0; j < raw.size(); ++j) {
       const graph::Node& update = out_.node(variables[j].updates[0]);
       aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share

@@ -23,6 +23,7 @@
 
 #include "graph/device_id.h"
 #include "ops/distribute_ops.h"
+#include "strategies/gradient_buckets.h"
 #include "strategies/strategy.h"
 
 namespace mirra::strategies {
@@ -38,8 +39,7 @@ struct ReplicationPlan {
   // the workers' batches, and the loss and correct count are summed across workers.
   bool across_workers = false;
   ops::WorkerPart worker;  // which worker's graph to build (across workers; only sharded state differs)
-  int64_t first_bucket_bytes = int64_t{1} << 20;
-  int64_t bucket_bytes = int64_t{25} << 20;
+  BucketSizes buckets;  // of the gradients' collectives (all-reduces, or reduce-scatters and all-gathers)
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
   // ZeRO stage 1 (mirror_state only; across workers every replica of every worker holds its own
   // share): each update must read its gradient directly (no clipping, loss scaling or numerics

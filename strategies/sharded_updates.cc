@@ -23,86 +23,114 @@ namespace mirra::strategies {
 // (every reader of the replica's variable) precede its Assign, so no reader of this step sees a
 // half-written variable. Every replica assigns the same bits, so the copies stay bitwise equal; the
 // arithmetic of each element is the unsharded update's, so the result equals unsharded Mirrored up to
-// the reduction's summation order.
+// the reduction's summation order. One ReduceScatter serves a bucket of variables (the all-reduce's
+// bucket sizes, in the order gradients become ready), each cut on its own as above.
 //
 // Across W workers of N local replicas each, share r is cut again among the workers
 // (runtime::worker_share), so each of the W·N replicas of the run owns 1/(W·N) of every slot. The
 // ReduceScatter hands replica r of worker w its part of share r of the sum over every replica; the
-// update applies it to that part of the variable; then one AllGather per local replica (a group of
-// its own across the workers) gathers every worker's updated part of share r into the whole share,
-// which the Assigns join as above:
-//   gathered_r = AllGather(updated_r, rows = share_r)     replica r, across workers
+// update applies it to that part of the variable; then one AllGather per local replica and bucket (a
+// group of its own across the workers) gathers every worker's updated parts of the bucket's shares r
+// into the whole shares, which the Assigns join as above:
+//   gathered_r = AllGather(updated_r of each variable, rows = share_r of each)   replica r, across workers
 //   Assign(variable_r, gathered_0 .. gathered_N-1)
-// The network carries each element's sum once to its owner and each updated element once from it.
+// The network carries each element's sum once to its owner and each updated element once from it,
+// in two calls per bucket.
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan) {
   graph::Graph& g = b.graph();
   const int64_t replicas = static_cast<int64_t>(plan.devices.size());
   const bool across_workers = plan.worker.workers > 1;
-  std::vector<graph::NodeId> writes;
-  graph::NodeId previous = graph::kInvalidNode;
+  const auto on = [&](int64_t r) { b.set_device(plan.devices[static_cast<size_t>(r)]); };
+  std::vector<int64_t> elements, bytes;
+  std::vector<size_t> order;
   for (const ShardedVariable& v : variables) {
     const graph::TensorType type = b.type(v.copies[0]);
-    const std::optional<int64_t> elements = type.shape.num_elements();
-    if (!elements) return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no fixed size");
-    const auto on = [&](int64_t r) { b.set_device(plan.devices[static_cast<size_t>(r)]); };
-    std::vector<graph::ValueRef> flat;
+    const std::optional<int64_t> n = type.shape.num_elements();
+    if (!n) return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no fixed size");
+    elements.push_back(*n);
+    bytes.push_back(*n * static_cast<int64_t>(graph::dtype_size(type.dtype)));
+    order.push_back(order.size());
+  }
+  std::vector<graph::NodeId> writes;
+  graph::NodeId previous = graph::kInvalidNode;
+  const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
+  for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
+    const std::vector<size_t>& members = buckets[bucket];
+    const size_t k = members.size();
+    std::vector<graph::ValueRef> flat;  // replica r's j-th at r * k + j
     for (int64_t r = 0; r < replicas; ++r) {
-      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
-      on(r);
-      flat.push_back(ops::reshape(b, v.gradients[static_cast<size_t>(r)], {*elements}));
+      for (size_t j : members) {
+        auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + variables[j].name);
+        on(r);
+        flat.push_back(ops::reshape(b, variables[j].gradients[static_cast<size_t>(r)], {elements[j]}));
+      }
     }
     b.set_device(plan.host);
     std::vector<graph::ValueRef> shards;
     {
-      auto scope = b.scope("reduce_scatter/" + v.name);
-      shards = ops::reduce_scatter(b, flat, "sum", plan.collective, plan.worker);
+      auto scope = b.scope("reduce_scatter/bucket_" + std::to_string(bucket));
+      shards = ops::reduce_scatter(b, flat, replicas, "sum", plan.collective, plan.worker);
     }
     MIRRA_RETURN_IF_ERROR(b.status());
     if (previous != graph::kInvalidNode) g.add_control_edge(previous, shards[0].node);
     previous = shards[0].node;
 
-    std::vector<graph::ValueRef> updated;
+    std::vector<std::vector<graph::ValueRef>> updated(static_cast<size_t>(replicas));  // [r][position in bucket]
     for (int64_t r = 0; r < replicas; ++r) {
-      const runtime::ShareRange mine = runtime::worker_share(*elements, replicas, r, plan.worker.workers, plan.worker.worker);
-      const graph::NodeId update = v.updates[static_cast<size_t>(r)];
-      const size_t gradient_input = *ops::update_gradient_input(g.node(update).op);
-      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
-      on(r);
-      const graph::ValueRef part = ops::slice(b, ops::reshape(b, v.copies[static_cast<size_t>(r)], {*elements}), {mine.first}, {mine.count});
-      MIRRA_RETURN_IF_ERROR(b.status());
-      graph::Node& node = g.mutable_node(update);
-      node.inputs[0] = part;
-      node.inputs[gradient_input] = shards[static_cast<size_t>(r)];
-      for (size_t i = 1; i < gradient_input; ++i) {
-        graph::Node& slot = g.mutable_node(node.inputs[i].node);
-        if (slot.op != "Variable") {
-          return graph::invalid_argument("shard_optimizer_state: operand " + std::to_string(i) + " of '" + node.name +
-                                         "' is no Variable (" + slot.op + ")");
+      for (size_t m = 0; m < k; ++m) {
+        const ShardedVariable& v = variables[members[m]];
+        const graph::TensorType type = b.type(v.copies[0]);
+        const runtime::ShareRange mine =
+            runtime::worker_share(elements[members[m]], replicas, r, plan.worker.workers, plan.worker.worker);
+        const graph::NodeId update = v.updates[static_cast<size_t>(r)];
+        const size_t gradient_input = *ops::update_gradient_input(g.node(update).op);
+        auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+        on(r);
+        const graph::ValueRef part =
+            ops::slice(b, ops::reshape(b, v.copies[static_cast<size_t>(r)], {elements[members[m]]}), {mine.first}, {mine.count});
+        MIRRA_RETURN_IF_ERROR(b.status());
+        graph::Node& node = g.mutable_node(update);
+        node.inputs[0] = part;
+        node.inputs[gradient_input] = shards[static_cast<size_t>(r) * k + m];
+        for (size_t i = 1; i < gradient_input; ++i) {
+          graph::Node& slot = g.mutable_node(node.inputs[i].node);
+          if (slot.op != "Variable") {
+            return graph::invalid_argument("shard_optimizer_state: operand " + std::to_string(i) + " of '" + node.name +
+                                           "' is no Variable (" + slot.op + ")");
+          }
+          slot.attrs.set("shard_of", type.shape);
+          slot.attrs.set("shape", graph::Shape{mine.count});
+          slot.outputs[0].shape = graph::Shape{mine.count};
         }
-        slot.attrs.set("shard_of", type.shape);
-        slot.attrs.set("shape", graph::Shape{mine.count});
-        slot.outputs[0].shape = graph::Shape{mine.count};
+        updated[static_cast<size_t>(r)].push_back(ops::identity(b, part));
+        MIRRA_RETURN_IF_ERROR(b.status());
+        g.add_control_edge(update, updated[static_cast<size_t>(r)].back().node);
       }
-      updated.push_back(ops::identity(b, part));
-      MIRRA_RETURN_IF_ERROR(b.status());
-      g.add_control_edge(update, updated.back().node);
       if (across_workers) {
-        updated.back() = ops::all_gather(b, {updated.back()}, plan.collective, plan.worker,
-                                         runtime::participant_share(*elements, replicas, r))[0];
+        auto scope = b.scope("replica_" + std::to_string(r) + "/shard/bucket_" + std::to_string(bucket));
+        on(r);
+        std::vector<int64_t> rows;
+        for (size_t j : members) rows.push_back(runtime::participant_share(elements[j], replicas, r));
+        updated[static_cast<size_t>(r)] = ops::all_gather(b, updated[static_cast<size_t>(r)], 1, plan.collective, plan.worker, rows);
         MIRRA_RETURN_IF_ERROR(b.status());
       }
     }
-    if (replicas == 1) {  // one replica per worker: its gathered share is the whole variable
-      auto scope = b.scope("replica_0/shard/" + v.name);
-      on(0);
-      updated[0] = ops::reshape(b, updated[0], type.shape.dims);
-    }
-    for (int64_t r = 0; r < replicas; ++r) {
-      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
-      on(r);
-      writes.push_back(ops::assign(b, v.copies[static_cast<size_t>(r)], updated));
+    for (size_t m = 0; m < k; ++m) {
+      const ShardedVariable& v = variables[members[m]];
+      std::vector<graph::ValueRef> parts;
+      for (int64_t r = 0; r < replicas; ++r) parts.push_back(updated[static_cast<size_t>(r)][m]);
+      if (replicas == 1) {  // one replica per worker: its gathered share is the whole variable
+        auto scope = b.scope("replica_0/shard/" + v.name);
+        on(0);
+        parts[0] = ops::reshape(b, parts[0], b.type(v.copies[0]).shape.dims);
+      }
+      for (int64_t r = 0; r < replicas; ++r) {
+        auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+        on(r);
+        writes.push_back(ops::assign(b, v.copies[static_cast<size_t>(r)], parts));
+      }
     }
     MIRRA_RETURN_IF_ERROR(b.status());
   }

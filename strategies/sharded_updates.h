@@ -12,6 +12,7 @@
 #include "graph/builder.h"
 #include "graph/device_id.h"
 #include "ops/distribute_ops.h"
+#include "strategies/gradient_buckets.h"
 
 namespace mirra::strategies {
 
@@ -31,10 +32,11 @@ struct ShardingPlan {
   graph::DeviceId host;                  // where the reduce-scatters meet
   ops::CollectiveOptions collective;
   ops::WorkerPart worker;  // across workers: this graph's worker, whose replicas hold its parts of the shares
+  BucketSizes buckets;     // of the reduce-scatters and all-gathers, several variables each
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order
-// of their reduce-scatters) and returns the nodes the train target must wait for: one write of the
+// of their reduce-scatters, a bucket of variables each) and returns the nodes the train target must wait for: one write of the
 // joined shares per replica and variable. Each slot becomes a flat Variable of the replica's
 // share with a `shard_of` attr holding the variable's shape.
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,

@@ -66,34 +66,38 @@ Status broadcast_kernel(KernelContext& ctx) {
   return Status();
 }
 
-// Every replica's output is all inputs' rows in replica order.
+// For each tensor j of the bucket, every replica's output j is all replicas' j-th rows in replica order.
 Status all_gather_kernel(KernelContext& ctx) {
-  const Tensor& first = ctx.input(0);
-  if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
   if (ctx.attr<int64_t>("workers") != 1) {
     return graph::unimplemented("'" + ctx.node().name + "' gathers across workers, which GPUs do not yet (no NCCL all-gather)");
   }
-  int64_t rows = 0;
-  for (size_t r = 0; r < ctx.num_inputs(); ++r) {
-    const Tensor& input = ctx.input(r);
-    bool stacks = input.dtype() == first.dtype() && input.rank() == first.rank();
-    for (int d = 1; stacks && d < input.rank(); ++d) stacks = input.dim(d) == first.dim(d);
-    if (!stacks) {
-      return graph::invalid_argument("participant " + std::to_string(r) + " holds " + input.type_string() +
-                                     ", which does not stack with participant 0's " + first.type_string());
+  const size_t replicas = static_cast<size_t>(ctx.attr<int64_t>("replicas"));
+  const size_t k = ctx.num_inputs() / replicas;
+  for (size_t j = 0; j < k; ++j) {
+    const Tensor& first = ctx.input(j);
+    if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
+    int64_t rows = 0;
+    for (size_t q = 0; q < replicas; ++q) {
+      const Tensor& input = ctx.input(q * k + j);
+      bool stacks = input.dtype() == first.dtype() && input.rank() == first.rank();
+      for (int d = 1; stacks && d < input.rank(); ++d) stacks = input.dim(d) == first.dim(d);
+      if (!stacks) {
+        return graph::invalid_argument("participant " + std::to_string(q) + " holds " + input.type_string() +
+                                       ", which does not stack with participant 0's " + first.type_string());
+      }
+      rows += input.dim(0);
     }
-    rows += input.dim(0);
-  }
-  TensorShape shape = first.shape();
-  shape.set_dim(0, rows);
-  for (size_t r = 0; r < ctx.num_outputs(); ++r) {
-    Tensor& gathered = ctx.allocate_output(r, first.dtype(), shape);
-    size_t offset = 0;
-    for (size_t q = 0; q < ctx.num_inputs(); ++q) {
-      const Tensor& input = ctx.input(q);
-      MIRRA_RETURN_IF_ERROR(
-          copy_on_device(ctx, static_cast<char*>(gathered.mutable_raw_data()) + offset, input.raw_data(), input.byte_size()));
-      offset += input.byte_size();
+    TensorShape shape = first.shape();
+    shape.set_dim(0, rows);
+    for (size_t r = 0; r < replicas; ++r) {
+      Tensor& gathered = ctx.allocate_output(r * k + j, first.dtype(), shape);
+      size_t offset = 0;
+      for (size_t q = 0; q < replicas; ++q) {
+        const Tensor& input = ctx.input(q * k + j);
+        MIRRA_RETURN_IF_ERROR(
+            copy_on_device(ctx, static_cast<char*>(gathered.mutable_raw_data()) + offset, input.raw_data(), input.byte_size()));
+        offset += input.byte_size();
+      }
     }
   }
   return Status();

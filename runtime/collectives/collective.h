@@ -58,16 +58,17 @@ class Collective {
   // participant receives the same bits. An output may share its input's buffer (in place).
   virtual void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
                           std::span<Tensor> outputs, CollectiveDone done) = 0;
-  // `output` = this participant's share of the reduction of every participant's `input`, in flat
-  // element order: shares differ by at most one element, the first (count mod group_size) larger.
-  // Across W worker processes (world_size() > 1) participant p of worker w receives
-  // worker_share(count, group_size, p, W, w): share p, cut again among the workers.
-  virtual void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input,
-                              Tensor& output, CollectiveDone done) = 0;
-  // `output` = every participant's `input` stacked along dim 0 in participant order. Across workers
-  // it undoes reduce_scatter: participant p of worker w brings rows worker_share(rows, group_size, p,
-  // W, w) of the output (`output`'s dim 0 gives `rows`), and every participant receives all rows.
-  virtual void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output,
+  // outputs[j] = this participant's share of the reduction of every participant's inputs[j], in
+  // flat element order: shares differ by at most one element, the first (count mod group_size)
+  // larger. Across W worker processes (world_size() > 1) participant p of worker w receives
+  // worker_share(count, group_size, p, W, w): share p, cut again among the workers. (Several tensors
+  // make one call: a bucket.)
+  virtual void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                              std::span<Tensor> outputs, CollectiveDone done) = 0;
+  // outputs[j] = every participant's inputs[j] stacked along dim 0 in participant order. Across
+  // workers it undoes reduce_scatter: participant p of worker w brings rows worker_share(rows,
+  // group_size, p, W, w) of outputs[j] (whose dim 0 gives `rows`), and every participant receives all.
+  virtual void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                           CollectiveDone done) = 0;
   // `buffer` = participant `root`'s buffer, on every participant.
   virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) = 0;

@@ -242,31 +242,36 @@ void run_all_reduce(const std::vector<Arrival>& arrivals) {
   });
 }
 
-// Participant p's share of the reduction lands in its output; the others' sums are not formed.
+// Participant p's share of each reduction lands in its output; the others' sums are not formed.
 void run_reduce_scatter(const std::vector<Arrival>& arrivals) {
+  struct ShareChunk {
+    size_t tensor = 0, participant = 0;
+    int64_t share_begin = 0;  // the participant's share's first element
+    int64_t begin = 0, end = 0;
+  };
   const int64_t group = static_cast<int64_t>(arrivals.size());
-  const int64_t n = arrivals[0].inputs[0].num_elements();
-  std::vector<Chunk> chunks;  // `tensor` is the participant here
-  int64_t offset = 0;
-  for (int64_t p = 0; p < group; ++p) {
-    const int64_t share = participant_share(n, group, p);
-    for (int64_t begin = 0; begin < share; begin += kChunk) {
-      chunks.push_back({static_cast<size_t>(p), offset + begin, offset + std::min(share, begin + kChunk)});
+  std::vector<ShareChunk> chunks;
+  for (size_t j = 0; j < arrivals[0].inputs.size(); ++j) {
+    const int64_t n = arrivals[0].inputs[j].num_elements();
+    int64_t offset = 0;
+    for (int64_t p = 0; p < group; ++p) {
+      const int64_t share = participant_share(n, group, p);
+      for (int64_t begin = 0; begin < share; begin += kChunk) {
+        chunks.push_back({j, static_cast<size_t>(p), offset, offset + begin, offset + std::min(share, begin + kChunk)});
+      }
+      offset += share;
     }
-    offset += share;
   }
-  std::vector<int64_t> share_begin(static_cast<size_t>(group), 0);
-  for (int64_t p = 1; p < group; ++p) share_begin[p] = share_begin[p - 1] + participant_share(n, group, p - 1);
   for_each_in_parallel(chunks.size(), [&](size_t c) {
-    const Chunk& chunk = chunks[c];
+    const ShareChunk& chunk = chunks[c];
     const auto run = [&]<class T>() {
       std::vector<const T*> in;
-      for (const Arrival& a : arrivals) in.push_back(a.inputs[0].template data<T>());
+      for (const Arrival& a : arrivals) in.push_back(a.inputs[chunk.tensor].template data<T>());
       // The output holds the share from its first element: shift it so element indices line up.
-      T* out = arrivals[chunk.tensor].outputs[0].template mutable_data<T>() - share_begin[chunk.tensor];
+      T* out = arrivals[chunk.participant].outputs[chunk.tensor].template mutable_data<T>() - chunk.share_begin;
       reduce_range<T>(in, out, chunk.begin, chunk.end, arrivals[0].reduction, {});
     };
-    if (arrivals[0].inputs[0].dtype() == graph::DType::f32) {
+    if (arrivals[0].inputs[chunk.tensor].dtype() == graph::DType::f32) {
       run.template operator()<float>();
     } else {
       run.template operator()<double>();
@@ -338,14 +343,14 @@ void InProcessCollective::all_reduce(const CollectiveCall& call, Reduction reduc
   arrive(call, {Kind::all_reduce, reduction, 0, inputs, outputs, std::move(done)});
 }
 
-void InProcessCollective::reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input,
-                                         Tensor& output, CollectiveDone done) {
-  arrive(call, {Kind::reduce_scatter, reduction, 0, {&input, 1}, {&output, 1}, std::move(done)});
+void InProcessCollective::reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                                         std::span<Tensor> outputs, CollectiveDone done) {
+  arrive(call, {Kind::reduce_scatter, reduction, 0, inputs, outputs, std::move(done)});
 }
 
-void InProcessCollective::all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output,
+void InProcessCollective::all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                                      CollectiveDone done) {
-  arrive(call, {Kind::all_gather, Reduction::sum, 0, {&input, 1}, {&output, 1}, std::move(done)});
+  arrive(call, {Kind::all_gather, Reduction::sum, 0, inputs, outputs, std::move(done)});
 }
 
 void InProcessCollective::broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) {

@@ -34,9 +34,10 @@ class InProcessCollective final : public Collective {
 
   void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
                   std::span<Tensor> outputs, CollectiveDone done) override;
-  void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input, Tensor& output,
-                      CollectiveDone done) override;
-  void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output, CollectiveDone done) override;
+  void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                      std::span<Tensor> outputs, CollectiveDone done) override;
+  void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                  CollectiveDone done) override;
   void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
 
   // What one participant brought to a rendezvous (public for the implementation file's helpers).

@@ -85,8 +85,9 @@ const char* kind_name(Kind kind) {
 
 // What one local participant brings to the step across workers, once done with the in-process part.
 struct Part {
-  Tensor source;             // reduce_scatter: its share of the local sum; all_gather: its input
+  std::vector<Tensor> sources;  // reduce_scatter: its share of each local sum; all_gather: its inputs
   std::span<Tensor> outputs;
+  std::vector<std::vector<int>> counts, offsets;  // per tensor: MPI's counts and offsets per worker
 };
 
 // The local participants of one collective, gathered as each is done with the in-process part.
@@ -99,7 +100,6 @@ struct Meeting {
   std::vector<Part> parts;  // by participant
   std::vector<CollectiveDone> dones;
   Status status;
-  std::vector<std::vector<int>> counts, offsets;  // MPI's per-worker counts, alive until the job ends
 };
 
 // bf16 travels as its 16-bit patterns (MPI has no bf16 type), summed by bf16_sum.
@@ -173,49 +173,66 @@ class MpiCollective final : public WorkerCollective {
     const Clock::time_point start = Clock::now();
     local_.all_reduce(call, Reduction::sum, inputs, outputs,
                       [this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
-                        meet(call, Kind::all_reduce, reduction, {Tensor(), outputs}, start, std::move(done), std::move(status));
+                        meet(call, Kind::all_reduce, reduction, {.outputs = outputs}, start, std::move(done), std::move(status));
                       });
   }
   // Within each worker the local participants reduce-scatter in this process: participant p of L
-  // gets share p of the local sum, in a block of its own. Each block is then reduce-scattered across
-  // the workers, so participant p of worker w receives worker_share(count, L, p, W, w) of the sum
-  // over every participant of every worker: each element's sum lives on one replica of the run.
-  void reduce_scatter(const CollectiveCall& call, Reduction reduction, const Tensor& input, Tensor& output,
-                      CollectiveDone done) override {
+  // gets share p of each local sum, in a block of its own. The blocks are then reduce-scattered across
+  // the workers (the bucket's calls in flight together), so participant p of worker w receives
+  // worker_share(count, L, p, W, w) of each sum over every participant of every worker: each
+  // element's sum lives on one replica. A lone local participant's inputs are its blocks.
+  void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                      std::span<Tensor> outputs, CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
-    const int64_t count = input.num_elements();
-    const ShareRange mine = worker_share(count, call.group_size, call.participant, size_, rank_);
     Status fits;  // a misfit still meets the others, which then all fail with it instead of waiting
-    if (output.dtype() != input.dtype() || output.num_elements() != mine.count) {
-      fits = graph::invalid_argument("reduce_scatter '" + call.group + "': participant " + std::to_string(call.participant) +
-                                     "'s output " + output.type_string() + " does not hold its share of " +
-                                     std::to_string(mine.count) + " elements (worker " + std::to_string(rank_) + " of " +
-                                     std::to_string(size_) + ")");
+    auto blocks = std::make_shared<std::vector<Tensor>>();
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const int64_t count = inputs[j].num_elements();
+      const ShareRange mine = worker_share(count, call.group_size, call.participant, size_, rank_);
+      if (fits.ok() && (j >= outputs.size() || outputs[j].dtype() != inputs[0].dtype() ||
+                        inputs[j].dtype() != inputs[0].dtype() || outputs[j].num_elements() != mine.count)) {
+        fits = graph::invalid_argument("reduce_scatter '" + call.group + "': participant " + std::to_string(call.participant) +
+                                       "'s output " + std::to_string(j) + " does not hold its share of " +
+                                       std::to_string(mine.count) + " elements of " + inputs[0].type_string() +
+                                       " (worker " + std::to_string(rank_) + " of " + std::to_string(size_) + ")");
+      }
+      if (call.group_size > 1) {
+        blocks->push_back(
+            Tensor::empty(host_allocator(), inputs[j].dtype(), {participant_share(count, call.group_size, call.participant)}));
+      }
     }
-    // The in-process call writes the block; its callback owns it until the step across workers.
-    auto block = std::make_shared<Tensor>(
-        Tensor::empty(host_allocator(), input.dtype(), {participant_share(count, call.group_size, call.participant)}));
-    local_.reduce_scatter(call, Reduction::sum, input, *block,
-                          [this, call, reduction, &output, block, start, fits, done = std::move(done)](Status status) mutable {
-                            meet(call, Kind::reduce_scatter, reduction, {*block, {&output, 1}}, start, std::move(done),
-                                 fits.ok() ? std::move(status) : fits);
+    if (call.group_size == 1) {
+      return meet(call, Kind::reduce_scatter, reduction, {.sources = {inputs.begin(), inputs.end()}, .outputs = outputs}, start,
+                  std::move(done), std::move(fits));
+    }
+    // The in-process call writes the blocks; its callback owns them until the step across workers.
+    local_.reduce_scatter(call, Reduction::sum, inputs, *blocks,
+                          [this, call, reduction, outputs, blocks, start, fits, done = std::move(done)](Status status) mutable {
+                            meet(call, Kind::reduce_scatter, reduction, {.sources = *blocks, .outputs = outputs}, start,
+                                 std::move(done), fits.ok() ? std::move(status) : fits);
                           });
   }
   // Every worker gathers every participant's rows (no in-process step: the local participants only meet).
-  void all_gather(const CollectiveCall& call, const Tensor& input, Tensor& output, CollectiveDone done) override {
+  void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                  CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
-    const int64_t rows = output.rank() > 0 ? output.dim(0) : -1;
-    const ShareRange mine = rows < 0 ? ShareRange{} : worker_share(rows, call.group_size, call.participant, size_, rank_);
-    bool fits = rows >= 0 && input.rank() == output.rank() && input.dtype() == output.dtype() && input.dim(0) == mine.count;
-    for (int d = 1; fits && d < input.rank(); ++d) fits = input.dim(d) == output.dim(d);
     Status status;  // a misfit still meets the others, which then all fail with it instead of waiting
-    if (!fits) {
-      status = graph::invalid_argument("all_gather '" + call.group + "': participant " + std::to_string(call.participant) +
-                                       "'s input " + input.type_string() + " is not its rows of the gathered " +
-                                       output.type_string() + " (worker " + std::to_string(rank_) + " of " +
-                                       std::to_string(size_) + ")");
+    for (size_t j = 0; j < inputs.size() && status.ok(); ++j) {
+      const Tensor& input = inputs[j];
+      const Tensor* output = j < outputs.size() ? &outputs[j] : nullptr;
+      const int64_t rows = output != nullptr && output->rank() > 0 ? output->dim(0) : -1;
+      const ShareRange mine = rows < 0 ? ShareRange{} : worker_share(rows, call.group_size, call.participant, size_, rank_);
+      bool fits = rows >= 0 && input.rank() == output->rank() && input.dtype() == output->dtype() && input.dim(0) == mine.count;
+      for (int d = 1; fits && d < input.rank(); ++d) fits = input.dim(d) == output->dim(d);
+      if (!fits) {
+        status = graph::invalid_argument("all_gather '" + call.group + "': participant " + std::to_string(call.participant) +
+                                         "'s input " + std::to_string(j) + " " + input.type_string() +
+                                         " is not its rows of the gathered " + (output ? output->type_string() : "nothing") +
+                                         " (worker " + std::to_string(rank_) + " of " + std::to_string(size_) + ")");
+      }
     }
-    meet(call, Kind::all_gather, Reduction::sum, {input, {&output, 1}}, start, std::move(done), std::move(status));
+    meet(call, Kind::all_gather, Reduction::sum, {.sources = {inputs.begin(), inputs.end()}, .outputs = outputs}, start,
+         std::move(done), std::move(status));
   }
   void broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) override {
     done(graph::unimplemented("broadcast '" + call.group + "': the MPI collective broadcasts only bytes (broadcast_bytes)"));
@@ -367,33 +384,37 @@ class MpiCollective final : public WorkerCollective {
     submit(std::move(job));
   }
 
-  // For reduce_scatter and all_gather: MPI's counts and offsets of each participant's call across the
-  // workers (elements of its block per worker, or bytes of its rows per worker), which must fit ints.
+  // For reduce_scatter and all_gather: MPI's counts and offsets per worker of each tensor's call
+  // (elements of a reduce-scatter's block, bytes of an all-gather's rows), which must fit ints.
   Status count_per_worker(Meeting& m) const {
     if (m.kind == Kind::all_reduce) return Status();
     const int64_t participants = static_cast<int64_t>(m.parts.size());
     for (int64_t p = 0; p < participants; ++p) {
-      const Tensor& whole = m.parts[static_cast<size_t>(p)].outputs[0];
-      const int64_t block = m.kind == Kind::reduce_scatter ? m.parts[static_cast<size_t>(p)].source.num_elements()
-                                                           : participant_share(whole.dim(0), participants, p);
-      const int64_t unit = m.kind == Kind::reduce_scatter || whole.dim(0) == 0 ? 1 : whole.byte_size() / whole.dim(0);
-      std::vector<int>& counts = m.counts.emplace_back();
-      std::vector<int>& offsets = m.offsets.emplace_back();
-      int64_t offset = 0;
-      for (int w = 0; w < size_; ++w) {
-        const int64_t count = participant_share(block, size_, w) * unit;
-        if (offset + count > kMaxCount) return graph::invalid_argument("a participant's part exceeds MPI's counts (2^30)");
-        counts.push_back(static_cast<int>(count));
-        offsets.push_back(static_cast<int>(offset));
-        offset += count;
+      Part& part = m.parts[static_cast<size_t>(p)];
+      for (size_t j = 0; j < part.sources.size(); ++j) {
+        const Tensor& whole = m.parts[0].outputs[j];
+        const int64_t block = m.kind == Kind::reduce_scatter ? part.sources[j].num_elements()
+                                                             : participant_share(whole.dim(0), participants, p);
+        const int64_t unit = m.kind == Kind::reduce_scatter || whole.dim(0) == 0 ? 1 : whole.byte_size() / whole.dim(0);
+        std::vector<int>& counts = part.counts.emplace_back();
+        std::vector<int>& offsets = part.offsets.emplace_back();
+        int64_t offset = 0;
+        for (int w = 0; w < size_; ++w) {
+          const int64_t count = participant_share(block, size_, w) * unit;
+          if (offset + count > kMaxCount) return graph::invalid_argument("a participant's part exceeds MPI's counts (2^30)");
+          counts.push_back(static_cast<int>(count));
+          offsets.push_back(static_cast<int>(offset));
+          offset += count;
+        }
       }
     }
     return Status();
   }
 
-  // Posts the meeting's calls across workers, in the same order on every worker.
+  // Posts the meeting's calls across workers, in the same order on every worker: one per tensor,
+  // all in flight at once, each reading and writing its tensors in place.
   static int post_across_workers(Meeting& m, MPI_Comm comm, MPI_Op bf16_sum, std::vector<MPI_Request>& requests) {
-    const auto op_for = [bf16_sum](const Tensor& t) { return t.dtype() == graph::DType::bf16 ? bf16_sum : MPI_SUM; };
+    const auto op_for = [bf16_sum](graph::DType dtype) { return dtype == graph::DType::bf16 ? bf16_sum : MPI_SUM; };
     if (m.kind == Kind::all_reduce) {  // participant 0's result, copied to the others afterwards
       for (Tensor& t : m.parts[0].outputs) {
         auto* data = static_cast<std::byte*>(t.mutable_raw_data());
@@ -401,8 +422,8 @@ class MpiCollective final : public WorkerCollective {
         for (int64_t first = 0; first < t.num_elements(); first += kMaxCount) {
           const int count = static_cast<int>(std::min(kMaxCount, t.num_elements() - first));
           requests.emplace_back();
-          const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * element, count, mpi_type(t.dtype()), op_for(t), comm,
-                                          &requests.back());
+          const int code = MPI_Iallreduce(MPI_IN_PLACE, data + first * element, count, mpi_type(t.dtype()), op_for(t.dtype()),
+                                          comm, &requests.back());
           if (code != MPI_SUCCESS) return code;
         }
       }
@@ -411,21 +432,23 @@ class MpiCollective final : public WorkerCollective {
     const int64_t participants = static_cast<int64_t>(m.parts.size());
     for (int64_t p = 0; p < participants; ++p) {
       Part& part = m.parts[static_cast<size_t>(p)];
-      Tensor& out = part.outputs[0];
-      requests.emplace_back();
-      int code = MPI_SUCCESS;
-      if (m.kind == Kind::reduce_scatter) {
-        code = MPI_Ireduce_scatter(part.source.raw_data(), out.mutable_raw_data(), m.counts[static_cast<size_t>(p)].data(),
-                                   mpi_type(out.dtype()), op_for(out), comm, &requests.back());
-      } else {  // all_gather: participant p's block of rows, gathered into participant 0's output
-        const int64_t row_bytes = out.dim(0) == 0 ? 0 : out.byte_size() / out.dim(0);
-        auto* block = static_cast<std::byte*>(m.parts[0].outputs[0].mutable_raw_data()) +
-                      worker_share(out.dim(0), participants, p, 1, 0).first * row_bytes;
-        code = MPI_Iallgatherv(part.source.raw_data(), static_cast<int>(part.source.byte_size()), MPI_BYTE, block,
-                               m.counts[static_cast<size_t>(p)].data(), m.offsets[static_cast<size_t>(p)].data(), MPI_BYTE,
-                               comm, &requests.back());
+      for (size_t j = 0; j < part.sources.size(); ++j) {
+        const Tensor& source = part.sources[j];
+        requests.emplace_back();
+        int code = MPI_SUCCESS;
+        if (m.kind == Kind::reduce_scatter) {
+          code = MPI_Ireduce_scatter(source.raw_data(), part.outputs[j].mutable_raw_data(), part.counts[j].data(),
+                                     mpi_type(source.dtype()), op_for(source.dtype()), comm, &requests.back());
+        } else {  // participant p's rows of tensor j, gathered into participant 0's output j
+          Tensor& whole = m.parts[0].outputs[j];
+          const int64_t row_bytes = whole.dim(0) == 0 ? 0 : whole.byte_size() / whole.dim(0);
+          auto* block = static_cast<std::byte*>(whole.mutable_raw_data()) +
+                        worker_share(whole.dim(0), participants, p, 1, 0).first * row_bytes;
+          code = MPI_Iallgatherv(source.raw_data(), static_cast<int>(source.byte_size()), MPI_BYTE, block,
+                                 part.counts[j].data(), part.offsets[j].data(), MPI_BYTE, comm, &requests.back());
+        }
+        if (code != MPI_SUCCESS) return code;
       }
-      if (code != MPI_SUCCESS) return code;
     }
     return MPI_SUCCESS;
   }

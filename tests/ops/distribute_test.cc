@@ -114,14 +114,23 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
         }));
         first += share;
       }
-      check_op("ReduceScatter", inputs, {{"reduction", std::string(reduction)}}, expected, 1e-12);
+      check_op("ReduceScatter", inputs, {{"replicas", int64_t{replicas}}, {"reduction", std::string(reduction)}}, expected, 1e-12);
     }
   }
+  // A bucket of two tensors per replica (replica r's j-th is input r * 2 + j): each cut on its own.
+  const Tensor a0 = Tensor::from<float>({3}, {1, 2, 3}), b0 = Tensor::from<float>({1}, {10});
+  const Tensor a1 = Tensor::from<float>({3}, {4, 5, 6}), b1 = Tensor::from<float>({1}, {20});
+  check_op("ReduceScatter", {a0, b0, a1, b1}, {{"replicas", int64_t{2}}},
+           {Tensor::from<float>({2}, {5, 7}), Tensor::from<float>({1}, {30}), Tensor::from<float>({1}, {9}),
+            Tensor::from<float>({0}, {})},
+           0);
   const std::vector<Tensor> mismatched = {Tensor::from<float>({2}, {1, 2}), Tensor::from<float>({3}, {1, 2, 3})};
-  CHECK(run_op("ReduceScatter", mismatched, {}).status().message().find("input 1 f32[3] does not match replica 0's f32[2]") !=
-        std::string::npos);
-  CHECK(run_op("ReduceScatter", {Tensor::from<int32_t>({2}, {1, 2})}, {}).status().message().find(
+  CHECK(run_op("ReduceScatter", mismatched, {{"replicas", int64_t{2}}}).status().message().find(
+            "input 1 f32[3] does not match replica 0's f32[2]") != std::string::npos);
+  CHECK(run_op("ReduceScatter", {Tensor::from<int32_t>({2}, {1, 2})}, {{"replicas", int64_t{1}}}).status().message().find(
             "reduce-scatter takes f32 or f64") != std::string::npos);
+  CHECK(run_op("ReduceScatter", {a0, b0, a1}, {{"replicas", int64_t{2}}}).status().message().find(
+            "the inputs do not divide into 2 replicas") != std::string::npos);
   checked_ops().insert("ReduceScatter");
 }
 
@@ -138,9 +147,14 @@ TEST_CASE("Kernels.Broadcast_and_AllGather") {
   const Tensor empty = make_tensor(DType::f32, {0, 2}, [](int64_t) { return 0.0; });
   const Tensor c = make_tensor(DType::f32, {1, 2}, [](int64_t i) { return static_cast<double>(10 + i); });
   const Tensor gathered = Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11});
-  check_op("AllGather", {a, empty, c}, {}, {gathered, gathered, gathered});
-  CHECK(run_op("AllGather", {a, make_tensor(DType::f32, {1, 3}, [](int64_t) { return 0.0; })}, {})
+  check_op("AllGather", {a, empty, c}, {{"replicas", int64_t{3}}}, {gathered, gathered, gathered});
+  CHECK(run_op("AllGather", {a, make_tensor(DType::f32, {1, 3}, [](int64_t) { return 0.0; })}, {{"replicas", int64_t{2}}})
             .status().message().find("input 1 f32[1,3] does not stack with input 0") != std::string::npos);
+  // A bucket of two tensors per replica: each gathered on its own.
+  const Tensor v0 = Tensor::from<float>({1}, {7}), v1 = Tensor::from<float>({2}, {8, 9});
+  const Tensor both = Tensor::from<float>({3}, {7, 8, 9});
+  check_op("AllGather", {a, v0, c, v1}, {{"replicas", int64_t{2}}},
+           {Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11}), both, Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11}), both});
   checked_ops().insert("AllGather");
 }
 

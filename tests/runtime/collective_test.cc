@@ -1,8 +1,9 @@
 // The in-process Collective against plain loops: all_reduce (sum and mean, f32 and f64, odd and
-// empty sizes, in place or not; every participant gets the same bits), reduce_scatter, all_gather and
-// broadcast, with participants arriving from their own threads; mismatched participants are an error
-// naming who; a participant that never arrives fails the others with deadline_exceeded naming it
-// (never a hang); one that comes late fails at once; shutting down completes the waiting with aborted.
+// empty sizes, in place or not; every participant gets the same bits), reduce_scatter (a bucket of
+// tensors), all_gather and broadcast, with participants arriving from their own threads; mismatched
+// participants are an error naming who; a participant that never arrives fails the others with
+// deadline_exceeded naming it (never a hang); one that comes late fails at once; shutting down
+// completes the waiting with aborted. worker_share (the cut across workers) against plain loops.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -99,29 +100,39 @@ TEST_CASE("Collective.in_process.all_reduce.matches_a_plain_loop_bitwise") {
   }
 }
 
-TEST_CASE("Collective.in_process.reduce_scatter.gives_each_participant_its_share") {
+// A bucket of two tensors: 65536 + 7 elements (shares 21848, 21848, 21847: a first larger than the
+// rest) and 2 (shares 1, 1, 0: one participant gets nothing).
+TEST_CASE("Collective.in_process.reduce_scatter.gives_each_participant_its_share_of_each_tensor") {
   const int group_size = 3;
-  const int64_t elements = 65536 + 7;  // shares 21848, 21848, 21847 ... a first larger than the rest
+  const int64_t sizes[] = {65536 + 7, 2};
   InProcessCollective collective;
-  std::vector<Tensor> inputs, outputs;
+  std::vector<std::vector<Tensor>> inputs(group_size), outputs(group_size);
+  std::vector<std::vector<float>> sums;
   for (int p = 0; p < group_size; ++p) {
-    inputs.push_back(random_tensor<float>({elements}, static_cast<uint64_t>(p)));
-    outputs.push_back(Tensor::empty(host_allocator(), graph::DType::f32, {participant_share(elements, group_size, p)}));
+    for (int64_t n : sizes) {
+      inputs[p].push_back(random_tensor<float>({n}, static_cast<uint64_t>(p * 10 + n)));
+      outputs[p].push_back(Tensor::empty(host_allocator(), graph::DType::f32, {participant_share(n, group_size, p)}));
+    }
   }
-  std::vector<float> sum = inputs[0].to_vector<float>();
-  for (int p = 1; p < group_size; ++p) {
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += inputs[p].values<float>()[i];
+  for (size_t j = 0; j < std::size(sizes); ++j) {
+    std::vector<float> sum = inputs[0][j].to_vector<float>();
+    for (int p = 1; p < group_size; ++p) {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += inputs[p][j].values<float>()[i];
+    }
+    sums.push_back(sum);
   }
   std::vector<Completion> completions(group_size);
   each_participant_on_its_thread(group_size, [&](int p) {
     collective.reduce_scatter(call("scatter", p, group_size), Reduction::sum, inputs[p], outputs[p], completions[p].done());
   });
-  int64_t offset = 0;
-  for (int p = 0; p < group_size; ++p) {
-    REQUIRE(completions[p].get().ok());
-    const int64_t share = participant_share(elements, group_size, p);
-    CHECK(outputs[p].to_vector<float>() == std::vector<float>(sum.begin() + offset, sum.begin() + offset + share));
-    offset += share;
+  for (int p = 0; p < group_size; ++p) REQUIRE(completions[p].get().ok());
+  for (size_t j = 0; j < std::size(sizes); ++j) {
+    int64_t offset = 0;
+    for (int p = 0; p < group_size; ++p) {
+      const int64_t share = participant_share(sizes[j], group_size, p);
+      CHECK(outputs[p][j].to_vector<float>() == std::vector<float>(sums[j].begin() + offset, sums[j].begin() + offset + share));
+      offset += share;
+    }
   }
 }
 
@@ -169,7 +180,7 @@ TEST_CASE("Collective.in_process.all_gather_and_broadcast.copy_exactly") {
   }
   std::vector<Completion> gather_done(group_size), broadcast_done(group_size);
   each_participant_on_its_thread(group_size, [&](int p) {
-    collective.all_gather(call("gather", p, group_size), inputs[p], gathered[p], gather_done[p].done());
+    collective.all_gather(call("gather", p, group_size), {&inputs[p], 1}, {&gathered[p], 1}, gather_done[p].done());
     collective.broadcast(call("broadcast", p, group_size), 1, broadcast[p], broadcast_done[p].done());
   });
   for (int p = 0; p < group_size; ++p) {
