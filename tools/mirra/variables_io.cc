@@ -96,10 +96,8 @@ std::vector<serialization::NamedTensor> sorted(std::vector<serialization::NamedT
 
 }  // namespace
 
-graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip,
-                                                                        Shares shares) {
+graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session, std::string_view skip) {
   MIRRA_ASSIGN_OR_RETURN(SessionVariables variables, fetch_variables(session, skip));
-  if (shares == Shares::left_out) return sorted(std::move(variables.whole));
   for (auto& [name, type_and_shares] : variables.shares) {
     // The shares, joined in replica order, are the whole variable's elements.
     const auto& [type, list] = type_and_shares;

@@ -21,14 +21,11 @@
 
 namespace mirra::runner {
 
-enum class Shares { joined, left_out };
-
 // Every variable of the session's graph except `skip`, sorted by name (creating any that no step has
-// touched yet from its initialiser); sharded slots joined from the replicas' shares, or left out.
-// A slot sharded across workers cannot be joined in one process (internal_error): gather_variables.
+// touched yet from its initialiser); sharded slots joined from the replicas' shares. A slot sharded
+// across workers cannot be joined in one process (internal_error): gather_variables.
 graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime::Session& session,
-                                                                        std::string_view skip = {},
-                                                                        Shares shares = Shares::joined);
+                                                                        std::string_view skip = {});
 
 // read_variables across the workers of a multi-worker run, a collective call every worker makes at
 // the same point: each sharded slot is joined from the shares of every replica of every worker
