@@ -2,7 +2,8 @@
 # Multi-worker training between two network hosts on one machine: network namespaces mirra-ns1 and
 # mirra-ns2 joined by a veth pair (10.231.0.1 and .2), their names in /etc/hosts; mpirun runs in the
 # first and starts one worker in each (its remote agent is `ip netns exec HOST`), OpenMPI over TCP on
-# that link only. Checks the run against one device (final loss and the trained model's test loss),
+# that link only. Checks the run against one device (final loss and the trained model's test loss,
+# and the final loss with the optimizer state sharded over both hosts),
 # then limits the link to 1 Gbit/s each way (tc tbf; plus 2 ms delay with netem where the kernel has
 # it) and checks that training completes, printing its exposed communication per step
 # (bench/exposed_communication.py over worker 0's trace). Removes the namespaces and the hosts lines
@@ -67,6 +68,10 @@ want_test=$("$mirra" eval "$work/reference.mirra" --json | field test_loss)
 got_test=$("$mirra" eval "$work/two_hosts.mirra" --json | field test_loss)
 echo "test loss of the trained model: one device $want_test, two hosts $got_test"
 close "$got_test" "$want_test" || { echo "FAIL: the trained models differ"; exit 1; }
+# Sharded optimizer state: reduce-scatters and all-gathers between the hosts.
+sharded=$(two_hosts "${common[@]}" --strategy multi_worker_mirrored --devices cpu:0,cpu:1 --shard-optimizer-state | field final_loss)
+echo "final loss with the optimizer state sharded over both hosts: $sharded"
+close "$sharded" "$want" || { echo "FAIL: sharded training between the hosts differs from one device"; exit 1; }
 
 for n in 1 2; do ip netns exec mirra-ns$n tc qdisc add dev veth-m$n root handle 1: tbf rate 1gbit burst 256kb latency 50ms; done
 delay="no netem in this kernel"
