@@ -39,7 +39,7 @@ Status check_collective_attrs(const InferContext& ctx) {
 const graph::AttrSpec kWorkersAttr{"workers", AttrType::integer, int64_t{1}};
 const graph::AttrSpec kWorkerAttr{"worker", AttrType::integer, int64_t{0}};
 
-Expected<WorkerPart> worker_place(const InferContext& ctx) {
+Expected<WorkerPart> worker_part_of(const InferContext& ctx) {
   const WorkerPart place{ctx.attr<int64_t>("worker"), ctx.attr<int64_t>("workers")};
   if (place.workers < 1 || place.workers > kMaxReplicas) return ctx.error("workers must be in [1, 4096]");
   if (place.worker < 0 || place.worker >= place.workers) return ctx.error("worker must be in [0, workers)");
@@ -174,6 +174,17 @@ Status check_matches_replica_0(const InferContext& ctx, size_t i, size_t referen
 
 // ---- AllReduce ----
 
+// The `replicas` attr of AllReduce, ReduceScatter and AllGather, whose inputs hold a bucket of k
+// tensors per replica (replica r's j-th is input r * k + j), and k.
+Expected<std::pair<int64_t, size_t>> bucket_of(const InferContext& ctx) {
+  const int64_t replicas = ctx.attr<int64_t>("replicas");
+  if (replicas < 1 || replicas > kMaxReplicas) return ctx.error("replicas must be in [1, 4096]");
+  if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
+    return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
+  }
+  return std::pair{replicas, ctx.num_inputs() / static_cast<size_t>(replicas)};
+}
+
 // Replica r's bucket is inputs r*k .. r*k+k-1. Where the executor allows, an output reuses its
 // input's buffer, so the collective sums in place (Note [In-process all-reduce]).
 void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
@@ -204,13 +215,9 @@ void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
 
 Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
-  const int64_t replicas = ctx.attr<int64_t>("replicas");
-  if (replicas < 1) return ctx.error("replicas must be positive");
-  if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
-    return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
-  }
+  MIRRA_ASSIGN_OR_RETURN(const auto bucket, bucket_of(ctx));
+  const size_t k = bucket.second;
   MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
-  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
   std::vector<TensorType> outputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
@@ -224,17 +231,6 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
 }
 
 // ---- ReduceScatter ----
-
-// The `replicas` attr of ReduceScatter and AllGather, whose inputs hold a bucket of k tensors per
-// replica (replica r's j-th is input r * k + j), and k.
-Expected<std::pair<int64_t, size_t>> bucket_of(const InferContext& ctx) {
-  const int64_t replicas = ctx.attr<int64_t>("replicas");
-  if (replicas < 1 || replicas > kMaxReplicas) return ctx.error("replicas must be in [1, 4096]");
-  if (ctx.num_inputs() % static_cast<size_t>(replicas) != 0) {
-    return ctx.error("the inputs do not divide into " + std::to_string(replicas) + " replicas");
-  }
-  return std::pair{replicas, ctx.num_inputs() / static_cast<size_t>(replicas)};
-}
 
 // Replica r's outputs are its shares of the flattened sums (or means) of every replica's tensors of
 // the bucket (of every worker's replicas, cut again among the workers), in one call per replica.
@@ -264,7 +260,7 @@ void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
 Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
-  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
+  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_part_of(ctx));
   MIRRA_ASSIGN_OR_RETURN(const auto bucket, bucket_of(ctx));
   const auto [replicas, k] = bucket;
   const DType dtype = ctx.input(0).dtype;
@@ -343,7 +339,7 @@ Expected<std::vector<TensorType>> infer_broadcast(const InferContext& ctx) {
 
 Expected<std::vector<TensorType>> infer_all_gather(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
-  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_place(ctx));
+  MIRRA_ASSIGN_OR_RETURN(const WorkerPart place, worker_part_of(ctx));
   MIRRA_ASSIGN_OR_RETURN(const auto bucket, bucket_of(ctx));
   const auto [replicas, k] = bucket;
   const auto& given_rows = ctx.attr<std::vector<int64_t>>("rows");
