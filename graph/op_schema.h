@@ -21,6 +21,10 @@ enum OpTrait : uint32_t {
   kStateful = 1u << 2,   // reads or writes state outside its inputs (variables); never deduplicated
   kCollective = 1u << 3,
   kSource = 1u << 4,     // no inputs: placeholders, constants, variables
+  // Its output may be an input's buffer, or a view of it, even while others read that input
+  // (Identity, Reshape): whoever reads the output reads the input. An op that only takes over a
+  // buffer nobody else holds (a collective working in place) does not have it.
+  kForwardsInput = 1u << 5,
 };
 
 struct AttrSpec {

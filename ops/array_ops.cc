@@ -251,6 +251,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{.name = "Reshape",
                               .inputs = {"x"},
                               .attrs = {{"shape", AttrType::int_list, {}}},
+                              .traits = graph::kForwardsInput,
                               .infer = infer_reshape,
                               .summary = "The same elements with another shape; one dim may be -1.",
                               .gradient = reshape_grad});
@@ -266,6 +267,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
 
   schemas.add(graph::OpSchema{.name = "Identity",
                               .inputs = {"x"},
+                              .traits = graph::kForwardsInput,
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
@@ -320,6 +322,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
 
   schemas.add(graph::OpSchema{.name = "ReshapeLike",
                               .inputs = {"x", "like"},
+                              .traits = graph::kForwardsInput,
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 const auto x = ctx.input(0).shape.num_elements();
                                 const auto like = ctx.input(1).shape.num_elements();

@@ -51,6 +51,7 @@ void register_check_numerics_ops(graph::OpRegistry& schemas, runtime::KernelRegi
   schemas.add(graph::OpSchema{.name = "CheckNumerics",
                               .inputs = {"tensor"},
                               .attrs = {{"message", AttrType::string, {}}},
+                              .traits = graph::kForwardsInput,
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
                                 return std::vector<TensorType>{ctx.input(0)};

@@ -392,6 +392,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "SplitBatch",
                               .inputs = {"x"},
                               .attrs = {{"replicas", AttrType::integer, {}}},
+                              .traits = graph::kForwardsInput,
                               .infer = infer_split_batch,
                               .summary = "Cuts dim 0 into one share per replica (sizes differ by at most one; the "
                                          "first B mod N shares are larger; a share may be empty), as views.",

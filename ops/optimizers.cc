@@ -17,9 +17,10 @@ namespace mirra::ops {
 
 namespace {
 
-// Every node that reads `variable`, directly or through other nodes (a buffer may be forwarded by
-// Identity or Reshape, so direct readers are not enough).
-std::vector<graph::NodeId> readers_of(const graph::Graph& g, graph::NodeId variable) {
+// Every node that reads `variable`'s buffer: its consumers, and the consumers of those that forward
+// it (kForwardsInput: Identity, Reshape). Nodes further on read other buffers, so an update need not
+// wait for them: the last layer's update overlaps the rest of the backward pass.
+std::vector<graph::NodeId> readers_of(const graph::Graph& g, const graph::OpRegistry& registry, graph::NodeId variable) {
   std::vector<std::vector<graph::NodeId>> consumers(g.size());
   for (const graph::Node& node : g.nodes()) {
     for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
@@ -33,15 +34,17 @@ std::vector<graph::NodeId> readers_of(const graph::Graph& g, graph::NodeId varia
       if (seen[consumer]) continue;
       seen[consumer] = true;
       readers.push_back(consumer);
-      stack.push_back(consumer);
+      const graph::OpSchema* schema = registry.find(g.node(consumer).op);
+      if (schema == nullptr || schema->has(graph::kForwardsInput)) stack.push_back(consumer);
     }
   }
   return readers;
 }
 
 // Every node reading `state` runs before `update`.
-void order_after_readers(graph::Graph& g, graph::NodeId state, graph::NodeId update) {
-  for (graph::NodeId reader : readers_of(g, state)) {
+void order_after_readers(graph::Builder& b, graph::NodeId state, graph::NodeId update) {
+  graph::Graph& g = b.graph();
+  for (graph::NodeId reader : readers_of(g, b.registry(), state)) {
     if (reader != update) g.add_control_edge(reader, update);
   }
 }
@@ -170,7 +173,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
                           optimizer.kind == "adamw" ? optimizer.weight_decay : 0.0, finite);
     }
     if (update == graph::kInvalidNode) return b.status();
-    order_after_readers(g, v.node, update);
+    order_after_readers(b, v.node, update);
     updates.push_back(update);
     result.variables_and_gradients.emplace_back(v, gradients[i]);
   }
@@ -182,7 +185,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
                             finite);
   }
   if (count_step == graph::kInvalidNode) return b.status();
-  order_after_readers(g, result.iterations.node, count_step);
+  order_after_readers(b, result.iterations.node, count_step);
   result.step_state = {result.learning_rate.node, result.iterations.node, g.node(count_step).inputs[1].node, count_step};
   updates.push_back(count_step);
   if (scaled) {
@@ -192,8 +195,8 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
       rescale = update_loss_scale(b, scaled->scale, scaled->good_steps, finite, options.loss_scaling->growth_steps);
     }
     if (rescale == graph::kInvalidNode) return b.status();
-    order_after_readers(g, scaled->scale.node, rescale);
-    order_after_readers(g, scaled->good_steps.node, rescale);
+    order_after_readers(b, scaled->scale.node, rescale);
+    order_after_readers(b, scaled->good_steps.node, rescale);
     updates.push_back(rescale);
     result.loss_scale = scaled->scale;
   }

@@ -1,8 +1,10 @@
 // Optimizers: SGD, Momentum, Nesterov momentum, Adam and AdamW through minimize(), with and without
 // global-norm clipping, match the same updates written as plain loops; updates wait for every reader
-// of their variable; the step counter counts; a small classifier learns; Assign writes a value and a
-// sharded optimizer slot (Variable with shard_of) is a flat share of its whole.
+// of their variable and for nothing else of the backward pass; the step counter counts; a small
+// classifier learns; Assign writes a value and a sharded optimizer slot (Variable with shard_of) is a
+// flat share of its whole.
 #include <cmath>
+#include <set>
 
 #include "tests/ops/op_test_util.h"
 
@@ -152,6 +154,53 @@ TEST_CASE("Optimizers.updates_run_after_every_reader") {
     CHECK((*out)[0].values<float>()[0] == doctest::Approx(expected));
     expected /= 4;
   }
+}
+
+// The set of nodes `node` waits for, through data and control edges.
+std::set<graph::NodeId> ancestors(const graph::Graph& g, graph::NodeId node) {
+  std::set<graph::NodeId> seen;
+  std::vector<graph::NodeId> stack = {node};
+  while (!stack.empty()) {
+    const graph::Node& n = g.node(stack.back());
+    stack.pop_back();
+    std::vector<graph::NodeId> before = n.control_inputs;
+    for (graph::ValueRef input : n.inputs) before.push_back(input.node);
+    for (graph::NodeId id : before) {
+      if (seen.insert(id).second) stack.push_back(id);
+    }
+  }
+  return seen;
+}
+
+TEST_CASE("Optimizers.updates_wait_only_for_readers_of_their_variable") {
+  // Two layers: the update of the last one waits for what reads its weights (the forward product and
+  // the product that passes the gradient back through them, one of them through a Reshape) but not
+  // for the first layer's gradient, so it may overlap the rest of the backward pass.
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {-1, 3});
+  auto w1 = ops::variable(b, "w1", {3, 4}, ops::Initializer::glorot_uniform());
+  auto w2 = ops::variable(b, "w2", {8}, ops::Initializer::glorot_uniform());
+  auto hidden = ops::relu(b, ops::matmul(b, x, w1));
+  auto loss = ops::reduce_sum(b, ops::square(b, ops::matmul(b, hidden, ops::reshape(b, w2, {4, 2}))));
+  auto train = ops::minimize(b, loss, ops::Optimizer::sgd(0.1));
+  REQUIRE(train.ok());
+  graph::NodeId update_w2 = graph::kInvalidNode;
+  for (graph::NodeId update : g.node(train->train).control_inputs) {
+    if (g.node(update).inputs.size() > 0 && g.node(update).inputs[0] == w2) update_w2 = update;
+  }
+  REQUIRE(update_w2 != graph::kInvalidNode);
+  const std::set<graph::NodeId> waits_for = ancestors(g, update_w2);
+  std::set<std::string> products;
+  for (graph::NodeId id : waits_for) {
+    if (g.node(id).op == "MatMul") products.insert(g.node(id).name);
+  }
+  // Both forward products (the first feeds the gradient), the gradient's own product and the one
+  // that passes the gradient back through w2 to `hidden` (it reads w2); not w1's gradient product.
+  CHECK(products.size() == 4u);
+  const graph::ValueRef gradient_w1 = train->variables_and_gradients[0].second;
+  REQUIRE(train->variables_and_gradients[0].first == w1);
+  CHECK(waits_for.count(gradient_w1.node) == 0u);
 }
 
 TEST_CASE("Optimizers.bad_configurations_are_errors") {
