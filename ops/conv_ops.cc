@@ -187,10 +187,52 @@ Status conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::T
   });
 }
 
+// The filter of the forward convolution that computes Conv2D's input gradient at stride 1: W'[kh][kw]
+// [co][ci] = W[KH-1-kh][KW-1-kw][ci][co] (HWIO both), the window turned around and the channels swapped.
+template <class Bits>
+void turned_filter(const Tensor& filter, Tensor& turned) {
+  const int64_t KH = filter.dim(0), KW = filter.dim(1), CI = filter.dim(2), CO = filter.dim(3);
+  const Bits* w = static_cast<const Bits*>(filter.raw_data());
+  Bits* t = static_cast<Bits*>(turned.mutable_raw_data());
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const Bits* tap = w + ((KH - 1 - kh) * KW + (KW - 1 - kw)) * CI * CO;
+      Bits* out = t + (kh * KW + kw) * CO * CI;
+      for (int64_t co = 0; co < CO; ++co) {
+        for (int64_t ci = 0; ci < CI; ++ci) out[co * CI + ci] = tap[ci * CO + co];
+      }
+    }
+  }
+}
+
+// At stride 1 without dilation, Conv2D's input gradient is a forward convolution of dy with the
+// turned filter, padded by KH-1-pad (and KW-1-pad) on each side. oneDNN's forward kernels (brgconv)
+// run it 2-2.5x faster than its backward-data kernels on the CNN's layers, in f32 and in bf16; it is
+// also the forward primitive of that geometry, cached once for both.
+Status input_gradient_as_forward(KernelContext& ctx, const ConvProblem& c, const ConvOperands& o, Tensor& dx) {
+  cpu::WindowGeometry g = c.g;
+  g.channels = c.out_channels;
+  std::swap(g.height, g.out_height);
+  std::swap(g.width, g.out_width);
+  g.pad_before = {c.filter_height - 1 - c.g.pad_before[0], c.filter_width - 1 - c.g.pad_before[1]};
+  g.pad_after = {c.filter_height - 1 - c.g.pad_after[0], c.filter_width - 1 - c.g.pad_after[1]};
+  const ConvProblem turned{g, c.g.channels, c.filter_height, c.filter_width, c.operands, c.result};
+  Tensor filter = Tensor::empty(ctx.device().allocator(), o.filter.dtype(),
+                                runtime::TensorShape{c.filter_height, c.filter_width, c.out_channels, c.g.channels});
+  if (graph::dtype_size(o.filter.dtype()) == 2) {
+    turned_filter<uint16_t>(o.filter, filter);
+  } else {
+    turned_filter<uint32_t>(o.filter, filter);
+  }
+  return dnnl_conv2d_forward(ctx, turned, ConvOperands{o.third, filter, {}}, nullptr, false, dx);
+}
+
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
 Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   const ConvOperands o = ConvOperands::of(ctx);
   return conv_gradient(ctx, o, o.input.shape(), [&](const ConvProblem& c, Tensor& dx) -> Status {
+    const bool unit_stride = c.g.strides == dnnl::memory::dims{1, 1} && c.g.dilations == dnnl::memory::dims{0, 0};
+    if (unit_stride) return input_gradient_as_forward(ctx, c, o, dx);
     MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
       const dnnl::convolution_backward_data::primitive_desc pd(

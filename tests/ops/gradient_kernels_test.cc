@@ -53,7 +53,12 @@ const Window kWindows[] = {{2, 5, 5, 2, 3, 3, 1, 1, true, false}, {1, 6, 7, 3, 2
                            {2, 5, 6, 2, 3, 3, 2, 1, true, true},  {1, 7, 7, 1, 3, 3, 1, 2, false, false},
                            {0, 4, 4, 2, 2, 2, 2, 1, false, false}, {2, 6, 7, 3, 2, 2, 2, 1, true, false},
                            {2, 7, 6, 4, 2, 2, 2, 1, false, false}, {1, 7, 7, 2, 2, 2, 3, 1, false, false},
-                           {2, 6, 7, 5, 2, 2, 2, 1, false, false}};
+                           {2, 6, 7, 5, 2, 2, 2, 1, false, false},
+                           // Stride 1 (the input gradient as a forward convolution of the turned
+                           // filter): uneven SAME padding, VALID, NCHW, a window wider than the
+                           // image, a 1x1 window.
+                           {2, 6, 5, 3, 2, 3, 1, 1, true, false},  {2, 6, 5, 3, 3, 2, 1, 1, false, true},
+                           {1, 4, 4, 2, 5, 5, 1, 1, true, false},  {2, 3, 3, 4, 1, 1, 1, 1, false, false}};
 
 int64_t index_of(const Window& c, int64_t n, int64_t y, int64_t x, int64_t ch, int64_t height, int64_t width, int64_t channels) {
   return c.nchw ? ((n * channels + ch) * height + y) * width + x : ((n * height + y) * width + x) * channels + ch;
