@@ -1,5 +1,5 @@
 // The fusion passes: pattern match on single-consumer chains, then one node replaces the chain, taking
-// over its data and control edges.
+// over its data and control edges; or one node takes on the work of a reader of its output.
 #include "ops/fusion.h"
 
 #include <algorithm>
@@ -104,6 +104,33 @@ int fuse_max_pool_grad_relu_grad(graph::Graph& g) {
   return fused;
 }
 
-int fuse_for_training(graph::Graph& g) { return fuse_conv_bias_relu(g) + fuse_max_pool_grad_relu_grad(g); }
+int fuse_max_pool_grad_bias_grad(graph::Graph& g) {
+  int fused = 0;
+  for (NodeId sum_id = 0; sum_id < g.size(); ++sum_id) {
+    const Node& sum = g.node(sum_id);
+    const bool* keep_dims = sum.attrs.get<bool>("keep_dims");
+    const auto* axes = sum.attrs.get<std::vector<int64_t>>("axes");
+    if (sum.op != "ReduceSum" || keep_dims == nullptr || *keep_dims || axes == nullptr) continue;
+    const ValueRef summed = sum.inputs[0];
+    const Node& pool_grad = g.node(summed.node);
+    if (pool_grad.op != "MaxPoolGrad" || *pool_grad.attrs.get<bool>("channel_sums") || pool_grad.device != sum.device) continue;
+    const bool nchw = *pool_grad.attrs.get<std::string>("data_format") == "NCHW";
+    if (*axes != (nchw ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0, 1, 2})) continue;
+
+    Node& fused_node = g.mutable_node(summed.node);
+    fused_node.attrs.set("channel_sums", true);
+    fused_node.outputs.push_back(g.type({sum_id, 0}));
+    Node& forward = g.mutable_node(sum_id);
+    forward.op = "Identity";
+    forward.inputs = {{summed.node, 1}};
+    forward.attrs = {};
+    ++fused;
+  }
+  return fused;
+}
+
+int fuse_for_training(graph::Graph& g) {
+  return fuse_conv_bias_relu(g) + fuse_max_pool_grad_relu_grad(g) + fuse_max_pool_grad_bias_grad(g);
+}
 
 }  // namespace mirra::ops

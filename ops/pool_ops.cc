@@ -1,6 +1,8 @@
 // MaxPool and AvgPool: schemas, builders and CPU kernels (oneDNN pooling).
 #include "ops/pool_ops.h"
 
+#include <cstring>
+
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -14,6 +16,7 @@ using graph::AttrType;
 using graph::DType;
 using runtime::KernelContext;
 using runtime::Tensor;
+using runtime::TensorShape;
 
 namespace {
 
@@ -64,13 +67,14 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
 // that ReLU too, so a window whose maximum is not positive passes nothing.
 //
 // One output row of windows at a time: the top and bottom input rows under it, their gradient rows,
-// and dy's row. The channel loop is written as plain selections, which the compiler turns into
+// and dy's row; `sums` (one per channel) gains what each window passes on. The channel loop is written as plain selections, which the compiler turns into
 // vector compares and blends, and for f32 it is compiled for AVX-512 as well, picked at load time:
 // 16 channels at a time instead of a branch per element.
 template <class T, bool kThroughRelu>
 [[gnu::always_inline]] inline void max_pool_grad_2x2_row(const T* __restrict top, const T* __restrict bottom,
                                                          const T* __restrict dy, T* __restrict dx_top,
-                                                         T* __restrict dx_bottom, int64_t windows, int64_t C) {
+                                                         T* __restrict dx_bottom, T* __restrict sums,
+                                                         int64_t windows, int64_t C) {
   for (int64_t w = 0; w < windows; ++w) {
     const T* a0 = top + 2 * w * C;
     const T* a1 = a0 + C;
@@ -89,6 +93,7 @@ template <class T, bool kThroughRelu>
       const T best = a3[c] > best_of_2 ? a3[c] : best_of_2;
       T left = grad[c];  // what is still to place
       if constexpr (kThroughRelu) left = best > T(0) ? left : T(0);
+      sums[c] += left;
       o3[c] = a3[c] > best_of_2 ? left : T(0);
       left = a3[c] > best_of_2 ? T(0) : left;
       o2[c] = a2[c] > best_of_1 ? left : T(0);
@@ -106,17 +111,18 @@ template <class T, bool kThroughRelu>
 #endif
 
 MIRRA_AVX512_CLONES void max_pool_grad_2x2_row_f32(const float* top, const float* bottom, const float* dy, float* dx_top,
-                                                   float* dx_bottom, int64_t windows, int64_t C) {
-  max_pool_grad_2x2_row<float, false>(top, bottom, dy, dx_top, dx_bottom, windows, C);
+                                                   float* dx_bottom, float* sums, int64_t windows, int64_t C) {
+  max_pool_grad_2x2_row<float, false>(top, bottom, dy, dx_top, dx_bottom, sums, windows, C);
 }
 MIRRA_AVX512_CLONES void max_pool_grad_2x2_row_f32_through_relu(const float* top, const float* bottom, const float* dy,
-                                                                float* dx_top, float* dx_bottom, int64_t windows,
-                                                                int64_t C) {
-  max_pool_grad_2x2_row<float, true>(top, bottom, dy, dx_top, dx_bottom, windows, C);
+                                                                float* dx_top, float* dx_bottom, float* sums,
+                                                                int64_t windows, int64_t C) {
+  max_pool_grad_2x2_row<float, true>(top, bottom, dy, dx_top, dx_bottom, sums, windows, C);
 }
 
+// `sums`: [batch, channels], what each image's windows pass on per channel.
 template <class T, bool kThroughRelu>
-void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry& g) {
+void max_pool_grad_2x2(const T* x, const T* dy, T* dx, T* sums, const cpu::WindowGeometry& g) {
   const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
   cpu::parallel_for(g.batch, 1, [=](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
@@ -131,9 +137,9 @@ void max_pool_grad_2x2(const T* x, const T* dy, T* dx, const cpu::WindowGeometry
         const T* grad = dy + (n * OH + oy) * OW * C;
         if constexpr (std::is_same_v<T, float>) {
           (kThroughRelu ? max_pool_grad_2x2_row_f32_through_relu : max_pool_grad_2x2_row_f32)(
-              x + top, x + bottom, grad, dx + top, dx + bottom, OW, C);
+              x + top, x + bottom, grad, dx + top, dx + bottom, sums + n * C, OW, C);
         } else {
-          max_pool_grad_2x2_row<T, kThroughRelu>(x + top, x + bottom, grad, dx + top, dx + bottom, OW, C);
+          max_pool_grad_2x2_row<T, kThroughRelu>(x + top, x + bottom, grad, dx + top, dx + bottom, sums + n * C, OW, C);
         }
       }
     }
@@ -156,17 +162,35 @@ Status pool_grad_kernel(KernelContext& ctx) {
     return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
   }
   Tensor& dx = ctx.allocate_output(0, input.dtype(), input.shape());
+  // What each image's windows pass on, per channel: [batch, channels], summed over the batch in
+  // order into output 1 when channel_sums asks for it (the bias gradient, for any thread count).
+  const bool channel_sums = kMax && ctx.attr<bool>("channel_sums");
+  Tensor image_sums = Tensor::empty(ctx.device().allocator(), input.dtype(),
+                                    kMax ? TensorShape{g.batch, g.channels} : TensorShape{0});
+  if (image_sums.byte_size() > 0) std::memset(image_sums.mutable_raw_data(), 0, image_sums.byte_size());
+  const auto finish = [&]<class T>(cpu::Type<T>) {
+    if (!channel_sums) return Status();
+    Tensor& sums = ctx.allocate_output(1, input.dtype(), TensorShape{g.channels});
+    T* total = sums.mutable_data<T>();
+    const T* per_image = image_sums.data<T>();
+    std::fill_n(total, g.channels, T(0));
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t c = 0; c < g.channels; ++c) total[c] += per_image[n * g.channels + c];
+    }
+    return Status();
+  };
   const bool tiles_2x2 = !nchw && ksize == std::vector<int64_t>{2, 2} && strides == std::vector<int64_t>{2, 2} &&
                          g.pad_before[0] == 0 && g.pad_before[1] == 0 && g.pad_after[0] == 0 && g.pad_after[1] == 0;
   const bool through_relu = kMax && ctx.attr<bool>("through_relu");
   if (kMax && tiles_2x2) {
     return cpu::visit_dtype<float, double>(input.dtype(), [&]<class T>(cpu::Type<T>) {
+      T* sums = image_sums.mutable_data<T>();
       if (through_relu) {
-        max_pool_grad_2x2<T, true>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+        max_pool_grad_2x2<T, true>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), sums, g);
       } else {
-        max_pool_grad_2x2<T, false>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+        max_pool_grad_2x2<T, false>(input.data<T>(), dy.data<T>(), dx.mutable_data<T>(), sums, g);
       }
-      return Status();
+      return finish(cpu::Type<T>{});
     });
   }
   const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
@@ -186,6 +210,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
     const T* x = input.data<T>();
     const T* d = dy.data<T>();
     T* out = dx.mutable_data<T>();
+    T* sums = image_sums.mutable_data<T>();
     if (!nchw) {
       // NHWC: channels are contiguous, so each window is visited once for all channels at a time.
       // Windows may overlap, so one thread owns each image (and zeroes it first, while it is hot).
@@ -218,7 +243,10 @@ Status pool_grad_kernel(KernelContext& ctx) {
                   }
                 }
                 for (int64_t c = 0; c < C; ++c) {
-                  if (!through_relu || best_value[static_cast<size_t>(c)] > T(0)) out[best_at[static_cast<size_t>(c)]] += grad[c];
+                  if (!through_relu || best_value[static_cast<size_t>(c)] > T(0)) {
+                    out[best_at[static_cast<size_t>(c)]] += grad[c];
+                    sums[n * C + c] += grad[c];
+                  }
                 }
               } else {
                 const T count = static_cast<T>((y1 - y0) * (x1 - x0));
@@ -233,7 +261,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
           }
         }
       });
-      return Status();
+      return finish(cpu::Type<T>{});
     }
     cpu::parallel_for(g.batch * C, 1, [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
@@ -251,7 +279,10 @@ Status pool_grad_kernel(KernelContext& ctx) {
                   if (x[at(n, iy, ix, c, H, W)] > x[best]) best = at(n, iy, ix, c, H, W);
                 }
               }
-              if (!through_relu || x[best] > T(0)) out[best] += grad;
+              if (!through_relu || x[best] > T(0)) {
+                out[best] += grad;
+                sums[plane] += grad;  // plane n * C + c
+              }
             } else {
               const T share = grad / static_cast<T>((y1 - y0) * (x1 - x0));
               for (int64_t iy = y0; iy < y1; ++iy) {
@@ -262,7 +293,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
         }
       }
     });
-    return Status();
+    return finish(cpu::Type<T>{});
   });
 }
 
@@ -280,12 +311,14 @@ const std::vector<graph::AttrSpec> kPoolAttrs = {{"ksize", AttrType::int_list, s
                                                  {"padding", AttrType::string, std::string("VALID")},
                                                  {"data_format", AttrType::string, std::string("NHWC")}};
 
-void register_pool_grad(const char* name, runtime::KernelFn kernel, std::vector<graph::AttrSpec> attrs,
+// A pooling gradient on (input, dy); with `channel_sums`, MaxPoolGrad's attribute of that name may ask
+// for output 1 (a vector of the channels).
+void register_pool_grad(const char* name, runtime::KernelFn kernel, std::vector<graph::AttrSpec> attrs, bool channel_sums,
                         const char* summary, graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"input", "dy"},
                               .attrs = std::move(attrs),
-                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                              .infer = [channel_sums](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
                                 MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
                                 MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
@@ -295,7 +328,12 @@ void register_pool_grad(const char* name, runtime::KernelFn kernel, std::vector<
                                 MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
                                 const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
                                 MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, ksize[0], ksize[1], {1, 1}));
-                                return std::vector<TensorType>{ctx.input(0)};
+                                std::vector<TensorType> outputs = {ctx.input(0)};
+                                if (channel_sums && ctx.attr<bool>("channel_sums")) {
+                                  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+                                  outputs.push_back({ctx.input(0).dtype, Shape{ctx.input(0).shape.dim(nchw ? 1 : 3)}});
+                                }
+                                return outputs;
                               },
                               .summary = summary,
                               .no_gradient = "second derivatives of pooling are not supported"});
@@ -329,12 +367,15 @@ void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
   register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, avg_pool_grad, schemas, kernels);
   std::vector<graph::AttrSpec> max_pool_grad_attrs = kPoolAttrs;
   max_pool_grad_attrs.push_back({"through_relu", AttrType::boolean, false});
-  register_pool_grad("MaxPoolGrad", pool_grad_kernel<true>, std::move(max_pool_grad_attrs),
+  max_pool_grad_attrs.push_back({"channel_sums", AttrType::boolean, false});
+  register_pool_grad("MaxPoolGrad", pool_grad_kernel<true>, std::move(max_pool_grad_attrs), true,
                      "The gradient of max pooling, given its input and the gradient of its output; with through_relu "
                      "(the input being a ReLU's output) also through that ReLU: nothing passes where the window's "
-                     "maximum is not positive (made by fuse_max_pool_grad_relu_grad).",
+                     "maximum is not positive (made by fuse_max_pool_grad_relu_grad). With channel_sums, output 1 is "
+                     "output 0 summed over all but the channel dim, from dy (the gradient of a bias added before the "
+                     "pooling; made by fuse_max_pool_grad_bias_grad).",
                      schemas, kernels);
-  register_pool_grad("AvgPoolGrad", pool_grad_kernel<false>, kPoolAttrs,
+  register_pool_grad("AvgPoolGrad", pool_grad_kernel<false>, kPoolAttrs, false,
                      "The gradient of average pooling, given its input and the gradient of its output.", schemas, kernels);
 }
 

@@ -3,6 +3,8 @@
 // (cuda_kernels.cc calls them all).
 #pragma once
 
+#include <vector>
+
 #include "ops/cuda/device_kernels.h"
 #include "runtime/cuda/cuda_status.h"
 #include "runtime/cuda/gpu_device.h"
@@ -19,6 +21,10 @@ inline const runtime::cuda::GpuDevice& gpu_of(const KernelContext& ctx) {
   return static_cast<const runtime::cuda::GpuDevice&>(ctx.device());
 }
 inline cudaStream_t stream_of(const KernelContext& ctx) { return gpu_of(ctx).stream(); }
+
+// x's dims split into kept and reduced ones (dims of size 1 dropped from both), with x's strides: what
+// `reduce` (device_kernels.h) reduces over `axes` (sorted).
+ReduceGeometry reduce_geometry(const TensorShape& x, const std::vector<int>& axes);
 
 // A launch function's result: ok, or an error naming the CUDA kernel.
 inline Status launched(cudaError_t result, const char* kernel) { return runtime::cuda::check(result, kernel); }

@@ -1,5 +1,6 @@
 // MaxPool, AvgPool and their gradients on the GPU, host side: the node's window as a PoolGeometry
-// (MaxPoolGrad with through_relu then masks by the input, as ReluGrad does).
+// (MaxPoolGrad with through_relu then masks by the input, as ReluGrad does, and with channel_sums
+// reduces its output over all but the channel dim).
 #include "ops/cuda/cudnn_window.h"
 
 namespace mirra::ops::cuda {
@@ -52,10 +53,20 @@ Status pool_grad_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(launched(pool_backward(kMax, input.data<float>(), dy.data<float>(), dx.mutable_data<float>(),
                                                pool_geometry(w), stream_of(ctx)),
                                  "pool_backward"));
-  if (!kMax || !ctx.attr<bool>("through_relu")) return Status();
-  // Through the ReLU whose output the input is: in place, zero where the input is not positive.
-  return launched(relu_grad(DType::f32, dx.raw_data(), input.raw_data(), dx.mutable_raw_data(), dx.num_elements(), stream_of(ctx)),
-                  "relu_grad");
+  if (!kMax) return Status();
+  if (ctx.attr<bool>("through_relu")) {
+    // Through the ReLU whose output the input is: in place, zero where the input is not positive.
+    MIRRA_RETURN_IF_ERROR(launched(relu_grad(DType::f32, dx.raw_data(), input.raw_data(), dx.mutable_raw_data(),
+                                             dx.num_elements(), stream_of(ctx)),
+                                   "relu_grad"));
+  }
+  if (!ctx.attr<bool>("channel_sums")) return Status();
+  // Output 1: dx summed over all but the channel dim.
+  Tensor& sums = ctx.allocate_output(1, DType::f32, TensorShape{w.channels});
+  const std::vector<int> axes = w.nchw ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 1, 2};
+  return launched(reduce(ReduceOp::sum, DType::f32, dx.raw_data(), sums.mutable_raw_data(), reduce_geometry(dx.shape(), axes),
+                         stream_of(ctx)),
+                  "reduce");
 }
 
 }  // namespace

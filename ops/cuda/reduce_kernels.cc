@@ -6,12 +6,6 @@
 
 namespace mirra::ops::cuda {
 
-namespace {
-
-using graph::DeviceKind;
-using graph::DType;
-
-// x's dims split into kept and reduced ones (dims of size 1 dropped from both), with x's strides.
 ReduceGeometry reduce_geometry(const TensorShape& x, const std::vector<int>& axes) {
   ReduceGeometry g;
   g.outputs = 1;
@@ -38,6 +32,11 @@ ReduceGeometry reduce_geometry(const TensorShape& x, const std::vector<int>& axe
   }
   return g;
 }
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
 
 template <ReduceOp kOp>
 Status reduce_kernel(KernelContext& ctx) {

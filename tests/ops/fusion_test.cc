@@ -1,6 +1,7 @@
-// FusedConv2D against Conv2D + bias + ReLU computed separately, and MaxPoolGrad through a ReLU against
-// MaxPoolGrad then ReluGrad; the fusion passes on a training graph: the chains are replaced, the old
-// nodes never run, and training gives the same weights.
+// FusedConv2D against Conv2D + bias + ReLU computed separately, MaxPoolGrad through a ReLU against
+// MaxPoolGrad then ReluGrad, MaxPoolGrad's channel sums against its output summed per channel; the
+// fusion passes on a training graph: the replaced nodes never run, and training gives the same
+// weights.
 #include <algorithm>
 #include <set>
 
@@ -69,14 +70,58 @@ TEST_CASE("Kernels.MaxPoolGrad.through_relu_matches_max_pool_grad_then_relu_grad
   }
 }
 
+// MaxPoolGrad with channel_sums: output 0 as without, output 1 that output summed over all but the
+// channel dim, on every geometry the kernel has a path for, with and without through_relu.
+TEST_CASE("Kernels.MaxPoolGrad.channel_sums_are_the_gradient_summed_per_channel") {
+  runtime::Random rng(14);
+  struct Case {
+    TensorShape input;
+    std::vector<int64_t> ksize, strides;
+    const char* padding;
+    const char* format;
+  };
+  for (const Case& c : {Case{{3, 6, 8, 5}, {2, 2}, {2, 2}, "VALID", "NHWC"}, Case{{2, 7, 5, 3}, {2, 2}, {2, 2}, "VALID", "NHWC"},
+                        Case{{2, 7, 6, 4}, {3, 3}, {2, 2}, "SAME", "NHWC"}, Case{{2, 3, 6, 6}, {2, 2}, {2, 2}, "VALID", "NCHW"},
+                        Case{{0, 4, 4, 2}, {2, 2}, {2, 2}, "VALID", "NHWC"}}) {
+    for (bool through_relu : {false, true}) {
+      CAPTURE(c.format);
+      CAPTURE(c.padding);
+      CAPTURE(through_relu);
+      const bool nchw = std::string_view(c.format) == "NCHW";
+      const Tensor raw = random_tensor<float>(rng, c.input);
+      const Tensor y = make_tensor(DType::f32, c.input, [&](int64_t i) { return std::max(element(raw, i), 0.0); });
+      AttrMap attrs = {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
+                       {"data_format", std::string(c.format)}, {"through_relu", through_relu}};
+      auto pooled = run_op("MaxPool", {y}, {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
+                                            {"data_format", std::string(c.format)}});
+      REQUIRE(pooled.ok());
+      const Tensor dy = random_tensor<float>(rng, (*pooled)[0].shape());
+      auto gradient = run_op("MaxPoolGrad", {y, dy}, attrs);
+      REQUIRE(gradient.ok());
+      const Tensor& dx = (*gradient)[0];
+      const int64_t channels = c.input.dim(nchw ? 1 : 3), inner = nchw ? c.input.dim(2) * c.input.dim(3) : 1;
+      std::vector<double> sums(static_cast<size_t>(channels), 0.0);
+      for (int64_t i = 0; i < dx.num_elements(); ++i) sums[static_cast<size_t>(i / inner % channels)] += element(dx, i);
+      attrs.set("channel_sums", true);
+      check_op("MaxPoolGrad", {y, dy}, attrs,
+               {dx, make_tensor(DType::f32, {channels}, [&](int64_t i) { return sums[static_cast<size_t>(i)]; })}, 1e-5);
+    }
+  }
+}
+
 // A conv layer with a ReLU (then, with `pool`, a 2x2 max pool) and a dense head with SGD momentum;
-// `fuse` applies fuse_for_training after minimize().
+// `fuse`, when given, rewrites the graph after minimize() and must make `fusions` fusions.
 struct ConvNet {
   graph::Graph graph;
   graph::NodeId train = graph::kInvalidNode;
 };
 
-ConvNet conv_net(bool fuse, bool pool) {
+using Fusion = int (*)(graph::Graph&);
+
+// The forward fusion and the MaxPoolGrad-through-ReLU one, without the bias gradient's.
+int fuse_chains(graph::Graph& g) { return ops::fuse_conv_bias_relu(g) + ops::fuse_max_pool_grad_relu_grad(g); }
+
+ConvNet conv_net(Fusion fuse, int fusions, bool pool) {
   ConvNet net;
   graph::Builder b(net.graph, ops::registry(), 4);
   auto images = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
@@ -93,7 +138,7 @@ ConvNet conv_net(bool fuse, bool pool) {
   auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
   REQUIRE(train.ok());
   net.train = train->train;
-  if (fuse) CHECK(ops::fuse_for_training(net.graph) == (pool ? 2 : 1));
+  if (fuse != nullptr) CHECK(fuse(net.graph) == fusions);
   return net;
 }
 
@@ -103,11 +148,11 @@ struct Trained {
   std::map<std::string, std::vector<float>> weights;
 };
 
-Trained train(bool fuse, bool pool) {
+Trained train(Fusion fuse, int fusions, bool pool) {
   runtime::Random rng(2);
   const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
   const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  ConvNet net = conv_net(fuse, pool);
+  ConvNet net = conv_net(fuse, fusions, pool);
   runtime::Session session(net.graph, ops::kernels(), {.trace = true});
   for (int step = 0; step < 5; ++step) {
     REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
@@ -119,7 +164,7 @@ Trained train(bool fuse, bool pool) {
 }
 
 TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
-  const Trained unfused = train(false, false), fused = train(true, false);
+  const Trained unfused = train(nullptr, 0, false), fused = train(ops::fuse_for_training, 1, false);
   for (const char* op : {"Conv2D", "BiasAdd", "Relu"}) {
     CHECK(unfused.ran.count(op) == 1u);
     CHECK(fused.ran.count(op) == 0u);
@@ -137,11 +182,26 @@ TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
 // With a max pool after the ReLU: a MaxPoolGrad through the ReLU replaces MaxPoolGrad and ReluGrad,
 // and training gives the unfused graph's weights bit for bit (selection only, no new arithmetic).
 TEST_CASE("Fusion.max_pool_grad_through_relu_trains_like_the_unfused_graph") {
-  const Trained unfused = train(false, true), fused = train(true, true);
+  const Trained unfused = train(nullptr, 0, true), fused = train(fuse_chains, 2, true);
   CHECK(unfused.ran.count("ReluGrad") == 1u);
   CHECK(fused.ran.count("ReluGrad") == 0u);
   CHECK(fused.ran.count("MaxPoolGrad") == 1u);
   CHECK(fused.weights == unfused.weights);
+}
+
+// Then the bias gradient: the MaxPoolGrad sums it, the ReduceSum over its output (now an Identity)
+// no longer sweeps it, and training gives the same weights up to the order of that sum.
+TEST_CASE("Fusion.max_pool_grad_sums_the_bias_gradient") {
+  const Trained chained = train(fuse_chains, 2, true), fused = train(ops::fuse_for_training, 3, true);
+  CHECK(fused.ran.count("ReduceSum") + 1 == chained.ran.count("ReduceSum"));
+  CHECK(fused.ran.count("Identity") == chained.ran.count("Identity") + 1);
+  for (const auto& entry : chained.weights) {
+    const std::string& name = entry.first;
+    CAPTURE(name);
+    for (size_t i = 0; i < entry.second.size(); ++i) {
+      CHECK(fused.weights.at(name)[i] == doctest::Approx(entry.second[i]).epsilon(1e-5));
+    }
+  }
 }
 
 }  // namespace
