@@ -1,4 +1,4 @@
-// gemm over OpenBLAS.
+// gemm: float through oneDNN's sgemm, double through OpenBLAS, chunk by chunk.
 #include "ops/cpu/blas.h"
 
 #include <cblas.h>
@@ -9,7 +9,6 @@
 
 #include "graph/check.h"
 #include "ops/cpu/dnnl_engine.h"
-#include "ops/cpu/parallel.h"
 
 namespace mirra::ops::cpu {
 
@@ -32,12 +31,6 @@ void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double*
               static_cast<int>(ldc));
 }
 
-// Below this many flops a product runs as one call; above, it is split in chunks of at least
-// kMinChunk rows or columns (each chunk repacks the other operand, so chunks must not be thin).
-constexpr int64_t kSplitFlops = int64_t{8} << 20;
-constexpr int64_t kMinChunk = 128;
-constexpr int64_t kMaxChunks = 8;
-
 }  // namespace
 
 template <class T>
@@ -51,25 +44,15 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
   }
   const int64_t lda = std::max<int64_t>(transpose_a ? m : k, 1);
   const int64_t ldb = std::max<int64_t>(transpose_b ? k : n, 1);
-  // Split the longer side of C; the chunk count depends on the shape only.
-  const bool split_rows = m >= n;
-  const int64_t side = split_rows ? m : n;
-  const int64_t chunks = 2 * m * n * k < kSplitFlops ? 1 : std::clamp<int64_t>(side / kMinChunk, 1, kMaxChunks);
-  const int64_t per_chunk = (side + chunks - 1) / chunks;
-  parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; ++chunk) {
-      const int64_t first = chunk * per_chunk;
-      const int64_t count = std::min(per_chunk, side - first);
-      if (count <= 0) continue;
-      if (split_rows) {
-        // Row `first` of op(A): with A transposed it is column `first` of A.
-        const T* a_rows = transpose_a ? a + first : a + first * lda;
-        gemm_block(transpose_a, transpose_b, count, n, k, a_rows, lda, b, ldb, c + first * n, n);
-      } else {
-        // Column `first` of op(B): with B transposed it is row `first` of B.
-        const T* b_columns = transpose_b ? b + first * ldb : b + first;
-        gemm_block(transpose_a, transpose_b, m, count, k, a, lda, b_columns, ldb, c + first, n);
-      }
+  for_each_product_chunk(m, n, k, [&](int64_t first, int64_t count, bool rows) {
+    if (rows) {
+      // Row `first` of op(A): with A transposed it is column `first` of A.
+      const T* a_rows = transpose_a ? a + first : a + first * lda;
+      gemm_block(transpose_a, transpose_b, count, n, k, a_rows, lda, b, ldb, c + first * n, n);
+    } else {
+      // Column `first` of op(B): with B transposed it is row `first` of B.
+      const T* b_columns = transpose_b ? b + first * ldb : b + first;
+      gemm_block(transpose_a, transpose_b, m, count, k, a, lda, b_columns, ldb, c + first, n);
     }
   });
 }

@@ -85,8 +85,8 @@ dnnl::memory temporary(const dnnl::memory::desc& desc, const runtime::Device& de
 }  // namespace
 
 graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
-                           const runtime::Device& device) {
-  use_openmp_threads(device.intra_op_threads());
+                           const runtime::Device& device, int openmp_threads) {
+  use_openmp_threads(openmp_threads > 0 ? openmp_threads : device.intra_op_threads());
   try {
     std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
     thread_local dnnl::stream stream(dnnl_engine());  // one per thread: a step makes many calls

@@ -54,9 +54,9 @@ graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& k
                                                            const std::function<DnnlPrimitive()>& make);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
-// fresh scratchpad from `device`'s memory) on a stream and waits, with the device's intra-op share of
-// OpenMP threads inside; oneDNN errors become a Status.
+// fresh scratchpad from `device`'s memory) on a stream and waits, with `openmp_threads` OpenMP threads
+// inside (0: the device's intra-op share); oneDNN errors become a Status.
 graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
-                           const runtime::Device& device);
+                           const runtime::Device& device, int openmp_threads = 0);
 
 }  // namespace mirra::ops::cpu

@@ -36,9 +36,9 @@ void check_sixteen_bit(const std::string& op, const std::vector<Tensor>& operand
     for (const Tensor& t : extra) inputs.push_back(f32_output ? t : cast_to(t, low));
     attrs.set("f32_output", f32_output);
     const Tensor expected = f32_output ? (*want)[0] : cast_to((*want)[0], low);
-    // f32 sums in another order; a 16-bit result is within half an ulp of the f32 one (2^-9 for
-    // bf16, 2^-12 for f16, relative), plus that order.
-    const double tolerance = f32_output ? 1e-4 : low == DType::bf16 ? 4e-3 : 6e-4;
+    // f32 sums in another order; a 16-bit result is the f32 one rounded, and sums in another order
+    // may round to its neighbour: within one ulp (2^-7 for bf16, 2^-10 for f16, relative).
+    const double tolerance = f32_output ? 1e-4 : low == DType::bf16 ? 8e-3 : 1e-3;
     check_op(op, inputs, attrs, {expected}, tolerance);
   }
 }
@@ -51,7 +51,9 @@ Tensor representable(runtime::Random& rng, const TensorShape& shape, DType low) 
 TEST_CASE("Kernels.MatMul.sixteen_bit_operands_match_f32") {
   runtime::Random rng(61);
   for (DType low : {DType::bf16, DType::f16}) {
-    for (const std::array<int64_t, 3>& size : {std::array<int64_t, 3>{5, 7, 3}, {64, 96, 48}, {1, 200, 1}}) {
+    // The last two are cut into chunks of rows (2 of 150) and of columns (134, 134, 132).
+    for (const std::array<int64_t, 3>& size :
+         {std::array<int64_t, 3>{5, 7, 3}, {64, 96, 48}, {1, 200, 1}, {300, 100, 150}, {130, 110, 400}}) {
       const int64_t m = size[0], k = size[1], n = size[2];  // not a structured binding: CAPTURE takes them
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
