@@ -67,9 +67,10 @@ Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
 // that ReLU too, so a window whose maximum is not positive passes nothing.
 //
 // One output row of windows at a time: the top and bottom input rows under it, their gradient rows,
-// and dy's row; `sums` (one per channel) gains what each window passes on. The channel loop is written as plain selections, which the compiler turns into
-// vector compares and blends, and for f32 it is compiled for AVX-512 as well, picked at load time:
-// 16 channels at a time instead of a branch per element.
+// and dy's row; `sums` (one per channel) gains what each window passes on. The channel loop is
+// written as plain selections, which the compiler turns into vector compares and blends, and for f32
+// it is compiled for AVX-512 as well, picked at load time: 16 channels at a time instead of a branch
+// per element (it was 2.7x slower with branches).
 template <class T, bool kThroughRelu>
 [[gnu::always_inline]] inline void max_pool_grad_2x2_row(const T* __restrict top, const T* __restrict bottom,
                                                          const T* __restrict dy, T* __restrict dx_top,
@@ -146,9 +147,10 @@ void max_pool_grad_2x2(const T* x, const T* dy, T* dx, T* sums, const cpu::Windo
   });
 }
 
-// Gradients of pooling, by direct loops over each (batch, channel) plane, one plane per task: the
+// Gradients of pooling, by direct loops (NHWC: an image per task; NCHW: a (batch, channel) plane): the
 // max's gradient goes to the first largest element of each window (with through_relu, only where that
-// element is positive); the average's is shared by the window's real (unpadded) elements.
+// element is positive), and with channel_sums output 1 is what passed, per channel; the average's is
+// shared by the window's real (unpadded) elements.
 template <bool kMax>
 Status pool_grad_kernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
