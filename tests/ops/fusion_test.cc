@@ -37,65 +37,68 @@ TEST_CASE("Kernels.FusedConv2D.matches_conv_then_bias_then_relu") {
   checked_ops().insert("FusedConv2D");
 }
 
-// Every geometry the kernel has a path for: the 2x2 stride-2 NHWC one (also with an odd width and
-// height), the general NHWC one (overlapping SAME windows) and NCHW; inputs as a ReLU leaves them, with
-// zeros, ties and windows whose maximum is 0.
+// Every geometry MaxPoolGrad's kernel has a path for: the 2x2 stride-2 NHWC one (also with an odd
+// width and height, and an empty batch), the general NHWC one (overlapping SAME windows) and NCHW.
+struct PoolCase {
+  TensorShape input;
+  std::vector<int64_t> ksize, strides;
+  const char* padding;
+  const char* format;
+
+  AttrMap attrs() const {
+    return {{"ksize", ksize}, {"strides", strides}, {"padding", std::string(padding)}, {"data_format", std::string(format)}};
+  }
+};
+
+const PoolCase kPoolCases[] = {{{2, 6, 8, 5}, {2, 2}, {2, 2}, "VALID", "NHWC"}, {{2, 7, 5, 3}, {2, 2}, {2, 2}, "VALID", "NHWC"},
+                               {{0, 4, 4, 2}, {2, 2}, {2, 2}, "VALID", "NHWC"}, {{2, 7, 6, 4}, {3, 3}, {2, 2}, "SAME", "NHWC"},
+                               {{2, 3, 6, 6}, {2, 2}, {2, 2}, "VALID", "NCHW"}};
+
+// An input as a ReLU leaves it: half the elements are its zeros, with ties, and some windows hold
+// nothing else.
+Tensor relu_output(runtime::Random& rng, const TensorShape& shape) {
+  const Tensor raw = random_tensor<float>(rng, shape);
+  return make_tensor(DType::f32, shape, [&](int64_t i) { return std::max(element(raw, i), 0.0); });
+}
+
+// A gradient for the pooled `y`.
+Tensor pooled_gradient(runtime::Random& rng, const Tensor& y, const PoolCase& c) {
+  auto pooled = run_op("MaxPool", {y}, c.attrs());
+  REQUIRE(pooled.ok());
+  return random_tensor<float>(rng, (*pooled)[0].shape());
+}
+
 TEST_CASE("Kernels.MaxPoolGrad.through_relu_matches_max_pool_grad_then_relu_grad") {
   runtime::Random rng(13);
-  struct Case {
-    TensorShape input;
-    std::vector<int64_t> ksize, strides;
-    const char* padding;
-    const char* format;
-  };
-  for (const Case& c : {Case{{2, 6, 8, 5}, {2, 2}, {2, 2}, "VALID", "NHWC"}, Case{{2, 7, 5, 3}, {2, 2}, {2, 2}, "VALID", "NHWC"},
-                        Case{{2, 7, 6, 4}, {3, 3}, {2, 2}, "SAME", "NHWC"}, Case{{2, 3, 6, 6}, {2, 2}, {2, 2}, "VALID", "NCHW"}}) {
+  for (const PoolCase& c : kPoolCases) {
     CAPTURE(c.format);
     CAPTURE(c.padding);
-    const Tensor raw = random_tensor<float>(rng, c.input);
-    // Half the elements are the ReLU's zeros; some windows hold nothing else.
-    const Tensor y = make_tensor(DType::f32, c.input, [&](int64_t i) { return std::max(element(raw, i), 0.0); });
-    const AttrMap attrs = {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
-                           {"data_format", std::string(c.format)}};
-    auto pooled = run_op("MaxPool", {y}, attrs);
-    REQUIRE(pooled.ok());
-    const Tensor dy = random_tensor<float>(rng, (*pooled)[0].shape());
-    auto unfused = run_op("MaxPoolGrad", {y, dy}, attrs);
+    const Tensor y = relu_output(rng, c.input);
+    const Tensor dy = pooled_gradient(rng, y, c);
+    auto unfused = run_op("MaxPoolGrad", {y, dy}, c.attrs());
     REQUIRE(unfused.ok());
     auto expected = run_op("ReluGrad", {(*unfused)[0], y}, {});
     REQUIRE(expected.ok());
-    AttrMap fused = attrs;
+    AttrMap fused = c.attrs();
     fused.set("through_relu", true);
     check_op("MaxPoolGrad", {y, dy}, fused, {(*expected)[0]}, 0.0);
   }
 }
 
 // MaxPoolGrad with channel_sums: output 0 as without, output 1 that output summed over all but the
-// channel dim, on every geometry the kernel has a path for, with and without through_relu.
+// channel dim, with and without through_relu.
 TEST_CASE("Kernels.MaxPoolGrad.channel_sums_are_the_gradient_summed_per_channel") {
   runtime::Random rng(14);
-  struct Case {
-    TensorShape input;
-    std::vector<int64_t> ksize, strides;
-    const char* padding;
-    const char* format;
-  };
-  for (const Case& c : {Case{{3, 6, 8, 5}, {2, 2}, {2, 2}, "VALID", "NHWC"}, Case{{2, 7, 5, 3}, {2, 2}, {2, 2}, "VALID", "NHWC"},
-                        Case{{2, 7, 6, 4}, {3, 3}, {2, 2}, "SAME", "NHWC"}, Case{{2, 3, 6, 6}, {2, 2}, {2, 2}, "VALID", "NCHW"},
-                        Case{{0, 4, 4, 2}, {2, 2}, {2, 2}, "VALID", "NHWC"}}) {
+  for (const PoolCase& c : kPoolCases) {
     for (bool through_relu : {false, true}) {
       CAPTURE(c.format);
       CAPTURE(c.padding);
       CAPTURE(through_relu);
       const bool nchw = std::string_view(c.format) == "NCHW";
-      const Tensor raw = random_tensor<float>(rng, c.input);
-      const Tensor y = make_tensor(DType::f32, c.input, [&](int64_t i) { return std::max(element(raw, i), 0.0); });
-      AttrMap attrs = {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
-                       {"data_format", std::string(c.format)}, {"through_relu", through_relu}};
-      auto pooled = run_op("MaxPool", {y}, {{"ksize", c.ksize}, {"strides", c.strides}, {"padding", std::string(c.padding)},
-                                            {"data_format", std::string(c.format)}});
-      REQUIRE(pooled.ok());
-      const Tensor dy = random_tensor<float>(rng, (*pooled)[0].shape());
+      const Tensor y = relu_output(rng, c.input);
+      const Tensor dy = pooled_gradient(rng, y, c);
+      AttrMap attrs = c.attrs();
+      attrs.set("through_relu", through_relu);
       auto gradient = run_op("MaxPoolGrad", {y, dy}, attrs);
       REQUIRE(gradient.ok());
       const Tensor& dx = (*gradient)[0];
