@@ -58,6 +58,24 @@ void check_elements(const Tensor& got, const Tensor& want, double tolerance) {
   }
 }
 
+// An op whose output is an input's memory (a view or the buffer itself) must carry kForwardsInput:
+// minimize orders a variable's update after every reader of its buffer by that trait.
+void check_forwarding(const std::string& op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  const graph::OpSchema* schema = ops::registry().find(op);
+  REQUIRE(schema != nullptr);
+  if (schema->has(graph::kForwardsInput)) return;
+  for (const Tensor& out : outputs) {
+    for (const Tensor& in : inputs) {
+      if (out.byte_size() == 0 || in.byte_size() == 0) continue;
+      const auto* o = static_cast<const char*>(out.raw_data());
+      const auto* i = static_cast<const char*>(in.raw_data());
+      if (o < i + in.byte_size() && i < o + out.byte_size()) {
+        FAIL(op << " returns its input's memory but its schema lacks the kForwardsInput trait");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void check_conformance(graph::DeviceKind kind, const std::string& what, const std::vector<Tensor>& got,
@@ -100,6 +118,7 @@ void check_op(const std::string& op, const std::vector<Tensor>& inputs, const At
     auto outputs = run_op(op, inputs, attrs, unknown_batch);
     REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
     REQUIRE(outputs->size() == expected.size());
+    check_forwarding(op, inputs, *outputs);
     for (size_t k = 0; k < expected.size(); ++k) {
       CAPTURE(k);
       check_elements((*outputs)[k], expected[k], tolerance);

@@ -60,7 +60,8 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
 
 // Runs `op` and checks every output against `expected` (same dtype and shape; floats within
 // `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims;
-// then on every backend under test against the CPU kernel's outputs.
+// then on every backend under test against the CPU kernel's outputs. An output in an input's memory
+// fails unless the op's schema has kForwardsInput.
 void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
               const std::vector<Tensor>& expected, double tolerance = 1e-5);
 
