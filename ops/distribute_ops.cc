@@ -46,9 +46,6 @@ Expected<WorkerPart> worker_part_of(const InferContext& ctx) {
   return place;
 }
 
-// The node's collective, which must span the workers its attrs say this graph is part of.
-graph::Expected<runtime::Collective*> spanning_collective(const KernelContext& ctx);
-
 // The `replicas` attr of SplitBatch and Broadcast, which make one output per replica.
 Expected<int64_t> replicas_attr(const InferContext& ctx) {
   const int64_t replicas = ctx.attr<int64_t>("replicas");
@@ -140,6 +137,7 @@ graph::Expected<runtime::Collective*> node_collective(const KernelContext& ctx) 
   return ctx.collective(ctx.attr<std::string>("implementation"));
 }
 
+// The node's collective, which must span the workers its attrs say this graph is part of.
 graph::Expected<runtime::Collective*> spanning_collective(const KernelContext& ctx) {
   MIRRA_ASSIGN_OR_RETURN(runtime::Collective* collective, node_collective(ctx));
   const int64_t workers = ctx.attr<int64_t>("workers"), worker = ctx.attr<int64_t>("worker");
@@ -482,7 +480,6 @@ std::vector<graph::ValueRef> all_reduce(graph::Builder& b, const std::vector<gra
                                      {"timeout_ms", options.timeout_ms}}}),
                     values.size());
 }
-
 
 std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                             std::string_view reduction, const CollectiveOptions& options,

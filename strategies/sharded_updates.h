@@ -36,9 +36,9 @@ struct ShardingPlan {
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order
-// of their reduce-scatters, a bucket of variables each) and returns the nodes the train target must wait for: one write of the
-// joined shares per replica and variable. Each slot becomes a flat Variable of the replica's
-// share with a `shard_of` attr holding the variable's shape.
+// of their reduce-scatters, a bucket of variables each) and returns the nodes the train target must
+// wait for: one write of the joined shares per replica and variable. Each slot becomes a flat
+// Variable of the replica's share with a `shard_of` attr holding the variable's shape.
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan);
 

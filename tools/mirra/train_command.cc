@@ -114,7 +114,9 @@ class TrainRun {
   std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<serialization::CheckpointStore> store_;
-  std::vector<serialization::NamedTensor> restored_;  // the values restore() wrote, later sources winning
+  // The values restore() wrote: the checkpoint's (if any) first, so a search by name finds them
+  // before the model file's they replaced.
+  std::vector<serialization::NamedTensor> restored_;
   Worker0Saves saves_;  // what this run saves (worker 0's plans, which every worker takes part in)
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<TraceWriter> trace_;
