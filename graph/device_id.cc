@@ -14,6 +14,17 @@ std::string_view device_kind_name(DeviceKind kind) {
   return "unknown";
 }
 
+bool has_own_memory(DeviceKind kind) { return kind != DeviceKind::cpu; }
+
+int physical_ordinal(DeviceId id, int logical_per_physical) {
+  return has_own_memory(id.kind) ? id.ordinal / logical_per_physical : 0;
+}
+
+DeviceId memory_owner(DeviceId id, int logical_per_physical) {
+  if (!has_own_memory(id.kind)) return id;
+  return {id.kind, physical_ordinal(id, logical_per_physical) * logical_per_physical};
+}
+
 std::string DeviceId::to_string() const {
   return std::string(device_kind_name(kind)) + ":" + std::to_string(ordinal);
 }

@@ -1,6 +1,10 @@
 // DeviceId: which device a node runs on ("cpu:0", "cpu_async:0", "gpu:1"), as a kind and an ordinal.
 // cpu devices run kernels inline in host memory; cpu_async devices run the same kernels on a stream
 // of their own, in memory of their own (runtime/device.h), the way a GPU does.
+//
+// Logical devices: with k logical GPUs per GPU, gpu:<i> is a stream of its own on physical GPU i / k,
+// in that GPU's memory, which it shares with the other logical GPUs there (as TensorFlow's logical
+// devices). cpu_async devices, the GPU's model, split the same way; cpu devices all share the host.
 #pragma once
 
 #include <compare>
@@ -26,5 +30,13 @@ struct DeviceId {
 };
 
 std::string_view device_kind_name(DeviceKind kind);
+
+// Whether devices of this kind have memory of their own (and so may be split into logical devices).
+bool has_own_memory(DeviceKind kind);
+// The physical device that logical device `id` runs on, with `logical_per_physical` logical devices
+// per physical one: ordinal / k for gpu and cpu_async, 0 (the host) for cpu.
+int physical_ordinal(DeviceId id, int logical_per_physical);
+// The first logical device of `id`'s physical device, which names the memory they share.
+DeviceId memory_owner(DeviceId id, int logical_per_physical);
 
 }  // namespace mirra::graph

@@ -68,13 +68,15 @@ Tensor Device::copy_from_host(const Tensor& tensor) const {
 
 DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::shared_ptr<MemoryBudget> budget,
                             const GpuOptions& gpu_options) {
+  MIRRA_CHECK(gpu_options.logical_gpus_per_gpu >= 1, "logical_gpus_per_gpu must be at least 1");
   DeviceSet set;
   const int per_device = std::max(1, threads / std::max(static_cast<int>(ids.size()), 1));
   for (const DeviceId& id : ids) {
     MIRRA_CHECK(set.find(id) == nullptr, "device listed twice: " + id.to_string());
     if (id.kind == DeviceKind::cpu_async) {
       auto stream = std::make_shared<WorkerStream>(id.to_string());
-      auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, MemorySpace::of_device(id), stream);
+      const MemorySpace space = MemorySpace::of_device(graph::memory_owner(id, gpu_options.logical_gpus_per_gpu));
+      auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, space, stream);
       set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device));
     } else if (id.kind == DeviceKind::gpu) {
       graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal, gpu_options);
@@ -107,7 +109,10 @@ Device* DeviceSet::find(DeviceId id) const {
 
 Device* DeviceSet::owner_of(const MemorySpace& space) const {
   if (space.host) return nullptr;
-  return find(space.device);
+  for (const auto& device : devices_) {
+    if (device->memory_space() == space) return device.get();
+  }
+  return nullptr;
 }
 
 }  // namespace mirra::runtime

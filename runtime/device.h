@@ -96,15 +96,16 @@ class Device {
 class DeviceSet {
  public:
   // One device per id, sharing `threads` threads and, when given, one memory budget (they share the
-  // host's memory; a GPU's own memory is not counted). A GPU that cannot be opened (none there, a
-  // build without CUDA) is left out, and status() says why.
+  // host's memory; a GPU's own memory is not counted). Logical devices of one physical GPU (or
+  // cpu_async device) share its memory space (`gpu_options.logical_gpus_per_gpu`). A GPU that cannot
+  // be opened (none there, a build without CUDA) is left out, and status() says why.
   static DeviceSet create(const std::vector<DeviceId>& ids, int threads = 1,
                           std::shared_ptr<MemoryBudget> budget = nullptr, const GpuOptions& gpu_options = {});
   // `count` logical CPU devices cpu:0 .. cpu:count-1.
   static DeviceSet cpu(int count, int threads = 1, std::shared_ptr<MemoryBudget> budget = nullptr);
 
   Device* find(DeviceId id) const;
-  // The device whose memory `space` is (null for host memory).
+  // A device whose memory `space` is, the first of the logical devices sharing it (null for host memory).
   Device* owner_of(const MemorySpace& space) const;
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
   // Ok, or why a device asked for could not be opened (unavailable).

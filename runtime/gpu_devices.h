@@ -26,12 +26,15 @@ struct GpuInfo {
 };
 
 // Versions as "major.minor[.patch]"; empty when the build or the machine lacks the piece.
-// How GPU devices compute.
+// How GPU devices are laid out and compute.
 struct GpuOptions {
   // f32 matrix products and convolutions may run in TF32 (tensor cores, a 10-bit mantissa): faster,
   // less exact. Off by default, as PyTorch's matmuls: results then follow the CPU's within float
   // rounding.
   bool allow_tf32 = false;
+  // Logical GPUs per physical GPU (graph/device_id.h): gpu:<i> runs on GPU i / k with a stream of its
+  // own and, for k > 1, a memory limit of 1/k of the GPU's memory. cpu_async devices split the same way.
+  int logical_gpus_per_gpu = 1;
 };
 
 struct GpuSoftware {
@@ -43,7 +46,8 @@ bool built_with_cuda();
 // The GPUs of this machine; unavailable with the reason (no CUDA backend, no driver, no device).
 graph::Expected<std::vector<GpuInfo>> list_gpus();
 GpuSoftware gpu_software();
-// GPU `ordinal` as a device (gpu:<ordinal>), or unavailable naming it and why.
+// Logical GPU `ordinal` as a device (gpu:<ordinal>, on GPU ordinal / options.logical_gpus_per_gpu),
+// or unavailable naming it and why.
 graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuOptions& options = {});
 
 }  // namespace mirra::runtime

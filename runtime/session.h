@@ -38,6 +38,7 @@ struct SessionOptions {
   graph::DeviceId default_device = {};  // for nodes with no device
   bool soft_placement = false;  // a node its device has no kernel for runs on cpu:0 instead of failing
   bool allow_tf32 = false;      // GPUs may run f32 products and convolutions in TF32 (GpuOptions)
+  int logical_gpus_per_gpu = 1;  // gpu:<i> (and cpu_async:<i>) is a logical device on physical i / k (GpuOptions)
   bool trace = false;          // record every step's node timeline (see last_timeline)
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
   // Subnormal floats read and written as zero by the CPU threads that run its steps (FTZ/DAZ, as in

@@ -29,10 +29,10 @@ graph::Expected<double> positive_mb(const json& object, const char* key, const c
 
 }  // namespace
 
-std::vector<graph::DeviceId> default_devices(std::string_view strategy) {
+std::vector<graph::DeviceId> default_devices(std::string_view strategy, int logical_gpus_per_gpu) {
   if (const auto gpus = runtime::list_gpus(); gpus.ok()) {
     std::vector<graph::DeviceId> devices;
-    for (const runtime::GpuInfo& gpu : *gpus) devices.push_back({graph::DeviceKind::gpu, gpu.ordinal});
+    for (int i = 0; i < static_cast<int>(gpus->size()) * logical_gpus_per_gpu; ++i) devices.push_back({graph::DeviceKind::gpu, i});
     if (strategy == "one_device") devices.resize(1);
     return devices;
   }
@@ -78,7 +78,8 @@ graph::Expected<json> parse_config_object(std::string_view json_text, std::strin
 }
 
 graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std::string_view source) {
-  MIRRA_RETURN_IF_ERROR(check_config_keys(root, {"strategy", "devices", "all_reduce", "shard_optimizer_state"}, source, ""));
+  MIRRA_RETURN_IF_ERROR(check_config_keys(
+      root, {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state"}, source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
     if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
@@ -88,6 +89,14 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       config.strategy != "multi_worker_mirrored") {
     return config_key_error(source, "strategy",
                             "is '" + config.strategy + "', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
+  }
+  if (root.contains("logical_gpus_per_gpu")) {
+    const json& per_gpu = root.at("logical_gpus_per_gpu");
+    if (!per_gpu.is_number_integer() || per_gpu.get<int64_t>() < 1 || per_gpu.get<int64_t>() > kMaxLogicalGpusPerGpu) {
+      return config_key_error(source, "logical_gpus_per_gpu",
+                              "must be an integer in [1, " + std::to_string(kMaxLogicalGpusPerGpu) + "]");
+    }
+    config.logical_gpus_per_gpu = per_gpu.get<int>();
   }
   if (root.contains("devices")) {
     const json& devices = root.at("devices");
@@ -106,7 +115,7 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       return config_key_error(source, "devices", "must name exactly one device for one_device");
     }
   } else {
-    config.devices = default_devices(config.strategy);
+    config.devices = default_devices(config.strategy, config.logical_gpus_per_gpu);
   }
   if (root.contains("shard_optimizer_state")) {
     if (!root.at("shard_optimizer_state").is_boolean()) return config_key_error(source, "shard_optimizer_state", "must be true or false");

@@ -2,7 +2,7 @@
 // (nlohmann-json). Every key is documented in docs/config.md. An unknown key, a wrong type or a bad
 // value is an error naming the key and where the config came from.
 //
-//   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"],
+//   {"strategy": "mirrored", "devices": ["cpu:0", "cpu:1"], "logical_gpus_per_gpu": 1,
 //    "all_reduce": {"implementation": "auto", "bucket_mb": 25, "first_bucket_mb": 1, "timeout_s": 300,
 //                   "compression": "none"},
 //    "shard_optimizer_state": false}
@@ -18,7 +18,9 @@
 namespace mirra::strategies {
 
 struct AllReduceConfig {
-  std::string implementation = "auto";  // auto, in_process or mpi (multi_worker_mirrored's, and its auto)
+  // auto, in_process or mpi (multi_worker_mirrored's, and its auto). auto reduces replicas that share
+  // a device's memory there (strategies/all_reduce_plan.h); in_process meets every replica on the host.
+  std::string implementation = "auto";
   double bucket_mb = 25;                // cap of a gradient bucket, MiB
   double first_bucket_mb = 1;           // cap of the first (last layers') bucket, MiB
   double timeout_s = 300;               // how long a collective waits for every replica; 0: forever
@@ -28,15 +30,21 @@ struct AllReduceConfig {
 struct StrategyConfig {
   std::string strategy = "mirrored";  // one_device, mirrored, central_storage, multi_worker_mirrored
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
+  // Logical GPUs per physical GPU (graph/device_id.h): gpu:0 .. gpu:kP-1 on P GPUs, so that one GPU
+  // holds several replicas. cpu_async devices, the GPU's model, split the same way.
+  int logical_gpus_per_gpu = 1;
   AllReduceConfig all_reduce;
   // Mirrored and MultiWorkerMirrored: each replica keeps its share of the optimizer slots (ZeRO stage
   // 1; across workers, its share among every worker's replicas).
   bool shard_optimizer_state = false;
 };
 
-// The local devices a strategy uses when the config names none: the machine's GPUs when it has any
-// (the first for one_device), else two logical CPU devices (cpu:0 for one_device).
-std::vector<graph::DeviceId> default_devices(std::string_view strategy);
+inline constexpr int kMaxLogicalGpusPerGpu = 64;
+
+// The local devices a strategy uses when the config names none: the machine's GPUs when it has any,
+// each as `logical_gpus_per_gpu` logical GPUs (the first for one_device), else two logical CPU
+// devices (cpu:0 for one_device).
+std::vector<graph::DeviceId> default_devices(std::string_view strategy, int logical_gpus_per_gpu = 1);
 
 // Why `config` cannot shard its optimizer state ("applies to ..."), or "" when it can or does not ask to.
 std::string shard_optimizer_state_problem(const StrategyConfig& config);

@@ -79,6 +79,8 @@ class Rewriter {
   std::vector<int64_t> variable_bytes() const;
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
+  std::vector<ValueRef> reduce_bucket(const std::vector<ValueRef>& values, size_t k, NodeId& previous);
+  void run_on_leader(ValueRef collective, int leader);
   graph::Expected<std::vector<ShardedVariable>> shardable(const std::vector<std::vector<ValueRef>>& raw,
                                                           NodeId copies_end) const;
   void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
@@ -316,14 +318,8 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
       compressed[i] = true;
       values[i] = on(static_cast<int>(i / buckets[k].size()), ops::cast(b_, values[i], graph::DType::bf16));
     }
-    std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
-    if (!reduced.front().valid()) return aggregated;
-    place(reduced.front(), kHost);
-    // A single replica's bucket stays on its device (the sum of one is in place), not copied to the
-    // host and back.
-    if (replicas_ == 1 && !plan_.across_workers) out_.mutable_node(reduced.front().node).device = plan_.devices.front();
-    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.front().node);
-    previous = reduced.front().node;
+    std::vector<ValueRef> reduced = reduce_bucket(values, buckets[k].size(), previous);
+    if (reduced.empty()) return aggregated;
     for (size_t i = 0; i < reduced.size(); ++i) {
       const int replica = static_cast<int>(i / buckets[k].size());
       if (compressed[i]) reduced[i] = on(replica, ops::cast(b_, reduced[i], graph::DType::f32));
@@ -335,6 +331,64 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     }
   }
   return aggregated;
+}
+
+// A collective that spans replicas (so of none of them) runs on `leader`'s device.
+void Rewriter::run_on_leader(ValueRef collective, int leader) {
+  out_.mutable_node(collective.node).device = plan_.devices[static_cast<size_t>(leader)];
+}
+
+// One bucket's sum for every replica (`values` and the result: replica r's j-th tensor at r * k + j),
+// where plan_.reduction says (strategies/all_reduce_plan.h). The nodes that call the collective
+// across memory spaces are chained after `previous`, which becomes the last of them. Empty on error.
+std::vector<ValueRef> Rewriter::reduce_bucket(const std::vector<ValueRef>& values, size_t k, NodeId& previous) {
+  const auto chain = [&](ValueRef reduced) {
+    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.node);
+    previous = reduced.node;
+  };
+  const AllReducePlan& reduction = plan_.reduction;
+  if (reduction.path != AllReducePath::hierarchical) {
+    std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
+    if (!reduced.front().valid()) return {};
+    // A single replica's bucket stays on its device (the sum of one is in place); replicas sharing
+    // one device's memory are summed on it; the rest meet on the host.
+    place(reduced.front(), kHost);
+    if (reduction.path == AllReducePath::on_device || (replicas_ == 1 && !plan_.across_workers)) {
+      run_on_leader(reduced.front(), reduction.groups.empty() ? 0 : reduction.groups[0][0]);
+    }
+    chain(reduced.front());
+    return reduced;
+  }
+  // Hierarchical: each group is summed on its leader's device, the groups' sums on the host.
+  std::vector<ValueRef> group_sums;
+  for (size_t g = 0; g < reduction.groups.size(); ++g) {
+    const std::vector<int>& group = reduction.groups[g];
+    std::vector<ValueRef> members;
+    for (int r : group) members.insert(members.end(), values.begin() + r * k, values.begin() + (r + 1) * k);
+    if (group.size() == 1) {
+      group_sums.insert(group_sums.end(), members.begin(), members.end());
+      continue;
+    }
+    auto scope = b_.scope("device_" + std::to_string(g));
+    std::vector<ValueRef> summed = ops::all_reduce(b_, members, static_cast<int64_t>(group.size()), "sum", plan_.collective);
+    if (!summed.front().valid()) return {};
+    place(summed.front(), kHost);
+    run_on_leader(summed.front(), group.front());
+    group_sums.insert(group_sums.end(), summed.begin(), summed.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  std::vector<ValueRef> totals =
+      ops::all_reduce(b_, group_sums, static_cast<int64_t>(reduction.groups.size()), "sum", plan_.collective);
+  if (!totals.front().valid()) return {};
+  place(totals.front(), kHost);
+  chain(totals.front());
+  // Every replica of a group reads its group's total (one copy into the device's memory serves them all).
+  std::vector<ValueRef> reduced(values.size());
+  for (size_t g = 0; g < reduction.groups.size(); ++g) {
+    for (int r : reduction.groups[g]) {
+      for (size_t j = 0; j < k; ++j) reduced[static_cast<size_t>(r) * k + j] = totals[g * k + j];
+    }
+  }
+  return reduced;
 }
 
 // For shard_optimizer_state: each variable's copies and updates, when every replica's raw gradient is

@@ -23,6 +23,7 @@
 
 #include "graph/device_id.h"
 #include "ops/distribute_ops.h"
+#include "strategies/all_reduce_plan.h"
 #include "strategies/gradient_buckets.h"
 #include "strategies/strategy.h"
 
@@ -41,6 +42,9 @@ struct ReplicationPlan {
   ops::WorkerPart worker;  // which worker's graph to build (across workers; only sharded state differs)
   BucketSizes buckets;  // of the gradients' collectives (all-reduces, or reduce-scatters and all-gathers)
   ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
+  // Where Mirrored's gradient buckets are summed (default: on the host, or on the device of a single
+  // replica).
+  AllReducePlan reduction;
   // ZeRO stage 1 (mirror_state only; across workers every replica of every worker holds its own
   // share): each update must read its gradient directly (no clipping, loss scaling or numerics
   // checks between them).

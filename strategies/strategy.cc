@@ -34,6 +34,13 @@ class ReplicatingStrategy final : public Strategy {
       : config_(std::move(config)), mirror_state_(mirror_state), across_workers_(across_workers) {}
   const StrategyConfig& config() const override { return config_; }
   bool across_workers() const override { return across_workers_; }
+  AllReducePlan all_reduce_plan() const override {
+    return plan_all_reduce(config_.devices, {.logical_gpus_per_gpu = config_.logical_gpus_per_gpu,
+                                             .implementation = config_.all_reduce.implementation,
+                                             .across_workers = across_workers_,
+                                             .central_variables = !mirror_state_,
+                                             .sharded_state = config_.shard_optimizer_state});
+  }
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const override {
     constexpr double kMiB = 1 << 20;
     if (part.workers > 1 && !across_workers_) {
@@ -51,6 +58,7 @@ class ReplicatingStrategy final : public Strategy {
                                            .bucket_bytes = static_cast<int64_t>(config_.all_reduce.bucket_mb * kMiB)},
                                .collective = {.implementation = implementation,
                                               .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)},
+                               .reduction = all_reduce_plan(),
                                .shard_optimizer_state = config_.shard_optimizer_state,
                                .bf16_all_reduce = config_.all_reduce.compression == "bf16"});
   }
@@ -90,15 +98,18 @@ std::string Strategy::describe() const {
 
 graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config) {
   StrategyConfig resolved = config;
-  if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy);
+  if (resolved.logical_gpus_per_gpu < 1) return graph::invalid_argument("logical_gpus_per_gpu must be at least 1");
+  if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy, resolved.logical_gpus_per_gpu);
+  const int per_gpu = resolved.logical_gpus_per_gpu;
   for (const graph::DeviceId& device : resolved.devices) {
     if (device.kind != graph::DeviceKind::gpu) continue;
     const graph::Expected<std::vector<runtime::GpuInfo>> gpus = runtime::list_gpus();
     const std::string where = "strategy " + resolved.strategy + ": device " + device.to_string() + " is not available";
     if (!gpus.ok()) return graph::unavailable(where + " (" + gpus.status().message() + ")");
-    if (device.ordinal >= static_cast<int>(gpus->size())) {
+    if (graph::physical_ordinal(device, per_gpu) >= static_cast<int>(gpus->size())) {
       return graph::unavailable(where + " (this machine has " + std::to_string(gpus->size()) + " GPU" +
-                                (gpus->size() == 1 ? ")" : "s)"));
+                                (gpus->size() == 1 ? "" : "s") +
+                                (per_gpu > 1 ? ", " + std::to_string(per_gpu) + " logical GPUs each)" : ")"));
     }
   }
   if (resolved.strategy == "one_device") {

@@ -18,6 +18,7 @@
 #include "graph/graph.h"
 #include "ops/distribute_ops.h"
 #include "runtime/training/trainer.h"
+#include "strategies/all_reduce_plan.h"
 #include "strategies/config.h"
 
 namespace mirra::strategies {
@@ -50,6 +51,8 @@ class Strategy {
   // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
   // shard of every global batch.
   virtual bool across_workers() const { return false; }
+  // Where the gradients are summed (a single replica's stay in place).
+  virtual AllReducePlan all_reduce_plan() const { return plan_all_reduce(config().devices, {}); }
   // "mirrored over cpu:0, cpu:1" (", optimizer state sharded" with shard_optimizer_state)
   std::string describe() const;
 };

@@ -50,18 +50,23 @@ class PinnedMemory final : public SystemMemory {
 
 }  // namespace
 
-GpuDevice::GpuDevice(int ordinal, const GpuOptions& options)
-    : GpuDevice(ordinal, options, std::make_shared<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal))) {}
+GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options)
+    : GpuDevice(ordinal, physical, memory_limit, options,
+                std::make_shared<GpuStream>(physical, "gpu:" + std::to_string(ordinal))) {}
 
-GpuDevice::GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<GpuStream> stream)
+// Logical GPUs of one physical GPU share its memory space (named by the first of them), each with
+// its own allocator, stream and, with a limit, budget.
+GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options,
+                     std::shared_ptr<GpuStream> stream)
     : Device({DeviceKind::gpu, ordinal},
-             std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal), nullptr,
-                                                MemorySpace::of_device({DeviceKind::gpu, ordinal}), nullptr,
-                                                std::make_shared<DeviceMemory>(ordinal)),
+             std::make_shared<CachingAllocator>(
+                 "gpu:" + std::to_string(ordinal), memory_limit > 0 ? std::make_shared<MemoryBudget>(memory_limit) : nullptr,
+                 MemorySpace::of_device(graph::memory_owner({DeviceKind::gpu, ordinal}, options.logical_gpus_per_gpu)),
+                 nullptr, std::make_shared<DeviceMemory>(physical)),
              stream),
       options_(options),
       stream_(std::move(stream)),
-      copy_stream_(std::make_unique<GpuStream>(ordinal, "gpu:" + std::to_string(ordinal) + " copies")),
+      copy_stream_(std::make_unique<GpuStream>(physical, "gpu:" + std::to_string(ordinal) + " copies")),
       pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,
                                                  MemorySpace::host_memory(), nullptr, std::make_shared<PinnedMemory>())) {
   try {

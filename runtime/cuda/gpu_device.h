@@ -1,4 +1,4 @@
-// GpuDevice: gpu:<i>, one physical GPU. Its compute stream is a GpuStream, and a second one copies
+// GpuDevice: gpu:<i>, one physical GPU or a logical GPU on one (graph/device_id.h). Its compute stream is a GpuStream, and a second one copies
 // staged feeds in while the compute stream runs (Device::stage_from_host); its memory comes from
 // cudaMalloc through a CachingAllocator (size classes; after the first step no cudaMalloc or
 // cudaFree; freeing needs no stream ordering because the device runs the kernels in the order they
@@ -22,8 +22,9 @@ namespace mirra::runtime::cuda {
 
 class GpuDevice final : public Device {
  public:
-  // Opens GPU `ordinal`; throws DeviceError when CUDA, cuBLAS or cuDNN refuse.
-  GpuDevice(int ordinal, const GpuOptions& options);
+  // Opens logical GPU `ordinal` on physical GPU `physical`, its allocations capped at `memory_limit`
+  // bytes (0: none but the GPU's); throws DeviceError when CUDA, cuBLAS or cuDNN refuse.
+  GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options);
   ~GpuDevice() override;
 
   GpuStream& gpu_stream() const { return *stream_; }
@@ -42,7 +43,7 @@ class GpuDevice final : public Device {
   Staged stage_from_host(const Tensor& tensor) const override;
 
  private:
-  GpuDevice(int ordinal, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
+  GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
 
   GpuOptions options_;
   std::shared_ptr<GpuStream> stream_;

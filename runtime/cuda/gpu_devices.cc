@@ -68,12 +68,16 @@ graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuO
   const std::string name = "gpu:" + std::to_string(ordinal);
   graph::Expected<std::vector<GpuInfo>> gpus = list_gpus();
   if (!gpus.ok()) return graph::unavailable(name + ": " + gpus.status().message());
-  if (ordinal >= static_cast<int>(gpus->size())) {
+  const int per_gpu = options.logical_gpus_per_gpu;
+  const int physical = graph::physical_ordinal({graph::DeviceKind::gpu, ordinal}, per_gpu);
+  if (physical >= static_cast<int>(gpus->size())) {
     return graph::unavailable(name + ": this machine has " + std::to_string(gpus->size()) + " GPU" +
-                              (gpus->size() == 1 ? "" : "s"));
+                              (gpus->size() == 1 ? "" : "s") +
+                              (per_gpu > 1 ? " (" + std::to_string(per_gpu) + " logical GPUs each)" : ""));
   }
+  const int64_t memory_limit = per_gpu > 1 ? (*gpus)[static_cast<size_t>(physical)].memory_bytes / per_gpu : 0;
   try {
-    return std::unique_ptr<Device>(std::make_unique<cuda::GpuDevice>(ordinal, options));
+    return std::unique_ptr<Device>(std::make_unique<cuda::GpuDevice>(ordinal, physical, memory_limit, options));
   } catch (const DeviceError& e) {
     return e.status().with_context(name);
   }

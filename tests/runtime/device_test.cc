@@ -273,6 +273,41 @@ TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
   CHECK(session.graph().contains("x/to_cpu_async:0"));
 }
 
+// Logical devices of one physical device (here cpu_async, the GPU's model) share its memory: values
+// pass between them without copies, each device's stream may touch the others' buffers, and the
+// shared space is the first logical device's.
+TEST_CASE("Placement.logical_devices_of_one_device_share_its_memory") {
+  const graph::DeviceId async1{DeviceKind::cpu_async, 1}, async2{DeviceKind::cpu_async, 2};
+  DeviceSet devices = DeviceSet::create({kAsync0, async1, async2}, 1, nullptr, {.logical_gpus_per_gpu = 2});
+  CHECK(devices.find(async1)->memory_space() == devices.find(kAsync0)->memory_space());
+  CHECK(devices.find(async1)->memory_space().to_string() == "cpu_async:0 memory");
+  CHECK(devices.find(async2)->memory_space().to_string() == "cpu_async:2 memory");
+  CHECK(devices.owner_of(devices.find(async1)->memory_space()) == devices.find(kAsync0));
+
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {2});  // on cpu:0 (host)
+  b.set_device(kAsync0);
+  auto y = ops::square(b, x);
+  b.set_device(async1);
+  auto z = ops::neg(b, y);  // reads cpu_async:0's buffer in place
+  b.set_device(async2);
+  auto w = ops::add(b, y, z);  // another physical device: both through the host
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels(), {.logical_gpus_per_gpu = 2});
+  auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {z, w});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_vector<float>() == std::vector<float>{-1, -4});
+  CHECK((*out)[1].to_vector<float>() == std::vector<float>{0, 0});
+  int to_host = 0, from_host = 0;
+  for (const graph::Node& node : session.graph().nodes()) {
+    to_host += node.op == "CopyToHost";
+    from_host += node.op == "CopyFromHost";
+  }
+  CHECK(to_host == 2);    // y and z leave cpu_async:0's memory for cpu_async:2's
+  CHECK(from_host == 3);  // x enters the first memory once; y and z enter the second
+}
+
 TEST_CASE("Session.staged_feeds.run_as_feeds_do_and_belong_to_their_session") {
   graph::Graph g;
   graph::Builder b(g, ops::registry());

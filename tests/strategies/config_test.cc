@@ -35,6 +35,10 @@ TEST_CASE("StrategyConfig.defaults_and_keys") {
   CHECK(full->all_reduce.bucket_mb == 4);
   CHECK(full->all_reduce.first_bucket_mb == 0.5);
   CHECK(full->all_reduce.timeout_s == 2.5);
+  CHECK(defaults->logical_gpus_per_gpu == 1);
+  auto logical = parse_strategy_config(R"({"devices": ["gpu:0", "gpu:1"], "logical_gpus_per_gpu": 2})", "test.json");
+  REQUIRE(logical.ok());
+  CHECK(logical->logical_gpus_per_gpu == 2);
   auto one = parse_strategy_config(R"({"strategy": "one_device"})", "test.json");
   REQUIRE(one.ok());
   CHECK(one->devices.size() == 1);
@@ -44,7 +48,13 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of("[1]") == "test.json: the config must be a JSON object");
   CHECK(error_of("{").starts_with("test.json: not valid JSON"));
   CHECK(error_of(R"({"stratgy": "mirrored"})") ==
-        "test.json: unknown key 'stratgy' (known: strategy, devices, all_reduce, shard_optimizer_state)");
+        "test.json: unknown key 'stratgy' (known: strategy, devices, logical_gpus_per_gpu, all_reduce, "
+        "shard_optimizer_state)");
+  for (const char* bad : {"0", "-1", "1.5", "\"2\"", "65"}) {
+    CAPTURE(bad);
+    CHECK(error_of(std::string(R"({"logical_gpus_per_gpu": )") + bad + "}") ==
+          "test.json: 'logical_gpus_per_gpu' must be an integer in [1, 64]");
+  }
   CHECK(error_of(R"({"strategy": "mirror"})") ==
         "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
   CHECK(error_of(R"({"strategy": 3})") == "test.json: 'strategy' must be a string");

@@ -4,10 +4,13 @@
 // the reported loss and correct count match one device's. The same over asynchronous devices
 // (cpu_async:0..2: streams of their own, memory of their own, copies inserted by placement), against
 // the reference on cpu:0, and one device on cpu_async:0 alone (Mirrored's single replica reduces
-// on its own device).
+// on its own device). And over logical devices (2 or 3 cpu_async devices sharing one memory space,
+// the model of logical GPUs on one GPU): buckets summed on the shared device, or per device and then
+// on the host (strategies/all_reduce_plan.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "tests/strategies/strategy_test_util.h"
 
@@ -20,8 +23,20 @@ double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }
 
+// The devices a Mirrored graph's AllReduce nodes must run on under `plan`: each shared device's
+// leader, and the host where buckets meet there.
+std::set<graph::DeviceId> all_reduce_devices(const AllReducePlan& plan, const std::vector<graph::DeviceId>& devices) {
+  if (plan.path == AllReducePath::single) return {devices.front()};
+  std::set<graph::DeviceId> where;
+  if (plan.path != AllReducePath::on_device) where.insert({graph::DeviceKind::cpu, 0});
+  for (const std::vector<int>& group : plan.groups) {
+    if (group.size() > 1) where.insert(devices[static_cast<size_t>(group.front())]);
+  }
+  return where;
+}
+
 void check_equivalence(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size,
-                       graph::DeviceKind kind, int max_replicas) {
+                       graph::DeviceKind kind, int max_replicas, int logical_per_physical = 1) {
   const TrainingProgram program = build_program(model, optimizer);
   const std::vector<Batch> batches = random_batches(model, batch_size, kSteps, 17);
   runtime::Session reference(program.graph, ops::kernels(), {.threads = 2});
@@ -40,25 +55,31 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
     int replicas;
   };
   std::vector<Run> runs;
-  if (kind != graph::DeviceKind::cpu) runs.push_back({"one_device", 1});
-  for (int replicas = 1; replicas <= max_replicas; ++replicas) {
+  if (kind != graph::DeviceKind::cpu && logical_per_physical == 1) runs.push_back({"one_device", 1});
+  for (int replicas = logical_per_physical == 1 ? 1 : 2; replicas <= max_replicas; ++replicas) {
     runs.push_back({"mirrored", replicas});
-    runs.push_back({"central_storage", replicas});
+    if (logical_per_physical == 1) runs.push_back({"central_storage", replicas});
   }
   for (const Run& run : runs) {
     const std::string& strategy_name = run.strategy;
     const int replicas = run.replicas;
     CAPTURE(strategy_name);
     CAPTURE(replicas);
-    auto strategy = make_strategy({.strategy = strategy_name, .devices = devices_of(kind, replicas)});
+    const std::vector<graph::DeviceId> devices = devices_of(kind, replicas);
+    auto strategy =
+        make_strategy({.strategy = strategy_name, .devices = devices, .logical_gpus_per_gpu = logical_per_physical});
     REQUIRE(strategy.ok());
     auto distributed = (*strategy)->distribute(program);
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-    // A single replica's buckets stay on its device; several replicas meet on the host.
+    // A single replica's buckets stay on its device; replicas sharing a device's memory are summed
+    // there; the rest meet on the host.
+    const std::set<graph::DeviceId> want_devices = all_reduce_devices((*strategy)->all_reduce_plan(), devices);
+    std::set<graph::DeviceId> all_reduce_ran_on;
     for (const graph::Node& node : distributed->graph.nodes()) {
-      if (node.op == "AllReduce") CHECK(node.device == (replicas == 1 ? devices_of(kind, 1)[0] : graph::DeviceId{graph::DeviceKind::cpu, 0}));
+      if (node.op == "AllReduce") all_reduce_ran_on.insert(*node.device);
     }
-    runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+    if (strategy_name == "mirrored") CHECK(all_reduce_ran_on == want_devices);
+    runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2, .logical_gpus_per_gpu = logical_per_physical});
     const bool mirrored = strategy_name == "mirrored";
     for (size_t step = 0; step < batches.size(); ++step) {
       auto out = session.run(feeds(*distributed, batches[step]),
@@ -88,7 +109,7 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
   }
 }
 
-void check_every_case(graph::DeviceKind kind, int max_replicas) {
+void check_every_case(graph::DeviceKind kind, int max_replicas, int logical_per_physical = 1) {
   const std::vector<ops::Optimizer> optimizers = {ops::Optimizer::sgd(0.05), ops::Optimizer::momentum_sgd(0.05, 0.9),
                                                   ops::Optimizer::adam(0.001)};
   for (const std::string model : {"mlp", "small_cnn"}) {
@@ -97,7 +118,7 @@ void check_every_case(graph::DeviceKind kind, int max_replicas) {
         CAPTURE(model);
         CAPTURE(optimizer.kind);
         CAPTURE(batch);
-        check_equivalence(model, optimizer, batch, kind, max_replicas);
+        check_equivalence(model, optimizer, batch, kind, max_replicas, logical_per_physical);
       }
     }
   }
@@ -106,6 +127,17 @@ void check_every_case(graph::DeviceKind kind, int max_replicas) {
 TEST_CASE("Strategies.equivalent_to_one_device") { check_every_case(graph::DeviceKind::cpu, 4); }
 
 TEST_CASE("Strategies.equivalent_to_one_device.on_cpu_async_devices") { check_every_case(graph::DeviceKind::cpu_async, 3); }
+
+// Two logical devices per physical one: 2 replicas are summed on one device, 3 and 4 per device and
+// then on the host (one group of one replica with 3).
+TEST_CASE("Strategies.equivalent_to_one_device.on_logical_devices") {
+  check_every_case(graph::DeviceKind::cpu_async, 4, 2);
+}
+
+// Three logical devices on one: every bucket is summed on it.
+TEST_CASE("Strategies.equivalent_to_one_device.on_three_logical_devices_of_one") {
+  check_every_case(graph::DeviceKind::cpu_async, 3, 3);
+}
 
 }  // namespace
 }  // namespace mirra::strategies::test

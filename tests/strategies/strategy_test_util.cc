@@ -76,8 +76,8 @@ bool is_slot(std::string_view name) {
 
 std::map<std::string, std::vector<double>> train_checking_replicas(const TrainingProgram& program,
                                                                    const std::vector<Batch>& batches, int replicas,
-                                                                   bool check_slots) {
-  runtime::Session session(program.graph, ops::kernels(), {.threads = 2});
+                                                                   bool check_slots, int logical_gpus_per_gpu) {
+  runtime::Session session(program.graph, ops::kernels(), {.threads = 2, .logical_gpus_per_gpu = logical_gpus_per_gpu});
   for (size_t step = 0; step < batches.size(); ++step) {
     auto out = session.run(feeds(program, batches[step]), {program.signature.loss}, {program.signature.train});
     REQUIRE_MESSAGE(out.ok(), out.status().to_string());

@@ -44,10 +44,11 @@ bool is_slot(std::string_view name);
 
 // Runs the train target on each batch and returns the session's float variables; with `replicas` > 1,
 // checks after every step that each replica's copy of every variable is bitwise equal to replica 0's
-// (of the slots too, with `check_slots`: sharded slots hold different shares).
+// (of the slots too, with `check_slots`: sharded slots hold different shares). The session splits
+// each GPU into `logical_gpus_per_gpu` devices.
 std::map<std::string, std::vector<double>> train_checking_replicas(const TrainingProgram& program,
                                                                    const std::vector<Batch>& batches, int replicas,
-                                                                   bool check_slots);
+                                                                   bool check_slots, int logical_gpus_per_gpu = 1);
 
 // Checks max |got - want| <= 1e-5 * max |want| over one variable's elements.
 void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want);

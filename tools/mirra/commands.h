@@ -37,6 +37,7 @@ struct InspectCommand {
   std::string model;
   std::string strategy;  // empty: the model as stored
   std::vector<std::string> devices;
+  int logical_gpus_per_gpu = 1;  // with a strategy
   bool dot = false;
   std::string mixed_precision = "off";  // with a strategy
   bool shard_optimizer_state = false;  // with a strategy

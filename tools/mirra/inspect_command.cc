@@ -85,15 +85,18 @@ graph::Status inspect(const InspectCommand& command) {
     }
     return graph::Status();
   }
-  nlohmann::json config_json = {{"strategy", command.strategy}};
+  nlohmann::json config_json = {{"strategy", command.strategy}, {"logical_gpus_per_gpu", command.logical_gpus_per_gpu}};
   if (!command.devices.empty()) config_json["devices"] = command.devices;
   if (command.shard_optimizer_state) config_json["shard_optimizer_state"] = true;
   MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
-                         strategies::strategy_config_from_json(config_json, "--strategy/--devices"));
+                         strategies::strategy_config_from_json(config_json, "--strategy/--devices/--logical-gpus-per-gpu"));
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
   MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, {.mixed_precision = mixed_precision}));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
+  // Where the gradients are summed, as a comment of the format printed.
+  const std::string plan = describe(strategy->all_reduce_plan(), strategy->config().devices);
+  std::printf("%s all-reduce: %s\n", command.dot ? "//" : "#", plan.c_str());
   std::fputs((command.dot ? graph::to_dot(distributed.graph) : graph::to_text(distributed.graph)).c_str(), stdout);
   return graph::Status();
 }

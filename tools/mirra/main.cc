@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
   inspect_app->add_option("MODEL", inspect.model, "Model file (.mirra)")->required();
   inspect_app->add_option("--strategy", inspect.strategy, "Show the training graph this strategy makes");
   inspect_app->add_option("--devices", inspect_devices, "Comma-separated devices for --strategy");
+  inspect_app->add_option("--logical-gpus-per-gpu", inspect.logical_gpus_per_gpu,
+                          "With --strategy: each GPU (and cpu_async device) split into this many logical devices")
+      ->check(CLI::Range(1, mirra::strategies::kMaxLogicalGpusPerGpu));
   inspect_app->add_flag("--dot", inspect.dot, "Print the graph as DOT for Graphviz");
   inspect_app->add_option("--mixed-precision", inspect.mixed_precision,
                           "With --strategy: the training graph with bf16 or fp16 products (default off)")

@@ -146,7 +146,10 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   MIRRA_ASSIGN_OR_RETURN(json root, strategies::parse_config_object(json_text, source));
   RunConfig config = default_run_config();
   MIRRA_RETURN_IF_ERROR(
-      strategies::check_config_keys(root, {"strategy", "devices", "all_reduce", "shard_optimizer_state", "training", "checkpoint"}, source, ""));
+      strategies::check_config_keys(root,
+                                    {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state",
+                                     "training", "checkpoint"},
+                                    source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   if (root.contains("checkpoint")) MIRRA_RETURN_IF_ERROR(read_checkpoint(root["checkpoint"], source, config.checkpoint));
   config.devices_given = root.contains("devices");
@@ -187,6 +190,7 @@ std::string run_config_json(const RunConfig& c) {
   const json root = {
       {"strategy", c.strategy.strategy},
       {"devices", devices},
+      {"logical_gpus_per_gpu", c.strategy.logical_gpus_per_gpu},
       {"all_reduce",
        {{"implementation", c.strategy.all_reduce.implementation},
         {"bucket_mb", c.strategy.all_reduce.bucket_mb},

@@ -11,6 +11,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--config", f.config_file, "JSON config file (docs/config.md); flags override it");
   command.add_option("--strategy", f.strategy, "one_device, mirrored, central_storage or multi_worker_mirrored (default mirrored)");
   command.add_option("--devices", f.devices, "Comma-separated devices, e.g. cpu:0,cpu:1 (default: the local devices)");
+  command.add_option("--logical-gpus-per-gpu", f.logical_gpus_per_gpu,
+                     "Split each GPU into this many logical GPUs, each a replica of its own (default 1)")
+      ->check(CLI::Range(1, strategies::kMaxLogicalGpusPerGpu));
   command.add_option("--data", f.data, "Directory with the Fashion-MNIST IDX files");
   auto* epochs = command.add_option("--epochs", f.epochs, "Epochs to train in all (default 3)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   command.add_option("--steps", f.steps, "Steps to train in all, instead of epochs")
@@ -65,18 +68,20 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (!f.config_file.empty()) {
     MIRRA_ASSIGN_OR_RETURN(config, load_run_config(f.config_file));
   }
-  if (f.strategy || f.devices) {
-    nlohmann::json strategy = {{"strategy", f.strategy.value_or(config.strategy.strategy)}};
+  if (f.strategy || f.devices || f.logical_gpus_per_gpu) {
+    nlohmann::json strategy = {{"strategy", f.strategy.value_or(config.strategy.strategy)},
+                               {"logical_gpus_per_gpu", f.logical_gpus_per_gpu.value_or(config.strategy.logical_gpus_per_gpu)}};
     if (f.devices) {
       strategy["devices"] = split_comma_list(*f.devices);
-    } else if (config.devices_given && f.strategy == config.strategy.strategy) {
+    } else if (config.devices_given && f.strategy.value_or(config.strategy.strategy) == config.strategy.strategy) {
       std::vector<std::string> names;
       for (const auto& d : config.strategy.devices) names.push_back(d.to_string());
       strategy["devices"] = names;
     }
     const strategies::AllReduceConfig all_reduce = config.strategy.all_reduce;
     const bool shard_optimizer_state = config.strategy.shard_optimizer_state;
-    MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(strategy, "--strategy/--devices"));
+    MIRRA_ASSIGN_OR_RETURN(config.strategy,
+                           strategies::strategy_config_from_json(strategy, "--strategy/--devices/--logical-gpus-per-gpu"));
     config.strategy.all_reduce = all_reduce;
     config.strategy.shard_optimizer_state = shard_optimizer_state;
     config.devices_given = config.devices_given || f.devices.has_value();

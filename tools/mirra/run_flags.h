@@ -18,7 +18,7 @@ struct RunFlags {
   std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps;
   std::optional<double> learning_rate;
   std::optional<int64_t> seed;
-  std::optional<int> threads, keep_checkpoints;
+  std::optional<int> threads, keep_checkpoints, logical_gpus_per_gpu;
   bool deterministic = false;
   bool check_numerics = false;
   bool soft_placement = false;

@@ -10,7 +10,8 @@
 
 namespace mirra::runner {
 
-TraceWriter::TraceWriter(const graph::Graph& graph, int64_t max_steps) : graph_(graph), max_steps_(max_steps) {}
+TraceWriter::TraceWriter(const graph::Graph& graph, std::string all_reduce, int64_t max_steps)
+    : graph_(graph), all_reduce_(std::move(all_reduce)), max_steps_(max_steps) {}
 
 int TraceWriter::track(const std::string& name) {
   const auto [it, added] = tracks_.emplace(name, static_cast<int>(tracks_.size()) + 1);
@@ -86,7 +87,8 @@ void TraceWriter::add_collective_phases(const std::vector<runtime::CollectivePha
 graph::Status TraceWriter::write(const std::string& path) const {
   std::ofstream file(path);
   if (!file) return graph::invalid_argument("cannot write trace file '" + path + "'");
-  file << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n" << events_ << "\n]}\n";
+  file << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << nlohmann::json({{"all_reduce", all_reduce_}}).dump()
+       << ",\"traceEvents\":[\n" << events_ << "\n]}\n";
   if (!file) return graph::invalid_argument("cannot write trace file '" + path + "'");
   return graph::Status();
 }

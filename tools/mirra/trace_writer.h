@@ -3,8 +3,9 @@
 // and the waits between them (category "wait", gaps of 20 us or more within a step), an
 // input-pipeline track with the wait for each batch, a track of whole steps, and in a multi-worker
 // run a track of the cross-worker all-reduces, each split into its local reduce, the wait for the
-// slowest other worker and the transfer across workers. Records the
-// first `max_steps` steps so that a long run leaves a file of bounded size.
+// slowest other worker and the transfer across workers; its metadata ("otherData") says where the
+// gradients are summed (strategies/all_reduce_plan.h). Records the first `max_steps` steps so that a
+// long run leaves a file of bounded size.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,8 @@ namespace mirra::runner {
 
 class TraceWriter {
  public:
-  explicit TraceWriter(const graph::Graph& graph, int64_t max_steps = 200);
+  // `all_reduce`: the strategy's all-reduce plan, described.
+  TraceWriter(const graph::Graph& graph, std::string all_reduce, int64_t max_steps = 200);
 
   // The step's metrics and the session's timeline of that step.
   void add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline);
@@ -36,6 +38,7 @@ class TraceWriter {
                  const std::string& args_json = "");
 
   const graph::Graph& graph_;
+  std::string all_reduce_;
   int64_t max_steps_;
   int64_t steps_ = 0;
   int64_t origin_ns_ = -1;

@@ -111,6 +111,7 @@ class TrainRun {
   ModelProgram program_;
   strategies::TrainingProgram distributed_;
   std::unique_ptr<strategies::Strategy> strategy_;
+  std::string all_reduce_plan_;  // where the gradients are summed, in words
   std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<serialization::CheckpointStore> store_;
@@ -141,6 +142,7 @@ graph::Status TrainRun::run() {
                                                       .mixed_precision = config_.training.mixed_precision}));
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
+  all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
   }
@@ -159,6 +161,7 @@ graph::Status TrainRun::run() {
                               .deterministic = config_.training.deterministic,
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
+                              .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
                               .trace = !command_.trace.empty(),
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .collectives = std::move(collectives)});
@@ -174,6 +177,7 @@ graph::Status TrainRun::run() {
                 strategy_->describe().c_str(), strategy_->config().devices.size(),
                 workers_ ? (" on each of " + std::to_string(workers) + " workers").c_str() : "",
                 static_cast<long long>(config_.training.batch_size), precision.c_str());
+    if (strategy_->config().devices.size() > 1) std::printf("all-reduce: %s\n", all_reduce_plan_.c_str());
   }
   MIRRA_RETURN_IF_ERROR(restore());
   saves_ = {.checkpoints = store_ != nullptr, .model = !command_.save.empty()};
@@ -205,7 +209,7 @@ graph::Status TrainRun::run() {
   }
   const InterruptibleScope interruptible;  // from here a signal stops training after its step, with a checkpoint
   if (!command_.trace.empty()) {
-    trace_ = std::make_unique<TraceWriter>(session_->graph());  // with its copies
+    trace_ = std::make_unique<TraceWriter>(session_->graph(), all_reduce_plan_);  // with its copies
     if (workers_) workers_->record_phases(true);
   }
   // Worker 0 speaks for a multi-worker run.
@@ -432,6 +436,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                             {"strategy", strategy_->config().strategy},
                             {"devices", devices},
                             {"replicas", strategy_->config().strategy == "one_device" ? 1 : strategy_->config().devices.size()},
+                            {"all_reduce", all_reduce_plan_},
                             {"shard_optimizer_state", strategy_->config().shard_optimizer_state},
                             {"optimizer_slot_bytes", ops::optimizer_slot_bytes(*session_)},
                             {"steps", steps},

@@ -1,0 +1,89 @@
+// The choice of where Mirrored's gradient buckets are summed, from the replicas' memory spaces.
+#include "strategies/all_reduce_plan.h"
+
+#include <algorithm>
+
+namespace mirra::strategies {
+
+std::string_view all_reduce_path_name(AllReducePath path) {
+  switch (path) {
+    case AllReducePath::single: return "single";
+    case AllReducePath::on_device: return "on_device";
+    case AllReducePath::hierarchical: return "hierarchical";
+    case AllReducePath::host: return "host";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using graph::DeviceId;
+
+// Replica indices grouped by the memory they share (CPU replicas: each its own group).
+std::vector<std::vector<int>> memory_groups(const std::vector<DeviceId>& replicas, int logical_per_physical) {
+  std::vector<std::vector<int>> groups;
+  std::vector<DeviceId> owners;
+  for (int r = 0; r < static_cast<int>(replicas.size()); ++r) {
+    const DeviceId owner = graph::memory_owner(replicas[static_cast<size_t>(r)], logical_per_physical);
+    const auto found = std::find(owners.begin(), owners.end(), owner);
+    if (found != owners.end() && graph::has_own_memory(owner.kind)) {
+      groups[static_cast<size_t>(found - owners.begin())].push_back(r);
+    } else {
+      owners.push_back(owner);
+      groups.push_back({r});
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
+AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllReduceContext& context) {
+  AllReducePlan plan{.groups = memory_groups(replicas, context.logical_gpus_per_gpu)};
+  const auto on_the_host = [&](std::string reason) {
+    plan.path = AllReducePath::host;
+    plan.reason = std::move(reason);
+    return plan;
+  };
+  if (context.central_variables) return on_the_host("central_storage sums the gradients where the variables are");
+  if (context.across_workers) return on_the_host("the collectives span worker processes");
+  if (replicas.size() == 1) {
+    plan.path = AllReducePath::single;
+    plan.reason = "one replica: its sum is its own gradient, in place";
+    return plan;
+  }
+  if (context.implementation == "in_process") return on_the_host("all_reduce.implementation is in_process");
+  if (context.sharded_state) return on_the_host("sharded optimizer state: reduce-scattered and all-gathered on the host");
+  const bool any_cpu = std::any_of(replicas.begin(), replicas.end(),
+                                   [](const DeviceId& d) { return !graph::has_own_memory(d.kind); });
+  if (any_cpu) {
+    const bool all_cpu = std::none_of(replicas.begin(), replicas.end(),
+                                      [](const DeviceId& d) { return graph::has_own_memory(d.kind); });
+    return on_the_host(all_cpu ? "CPU replicas live in host memory" : "CPU and device replicas meet in host memory");
+  }
+  const std::string first = replicas.front().to_string();
+  if (plan.groups.size() == 1) {
+    plan.path = AllReducePath::on_device;
+    plan.reason = "every replica shares " + first + "'s memory";
+    return plan;
+  }
+  const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
+  if (!shared) return on_the_host("one replica per device; devices do not yet reduce among themselves");
+  plan.path = AllReducePath::hierarchical;
+  plan.reason = "summed on each device, then across devices on the host";
+  return plan;
+}
+
+std::string describe(const AllReducePlan& plan, const std::vector<DeviceId>& replicas) {
+  std::string text(all_reduce_path_name(plan.path));
+  text += ":";
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    text += g == 0 ? " " : " | ";
+    for (size_t i = 0; i < plan.groups[g].size(); ++i) {
+      text += (i ? ", " : "") + replicas[static_cast<size_t>(plan.groups[g][i])].to_string();
+    }
+  }
+  return text + " (" + plan.reason + ")";
+}
+
+}  // namespace mirra::strategies
