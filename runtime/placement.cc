@@ -89,8 +89,8 @@ graph::Status insert_copies(graph::Graph& graph, const KernelRegistry& kernels, 
       auto& copied = copies[{value, to.to_string()}];
       if (!copied.valid()) {
         ValueRef moved = value;
-        if (!from.host) {
-          MIRRA_ASSIGN_OR_RETURN(moved, add_copy(moved, kCopyToHostOp, from.device));
+        if (!from.host) {  // on the producer's device (a logical device's memory is named by another)
+          MIRRA_ASSIGN_OR_RETURN(moved, add_copy(moved, kCopyToHostOp, *graph.node(value.node).device));
         }
         if (!to.host) {
           MIRRA_ASSIGN_OR_RETURN(moved, add_copy(moved, kCopyFromHostOp, consumer_device));

@@ -306,6 +306,21 @@ TEST_CASE("Placement.logical_devices_of_one_device_share_its_memory") {
   }
   CHECK(to_host == 2);    // y and z leave cpu_async:0's memory for cpu_async:2's
   CHECK(from_host == 3);  // x enters the first memory once; y and z enter the second
+
+  // A session of the second logical device alone: its memory is named by a device it does not have.
+  graph::Graph alone;
+  graph::Builder c(alone, ops::registry());
+  auto a = ops::placeholder(c, "a", DType::f32, {2});
+  c.set_device(async1);
+  auto doubled = ops::add(c, a, a);
+  c.set_device(graph::DeviceId{DeviceKind::cpu, 0});
+  auto back = ops::neg(c, doubled);  // copied out by cpu_async:1
+  REQUIRE(c.status().ok());
+  Session second(alone, ops::kernels(), {.logical_gpus_per_gpu = 2});
+  auto result = second.run({{"a", Tensor::from<float>({2}, {1, 2})}}, {back, doubled});
+  REQUIRE_MESSAGE(result.ok(), result.status().to_string());
+  CHECK((*result)[0].to_vector<float>() == std::vector<float>{-2, -4});
+  CHECK((*result)[1].to_vector<float>() == std::vector<float>{2, 4});
 }
 
 TEST_CASE("Session.staged_feeds.run_as_feeds_do_and_belong_to_their_session") {
