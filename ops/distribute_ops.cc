@@ -196,13 +196,8 @@ void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
     for (size_t j = 0; j < k; ++j) {
       const size_t i = static_cast<size_t>(r) * k + j;
       const Tensor& input = ctx.input(i);
-      if (ctx.input_reusable(i)) {
-        ctx.set_output(i, input);
-      } else {
-        ctx.allocate_output(i, input.dtype(), input.shape());
-      }
       calls->inputs[static_cast<size_t>(r)].push_back(input);
-      calls->outputs[static_cast<size_t>(r)].push_back(ctx.output(i));
+      calls->outputs[static_cast<size_t>(r)].push_back(ctx.output_in_place_of_input(i));
     }
   }
   for (int64_t r = 0; r < replicas; ++r) {

@@ -4,7 +4,8 @@
 // every replica receiving bitwise-identical values), ReduceScatter (each replica receives only its share
 // of the sum, for sharded optimizer state), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
-// tensor at run time). A collective is one node over all replicas' buffers whose asynchronous kernel
+// tensor at run time), and PeerAllReduce (one device's part of an all-reduce among devices that sum
+// among themselves). A collective is one node over all replicas' buffers whose asynchronous kernel
 // calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
 // once per replica, keyed by the node's name and the step, with a deadline of `timeout_ms`.
 #pragma once
@@ -47,6 +48,19 @@ struct WorkerPart {
 std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                             std::string_view reduction = "sum", const CollectiveOptions& options = {},
                                             const WorkerPart& part = {});
+
+// Rank `rank` of `ranks` devices that sum among themselves (PeerAllReduce, ops/peer_all_reduce_ops.cc):
+// every rank's node names the same `group`, and each holds and receives its own bucket in its own
+// device's memory (NCCL between GPUs).
+struct PeerRank {
+  std::string group;
+  int64_t rank = 0;
+  int64_t ranks = 1;
+};
+// Output j is the sum (or mean) over the ranks of their values[j].
+std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                             const PeerRank& rank, std::string_view reduction = "sum",
+                                             const CollectiveOptions& options = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,

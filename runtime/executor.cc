@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <new>
 #include <optional>
@@ -93,11 +94,19 @@ struct Executor::StepState {
   std::mutex error_mutex;
   Status error;
 
+  // The first failure wins; it also abandons the step's collective calls still waiting for
+  // participants, which the failure may have kept from coming (they would wait for their deadline).
   void record(Status status) {
-    std::lock_guard lock(error_mutex);
-    if (error.ok()) error = std::move(status);
-    failed.store(true, std::memory_order_release);
+    {
+      std::lock_guard lock(error_mutex);
+      if (!error.ok()) return;
+      error = std::move(status);
+      failed.store(true, std::memory_order_release);
+    }
+    if (collectives != nullptr) collectives->abandon(step_id, error);
   }
+
+  const CollectiveSet* collectives = nullptr;
 };
 
 // An asynchronous kernel in flight: its context lives until the continuation (a deferred task of
@@ -374,15 +383,74 @@ void Executor::run_parallel(StepState& step) const {
   tasks.wait();
 }
 
+// Note [Deterministic steps with peers]
+// Nodes run one at a time on this thread, each to completion, the first ready one in plan order
+// next, except asynchronous kernels: a collective may wait for peers later in the plan
+// (PeerAllReduce's ranks are nodes of their own), so those are started and left in flight while
+// the nodes after them run. Each kernel reads only its inputs, and a collective's sums do not depend
+// on when its peers arrive, so the bits stay those of any other deterministic run.
 void Executor::run_sequential(StepState& step) const {
-  for (uint32_t index = 0; index < plan_.nodes.size(); ++index) {
-    if (plan_.nodes[index].fed) continue;
-    Status status = run_node(step, index);
-    if (!status.ok()) {
-      step.record(std::move(status));
-      return;
+  std::mutex mutex;
+  std::condition_variable finished;
+  int in_flight = 0;
+  std::vector<bool> started(plan_.nodes.size(), false);
+  // Under `mutex`: the node's consumers are one producer closer to running.
+  const auto complete = [&](uint32_t index) {
+    for (uint32_t consumer : plan_.consumers_of(plan_.nodes[index])) step.pending[consumer].fetch_sub(1);
+    finished.notify_all();
+  };
+  uint32_t first_unstarted = 0;
+  for (;;) {
+    uint32_t index = kNotInPlan;
+    {
+      std::unique_lock lock(mutex);
+      for (;;) {
+        while (first_unstarted < plan_.nodes.size() && (started[first_unstarted] || plan_.nodes[first_unstarted].fed)) {
+          ++first_unstarted;
+        }
+        if (step.failed.load() || first_unstarted == plan_.nodes.size()) break;
+        for (uint32_t i = first_unstarted; i < plan_.nodes.size() && index == kNotInPlan; ++i) {
+          if (!started[i] && !plan_.nodes[i].fed && step.pending[i].load() == 0) index = i;
+        }
+        if (index != kNotInPlan) break;
+        MIRRA_CHECK(in_flight > 0, "no node of the plan is ready, and none is in flight");
+        finished.wait(lock);  // every unstarted node waits for one in flight
+      }
     }
+    if (index == kNotInPlan) break;
+    started[index] = true;
+    const PlanNode& pn = plan_.nodes[index];
+    if (pn.kernel->async_fn == nullptr) {
+      Status status = run_node(step, index);
+      if (!status.ok()) {
+        step.record(std::move(status));  // not under `mutex`: abandoned collectives complete through it
+        break;
+      }
+      std::lock_guard lock(mutex);
+      complete(index);
+      continue;
+    }
+    auto* call = new AsyncNode(*this, step, pn);
+    call->start_ns = step.timeline != nullptr ? steady_now_ns() : 0;
+    {
+      std::lock_guard lock(mutex);
+      ++in_flight;
+    }
+    launch(pn, call->context, [this, &step, &mutex, &finished, &in_flight, &complete, index, call](Status status) {
+      std::unique_ptr<AsyncNode> done(call);
+      const PlanNode& node = plan_.nodes[index];
+      if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, done->start_ns, steady_now_ns()};
+      status = status.ok() ? check_outputs(node, step.values.data() + node.first_output) : status.with_context(describe(node));
+      const bool ok = status.ok();
+      if (!ok) step.record(std::move(status));
+      std::lock_guard lock(mutex);
+      if (ok) complete(index);
+      --in_flight;
+      finished.notify_all();
+    });
   }
+  std::unique_lock lock(mutex);
+  finished.wait(lock, [&] { return in_flight == 0; });
 }
 
 graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id,
@@ -390,6 +458,7 @@ graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, in
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
   std::unique_ptr<StepState> step = acquire_state();
   step->step_id = step_id;
+  step->collectives = &resources_.collectives;
   if (plan_.has_async_kernels && !step->arena) step->arena.emplace(oneapi::tbb::task_arena::attach{});
   if (timeline != nullptr) timeline->assign(plan_.nodes.size(), {});
   step->timeline = timeline;

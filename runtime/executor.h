@@ -8,7 +8,8 @@
 // others (and for releasing its inputs) when the device has run it (a GPU kernel's launch returns
 // before). The first error wins: the step stops scheduling, and the error names the node, its op
 // and its device. Values are released as soon as their last consumer has run. In deterministic mode
-// nodes run one at a time in plan order on the calling thread. With a timeline requested, each
+// nodes run one at a time in plan order on the calling thread, but a collective may wait for peers
+// later in the plan (Note [Deterministic steps with peers]). With a timeline requested, each
 // node's start and end times are recorded (what ran when, and what overlapped).
 #pragma once
 

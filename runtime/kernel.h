@@ -44,6 +44,8 @@ class KernelContext {
 
   const graph::Node& node() const { return node_; }
   Device& device() const { return device_; }
+  // What the session lends its kernels; its address tells one session from another.
+  const SessionResources& resources() const { return resources_; }
   VariableStore& variables() const { return resources_.variables; }
   // The collective implementation `name` ("auto": the session's first), or not_found.
   graph::Expected<Collective*> collective(std::string_view name) const { return resources_.collectives.find(name); }
@@ -72,6 +74,15 @@ class KernelContext {
   Tensor& output(size_t i) const { return outputs_[i]; }
   // Sets an output to an existing tensor (forwarding an input, a variable's value).
   void set_output(size_t i, Tensor tensor) { outputs_[i] = std::move(tensor); }
+  // Output i in input i's buffer where it is reusable (an in-place update), else a new tensor of its
+  // dtype and shape.
+  Tensor& output_in_place_of_input(size_t i) {
+    if (input_reusable(i)) {
+      set_output(i, input(i));
+      return outputs_[i];
+    }
+    return allocate_output(i, input(i).dtype(), input(i).shape());
+  }
 
   // The node's attribute `name`; the schema check guarantees it exists with this type.
   template <class T>

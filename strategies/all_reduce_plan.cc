@@ -9,6 +9,7 @@ std::string_view all_reduce_path_name(AllReducePath path) {
   switch (path) {
     case AllReducePath::single: return "single";
     case AllReducePath::on_device: return "on_device";
+    case AllReducePath::peer: return "peer";
     case AllReducePath::hierarchical: return "hierarchical";
     case AllReducePath::host: return "host";
   }
@@ -18,6 +19,7 @@ std::string_view all_reduce_path_name(AllReducePath path) {
 namespace {
 
 using graph::DeviceId;
+using graph::DeviceKind;
 
 // Replica indices grouped by the memory they share (CPU replicas: each its own group).
 std::vector<std::vector<int>> memory_groups(const std::vector<DeviceId>& replicas, int logical_per_physical) {
@@ -54,23 +56,23 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
   }
   if (context.implementation == "in_process") return on_the_host("all_reduce.implementation is in_process");
   if (context.sharded_state) return on_the_host("sharded optimizer state: reduce-scattered and all-gathered on the host");
-  const bool any_cpu = std::any_of(replicas.begin(), replicas.end(),
-                                   [](const DeviceId& d) { return !graph::has_own_memory(d.kind); });
-  if (any_cpu) {
+  const DeviceKind kind = replicas.front().kind;
+  if (!graph::has_own_memory(kind) ||
+      std::any_of(replicas.begin(), replicas.end(), [&](const DeviceId& d) { return d.kind != kind; })) {
     const bool all_cpu = std::none_of(replicas.begin(), replicas.end(),
                                       [](const DeviceId& d) { return graph::has_own_memory(d.kind); });
-    return on_the_host(all_cpu ? "CPU replicas live in host memory" : "CPU and device replicas meet in host memory");
+    return on_the_host(all_cpu ? "CPU replicas live in host memory" : "replicas of different kinds meet in host memory");
   }
-  const std::string first = replicas.front().to_string();
   if (plan.groups.size() == 1) {
     plan.path = AllReducePath::on_device;
-    plan.reason = "every replica shares " + first + "'s memory";
+    plan.reason = "every replica shares " + replicas.front().to_string() + "'s memory";
     return plan;
   }
   const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
-  if (!shared) return on_the_host("one replica per device; devices do not yet reduce among themselves");
-  plan.path = AllReducePath::hierarchical;
-  plan.reason = "summed on each device, then across devices on the host";
+  const std::string among = kind == DeviceKind::gpu ? "NCCL" : "the in-process collective, staged through the host";
+  plan.path = shared ? AllReducePath::hierarchical : AllReducePath::peer;
+  plan.reason = shared ? "summed on each device, then among the devices: " + among
+                       : "the devices sum among themselves: " + among;
   return plan;
 }
 

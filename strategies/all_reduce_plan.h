@@ -4,14 +4,15 @@
 //   - single:       one replica; its bucket stays on its device (a sum of one, in place).
 //   - on_device:    every replica shares one device's memory: one AllReduce there reads every
 //                   replica's buffer once and writes each its sum.
-//   - hierarchical: several physical devices, some holding several replicas: each device's replicas
-//                   are summed there, the per-device sums meet on the host, and each device's
-//                   replicas read their device's copy of the total. Only one buffer per physical
-//                   device crosses to the host and back, instead of one per replica.
+//   - peer:         one replica per device: the devices sum among themselves, each holding its own
+//                   bucket (PeerAllReduce: NCCL between GPUs).
+//   - hierarchical: several devices, some holding several replicas: each device's replicas are
+//                   summed there, the devices sum among themselves as peer does, and each device's
+//                   replicas read their device's total.
 //   - host:         the replicas' buckets meet on the host (CPU replicas, whose memory is the host's;
-//                   one replica per GPU, until GPUs reduce among themselves; a mix of CPU and device
-//                   replicas; collectives across workers; central_storage and sharded optimizer
-//                   state; `implementation: in_process`).
+//                   a mix of CPU and device replicas, or of GPUs and cpu_async devices; collectives
+//                   across workers; central_storage and sharded optimizer state;
+//                   `implementation: in_process`).
 //
 //   AllReducePlan plan = plan_all_reduce({{gpu, 0}, {gpu, 1}, {gpu, 2}, {gpu, 3}}, {.logical_gpus_per_gpu = 2});
 //   // plan.path == hierarchical, plan.groups == {{0, 1}, {2, 3}}
@@ -25,14 +26,14 @@
 
 namespace mirra::strategies {
 
-enum class AllReducePath { single, on_device, hierarchical, host };
+enum class AllReducePath { single, on_device, peer, hierarchical, host };
 
 std::string_view all_reduce_path_name(AllReducePath path);
 
 struct AllReducePlan {
   AllReducePath path = AllReducePath::host;
   // Replica indices by the memory they share, in order of their first replica; each group's first
-  // replica is its leader, whose device sums the group (on_device, hierarchical).
+  // replica is its leader, whose device sums the group and is its device's rank among the peers.
   std::vector<std::vector<int>> groups;
   std::string reason;  // why this path, in words ("every replica shares gpu:0's memory")
 };
@@ -48,7 +49,7 @@ struct AllReduceContext {
 // REQUIRES: `replicas` non-empty, distinct; context.logical_gpus_per_gpu >= 1.
 AllReducePlan plan_all_reduce(const std::vector<graph::DeviceId>& replicas, const AllReduceContext& context);
 
-// "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then across devices on the host)"
+// "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then among the devices)"
 std::string describe(const AllReducePlan& plan, const std::vector<graph::DeviceId>& replicas);
 
 }  // namespace mirra::strategies

@@ -79,7 +79,8 @@ class Rewriter {
   std::vector<int64_t> variable_bytes() const;
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
-  std::vector<ValueRef> reduce_bucket(const std::vector<ValueRef>& values, size_t k, NodeId& previous);
+  std::vector<ValueRef> reduce_bucket(const std::vector<ValueRef>& values, size_t k, const std::string& group,
+                                      std::vector<NodeId>& chains);
   void run_on_leader(ValueRef collective, int leader);
   graph::Expected<std::vector<ShardedVariable>> shardable(const std::vector<std::vector<ValueRef>>& raw,
                                                           NodeId copies_end) const;
@@ -304,13 +305,14 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     return aggregated;
   }
   const std::vector<std::vector<size_t>> buckets = fill_buckets(ready_order(order), variable_bytes(), plan_.buckets);
-  NodeId previous = graph::kInvalidNode;
+  std::vector<NodeId> chains(static_cast<size_t>(replicas_), graph::kInvalidNode);
   for (size_t k = 0; k < buckets.size(); ++k) {
     std::vector<ValueRef> values;
     for (int r = 0; r < replicas_; ++r) {
       for (size_t j : buckets[k]) values.push_back(scaled[j][static_cast<size_t>(r)]);
     }
-    auto scope = b_.scope("all_reduce/bucket_" + std::to_string(k));
+    const std::string group = "all_reduce/bucket_" + std::to_string(k);
+    auto scope = b_.scope(group);
     // With bf16_all_reduce, f32 gradients travel as bf16: cast on their replica, widened back there.
     std::vector<bool> compressed(values.size(), false);
     for (size_t i = 0; i < values.size() && plan_.bf16_all_reduce; ++i) {
@@ -318,7 +320,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
       compressed[i] = true;
       values[i] = on(static_cast<int>(i / buckets[k].size()), ops::cast(b_, values[i], graph::DType::bf16));
     }
-    std::vector<ValueRef> reduced = reduce_bucket(values, buckets[k].size(), previous);
+    std::vector<ValueRef> reduced = reduce_bucket(values, buckets[k].size(), group, chains);
     if (reduced.empty()) return aggregated;
     for (size_t i = 0; i < reduced.size(); ++i) {
       const int replica = static_cast<int>(i / buckets[k].size());
@@ -339,15 +341,20 @@ void Rewriter::run_on_leader(ValueRef collective, int leader) {
 }
 
 // One bucket's sum for every replica (`values` and the result: replica r's j-th tensor at r * k + j),
-// where plan_.reduction says (strategies/all_reduce_plan.h). The nodes that call the collective
-// across memory spaces are chained after `previous`, which becomes the last of them. Empty on error.
-std::vector<ValueRef> Rewriter::reduce_bucket(const std::vector<ValueRef>& values, size_t k, NodeId& previous) {
-  const auto chain = [&](ValueRef reduced) {
-    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, reduced.node);
-    previous = reduced.node;
+// where plan_.reduction says (strategies/all_reduce_plan.h). The nodes that call a collective are
+// chained in one fixed order per lane (`chains`: by replica, the host's on lane 0), each after the
+// previous bucket's on its lane: every participant then issues the buckets in the same order. Empty
+// on error.
+std::vector<ValueRef> Rewriter::reduce_bucket(const std::vector<ValueRef>& values, size_t k, const std::string& group,
+                                              std::vector<NodeId>& chains) {
+  const auto chain = [&](ValueRef collective, int lane) {
+    NodeId& previous = chains[static_cast<size_t>(lane)];
+    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, collective.node);
+    previous = collective.node;
   };
   const AllReducePlan& reduction = plan_.reduction;
-  if (reduction.path != AllReducePath::hierarchical) {
+  const bool peers = reduction.path == AllReducePath::peer || reduction.path == AllReducePath::hierarchical;
+  if (!peers) {
     std::vector<ValueRef> reduced = ops::all_reduce(b_, values, replicas_, "sum", plan_.collective);
     if (!reduced.front().valid()) return {};
     // A single replica's bucket stays on its device (the sum of one is in place); replicas sharing
@@ -356,36 +363,34 @@ std::vector<ValueRef> Rewriter::reduce_bucket(const std::vector<ValueRef>& value
     if (reduction.path == AllReducePath::on_device || (replicas_ == 1 && !plan_.across_workers)) {
       run_on_leader(reduced.front(), reduction.groups.empty() ? 0 : reduction.groups[0][0]);
     }
-    chain(reduced.front());
+    chain(reduced.front(), 0);
     return reduced;
   }
-  // Hierarchical: each group is summed on its leader's device, the groups' sums on the host.
-  std::vector<ValueRef> group_sums;
-  for (size_t g = 0; g < reduction.groups.size(); ++g) {
-    const std::vector<int>& group = reduction.groups[g];
-    std::vector<ValueRef> members;
-    for (int r : group) members.insert(members.end(), values.begin() + r * k, values.begin() + (r + 1) * k);
-    if (group.size() == 1) {
-      group_sums.insert(group_sums.end(), members.begin(), members.end());
-      continue;
-    }
-    auto scope = b_.scope("device_" + std::to_string(g));
-    std::vector<ValueRef> summed = ops::all_reduce(b_, members, static_cast<int64_t>(group.size()), "sum", plan_.collective);
-    if (!summed.front().valid()) return {};
-    place(summed.front(), kHost);
-    run_on_leader(summed.front(), group.front());
-    group_sums.insert(group_sums.end(), summed.begin(), summed.begin() + static_cast<std::ptrdiff_t>(k));
-  }
-  std::vector<ValueRef> totals =
-      ops::all_reduce(b_, group_sums, static_cast<int64_t>(reduction.groups.size()), "sum", plan_.collective);
-  if (!totals.front().valid()) return {};
-  place(totals.front(), kHost);
-  chain(totals.front());
-  // Every replica of a group reads its group's total (one copy into the device's memory serves them all).
+  // Each device's replicas are summed on its leader's device (hierarchical), then the leaders sum
+  // among themselves, and every replica reads its device's total (one memory, no copy).
   std::vector<ValueRef> reduced(values.size());
-  for (size_t g = 0; g < reduction.groups.size(); ++g) {
-    for (int r : reduction.groups[g]) {
-      for (size_t j = 0; j < k; ++j) reduced[static_cast<size_t>(r) * k + j] = totals[g * k + j];
+  const int64_t devices = static_cast<int64_t>(reduction.groups.size());
+  for (int64_t g = 0; g < devices; ++g) {
+    const std::vector<int>& group_replicas = reduction.groups[static_cast<size_t>(g)];
+    const int leader = group_replicas.front();
+    std::vector<ValueRef> sums;
+    for (int r : group_replicas) sums.insert(sums.end(), values.begin() + r * k, values.begin() + (r + 1) * k);
+    auto scope = b_.scope("device_" + std::to_string(g));
+    if (group_replicas.size() > 1) {
+      sums = ops::all_reduce(b_, sums, static_cast<int64_t>(group_replicas.size()), "sum", plan_.collective);
+      if (!sums.front().valid()) return {};
+      place(sums.front(), kHost);
+      run_on_leader(sums.front(), leader);
+      sums.resize(k);  // the leader's
+    }
+    std::vector<ValueRef> totals =
+        ops::peer_all_reduce(b_, sums, {.group = group, .rank = g, .ranks = devices}, "sum", plan_.collective);
+    if (!totals.front().valid()) return {};
+    place(totals.front(), kHost);
+    run_on_leader(totals.front(), leader);
+    chain(totals.front(), leader);
+    for (int r : group_replicas) {
+      for (size_t j = 0; j < k; ++j) reduced[static_cast<size_t>(r) * k + j] = totals[j];
     }
   }
   return reduced;

@@ -40,12 +40,7 @@ Status all_reduce_kernel(KernelContext& ctx) {
       const size_t i = static_cast<size_t>(r) * k + j;
       const Tensor& input = ctx.input(i);
       MIRRA_RETURN_IF_ERROR(check_same_type(input, first, r));
-      if (ctx.input_reusable(i)) {
-        ctx.set_output(i, input);
-      } else {
-        ctx.allocate_output(i, input.dtype(), input.shape());
-      }
-      Tensor& output = ctx.output(i);
+      Tensor& output = ctx.output_in_place_of_input(i);
       inputs[static_cast<size_t>(r)] = input.raw_data();
       outputs[static_cast<size_t>(r)] = output.mutable_raw_data();
     }

@@ -37,6 +37,7 @@ void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_memory_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_pool_kernels(runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops::cuda

@@ -72,6 +72,13 @@ class Collective {
                           CollectiveDone done) = 0;
   // `buffer` = participant `root`'s buffer, on every participant.
   virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) = 0;
+  // Execution `instance` failed elsewhere (a node of the step): its calls still waiting for
+  // participants that will not come complete with `why` now, and later ones at once, instead of at
+  // their deadline. Collectives whose participants are other processes leave it to the deadline.
+  virtual void abandon(int64_t instance, const graph::Status& why) {
+    (void)instance;
+    (void)why;
+  }
 };
 
 // The collectives a session offers its kernels, by name; "auto" is the first one added.
@@ -80,6 +87,10 @@ class CollectiveSet {
   void add(std::shared_ptr<Collective> collective) { collectives_.push_back(std::move(collective)); }
   // not_found naming the implementations there are.
   graph::Expected<Collective*> find(std::string_view name) const;
+  // Collective::abandon on each.
+  void abandon(int64_t instance, const graph::Status& why) const {
+    for (const auto& collective : collectives_) collective->abandon(instance, why);
+  }
 
  private:
   std::vector<std::shared_ptr<Collective>> collectives_;

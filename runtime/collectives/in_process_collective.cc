@@ -407,6 +407,28 @@ void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
   for (Arrival& a : complete) a.done(status);
 }
 
+void InProcessCollective::abandon(int64_t instance, const graph::Status& why) {
+  std::vector<Rendezvous> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->first.second != instance) {
+        ++it;
+        continue;
+      }
+      expired_.insert(it->first);
+      abandoned.push_back(std::move(it->second));
+      it = pending_.erase(it);
+    }
+  }
+  const Status status = graph::aborted("the step failed elsewhere: " + why.message());
+  for (Rendezvous& rendezvous : abandoned) {
+    for (Arrival& arrival : rendezvous.arrivals) {
+      if (arrival.done) arrival.done(status);
+    }
+  }
+}
+
 void InProcessCollective::watch_deadlines() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {

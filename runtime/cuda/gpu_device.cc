@@ -65,6 +65,7 @@ GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuO
                  nullptr, std::make_shared<DeviceMemory>(physical)),
              stream),
       options_(options),
+      physical_(physical),
       stream_(std::move(stream)),
       copy_stream_(std::make_unique<GpuStream>(physical, "gpu:" + std::to_string(ordinal) + " copies")),
       pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,

@@ -28,6 +28,8 @@ class GpuDevice final : public Device {
   ~GpuDevice() override;
 
   GpuStream& gpu_stream() const { return *stream_; }
+  // The physical GPU this (logical) GPU runs on.
+  int physical_ordinal() const { return physical_; }
   cudaStream_t stream() const { return stream_->handle(); }
   cublasHandle_t cublas() const { return cublas_; }
   cudnnHandle_t cudnn() const { return cudnn_; }
@@ -46,6 +48,7 @@ class GpuDevice final : public Device {
   GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
 
   GpuOptions options_;
+  int physical_;
   std::shared_ptr<GpuStream> stream_;
   std::unique_ptr<GpuStream> copy_stream_;  // feeds on their way in, beside the compute stream
   std::shared_ptr<Allocator> pinned_;

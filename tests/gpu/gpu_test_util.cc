@@ -21,4 +21,9 @@ int skip_without_gpu() {
   return kSkipExitCode;
 }
 
+int gpu_count() {
+  const auto gpus = runtime::list_gpus();
+  return gpus.ok() ? static_cast<int>(gpus->size()) : 0;
+}
+
 }  // namespace mirra::test

@@ -1,8 +1,11 @@
 // SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize against plain loops:
 // TensorFlow's split rule (including empty shares), sums and means over replicas with every replica
-// receiving the same bits (bf16 summed in f32 and rounded once), each replica's share of the
+// receiving the same bits (bf16 summed in f32 and rounded once), ranks of a PeerAllReduce on devices
+// of their own meeting by group, each replica's share of the
 // flattened sum, copies that each replica owns,
 // gathers in replica order.
+#include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "tests/ops/op_test_util.h"
@@ -132,6 +135,92 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
   CHECK(run_op("ReduceScatter", {a0, b0, a1}, {{"replicas", int64_t{2}}}).status().message().find(
             "the inputs do not divide into 2 replicas") != std::string::npos);
   checked_ops().insert("ReduceScatter");
+}
+
+// One rank alone is the identity (its sum, or mean, of one); ranks on devices of their own meet by
+// the group they name, each holding its own bucket in its own memory (staged through the host on
+// cpu_async), and receive the same bits; a rank that never comes fails the others at the deadline.
+TEST_CASE("Kernels.PeerAllReduce.ranks_meet_by_group") {
+  runtime::Random rng(6);
+  const std::vector<Tensor> alone = {random_tensor<double>(rng, {3, 4}), random_tensor<double>(rng, {40000})};
+  for (const char* reduction : {"sum", "mean"}) {
+    check_op("PeerAllReduce", alone,
+             {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}, {"reduction", std::string(reduction)}},
+             alone, 0);
+  }
+  checked_ops().insert("PeerAllReduce");
+
+  for (graph::DeviceKind kind : {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async}) {
+    CAPTURE(graph::device_kind_name(kind));
+    constexpr int kRanks = 3;
+    std::vector<std::vector<Tensor>> buckets(kRanks);
+    for (auto& bucket : buckets) bucket = {random_tensor<float>(rng, {5}), random_tensor<float>(rng, {70001})};
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    std::vector<graph::ValueRef> fetches;
+    for (int r = 0; r < kRanks; ++r) {
+      b.set_device(graph::DeviceId{kind, r});
+      const auto x = ops::placeholder(b, "x" + std::to_string(r), DType::f32, {5});
+      const auto y = ops::placeholder(b, "y" + std::to_string(r), DType::f32, {70001});
+      const auto sums = ops::peer_all_reduce(b, {x, y}, {.group = "bucket", .rank = r, .ranks = kRanks});
+      fetches.insert(fetches.end(), sums.begin(), sums.end());
+    }
+    REQUIRE(b.status().ok());
+    runtime::Session session(g, ops::kernels(), {.threads = 2});
+    runtime::Feeds feeds;
+    for (int r = 0; r < kRanks; ++r) {
+      feeds["x" + std::to_string(r)] = buckets[static_cast<size_t>(r)][0];
+      feeds["y" + std::to_string(r)] = buckets[static_cast<size_t>(r)][1];
+    }
+    auto out = session.run(feeds, fetches);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    for (size_t j = 0; j < 2; ++j) {
+      const Tensor want = make_tensor(DType::f32, buckets[0][j].shape(), [&](int64_t i) {
+        float sum = 0;
+        for (const auto& bucket : buckets) sum += static_cast<float>(element(bucket[j], i));
+        return static_cast<double>(sum);
+      });
+      for (int r = 0; r < kRanks; ++r) {
+        const Tensor& got = (*out)[static_cast<size_t>(r) * 2 + j];
+        CHECK(std::memcmp(got.raw_data(), want.raw_data(), want.byte_size()) == 0);
+      }
+    }
+  }
+
+  // Rank 1's input fails its check: the step fails with that error at once, not at the deadline of
+  // rank 0, which waits for a rank that will never come.
+  for (bool deterministic : {false, true}) {
+    CAPTURE(deterministic);
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    std::vector<graph::ValueRef> sums;
+    for (int r = 0; r < 2; ++r) {
+      b.set_device(graph::DeviceId{graph::DeviceKind::cpu_async, r});
+      auto x = ops::placeholder(b, "x" + std::to_string(r), DType::f32, {2});
+      if (r == 1) x = ops::check_numerics(b, x, "rank 1's gradient");
+      sums.push_back(ops::peer_all_reduce(b, {x}, {.group = "doomed", .rank = r, .ranks = 2})[0]);
+    }
+    REQUIRE(b.status().ok());
+    runtime::Session session(g, ops::kernels(), {.deterministic = deterministic});
+    const auto start = std::chrono::steady_clock::now();
+    auto out = session.run({{"x0", Tensor::from<float>({2}, {1, 2})}, {"x1", Tensor::from<float>({2}, {NAN, 2})}}, sums);
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().message().find("rank 1's gradient") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  }
+
+  // Rank 1 of 2 never comes: rank 0 fails at the deadline, naming the group.
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(graph::DeviceId{graph::DeviceKind::cpu_async, 0});
+  const auto x = ops::placeholder(b, "x", DType::f32, {2});
+  const auto sum = ops::peer_all_reduce(b, {x}, {.group = "lonely", .rank = 0, .ranks = 2}, "sum", {.timeout_ms = 50});
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels());
+  auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {sum[0]});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == graph::StatusCode::deadline_exceeded);
+  CHECK(out.status().message().find("'lonely'") != std::string::npos);
 }
 
 TEST_CASE("Kernels.Broadcast_and_AllGather") {

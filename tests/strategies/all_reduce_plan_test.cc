@@ -1,6 +1,7 @@
 // Where Mirrored sums its gradient buckets, by device set: one replica in place, replicas sharing a
-// device's memory (logical GPUs, logical cpu_async devices) on that device, several such devices per
-// device and then on the host, everything else on the host; and the reasons the plan gives.
+// device's memory (logical GPUs, logical cpu_async devices) on that device, one replica per device
+// among the devices, several on some devices per device and then among the devices, everything else
+// on the host; and the reasons the plan gives.
 #include <doctest/doctest.h>
 
 #include "strategies/all_reduce_plan.h"
@@ -37,7 +38,7 @@ TEST_CASE("AllReducePlan.several_gpus_with_shared_ones_are_hierarchical") {
   CHECK(even.path == AllReducePath::hierarchical);
   CHECK(even.groups == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
   CHECK(describe(even, gpus(4)) ==
-        "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then across devices on the host)");
+        "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then among the devices: NCCL)");
   // Replicas in any order, one GPU holding one of them: groups follow the replicas' order.
   const std::vector<DeviceId> mixed = {{DeviceKind::gpu, 4}, {DeviceKind::gpu, 0}, {DeviceKind::gpu, 1}};
   const AllReducePlan uneven = plan_all_reduce(mixed, {.logical_gpus_per_gpu = 2});
@@ -49,7 +50,16 @@ TEST_CASE("AllReducePlan.cpu_async_devices_split_as_gpus_do") {
   const std::vector<DeviceId> devices = {{DeviceKind::cpu_async, 0}, {DeviceKind::cpu_async, 1}, {DeviceKind::cpu_async, 2}};
   CHECK(plan_all_reduce(devices, {.logical_gpus_per_gpu = 3}).path == AllReducePath::on_device);
   CHECK(plan_all_reduce(devices, {.logical_gpus_per_gpu = 2}).path == AllReducePath::hierarchical);
-  CHECK(plan_all_reduce(devices, {.logical_gpus_per_gpu = 1}).path == AllReducePath::host);
+  const AllReducePlan peers = plan_all_reduce(devices, {.logical_gpus_per_gpu = 1});
+  CHECK(peers.path == AllReducePath::peer);
+  CHECK(peers.reason == "the devices sum among themselves: the in-process collective, staged through the host");
+}
+
+TEST_CASE("AllReducePlan.one_replica_per_gpu_is_peer_to_peer") {
+  const AllReducePlan plan = plan_all_reduce(gpus(3), {});
+  CHECK(plan.path == AllReducePath::peer);
+  CHECK(plan.groups == std::vector<std::vector<int>>{{0}, {1}, {2}});
+  CHECK(describe(plan, gpus(3)) == "peer: gpu:0 | gpu:1 | gpu:2 (the devices sum among themselves: NCCL)");
 }
 
 TEST_CASE("AllReducePlan.the_rest_meets_on_the_host") {
@@ -61,8 +71,8 @@ TEST_CASE("AllReducePlan.the_rest_meets_on_the_host") {
   const std::vector<DeviceId> cpus = {{DeviceKind::cpu, 0}, {DeviceKind::cpu, 1}};
   CHECK(reason(cpus, {.logical_gpus_per_gpu = 2}) == "CPU replicas live in host memory");
   CHECK(plan_all_reduce(cpus, {}).groups == std::vector<std::vector<int>>{{0}, {1}});
-  CHECK(reason({{DeviceKind::cpu, 0}, {DeviceKind::gpu, 0}}, {}) == "CPU and device replicas meet in host memory");
-  CHECK(reason(gpus(2), {}) == "one replica per device; devices do not yet reduce among themselves");
+  CHECK(reason({{DeviceKind::cpu, 0}, {DeviceKind::gpu, 0}}, {}) == "replicas of different kinds meet in host memory");
+  CHECK(reason({{DeviceKind::cpu_async, 0}, {DeviceKind::gpu, 0}}, {}) == "replicas of different kinds meet in host memory");
   CHECK(reason(gpus(2), {.logical_gpus_per_gpu = 2, .implementation = "in_process"}) ==
         "all_reduce.implementation is in_process");
   CHECK(reason(gpus(2), {.logical_gpus_per_gpu = 2, .across_workers = true}) == "the collectives span worker processes");

@@ -4,12 +4,14 @@
 // the reported loss and correct count match one device's. The same over asynchronous devices
 // (cpu_async:0..2: streams of their own, memory of their own, copies inserted by placement), against
 // the reference on cpu:0, and one device on cpu_async:0 alone (Mirrored's single replica reduces
-// on its own device). And over logical devices (2 or 3 cpu_async devices sharing one memory space,
-// the model of logical GPUs on one GPU): buckets summed on the shared device, or per device and then
-// on the host (strategies/all_reduce_plan.h).
+// on its own device; several sum among themselves, as GPUs do with NCCL). And over logical devices
+// (2 or 3 cpu_async devices sharing one memory space, the model of logical GPUs on one GPU): buckets
+// summed on the shared device, or per device and then among the devices
+// (strategies/all_reduce_plan.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "tests/strategies/strategy_test_util.h"
@@ -23,14 +25,24 @@ double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }
 
-// The devices a Mirrored graph's AllReduce nodes must run on under `plan`: each shared device's
-// leader, and the host where buckets meet there.
-std::set<graph::DeviceId> all_reduce_devices(const AllReducePlan& plan, const std::vector<graph::DeviceId>& devices) {
-  if (plan.path == AllReducePath::single) return {devices.front()};
-  std::set<graph::DeviceId> where;
-  if (plan.path != AllReducePath::on_device) where.insert({graph::DeviceKind::cpu, 0});
-  for (const std::vector<int>& group : plan.groups) {
-    if (group.size() > 1) where.insert(devices[static_cast<size_t>(group.front())]);
+// Where a Mirrored graph's collectives must run under `plan`, by op: AllReduce on the host where
+// buckets meet there, else on each shared device's leader; PeerAllReduce on every device's leader
+// where the devices sum among themselves.
+std::map<std::string, std::set<graph::DeviceId>> collective_devices(const AllReducePlan& plan,
+                                                                    const std::vector<graph::DeviceId>& devices) {
+  std::map<std::string, std::set<graph::DeviceId>> where;
+  const auto leader = [&](const std::vector<int>& group) { return devices[static_cast<size_t>(group.front())]; };
+  switch (plan.path) {
+    case AllReducePath::single: where["AllReduce"] = {devices.front()}; break;
+    case AllReducePath::host: where["AllReduce"] = {{graph::DeviceKind::cpu, 0}}; break;
+    case AllReducePath::on_device: where["AllReduce"] = {leader(plan.groups.front())}; break;
+    case AllReducePath::peer:
+    case AllReducePath::hierarchical:
+      for (const std::vector<int>& group : plan.groups) {
+        if (group.size() > 1) where["AllReduce"].insert(leader(group));
+        where["PeerAllReduce"].insert(leader(group));
+      }
+      break;
   }
   return where;
 }
@@ -72,13 +84,12 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
     auto distributed = (*strategy)->distribute(program);
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
     // A single replica's buckets stay on its device; replicas sharing a device's memory are summed
-    // there; the rest meet on the host.
-    const std::set<graph::DeviceId> want_devices = all_reduce_devices((*strategy)->all_reduce_plan(), devices);
-    std::set<graph::DeviceId> all_reduce_ran_on;
+    // there; devices sum among themselves; the rest meet on the host.
+    std::map<std::string, std::set<graph::DeviceId>> ran_on;
     for (const graph::Node& node : distributed->graph.nodes()) {
-      if (node.op == "AllReduce") all_reduce_ran_on.insert(*node.device);
+      if (node.op == "AllReduce" || node.op == "PeerAllReduce") ran_on[node.op].insert(*node.device);
     }
-    if (strategy_name == "mirrored") CHECK(all_reduce_ran_on == want_devices);
+    if (strategy_name == "mirrored") CHECK(ran_on == collective_devices((*strategy)->all_reduce_plan(), devices));
     runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2, .logical_gpus_per_gpu = logical_per_physical});
     const bool mirrored = strategy_name == "mirrored";
     for (size_t step = 0; step < batches.size(); ++step) {

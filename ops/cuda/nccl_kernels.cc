@@ -1,0 +1,330 @@
+// PeerAllReduce on GPUs through NCCL. The ranks of a group (one node per GPU, each on its GPU's
+// stream) meet on the host, and the last to arrive issues every rank's ncclAllReduce in one group
+// call: one thread launching for several GPUs must, or NCCL may block on the first rank waiting for
+// the others. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept
+// for the process. A rank completes once its GPU has finished the all-reduce. A watchdog fails the
+// ranks of a meeting some rank did not come to by the deadline, and aborts the communicators of an
+// issued meeting whose deadline passed or whose communicator reported an error, so the step fails
+// naming the group and the GPUs instead of hanging; the next meeting makes new communicators.
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "ops/cuda/gpu_kernel.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status nccl_status(ncclResult_t result, const std::string& what) {
+  if (result == ncclSuccess) return Status();
+  return graph::internal_error(what + " failed: " + ncclGetErrorString(result) + " (" + ncclGetLastError(nullptr) + ")");
+}
+
+// One rank's part: its buffers, on its GPU's stream.
+struct Rank {
+  const runtime::cuda::GpuDevice* gpu = nullptr;
+  int physical = 0;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<size_t> counts;
+  std::vector<ncclDataType_t> types;
+  runtime::KernelDone done;
+};
+
+// The communicators of one set of GPUs, rank r's on the r-th.
+struct Communicators {
+  std::vector<int> gpus;
+  std::vector<ncclComm_t> comms;
+};
+
+// A group's execution for one step, from the first arrival until every rank completed.
+struct Meeting {
+  std::string what;  // "all-reduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
+  std::vector<std::optional<Rank>> ranks;
+  int arrived = 0;
+  Clock::time_point deadline = Clock::time_point::max();
+  std::shared_ptr<Communicators> communicators;  // set when issued
+  std::atomic<int> remaining{0};                 // ranks whose GPU has not finished
+  std::mutex mutex;
+  Status failure;  // set by the watchdog before it aborts
+};
+
+// What every PeerAllReduce on GPUs in this process shares: the meetings in progress, the
+// communicators by GPU set, and the watchdog. Never destroyed: NCCL and CUDA may already be torn
+// down when static destructors run.
+class NcclPeers {
+ public:
+  static NcclPeers& instance() {
+    static NcclPeers* peers = new NcclPeers();
+    return *peers;
+  }
+
+  // Rank `rank` of `ranks` arrives; the last issues the meeting. Keyed by the session, the group
+  // and the step, so sessions and steps never meet each other.
+  void arrive(const void* session, const std::string& group, int64_t step, int rank, int ranks, Rank part,
+              Clock::time_point deadline) {
+    const Key key{session, group, step};
+    const std::string what = "all-reduce '" + group + "' (step " + std::to_string(step) + ")";
+    std::shared_ptr<Meeting> complete;
+    Status refused;
+    {
+      std::lock_guard lock(mutex_);
+      if (expired_.contains(key)) {
+        refused = graph::deadline_exceeded(what + ": rank " + std::to_string(rank) +
+                                           " arrived after the deadline had passed for the others");
+      } else {
+        std::shared_ptr<Meeting>& meeting = meetings_[key];
+        if (!meeting) {
+          meeting = std::make_shared<Meeting>();
+          meeting->ranks.resize(static_cast<size_t>(ranks));
+          meeting->what = what;
+        }
+        if (meeting->ranks.size() != static_cast<size_t>(ranks) || meeting->ranks[static_cast<size_t>(rank)]) {
+          refused = graph::invalid_argument(what + ": rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                                            " does not fit a meeting of " + std::to_string(meeting->ranks.size()));
+        } else {
+          meeting->ranks[static_cast<size_t>(rank)] = std::move(part);
+          meeting->deadline = std::min(meeting->deadline, deadline);
+          if (++meeting->arrived == ranks) {
+            complete = std::move(meeting);
+            meetings_.erase(key);
+          } else {
+            start_watchdog();
+          }
+        }
+      }
+    }
+    if (!refused.ok()) return part.done(std::move(refused));
+    if (complete) issue(complete);
+  }
+
+ private:
+  NcclPeers() = default;
+
+  // Every rank's all-reduces in one NCCL group, each on its GPU's stream; then each rank completes
+  // when its GPU has run them.
+  void issue(const std::shared_ptr<Meeting>& meeting) {
+    std::vector<int> gpus;
+    std::string devices;
+    for (const auto& rank : meeting->ranks) {
+      gpus.push_back(rank->physical);
+      devices += (devices.empty() ? " over " : ", ") + rank->gpu->id().to_string();
+    }
+    meeting->what += devices;
+    auto communicators = communicators_for(gpus);
+    Status status = communicators.ok() ? Status() : communicators.status();
+    if (status.ok()) {
+      meeting->communicators = *communicators;
+      status = nccl_status(ncclGroupStart(), "ncclGroupStart");
+      for (size_t r = 0; status.ok() && r < meeting->ranks.size(); ++r) {
+        const Rank& rank = *meeting->ranks[r];
+        for (size_t j = 0; status.ok() && j < rank.inputs.size(); ++j) {
+          status = nccl_status(ncclAllReduce(rank.inputs[j], rank.outputs[j], rank.counts[j], rank.types[j], ncclSum,
+                                             (*communicators)->comms[r], rank.gpu->stream()),
+                               "ncclAllReduce");
+        }
+      }
+      const Status ended = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
+      if (status.ok()) status = ended;
+    }
+    if (!status.ok()) {
+      if (communicators.ok()) abort(*communicators);
+      for (auto& rank : meeting->ranks) rank->done(status.with_context(meeting->what));
+      return;
+    }
+    meeting->remaining = static_cast<int>(meeting->ranks.size());
+    watch(meeting);
+    for (auto& rank : meeting->ranks) {
+      rank->gpu->gpu_stream().when_device_done([meeting, done = std::move(rank->done)](Status device) {
+        Status status;
+        {
+          std::lock_guard lock(meeting->mutex);
+          status = meeting->failure.ok() ? std::move(device) : meeting->failure;
+        }
+        meeting->remaining.fetch_sub(1);
+        done(status.ok() ? status : status.with_context(meeting->what));
+      });
+    }
+  }
+
+  // The set's communicators, made on first use (one per GPU, rank r on gpus[r]).
+  graph::Expected<std::shared_ptr<Communicators>> communicators_for(const std::vector<int>& gpus) {
+    std::lock_guard lock(mutex_);
+    auto& found = communicators_[gpus];
+    if (found) return found;
+    std::vector<int> sorted = gpus;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      communicators_.erase(gpus);
+      return graph::invalid_argument("NCCL takes one rank per GPU; the ranks share a GPU");
+    }
+    auto made = std::make_shared<Communicators>();
+    made->gpus = gpus;
+    made->comms.resize(gpus.size());
+    const Status status = nccl_status(ncclCommInitAll(made->comms.data(), static_cast<int>(gpus.size()), gpus.data()),
+                                      "ncclCommInitAll");
+    if (!status.ok()) {
+      communicators_.erase(gpus);
+      return status;
+    }
+    found = made;
+    return made;
+  }
+
+  // Aborting makes NCCL's kernels return, so the streams move on; the set gets new communicators
+  // at its next meeting.
+  void abort(const std::shared_ptr<Communicators>& communicators) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = communicators_.find(communicators->gpus);
+      if (it != communicators_.end() && it->second == communicators) communicators_.erase(it);
+    }
+    for (ncclComm_t comm : communicators->comms) (void)ncclCommAbort(comm);
+  }
+
+  void watch(const std::shared_ptr<Meeting>& meeting) {
+    std::lock_guard lock(mutex_);
+    watched_.push_back(meeting);
+    start_watchdog();
+  }
+
+  // REQUIRES: mutex_ held.
+  void start_watchdog() {
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { run_watchdog(); });
+    wake_.notify_one();
+  }
+
+  // A meeting some rank never came to, past its deadline: the ranks that came fail, naming the others.
+  static void fail_unmet(const Meeting& meeting) {
+    std::string missing;
+    for (size_t r = 0; r < meeting.ranks.size(); ++r) {
+      if (!meeting.ranks[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    const Status status = graph::deadline_exceeded(meeting.what + ": rank(s) " + missing + " of " +
+                                                   std::to_string(meeting.ranks.size()) + " did not arrive in time");
+    for (const auto& rank : meeting.ranks) {
+      if (rank) rank->done(status);
+    }
+  }
+
+  // Every 50 ms: meetings done are dropped; one whose communicators report an error, or whose
+  // deadline passed, fails and has its communicators aborted.
+  void run_watchdog() {
+    constexpr auto kPoll = std::chrono::milliseconds(50);
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (watched_.empty() && meetings_.empty()) {
+        wake_.wait(lock, [this] { return !watched_.empty() || !meetings_.empty(); });
+      } else {
+        wake_.wait_for(lock, kPoll);
+      }
+      std::vector<std::pair<std::shared_ptr<Meeting>, Status>> failed;
+      std::vector<std::shared_ptr<Meeting>> unmet;
+      const auto now = Clock::now();
+      for (auto it = meetings_.begin(); it != meetings_.end();) {
+        if (now <= it->second->deadline) {
+          ++it;
+          continue;
+        }
+        expired_.insert(it->first);
+        unmet.push_back(std::move(it->second));
+        it = meetings_.erase(it);
+      }
+      for (auto it = watched_.begin(); it != watched_.end();) {
+        const std::shared_ptr<Meeting>& meeting = *it;
+        if (meeting->remaining.load() == 0) {
+          it = watched_.erase(it);
+          continue;
+        }
+        Status problem;
+        for (ncclComm_t comm : meeting->communicators->comms) {
+          ncclResult_t async = ncclSuccess;
+          if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+            problem = nccl_status(async, "NCCL");
+            break;
+          }
+        }
+        if (problem.ok() && now > meeting->deadline) {
+          problem = graph::deadline_exceeded("not finished by its deadline; the NCCL communicators were aborted");
+        }
+        if (problem.ok()) {
+          ++it;
+          continue;
+        }
+        failed.emplace_back(meeting, problem);
+        it = watched_.erase(it);
+      }
+      lock.unlock();
+      for (const auto& meeting : unmet) fail_unmet(*meeting);
+      for (auto& [meeting, problem] : failed) {
+        {
+          std::lock_guard meeting_lock(meeting->mutex);
+          meeting->failure = problem;
+        }
+        abort(meeting->communicators);
+      }
+      lock.lock();
+    }
+  }
+
+  using Key = std::tuple<const void*, std::string, int64_t>;  // session, group, step
+
+  std::mutex mutex_;
+  std::map<Key, std::shared_ptr<Meeting>> meetings_;
+  std::set<Key> expired_;  // meetings failed at their deadline, which late ranks fail at once
+  std::map<std::vector<int>, std::shared_ptr<Communicators>> communicators_;
+  std::vector<std::shared_ptr<Meeting>> watched_;
+  std::condition_variable wake_;
+  std::thread watchdog_;
+};
+
+ncclDataType_t nccl_type(graph::DType dtype) { return dtype == graph::DType::f64 ? ncclFloat64 : ncclFloat32; }
+
+// This rank's bucket, summed in place where the executor allows; a mean is the sum scaled after.
+void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (ctx.attr<std::string>("reduction") != "sum") {
+    return done(graph::unimplemented("'" + ctx.node().name + "': GPUs sum among themselves; a mean is not built"));
+  }
+  const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
+  Rank part{.gpu = &gpu, .physical = gpu.physical_ordinal()};
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    part.inputs.push_back(input.raw_data());
+    part.outputs.push_back(ctx.output_in_place_of_input(j).mutable_raw_data());
+    part.counts.push_back(static_cast<size_t>(input.num_elements()));
+    part.types.push_back(nccl_type(input.dtype()));
+  }
+  part.done = std::move(done);
+  const int64_t timeout_ms = ctx.attr<int64_t>("timeout_ms");
+  const Clock::time_point deadline =
+      timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
+  NcclPeers::instance().arrive(&ctx.resources(), ctx.attr<std::string>("group"), ctx.step_id(),
+                               static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")),
+                               std::move(part), deadline);
+}
+
+}  // namespace
+
+void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
+  kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
+              {.expensive = true,
+               .reuses_inputs = true,
+               .async_fn = peer_all_reduce_kernel,
+               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64})});
+}
+
+}  // namespace mirra::ops::cuda
