@@ -3,9 +3,10 @@
 # its run.sh) or from a build tree (scripts/gpu-check.sh BUILD_DIR). It lists the devices, runs the
 # GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
 # the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
-# gpu:0 for an epoch, measures the executor's cost per GPU kernel against raw CUDA launches, and runs
-# the GPU training benchmark next to PyTorch where PyTorch with CUDA is installed
-# (with Fashion-MNIST from data/ or Debian's dataset-fashion-mnist).
+# gpu:0 for an epoch and Mirrored over two logical GPUs of gpu:0 for 200 steps, measures the
+# executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training benchmark next
+# to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or Debian's
+# dataset-fashion-mnist).
 # Prints a JSON summary as its last line; exits non-zero when a check failed.
 set -uo pipefail
 if [ -n "${MIRRA_BUNDLE:-}" ]; then
@@ -60,10 +61,19 @@ train_mlp() {
     "$mirra" train "$work/mlp.mirra" --devices gpu:0 --strategy one_device --data "$data" --epochs 1 --batch-size 128 \
       --json | tee "$work/train.out"
 }
+# Mirrored over two logical GPUs of gpu:0 (summed on the GPU), 200 steps.
+train_mlp_logical() {
+  "$mirra" train "$work/mlp.mirra" --devices gpu:0,gpu:1 --logical-gpus-per-gpu 2 --data "$data" --steps 200 \
+    --batch-size 256 --json | tee "$work/logical.out"
+}
+logical_json='"not run: no Fashion-MNIST files"'
 if [ -n "$data" ]; then
   step train_mlp_gpu train_mlp
   train_json=$(tail -n 1 "$work/train.out" 2>/dev/null)
   case "$train_json" in "{"*) ;; *) train_json=null ;; esac
+  step train_mlp_logical_gpus train_mlp_logical
+  logical_json=$(tail -n 1 "$work/logical.out" 2>/dev/null)
+  case "$logical_json" in "{"*) ;; *) logical_json=null ;; esac
 fi
 
 # The executor's cost per GPU kernel against back-to-back raw launches.
@@ -82,5 +92,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"executor_overhead\": $executor_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"executor_overhead\": $executor_json, \"benchmark\": $bench_json}"
 exit $failed
