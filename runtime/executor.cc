@@ -259,7 +259,7 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
       return done(std::move(status));
     }
     // Host consumers and the release of inputs wait until the device ran the kernel's work.
-    pn.device->compute_stream().when_device_done([this, &step, &pn, done](Status on_device) {
+    pn.device->compute_stream().when_device_done([&step, &pn, done](Status on_device) {
       if (!on_device.ok()) {
         on_device = on_device.with_context(describe(pn));
         step.record(on_device);

@@ -242,7 +242,7 @@ class MpiCollective final : public WorkerCollective {
     auto made = std::make_shared<std::vector<MPI_Comm>>(groups.size(), MPI_COMM_NULL);
     Job job{.what = "preparing " + std::to_string(groups.size()) + " collective groups",
             .deadline = deadline_after(std::chrono::minutes(5))};
-    job.post = [this, made](std::vector<MPI_Request>& requests) {
+    job.post = [made](std::vector<MPI_Request>& requests) {
       requests.resize(made->size());
       for (size_t i = 0; i < made->size(); ++i) {
         if (const int code = MPI_Comm_idup(MPI_COMM_WORLD, &(*made)[i], &requests[i]); code != MPI_SUCCESS) return code;
