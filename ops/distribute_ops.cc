@@ -1,5 +1,5 @@
-// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize: schemas, builders and CPU kernels (the
-// collectives' kernels call the session's Collective, asynchronously).
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce and DimSize: schemas,
+// builders and CPU kernels (the collectives' kernels call the session's Collective, asynchronously).
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
+#include "runtime/memory_space.h"
 
 namespace mirra::ops {
 
@@ -162,6 +163,12 @@ Status check_reduction(const InferContext& ctx) {
   return Status();
 }
 
+// What an all-reduce sums: f32, f64, or bf16 (summed in f32).
+Status check_all_reducible(const InferContext& ctx, const TensorType& t) {
+  if (t.dtype == DType::f32 || t.dtype == DType::f64 || t.dtype == DType::bf16) return Status();
+  return ctx.error("all-reduce takes f32, f64 or bf16");
+}
+
 // Input i has the dtype and a shape compatible with replica 0's counterpart, input `reference`.
 Status check_matches_replica_0(const InferContext& ctx, size_t i, size_t reference) {
   const TensorType& t = ctx.input(i);
@@ -214,11 +221,86 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   std::vector<TensorType> outputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
-    if (t.dtype != DType::f32 && t.dtype != DType::f64 && t.dtype != DType::bf16) {
-      return ctx.error("all-reduce takes f32, f64 or bf16");
-    }
+    MIRRA_RETURN_IF_ERROR(check_all_reducible(ctx, t));
     MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, i, i % k));
     outputs.push_back(t);
+  }
+  return outputs;
+}
+
+// ---- PeerAllReduce ----
+
+// Rank `rank`'s call, with the tensors it passes to the collective (host copies on a device with
+// memory of its own) and the outputs they return to.
+struct RankCall {
+  std::vector<Tensor> inputs, sums, outputs;
+  runtime::KernelDone done;
+};
+
+Tensor host_copy(const Tensor& t) {
+  Tensor copy = Tensor::empty(runtime::host_allocator(), t.dtype(), t.shape());
+  if (t.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), t.raw_data(), t.byte_size());
+  return copy;
+}
+
+// One device's rank, on cpu devices (host memory) and cpu_async devices, the GPU's model: there the
+// bucket is staged through host memory on the device's own stream and the ranks meet in the
+// session's in-process collective, so CI runs the graphs GPUs run with NCCL
+// (ops/cuda/nccl_kernels.cc).
+void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
+  const runtime::MemorySpace space = ctx.device().memory_space();
+  const bool staged = !space.host;
+  auto call = std::make_shared<RankCall>();
+  call->done = std::move(done);
+  {
+    // Staging touches host memory from the device's stream, as a copy does.
+    runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
+    for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+      const Tensor& input = ctx.input(j);
+      const Tensor& output = ctx.output_in_place_of_input(j);
+      call->outputs.push_back(output);
+      call->inputs.push_back(staged ? host_copy(input) : input);
+      call->sums.push_back(staged ? Tensor::empty(runtime::host_allocator(), input.dtype(), input.shape()) : output);
+    }
+  }
+  const runtime::CollectiveCall rank_call{
+      .group = ctx.attr<std::string>("group"),
+      .instance = ctx.step_id(),
+      .participant = static_cast<int>(ctx.attr<int64_t>("rank")),
+      .group_size = static_cast<int>(ctx.attr<int64_t>("ranks")),
+      .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
+  runtime::Stream* stream = &ctx.device().compute_stream();
+  // The last rank to arrive sums every rank's host copies on its own thread.
+  runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
+  (*collective)->all_reduce(rank_call, reduction_of(ctx), call->inputs, call->sums, [call, staged, stream, space](Status status) {
+    if (!staged || !status.ok()) return call->done(std::move(status));
+    // The sums return into device memory on the device's own stream, whichever rank's thread
+    // completed the collective.
+    stream->enqueue([call, space] {
+      runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
+      for (size_t j = 0; j < call->sums.size(); ++j) {
+        if (call->sums[j].byte_size() > 0) {
+          std::memcpy(call->outputs[j].mutable_raw_data(), call->sums[j].raw_data(), call->sums[j].byte_size());
+        }
+      }
+      call->done(Status());
+    });
+  });
+}
+
+Expected<std::vector<TensorType>> infer_peer_all_reduce(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
+  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
+  if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the all-reduce every rank takes part in");
+  const int64_t ranks = ctx.attr<int64_t>("ranks"), rank = ctx.attr<int64_t>("rank");
+  if (ranks < 1 || ranks > kMaxReplicas) return ctx.error("ranks must be in [1, 4096]");
+  if (rank < 0 || rank >= ranks) return ctx.error("rank must be in [0, ranks)");
+  std::vector<TensorType> outputs;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    MIRRA_RETURN_IF_ERROR(check_all_reducible(ctx, ctx.input(i)));
+    outputs.push_back(ctx.input(i));
   }
   return outputs;
 }
@@ -447,6 +529,23 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "has rows[j] rows, of which this worker's replicas bring theirs.",
                               .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
   kernels.add("AllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = all_gather_kernel});
+  schemas.add(graph::OpSchema{.name = "PeerAllReduce",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = {{"group", AttrType::string, {}},
+                                        {"rank", AttrType::integer, {}},
+                                        {"ranks", AttrType::integer, {}},
+                                        {"reduction", AttrType::string, std::string("sum")},
+                                        kImplementationAttr,
+                                        kTimeoutAttr},
+                              .traits = graph::kCollective,
+                              .infer = infer_peer_all_reduce,
+                              .summary = "Rank `rank` of `ranks` devices in all-reduce `group`: output j is the sum "
+                                         "(or mean) of every rank's values[j], in this device's memory; every rank "
+                                         "receives the same bits.",
+                              .no_gradient = "it aggregates gradients, after differentiation"});
+  kernels.add("PeerAllReduce", graph::DeviceKind::cpu,
+              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
@@ -487,6 +586,20 @@ std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector
                                      {"timeout_ms", options.timeout_ms},
                                      {"workers", part.workers},
                                      {"worker", part.worker}}}),
+                    values.size());
+}
+
+std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                             const PeerRank& rank, std::string_view reduction,
+                                             const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "PeerAllReduce",
+                           .inputs = values,
+                           .attrs = {{"group", rank.group},
+                                     {"rank", rank.rank},
+                                     {"ranks", rank.ranks},
+                                     {"reduction", std::string(reduction)},
+                                     {"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms}}}),
                     values.size());
 }
 

@@ -49,7 +49,7 @@ std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector
                                             std::string_view reduction = "sum", const CollectiveOptions& options = {},
                                             const WorkerPart& part = {});
 
-// Rank `rank` of `ranks` devices that sum among themselves (PeerAllReduce, ops/peer_all_reduce_ops.cc):
+// Rank `rank` of `ranks` devices that sum among themselves (PeerAllReduce):
 // every rank's node names the same `group`, and each holds and receives its own bucket in its own
 // device's memory (NCCL between GPUs).
 struct PeerRank {

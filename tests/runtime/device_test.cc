@@ -247,6 +247,13 @@ TEST_CASE("Devices.a_gpu_that_is_not_there.is_unavailable") {
   CHECK(out.status().message().starts_with("gpu:0: "));
 }
 
+// How many of the graph's nodes run `op`.
+int count_ops(const graph::Graph& g, std::string_view op) {
+  int count = 0;
+  for (const graph::Node& node : g.nodes()) count += node.op == op;
+  return count;
+}
+
 TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
   graph::Graph g;
   graph::Builder b(g, ops::registry());
@@ -263,13 +270,8 @@ TEST_CASE("Placement.copies_cross_memory_spaces_once_per_value_and_space") {
   CHECK((*out)[0].to_vector<float>() == std::vector<float>{0, 2});
   CHECK((*out)[1].to_vector<float>() == std::vector<float>{1, 4});
   CHECK((*out)[0].memory_space().host);  // fetches come back in host memory
-  int to_host = 0, from_host = 0;
-  for (const graph::Node& node : session.graph().nodes()) {
-    to_host += node.op == "CopyToHost";
-    from_host += node.op == "CopyFromHost";
-  }
-  CHECK(to_host == 2);    // y and z leave cpu_async:0
-  CHECK(from_host == 3);  // x enters cpu_async:0 once; y and z enter cpu_async:1
+  CHECK(count_ops(session.graph(), "CopyToHost") == 2);    // y and z leave cpu_async:0
+  CHECK(count_ops(session.graph(), "CopyFromHost") == 3);  // x enters cpu_async:0 once; y and z enter cpu_async:1
   CHECK(session.graph().contains("x/to_cpu_async:0"));
 }
 
@@ -299,13 +301,8 @@ TEST_CASE("Placement.logical_devices_of_one_device_share_its_memory") {
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   CHECK((*out)[0].to_vector<float>() == std::vector<float>{-1, -4});
   CHECK((*out)[1].to_vector<float>() == std::vector<float>{0, 0});
-  int to_host = 0, from_host = 0;
-  for (const graph::Node& node : session.graph().nodes()) {
-    to_host += node.op == "CopyToHost";
-    from_host += node.op == "CopyFromHost";
-  }
-  CHECK(to_host == 2);    // y and z leave cpu_async:0's memory for cpu_async:2's
-  CHECK(from_host == 3);  // x enters the first memory once; y and z enter the second
+  CHECK(count_ops(session.graph(), "CopyToHost") == 2);    // y and z leave cpu_async:0's memory for cpu_async:2's
+  CHECK(count_ops(session.graph(), "CopyFromHost") == 3);  // x enters the first memory once; y and z enter the second
 
   // A session of the second logical device alone: its memory is named by a device it does not have.
   graph::Graph alone;
