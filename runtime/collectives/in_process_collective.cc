@@ -369,6 +369,12 @@ void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
   std::vector<Arrival> complete;
   {
     std::unique_lock lock(mutex_);
+    if (const auto abandoned = abandoned_.find(call.instance); abandoned != abandoned_.end()) {
+      const Status why = abandoned->second;
+      lock.unlock();
+      arrival.done(why);
+      return;
+    }
     if (expired_.contains(key)) {
       lock.unlock();
       arrival.done(graph::deadline_exceeded(what + ": participant " + std::to_string(call.participant) +
@@ -408,20 +414,20 @@ void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
 }
 
 void InProcessCollective::abandon(int64_t instance, const graph::Status& why) {
+  const Status status = graph::aborted("the step failed elsewhere: " + why.message());
   std::vector<Rendezvous> abandoned;
   {
     std::lock_guard lock(mutex_);
+    abandoned_.emplace(instance, status);  // participants still to come fail at once too
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->first.second != instance) {
         ++it;
         continue;
       }
-      expired_.insert(it->first);
       abandoned.push_back(std::move(it->second));
       it = pending_.erase(it);
     }
   }
-  const Status status = graph::aborted("the step failed elsewhere: " + why.message());
   for (Rendezvous& rendezvous : abandoned) {
     for (Arrival& arrival : rendezvous.arrivals) {
       if (arrival.done) arrival.done(status);

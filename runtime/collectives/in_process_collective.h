@@ -69,6 +69,7 @@ class InProcessCollective final : public Collective {
   std::condition_variable deadline_changed_;
   std::map<Key, Rendezvous> pending_;
   std::set<Key> expired_;  // so that a late participant fails at once instead of waiting again
+  std::map<int64_t, graph::Status> abandoned_;  // failed instances (steps), with why: their calls fail at once
   std::thread watchdog_;
   bool stopping_ = false;
 };
