@@ -7,7 +7,7 @@
 
 #include "graph/float16.h"
 #include "ops/cpu/dnnl_engine.h"
-#include "ops/cpu/widened_f16.h"
+#include "ops/cpu/widened_16_bit.h"
 #include "ops/cpu/window_geometry.h"
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
@@ -39,7 +39,8 @@ struct ConvProblem {
                                                  ctx.attr<std::vector<int64_t>>("strides"),
                                                  ctx.attr<std::vector<int64_t>>("dilations"),
                                                  ctx.attr<std::string>("padding") == "SAME"),
-                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()), dnnl_type(result)};
+                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()),
+                       dnnl_type(cpu::computed_widened(result) ? DType::f32 : result)};
   }
 
   static data_type dnnl_type(DType dtype) { return dtype == DType::bf16 ? data_type::bf16 : data_type::f32; }
@@ -74,13 +75,14 @@ struct ConvProblem {
   }
 };
 
-// The operands of a convolution kernel, f16 ones widened to f32 (ops/cpu/widened_f16.h).
+// The operands of a convolution kernel, widened to f32 where oneDNN cannot multiply their type here
+// (ops/cpu/widened_16_bit.h).
 struct ConvOperands {
   Tensor input, filter, third;  // third: the bias of FusedConv2D, dy of the backprop ops
 
   static ConvOperands of(KernelContext& ctx) {
-    ConvOperands o{cpu::widened_f16(ctx.input(0), ctx.device()), cpu::widened_f16(ctx.input(1), ctx.device()), {}};
-    if (ctx.num_inputs() > 2) o.third = cpu::widened_f16(ctx.input(2), ctx.device());
+    ConvOperands o{cpu::widened(ctx.input(0), ctx.device()), cpu::widened(ctx.input(1), ctx.device()), {}};
+    if (ctx.num_inputs() > 2) o.third = cpu::widened(ctx.input(2), ctx.device());
     return o;
   }
 };
@@ -177,7 +179,7 @@ Status fused_conv2d_kernel(KernelContext& ctx) {
 }
 
 // Conv2D's two gradients: allocates the one of `shape` and runs `compute` on the problem and where the
-// gradient goes (ops/cpu/widened_f16.h), or zero-fills it when there is nothing to compute.
+// gradient goes (ops/cpu/widened_16_bit.h), or zero-fills it when there is nothing to compute.
 template <class Compute>
 Status conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::TensorShape& shape, Compute&& compute) {
   Tensor& gradient = ctx.allocate_output(0, result_dtype(ctx), shape);

@@ -6,7 +6,7 @@
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
-#include "ops/cpu/widened_f16.h"
+#include "ops/cpu/widened_16_bit.h"
 #include "ops/kernel_shapes.h"
 #include "ops/matmul_ops.h"
 #include "ops/op_families.h"
@@ -78,8 +78,8 @@ Status bf16_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b, bool ta
 }
 
 Status matmul_kernel(KernelContext& ctx) {
-  const Tensor a = cpu::widened_f16(ctx.input(0), ctx.device());
-  const Tensor b = cpu::widened_f16(ctx.input(1), ctx.device());
+  const Tensor a = cpu::widened(ctx.input(0), ctx.device());
+  const Tensor b = cpu::widened(ctx.input(1), ctx.device());
   const bool ta = ctx.attr<bool>("transpose_a");
   const bool tb = ctx.attr<bool>("transpose_b");
   const int64_t m = ta ? a.dim(1) : a.dim(0);

@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "ops/cpu/widened_16_bit.h"
+
 namespace mirra::ops {
 
 using graph::DType;
@@ -84,5 +86,7 @@ int apply_mixed_precision(graph::Graph& g, MixedPrecision mode) {
   }
   return rewritten;
 }
+
+bool cpu_has_bf16_kernels() { return cpu::has_bf16_kernels(); }
 
 }  // namespace mirra::ops

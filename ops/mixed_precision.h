@@ -29,4 +29,9 @@ std::string_view mixed_precision_name(MixedPrecision mode);
 
 int apply_mixed_precision(graph::Graph& graph, MixedPrecision mode);
 
+// True when this CPU multiplies bf16 on oneDNN's bf16 kernels (CPUs with AVX-512; AMX and AVX-512 BF16
+// where present). Elsewhere bf16 products on the CPU are computed in f32 on the bf16 operands and
+// rounded once: bf16's numerics, at f32's speed less the casts.
+bool cpu_has_bf16_kernels();
+
 }  // namespace mirra::ops

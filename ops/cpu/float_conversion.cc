@@ -2,12 +2,7 @@
 #include "ops/cpu/float_conversion.h"
 
 #include "ops/cpu/parallel.h"
-
-#if defined(__x86_64__)
-#define MIRRA_AVX512_CLONES __attribute__((target_clones("avx512f", "default")))
-#else
-#define MIRRA_AVX512_CLONES
-#endif
+#include "runtime/vector_clones.h"
 
 namespace mirra::ops::cpu {
 
@@ -19,10 +14,10 @@ template <class To, class From>
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(in[i]);
 }
 
-MIRRA_AVX512_CLONES void to_bfloat16(const float* in, graph::bfloat16* out, int64_t n) { convert_range(in, out, n); }
-MIRRA_AVX512_CLONES void to_float16(const float* in, graph::float16* out, int64_t n) { convert_range(in, out, n); }
-MIRRA_AVX512_CLONES void from_bfloat16(const graph::bfloat16* in, float* out, int64_t n) { convert_range(in, out, n); }
-MIRRA_AVX512_CLONES void from_float16(const graph::float16* in, float* out, int64_t n) { convert_range(in, out, n); }
+MIRRA_VECTOR_CLONES void to_bfloat16(const float* in, graph::bfloat16* out, int64_t n) { convert_range(in, out, n); }
+MIRRA_VECTOR_CLONES void to_float16(const float* in, graph::float16* out, int64_t n) { convert_range(in, out, n); }
+MIRRA_VECTOR_CLONES void from_bfloat16(const graph::bfloat16* in, float* out, int64_t n) { convert_range(in, out, n); }
+MIRRA_VECTOR_CLONES void from_float16(const graph::float16* in, float* out, int64_t n) { convert_range(in, out, n); }
 
 template <class To, class From>
 void convert_in_parallel(const From* in, To* out, int64_t n, void (*convert)(const From*, To*, int64_t)) {

@@ -1,5 +1,5 @@
 // Conversions between f32 and the 16-bit floats over arrays, in parallel. Their loops are compiled
-// twice, for AVX-512 and for any x86-64, and the CPU picks one at load time: 16 lanes at a time run
+// for AVX-512, AVX2 and any x86-64, and the CPU picks one at load time: 16 lanes at a time run
 // the branch-free roundings of graph/float16.h about twice as fast as 4, and mixed precision converts
 // every product's operands each step. The results are the same either way (ties to even, subnormals
 // kept, NaN stays NaN).

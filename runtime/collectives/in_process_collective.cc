@@ -8,6 +8,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "graph/float16.h"
+#include "runtime/vector_clones.h"
 
 namespace mirra::runtime {
 
@@ -140,15 +141,12 @@ constexpr int64_t kBlock = 2048;
 // (chosen once at load time): AVX-512 sums a bucket about 1.4 times as fast as the baseline x86-64
 // build, from memory and more so from the last-level cache. A whole block has a trip count known at
 // compile time, which -O2 vectorizes without a remainder loop; the tail of a tensor takes the plain one.
-// (Overloads, not a template: clang cannot clone templates.)
-#define MIRRA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 MIRRA_VECTOR_CLONES void add_block(float* __restrict acc, const float* __restrict x) {
   for (int64_t i = 0; i < kBlock; ++i) acc[i] += x[i];
 }
 MIRRA_VECTOR_CLONES void add_block(double* __restrict acc, const double* __restrict x) {
   for (int64_t i = 0; i < kBlock; ++i) acc[i] += x[i];
 }
-#undef MIRRA_VECTOR_CLONES
 
 template <class T>
 void add_into(T* acc, const T* x, int64_t count) {

@@ -183,13 +183,15 @@ TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
 }
 
 // With a max pool after the ReLU: a MaxPoolGrad through the ReLU replaces MaxPoolGrad and ReluGrad,
-// and training gives the unfused graph's weights bit for bit (selection only, no new arithmetic).
+// and training gives the weights of the graph without that fusion bit for bit (selection only, no new
+// arithmetic). Both have the forward fusion: oneDNN may sum a convolution with a bias in another
+// order than one without, by CPU.
 TEST_CASE("Fusion.max_pool_grad_through_relu_trains_like_the_unfused_graph") {
-  const Trained unfused = train(nullptr, 0, true), fused = train(fuse_chains, 2, true);
-  CHECK(unfused.ran.count("ReluGrad") == 1u);
+  const Trained relu_grad_apart = train(ops::fuse_conv_bias_relu, 1, true), fused = train(fuse_chains, 2, true);
+  CHECK(relu_grad_apart.ran.count("ReluGrad") == 1u);
   CHECK(fused.ran.count("ReluGrad") == 0u);
   CHECK(fused.ran.count("MaxPoolGrad") == 1u);
-  CHECK(fused.weights == unfused.weights);
+  CHECK(fused.weights == relu_grad_apart.weights);
 }
 
 // Then the bias gradient: the MaxPoolGrad sums it, the ReduceSum over its output (now an Identity)

@@ -1,5 +1,6 @@
 // `mirra devices`: the devices this machine offers, like tf.config.list_physical_devices: the CPU
-// (model, threads, memory; any number of logical devices cpu:N and cpu_async:N run on it) and each
+// (model, threads, memory, whether it has bf16 kernels; any number of logical devices cpu:N and
+// cpu_async:N run on it) and each
 // GPU (name, memory, compute capability, multiprocessors) with the driver, CUDA runtime, cuBLAS,
 // cuDNN and NCCL versions, or why there is no GPU. --json prints the same as one JSON object.
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <oneapi/tbb/info.h>
 
+#include "ops/mixed_precision.h"
 #include "runtime/gpu_devices.h"
 #include "tools/mirra/commands.h"
 
@@ -39,7 +41,11 @@ int run_devices(const DevicesCommand& command) {
   const graph::Expected<std::vector<runtime::GpuInfo>> gpus = runtime::list_gpus();
   const runtime::GpuSoftware software = runtime::gpu_software();
   if (command.json) {
-    nlohmann::json out = {{"cpu", {{"name", cpu_model_name()}, {"threads", threads}, {"memory_bytes", memory}}},
+    nlohmann::json out = {{"cpu",
+                           {{"name", cpu_model_name()},
+                            {"threads", threads},
+                            {"memory_bytes", memory},
+                            {"bf16_kernels", ops::cpu_has_bf16_kernels()}}},
                           {"gpus", nlohmann::json::array()},
                           {"cuda_backend", runtime::built_with_cuda()},
                           {"software",
@@ -64,6 +70,9 @@ int run_devices(const DevicesCommand& command) {
   }
   std::printf("cpu     %s, %d threads, %.1f GiB (logical devices cpu:N and cpu_async:N)\n", cpu_model_name().c_str(),
               threads, gib(memory));
+  std::printf("        bf16 products: %s\n", ops::cpu_has_bf16_kernels()
+                                                ? "oneDNN's bf16 kernels"
+                                                : "computed in f32 (oneDNN has no bf16 kernels for this CPU)");
   if (!gpus.ok()) {
     std::printf("gpu     none: %s\n", gpus.status().message().c_str());
   } else {

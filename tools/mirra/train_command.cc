@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <memory>
 
+#include "ops/mixed_precision.h"
 #include "ops/optimizer_ops.h"
 #include "ops/registry.h"
 #include "runtime/data/fashion_mnist.h"
@@ -31,6 +33,11 @@ namespace mirra::runner {
 namespace {
 
 using serialization::TrainingPosition;
+
+bool uses_cpu(const std::vector<graph::DeviceId>& devices) {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const graph::DeviceId& d) { return d.kind != graph::DeviceKind::gpu; });
+}
 
 // The position after a step: the next batch of its epoch, or the start of the next epoch.
 TrainingPosition position_after(const runtime::training::StepMetrics& step, const TrainingPosition& start) {
@@ -178,6 +185,10 @@ graph::Status TrainRun::run() {
                 workers_ ? (" on each of " + std::to_string(workers) + " workers").c_str() : "",
                 static_cast<long long>(config_.training.batch_size), precision.c_str());
     if (strategy_->config().devices.size() > 1) std::printf("all-reduce: %s\n", all_reduce_plan_.c_str());
+    if (mixed == ops::MixedPrecision::bf16 && !ops::cpu_has_bf16_kernels() && uses_cpu(strategy_->config().devices)) {
+      std::printf("note: oneDNN has no bf16 kernels for this CPU: its bf16 products are computed in f32 on the bf16 "
+                  "operands (bf16's numerics, not its speed)\n");
+    }
   }
   MIRRA_RETURN_IF_ERROR(restore());
   saves_ = {.checkpoints = store_ != nullptr, .model = !command_.save.empty()};

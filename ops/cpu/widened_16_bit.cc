@@ -1,0 +1,58 @@
+// Widening 16-bit operands to f32 and rounding f32 results back, element by element in parallel; and
+// asking oneDNN once whether it has bf16 kernels for this CPU.
+#include "ops/cpu/widened_16_bit.h"
+
+#include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/float_conversion.h"
+
+namespace mirra::ops::cpu {
+
+using graph::bfloat16;
+using graph::DType;
+using graph::float16;
+using runtime::Tensor;
+
+bool has_bf16_kernels() {
+  static const bool has = [] {
+    using dnnl::memory;
+    // The smallest matmul and convolution on bf16 operands: oneDNN builds them where it has kernels.
+    const memory::desc a({2, 2}, memory::data_type::bf16, memory::format_tag::ab);
+    const memory::desc c({2, 2}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc image({1, 2, 2, 2}, memory::data_type::bf16, memory::format_tag::nhwc);
+    const memory::desc filter({2, 2, 1, 1}, memory::data_type::bf16, memory::format_tag::any);
+    try {
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), dnnl_engine());
+      dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, image,
+                                          filter, image, {1, 1}, {0, 0}, {0, 0}),
+          dnnl_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+bool computed_widened(DType dtype) { return dtype == DType::f16 || (dtype == DType::bf16 && !has_bf16_kernels()); }
+
+Tensor widened(const Tensor& tensor, const runtime::Device& device) {
+  if (!computed_widened(tensor.dtype())) return tensor;
+  Tensor wide = Tensor::empty(device.allocator(), DType::f32, tensor.shape());
+  if (tensor.dtype() == DType::f16) {
+    convert_floats(tensor.data<float16>(), wide.mutable_data<float>(), tensor.num_elements());
+  } else {
+    convert_floats(tensor.data<bfloat16>(), wide.mutable_data<float>(), tensor.num_elements());
+  }
+  return wide;
+}
+
+void round_into(const Tensor& wide, Tensor& output) {
+  if (output.dtype() == DType::f16) {
+    convert_floats(wide.data<float>(), output.mutable_data<float16>(), output.num_elements());
+  } else {
+    convert_floats(wide.data<float>(), output.mutable_data<bfloat16>(), output.num_elements());
+  }
+}
+
+}  // namespace mirra::ops::cpu
