@@ -396,7 +396,11 @@ TEST_CASE("Runner.json_metrics_and_trace") {
   CHECK(nlohmann::json::parse(last)["loss"].get<double>() == summary["final_loss"].get<double>());
 
   std::ifstream trace_file(trace);
-  const auto events = nlohmann::json::parse(trace_file)["traceEvents"];
+  const auto trace_json = nlohmann::json::parse(trace_file);
+  // The trace says where the gradients were summed, as the summary does.
+  CHECK(trace_json["otherData"]["all_reduce"] == summary["all_reduce"]);
+  CHECK(summary["all_reduce"].get<std::string>().starts_with("host: cpu:0 | cpu:1"));
+  const auto& events = trace_json["traceEvents"];
   std::set<std::string> tracks, categories;
   for (const auto& e : events) {
     if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
