@@ -39,8 +39,14 @@ struct ConvProblem {
                                                  ctx.attr<std::vector<int64_t>>("strides"),
                                                  ctx.attr<std::vector<int64_t>>("dilations"),
                                                  ctx.attr<std::string>("padding") == "SAME"),
-                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()),
-                       dnnl_type(cpu::computed_widened(result) ? DType::f32 : result)};
+                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()), dnnl_type(result)};
+  }
+
+  // The same problem writing a result of type `written` (the f32 tensor of a widened result).
+  ConvProblem writing(DType written) const {
+    ConvProblem p = *this;
+    p.result = dnnl_type(written);
+    return p;
   }
 
   static data_type dnnl_type(DType dtype) { return dtype == DType::bf16 ? data_type::bf16 : data_type::f32; }
@@ -160,10 +166,11 @@ Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
   const Tensor* bias = with_bias ? &o.third : nullptr;
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
   MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
-  const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
-  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), c.g.output_shape(nchw, c.out_channels));
+  const ConvProblem problem = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
+  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), problem.g.output_shape(nchw, problem.out_channels));
   if (node_output.num_elements() == 0) return Status();
   return cpu::compute_widened(node_output, ctx.device(), [&](Tensor& output) -> Status {
+    const ConvProblem c = problem.writing(output.dtype());
     if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
       fill_with_bias(c, nchw, bias, relu, output);
       return Status();
@@ -185,7 +192,7 @@ Status conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::T
   Tensor& gradient = ctx.allocate_output(0, result_dtype(ctx), shape);
   return cpu::compute_widened(gradient, ctx.device(), [&](Tensor& out) -> Status {
     if (zero_sized(o, out)) return Status();
-    return compute(ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx)), out);
+    return compute(ConvProblem::make(ctx, o.input, o.filter, out.dtype()), out);
   });
 }
 
