@@ -244,8 +244,8 @@ Tensor host_copy(const Tensor& t) {
 }
 
 // One device's rank, on cpu devices (host memory) and cpu_async devices, the GPU's model: there the
-// bucket is staged through host memory on the device's own stream and the ranks meet in the
-// session's in-process collective, so CI runs the graphs GPUs run with NCCL
+// bucket is staged through host memory, the ranks meet in the session's in-process collective, and
+// the sums return on the device's communication stream, so CI runs the graphs GPUs run with NCCL
 // (ops/cuda/nccl_kernels.cc).
 void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
   auto collective = node_collective(ctx);
@@ -271,13 +271,14 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
       .participant = static_cast<int>(ctx.attr<int64_t>("rank")),
       .group_size = static_cast<int>(ctx.attr<int64_t>("ranks")),
       .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
-  runtime::Stream* stream = &ctx.device().compute_stream();
+  runtime::Stream* stream = &ctx.device().communication_stream();
   // The last rank to arrive sums every rank's host copies on its own thread.
   runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
   (*collective)->all_reduce(rank_call, reduction_of(ctx), call->inputs, call->sums, [call, staged, stream, space](Status status) {
     if (!staged || !status.ok()) return call->done(std::move(status));
-    // The sums return into device memory on the device's own stream, whichever rank's thread
-    // completed the collective.
+    // The sums return into device memory on the device's communication stream (beside the compute
+    // stream, as a GPU's NCCL calls run), whichever rank's thread completed the collective. An
+    // output allocated here needs no wait for the compute stream: the allocator frees in its order.
     stream->enqueue([call, space] {
       runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
       for (size_t j = 0; j < call->sums.size(); ++j) {

@@ -10,10 +10,18 @@
 
 namespace mirra::runtime {
 
-Device::Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads)
-    : id_(id), allocator_(std::move(allocator)), stream_(std::move(stream)), intra_op_threads_(intra_op_threads) {}
+Device::Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads,
+               std::shared_ptr<Stream> communication)
+    : id_(id),
+      allocator_(std::move(allocator)),
+      stream_(std::move(stream)),
+      intra_op_threads_(intra_op_threads),
+      communication_(std::move(communication)) {}
 
-Device::~Device() { stream_->synchronize(); }
+Device::~Device() {
+  if (communication_) communication_->synchronize();
+  stream_->synchronize();
+}
 
 graph::Status Device::supports(const graph::Node& node, const KernelRegistry& kernels,
                                std::optional<graph::DType> operand) const {
@@ -77,7 +85,8 @@ DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::
       auto stream = std::make_shared<WorkerStream>(id.to_string());
       const MemorySpace space = MemorySpace::of_device(graph::memory_owner(id, gpu_options.logical_gpus_per_gpu));
       auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, space, stream);
-      set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device));
+      set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device,
+                                                      std::make_shared<WorkerStream>(id.to_string() + " communication")));
     } else if (id.kind == DeviceKind::gpu) {
       graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal, gpu_options);
       if (gpu.ok()) {

@@ -1,5 +1,6 @@
 // Device and DeviceSet: a device is where kernels run and tensors live: an allocator for its memory
-// space, a compute stream, and the threads one kernel may use. Two kinds exist on the CPU, and GPUs
+// space, a compute stream, a communication stream (collectives beside the compute stream; the
+// compute stream itself on a device without streams), and the threads one kernel may use. Two kinds exist on the CPU, and GPUs
 // (gpu:<i>, runtime/cuda/gpu_device.h) in a build with CUDA:
 //   - cpu:<i>, logical CPU devices: host memory, an inline stream (work runs on the executor's
 //     thread); replicas of a strategy on one machine.
@@ -46,8 +47,10 @@ class DeviceError : public std::runtime_error {
 
 class Device {
  public:
-  Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads = 1);
-  // Finishes the work on its stream first.
+  // `communication`: the communication stream, when not the compute stream.
+  Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads = 1,
+         std::shared_ptr<Stream> communication = nullptr);
+  // Finishes the work on its streams first.
   virtual ~Device();
 
   DeviceId id() const { return id_; }
@@ -63,6 +66,11 @@ class Device {
 
   // Where the device's kernels run, in order.
   Stream& compute_stream() const { return *stream_; }
+  // Where its collectives' own work runs (a GPU's NCCL calls, the return of sums staged through the
+  // host), so that the compute stream goes on meanwhile. Work there may write a buffer allocated
+  // since the compute stream last ran only after waiting for it (the allocator frees in the compute
+  // stream's order).
+  Stream& communication_stream() const { return communication_ ? *communication_ : *stream_; }
   // True when its work runs on a stream thread of its own (kernels complete after enqueueing).
   bool asynchronous() const { return stream_->asynchronous(); }
 
@@ -91,6 +99,7 @@ class Device {
   std::shared_ptr<Allocator> allocator_;
   std::shared_ptr<Stream> stream_;  // shared with its allocator, which frees in stream order
   int intra_op_threads_;
+  std::shared_ptr<Stream> communication_;  // null: the compute stream
 };
 
 class DeviceSet {

@@ -1,11 +1,14 @@
-// PeerAllReduce on GPUs through NCCL. The ranks of a group (one node per GPU, each on its GPU's
-// stream) meet on the host, and the last to arrive issues every rank's ncclAllReduce in one group
-// call: one thread launching for several GPUs must, or NCCL may block on the first rank waiting for
-// the others. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept
-// for the process. A rank completes once its GPU has finished the all-reduce. A watchdog fails the
-// ranks of a meeting some rank did not come to by the deadline, and aborts the communicators of an
-// issued meeting whose deadline passed or whose communicator reported an error, so the step fails
-// naming the group and the GPUs instead of hanging; the next meeting makes new communicators.
+// PeerAllReduce on GPUs through NCCL. The ranks of a group (one node per GPU) meet on the host, and
+// the last to arrive issues every rank's ncclAllReduce in one group call: one thread launching for
+// several GPUs must, or NCCL may block on the first rank waiting for the others. Each runs on its
+// GPU's communication stream, so the backward pass goes on beside it on the compute stream. One
+// communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for the
+// process. A rank completes once its GPU has finished the all-reduce. A watchdog fails the ranks of
+// a meeting some rank did not come to by the deadline, and aborts the communicators of an issued
+// meeting whose deadline passed or whose communicator reported an error, so the step fails naming
+// the group and the GPUs instead of hanging; the next meeting makes new communicators. A step that
+// fails elsewhere (the session's collectives tell of it) fails the ranks waiting in its meetings at
+// once, and those still to come when they arrive.
 #include <nccl.h>
 
 #include <algorithm>
@@ -34,7 +37,7 @@ Status nccl_status(ncclResult_t result, const std::string& what) {
   return graph::internal_error(what + " failed: " + ncclGetErrorString(result) + " (" + ncclGetLastError(nullptr) + ")");
 }
 
-// One rank's part: its buffers, on its GPU's stream.
+// One rank's part: its buffers, on its GPU's communication stream.
 struct Rank {
   const runtime::cuda::GpuDevice* gpu = nullptr;
   int physical = 0;
@@ -42,6 +45,10 @@ struct Rank {
   std::vector<void*> outputs;
   std::vector<size_t> counts;
   std::vector<ncclDataType_t> types;
+  // An output not in place of its input is a buffer just allocated, which work still queued on the
+  // compute stream may use until it runs (the allocator frees in the order the compute stream runs
+  // its kernels): the communication stream then waits for that work first.
+  bool allocated_outputs = false;
   runtime::KernelDone done;
 };
 
@@ -83,9 +90,10 @@ class NcclPeers {
     Status refused;
     {
       std::lock_guard lock(mutex_);
-      if (expired_.contains(key)) {
-        refused = graph::deadline_exceeded(what + ": rank " + std::to_string(rank) +
-                                           " arrived after the deadline had passed for the others");
+      if (const auto closed = closed_.find(key); closed != closed_.end()) {
+        refused = closed->second.with_context(what + ": rank " + std::to_string(rank));
+      } else if (const auto abandoned = abandoned_.find({session, step}); abandoned != abandoned_.end()) {
+        refused = abandoned->second.with_context(what + ": rank " + std::to_string(rank) + " not issued, the step failed");
       } else {
         std::shared_ptr<Meeting>& meeting = meetings_[key];
         if (!meeting) {
@@ -112,11 +120,60 @@ class NcclPeers {
     if (complete) issue(complete);
   }
 
+  // Has NcclPeers hear of `session`'s failed steps (through `collectives`, its collective set) and
+  // forget the session when the set goes, whose address a later session may have.
+  void observe(const void* session, const runtime::CollectiveSet& collectives) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!observed_.insert(session).second) return;
+    }
+    struct Forget {
+      const void* session;
+      ~Forget() { NcclPeers::instance().forget(session); }
+    };
+    collectives.observe_abandoned([forget = std::make_shared<Forget>(session)](int64_t step, const Status& why) {
+      NcclPeers::instance().abandon(forget->session, step, why);
+    });
+  }
+
+  // The session's step `step` failed elsewhere: the ranks waiting in its meetings fail with `why`
+  // now, and its ranks still to come when they arrive, instead of at the deadline.
+  void abandon(const void* session, int64_t step, const Status& why) {
+    std::vector<std::shared_ptr<Meeting>> waiting;
+    {
+      std::lock_guard lock(mutex_);
+      abandoned_.emplace(std::pair{session, step}, why);
+      for (auto it = meetings_.begin(); it != meetings_.end();) {
+        if (std::get<0>(it->first) != session || std::get<2>(it->first) != step) {
+          ++it;
+          continue;
+        }
+        waiting.push_back(std::move(it->second));
+        it = meetings_.erase(it);
+      }
+    }
+    for (const auto& meeting : waiting) {
+      const Status status = why.with_context(meeting->what + ": not issued, the step failed");
+      for (const auto& rank : meeting->ranks) {
+        if (rank) rank->done(status);
+      }
+    }
+  }
+
+  // The session is gone: what was kept of its steps goes too.
+  void forget(const void* session) {
+    std::lock_guard lock(mutex_);
+    observed_.erase(session);
+    std::erase_if(meetings_, [session](const auto& entry) { return std::get<0>(entry.first) == session; });
+    std::erase_if(closed_, [session](const auto& entry) { return std::get<0>(entry.first) == session; });
+    std::erase_if(abandoned_, [session](const auto& entry) { return entry.first.first == session; });
+  }
+
  private:
   NcclPeers() = default;
 
-  // Every rank's all-reduces in one NCCL group, each on its GPU's stream; then each rank completes
-  // when its GPU has run them.
+  // Every rank's all-reduces in one NCCL group, each on its GPU's communication stream; then each
+  // rank completes when its GPU has run them.
   void issue(const std::shared_ptr<Meeting>& meeting) {
     std::vector<int> gpus;
     std::string devices;
@@ -129,12 +186,15 @@ class NcclPeers {
     Status status = communicators.ok() ? Status() : communicators.status();
     if (status.ok()) {
       meeting->communicators = *communicators;
+      for (const auto& rank : meeting->ranks) {
+        if (rank->allocated_outputs) rank->gpu->gpu_communication_stream().wait(rank->gpu->gpu_stream().record());
+      }
       status = nccl_status(ncclGroupStart(), "ncclGroupStart");
       for (size_t r = 0; status.ok() && r < meeting->ranks.size(); ++r) {
         const Rank& rank = *meeting->ranks[r];
         for (size_t j = 0; status.ok() && j < rank.inputs.size(); ++j) {
           status = nccl_status(ncclAllReduce(rank.inputs[j], rank.outputs[j], rank.counts[j], rank.types[j], ncclSum,
-                                             (*communicators)->comms[r], rank.gpu->stream()),
+                                             (*communicators)->comms[r], rank.gpu->gpu_communication_stream().handle()),
                                "ncclAllReduce");
         }
       }
@@ -149,7 +209,7 @@ class NcclPeers {
     meeting->remaining = static_cast<int>(meeting->ranks.size());
     watch(meeting);
     for (auto& rank : meeting->ranks) {
-      rank->gpu->gpu_stream().when_device_done([meeting, done = std::move(rank->done)](Status device) {
+      rank->gpu->gpu_communication_stream().when_device_done([meeting, done = std::move(rank->done)](Status device) {
         Status status;
         {
           std::lock_guard lock(meeting->mutex);
@@ -240,7 +300,7 @@ class NcclPeers {
           ++it;
           continue;
         }
-        expired_.insert(it->first);
+        closed_.emplace(it->first, graph::deadline_exceeded("arrived after the deadline had passed for the others"));
         unmet.push_back(std::move(it->second));
         it = meetings_.erase(it);
       }
@@ -285,7 +345,9 @@ class NcclPeers {
 
   std::mutex mutex_;
   std::map<Key, std::shared_ptr<Meeting>> meetings_;
-  std::set<Key> expired_;  // meetings failed at their deadline, which late ranks fail at once
+  std::map<Key, Status> closed_;  // meetings failed at their deadline, which late ranks fail at once
+  std::map<std::pair<const void*, int64_t>, Status> abandoned_;  // failed steps (session, step), and why
+  std::set<const void*> observed_;  // sessions whose failed steps NcclPeers hears of
   std::map<std::vector<int>, std::shared_ptr<Communicators>> communicators_;
   std::vector<std::shared_ptr<Meeting>> watched_;
   std::condition_variable wake_;
@@ -307,12 +369,15 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
     part.outputs.push_back(ctx.output_in_place_of_input(j).mutable_raw_data());
     part.counts.push_back(static_cast<size_t>(input.num_elements()));
     part.types.push_back(nccl_type(input.dtype()));
+    part.allocated_outputs = part.allocated_outputs || part.outputs.back() != part.inputs.back();
   }
   part.done = std::move(done);
+  const void* session = &ctx.resources();
+  NcclPeers::instance().observe(session, ctx.resources().collectives);
   const int64_t timeout_ms = ctx.attr<int64_t>("timeout_ms");
   const Clock::time_point deadline =
       timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
-  NcclPeers::instance().arrive(&ctx.resources(), ctx.attr<std::string>("group"), ctx.step_id(),
+  NcclPeers::instance().arrive(session, ctx.attr<std::string>("group"), ctx.step_id(),
                                static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")),
                                std::move(part), deadline);
 }

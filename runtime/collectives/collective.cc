@@ -1,4 +1,4 @@
-// deadline_after, worker_share and the CollectiveSet table.
+// deadline_after, worker_share and the CollectiveSet table with its observers of abandoned steps.
 #include "runtime/collectives/collective.h"
 
 namespace mirra::runtime {
@@ -25,6 +25,21 @@ graph::Expected<Collective*> CollectiveSet::find(std::string_view name) const {
   }
   return graph::not_found("no collective implementation '" + std::string(name) + "' in this session (there are: " +
                           (known.empty() ? std::string("none") : known) + ")");
+}
+
+void CollectiveSet::abandon(int64_t instance, const graph::Status& why) const {
+  for (const auto& collective : collectives_) collective->abandon(instance, why);
+  std::vector<AbandonObserver> observers;
+  {
+    std::lock_guard lock(observers_->mutex);
+    observers = observers_->list;
+  }
+  for (const AbandonObserver& observer : observers) observer(instance, why);
+}
+
+void CollectiveSet::observe_abandoned(AbandonObserver observer) const {
+  std::lock_guard lock(observers_->mutex);
+  observers_->list.push_back(std::move(observer));
 }
 
 }  // namespace mirra::runtime

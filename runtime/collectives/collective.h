@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,19 +82,30 @@ class Collective {
   }
 };
 
-// The collectives a session offers its kernels, by name; "auto" is the first one added.
+// Called when an execution (a step) of a session is abandoned, with its instance and why.
+using AbandonObserver = std::function<void(int64_t instance, const graph::Status& why)>;
+
+// The collectives a session offers its kernels, by name; "auto" is the first one added. Kernels
+// that meet their peers outside a Collective (NCCL's ranks on GPUs) observe the session's abandoned
+// steps through it.
 class CollectiveSet {
  public:
   void add(std::shared_ptr<Collective> collective) { collectives_.push_back(std::move(collective)); }
   // not_found naming the implementations there are.
   graph::Expected<Collective*> find(std::string_view name) const;
-  // Collective::abandon on each.
-  void abandon(int64_t instance, const graph::Status& why) const {
-    for (const auto& collective : collectives_) collective->abandon(instance, why);
-  }
+  // Collective::abandon on each, then every observer.
+  void abandon(int64_t instance, const graph::Status& why) const;
+  // `observer` is called for every execution abandoned from now on; the set keeps it (and what it
+  // holds) until the set is destroyed. Thread-safe.
+  void observe_abandoned(AbandonObserver observer) const;
 
  private:
+  struct Observers {
+    std::mutex mutex;
+    std::vector<AbandonObserver> list;
+  };
   std::vector<std::shared_ptr<Collective>> collectives_;
+  std::unique_ptr<Observers> observers_ = std::make_unique<Observers>();
 };
 
 // The share of `count` elements (or examples) that participant p of `group_size` gets: they

@@ -52,22 +52,24 @@ class PinnedMemory final : public SystemMemory {
 
 GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options)
     : GpuDevice(ordinal, physical, memory_limit, options,
-                std::make_shared<GpuStream>(physical, "gpu:" + std::to_string(ordinal))) {}
+                std::make_shared<GpuStream>(physical, "gpu:" + std::to_string(ordinal)),
+                std::make_shared<GpuStream>(physical, "gpu:" + std::to_string(ordinal) + " communication")) {}
 
 // Logical GPUs of one physical GPU share its memory space (named by the first of them), each with
 // its own allocator, stream and, with a limit, budget.
 GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options,
-                     std::shared_ptr<GpuStream> stream)
+                     std::shared_ptr<GpuStream> stream, std::shared_ptr<GpuStream> communication)
     : Device({DeviceKind::gpu, ordinal},
              std::make_shared<CachingAllocator>(
                  "gpu:" + std::to_string(ordinal), memory_limit > 0 ? std::make_shared<MemoryBudget>(memory_limit) : nullptr,
                  MemorySpace::of_device(graph::memory_owner({DeviceKind::gpu, ordinal}, options.logical_gpus_per_gpu)),
                  nullptr, std::make_shared<DeviceMemory>(physical)),
-             stream),
+             stream, /*intra_op_threads=*/1, communication),
       options_(options),
       physical_(physical),
       stream_(std::move(stream)),
       copy_stream_(std::make_unique<GpuStream>(physical, "gpu:" + std::to_string(ordinal) + " copies")),
+      communication_stream_(std::move(communication)),
       pinned_(std::make_shared<CachingAllocator>("gpu:" + std::to_string(ordinal) + " pinned host", nullptr,
                                                  MemorySpace::host_memory(), nullptr, std::make_shared<PinnedMemory>())) {
   try {
@@ -85,6 +87,7 @@ GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuO
 }
 
 GpuDevice::~GpuDevice() {
+  communication_stream_->synchronize();
   copy_stream_->synchronize();
   stream_->synchronize();
   (void)cudnnDestroy(cudnn_);

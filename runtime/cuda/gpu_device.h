@@ -1,9 +1,11 @@
-// GpuDevice: gpu:<i>, one physical GPU or a logical GPU on one (graph/device_id.h). Its compute stream is a GpuStream, and a second one copies
-// staged feeds in while the compute stream runs (Device::stage_from_host); its memory comes from
+// GpuDevice: gpu:<i>, one physical GPU or a logical GPU on one (graph/device_id.h). Its compute
+// stream is a GpuStream; a second one copies staged feeds in while the compute stream runs
+// (Device::stage_from_host), and a third runs NCCL's collectives beside it. Its memory comes from
 // cudaMalloc through a CachingAllocator (size classes; after the first step no cudaMalloc or
-// cudaFree; freeing needs no stream ordering because the device runs the kernels in the order they
-// allocate and free), and its kernels' host-memory outputs from pinned host memory. It owns the cuBLAS and cuDNN handles bound to that stream; kernels reach them
-// through KernelContext::device().
+// cudaFree; freeing needs no stream ordering because the compute stream runs the kernels in the
+// order they allocate and free, and the other streams wait for it before they write a buffer just
+// allocated), and its kernels' host-memory outputs from pinned host memory. It owns the cuBLAS and
+// cuDNN handles bound to the compute stream; kernels reach them through KernelContext::device().
 //
 //   auto& gpu = static_cast<cuda::GpuDevice&>(ctx.device());
 //   MIRRA_CUDA_RETURN_IF_ERROR(cublasSgemm(gpu.cublas(), ...));
@@ -28,6 +30,9 @@ class GpuDevice final : public Device {
   ~GpuDevice() override;
 
   GpuStream& gpu_stream() const { return *stream_; }
+  // communication_stream(): where collectives between GPUs run (NCCL), beside the compute stream, so
+  // the backward pass goes on while a bucket of gradients is summed.
+  GpuStream& gpu_communication_stream() const { return *communication_stream_; }
   // The physical GPU this (logical) GPU runs on.
   int physical_ordinal() const { return physical_; }
   cudaStream_t stream() const { return stream_->handle(); }
@@ -45,12 +50,14 @@ class GpuDevice final : public Device {
   Staged stage_from_host(const Tensor& tensor) const override;
 
  private:
-  GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options, std::shared_ptr<GpuStream> stream);
+  GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options, std::shared_ptr<GpuStream> stream,
+            std::shared_ptr<GpuStream> communication);
 
   GpuOptions options_;
   int physical_;
   std::shared_ptr<GpuStream> stream_;
-  std::unique_ptr<GpuStream> copy_stream_;  // feeds on their way in, beside the compute stream
+  std::unique_ptr<GpuStream> copy_stream_;           // feeds on their way in, beside the compute stream
+  std::shared_ptr<GpuStream> communication_stream_;  // NCCL's collectives, beside the compute stream
   std::shared_ptr<Allocator> pinned_;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

@@ -3,9 +3,13 @@
 // shares), momentum SGD and Adam, 20 steps: the variables equal one-GPU training within 1e-5
 // relative, and every replica's variables and slots are bitwise equal to replica 0's after each step.
 // With two GPUs, the same over NCCL: one replica per GPU, and two logical GPUs on each
-// (hierarchical).
+// (hierarchical); and a step that fails on one GPU fails NCCL's rank waiting on the other at once.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cmath>
+
+#include "ops/registry.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies::test {
@@ -67,6 +71,30 @@ TEST_CASE("Gpu.mirrored.several_gpus_sum_with_nccl") {
       check_mirrored(optimizer, batch, 4, 2, AllReducePath::hierarchical);
     }
   }
+}
+
+// Rank 1's input fails its check, so rank 1 never comes to the NCCL meeting: rank 0 fails with that
+// error at once, not at its deadline (an hour), and the next step meets as usual.
+TEST_CASE("Gpu.nccl.several_gpus_fail_a_failed_step_at_once") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  std::vector<graph::ValueRef> sums;
+  for (int r = 0; r < 2; ++r) {
+    b.set_device(graph::DeviceId{graph::DeviceKind::gpu, r});
+    auto x = ops::placeholder(b, "x" + std::to_string(r), graph::DType::f32, {2});
+    if (r == 1) x = ops::check_numerics(b, x, "rank 1's gradient");
+    sums.push_back(ops::peer_all_reduce(b, {x}, {.group = "doomed", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 3'600'000})[0]);
+  }
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels());
+  const auto start = std::chrono::steady_clock::now();
+  auto failed = session.run({{"x0", runtime::Tensor::from<float>({2}, {1, 2})}, {"x1", runtime::Tensor::from<float>({2}, {NAN, 2})}}, sums);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().message().find("rank 1's gradient") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));
+  auto summed = session.run({{"x0", runtime::Tensor::from<float>({2}, {1, 2})}, {"x1", runtime::Tensor::from<float>({2}, {3, 4})}}, sums);
+  REQUIRE_MESSAGE(summed.ok(), summed.status().to_string());
+  for (const runtime::Tensor& sum : *summed) CHECK(sum.to_vector<float>() == std::vector<float>{4, 6});
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -401,13 +402,24 @@ TEST_CASE("Runner.json_metrics_and_trace") {
   CHECK(trace_json["otherData"]["all_reduce"] == summary["all_reduce"]);
   CHECK(summary["all_reduce"].get<std::string>().starts_with("host: cpu:0 | cpu:1"));
   const auto& events = trace_json["traceEvents"];
-  std::set<std::string> tracks, categories;
+  std::map<std::string, int> tracks;  // by name: tid
+  std::set<std::string> categories;
   for (const auto& e : events) {
-    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[e["args"]["name"].get<std::string>()] = e["tid"].get<int>();
     if (e["ph"] == "X") categories.insert(e["cat"].get<std::string>());
   }
-  for (const char* t : {"device cpu:0", "device cpu:1", "input pipeline", "steps"}) CHECK_MESSAGE(tracks.contains(t), t);
+  // The host path's all-reduce is one node, on the first replica's device; collectives have a track
+  // of their own (a GPU's communication stream), apart from the kernels.
+  for (const char* t : {"device cpu:0", "device cpu:1", "device cpu:0 communication", "input pipeline", "steps"}) {
+    CHECK_MESSAGE(tracks.contains(t), t);
+  }
   for (const char* c : {"kernel", "collective", "data", "step", "wait"}) CHECK_MESSAGE(categories.contains(c), c);
+  for (const auto& e : events) {
+    if (e["ph"] != "X") continue;
+    const bool on_communication = e["tid"] == tracks["device cpu:0 communication"];
+    if (e["cat"] == "collective") CHECK(on_communication);
+    if (e["cat"] == "kernel") CHECK_FALSE(on_communication);
+  }
 }
 
 // Replicas on asynchronous devices (streams and memory of their own, copies inserted) train exactly as
@@ -416,12 +428,27 @@ TEST_CASE("Runner.cpu_async_devices.train_as_cpu_devices_do") {
   const std::string on_cpu = workspace() / "on_cpu.mirra";
   const std::string on_async = workspace() / "on_async.mirra";
   REQUIRE(run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu:0,cpu:1", "--save", on_cpu}), "on_cpu").code == 0);
+  const std::string trace = workspace() / "on_async.trace.json";
   const Run async = run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu_async:0,cpu_async:1", "--save", on_async,
-                                    "--checkpoint-dir", workspace() / "async_ckpt"}),
+                                    "--checkpoint-dir", workspace() / "async_ckpt", "--trace", trace}),
                         "on_async");
   REQUIRE(async.code == 0);
   CHECK(async.out.find("cpu_async:0, cpu_async:1") != std::string::npos);
   CHECK(trained_values(on_async) == trained_values(on_cpu));
+  // Each device's kernels, collectives and copies from the host have their tracks, as a GPU's
+  // compute, communication and copy streams do.
+  std::ifstream trace_file(trace);
+  const auto trace_json = nlohmann::json::parse(trace_file);
+  std::set<std::string> tracks;
+  for (const auto& e : trace_json["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+  }
+  for (const char* device : {"cpu_async:0", "cpu_async:1"}) {
+    for (const char* stream : {"", " communication", " copies"}) {
+      const std::string name = "device " + std::string(device) + stream;
+      CHECK_MESSAGE(tracks.contains(name), name);
+    }
+  }
   const std::string resumed = workspace() / "async_resumed_on_cpu.mirra";
   REQUIRE(run(train_args({"--steps", "5", "--deterministic", "--devices", "cpu:0", "--strategy", "one_device", "--checkpoint-dir",
                           workspace() / "async_ckpt", "--resume", "--save", resumed}),

@@ -3,7 +3,8 @@
 // tensors), all_gather and broadcast, with participants arriving from their own threads; mismatched
 // participants are an error naming who; a participant that never arrives fails the others with
 // deadline_exceeded naming it (never a hang); one that comes late fails at once; shutting down
-// completes the waiting with aborted. worker_share (the cut across workers) against plain loops.
+// completes the waiting with aborted; the set tells its observers of an abandoned step. worker_share
+// (the cut across workers) against plain loops.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -255,6 +256,29 @@ TEST_CASE("Collective.set.finds_by_name_and_auto") {
   const auto missing = set.find("nccl");
   CHECK(missing.status().code() == graph::StatusCode::not_found);
   CHECK(missing.status().message() == "no collective implementation 'nccl' in this session (there are: in_process)");
+}
+
+// Kernels that meet their peers outside a Collective (NCCL's ranks) hear of a failed step through
+// the set, after its collectives; the set keeps what an observer holds until it goes.
+TEST_CASE("Collective.set.observers_hear_of_abandoned_steps") {
+  auto kept = std::make_shared<int>(0);
+  std::vector<std::pair<int64_t, std::string>> heard;
+  {
+    CollectiveSet set;
+    auto collective = std::make_shared<InProcessCollective>();
+    set.add(collective);
+    set.observe_abandoned([&heard, kept](int64_t instance, const graph::Status& why) { heard.emplace_back(instance, why.message()); });
+    set.observe_abandoned([&heard](int64_t instance, const graph::Status&) { heard.emplace_back(instance, "second"); });
+    CHECK(kept.use_count() == 2);
+
+    Tensor x = Tensor::from<float>({1}, {1});
+    Completion waiting;
+    collective->all_reduce(call("bucket", 0, 2), Reduction::sum, {&x, 1}, {&x, 1}, waiting.done());
+    set.abandon(7, graph::invalid_argument("replica 1's loss is NaN"));
+    CHECK(waiting.get().message().find("replica 1's loss is NaN") != std::string::npos);
+    CHECK(heard == std::vector<std::pair<int64_t, std::string>>{{7, "replica 1's loss is NaN"}, {7, "second"}});
+  }
+  CHECK(kept.use_count() == 1);
 }
 
 }  // namespace

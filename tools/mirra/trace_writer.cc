@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ops/registry.h"
+#include "runtime/placement.h"
 
 namespace mirra::runner {
 
@@ -51,8 +52,9 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
   add_event("step " + std::to_string(step.step), "step", steps_track, step.step_start_ns, step.step_end_ns,
             nlohmann::json({{"epoch", step.epoch}, {"batch", step.batch}, {"examples", step.examples}, {"loss", step.loss}})
                 .dump());
-  // Per device: each kernel, then the gaps between them within the step as waits (for inputs from
-  // another device, an all-reduce, or a thread).
+  // Per device: each kernel on the track of its stream (compute, communication for collectives,
+  // copies between memory spaces), then the gaps between the compute kernels within the step as
+  // waits (for inputs from another device, an all-reduce, or a thread).
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> busy;
   for (const runtime::NodeTiming& timing : timeline) {
     if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
@@ -60,9 +62,11 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
     const std::string device = "device " + (node.device ? node.device->to_string() : std::string("cpu:0"));
     const graph::OpSchema* schema = ops::registry().find(node.op);
     const bool collective = schema != nullptr && schema->has(graph::kCollective);
-    add_event(node.name, collective ? "collective" : "kernel", track(device), timing.start_ns, timing.end_ns,
+    const bool copy = node.op == runtime::kCopyToHostOp || node.op == runtime::kCopyFromHostOp;
+    const std::string stream = collective ? device + " communication" : copy ? device + " copies" : device;
+    add_event(node.name, collective ? "collective" : "kernel", track(stream), timing.start_ns, timing.end_ns,
               nlohmann::json({{"op", node.op}}).dump());
-    busy[device].emplace_back(timing.start_ns, timing.end_ns);
+    if (!collective && !copy) busy[device].emplace_back(timing.start_ns, timing.end_ns);
   }
   constexpr int64_t kShortestWaitNs = 20'000;  // shorter gaps are the executor's own overhead
   for (auto& [device, intervals] : busy) {

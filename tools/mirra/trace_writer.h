@@ -1,11 +1,13 @@
-// A Chrome trace (Trace Event Format JSON; opens in Perfetto and chrome://tracing) of training: one
-// track per device with every kernel it ran (all-reduce buckets among them, category "collective")
-// and the waits between them (category "wait", gaps of 20 us or more within a step), an
-// input-pipeline track with the wait for each batch, a track of whole steps, and in a multi-worker
-// run a track of the cross-worker all-reduces, each split into its local reduce, the wait for the
-// slowest other worker and the transfer across workers; its metadata ("otherData") says where the
-// gradients are summed (strategies/all_reduce_plan.h). Records the first `max_steps` steps so that a
-// long run leaves a file of bounded size.
+// A Chrome trace (Trace Event Format JSON; opens in Perfetto and chrome://tracing) of training: per
+// device, a track of the kernels it computed with the waits between them (category "wait", gaps of
+// 20 us or more within a step), a track of its collectives ("device gpu:0 communication": the
+// all-reduce buckets, category "collective"; on a GPU, its communication stream) and one of its
+// copies between memory spaces ("device gpu:0 copies"), so the overlap of the backward pass with the
+// all-reduce shows; an input-pipeline track with the wait for each batch, a track of whole steps, and
+// in a multi-worker run a track of the cross-worker all-reduces, each split into its local reduce,
+// the wait for the slowest other worker and the transfer across workers; its metadata ("otherData")
+// says where the gradients are summed (strategies/all_reduce_plan.h). Records the first `max_steps`
+// steps so that a long run leaves a file of bounded size.
 #pragma once
 
 #include <cstdint>
