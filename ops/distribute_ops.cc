@@ -1,5 +1,6 @@
-// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce and DimSize: schemas,
-// builders and CPU kernels (the collectives' kernels call the session's Collective, asynchronously).
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter and
+// DimSize: schemas, builders and CPU kernels (the collectives' kernels call the session's
+// Collective, asynchronously).
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
@@ -28,6 +29,16 @@ constexpr int64_t kMaxReplicas = 4096;
 // Every collective node names the Collective it calls and how long its replicas may take to arrive.
 const graph::AttrSpec kImplementationAttr{"implementation", AttrType::string, std::string(CollectiveOptions{}.implementation)};
 const graph::AttrSpec kTimeoutAttr{"timeout_ms", AttrType::integer, CollectiveOptions{}.timeout_ms};
+
+// The attrs of a device's rank of a collective among devices (PeerAllReduce, PeerReduceScatter).
+std::vector<graph::AttrSpec> peer_attrs() {
+  return {{"group", AttrType::string, {}},
+          {"rank", AttrType::integer, {}},
+          {"ranks", AttrType::integer, {}},
+          {"reduction", AttrType::string, std::string("sum")},
+          kImplementationAttr,
+          kTimeoutAttr};
+}
 
 Status check_collective_attrs(const InferContext& ctx) {
   if (ctx.attr<std::string>("implementation").empty()) return ctx.error("implementation must name a collective");
@@ -228,12 +239,15 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   return outputs;
 }
 
-// ---- PeerAllReduce ----
+// ---- PeerAllReduce and PeerReduceScatter ----
 
-// Rank `rank`'s call, with the tensors it passes to the collective (host copies on a device with
-// memory of its own) and the outputs they return to.
+// A rank's call of the session's collective: the tensors it passes (host copies on a device with
+// memory of its own), the host buffers the results come back in, and the outputs they return to.
 struct RankCall {
-  std::vector<Tensor> inputs, sums, outputs;
+  std::vector<Tensor> inputs, results, outputs;
+  bool staged = false;
+  runtime::MemorySpace space;
+  runtime::Stream* stream = nullptr;  // where staged results return: the device's communication stream
   runtime::KernelDone done;
 };
 
@@ -243,67 +257,116 @@ Tensor host_copy(const Tensor& t) {
   return copy;
 }
 
-// One device's rank, on cpu devices (host memory) and cpu_async devices, the GPU's model: there the
-// bucket is staged through host memory, the ranks meet in the session's in-process collective, and
-// the sums return on the device's communication stream, so CI runs the graphs GPUs run with NCCL
-// (ops/cuda/nccl_kernels.cc).
-void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
-  if (!collective.ok()) return done(collective.status());
-  const runtime::MemorySpace space = ctx.device().memory_space();
-  const bool staged = !space.host;
+// The rank's call, with `outputs[j]` receiving the result for input j. On cpu devices (host memory)
+// the collective reads the inputs and writes the outputs themselves; on cpu_async devices, the GPU's
+// model, the inputs are staged through host memory and the results return on the device's
+// communication stream (beside the compute stream, as a GPU's NCCL calls run), so CI runs the graphs
+// GPUs run with NCCL (ops/cuda/nccl_kernels.cc). An output allocated by the kernel needs no wait
+// for the compute stream there: the allocator frees in its order.
+std::shared_ptr<RankCall> rank_call_of(KernelContext& ctx, std::vector<Tensor> outputs, runtime::KernelDone done) {
   auto call = std::make_shared<RankCall>();
+  call->space = ctx.device().memory_space();
+  call->staged = !call->space.host;
+  call->stream = &ctx.device().communication_stream();
   call->done = std::move(done);
-  {
-    // Staging touches host memory from the device's stream, as a copy does.
-    runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
-    for (size_t j = 0; j < ctx.num_inputs(); ++j) {
-      const Tensor& input = ctx.input(j);
-      const Tensor& output = ctx.output_in_place_of_input(j);
-      call->outputs.push_back(output);
-      call->inputs.push_back(staged ? host_copy(input) : input);
-      call->sums.push_back(staged ? Tensor::empty(runtime::host_allocator(), input.dtype(), input.shape()) : output);
-    }
+  // Staging touches host memory from the device's side, as a copy does.
+  runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    call->inputs.push_back(call->staged ? host_copy(input) : input);
+    call->results.push_back(call->staged ? Tensor::empty(runtime::host_allocator(), outputs[j].dtype(), outputs[j].shape())
+                                         : outputs[j]);
   }
-  const runtime::CollectiveCall rank_call{
-      .group = ctx.attr<std::string>("group"),
-      .instance = ctx.step_id(),
-      .participant = static_cast<int>(ctx.attr<int64_t>("rank")),
-      .group_size = static_cast<int>(ctx.attr<int64_t>("ranks")),
-      .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
-  runtime::Stream* stream = &ctx.device().communication_stream();
-  // The last rank to arrive sums every rank's host copies on its own thread.
-  runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
-  (*collective)->all_reduce(rank_call, reduction_of(ctx), call->inputs, call->sums, [call, staged, stream, space](Status status) {
-    if (!staged || !status.ok()) return call->done(std::move(status));
-    // The sums return into device memory on the device's communication stream (beside the compute
-    // stream, as a GPU's NCCL calls run), whichever rank's thread completed the collective. An
-    // output allocated here needs no wait for the compute stream: the allocator frees in its order.
-    stream->enqueue([call, space] {
-      runtime::ScopedMemoryAccess access(space, /*host_too=*/true);
-      for (size_t j = 0; j < call->sums.size(); ++j) {
-        if (call->sums[j].byte_size() > 0) {
-          std::memcpy(call->outputs[j].mutable_raw_data(), call->sums[j].raw_data(), call->sums[j].byte_size());
+  call->outputs = std::move(outputs);
+  return call;
+}
+
+// What the collective calls back: the rank's node completes, once staged results are back in its
+// outputs (whichever rank's thread completed the collective).
+runtime::CollectiveDone returning_results(std::shared_ptr<RankCall> call) {
+  return [call](Status status) {
+    if (!call->staged || !status.ok()) return call->done(std::move(status));
+    call->stream->enqueue([call] {
+      runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);
+      for (size_t j = 0; j < call->results.size(); ++j) {
+        if (call->results[j].byte_size() > 0) {
+          std::memcpy(call->outputs[j].mutable_raw_data(), call->results[j].raw_data(), call->results[j].byte_size());
         }
       }
       call->done(Status());
     });
-  });
+  };
 }
 
-Expected<std::vector<TensorType>> infer_peer_all_reduce(const InferContext& ctx) {
+// The node's rank in its group's execution for this step.
+runtime::CollectiveCall peer_call(const KernelContext& ctx) {
+  return {.group = ctx.attr<std::string>("group"),
+          .instance = ctx.step_id(),
+          .participant = static_cast<int>(ctx.attr<int64_t>("rank")),
+          .group_size = static_cast<int>(ctx.attr<int64_t>("ranks")),
+          .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
+}
+
+// One device's rank of an all-reduce among devices, summed in place where the executor allows.
+void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
+  std::vector<Tensor> outputs;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.output_in_place_of_input(j));
+  auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
+  runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank sums on this thread
+  (*collective)->all_reduce(peer_call(ctx), reduction_of(ctx), call->inputs, call->results, returning_results(call));
+}
+
+// One device's rank of a reduce-scatter among devices: output j is the rank's share of the flattened
+// sum of every rank's values[j].
+void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
+  const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
+  std::vector<Tensor> outputs;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    outputs.push_back(
+        ctx.allocate_output(j, input.dtype(), {runtime::participant_share(input.num_elements(), ranks, rank)}));
+  }
+  auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
+  runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank reduces on this thread
+  (*collective)->reduce_scatter(peer_call(ctx), reduction_of(ctx), call->inputs, call->results, returning_results(call));
+}
+
+// The attrs every rank's node has: its group, its rank of `ranks`, the reduction.
+Status check_peer_attrs(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
-  if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the all-reduce every rank takes part in");
+  if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the collective every rank takes part in");
   const int64_t ranks = ctx.attr<int64_t>("ranks"), rank = ctx.attr<int64_t>("rank");
   if (ranks < 1 || ranks > kMaxReplicas) return ctx.error("ranks must be in [1, 4096]");
   if (rank < 0 || rank >= ranks) return ctx.error("rank must be in [0, ranks)");
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_peer_all_reduce(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_peer_attrs(ctx));
   std::vector<TensorType> outputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     MIRRA_RETURN_IF_ERROR(check_all_reducible(ctx, ctx.input(i)));
     outputs.push_back(ctx.input(i));
   }
   return outputs;
+}
+
+Expected<std::vector<TensorType>> infer_peer_reduce_scatter(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_peer_attrs(ctx));
+  const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
+  std::vector<TensorType> shares;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorType& t = ctx.input(i);
+    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
+    const std::optional<int64_t> elements = t.shape.num_elements();
+    shares.push_back({t.dtype, graph::Shape{elements ? runtime::participant_share(*elements, ranks, rank) : -1}});
+  }
+  return shares;
 }
 
 // ---- ReduceScatter ----
@@ -533,12 +596,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "PeerAllReduce",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = {{"group", AttrType::string, {}},
-                                        {"rank", AttrType::integer, {}},
-                                        {"ranks", AttrType::integer, {}},
-                                        {"reduction", AttrType::string, std::string("sum")},
-                                        kImplementationAttr,
-                                        kTimeoutAttr},
+                              .attrs = peer_attrs(),
                               .traits = graph::kCollective,
                               .infer = infer_peer_all_reduce,
                               .summary = "Rank `rank` of `ranks` devices in all-reduce `group`: output j is the sum "
@@ -547,6 +605,18 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("PeerAllReduce", graph::DeviceKind::cpu,
               {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel});
+  schemas.add(graph::OpSchema{.name = "PeerReduceScatter",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = peer_attrs(),
+                              .traits = graph::kCollective,
+                              .infer = infer_peer_reduce_scatter,
+                              .summary = "Rank `rank` of `ranks` devices in reduce-scatter `group`: output j is "
+                                         "this rank's share of the sum (or mean) of every rank's values[j], "
+                                         "flattened (shares differ by at most one element, the first larger), in "
+                                         "this device's memory.",
+                              .no_gradient = "it aggregates gradients, after differentiation"});
+  kernels.add("PeerReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = peer_reduce_scatter_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
@@ -590,10 +660,13 @@ std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector
                     values.size());
 }
 
-std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                             const PeerRank& rank, std::string_view reduction,
-                                             const CollectiveOptions& options) {
-  return outputs_of(b.add({.op = "PeerAllReduce",
+namespace {
+
+// A device's rank of collective `op` among devices, one output per value.
+std::vector<graph::ValueRef> peer_collective(graph::Builder& b, const std::string& op,
+                                             const std::vector<graph::ValueRef>& values, const PeerRank& rank,
+                                             std::string_view reduction, const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = op,
                            .inputs = values,
                            .attrs = {{"group", rank.group},
                                      {"rank", rank.rank},
@@ -602,6 +675,20 @@ std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vecto
                                      {"implementation", options.implementation},
                                      {"timeout_ms", options.timeout_ms}}}),
                     values.size());
+}
+
+}  // namespace
+
+std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                             const PeerRank& rank, std::string_view reduction,
+                                             const CollectiveOptions& options) {
+  return peer_collective(b, "PeerAllReduce", values, rank, reduction, options);
+}
+
+std::vector<graph::ValueRef> peer_reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                                 const PeerRank& rank, std::string_view reduction,
+                                                 const CollectiveOptions& options) {
+  return peer_collective(b, "PeerReduceScatter", values, rank, reduction, options);
 }
 
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,

@@ -4,8 +4,8 @@
 // every replica receiving bitwise-identical values), ReduceScatter (each replica receives only its share
 // of the sum, for sharded optimizer state), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
-// tensor at run time), and PeerAllReduce (one device's part of an all-reduce among devices that sum
-// among themselves). A collective is one node over all replicas' buffers whose asynchronous kernel
+// tensor at run time), and PeerAllReduce and PeerReduceScatter (one device's part of an all-reduce or
+// reduce-scatter among devices that reduce among themselves). A collective is one node over all replicas' buffers whose asynchronous kernel
 // calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
 // once per replica, keyed by the node's name and the step, with a deadline of `timeout_ms`.
 #pragma once
@@ -49,7 +49,7 @@ std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector
                                             std::string_view reduction = "sum", const CollectiveOptions& options = {},
                                             const WorkerPart& part = {});
 
-// Rank `rank` of `ranks` devices that sum among themselves (PeerAllReduce):
+// Rank `rank` of `ranks` devices that reduce among themselves (PeerAllReduce, PeerReduceScatter):
 // every rank's node names the same `group`, and each holds and receives its own bucket in its own
 // device's memory (NCCL between GPUs).
 struct PeerRank {
@@ -61,6 +61,12 @@ struct PeerRank {
 std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
                                              const PeerRank& rank, std::string_view reduction = "sum",
                                              const CollectiveOptions& options = {});
+
+// Output j is rank.rank's share of the flattened sum (or mean) over the ranks of their values[j]: a
+// rank-1 tensor of replica_share(elements, ranks, rank) elements, the shares in rank order.
+std::vector<graph::ValueRef> peer_reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
+                                                 const PeerRank& rank, std::string_view reduction = "sum",
+                                                 const CollectiveOptions& options = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,

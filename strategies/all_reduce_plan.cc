@@ -55,7 +55,6 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
     return plan;
   }
   if (context.implementation == "in_process") return on_the_host("all_reduce.implementation is in_process");
-  if (context.sharded_state) return on_the_host("sharded optimizer state: reduce-scattered and all-gathered on the host");
   const DeviceKind kind = replicas.front().kind;
   if (!graph::has_own_memory(kind) ||
       std::any_of(replicas.begin(), replicas.end(), [&](const DeviceId& d) { return d.kind != kind; })) {
@@ -63,13 +62,19 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
                                       [](const DeviceId& d) { return graph::has_own_memory(d.kind); });
     return on_the_host(all_cpu ? "CPU replicas live in host memory" : "replicas of different kinds meet in host memory");
   }
+  const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
+  const std::string among = kind == DeviceKind::gpu ? "NCCL" : "the in-process collective, staged through the host";
+  if (context.sharded_state) {
+    if (shared) return on_the_host("sharded optimizer state of replicas that share a device: reduce-scattered on the host");
+    plan.path = AllReducePath::peer;
+    plan.reason = "sharded optimizer state: the devices reduce-scatter among themselves: " + among;
+    return plan;
+  }
   if (plan.groups.size() == 1) {
     plan.path = AllReducePath::on_device;
     plan.reason = "every replica shares " + replicas.front().to_string() + "'s memory";
     return plan;
   }
-  const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
-  const std::string among = kind == DeviceKind::gpu ? "NCCL" : "the in-process collective, staged through the host";
   plan.path = shared ? AllReducePath::hierarchical : AllReducePath::peer;
   plan.reason = shared ? "summed on each device, then among the devices: " + among
                        : "the devices sum among themselves: " + among;

@@ -5,14 +5,15 @@
 //   - on_device:    every replica shares one device's memory: one AllReduce there reads every
 //                   replica's buffer once and writes each its sum.
 //   - peer:         one replica per device: the devices sum among themselves, each holding its own
-//                   bucket (PeerAllReduce: NCCL between GPUs).
+//                   bucket (PeerAllReduce: NCCL between GPUs); with sharded optimizer state they
+//                   reduce-scatter among themselves (PeerReduceScatter).
 //   - hierarchical: several devices, some holding several replicas: each device's replicas are
 //                   summed there, the devices sum among themselves as peer does, and each device's
 //                   replicas read their device's total.
 //   - host:         the replicas' buckets meet on the host (CPU replicas, whose memory is the host's;
 //                   a mix of CPU and device replicas, or of GPUs and cpu_async devices; collectives
-//                   across workers; central_storage and sharded optimizer state;
-//                   `implementation: in_process`).
+//                   across workers; central_storage; sharded optimizer state of replicas that
+//                   share a device; `implementation: in_process`).
 //
 //   AllReducePlan plan = plan_all_reduce({{gpu, 0}, {gpu, 1}, {gpu, 2}, {gpu, 3}}, {.logical_gpus_per_gpu = 2});
 //   // plan.path == hierarchical, plan.groups == {{0, 1}, {2, 3}}
@@ -43,7 +44,7 @@ struct AllReduceContext {
   std::string_view implementation = "auto";  // in_process forces the host path
   bool across_workers = false;
   bool central_variables = false;  // central_storage: the gradients are summed where the variables are
-  bool sharded_state = false;      // shard_optimizer_state: reduce-scattered and all-gathered on the host
+  bool sharded_state = false;      // shard_optimizer_state: reduce-scattered, among the devices or on the host
 };
 
 // REQUIRES: `replicas` non-empty, distinct; context.logical_gpus_per_gpu >= 1.

@@ -193,7 +193,7 @@ std::string shard_optimizer_state_problem(const StrategyConfig& config) {
     return "applies to mirrored and multi_worker_mirrored, whose replicas each keep optimizer slots, not to " +
            config.strategy;
   }
-  return first_gpu_problem(config);
+  return "";
 }
 
 graph::Status config_key_error(std::string_view source, std::string_view key, const std::string& what) {

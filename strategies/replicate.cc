@@ -518,7 +518,13 @@ graph::Expected<TrainingProgram> Rewriter::run() {
       variables[j].gradients = scaled[j];
       ready.push_back(variables[j]);
     }
-    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready, {plan_.devices, plan_.host, plan_.collective, plan_.worker, plan_.buckets}));
+    MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready,
+                                                 {.devices = plan_.devices,
+                                                  .host = plan_.host,
+                                                  .collective = plan_.collective,
+                                                  .worker = plan_.worker,
+                                                  .buckets = plan_.buckets,
+                                                  .peer = plan_.reduction.path == AllReducePath::peer}));
     for (size_t j = 0; j < raw.size(); ++j) {
       const graph::Node& update = out_.node(variables[j].updates[0]);
       aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share

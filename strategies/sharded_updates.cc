@@ -13,6 +13,8 @@ namespace mirra::strategies {
 // larger, as the collectives' reduce_scatter cuts them). Per step and variable:
 //   flat_r    = Reshape(gradient_r, [n])                  replica r
 //   shard_r   = ReduceScatter(flat_0 .. flat_N-1)[r]      host: the sum's share r
+//             (or PeerReduceScatter(flat_r), rank r of N on replica r's device, when each replica has
+//             a device of its own: the devices reduce-scatter among themselves, NCCL between GPUs)
 //   part_r    = Slice(Reshape(variable_r, [n]), first_r, share_r)   a copy, on replica r
 //   update_r  : applies shard_r to part_r, in place, with slots of share_r elements
 //   updated_r = Identity(part_r) after update_r           the result, as a value others can read
@@ -54,7 +56,14 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     order.push_back(order.size());
   }
   std::vector<graph::NodeId> writes;
-  graph::NodeId previous = graph::kInvalidNode;
+  // The reduce-scatters of each lane (the host's, or each device's) chained in bucket order, so every
+  // participant issues the buckets in the same order.
+  std::vector<graph::NodeId> previous(static_cast<size_t>(replicas), graph::kInvalidNode);
+  const auto chain = [&](graph::NodeId node, int64_t lane) {
+    graph::NodeId& last = previous[static_cast<size_t>(lane)];
+    if (last != graph::kInvalidNode) g.add_control_edge(last, node);
+    last = node;
+  };
   const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
   for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
     const std::vector<size_t>& members = buckets[bucket];
@@ -67,15 +76,27 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         flat.push_back(ops::reshape(b, variables[j].gradients[static_cast<size_t>(r)], {elements[j]}));
       }
     }
-    b.set_device(plan.host);
-    std::vector<graph::ValueRef> shards;
-    {
-      auto scope = b.scope("reduce_scatter/bucket_" + std::to_string(bucket));
+    const std::string group = "reduce_scatter/bucket_" + std::to_string(bucket);
+    std::vector<graph::ValueRef> shards;  // replica r's share of its j-th at r * k + j
+    if (plan.peer) {
+      for (int64_t r = 0; r < replicas; ++r) {
+        auto scope = b.scope("replica_" + std::to_string(r) + "/" + group);
+        on(r);
+        const std::vector<graph::ValueRef> mine(flat.begin() + r * static_cast<int64_t>(k),
+                                                flat.begin() + (r + 1) * static_cast<int64_t>(k));
+        const std::vector<graph::ValueRef> share =
+            ops::peer_reduce_scatter(b, mine, {.group = group, .rank = r, .ranks = replicas}, "sum", plan.collective);
+        MIRRA_RETURN_IF_ERROR(b.status());
+        chain(share[0].node, r);
+        shards.insert(shards.end(), share.begin(), share.end());
+      }
+    } else {
+      b.set_device(plan.host);
+      auto scope = b.scope(group);
       shards = ops::reduce_scatter(b, flat, replicas, "sum", plan.collective, plan.worker);
+      MIRRA_RETURN_IF_ERROR(b.status());
+      chain(shards[0].node, 0);
     }
-    MIRRA_RETURN_IF_ERROR(b.status());
-    if (previous != graph::kInvalidNode) g.add_control_edge(previous, shards[0].node);
-    previous = shards[0].node;
 
     std::vector<std::vector<graph::ValueRef>> updated(static_cast<size_t>(replicas));  // [r][position in bucket]
     for (int64_t r = 0; r < replicas; ++r) {

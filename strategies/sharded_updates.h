@@ -29,10 +29,13 @@ struct ShardedVariable {
 
 struct ShardingPlan {
   std::vector<graph::DeviceId> devices;  // one replica per device
-  graph::DeviceId host;                  // where the reduce-scatters meet
+  graph::DeviceId host;                  // where the reduce-scatters meet, unless `peer`
   ops::CollectiveOptions collective;
   ops::WorkerPart worker;  // across workers: this graph's worker, whose replicas hold its parts of the shares
   BucketSizes buckets;     // of the reduce-scatters and all-gathers, several variables each
+  // Each replica has a device of its own (AllReducePath::peer): the devices reduce-scatter among
+  // themselves (PeerReduceScatter, NCCL between GPUs) instead of meeting on the host.
+  bool peer = false;
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order

@@ -1,7 +1,9 @@
-// PeerAllReduce on GPUs through NCCL. The ranks of a group (one node per GPU) meet on the host, and
-// the last to arrive issues every rank's ncclAllReduce in one group call: one thread launching for
-// several GPUs must, or NCCL may block on the first rank waiting for the others. Each runs on its
-// GPU's communication stream, so the backward pass goes on beside it on the compute stream. One
+// PeerAllReduce and PeerReduceScatter on GPUs through NCCL. The ranks of a group (one node per GPU)
+// meet on the host, and the last to arrive issues every rank's NCCL calls in one group call: one
+// thread launching for several GPUs must, or NCCL may block on the first rank waiting for the
+// others. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one element
+// (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank.
+// Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute stream. One
 // communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for the
 // process. A rank completes once its GPU has finished the all-reduce. A watchdog fails the ranks of
 // a meeting some rank did not come to by the deadline, and aborts the communicators of an issued
@@ -14,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -37,14 +41,14 @@ Status nccl_status(ncclResult_t result, const std::string& what) {
   return graph::internal_error(what + " failed: " + ncclGetErrorString(result) + " (" + ncclGetLastError(nullptr) + ")");
 }
 
-// One rank's part: its buffers, on its GPU's communication stream.
+// Issues one rank's NCCL calls, inside the meeting's group call, on `stream` with `comm`.
+using RankLaunch = std::function<Status(ncclComm_t comm, cudaStream_t stream)>;
+
+// One rank's part, on its GPU's communication stream.
 struct Rank {
   const runtime::cuda::GpuDevice* gpu = nullptr;
   int physical = 0;
-  std::vector<const void*> inputs;
-  std::vector<void*> outputs;
-  std::vector<size_t> counts;
-  std::vector<ncclDataType_t> types;
+  RankLaunch launch;
   // An output not in place of its input is a buffer just allocated, which work still queued on the
   // compute stream may use until it runs (the allocator frees in the order the compute stream runs
   // its kernels): the communication stream then waits for that work first.
@@ -60,7 +64,7 @@ struct Communicators {
 
 // A group's execution for one step, from the first arrival until every rank completed.
 struct Meeting {
-  std::string what;  // "all-reduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
+  std::string what;  // "PeerAllReduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
   std::vector<std::optional<Rank>> ranks;
   int arrived = 0;
   Clock::time_point deadline = Clock::time_point::max();
@@ -82,10 +86,10 @@ class NcclPeers {
 
   // Rank `rank` of `ranks` arrives; the last issues the meeting. Keyed by the session, the group
   // and the step, so sessions and steps never meet each other.
-  void arrive(const void* session, const std::string& group, int64_t step, int rank, int ranks, Rank part,
-              Clock::time_point deadline) {
+  void arrive(const void* session, const std::string& op, const std::string& group, int64_t step, int rank, int ranks,
+              Rank part, Clock::time_point deadline) {
     const Key key{session, group, step};
-    const std::string what = "all-reduce '" + group + "' (step " + std::to_string(step) + ")";
+    const std::string what = op + " '" + group + "' (step " + std::to_string(step) + ")";
     std::shared_ptr<Meeting> complete;
     Status refused;
     {
@@ -172,8 +176,9 @@ class NcclPeers {
  private:
   NcclPeers() = default;
 
-  // Every rank's all-reduces in one NCCL group, each on its GPU's communication stream; then each
-  // rank completes when its GPU has run them.
+  // Every rank's calls in one NCCL group, each on its GPU's communication stream; then each rank
+  // completes when its GPU has run them. One meeting issues at a time, so every GPU's stream
+  // receives the meetings' calls in the same order.
   void issue(const std::shared_ptr<Meeting>& meeting) {
     std::vector<int> gpus;
     std::string devices;
@@ -184,6 +189,7 @@ class NcclPeers {
     meeting->what += devices;
     auto communicators = communicators_for(gpus);
     Status status = communicators.ok() ? Status() : communicators.status();
+    std::lock_guard issuing(issue_mutex_);
     if (status.ok()) {
       meeting->communicators = *communicators;
       for (const auto& rank : meeting->ranks) {
@@ -192,11 +198,7 @@ class NcclPeers {
       status = nccl_status(ncclGroupStart(), "ncclGroupStart");
       for (size_t r = 0; status.ok() && r < meeting->ranks.size(); ++r) {
         const Rank& rank = *meeting->ranks[r];
-        for (size_t j = 0; status.ok() && j < rank.inputs.size(); ++j) {
-          status = nccl_status(ncclAllReduce(rank.inputs[j], rank.outputs[j], rank.counts[j], rank.types[j], ncclSum,
-                                             (*communicators)->comms[r], rank.gpu->gpu_communication_stream().handle()),
-                               "ncclAllReduce");
-        }
+        status = rank.launch((*communicators)->comms[r], rank.gpu->gpu_communication_stream().handle());
       }
       const Status ended = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
       if (status.ok()) status = ended;
@@ -344,6 +346,7 @@ class NcclPeers {
   using Key = std::tuple<const void*, std::string, int64_t>;  // session, group, step
 
   std::mutex mutex_;
+  std::mutex issue_mutex_;  // held while a meeting's group call issues
   std::map<Key, std::shared_ptr<Meeting>> meetings_;
   std::map<Key, Status> closed_;  // meetings failed at their deadline, which late ranks fail at once
   std::map<std::pair<const void*, int64_t>, Status> abandoned_;  // failed steps (session, step), and why
@@ -356,40 +359,104 @@ class NcclPeers {
 
 ncclDataType_t nccl_type(graph::DType dtype) { return dtype == graph::DType::f64 ? ncclFloat64 : ncclFloat32; }
 
-// This rank's bucket, summed in place where the executor allows; a mean is the sum scaled after.
-void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  if (ctx.attr<std::string>("reduction") != "sum") {
-    return done(graph::unimplemented("'" + ctx.node().name + "': GPUs sum among themselves; a mean is not built"));
-  }
+// GPUs sum among themselves; a mean (the sum scaled after) is not built.
+Status check_sum(const KernelContext& ctx) {
+  if (ctx.attr<std::string>("reduction") == "sum") return Status();
+  return graph::unimplemented("'" + ctx.node().name + "': GPUs sum among themselves; a mean is not built");
+}
+
+// The rank's part joins its group's meeting for this step.
+void arrive(KernelContext& ctx, Rank part, runtime::KernelDone done) {
   const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
-  Rank part{.gpu = &gpu, .physical = gpu.physical_ordinal()};
-  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
-    const Tensor& input = ctx.input(j);
-    part.inputs.push_back(input.raw_data());
-    part.outputs.push_back(ctx.output_in_place_of_input(j).mutable_raw_data());
-    part.counts.push_back(static_cast<size_t>(input.num_elements()));
-    part.types.push_back(nccl_type(input.dtype()));
-    part.allocated_outputs = part.allocated_outputs || part.outputs.back() != part.inputs.back();
-  }
+  part.gpu = &gpu;
+  part.physical = gpu.physical_ordinal();
   part.done = std::move(done);
   const void* session = &ctx.resources();
   NcclPeers::instance().observe(session, ctx.resources().collectives);
   const int64_t timeout_ms = ctx.attr<int64_t>("timeout_ms");
   const Clock::time_point deadline =
       timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
-  NcclPeers::instance().arrive(session, ctx.attr<std::string>("group"), ctx.step_id(),
+  NcclPeers::instance().arrive(session, ctx.node().op, ctx.attr<std::string>("group"), ctx.step_id(),
                                static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")),
                                std::move(part), deadline);
+}
+
+// This rank's bucket, summed in place where the executor allows.
+void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (Status sum = check_sum(ctx); !sum.ok()) return done(std::move(sum));
+  struct Buffer {
+    const void* input;
+    void* output;
+    size_t count;
+    ncclDataType_t type;
+  };
+  std::vector<Buffer> buffers;
+  Rank part;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    void* output = ctx.output_in_place_of_input(j).mutable_raw_data();
+    buffers.push_back({input.raw_data(), output, static_cast<size_t>(input.num_elements()), nccl_type(input.dtype())});
+    part.allocated_outputs = part.allocated_outputs || output != input.raw_data();
+  }
+  part.launch = [buffers = std::move(buffers)](ncclComm_t comm, cudaStream_t stream) {
+    for (const Buffer& b : buffers) {
+      MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllReduce(b.input, b.output, b.count, b.type, ncclSum, comm, stream), "ncclAllReduce"));
+    }
+    return Status();
+  };
+  arrive(ctx, std::move(part), std::move(done));
+}
+
+// This rank's share of each tensor's sum: rank q's share (runtime::participant_share, rank order) is
+// reduced to rank q by one ncclReduce, every rank taking part in every rank's.
+void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (Status sum = check_sum(ctx); !sum.ok()) return done(std::move(sum));
+  const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
+  struct Buffer {
+    const std::byte* input;
+    void* share;
+    int64_t elements;
+    size_t element_size;
+    ncclDataType_t type;
+  };
+  std::vector<Buffer> buffers;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    const int64_t elements = input.num_elements();
+    Tensor& share = ctx.allocate_output(j, input.dtype(), {runtime::participant_share(elements, ranks, rank)});
+    buffers.push_back({static_cast<const std::byte*>(input.raw_data()), share.mutable_raw_data(), elements,
+                       graph::dtype_size(input.dtype()), nccl_type(input.dtype())});
+  }
+  Rank part{.allocated_outputs = !buffers.empty()};
+  part.launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
+    for (const Buffer& b : buffers) {
+      int64_t first = 0;
+      for (int64_t root = 0; root < ranks; ++root) {
+        const int64_t count = runtime::participant_share(b.elements, ranks, root);
+        const std::byte* sent = b.input + static_cast<size_t>(first) * b.element_size;
+        // Only the root's receive buffer is written; the others pass their send buffer in its place.
+        void* received = root == rank ? b.share : const_cast<std::byte*>(sent);
+        if (count > 0) {
+          MIRRA_RETURN_IF_ERROR(nccl_status(
+              ncclReduce(sent, received, static_cast<size_t>(count), b.type, ncclSum, static_cast<int>(root), comm, stream),
+              "ncclReduce"));
+        }
+        first += count;
+      }
+    }
+    return Status();
+  };
+  arrive(ctx, std::move(part), std::move(done));
 }
 
 }  // namespace
 
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
+  const uint32_t floats = runtime::dtype_mask({graph::DType::f32, graph::DType::f64});
   kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
-              {.expensive = true,
-               .reuses_inputs = true,
-               .async_fn = peer_all_reduce_kernel,
-               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64})});
+              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = floats});
+  kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
+              {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats});
 }
 
 }  // namespace mirra::ops::cuda

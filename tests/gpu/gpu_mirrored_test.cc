@@ -3,7 +3,9 @@
 // shares), momentum SGD and Adam, 20 steps: the variables equal one-GPU training within 1e-5
 // relative, and every replica's variables and slots are bitwise equal to replica 0's after each step.
 // With two GPUs, the same over NCCL: one replica per GPU, and two logical GPUs on each
-// (hierarchical); and a step that fails on one GPU fails NCCL's rank waiting on the other at once.
+// (hierarchical); sharded optimizer state, on the host for logical GPUs and through NCCL's
+// reduce-scatter between GPUs, trains as unsharded Mirrored; and a step that fails on one GPU fails
+// NCCL's rank waiting on the other at once.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -72,6 +74,35 @@ TEST_CASE("Gpu.mirrored.several_gpus_sum_with_nccl") {
     }
   }
 }
+
+// Sharded optimizer state (ZeRO stage 1) over `replicas` GPUs of `logical_gpus_per_gpu` per physical
+// GPU trains as unsharded Mirrored does.
+void check_sharded(int replicas, int logical_gpus_per_gpu, AllReducePath path) {
+  CAPTURE(replicas);
+  CAPTURE(logical_gpus_per_gpu);
+  const TrainingProgram program = build_program("small_cnn", ops::Optimizer::adam(0.001));
+  const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, 23);
+  StrategyConfig config{.strategy = "mirrored",
+                        .devices = devices_of(graph::DeviceKind::gpu, replicas),
+                        .logical_gpus_per_gpu = logical_gpus_per_gpu};
+  const auto unsharded = train(config, program, batches);
+  config.shard_optimizer_state = true;
+  auto strategy = make_strategy(config);
+  REQUIRE(strategy.ok());
+  CHECK((*strategy)->all_reduce_plan().path == path);
+  auto distributed = (*strategy)->distribute(program);
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  const auto sharded = train_checking_replicas(*distributed, batches, replicas, /*check_slots=*/false, logical_gpus_per_gpu);
+  for (const auto& [name, value] : unsharded) {
+    if (!is_slot(name)) check_close(name, sharded.at(name), value);
+  }
+}
+
+// Logical GPUs of one GPU share its memory: their gradients are reduce-scattered on the host.
+TEST_CASE("Gpu.mirrored.sharded_state_of_logical_gpus") { check_sharded(2, 2, AllReducePath::host); }
+
+// One replica per GPU: the GPUs reduce-scatter among themselves through NCCL.
+TEST_CASE("Gpu.mirrored.several_gpus_reduce_scatter_sharded_state_with_nccl") { check_sharded(2, 1, AllReducePath::peer); }
 
 // Rank 1's input fails its check, so rank 1 never comes to the NCCL meeting: rank 0 fails with that
 // error at once, not at its deadline (an hour), and the next step meets as usual.

@@ -1,13 +1,13 @@
-// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize against plain loops:
-// TensorFlow's split rule (including empty shares), sums and means over replicas with every replica
-// receiving the same bits (bf16 summed in f32 and rounded once), ranks of a PeerAllReduce on devices
-// of their own meeting by group, each replica's share of the
-// flattened sum, copies that each replica owns,
-// gathers in replica order.
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter and
+// DimSize against plain loops: TensorFlow's split rule (including empty shares), sums and means over
+// replicas with every replica receiving the same bits (bf16 summed in f32 and rounded once), ranks of
+// a PeerAllReduce or PeerReduceScatter on devices of their own meeting by group, each replica's share
+// of the flattened sum, copies that each replica owns, gathers in replica order.
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
+#include "runtime/collectives/collective.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -137,6 +137,36 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
   checked_ops().insert("ReduceScatter");
 }
 
+// Rank r of buckets.size() devices of `kind`, each on device r, runs `collective` (a builder:
+// ops::peer_all_reduce or ops::peer_reduce_scatter) on its bucket, fed buckets[r] (two f32 tensors);
+// returns rank r's output j at r * 2 + j.
+template <class Collective>
+std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vector<Tensor>>& buckets, Collective collective) {
+  const int ranks = static_cast<int>(buckets.size());
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  std::vector<graph::ValueRef> fetches;
+  runtime::Feeds feeds;
+  for (int r = 0; r < ranks; ++r) {
+    b.set_device(graph::DeviceId{kind, r});
+    std::vector<graph::ValueRef> bucket;
+    for (size_t j = 0; j < 2; ++j) {
+      const std::string name = "x" + std::to_string(r) + "_" + std::to_string(j);
+      const Tensor& value = buckets[static_cast<size_t>(r)][j];
+      const auto dims = value.shape().dims();
+      bucket.push_back(ops::placeholder(b, name, DType::f32, graph::Shape(std::vector<int64_t>(dims.begin(), dims.end()))));
+      feeds[name] = value;
+    }
+    const auto outputs = collective(b, bucket, ops::PeerRank{.group = "bucket", .rank = r, .ranks = ranks}, "sum", ops::CollectiveOptions{});
+    fetches.insert(fetches.end(), outputs.begin(), outputs.end());
+  }
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels(), {.threads = 2});
+  auto out = session.run(feeds, fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  return *out;
+}
+
 // One rank alone is the identity (its sum, or mean, of one); ranks on devices of their own meet by
 // the group they name, each holding its own bucket in its own memory (staged through the host on
 // cpu_async), and receive the same bits; a rank that never comes fails the others at the deadline.
@@ -155,25 +185,7 @@ TEST_CASE("Kernels.PeerAllReduce.ranks_meet_by_group") {
     constexpr int kRanks = 3;
     std::vector<std::vector<Tensor>> buckets(kRanks);
     for (auto& bucket : buckets) bucket = {random_tensor<float>(rng, {5}), random_tensor<float>(rng, {70001})};
-    graph::Graph g;
-    graph::Builder b(g, ops::registry());
-    std::vector<graph::ValueRef> fetches;
-    for (int r = 0; r < kRanks; ++r) {
-      b.set_device(graph::DeviceId{kind, r});
-      const auto x = ops::placeholder(b, "x" + std::to_string(r), DType::f32, {5});
-      const auto y = ops::placeholder(b, "y" + std::to_string(r), DType::f32, {70001});
-      const auto sums = ops::peer_all_reduce(b, {x, y}, {.group = "bucket", .rank = r, .ranks = kRanks});
-      fetches.insert(fetches.end(), sums.begin(), sums.end());
-    }
-    REQUIRE(b.status().ok());
-    runtime::Session session(g, ops::kernels(), {.threads = 2});
-    runtime::Feeds feeds;
-    for (int r = 0; r < kRanks; ++r) {
-      feeds["x" + std::to_string(r)] = buckets[static_cast<size_t>(r)][0];
-      feeds["y" + std::to_string(r)] = buckets[static_cast<size_t>(r)][1];
-    }
-    auto out = session.run(feeds, fetches);
-    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    const std::vector<Tensor> out = run_ranks(kind, buckets, ops::peer_all_reduce);
     for (size_t j = 0; j < 2; ++j) {
       const Tensor want = make_tensor(DType::f32, buckets[0][j].shape(), [&](int64_t i) {
         float sum = 0;
@@ -181,7 +193,7 @@ TEST_CASE("Kernels.PeerAllReduce.ranks_meet_by_group") {
         return static_cast<double>(sum);
       });
       for (int r = 0; r < kRanks; ++r) {
-        const Tensor& got = (*out)[static_cast<size_t>(r) * 2 + j];
+        const Tensor& got = out[static_cast<size_t>(r) * 2 + j];
         CHECK(std::memcmp(got.raw_data(), want.raw_data(), want.byte_size()) == 0);
       }
     }
@@ -221,6 +233,40 @@ TEST_CASE("Kernels.PeerAllReduce.ranks_meet_by_group") {
   REQUIRE_FALSE(out.ok());
   CHECK(out.status().code() == graph::StatusCode::deadline_exceeded);
   CHECK(out.status().message().find("'lonely'") != std::string::npos);
+}
+
+// Each rank receives its share of each tensor's flattened sum, the shares in rank order and uneven
+// (70001 elements over 3), bitwise what a plain loop summing in rank order gives.
+TEST_CASE("Kernels.PeerReduceScatter.each_rank_gets_its_share") {
+  runtime::Random rng(8);
+  const std::vector<Tensor> alone = {random_tensor<double>(rng, {3, 4})};
+  const std::vector<Tensor> flat = {Tensor::from<double>({12}, std::span<const double>(alone[0].to_vector<double>()))};
+  check_op("PeerReduceScatter", alone, {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}}, flat, 0);
+  checked_ops().insert("PeerReduceScatter");
+
+  for (graph::DeviceKind kind : {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async}) {
+    CAPTURE(graph::device_kind_name(kind));
+    constexpr int kRanks = 3;
+    std::vector<std::vector<Tensor>> buckets(kRanks);
+    for (auto& bucket : buckets) bucket = {random_tensor<float>(rng, {2, 5}), random_tensor<float>(rng, {70001})};
+    const std::vector<Tensor> out = run_ranks(kind, buckets, ops::peer_reduce_scatter);
+    for (size_t j = 0; j < 2; ++j) {
+      const int64_t n = buckets[0][j].num_elements();
+      int64_t first = 0;
+      for (int r = 0; r < kRanks; ++r) {
+        const int64_t share = runtime::participant_share(n, kRanks, r);
+        const Tensor want = make_tensor(DType::f32, {share}, [&](int64_t i) {
+          float sum = 0;
+          for (const auto& bucket : buckets) sum += static_cast<float>(element(bucket[j], first + i));
+          return static_cast<double>(sum);
+        });
+        const Tensor& got = out[static_cast<size_t>(r) * 2 + j];
+        REQUIRE(got.shape() == want.shape());
+        CHECK(std::memcmp(got.raw_data(), want.raw_data(), want.byte_size()) == 0);
+        first += share;
+      }
+    }
+  }
 }
 
 TEST_CASE("Kernels.Broadcast_and_AllGather") {

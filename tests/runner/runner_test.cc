@@ -511,8 +511,6 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
        "'shard_optimizer_state' applies to mirrored and multi_worker_mirrored"},
       {{"train", mlp_file(), "--config", config_file("shard1.json", R"({"shard_optimizer_state": 1})")},
        "'shard_optimizer_state' must be true or false"},
-      {{"train", mlp_file(), "--shard-optimizer-state", "--devices", "gpu:0"},
-       "shard_optimizer_state runs on CPU devices for now, not on gpu:0"},
       {{"train", mlp_file(), "--shard-optimizer-state", "--mixed-precision", "fp16"},
        "shard_optimizer_state does not combine with fp16 mixed precision yet"},
       {{"train", mlp_file(), "--shard-optimizer-state", "--check-numerics"},

@@ -79,7 +79,19 @@ TEST_CASE("AllReducePlan.the_rest_meets_on_the_host") {
   CHECK(reason(gpus(2), {.logical_gpus_per_gpu = 2, .central_variables = true}) ==
         "central_storage sums the gradients where the variables are");
   CHECK(reason(gpus(2), {.logical_gpus_per_gpu = 2, .sharded_state = true}) ==
-        "sharded optimizer state: reduce-scattered and all-gathered on the host");
+        "sharded optimizer state of replicas that share a device: reduce-scattered on the host");
+  CHECK(reason(gpus(4), {.logical_gpus_per_gpu = 2, .sharded_state = true}) ==
+        "sharded optimizer state of replicas that share a device: reduce-scattered on the host");
+  CHECK(reason(cpus, {.sharded_state = true}) == "CPU replicas live in host memory");
+}
+
+// With sharded optimizer state, devices of one replica each reduce-scatter among themselves.
+TEST_CASE("AllReducePlan.sharded_state_of_one_replica_per_device_is_peer_to_peer") {
+  const AllReducePlan plan = plan_all_reduce(gpus(3), {.sharded_state = true});
+  CHECK(plan.path == AllReducePath::peer);
+  CHECK(plan.reason == "sharded optimizer state: the devices reduce-scatter among themselves: NCCL");
+  const std::vector<DeviceId> async = {{DeviceKind::cpu_async, 0}, {DeviceKind::cpu_async, 1}};
+  CHECK(plan_all_reduce(async, {.sharded_state = true}).path == AllReducePath::peer);
 }
 
 TEST_CASE("AllReducePlan.strategies_report_theirs") {

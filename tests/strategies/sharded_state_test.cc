@@ -20,22 +20,29 @@ namespace {
 
 constexpr int kSteps = 8;
 
-TrainingProgram mirrored(const TrainingProgram& program, graph::DeviceKind kind, int replicas, bool sharded) {
-  auto strategy = make_strategy({.strategy = "mirrored", .devices = devices_of(kind, replicas), .shard_optimizer_state = sharded});
+TrainingProgram mirrored(const TrainingProgram& program, graph::DeviceKind kind, int replicas, bool sharded,
+                         int logical_per_device = 1) {
+  auto strategy = make_strategy({.strategy = "mirrored",
+                                 .devices = devices_of(kind, replicas),
+                                 .logical_gpus_per_gpu = logical_per_device,
+                                 .shard_optimizer_state = sharded});
   REQUIRE(strategy.ok());
   auto distributed = (*strategy)->distribute(program);
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   return std::move(*distributed);
 }
 
+// Over `replicas` devices of `kind`, `logical_per_device` of them sharing each device's memory.
 void check_sharded(const std::string& model, const ops::Optimizer& optimizer, int64_t batch_size, int replicas,
-                   graph::DeviceKind kind = graph::DeviceKind::cpu) {
+                   graph::DeviceKind kind = graph::DeviceKind::cpu, int logical_per_device = 1) {
   const TrainingProgram program = build_program(model, optimizer);
   const std::vector<Batch> batches = random_batches(model, batch_size, kSteps, 29);
   const auto one_device = train_checking_replicas(program, batches, 1, true);
-  const auto unsharded = train_checking_replicas(mirrored(program, kind, replicas, false), batches, replicas, true);
-  const TrainingProgram sharded_program = mirrored(program, kind, replicas, true);
-  const auto sharded = train_checking_replicas(sharded_program, batches, replicas, /*check_slots=*/false);
+  const auto unsharded = train_checking_replicas(mirrored(program, kind, replicas, false, logical_per_device), batches,
+                                                 replicas, true, logical_per_device);
+  const TrainingProgram sharded_program = mirrored(program, kind, replicas, true, logical_per_device);
+  const auto sharded =
+      train_checking_replicas(sharded_program, batches, replicas, /*check_slots=*/false, logical_per_device);
 
   int64_t slot_bytes = 0;
   std::vector<int64_t> replica_slot_bytes(static_cast<size_t>(replicas), 0);
@@ -65,14 +72,19 @@ void check_sharded(const std::string& model, const ops::Optimizer& optimizer, in
   for (int64_t bytes : replica_slot_bytes) CHECK(bytes <= slot_bytes / replicas + slots);
   CHECK(std::accumulate(replica_slot_bytes.begin(), replica_slot_bytes.end(), int64_t{0}) == slot_bytes);
 
-  // Reduce-scatters of buckets of variables, each gradient in one, and no all-reduce of gradients;
-  // each replica writes each variable once, from every replica's share.
+  // Reduce-scatters of buckets of variables, each gradient in one (on the host, or among devices of
+  // one replica each: one PeerReduceScatter per device, counted by rank 0's), and no all-reduce of
+  // gradients; each replica writes each variable once, from every replica's share.
   const int variables = static_cast<int>(program.variables_and_gradients.size());
   int reduce_scatters = 0, scattered = 0, all_reduces = 0, writes = 0;
   for (const graph::Node& node : sharded_program.graph.nodes()) {
     if (node.op == "ReduceScatter") {
       ++reduce_scatters;
       scattered += static_cast<int>(node.inputs.size()) / replicas;
+    }
+    if (node.op == "PeerReduceScatter" && *node.attrs.get<int64_t>("rank") == 0) {
+      ++reduce_scatters;
+      scattered += static_cast<int>(node.inputs.size());
     }
     all_reduces += node.op == "AllReduce";
     if (node.op == "Assign") {
@@ -103,9 +115,21 @@ TEST_CASE("ShardedOptimizerState.equals_unsharded_and_one_device") {
   }
 }
 
+// Devices of one replica each (cpu_async, the GPU's model) reduce-scatter among themselves, and the
+// updated shares reach the other devices through copies; replicas that share a device's memory
+// reduce-scatter on the host, with copies to and from each device around it.
 TEST_CASE("ShardedOptimizerState.on_cpu_async_devices") {
-  // Copies to and from each device's memory are inserted around the host's collectives.
-  check_sharded("small_cnn", ops::Optimizer::adam(0.001), 61, 3, graph::DeviceKind::cpu_async);
+  for (const auto& [logical, path] : {std::pair{1, AllReducePath::peer}, std::pair{2, AllReducePath::host}}) {
+    CAPTURE(logical);
+    auto strategy = make_strategy({.strategy = "mirrored",
+                                   .devices = devices_of(graph::DeviceKind::cpu_async, 4),
+                                   .logical_gpus_per_gpu = logical,
+                                   .shard_optimizer_state = true});
+    REQUIRE(strategy.ok());
+    CHECK((*strategy)->all_reduce_plan().path == path);
+    check_sharded("small_cnn", ops::Optimizer::adam(0.001), 61, 4, graph::DeviceKind::cpu_async, logical);
+  }
+  check_sharded("mlp", ops::Optimizer::momentum_sgd(0.05, 0.9), 2, 3, graph::DeviceKind::cpu_async);
 }
 
 TEST_CASE("ShardedOptimizerState.with_gradient_accumulation") {
