@@ -9,7 +9,9 @@
 // symmetrically) pads the input explicitly and convolves without padding, as TensorFlow does; the
 // input gradient is then computed for the padded input and its interior kept. FusedConv2D runs
 // cuDNN's fused convolution + bias + activation where cuDNN supports the problem, and the
-// convolution followed by the BiasAdd and Relu kernels where it does not.
+// convolution followed by the BiasAdd and Relu kernels where it does not. bf16 and f16 operands are
+// widened to f32 on the device (exact) and convolved there, and a 16-bit result is rounded once, as
+// the CPU does where oneDNN has no 16-bit kernels: the f32 sums of the operands, at f32's speed.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <array>
@@ -198,6 +200,33 @@ Tensor workspace(const KernelContext& ctx, size_t bytes) {
   return Tensor::empty(ctx.device().allocator(), DType::f32, TensorShape{static_cast<int64_t>((bytes + 3) / 4)});
 }
 
+// `t` as f32: itself, or widened from bf16 or f16 into a scratch tensor (exact).
+graph::Expected<Tensor> widened(const KernelContext& ctx, const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor wide = Tensor::empty(ctx.device().allocator(), DType::f32, t.shape());
+  MIRRA_RETURN_IF_ERROR(launched(cast(t.dtype(), DType::f32, t.raw_data(), wide.mutable_raw_data(), t.num_elements(), stream_of(ctx)),
+                                 "cast"));
+  return wide;
+}
+
+// The node's result, allocated: f32 with f32_output or f32 operands, else the operands' 16-bit type.
+Tensor& allocate_result(KernelContext& ctx, const TensorShape& shape) {
+  return ctx.allocate_output(0, ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype(), shape);
+}
+
+// Where the convolution writes its f32 result: `result` itself, or an f32 scratch that
+// round_into() rounds into a 16-bit result.
+Tensor f32_target(const KernelContext& ctx, const Tensor& result) {
+  return result.dtype() == DType::f32 ? result : Tensor::empty(ctx.device().allocator(), DType::f32, result.shape());
+}
+
+Status round_into(const KernelContext& ctx, const Tensor& target, Tensor& result) {
+  if (result.dtype() == DType::f32) return Status();
+  return launched(cast(DType::f32, result.dtype(), target.raw_data(), result.mutable_raw_data(), result.num_elements(),
+                       stream_of(ctx)),
+                  "cast");
+}
+
 Status zero(const KernelContext& ctx, Tensor& out) {
   if (out.byte_size() == 0) return Status();
   MIRRA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out.mutable_raw_data(), 0, out.byte_size(), stream_of(ctx)));
@@ -231,14 +260,9 @@ graph::Expected<bool> fused_forward(const KernelContext& ctx, ConvPlan& plan, co
   return true;
 }
 
-// Conv2D, or FusedConv2D with a bias (input 2) and maybe a ReLU after it.
-Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
-  const Window window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
-  Tensor& output = ctx.allocate_output(0, DType::f32, window.output_shape(filter.dim(3)));
-  if (output.num_elements() == 0) return Status();
+// Conv2D, or FusedConv2D with a bias (input 2) and maybe a ReLU after it, in f32 into `output`.
+Status conv2d_forward(KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias, bool relu,
+                      const Window& window, Tensor& output) {
   if (input.num_elements() == 0 || filter.num_elements() == 0) {
     MIRRA_RETURN_IF_ERROR(zero(ctx, output));  // no input channels: the bias alone
   } else {
@@ -274,19 +298,33 @@ Status conv2d_forward(KernelContext& ctx, const Tensor* bias, bool relu) {
   return Status();
 }
 
-Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, nullptr, false); }
-
-Status fused_conv2d_kernel(KernelContext& ctx) {
-  return conv2d_forward(ctx, &ctx.input(2), ctx.attr<std::string>("activation") == "relu");
+// The node's inputs widened to f32 where 16-bit, convolved, the result rounded where 16-bit.
+Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
+  const Tensor* bias = with_bias ? &ctx.input(2) : nullptr;
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, ctx.input(0), ctx.input(1), bias));
+  const Window window =
+      Window::of(ctx, ctx.input(0), ctx.input(1).dim(0), ctx.input(1).dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
+  Tensor& result = allocate_result(ctx, window.output_shape(ctx.input(1).dim(3)));
+  if (result.num_elements() == 0) return Status();
+  MIRRA_ASSIGN_OR_RETURN(const Tensor input, widened(ctx, ctx.input(0)));
+  MIRRA_ASSIGN_OR_RETURN(const Tensor filter, widened(ctx, ctx.input(1)));
+  std::optional<Tensor> wide_bias;
+  if (bias != nullptr) {
+    MIRRA_ASSIGN_OR_RETURN(wide_bias, widened(ctx, *bias));
+  }
+  Tensor target = f32_target(ctx, result);
+  MIRRA_RETURN_IF_ERROR(conv2d_forward(ctx, input, filter, wide_bias ? &*wide_bias : nullptr, relu, window, target));
+  return round_into(ctx, target, result);
 }
 
-// d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
-Status conv2d_backprop_input_kernel(KernelContext& ctx) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  const Tensor& dy = ctx.input(2);
-  Tensor& dx = ctx.allocate_output(0, DType::f32, input.shape());
-  if (dx.num_elements() == 0 || filter.num_elements() == 0 || dy.num_elements() == 0) return zero(ctx, dx);
+Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, /*with_bias=*/false, /*relu=*/false); }
+
+Status fused_conv2d_kernel(KernelContext& ctx) {
+  return conv2d_forward(ctx, /*with_bias=*/true, ctx.attr<std::string>("activation") == "relu");
+}
+
+// d loss / d input of Conv2D, in f32 into `dx`; `input` gives the shape.
+Status conv2d_backprop_input(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dx) {
   MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
   MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
@@ -304,13 +342,9 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   return plan->keep_interior(ctx, target, dx);
 }
 
-// d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
-Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
-  const Tensor& input = ctx.input(0);
-  const Tensor& filter = ctx.input(1);
-  const Tensor& dy = ctx.input(2);
-  Tensor& dw = ctx.allocate_output(0, DType::f32, filter.shape());
-  if (dw.num_elements() == 0 || input.num_elements() == 0 || dy.num_elements() == 0) return zero(ctx, dw);
+
+// d loss / d filter of Conv2D, in f32 into `dw`; `filter` gives the shape.
+Status conv2d_backprop_filter(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dw) {
   MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
   MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
@@ -330,14 +364,42 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   return copy(ctx, gradient, dw, permutation(gradient.shape(), back));
 }
 
+// A backprop op on inputs (input, filter, dy) whose result has the shape of input `shaped_like`
+// (which is read for nothing else): the other two widened to f32 where 16-bit, `backprop` run in f32,
+// the result rounded where 16-bit.
+template <class Backprop>
+Status conv2d_backprop(KernelContext& ctx, size_t shaped_like, Backprop backprop) {
+  Tensor& result = allocate_result(ctx, ctx.input(shaped_like).shape());
+  Tensor operands[3];
+  for (size_t i = 0; i < 3; ++i) {
+    if (i != shaped_like && ctx.input(i).num_elements() == 0) return zero(ctx, result);
+    if (i == shaped_like) {
+      operands[i] = ctx.input(i);
+    } else {
+      MIRRA_ASSIGN_OR_RETURN(operands[i], widened(ctx, ctx.input(i)));
+    }
+  }
+  if (result.num_elements() == 0) return Status();
+  Tensor target = f32_target(ctx, result);
+  MIRRA_RETURN_IF_ERROR(backprop(ctx, operands[0], operands[1], operands[2], target));
+  return round_into(ctx, target, result);
+}
+
+Status conv2d_backprop_input_kernel(KernelContext& ctx) { return conv2d_backprop(ctx, 0, conv2d_backprop_input); }
+
+Status conv2d_backprop_filter_kernel(KernelContext& ctx) { return conv2d_backprop(ctx, 1, conv2d_backprop_filter); }
+
 }  // namespace
 
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels) {
-  const uint32_t f32 = runtime::dtype_mask({DType::f32});
-  kernels.add("Conv2D", DeviceKind::gpu, {.fn = conv2d_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
-  kernels.add("FusedConv2D", DeviceKind::gpu, {.fn = fused_conv2d_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
-  kernels.add("Conv2DBackpropInput", DeviceKind::gpu, {.fn = conv2d_backprop_input_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
-  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu, {.fn = conv2d_backprop_filter_kernel, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
+  const uint32_t floats = runtime::dtype_mask({DType::f32, DType::bf16, DType::f16});
+  kernels.add("Conv2D", DeviceKind::gpu, {.fn = conv2d_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
+  kernels.add("FusedConv2D", DeviceKind::gpu,
+              {.fn = fused_conv2d_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
+  kernels.add("Conv2DBackpropInput", DeviceKind::gpu,
+              {.fn = conv2d_backprop_input_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
+  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu,
+              {.fn = conv2d_backprop_filter_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
 }
 
 }  // namespace mirra::ops::cuda

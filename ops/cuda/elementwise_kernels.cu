@@ -1,12 +1,57 @@
 // CUDA kernels of the element-wise ops: unary functions, ReluGrad, broadcasting binary functions,
 // BiasAdd, Cast and Fill, each a grid-stride loop around ops/elementwise_math.h, and CheckNumerics's
 // count of non-finite values.
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "ops/cuda/launch.cuh"
 #include "ops/elementwise_math.h"
 
 namespace mirra::ops::cuda {
 
 namespace {
+
+// The 16-bit floats on the device, converted by CUDA's intrinsics, which round to nearest, ties to
+// even, as graph/float16.h does on the host; to float they are exact.
+template <class T>
+constexpr bool kSixteenBitFloat = std::is_same_v<T, graph::bfloat16> || std::is_same_v<T, graph::float16>;
+
+__device__ inline float widened(graph::bfloat16 x) {
+  __nv_bfloat16_raw raw;
+  raw.x = x.bits;
+  return __bfloat162float(__nv_bfloat16(raw));
+}
+__device__ inline float widened(graph::float16 x) {
+  __half_raw raw;
+  raw.x = x.bits;
+  return __half2float(__half(raw));
+}
+
+template <class T>
+__device__ T narrowed(float x) {
+  T y;
+  if constexpr (std::is_same_v<T, graph::bfloat16>) {
+    y.bits = static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(x)).x;
+  } else {
+    y.bits = static_cast<__half_raw>(__float2half_rn(x)).x;
+  }
+  return y;
+}
+
+// One element, as the CPU's Cast converts it: the 16-bit floats go through float (exact from them,
+// rounded once to them, except from f64, which rounds to float first).
+template <class To, class From>
+__device__ To converted(From x) {
+  if constexpr (kSixteenBitFloat<From>) {
+    return converted<To>(widened(x));
+  } else if constexpr (kSixteenBitFloat<To>) {
+    return narrowed<To>(math::convert<float>(x));
+  } else {
+    return math::convert<To>(x);
+  }
+}
 
 template <class Op, class T>
 __global__ void unary_kernel(const T* x, T* y, int64_t n) {
@@ -44,7 +89,7 @@ __global__ void bias_add_kernel(const T* x, const T* bias, T* y, int64_t n, int6
 
 template <class To, class From>
 __global__ void cast_kernel(const From* x, To* y, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::convert<To>(x[i]);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = converted<To>(x[i]);
 }
 
 template <class T>
@@ -144,8 +189,9 @@ cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int6
 
 cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  return visit<float, double, int32_t, int64_t, uint8_t, bool>(from, [&]<class From>(From) {
-    return visit<float, double, int32_t, int64_t, uint8_t, bool>(to, [&]<class To>(To) {
+  using graph::bfloat16, graph::float16;
+  return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(from, [&]<class From>(From) {
+    return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(to, [&]<class To>(To) {
       cast_kernel<To, From><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);
       return launched();
     });

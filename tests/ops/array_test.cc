@@ -67,9 +67,9 @@ TEST_CASE("Kernels.Identity_Cast_and_copies.convert_every_dtype") {
   CHECK((*out)[0].to_vector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 0});
 }
 
-// The 16-bit floats (CPU): from every other dtype and back, rounded as graph::bfloat16 and
-// graph::float16 round (tests/graph/float16_test.cc holds those against their definitions); f64
-// goes through f32.
+// The 16-bit floats: from every other dtype and back, rounded as graph::bfloat16 and graph::float16
+// round (tests/graph/float16_test.cc holds those against their definitions); f64 goes through f32.
+// Each backend under test converts as the CPU does.
 TEST_CASE("Kernels.Cast.to_and_from_bf16_and_f16") {
   const std::vector<float> values = {0.0f, -0.0f, 1.0f / 3, -2.5f, 1e-6f, 70000.0f, 3.0e38f, std::nanf(""), 5.0f};
   const Tensor x = Tensor::from<float>({static_cast<int64_t>(values.size())}, std::span<const float>(values));
@@ -91,6 +91,14 @@ TEST_CASE("Kernels.Cast.to_and_from_bf16_and_f16") {
         CHECK(back[i] == want);
       }
     }
+    // Each backend under test rounds as the CPU does, both ways (finite values: NaN payloads may differ).
+    const Tensor finite = Tensor::from<float>({5}, {1.0f / 3, -2.5f, 1e-6f, 70000.0f, 3.0e38f});
+    auto rounded = run_op("Cast", {finite}, {{"dtype", half}});
+    REQUIRE(rounded.ok());
+    check_op("Cast", {finite}, {{"dtype", half}}, *rounded, 0);
+    auto back_to_f32 = run_op("Cast", {(*rounded)[0]}, {{"dtype", DType::f32}});
+    REQUIRE(back_to_f32.ok());
+    check_op("Cast", {(*rounded)[0]}, {{"dtype", DType::f32}}, *back_to_f32, 0);
     // Small integers are exact in both: through every dtype and back.
     for (DType other : {DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean, DType::bf16, DType::f16}) {
       CAPTURE(graph::dtype_name(other));

@@ -455,6 +455,17 @@ TEST_CASE("Runner.cpu_async_devices.train_as_cpu_devices_do") {
               "async_resumed")
               .code == 0);
   CHECK(trained_values(resumed) == trained_values(on_async));
+
+  // bf16 mixed precision too: its casts and 16-bit products run there as on cpu devices.
+  const std::string bf16_on_cpu = workspace() / "bf16_on_cpu.mirra", bf16_on_async = workspace() / "bf16_on_async.mirra";
+  REQUIRE(run(train_args({"--steps", "5", "--mixed-precision", "bf16", "--devices", "cpu:0,cpu:1", "--save", bf16_on_cpu}),
+              "bf16_on_cpu")
+              .code == 0);
+  REQUIRE(run(train_args({"--steps", "5", "--mixed-precision", "bf16", "--devices", "cpu_async:0,cpu_async:1", "--save",
+                          bf16_on_async}),
+              "bf16_on_async")
+              .code == 0);
+  CHECK(trained_values(bf16_on_async) == trained_values(bf16_on_cpu));
 }
 
 // A device the machine does not have is no bad input: exit 1 with the reason.
@@ -502,8 +513,8 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
        "'training.mixed_precision' must be \"off\", \"bf16\" or \"fp16\", not \"fp8\""},
       {{"train", mlp_file(), "--mixed-precision", "fp16", "--check-numerics"},
        "fp16 mixed precision skips the steps whose gradients overflow; it does not combine with check_numerics"},
-      {{"train", mlp_file(), "--mixed-precision", "bf16", "--devices", "gpu:0"},
-       "mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on gpu:0"},
+      {{"train", mlp_file(), "--mixed-precision", "fp16", "--devices", "gpu:0"},
+       "fp16 mixed precision runs on CPU devices (its loss scaling has no GPU kernels), not on gpu:0"},
       {{"train", mlp_file(), "--strategy", "central_storage", "--shard-optimizer-state"},
        "shard_optimizer_state applies to mirrored and multi_worker_mirrored, whose replicas each keep optimizer slots, "
        "not to central_storage"},

@@ -236,10 +236,10 @@ graph::Status check_run_config(const RunConfig& c) {
   if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
     return graph::invalid_argument("learning-rate schedule: " + status.message());
   }
-  if (c.training.mixed_precision != ops::MixedPrecision::off) {
+  if (c.training.mixed_precision == ops::MixedPrecision::fp16) {
     for (const graph::DeviceId& device : c.strategy.devices) {
-      if (device.kind != graph::DeviceKind::cpu) {
-        return graph::invalid_argument("mixed precision runs on CPU devices (the GPU kernels take f32 operands), not on " +
+      if (device.kind == graph::DeviceKind::gpu) {
+        return graph::invalid_argument("fp16 mixed precision runs on CPU devices (its loss scaling has no GPU kernels), not on " +
                                        device.to_string());
       }
     }
