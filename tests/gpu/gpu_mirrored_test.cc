@@ -2,10 +2,10 @@
 // GPU's shared memory, their buckets summed there by one kernel), global batches 128 and 61 (uneven
 // shares), momentum SGD and Adam, 20 steps: the variables equal one-GPU training within 1e-5
 // relative, and every replica's variables and slots are bitwise equal to replica 0's after each step.
-// With two GPUs, the same over NCCL: one replica per GPU, and two logical GPUs on each
-// (hierarchical); sharded optimizer state, on the host for logical GPUs and through NCCL's
-// reduce-scatter between GPUs, trains as unsharded Mirrored; and a step that fails on one GPU fails
-// NCCL's rank waiting on the other at once.
+// The same for a GPU and the CPU side by side (summed on the host). With two GPUs, the same over
+// NCCL: one replica per GPU, and two logical GPUs on each (hierarchical). Sharded optimizer state
+// (on the host for logical GPUs, through NCCL's reduce-scatter between GPUs) trains as unsharded
+// Mirrored; a step that fails on one GPU fails NCCL's rank waiting on the other at once.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -71,6 +71,25 @@ TEST_CASE("Gpu.mirrored.several_gpus_sum_with_nccl") {
     for (int64_t batch : {128, 61}) {
       check_mirrored(optimizer, batch, 2, 1, AllReducePath::peer);
       check_mirrored(optimizer, batch, 4, 2, AllReducePath::hierarchical);
+    }
+  }
+}
+
+// Replicas on a GPU and on the CPU meet on the host (the GPU's buckets staged through pinned memory)
+// and train as one GPU does.
+TEST_CASE("Gpu.mirrored.a_gpu_and_a_cpu_train_as_one_gpu") {
+  for (const ops::Optimizer& optimizer : kOptimizers) {
+    CAPTURE(optimizer.kind);
+    const TrainingProgram program = build_program("small_cnn", optimizer);
+    const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, 19);
+    const auto want = train({.strategy = "one_device", .devices = {{graph::DeviceKind::gpu, 0}}}, program, batches);
+    const StrategyConfig mixed{.strategy = "mirrored", .devices = {{graph::DeviceKind::gpu, 0}, {graph::DeviceKind::cpu, 0}}};
+    auto strategy = make_strategy(mixed);
+    REQUIRE(strategy.ok());
+    CHECK((*strategy)->all_reduce_plan().path == AllReducePath::host);
+    const auto got = train(mixed, program, batches);
+    for (const auto& [name, value] : want) {
+      if (!name.starts_with("optimizer/")) check_close(name, got.at("replica_0/" + name), value);
     }
   }
 }
