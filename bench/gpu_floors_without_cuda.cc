@@ -11,4 +11,6 @@ graph::Expected<double> raw_launch_seconds(int, int) { return graph::unavailable
 
 graph::Expected<double> mlp_gemm_seconds_per_step(int64_t, int) { return graph::unavailable(kNoBackend); }
 
+graph::Expected<double> device_copy_gbps(int64_t, int) { return graph::unavailable(kNoBackend); }
+
 }  // namespace mirra::bench

@@ -5,7 +5,7 @@
 # the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
 # gpu:0 for an epoch and Mirrored over two logical GPUs of gpu:0 for 200 steps, the CNN on gpu:0 in
 # f32 and in bf16 mixed precision for 100 steps each, Mirrored with sharded optimizer state over two
-# logical GPUs for 100 steps, measures the
+# logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate, measures the
 # executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training benchmark next
 # to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or Debian's
 # dataset-fashion-mnist).
@@ -108,6 +108,13 @@ step executor_overhead_gpu executor_overhead
 executor_json=$(tail -n 1 "$work/executor.out" 2>/dev/null)
 case "$executor_json" in "{"*) ;; *) executor_json=null ;; esac
 
+# The on-device all-reduce over 2 and 4 logical GPUs of gpu:0 against the GPU's copy rate.
+on_device_all_reduce() {
+  "$mirra" bench allreduce --device gpu --replicas 2 4 --sizes-mib 1 16 64 256 --repetitions 5 | tee "$work/allreduce.out"
+}
+step on_device_all_reduce on_device_all_reduce
+all_reduce_json=$(json_of "$work/allreduce.out")
+
 # Throughput and memory next to PyTorch on the same GPU, where PyTorch with CUDA is installed.
 bench_json='"not run: no Fashion-MNIST files or no PyTorch with CUDA"'
 bench_script="$root/bench/gpu_training_vs_pytorch.py"
@@ -118,5 +125,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"executor_overhead\": $executor_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
 exit $failed

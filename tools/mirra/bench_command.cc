@@ -60,6 +60,10 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
       ->check(CLI::Range(1, 1000));
   commands.all_reduce->add_flag("--across-workers", commands.all_reduce_options.across_workers,
                                 "Under mpirun: the all-reduce across worker processes (MPI), as multi_worker_mirrored runs it");
+  commands.all_reduce->add_option("--device", commands.all_reduce_device,
+                                  "cpu (replicas on logical CPU devices, summed on the host; default), or gpu or cpu_async "
+                                  "(replicas on logical devices of device 0, summed there, against its copy rate)")
+      ->check(CLI::IsMember({"cpu", "cpu_async", "gpu"}));
   commands.files = bench->add_subcommand("files", "Model file and checkpoint save/load vs raw write+fsync/read (JSON)");
   commands.files->add_option("--dir", commands.files_options.directory, "Directory for the files");
   commands.files->add_option("--repetitions", commands.files_options.repetitions, "Runs (the best counts)")
@@ -81,6 +85,16 @@ int run_bench(const BenchCommands& commands) {
     auto result = bench::run_worker_all_reduce(commands.all_reduce_options);
     if (!result.ok()) return report_error(result.status());
     if (!result->is_null()) std::cout << result->dump() << "\n";
+  } else if (*commands.all_reduce && commands.all_reduce_device != "cpu") {
+    const bench::AllReduceBandwidthOptions& o = commands.all_reduce_options;
+    auto result = bench::run_on_device_all_reduce(
+        {.kind = commands.all_reduce_device == "gpu" ? graph::DeviceKind::gpu : graph::DeviceKind::cpu_async,
+         .replicas = o.replicas,
+         .sizes_mib = o.sizes_mib,
+         .threads = o.threads,
+         .repetitions = o.repetitions});
+    if (!result.ok()) return report_error(result.status());
+    std::cout << result->dump() << "\n";
   } else if (*commands.all_reduce) {
     std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
   }

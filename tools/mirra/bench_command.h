@@ -8,6 +8,7 @@
 #include "bench/executor_overhead.h"
 #include "bench/gpu_executor_overhead.h"
 #include "bench/file_io.h"
+#include "bench/on_device_all_reduce.h"
 #include "bench/time_to_accuracy.h"
 #include "bench/training_throughput.h"
 
@@ -24,6 +25,7 @@ struct BenchCommands {
   bench::TrainingThroughputOptions training_options;
   bench::TimeToAccuracyOptions accuracy_options;
   bench::AllReduceBandwidthOptions all_reduce_options;
+  std::string all_reduce_device = "cpu";  // or cpu_async, gpu: logical devices of one device, summed on it
   bench::FileIoOptions files_options;
 };
 
