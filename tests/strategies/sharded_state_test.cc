@@ -119,7 +119,9 @@ TEST_CASE("ShardedOptimizerState.equals_unsharded_and_one_device") {
 // updated shares reach the other devices through copies; replicas that share a device's memory
 // reduce-scatter on the host, with copies to and from each device around it.
 TEST_CASE("ShardedOptimizerState.on_cpu_async_devices") {
-  for (const auto& [logical, path] : {std::pair{1, AllReducePath::peer}, std::pair{2, AllReducePath::host}}) {
+  for (const auto& expected : {std::pair{1, AllReducePath::peer}, std::pair{2, AllReducePath::host}}) {
+    const int logical = expected.first;
+    const AllReducePath path = expected.second;
     CAPTURE(logical);
     auto strategy = make_strategy({.strategy = "mirrored",
                                    .devices = devices_of(graph::DeviceKind::cpu_async, 4),
