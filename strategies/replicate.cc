@@ -7,6 +7,7 @@
 
 #include "graph/verify.h"
 #include "ops/ops.h"
+#include "strategies/collective_order.h"
 #include "strategies/sharded_updates.h"
 
 namespace mirra::strategies {
@@ -80,7 +81,7 @@ class Rewriter {
   std::vector<std::vector<ValueRef>> aggregate(const std::vector<std::vector<ValueRef>>& scaled,
                                                const std::vector<NodeId>& order);
   std::vector<ValueRef> reduce_bucket(const std::vector<ValueRef>& values, size_t k, const std::string& group,
-                                      std::vector<NodeId>& chains);
+                                      CollectiveOrder& order);
   void run_on_leader(ValueRef collective, int leader);
   graph::Expected<std::vector<ShardedVariable>> shardable(const std::vector<std::vector<ValueRef>>& raw,
                                                           NodeId copies_end) const;
@@ -305,7 +306,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
     return aggregated;
   }
   const std::vector<std::vector<size_t>> buckets = fill_buckets(ready_order(order), variable_bytes(), plan_.buckets);
-  std::vector<NodeId> chains(static_cast<size_t>(replicas_), graph::kInvalidNode);
+  CollectiveOrder issue_order(static_cast<size_t>(replicas_));
   for (size_t k = 0; k < buckets.size(); ++k) {
     std::vector<ValueRef> values;
     for (int r = 0; r < replicas_; ++r) {
@@ -320,7 +321,7 @@ std::vector<std::vector<ValueRef>> Rewriter::aggregate(const std::vector<std::ve
       compressed[i] = true;
       values[i] = on(static_cast<int>(i / buckets[k].size()), ops::cast(b_, values[i], graph::DType::bf16));
     }
-    std::vector<ValueRef> reduced = reduce_bucket(values, buckets[k].size(), group, chains);
+    std::vector<ValueRef> reduced = reduce_bucket(values, buckets[k].size(), group, issue_order);
     if (reduced.empty()) return aggregated;
     for (size_t i = 0; i < reduced.size(); ++i) {
       const int replica = static_cast<int>(i / buckets[k].size());
@@ -342,16 +343,10 @@ void Rewriter::run_on_leader(ValueRef collective, int leader) {
 
 // One bucket's sum for every replica (`values` and the result: replica r's j-th tensor at r * k + j),
 // where plan_.reduction says (strategies/all_reduce_plan.h). The nodes that call a collective are
-// chained in one fixed order per lane (`chains`: by replica, the host's on lane 0), each after the
-// previous bucket's on its lane: every participant then issues the buckets in the same order. Empty
-// on error.
+// chained in `order` (lanes by replica, the host's on lane 0). Empty on error.
 std::vector<ValueRef> Rewriter::reduce_bucket(const std::vector<ValueRef>& values, size_t k, const std::string& group,
-                                              std::vector<NodeId>& chains) {
-  const auto chain = [&](ValueRef collective, int lane) {
-    NodeId& previous = chains[static_cast<size_t>(lane)];
-    if (previous != graph::kInvalidNode) out_.add_control_edge(previous, collective.node);
-    previous = collective.node;
-  };
+                                              CollectiveOrder& order) {
+  const auto chain = [&](ValueRef collective, int lane) { order.chain(out_, collective.node, static_cast<size_t>(lane)); };
   const AllReducePlan& reduction = plan_.reduction;
   const bool peers = reduction.path == AllReducePath::peer || reduction.path == AllReducePath::hierarchical;
   if (!peers) {

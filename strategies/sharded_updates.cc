@@ -4,6 +4,7 @@
 #include "graph/graph.h"
 #include "ops/ops.h"
 #include "runtime/collectives/collective.h"
+#include "strategies/collective_order.h"
 
 namespace mirra::strategies {
 
@@ -56,14 +57,7 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     order.push_back(order.size());
   }
   std::vector<graph::NodeId> writes;
-  // The reduce-scatters of each lane (the host's, or each device's) chained in bucket order, so every
-  // participant issues the buckets in the same order.
-  std::vector<graph::NodeId> previous(static_cast<size_t>(replicas), graph::kInvalidNode);
-  const auto chain = [&](graph::NodeId node, int64_t lane) {
-    graph::NodeId& last = previous[static_cast<size_t>(lane)];
-    if (last != graph::kInvalidNode) g.add_control_edge(last, node);
-    last = node;
-  };
+  CollectiveOrder issue_order(static_cast<size_t>(replicas));  // lanes: the host's (0), or each device's
   const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
   for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
     const std::vector<size_t>& members = buckets[bucket];
@@ -87,7 +81,7 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         const std::vector<graph::ValueRef> share =
             ops::peer_reduce_scatter(b, mine, {.group = group, .rank = r, .ranks = replicas}, "sum", plan.collective);
         MIRRA_RETURN_IF_ERROR(b.status());
-        chain(share[0].node, r);
+        issue_order.chain(g, share[0].node, static_cast<size_t>(r));
         shards.insert(shards.end(), share.begin(), share.end());
       }
     } else {
@@ -95,7 +89,7 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
       auto scope = b.scope(group);
       shards = ops::reduce_scatter(b, flat, replicas, "sum", plan.collective, plan.worker);
       MIRRA_RETURN_IF_ERROR(b.status());
-      chain(shards[0].node, 0);
+      issue_order.chain(g, shards[0].node, 0);
     }
 
     std::vector<std::vector<graph::ValueRef>> updated(static_cast<size_t>(replicas));  // [r][position in bucket]

@@ -3,10 +3,10 @@
 // thread launching for several GPUs must, or NCCL may block on the first rank waiting for the
 // others. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one element
 // (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank.
-// Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute stream. One
-// communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for the
-// process. A rank completes once its GPU has finished the all-reduce. A watchdog fails the ranks of
-// a meeting some rank did not come to by the deadline, and aborts the communicators of an issued
+// Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute
+// stream. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for
+// the process. A rank completes once its GPU has finished its calls. A watchdog fails the ranks of a
+// meeting some rank did not come to by the deadline, and aborts the communicators of an issued
 // meeting whose deadline passed or whose communicator reported an error, so the step fails naming
 // the group and the GPUs instead of hanging; the next meeting makes new communicators. A step that
 // fails elsewhere (the session's collectives tell of it) fails the ranks waiting in its meetings at
