@@ -1,6 +1,6 @@
-// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter and
-// DimSize: schemas, builders and CPU kernels (the collectives' kernels call the session's
-// Collective, asynchronously).
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter,
+// PeerAllGather and DimSize: schemas, builders and CPU kernels (the collectives' kernels call the
+// session's Collective, asynchronously).
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
@@ -30,15 +30,18 @@ constexpr int64_t kMaxReplicas = 4096;
 const graph::AttrSpec kImplementationAttr{"implementation", AttrType::string, std::string(CollectiveOptions{}.implementation)};
 const graph::AttrSpec kTimeoutAttr{"timeout_ms", AttrType::integer, CollectiveOptions{}.timeout_ms};
 
-// The attrs of a device's rank of a collective among devices (PeerAllReduce, PeerReduceScatter).
-std::vector<graph::AttrSpec> peer_attrs() {
+// The attrs of a device's rank of a collective among devices (PeerAllReduce, PeerReduceScatter,
+// PeerAllGather), and `extra` (the reduction, or the gathered sizes).
+std::vector<graph::AttrSpec> peer_attrs(graph::AttrSpec extra) {
   return {{"group", AttrType::string, {}},
           {"rank", AttrType::integer, {}},
           {"ranks", AttrType::integer, {}},
-          {"reduction", AttrType::string, std::string("sum")},
+          std::move(extra),
           kImplementationAttr,
           kTimeoutAttr};
 }
+const graph::AttrSpec kReductionAttr{"reduction", AttrType::string, std::string("sum")};
+const graph::AttrSpec kGatheredElementsAttr{"elements", AttrType::int_list, std::vector<int64_t>{}};
 
 Status check_collective_attrs(const InferContext& ctx) {
   if (ctx.attr<std::string>("implementation").empty()) return ctx.error("implementation must name a collective");
@@ -239,7 +242,7 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
   return outputs;
 }
 
-// ---- PeerAllReduce and PeerReduceScatter ----
+// ---- PeerAllReduce, PeerReduceScatter and PeerAllGather ----
 
 // A rank's call of the session's collective: the tensors it passes (host copies on a device with
 // memory of its own), the host buffers the results come back in, and the outputs they return to.
@@ -335,10 +338,22 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   (*collective)->reduce_scatter(peer_call(ctx), reduction_of(ctx), call->inputs, call->results, returning_results(call));
 }
 
-// The attrs every rank's node has: its group, its rank of `ranks`, the reduction.
+// One device's rank of an all-gather among devices: output j is every rank's values[j] (its share
+// of `elements[j]`, as reduce-scatter cuts them) joined in rank order.
+void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_collective(ctx);
+  if (!collective.ok()) return done(collective.status());
+  const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
+  std::vector<Tensor> outputs;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.allocate_output(j, ctx.input(j).dtype(), {elements[j]}));
+  auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
+  runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank gathers on this thread
+  (*collective)->all_gather(peer_call(ctx), call->inputs, call->results, returning_results(call));
+}
+
+// The attrs every rank's node has: its group and its rank of `ranks`.
 Status check_peer_attrs(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
-  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the collective every rank takes part in");
   const int64_t ranks = ctx.attr<int64_t>("ranks"), rank = ctx.attr<int64_t>("rank");
   if (ranks < 1 || ranks > kMaxReplicas) return ctx.error("ranks must be in [1, 4096]");
@@ -348,6 +363,7 @@ Status check_peer_attrs(const InferContext& ctx) {
 
 Expected<std::vector<TensorType>> infer_peer_all_reduce(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_peer_attrs(ctx));
+  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   std::vector<TensorType> outputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     MIRRA_RETURN_IF_ERROR(check_all_reducible(ctx, ctx.input(i)));
@@ -358,6 +374,7 @@ Expected<std::vector<TensorType>> infer_peer_all_reduce(const InferContext& ctx)
 
 Expected<std::vector<TensorType>> infer_peer_reduce_scatter(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_peer_attrs(ctx));
+  MIRRA_RETURN_IF_ERROR(check_reduction(ctx));
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
   std::vector<TensorType> shares;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -367,6 +384,25 @@ Expected<std::vector<TensorType>> infer_peer_reduce_scatter(const InferContext& 
     shares.push_back({t.dtype, graph::Shape{elements ? runtime::participant_share(*elements, ranks, rank) : -1}});
   }
   return shares;
+}
+
+Expected<std::vector<TensorType>> infer_peer_all_gather(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_peer_attrs(ctx));
+  const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
+  const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
+  if (elements.size() != ctx.num_inputs()) return ctx.error("elements must give the gathered size of every input");
+  std::vector<TensorType> gathered;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorType& t = ctx.input(i);
+    if (elements[i] < 0) return ctx.error("elements must not be negative");
+    const int64_t share = runtime::participant_share(elements[i], ranks, rank);
+    if (t.shape.rank() != 1 || (t.shape.dim(0) >= 0 && t.shape.dim(0) != share)) {
+      return ctx.error("input " + std::to_string(i) + " " + t.to_string() + " is not rank " + std::to_string(rank) +
+                       "'s share of " + std::to_string(elements[i]) + " elements (" + std::to_string(share) + ")");
+    }
+    gathered.push_back({t.dtype, graph::Shape{elements[i]}});
+  }
+  return gathered;
 }
 
 // ---- ReduceScatter ----
@@ -596,7 +632,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "PeerAllReduce",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = peer_attrs(),
+                              .attrs = peer_attrs(kReductionAttr),
                               .traits = graph::kCollective,
                               .infer = infer_peer_all_reduce,
                               .summary = "Rank `rank` of `ranks` devices in all-reduce `group`: output j is the sum "
@@ -608,7 +644,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "PeerReduceScatter",
                               .inputs = {"values"},
                               .variadic = true,
-                              .attrs = peer_attrs(),
+                              .attrs = peer_attrs(kReductionAttr),
                               .traits = graph::kCollective,
                               .infer = infer_peer_reduce_scatter,
                               .summary = "Rank `rank` of `ranks` devices in reduce-scatter `group`: output j is "
@@ -617,6 +653,18 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "this device's memory.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("PeerReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = peer_reduce_scatter_kernel});
+  schemas.add(graph::OpSchema{.name = "PeerAllGather",
+                              .inputs = {"values"},
+                              .variadic = true,
+                              .attrs = peer_attrs(kGatheredElementsAttr),
+                              .traits = graph::kCollective,
+                              .infer = infer_peer_all_gather,
+                              .summary = "Rank `rank` of `ranks` devices in all-gather `group`, undoing "
+                                         "PeerReduceScatter: values[j] is this rank's share of elements[j] "
+                                         "elements (shares differ by at most one, the first larger), and output j "
+                                         "is every rank's share joined in rank order, in this device's memory.",
+                              .no_gradient = "it joins updated shares of the variables, which are not differentiated"});
+  kernels.add("PeerAllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = peer_all_gather_kernel});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
@@ -689,6 +737,20 @@ std::vector<graph::ValueRef> peer_reduce_scatter(graph::Builder& b, const std::v
                                                  const PeerRank& rank, std::string_view reduction,
                                                  const CollectiveOptions& options) {
   return peer_collective(b, "PeerReduceScatter", values, rank, reduction, options);
+}
+
+std::vector<graph::ValueRef> peer_all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& shares,
+                                             const PeerRank& rank, std::vector<int64_t> elements,
+                                             const CollectiveOptions& options) {
+  return outputs_of(b.add({.op = "PeerAllGather",
+                           .inputs = shares,
+                           .attrs = {{"group", rank.group},
+                                     {"rank", rank.rank},
+                                     {"ranks", rank.ranks},
+                                     {"elements", std::move(elements)},
+                                     {"implementation", options.implementation},
+                                     {"timeout_ms", options.timeout_ms}}}),
+                    shares.size());
 }
 
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,

@@ -20,9 +20,14 @@ namespace mirra::strategies {
 //   update_r  : applies shard_r to part_r, in place, with slots of share_r elements
 //   updated_r = Identity(part_r) after update_r           the result, as a value others can read
 //   Assign(variable_r, updated_0 .. updated_N-1)          replica r: the shares joined in order
-// The all-gather is the graph's: every replica's Assign reads every replica's updated share (placement
-// copies a share to a device with memory of its own), so no collective and no gathered buffer is
-// needed, and nothing larger than a share is ever allocated for it. The update's own control inputs
+// On the host the all-gather is the graph's: every replica's Assign reads every replica's updated
+// share (placement copies a share to a device with memory of its own), so no collective and no
+// gathered buffer is needed, and nothing larger than a share is ever allocated for it. Devices of one
+// replica each (`peer`) gather among themselves instead, one PeerAllGather per device and bucket
+// (NCCL between GPUs), so a share crosses from device to device once rather than through the host:
+//   gathered_r = PeerAllGather(updated_r of each variable, elements = n of each)   rank r of N
+//   Assign(variable_r, Reshape(gathered_r, the variable's shape))
+// The update's own control inputs
 // (every reader of the replica's variable) precede its Assign, so no reader of this step sees a
 // half-written variable. Every replica assigns the same bits, so the copies stay bitwise equal; the
 // arithmetic of each element is the unsharded update's, so the result equals unsharded Mirrored up to
@@ -39,6 +44,40 @@ namespace mirra::strategies {
 //   Assign(variable_r, gathered_0 .. gathered_N-1)
 // The network carries each element's sum once to its owner and each updated element once from it,
 // in two calls per bucket.
+
+namespace {
+
+// The `peer` join of one bucket: each device gathers every device's updated shares of the bucket's
+// variables (`updated[r][m]`, of members[m]) and writes them into its copy of each; appends the writes.
+graph::Status gather_among_devices(graph::Builder& b, const std::vector<ShardedVariable>& variables,
+                            const std::vector<size_t>& members, const std::vector<int64_t>& elements,
+                            const ShardingPlan& plan, size_t bucket, const std::vector<std::vector<graph::ValueRef>>& updated,
+                            CollectiveOrder& gather_order, std::vector<graph::NodeId>& writes) {
+  const int64_t replicas = static_cast<int64_t>(plan.devices.size());
+  const std::string group = "all_gather/bucket_" + std::to_string(bucket);
+  std::vector<int64_t> sizes;
+  for (size_t j : members) sizes.push_back(elements[j]);
+  for (int64_t r = 0; r < replicas; ++r) {
+    b.set_device(plan.devices[static_cast<size_t>(r)]);
+    std::vector<graph::ValueRef> gathered;
+    {
+      auto scope = b.scope("replica_" + std::to_string(r) + "/" + group);
+      gathered = ops::peer_all_gather(b, updated[static_cast<size_t>(r)], {.group = group, .rank = r, .ranks = replicas},
+                                      sizes, plan.collective);
+      MIRRA_RETURN_IF_ERROR(b.status());
+    }
+    gather_order.chain(b.graph(), gathered[0].node, static_cast<size_t>(r));
+    for (size_t m = 0; m < members.size(); ++m) {
+      const ShardedVariable& v = variables[members[m]];
+      auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
+      const graph::ValueRef copy = v.copies[static_cast<size_t>(r)];
+      writes.push_back(ops::assign(b, copy, ops::reshape(b, gathered[m], b.type(copy).shape.dims)));
+    }
+  }
+  return b.status();
+}
+
+}  // namespace
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
                                                           const ShardingPlan& plan) {
@@ -58,6 +97,7 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
   }
   std::vector<graph::NodeId> writes;
   CollectiveOrder issue_order(static_cast<size_t>(replicas));  // lanes: the host's (0), or each device's
+  CollectiveOrder gather_order(static_cast<size_t>(replicas));  // each device's PeerAllGathers
   const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
   for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
     const std::vector<size_t>& members = buckets[bucket];
@@ -131,6 +171,10 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         updated[static_cast<size_t>(r)] = ops::all_gather(b, updated[static_cast<size_t>(r)], 1, plan.collective, plan.worker, rows);
         MIRRA_RETURN_IF_ERROR(b.status());
       }
+    }
+    if (plan.peer) {
+      MIRRA_RETURN_IF_ERROR(gather_among_devices(b, variables, members, elements, plan, bucket, updated, gather_order, writes));
+      continue;
     }
     for (size_t m = 0; m < k; ++m) {
       const ShardedVariable& v = variables[members[m]];

@@ -1,8 +1,9 @@
-// PeerAllReduce and PeerReduceScatter on GPUs through NCCL. The ranks of a group (one node per GPU)
-// meet on the host, and the last to arrive issues every rank's NCCL calls in one group call: one
-// thread launching for several GPUs must, or NCCL may block on the first rank waiting for the
-// others. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one element
-// (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank.
+// PeerAllReduce, PeerReduceScatter and PeerAllGather on GPUs through NCCL. The ranks of a group (one
+// node per GPU) meet on the host, and the last to arrive issues every rank's NCCL calls in one group
+// call: one thread launching for several GPUs must, or NCCL may block on the first rank waiting for
+// the others. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one
+// element (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that
+// rank; an all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share.
 // Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute
 // stream. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for
 // the process. A rank completes once its GPU has finished its calls. A watchdog fails the ranks of a
@@ -449,6 +450,53 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   arrive(ctx, std::move(part), std::move(done));
 }
 
+// Every rank's share of each tensor, joined in rank order: ncclAllGather when the shares are equal,
+// else rank q's share broadcast from rank q into its place. Bytes are copied, whatever the dtype.
+void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
+  const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
+  struct Buffer {
+    const void* share;
+    std::byte* gathered;
+    int64_t elements;
+    size_t element_size;
+  };
+  std::vector<Buffer> buffers;
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& share = ctx.input(j);
+    Tensor& gathered = ctx.allocate_output(j, share.dtype(), {elements[j]});
+    buffers.push_back({share.raw_data(), static_cast<std::byte*>(gathered.mutable_raw_data()), elements[j],
+                       graph::dtype_size(share.dtype())});
+  }
+  Rank part{.allocated_outputs = !buffers.empty()};
+  part.launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
+    for (const Buffer& b : buffers) {
+      if (b.elements % ranks == 0) {
+        const size_t bytes = static_cast<size_t>(b.elements / ranks) * b.element_size;
+        if (bytes > 0) {
+          MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllGather(b.share, b.gathered, bytes, ncclUint8, comm, stream), "ncclAllGather"));
+        }
+        continue;
+      }
+      int64_t first = 0;
+      for (int64_t root = 0; root < ranks; ++root) {
+        const int64_t count = runtime::participant_share(b.elements, ranks, root);
+        std::byte* place = b.gathered + static_cast<size_t>(first) * b.element_size;
+        // Only the root's send buffer is read; the others pass their place in its stead.
+        const void* sent = root == rank ? b.share : place;
+        if (count > 0) {
+          MIRRA_RETURN_IF_ERROR(nccl_status(ncclBroadcast(sent, place, static_cast<size_t>(count) * b.element_size,
+                                                          ncclUint8, static_cast<int>(root), comm, stream),
+                                            "ncclBroadcast"));
+        }
+        first += count;
+      }
+    }
+    return Status();
+  };
+  arrive(ctx, std::move(part), std::move(done));
+}
+
 }  // namespace
 
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
@@ -457,6 +505,7 @@ void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
               {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = floats});
   kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
               {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats});
+  kernels.add("PeerAllGather", graph::DeviceKind::gpu, {.expensive = true, .async_fn = peer_all_gather_kernel});
 }
 
 }  // namespace mirra::ops::cuda

@@ -1,8 +1,9 @@
-// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter and
-// DimSize against plain loops: TensorFlow's split rule (including empty shares), sums and means over
-// replicas with every replica receiving the same bits (bf16 summed in f32 and rounded once), ranks of
-// a PeerAllReduce or PeerReduceScatter on devices of their own meeting by group, each replica's share
-// of the flattened sum, copies that each replica owns, gathers in replica order.
+// SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather, PeerAllReduce, PeerReduceScatter,
+// PeerAllGather and DimSize against plain loops: TensorFlow's split rule (including empty shares),
+// sums and means over replicas with every replica receiving the same bits (bf16 summed in f32 and
+// rounded once), ranks of a PeerAllReduce, PeerReduceScatter or PeerAllGather on devices of their own
+// meeting by group, each replica's share of the flattened sum, copies that each replica owns, gathers
+// in replica order.
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -137,9 +138,9 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
   checked_ops().insert("ReduceScatter");
 }
 
-// Rank r of buckets.size() devices of `kind`, each on device r, runs `collective` (a builder:
-// ops::peer_all_reduce or ops::peer_reduce_scatter) on its bucket, fed buckets[r] (two f32 tensors);
-// returns rank r's output j at r * 2 + j.
+// Rank r of buckets.size() devices of `kind`, each on device r, runs `collective` (a builder taking
+// the bucket and the rank, as ops::peer_all_reduce does) on its bucket, fed buckets[r] (two f32
+// tensors); returns rank r's output j at r * 2 + j.
 template <class Collective>
 std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vector<Tensor>>& buckets, Collective collective) {
   const int ranks = static_cast<int>(buckets.size());
@@ -264,6 +265,52 @@ TEST_CASE("Kernels.PeerReduceScatter.each_rank_gets_its_share") {
         REQUIRE(got.shape() == want.shape());
         CHECK(std::memcmp(got.raw_data(), want.raw_data(), want.byte_size()) == 0);
         first += share;
+      }
+    }
+  }
+}
+
+// Each rank brings its share of each tensor (uneven: 70001 elements over 3, and 2 over 3, where the
+// last share is empty; even: 12 over 3) and receives every share joined in rank order, bitwise; a
+// share of the wrong size is refused when the graph is built.
+TEST_CASE("Kernels.PeerAllGather.joins_the_shares_in_rank_order") {
+  runtime::Random rng(9);
+  const std::vector<Tensor> alone = {random_tensor<double>(rng, {6})};
+  check_op("PeerAllGather", alone,
+           {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}, {"elements", std::vector<int64_t>{6}}},
+           alone, 0);
+  CHECK(run_op("PeerAllGather", alone,
+               {{"group", std::string("g")}, {"rank", int64_t{1}}, {"ranks", int64_t{2}}, {"elements", std::vector<int64_t>{14}}})
+            .status().message().find("input 0 f64[6] is not rank 1's share of 14 elements (7)") != std::string::npos);
+  checked_ops().insert("PeerAllGather");
+
+  for (graph::DeviceKind kind : {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async}) {
+    for (const std::vector<int64_t>& elements : {std::vector<int64_t>{70001, 2}, std::vector<int64_t>{12, 3}}) {
+      CAPTURE(graph::device_kind_name(kind));
+      CAPTURE(elements[0]);
+      constexpr int kRanks = 3;
+      const std::vector<Tensor> whole = {random_tensor<float>(rng, {elements[0]}), random_tensor<float>(rng, {elements[1]})};
+      std::vector<std::vector<Tensor>> shares(kRanks);
+      for (size_t j = 0; j < whole.size(); ++j) {
+        int64_t first = 0;
+        for (int r = 0; r < kRanks; ++r) {
+          const int64_t share = runtime::participant_share(elements[j], kRanks, r);
+          shares[static_cast<size_t>(r)].push_back(
+              make_tensor(DType::f32, {share}, [&](int64_t i) { return element(whole[j], first + i); }));
+          first += share;
+        }
+      }
+      const auto gather = [&](graph::Builder& b, const std::vector<graph::ValueRef>& bucket, const ops::PeerRank& rank,
+                              std::string_view, const ops::CollectiveOptions& options) {
+        return ops::peer_all_gather(b, bucket, rank, elements, options);
+      };
+      const std::vector<Tensor> out = run_ranks(kind, shares, gather);
+      for (int r = 0; r < kRanks; ++r) {
+        for (size_t j = 0; j < whole.size(); ++j) {
+          const Tensor& got = out[static_cast<size_t>(r) * 2 + j];
+          REQUIRE(got.shape() == whole[j].shape());
+          CHECK(std::memcmp(got.raw_data(), whole[j].raw_data(), whole[j].byte_size()) == 0);
+        }
       }
     }
   }

@@ -8,6 +8,7 @@
 // workers each replica of each worker holds its part of every share.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -74,26 +75,36 @@ void check_sharded(const std::string& model, const ops::Optimizer& optimizer, in
 
   // Reduce-scatters of buckets of variables, each gradient in one (on the host, or among devices of
   // one replica each: one PeerReduceScatter per device, counted by rank 0's), and no all-reduce of
-  // gradients; each replica writes each variable once, from every replica's share.
+  // gradients; each replica writes each variable once, from every replica's share (on the host, the
+  // shares themselves; among devices, what the bucket's PeerAllGather joined of them).
   const int variables = static_cast<int>(program.variables_and_gradients.size());
-  int reduce_scatters = 0, scattered = 0, all_reduces = 0, writes = 0;
-  for (const graph::Node& node : sharded_program.graph.nodes()) {
+  int reduce_scatters = 0, scattered = 0, all_gathers = 0, gathered = 0, all_reduces = 0, writes = 0;
+  const auto& nodes = sharded_program.graph.nodes();
+  const bool peer = std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op == "PeerReduceScatter"; });
+  for (const graph::Node& node : nodes) {
     if (node.op == "ReduceScatter") {
       ++reduce_scatters;
       scattered += static_cast<int>(node.inputs.size()) / replicas;
     }
-    if (node.op == "PeerReduceScatter" && *node.attrs.get<int64_t>("rank") == 0) {
+    const bool rank_0 = node.attrs.get<int64_t>("rank") && *node.attrs.get<int64_t>("rank") == 0;
+    if (node.op == "PeerReduceScatter" && rank_0) {
       ++reduce_scatters;
       scattered += static_cast<int>(node.inputs.size());
+    }
+    if (node.op == "PeerAllGather" && rank_0) {
+      ++all_gathers;
+      gathered += static_cast<int>(node.inputs.size());
     }
     all_reduces += node.op == "AllReduce";
     if (node.op == "Assign") {
       ++writes;
-      CHECK(node.inputs.size() == static_cast<size_t>(replicas) + 1);
+      CHECK(node.inputs.size() == (peer ? 2 : static_cast<size_t>(replicas) + 1));
     }
   }
   CHECK(scattered == variables);
   CHECK(reduce_scatters < variables);  // the models' small variables share buckets
+  CHECK(all_gathers == (peer ? reduce_scatters : 0));
+  CHECK(gathered == (peer ? variables : 0));
   CHECK(writes == variables * replicas);
   CHECK(all_reduces == 0);
 }
@@ -115,9 +126,9 @@ TEST_CASE("ShardedOptimizerState.equals_unsharded_and_one_device") {
   }
 }
 
-// Devices of one replica each (cpu_async, the GPU's model) reduce-scatter among themselves, and the
-// updated shares reach the other devices through copies; replicas that share a device's memory
-// reduce-scatter on the host, with copies to and from each device around it.
+// Devices of one replica each (cpu_async, the GPU's model) reduce-scatter among themselves and gather
+// the updated shares among themselves; replicas that share a device's memory reduce-scatter on the
+// host, with copies to and from each device around it.
 TEST_CASE("ShardedOptimizerState.on_cpu_async_devices") {
   for (const auto& expected : {std::pair{1, AllReducePath::peer}, std::pair{2, AllReducePath::host}}) {
     const int logical = expected.first;
