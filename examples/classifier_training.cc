@@ -28,7 +28,9 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
   setup.model = model == "mlp" ? build_mlp(b) : build_cnn(b);
   setup.objective = ops::classifier_objective(b, setup.model.logits);
   MIRRA_RETURN_IF_ERROR(b.status());
-  MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer));
+  const bool fp16 = mixed_precision == ops::MixedPrecision::fp16;
+  MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer,
+                                                    {.loss_scaling = fp16 ? std::optional(ops::LossScaling{}) : std::nullopt}));
   ops::fuse_for_training(setup.graph);
   ops::apply_mixed_precision(setup.graph, mixed_precision);
   return setup;

@@ -4,11 +4,11 @@
 # GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
 # the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
 # gpu:0 for an epoch and Mirrored over two logical GPUs of gpu:0 for 200 steps, the CNN on gpu:0 in
-# f32 and in bf16 mixed precision for 100 steps each, Mirrored with sharded optimizer state over two
-# logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate, measures the
-# executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training benchmark next
-# to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or Debian's
-# dataset-fashion-mnist).
+# f32 and in bf16 and fp16 mixed precision for 100 steps each, Mirrored with sharded optimizer state
+# over two logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate,
+# measures the executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training
+# benchmark next to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or
+# Debian's dataset-fashion-mnist).
 # Prints a JSON summary as its last line; exits non-zero when a check failed.
 set -uo pipefail
 if [ -n "${MIRRA_BUNDLE:-}" ]; then
@@ -68,13 +68,15 @@ train_mlp_logical() {
   "$mirra" train "$work/mlp.mirra" --devices gpu:0,gpu:1 --logical-gpus-per-gpu 2 --data "$data" --steps 200 \
     --batch-size 256 --json | tee "$work/logical.out"
 }
-# The CNN on gpu:0 in f32, then in bf16 mixed precision, 100 steps each.
+# The CNN on gpu:0 in f32, then in bf16 and in fp16 (loss scaling on the GPU) mixed precision, 100 steps each.
 train_cnn_precisions() {
   "$examples" write cnn "$work/cnn.mirra" > /dev/null &&
     "$mirra" train "$work/cnn.mirra" --devices gpu:0 --strategy one_device --data "$data" --steps 100 --batch-size 128 \
       --json | tee "$work/cnn_f32.out" &&
     "$mirra" train "$work/cnn.mirra" --devices gpu:0 --strategy one_device --data "$data" --steps 100 --batch-size 128 \
-      --mixed-precision bf16 --json | tee "$work/cnn_bf16.out"
+      --mixed-precision bf16 --json | tee "$work/cnn_bf16.out" &&
+    "$mirra" train "$work/cnn.mirra" --devices gpu:0 --strategy one_device --data "$data" --steps 100 --batch-size 128 \
+      --mixed-precision fp16 --json | tee "$work/cnn_fp16.out"
 }
 # Mirrored over two logical GPUs of gpu:0 with sharded optimizer state (reduce-scattered on the host).
 train_sharded_logical() {
@@ -88,7 +90,8 @@ json_of() {
   case "$line" in "{"*) echo "$line" ;; *) echo null ;; esac
 }
 logical_json='"not run: no Fashion-MNIST files"'
-cnn_f32_json='"not run: no Fashion-MNIST files"' cnn_bf16_json="$cnn_f32_json" sharded_json="$cnn_f32_json"
+cnn_f32_json='"not run: no Fashion-MNIST files"' cnn_bf16_json="$cnn_f32_json" cnn_fp16_json="$cnn_f32_json"
+sharded_json="$cnn_f32_json"
 if [ -n "$data" ]; then
   step train_mlp_gpu train_mlp
   train_json=$(tail -n 1 "$work/train.out" 2>/dev/null)
@@ -96,8 +99,9 @@ if [ -n "$data" ]; then
   step train_mlp_logical_gpus train_mlp_logical
   logical_json=$(tail -n 1 "$work/logical.out" 2>/dev/null)
   case "$logical_json" in "{"*) ;; *) logical_json=null ;; esac
-  step train_cnn_gpu_f32_and_bf16 train_cnn_precisions
+  step train_cnn_gpu_f32_bf16_fp16 train_cnn_precisions
   cnn_f32_json=$(json_of "$work/cnn_f32.out") cnn_bf16_json=$(json_of "$work/cnn_bf16.out")
+  cnn_fp16_json=$(json_of "$work/cnn_fp16.out")
   step train_mlp_sharded_logical_gpus train_sharded_logical
   sharded_json=$(json_of "$work/sharded.out")
 fi
@@ -125,5 +129,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_cnn_fp16_summary\": $cnn_fp16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
 exit $failed

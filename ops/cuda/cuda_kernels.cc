@@ -12,6 +12,7 @@ void register_cuda_kernels(runtime::KernelRegistry& kernels) {
   cuda::register_gpu_conv_kernels(kernels);
   cuda::register_gpu_elementwise_kernels(kernels);
   cuda::register_gpu_reduce_kernels(kernels);
+  cuda::register_gpu_loss_scale_kernels(kernels);
   cuda::register_gpu_training_kernels(kernels);
   cuda::register_gpu_matmul_kernels(kernels);
   cuda::register_gpu_memory_kernels(kernels);

@@ -61,6 +61,10 @@ cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int6
 cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t stream);
 // counts[0] += the NaNs of x, counts[1] += its infinities (f32, f64; counts in device memory).
 cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned long long* counts, cudaStream_t stream);
+// *finite = whether counts[0] + counts[1] (count_non_finite's) is 0.
+cudaError_t none_counted(const unsigned long long* counts, bool* finite, cudaStream_t stream);
+// Dynamic loss scaling's step on the device's scalars, as the CPU's UpdateLossScale.
+cudaError_t update_loss_scale(float* scale, int64_t* good_steps, bool finite, int64_t growth_steps, cudaStream_t stream);
 // f32, f64, i32, i64, u8, bool.
 cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t stream);
 // f32, f64, i32, i64 (max: the largest, NaN wins).

@@ -34,6 +34,7 @@ void register_gpu_collective_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_loss_scale_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_memory_kernels(runtime::KernelRegistry& kernels);

@@ -236,14 +236,6 @@ graph::Status check_run_config(const RunConfig& c) {
   if (const graph::Status status = c.training.schedule.check(); !status.ok()) {
     return graph::invalid_argument("learning-rate schedule: " + status.message());
   }
-  if (c.training.mixed_precision == ops::MixedPrecision::fp16) {
-    for (const graph::DeviceId& device : c.strategy.devices) {
-      if (device.kind == graph::DeviceKind::gpu) {
-        return graph::invalid_argument("fp16 mixed precision runs on CPU devices (its loss scaling has no GPU kernels), not on " +
-                                       device.to_string());
-      }
-    }
-  }
   if (c.training.mixed_precision == ops::MixedPrecision::fp16 && c.training.check_numerics) {
     return graph::invalid_argument("fp16 mixed precision skips the steps whose gradients overflow; it does not combine "
                                    "with check_numerics");
