@@ -166,25 +166,13 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
   return config;
 }
 
-namespace {
-
-// "runs on CPU devices for now, not on gpu:N" for the config's first GPU, or "" without one.
-std::string first_gpu_problem(const StrategyConfig& config) {
-  for (const graph::DeviceId& device : config.devices) {
-    if (device.kind == graph::DeviceKind::gpu) return "runs on CPU devices for now, not on " + device.to_string();
-  }
-  return "";
-}
-
-}  // namespace
-
 std::string compression_problem(const StrategyConfig& config) {
   if (config.all_reduce.compression == "none") return "";
   if (config.strategy != "mirrored" && config.strategy != "multi_worker_mirrored") {
     return "applies to the gradient all-reduce of mirrored and multi_worker_mirrored, not to " + config.strategy;
   }
   if (config.shard_optimizer_state) return "does not apply with shard_optimizer_state, whose gradients are reduce-scattered";
-  return first_gpu_problem(config);
+  return "";
 }
 
 std::string shard_optimizer_state_problem(const StrategyConfig& config) {

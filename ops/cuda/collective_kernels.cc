@@ -102,7 +102,9 @@ Status all_gather_kernel(KernelContext& ctx) {
 
 void register_gpu_collective_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("AllReduce", DeviceKind::gpu,
-              {.fn = all_reduce_kernel, .reuses_inputs = true, .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64})});
+              {.fn = all_reduce_kernel,
+               .reuses_inputs = true,
+               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16})});
   kernels.add("Broadcast", DeviceKind::gpu, {broadcast_kernel});
   kernels.add("AllGather", DeviceKind::gpu, {all_gather_kernel});
 }

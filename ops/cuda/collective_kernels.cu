@@ -1,7 +1,9 @@
 // CUDA kernels of the collectives among replicas that share one GPU: the sum over replicas' buffers,
 // in passes of at most kPointersPerPass buffers (their pointers travel as kernel arguments), then
-// one pass that writes the result into every replica's output.
+// one pass that writes the result into every replica's output. bf16 buffers are summed in f32 and
+// rounded once per pass (once, up to 32 replicas), as the CPU collective sums them.
 #include "ops/cuda/launch.cuh"
+#include "ops/cuda/sixteen_bit.cuh"
 
 namespace mirra::ops::cuda {
 
@@ -21,11 +23,12 @@ struct Targets {
 // acc[i] (+)= sources 0..count-1 at i, in order; `first`: the first pass, whose first source starts
 // the sum. The last pass divides by `divisor` (1 for a sum), as the CPU divides.
 template <class T>
-__global__ void accumulate_kernel(Sources<T> sources, int count, bool first, T divisor, T* acc, int64_t n) {
+__global__ void accumulate_kernel(Sources<T> sources, int count, bool first, Accumulator<T> divisor, T* acc, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    T sum = first ? sources.at[0][i] : acc[i] + sources.at[0][i];
-    for (int c = 1; c < count; ++c) sum += sources.at[c][i];
-    acc[i] = divisor == T(1) ? sum : sum / divisor;
+    Accumulator<T> sum = accumulated(sources.at[0][i]);
+    if (!first) sum = accumulated(acc[i]) + sum;
+    for (int c = 1; c < count; ++c) sum += accumulated(sources.at[c][i]);
+    acc[i] = stored<T>(divisor == Accumulator<T>(1) ? sum : sum / divisor);
   }
 }
 
@@ -46,7 +49,7 @@ cudaError_t sum_over_replicas_of(const void* const* inputs, void* const* outputs
     Sources<T> sources{};
     for (int c = 0; c < count; ++c) sources.at[c] = static_cast<const T*>(inputs[begin + c]);
     const bool last = begin + count == replicas;
-    const T divisor = last && mean ? static_cast<T>(replicas) : T(1);
+    const Accumulator<T> divisor = last && mean ? static_cast<Accumulator<T>>(replicas) : Accumulator<T>(1);
     accumulate_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(sources, count, begin == 0, divisor, acc, n);
     if (const cudaError_t error = launched(); error != cudaSuccess) return error;
   }
@@ -65,7 +68,7 @@ cudaError_t sum_over_replicas_of(const void* const* inputs, void* const* outputs
 cudaError_t sum_over_replicas(DType dtype, const void* const* inputs, void* const* outputs, int replicas, bool mean,
                               int64_t n, cudaStream_t stream) {
   if (n == 0 || replicas == 0) return cudaSuccess;
-  return visit<float, double>(dtype, [&](auto t) {
+  return visit<float, double, graph::bfloat16>(dtype, [&](auto t) {
     return sum_over_replicas_of<decltype(t)>(inputs, outputs, replicas, mean, n, stream);
   });
 }

@@ -3,42 +3,13 @@
 // count of non-finite values.
 #include <type_traits>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "ops/cuda/launch.cuh"
+#include "ops/cuda/sixteen_bit.cuh"
 #include "ops/elementwise_math.h"
 
 namespace mirra::ops::cuda {
 
 namespace {
-
-// The 16-bit floats on the device, converted by CUDA's intrinsics, which round to nearest, ties to
-// even, as graph/float16.h does on the host; to float they are exact.
-template <class T>
-constexpr bool kSixteenBitFloat = std::is_same_v<T, graph::bfloat16> || std::is_same_v<T, graph::float16>;
-
-__device__ inline float widened(graph::bfloat16 x) {
-  __nv_bfloat16_raw raw;
-  raw.x = x.bits;
-  return __bfloat162float(__nv_bfloat16(raw));
-}
-__device__ inline float widened(graph::float16 x) {
-  __half_raw raw;
-  raw.x = x.bits;
-  return __half2float(__half(raw));
-}
-
-template <class T>
-__device__ T narrowed(float x) {
-  T y;
-  if constexpr (std::is_same_v<T, graph::bfloat16>) {
-    y.bits = static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(x)).x;
-  } else {
-    y.bits = static_cast<__half_raw>(__float2half_rn(x)).x;
-  }
-  return y;
-}
 
 // One element, as the CPU's Cast converts it: the 16-bit floats go through float (exact from them,
 // rounded once to them, except from f64, which rounds to float first).

@@ -358,7 +358,13 @@ class NcclPeers {
   std::thread watchdog_;
 };
 
-ncclDataType_t nccl_type(graph::DType dtype) { return dtype == graph::DType::f64 ? ncclFloat64 : ncclFloat32; }
+ncclDataType_t nccl_type(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::f64: return ncclFloat64;
+    case graph::DType::bf16: return ncclBfloat16;
+    default: return ncclFloat32;
+  }
+}
 
 // GPUs sum among themselves; a mean (the sum scaled after) is not built.
 Status check_sum(const KernelContext& ctx) {
@@ -501,8 +507,12 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
 
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({graph::DType::f32, graph::DType::f64});
+  // bf16 (compressed gradients): NCCL adds them pairwise, rounding each partial sum to bf16.
   kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
-              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = floats});
+              {.expensive = true,
+               .reuses_inputs = true,
+               .async_fn = peer_all_reduce_kernel,
+               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16})});
   kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
               {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats});
   kernels.add("PeerAllGather", graph::DeviceKind::gpu, {.expensive = true, .async_fn = peer_all_gather_kernel});

@@ -5,7 +5,9 @@
 // The same for a GPU and the CPU side by side (summed on the host). With two GPUs, the same over
 // NCCL: one replica per GPU, and two logical GPUs on each (hierarchical). Sharded optimizer state
 // (on the host for logical GPUs, through NCCL's reduce-scatter between GPUs) trains as unsharded
-// Mirrored; a step that fails on one GPU fails NCCL's rank waiting on the other at once.
+// Mirrored; so does bf16 all-reduce within bf16's rounding (summed on the GPU for logical GPUs, in
+// bf16 through NCCL between GPUs); a step that fails on one GPU fails NCCL's rank waiting on the other
+// at once.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -122,6 +124,39 @@ TEST_CASE("Gpu.mirrored.sharded_state_of_logical_gpus") { check_sharded(2, 2, Al
 
 // One replica per GPU: the GPUs reduce-scatter among themselves through NCCL.
 TEST_CASE("Gpu.mirrored.several_gpus_reduce_scatter_sharded_state_with_nccl") { check_sharded(2, 1, AllReducePath::peer); }
+
+// bf16 all-reduce (all_reduce.compression) over `replicas` GPUs of `logical_gpus_per_gpu` per
+// physical GPU, summing along `path`, follows uncompressed Mirrored within bf16's rounding.
+void check_compressed(int replicas, int logical_gpus_per_gpu, AllReducePath path) {
+  CAPTURE(replicas);
+  CAPTURE(logical_gpus_per_gpu);
+  const TrainingProgram program = build_program("small_cnn", ops::Optimizer::adam(0.001));
+  const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, 29);
+  StrategyConfig config{.strategy = "mirrored",
+                        .devices = devices_of(graph::DeviceKind::gpu, replicas),
+                        .logical_gpus_per_gpu = logical_gpus_per_gpu};
+  const auto uncompressed = train(config, program, batches);
+  config.all_reduce.compression = "bf16";
+  auto strategy = make_strategy(config);
+  REQUIRE(strategy.ok());
+  CHECK((*strategy)->all_reduce_plan().path == path);
+  std::map<std::string, std::vector<double>> want, got;
+  for (const auto& [name, value] : train(config, program, batches)) {
+    if (is_slot(name)) continue;
+    got[name] = value;
+    want[name] = uncompressed.at(name);
+  }
+  check_follows_within_bf16(got, want);
+}
+
+// Logical GPUs of one GPU: their bf16 buckets are summed on the GPU, in f32, rounded once.
+TEST_CASE("Gpu.mirrored.bf16_all_reduce_of_logical_gpus") { check_compressed(2, 2, AllReducePath::on_device); }
+
+// Needs two GPUs: NCCL sums the bf16 buckets, alone and beneath two logical GPUs on each.
+TEST_CASE("Gpu.mirrored.several_gpus_bf16_all_reduce_with_nccl") {
+  check_compressed(2, 1, AllReducePath::peer);
+  check_compressed(4, 2, AllReducePath::hierarchical);
+}
 
 // Rank 1's input fails its check, so rank 1 never comes to the NCCL meeting: rank 0 fails with that
 // error at once, not at its deadline (an hour), and the next step meets as usual.

@@ -141,7 +141,8 @@ std::map<std::string, std::vector<double>> float_variables(runtime::Session& ses
   return values;
 }
 
-void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want) {
+double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
+                    double relative) {
   CAPTURE(name);
   REQUIRE(got.size() == want.size());
   double scale = 0, diff = 0;
@@ -149,7 +150,22 @@ void check_close(const std::string& name, const std::vector<double>& got, const 
     scale = std::max(scale, std::abs(want[i]));
     diff = std::max(diff, std::abs(got[i] - want[i]));
   }
-  CHECK(diff <= 1e-5 * std::max(scale, 1e-30));
+  CHECK(diff <= relative * std::max(scale, 1e-30));
+  return diff;
+}
+
+void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want) {
+  check_within(name, got, want, 1e-5);
+}
+
+void check_follows_within_bf16(const std::map<std::string, std::vector<double>>& got,
+                               const std::map<std::string, std::vector<double>>& want) {
+  double largest_difference = 0;
+  for (const auto& [name, values] : want) {
+    REQUIRE(got.contains(name));
+    largest_difference = std::max(largest_difference, check_within(name, got.at(name), values, 1e-2));
+  }
+  CHECK(largest_difference > 0);
 }
 
 }  // namespace mirra::strategies::test

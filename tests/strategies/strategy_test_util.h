@@ -50,7 +50,16 @@ std::map<std::string, std::vector<double>> train_checking_replicas(const Trainin
                                                                    const std::vector<Batch>& batches, int replicas,
                                                                    bool check_slots, int logical_gpus_per_gpu = 1);
 
-// Checks max |got - want| <= 1e-5 * max |want| over one variable's elements.
+// Checks max |got - want| <= relative * max |want| over one variable's elements; returns max |got - want|.
+double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
+                    double relative);
+// check_within 1e-5.
 void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want);
+
+// Checks that `got`, trained with bf16 all-reduce, follows `want`, trained without, by name: each
+// variable within 1e-2 of its largest element (bf16 keeps 8 bits of each gradient), and that some
+// variable differs (the gradients were rounded).
+void check_follows_within_bf16(const std::map<std::string, std::vector<double>>& got,
+                               const std::map<std::string, std::vector<double>>& want);
 
 }  // namespace mirra::strategies::test
