@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "ops/registry.h"
 #include "tests/strategies/strategy_test_util.h"
@@ -96,27 +97,45 @@ TEST_CASE("Gpu.mirrored.a_gpu_and_a_cpu_train_as_one_gpu") {
   }
 }
 
-// Sharded optimizer state (ZeRO stage 1) over `replicas` GPUs of `logical_gpus_per_gpu` per physical
-// GPU trains as unsharded Mirrored does.
-void check_sharded(int replicas, int logical_gpus_per_gpu, AllReducePath path) {
+// Mirrored over `replicas` GPUs of `logical_gpus_per_gpu` per physical GPU (the small CNN, Adam,
+// global batch 61), as configured and with `vary` applied to the config, which must sum along `path`:
+// the variables (not the slots) each trains, by name.
+struct Variants {
+  std::map<std::string, std::vector<double>> plain, varied;
+};
+Variants train_variants(int replicas, int logical_gpus_per_gpu, uint64_t seed, AllReducePath path,
+                        const std::function<void(StrategyConfig&)>& vary) {
   CAPTURE(replicas);
   CAPTURE(logical_gpus_per_gpu);
   const TrainingProgram program = build_program("small_cnn", ops::Optimizer::adam(0.001));
-  const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, 23);
+  const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, seed);
   StrategyConfig config{.strategy = "mirrored",
                         .devices = devices_of(graph::DeviceKind::gpu, replicas),
                         .logical_gpus_per_gpu = logical_gpus_per_gpu};
-  const auto unsharded = train(config, program, batches);
-  config.shard_optimizer_state = true;
+  Variants out;
+  for (auto& [name, value] : train(config, program, batches)) {
+    if (!is_slot(name)) out.plain[name] = std::move(value);
+  }
+  vary(config);
   auto strategy = make_strategy(config);
   REQUIRE(strategy.ok());
   CHECK((*strategy)->all_reduce_plan().path == path);
   auto distributed = (*strategy)->distribute(program);
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
-  const auto sharded = train_checking_replicas(*distributed, batches, replicas, /*check_slots=*/false, logical_gpus_per_gpu);
-  for (const auto& [name, value] : unsharded) {
-    if (!is_slot(name)) check_close(name, sharded.at(name), value);
+  // Sharded slots hold different shares on each replica.
+  for (auto& [name, value] : train_checking_replicas(*distributed, batches, replicas,
+                                                     /*check_slots=*/!config.shard_optimizer_state, logical_gpus_per_gpu)) {
+    if (!is_slot(name)) out.varied[name] = std::move(value);
   }
+  return out;
+}
+
+// Sharded optimizer state (ZeRO stage 1) over `replicas` GPUs of `logical_gpus_per_gpu` per physical
+// GPU trains as unsharded Mirrored does.
+void check_sharded(int replicas, int logical_gpus_per_gpu, AllReducePath path) {
+  const Variants trained = train_variants(replicas, logical_gpus_per_gpu, 23, path,
+                                          [](StrategyConfig& config) { config.shard_optimizer_state = true; });
+  for (const auto& [name, value] : trained.plain) check_close(name, trained.varied.at(name), value);
 }
 
 // Logical GPUs of one GPU share its memory: their gradients are reduce-scattered on the host.
@@ -126,27 +145,11 @@ TEST_CASE("Gpu.mirrored.sharded_state_of_logical_gpus") { check_sharded(2, 2, Al
 TEST_CASE("Gpu.mirrored.several_gpus_reduce_scatter_sharded_state_with_nccl") { check_sharded(2, 1, AllReducePath::peer); }
 
 // bf16 all-reduce (all_reduce.compression) over `replicas` GPUs of `logical_gpus_per_gpu` per
-// physical GPU, summing along `path`, follows uncompressed Mirrored within bf16's rounding.
+// physical GPU follows uncompressed Mirrored within bf16's rounding.
 void check_compressed(int replicas, int logical_gpus_per_gpu, AllReducePath path) {
-  CAPTURE(replicas);
-  CAPTURE(logical_gpus_per_gpu);
-  const TrainingProgram program = build_program("small_cnn", ops::Optimizer::adam(0.001));
-  const std::vector<Batch> batches = random_batches("small_cnn", 61, kSteps, 29);
-  StrategyConfig config{.strategy = "mirrored",
-                        .devices = devices_of(graph::DeviceKind::gpu, replicas),
-                        .logical_gpus_per_gpu = logical_gpus_per_gpu};
-  const auto uncompressed = train(config, program, batches);
-  config.all_reduce.compression = "bf16";
-  auto strategy = make_strategy(config);
-  REQUIRE(strategy.ok());
-  CHECK((*strategy)->all_reduce_plan().path == path);
-  std::map<std::string, std::vector<double>> want, got;
-  for (const auto& [name, value] : train(config, program, batches)) {
-    if (is_slot(name)) continue;
-    got[name] = value;
-    want[name] = uncompressed.at(name);
-  }
-  check_follows_within_bf16(got, want);
+  const Variants trained = train_variants(replicas, logical_gpus_per_gpu, 29, path,
+                                          [](StrategyConfig& config) { config.all_reduce.compression = "bf16"; });
+  check_follows_within_bf16(trained.varied, trained.plain);
 }
 
 // Logical GPUs of one GPU: their bf16 buckets are summed on the GPU, in f32, rounded once.
