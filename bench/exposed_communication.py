@@ -1,12 +1,15 @@
 #!/usr/bin/python3
-"""Exposed communication per step, from a worker's trace (`mirra train --trace FILE` under
-multi_worker_mirrored writes FILE.worker<r>).
+"""Exposed communication per step, from a trace of `mirra train --trace FILE` (under
+multi_worker_mirrored, a worker's: FILE.worker<r>).
 
-Per step (the "steps" track), the time during which a cross-worker all-reduce is in flight (its
-"waiting for workers" or "all-reduce across workers" phase, track "across workers (MPI)") while none
-of the worker's devices runs a kernel (device tracks, category "kernel"): communication the step
-waits for rather than overlaps with compute. Prints one JSON object: steps, mean step ms, mean
-exposed ms and its fraction of the step, the first step (set-up) left out.
+Per step (the "steps" track), the time during which communication is in flight while none of the
+devices runs a kernel on its compute stream (track "device X", category "kernel"): communication
+the step waits for rather than overlaps with compute. Communication is a collective on a device's
+communication stream (track "device X communication": all-reduces among the devices of the
+process, NCCL between GPUs), or a cross-worker all-reduce's "waiting for workers" and "all-reduce
+across workers" phases (track "across workers (MPI)"). Copies between memory spaces (tracks "device
+X copies") are neither. Prints one JSON object: steps, mean step ms, mean exposed ms and its
+fraction of the step, the first step (set-up) left out.
 
 Usage: bench/exposed_communication.py TRACE
 """
@@ -56,10 +59,10 @@ def main():
         track = names.get(e["tid"], "")
         if track == "steps":
             steps.append(span)
-        elif track.startswith("device ") and e.get("cat") == "kernel":
-            kernels.append(span)
-        elif track == "across workers (MPI)" and not e["name"].startswith("local reduce"):
+        elif track.endswith(" communication") or (track == "across workers (MPI)" and not e["name"].startswith("local reduce")):
             communication.append(span)
+        elif track.startswith("device ") and not track.endswith(" copies") and e.get("cat") == "kernel":
+            kernels.append(span)
     steps = sorted(steps)[1:]
     if not steps:
         sys.exit("exposed_communication: the trace holds fewer than two steps")

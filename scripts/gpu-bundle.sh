@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds mirra with the CUDA backend and packs what a machine with a GPU needs to check it, where none
 # of our Debian build dependencies are installed: the runner, the GPU test binaries, scripts/gpu-check.sh,
-# the GPU benchmark and its PyTorch peer, and the shared libraries they use that such a machine lacks (mirra's own, oneTBB, oneDNN, OpenBLAS, the C++ and
-# Fortran runtimes), but not the NVIDIA driver or CUDA libraries, which the machine has (toolkit, or
+# the GPU benchmark and its PyTorch peer, the exposed-communication reader, and the shared libraries
+# they use that such a machine lacks (mirra's own, oneTBB, oneDNN, OpenBLAS, the C++ and Fortran
+# runtimes), but not the NVIDIA driver or CUDA libraries, which the machine has (toolkit, or
 # NVIDIA's Python wheels). run.sh in the bundle finds cuBLAS, cuDNN and NCCL and sets the library path.
 #   scripts/gpu-bundle.sh OUT.tar.xz [--data]     # --data: add the Fashion-MNIST files (30 MB)
 # The bundle without the data must stay within 40 MB compressed.
@@ -26,7 +27,7 @@ stage="$stage_root/mirra-gpu"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/scripts" "$stage/bench/peers"
 for binary in "${binaries[@]}"; do cp "$build/$binary" "$stage/bin/"; done
 cp scripts/gpu-check.sh "$stage/scripts/"
-cp bench/gpu_training_vs_pytorch.py "$stage/bench/"
+cp bench/gpu_training_vs_pytorch.py bench/exposed_communication.py "$stage/bench/"
 cp bench/peers/torch_gpu_training.py bench/peers/torch_training.py bench/peers/fashion_mnist.py "$stage/bench/peers/"
 
 # Every library the binaries load, but the C runtime's and NVIDIA's.

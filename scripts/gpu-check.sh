@@ -4,8 +4,9 @@
 # GPU tests and the ops' conformance on the GPU with MIRRA_REQUIRE_GPU=1 (a missing device fails),
 # the conformance again under compute-sanitizer's memcheck where the tool exists, trains the MLP on
 # gpu:0 for an epoch and Mirrored over two logical GPUs of gpu:0 for 200 steps, the CNN on gpu:0 in
-# f32 and in bf16 and fp16 mixed precision for 100 steps each, Mirrored with sharded optimizer state
-# over two logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate,
+# f32 and in bf16 and fp16 mixed precision for 100 steps each, the CNN Mirrored over two logical GPUs
+# traced (its exposed communication per step), Mirrored with sharded optimizer state over two
+# logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate,
 # measures the executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training
 # benchmark next to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or
 # Debian's dataset-fashion-mnist).
@@ -78,6 +79,13 @@ train_cnn_precisions() {
     "$mirra" train "$work/cnn.mirra" --devices gpu:0 --strategy one_device --data "$data" --steps 100 --batch-size 128 \
       --mixed-precision fp16 --json | tee "$work/cnn_fp16.out"
 }
+# The CNN Mirrored over two logical GPUs of gpu:0, 50 steps traced, and how much of each step waits
+# for its all-reduces (bench/exposed_communication.py over the trace).
+exposed_communication_logical() {
+  "$mirra" train "$work/cnn.mirra" --devices gpu:0,gpu:1 --logical-gpus-per-gpu 2 --data "$data" --steps 50 \
+    --batch-size 256 --trace "$work/logical_cnn.trace.json" > /dev/null &&
+    python3 "$root/bench/exposed_communication.py" "$work/logical_cnn.trace.json" | tee "$work/exposed.out"
+}
 # Mirrored over two logical GPUs of gpu:0 with sharded optimizer state (reduce-scattered on the host).
 train_sharded_logical() {
   "$mirra" train "$work/mlp.mirra" --devices gpu:0,gpu:1 --logical-gpus-per-gpu 2 --data "$data" --steps 100 \
@@ -91,7 +99,7 @@ json_of() {
 }
 logical_json='"not run: no Fashion-MNIST files"'
 cnn_f32_json='"not run: no Fashion-MNIST files"' cnn_bf16_json="$cnn_f32_json" cnn_fp16_json="$cnn_f32_json"
-sharded_json="$cnn_f32_json"
+sharded_json="$cnn_f32_json" exposed_json="$cnn_f32_json"
 if [ -n "$data" ]; then
   step train_mlp_gpu train_mlp
   train_json=$(tail -n 1 "$work/train.out" 2>/dev/null)
@@ -102,6 +110,8 @@ if [ -n "$data" ]; then
   step train_cnn_gpu_f32_bf16_fp16 train_cnn_precisions
   cnn_f32_json=$(json_of "$work/cnn_f32.out") cnn_bf16_json=$(json_of "$work/cnn_bf16.out")
   cnn_fp16_json=$(json_of "$work/cnn_fp16.out")
+  step exposed_communication_logical_gpus exposed_communication_logical
+  exposed_json=$(json_of "$work/exposed.out")
   step train_mlp_sharded_logical_gpus train_sharded_logical
   sharded_json=$(json_of "$work/sharded.out")
 fi
@@ -129,5 +139,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_cnn_fp16_summary\": $cnn_fp16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_cnn_fp16_summary\": $cnn_fp16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"exposed_communication_logical_gpus\": $exposed_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
 exit $failed
