@@ -37,6 +37,29 @@ void append_unique(std::vector<uint32_t>& list, size_t begin, uint32_t value) {
   if (std::find(list.begin() + static_cast<ptrdiff_t>(begin), list.end(), value) == list.end()) list.push_back(value);
 }
 
+// Whether `consumer` reads an output of graph node `producer` in host memory
+// (KernelDef::host_memory_inputs): its kernel reads that value on the host when it is launched.
+bool reads_on_the_host(const PlanNode& consumer, NodeId producer) {
+  if (consumer.kernel == nullptr || consumer.kernel->host_memory_inputs == 0) return false;
+  const std::vector<graph::ValueRef>& inputs = consumer.node->inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].node == producer && in_host_memory(consumer.kernel->host_memory_inputs, k)) return true;
+  }
+  return false;
+}
+
+// Whether node `producer`, on a stream, hands `consumer` over when it is enqueued (an early
+// consumer: it follows on the same stream, or waits for the producer's event on another) rather
+// than when its device has run it. Not a consumer off streams; not one that reads the producer's
+// output on the host (a learning rate copied to the host, a copy to another device's memory through
+// the host), since a GPU stream launches work at once and its copy to the host lands later; and, of
+// a collective on a communication stream, only consumers on that same stream, so the others (the
+// updates on the compute stream) do not hold up their stream waiting for it.
+bool hands_over_at_enqueue(const PlanNode& producer, const PlanNode& consumer) {
+  if (!producer.on_stream || !consumer.on_stream || reads_on_the_host(consumer, producer.node->id)) return false;
+  return !producer.on_communication_stream || (consumer.device == producer.device && consumer.on_communication_stream);
+}
+
 }  // namespace
 
 Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest& request,
@@ -82,6 +105,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       pn.host_memory_outputs = kernel->host_memory_outputs;
       pn.completes_later = kernel->async_fn != nullptr || pn.device->asynchronous();
       pn.on_stream = pn.device->asynchronous() && kernel->async_fn == nullptr;
+      pn.on_communication_stream = pn.on_stream && kernel->on_communication_stream;
       // Which inputs are free to overwrite is decided on the host, which may not look at values a
       // stream has yet to produce.
       pn.reuses_inputs = pn.reuses_inputs && !pn.on_stream;
@@ -127,7 +151,8 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       if (p.fed) continue;
       ++pn.initial_pending;
       consumers[producer].push_back(i);
-      if (pn.on_stream && p.on_stream && p.device != pn.device) {
+      const bool other_stream = p.device != pn.device || p.on_communication_stream != pn.on_communication_stream;
+      if (other_stream && hands_over_at_enqueue(p, pn)) {  // otherwise the device ran p before pn is ready
         plan.stream_waits.push_back(producer);
         p.records_event = true;
       }
@@ -138,16 +163,14 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
   for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
     PlanNode& pn = plan.nodes[i];
     pn.consumers_begin = static_cast<uint32_t>(plan.consumers.size());
-    // A node on a stream hands its consumers on streams over when it is enqueued: they go first.
-    if (pn.on_stream) {
-      std::stable_partition(consumers[i].begin(), consumers[i].end(),
-                            [&](uint32_t c) { return plan.nodes[c].on_stream; });
-    }
+    // The consumers a node on a stream hands over when it is enqueued go first.
+    const auto early = [&](uint32_t c) { return hands_over_at_enqueue(pn, plan.nodes[c]); };
+    std::stable_partition(consumers[i].begin(), consumers[i].end(), early);
     plan.consumers.insert(plan.consumers.end(), consumers[i].begin(), consumers[i].end());
     pn.consumers_end = static_cast<uint32_t>(plan.consumers.size());
     uint32_t& early_end = plan.stream_orders[i].early_consumers_end;
     early_end = pn.consumers_begin;
-    while (pn.on_stream && early_end < pn.consumers_end && plan.nodes[plan.consumers[early_end]].on_stream) ++early_end;
+    while (early_end < pn.consumers_end && early(plan.consumers[early_end])) ++early_end;
     if (!pn.fed && pn.initial_pending == 0) plan.initially_ready.push_back(i);
   }
   for (const auto& fetch : request.fetches) {

@@ -50,6 +50,7 @@ struct PlanNode {
   bool on_stream : 1 = false;        // a kernel enqueued on its device's stream: done for its stream
                                      // successors when enqueued, for the others when the stream ran it
   bool records_event : 1 = false;    // a consumer on another stream waits for an event after it
+  bool on_communication_stream : 1 = false;  // on_stream, on its device's communication stream
 };
 
 // How a node on a stream is ordered with other streams (read only for such nodes, so kept apart).

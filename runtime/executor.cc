@@ -57,22 +57,28 @@ void invoke_kernel(const KernelDef& kernel, KernelContext& context, const Kernel
   }
 }
 
-// Reports a kernel's work on `device`'s stream done once the device ran it (a GPU kernel only
-// launched it), with the device's error if it reported one.
-void report_when_device_done(const Device& device, Status status, const KernelDone& done) {
+// The stream a node's kernel runs on, on a device with streams of its own: the device's compute
+// stream, or its communication stream (KernelDef::on_communication_stream).
+Stream& stream_of(const PlanNode& pn) {
+  return pn.on_communication_stream ? pn.device->communication_stream() : pn.device->compute_stream();
+}
+
+// Reports a kernel's work on `stream` done once the device ran it (a GPU kernel only launched it),
+// with the device's error if it reported one.
+void report_when_device_done(Stream& stream, Status status, const KernelDone& done) {
   if (!status.ok()) return done(std::move(status));
-  device.compute_stream().when_device_done(done);
+  stream.when_device_done(done);
 }
 
 // Runs the node's kernel: on its device's stream when the device has one of its own (with access to
 // the device's memory, and the host's when the kernel declares host-memory arguments), else here.
 void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
   if (!pn.device->asynchronous()) return invoke_kernel(*pn.kernel, context, done);
-  pn.device->compute_stream().enqueue([&pn, &context, done = std::move(done)] {
+  stream_of(pn).enqueue([&pn, &context, done = std::move(done)] {
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
     invoke_kernel(*pn.kernel, context,
-                  [&pn, done](Status status) { report_when_device_done(*pn.device, std::move(status), done); });
+                  [&pn, done](Status status) { report_when_device_done(stream_of(pn), std::move(status), done); });
   });
 }
 
@@ -237,13 +243,15 @@ void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uin
   launch(pn, call->context, std::move(done));
 }
 
-// The node's kernel as work on its device's stream, after the events of its producers on other
-// streams. There it is skipped when the step already failed; otherwise it runs with access to the
-// device's memory, its outputs are checked, and a failure is recorded at once, so the work queued
-// behind it skips too (it may have been enqueued before this ran).
+// The node's kernel as work on its stream, after the events of its producers on other streams (on
+// the communication stream, after what the compute stream has queued: KernelDef::
+// on_communication_stream). There it is skipped when the step already failed; otherwise it runs
+// with access to the device's memory, its outputs are checked, and a failure is recorded at once, so
+// the work queued behind it skips too (it may have been enqueued before this ran).
 void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
   const PlanNode& pn = plan_.nodes[index];
-  Stream& stream = pn.device->compute_stream();
+  Stream& stream = stream_of(pn);
+  if (pn.on_communication_stream) stream.wait(pn.device->compute_stream().record());
   for (uint32_t producer : plan_.stream_waits_of(index)) stream.wait(step.events[producer]);
   stream.enqueue([this, &step, &pn, &call, done = std::move(done)] {
     if (step.failed.load(std::memory_order_acquire)) return done(graph::aborted(describe(pn) + ": not run, the step failed"));
@@ -259,7 +267,7 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
       return done(std::move(status));
     }
     // Host consumers and the release of inputs wait until the device ran the kernel's work.
-    pn.device->compute_stream().when_device_done([&step, &pn, done](Status on_device) {
+    stream_of(pn).when_device_done([&step, &pn, done](Status on_device) {
       if (!on_device.ok()) {
         on_device = on_device.with_context(describe(pn));
         step.record(on_device);

@@ -3,7 +3,8 @@
 // them ready, expensive ones become tasks; no kernel ever waits for another node. An asynchronous
 // kernel finishes when it calls its done callback: its continuation is a deferred task of the step
 // (so the step waits for it), submitted to the arena by the callback, and no worker thread blocks
-// meanwhile. A kernel on a device with a stream of its own is done for its consumers on streams
+// meanwhile. A kernel on a device with streams of its own runs on its compute stream (or, a
+// collective that asks, its communication stream); it is done for its consumers on streams
 // when it is enqueued (they follow it on its stream, or wait for its event on theirs), and for the
 // others (and for releasing its inputs) when the device has run it (a GPU kernel's launch returns
 // before). The first error wins: the step stops scheduling, and the error names the node, its op

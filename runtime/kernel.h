@@ -130,6 +130,14 @@ struct KernelDef {
   // they arrive there, and a device's stream may touch host memory while such a kernel runs.
   uint32_t host_memory_inputs = 0;
   uint32_t host_memory_outputs = 0;
+  // A synchronous kernel that, on a device with streams of its own, runs on the device's
+  // communication stream instead of its compute stream and launches its device work there (a
+  // collective among devices that share memory), so the compute stream goes on while it waits for
+  // other devices. The executor has the communication stream wait for what the compute stream has
+  // queued first (the allocator reuses memory in the compute stream's order, and the kernel's outputs
+  // are new); the kernel itself must free no scratch memory, whose next user on the compute stream
+  // would not wait for it.
+  bool on_communication_stream = false;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
   bool accepts_operand(graph::DType dtype) const {

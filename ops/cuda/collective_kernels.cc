@@ -1,7 +1,9 @@
 // GPU kernels of AllReduce, Broadcast and AllGather for replicas that share this GPU: placement
 // brings every replica's buffer into its memory, so the node needs no rendezvous and no transport,
-// only work on the stream (one reduction kernel, or device-to-device copies). Replicas on different
-// GPUs or hosts reduce through the session's Collective on the CPU kernel's path.
+// only work on a stream (one reduction kernel, or device-to-device copies). AllReduce runs on the
+// GPU's communication stream (KernelDef::on_communication_stream), so the compute stream goes on
+// with the backward pass while the sum waits for the other replicas' gradients. Replicas on
+// different GPUs or hosts reduce through the session's Collective on the CPU kernel's path.
 #include <cstdint>
 #include <vector>
 
@@ -26,9 +28,10 @@ Status copy_on_device(const KernelContext& ctx, void* to, const void* from, size
   return Status();
 }
 
-// Replica r's bucket is inputs r*k .. r*k+k-1; each output reuses its input's buffer where the
-// executor allows (the sum is then in place).
+// Replica r's bucket is inputs r*k .. r*k+k-1, summed on the communication stream into new outputs
+// (a kernel on a stream is never offered its inputs' buffers).
 Status all_reduce_kernel(KernelContext& ctx) {
+  const cudaStream_t stream = gpu_of(ctx).gpu_communication_stream().handle();
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
   const bool mean = ctx.attr<std::string>("reduction") == "mean";
@@ -40,12 +43,12 @@ Status all_reduce_kernel(KernelContext& ctx) {
       const size_t i = static_cast<size_t>(r) * k + j;
       const Tensor& input = ctx.input(i);
       MIRRA_RETURN_IF_ERROR(check_same_type(input, first, r));
-      Tensor& output = ctx.output_in_place_of_input(i);
+      Tensor& output = ctx.allocate_output(i, input.dtype(), input.shape());
       inputs[static_cast<size_t>(r)] = input.raw_data();
       outputs[static_cast<size_t>(r)] = output.mutable_raw_data();
     }
     MIRRA_RETURN_IF_ERROR(launched(sum_over_replicas(first.dtype(), inputs.data(), outputs.data(), static_cast<int>(replicas),
-                                                     mean, first.num_elements(), stream_of(ctx)),
+                                                     mean, first.num_elements(), stream),
                                    "sum_over_replicas"));
   }
   return Status();
@@ -103,8 +106,8 @@ Status all_gather_kernel(KernelContext& ctx) {
 void register_gpu_collective_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("AllReduce", DeviceKind::gpu,
               {.fn = all_reduce_kernel,
-               .reuses_inputs = true,
-               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16})});
+               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16}),
+               .on_communication_stream = true});
   kernels.add("Broadcast", DeviceKind::gpu, {broadcast_kernel});
   kernels.add("AllGather", DeviceKind::gpu, {all_gather_kernel});
 }

@@ -5,9 +5,12 @@
 // while queued work still reads it returns to the pool only after that work, which AddressSanitizer
 // would report otherwise); placement inserts copies between memory spaces, refuses a device without
 // a kernel (or dtype, or operand dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
-// equal deterministic runs on the CPU; feeds staged ahead run as feeds do.
+// equal deterministic runs on the CPU; feeds staged ahead run as feeds do; a collective on a
+// communication stream leaves the compute stream free; a kernel reading a value on the host waits
+// until the device wrote it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -21,7 +24,9 @@
 #include "ops/registry.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/cpu/caching_allocator.h"
+#include "runtime/execution_plan.h"
 #include "runtime/gpu_devices.h"
+#include "runtime/placement.h"
 #include "runtime/session.h"
 
 namespace mirra::runtime {
@@ -174,6 +179,136 @@ TEST_CASE("Devices.cpu_async.frees_in_stream_order") {
   CHECK(sum == 4096);
   CHECK(device.allocator()->stats().bytes_in_use == in_use - CachingAllocator::size_class(4096 * sizeof(float)));
   CHECK(device.allocator()->stats().bytes_cached == CachingAllocator::size_class(4096 * sizeof(float)));
+}
+
+// Test kernels of a collective on a communication stream: TestSlow (a slow copy on one device),
+// TestSumsOnCommunication (a + b, on its device's communication stream), TestPauses (a host copy
+// after a pause) and TestStamps (a copy that notes when and on which thread it ran).
+int64_t now_ns() { return std::chrono::steady_clock::now().time_since_epoch() / 1ns; }
+std::atomic<int64_t> slow_end_ns{0}, stamp_ns{0};
+std::atomic<std::thread::id> summing_thread, stamping_thread;
+
+Status copy_input(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  std::copy_n(x.data<float>(), x.num_elements(), y.mutable_data<float>());
+  return Status();
+}
+
+struct CommunicationKernelTables {
+  graph::OpRegistry schemas;
+  KernelRegistry kernels;
+  CommunicationKernelTables() {
+    ops::register_builtin_ops(schemas, kernels);
+    const auto same_as_input = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
+      return std::vector<graph::TensorType>{ctx.input(0)};
+    };
+    for (const char* op : {"TestSlow", "TestPauses", "TestStamps"}) {
+      schemas.add(graph::OpSchema{.name = op, .inputs = {"x"}, .infer = same_as_input, .summary = "test", .no_gradient = "test op"});
+    }
+    schemas.add(graph::OpSchema{.name = "TestSumsOnCommunication",
+                                .inputs = {"a", "b"},
+                                .infer = same_as_input,
+                                .summary = "test",
+                                .no_gradient = "test op"});
+    kernels.add("TestSlow", DeviceKind::cpu_async, {.fn = [](KernelContext& ctx) {
+                  std::this_thread::sleep_for(300ms);
+                  const Status status = copy_input(ctx);
+                  slow_end_ns = now_ns();
+                  return status;
+                }});
+    kernels.add("TestPauses", DeviceKind::cpu, {.fn = [](KernelContext& ctx) {
+                  std::this_thread::sleep_for(50ms);
+                  return copy_input(ctx);
+                }});
+    kernels.add("TestStamps", DeviceKind::cpu_async, {.fn = [](KernelContext& ctx) {
+                  stamp_ns = now_ns();
+                  stamping_thread = std::this_thread::get_id();
+                  return copy_input(ctx);
+                }});
+    kernels.add("TestSumsOnCommunication", DeviceKind::cpu_async,
+                {.fn =
+                     [](KernelContext& ctx) {
+                       summing_thread = std::this_thread::get_id();
+                       const Tensor &a = ctx.input(0), &b = ctx.input(1);
+                       Tensor& sum = ctx.allocate_output(0, a.dtype(), a.shape());
+                       for (int64_t i = 0; i < a.num_elements(); ++i) sum.mutable_data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+                       return Status();
+                     },
+                 .on_communication_stream = true});
+  }
+};
+
+// A collective on a device's communication stream waits there for another device's slow input (two
+// logical devices of one device's memory, as logical GPUs: no copies between them), and the device's
+// compute stream goes on meanwhile: a node enqueued on it later runs long before that input is ready
+// (on the compute stream it would queue behind the collective). The collective's consumers still see
+// its result, and the other way round it waits for the compute stream's work.
+TEST_CASE("Devices.a_kernel_on_the_communication_stream.leaves_the_compute_stream_free") {
+  static const CommunicationKernelTables tables;
+  const graph::DeviceId async1{DeviceKind::cpu_async, 1};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a second step runs the same way
+    CAPTURE(attempt);
+    graph::Graph g;
+    graph::Builder b(g, tables.schemas);
+    auto x = ops::placeholder(b, "x", DType::f32, {3});
+    b.set_device(async1);
+    auto slow = b.add_value({.op = "TestSlow", .inputs = {x}});
+    b.set_device(kAsync0);
+    auto doubled = ops::add(b, x, x);  // on the compute stream before the collective
+    auto sum = b.add_value({.op = "TestSumsOnCommunication", .inputs = {slow, doubled}});
+    auto after = ops::add(b, sum, x);  // on the compute stream, after the collective
+    b.set_device(graph::DeviceId{DeviceKind::cpu, 0});
+    auto paused = b.add_value({.op = "TestPauses", .inputs = {x}});
+    b.set_device(kAsync0);
+    auto stamped = b.add_value({.op = "TestStamps", .inputs = {paused}});
+    REQUIRE(b.status().ok());
+    Session session(g, tables.kernels, {.threads = 2, .logical_gpus_per_gpu = 2});
+    auto out = session.run({{"x", Tensor::from<float>({3}, {1, 2, 3})}}, {after, stamped});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{4, 8, 12});
+    CHECK((*out)[1].to_vector<float>() == std::vector<float>{1, 2, 3});
+    CHECK(stamp_ns.load() < slow_end_ns.load());
+    CHECK(summing_thread.load() != stamping_thread.load());
+    CHECK(summing_thread.load() != std::this_thread::get_id());
+  }
+}
+
+// A kernel that reads a value on the host (KernelDef::host_memory_inputs) from a node on a stream is
+// made ready only when the device has run that node: a GPU stream launches work at once, so the
+// value of a copy to the host lands after it is enqueued (the learning rate an update reads, a copy
+// to another device's memory through the host). A consumer on a stream that reads the value in the
+// device's memory follows its producer on the stream as soon as that is enqueued.
+TEST_CASE("Plan.a_kernel_reading_a_value_on_the_host.waits_until_the_device_wrote_it") {
+  const graph::DeviceId async1{DeviceKind::cpu_async, 1};
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(kAsync0);
+  auto x = ops::placeholder(b, "x", DType::f32, {3});
+  auto y = ops::neg(b, x);
+  auto on_host = b.add_value({.op = std::string(kCopyToHostOp), .inputs = {y}, .name = "to_host"});
+  auto follows = ops::neg(b, y);
+  b.set_device(async1);
+  auto moved = b.add_value({.op = std::string(kCopyFromHostOp), .inputs = {on_host}, .name = "to_async1"});
+  REQUIRE(b.status().ok());
+  DeviceSet devices = DeviceSet::create({kAsync0, async1});
+  auto plan = build_plan(g, {.fed = {x.node}, .fetches = {follows, moved}}, ops::kernels(), devices, kAsync0);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  const auto index_of = [&](graph::NodeId id) {
+    for (uint32_t i = 0; i < plan->nodes.size(); ++i) {
+      if (plan->nodes[i].node->id == id) return i;
+    }
+    FAIL("node " << id << " is not in the plan");
+    return kNotInPlan;
+  };
+  const auto holds = [](std::span<const uint32_t> list, uint32_t i) { return std::find(list.begin(), list.end(), i) != list.end(); };
+  const uint32_t copy_to_host = index_of(on_host.node), copy_from_host = index_of(moved.node);
+  CHECK(bool{plan->nodes[copy_to_host].on_stream});
+  CHECK(bool{plan->nodes[copy_from_host].on_stream});
+  CHECK_FALSE(holds(plan->early_consumers_of(copy_to_host), copy_from_host));
+  CHECK(holds(plan->late_consumers_of(copy_to_host), copy_from_host));
+  CHECK(holds(plan->early_consumers_of(index_of(y.node)), index_of(follows.node)));
+  CHECK(holds(plan->early_consumers_of(index_of(y.node)), copy_to_host));
 }
 
 // A device's work may run a parallel loop: oneTBB hands its tasks to other threads, which touch the
