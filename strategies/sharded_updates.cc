@@ -27,12 +27,12 @@ namespace mirra::strategies {
 // (NCCL between GPUs), so a share crosses from device to device once rather than through the host:
 //   gathered_r = PeerAllGather(updated_r of each variable, elements = n of each)   rank r of N
 //   Assign(variable_r, Reshape(gathered_r, the variable's shape))
-// The update's own control inputs
-// (every reader of the replica's variable) precede its Assign, so no reader of this step sees a
-// half-written variable. Every replica assigns the same bits, so the copies stay bitwise equal; the
-// arithmetic of each element is the unsharded update's, so the result equals unsharded Mirrored up to
-// the reduction's summation order. One ReduceScatter serves a bucket of variables (the all-reduce's
-// bucket sizes, in the order gradients become ready), each cut on its own as above.
+// The update's own control inputs (every reader of the replica's variable) precede its Assign, so
+// no reader of this step sees a half-written variable. Every replica assigns the same bits, so the
+// copies stay bitwise equal; the arithmetic of each element is the unsharded update's, so the result
+// equals unsharded Mirrored up to the reduction's summation order. One ReduceScatter serves a bucket
+// of variables (the all-reduce's bucket sizes, in the order gradients become ready), each cut on its
+// own as above.
 //
 // Across W workers of N local replicas each, share r is cut again among the workers
 // (runtime::worker_share), so each of the W·N replicas of the run owns 1/(W·N) of every slot. The
@@ -50,9 +50,10 @@ namespace {
 // The `peer` join of one bucket: each device gathers every device's updated shares of the bucket's
 // variables (`updated[r][m]`, of members[m]) and writes them into its copy of each; appends the writes.
 graph::Status gather_among_devices(graph::Builder& b, const std::vector<ShardedVariable>& variables,
-                            const std::vector<size_t>& members, const std::vector<int64_t>& elements,
-                            const ShardingPlan& plan, size_t bucket, const std::vector<std::vector<graph::ValueRef>>& updated,
-                            CollectiveOrder& gather_order, std::vector<graph::NodeId>& writes) {
+                                   const std::vector<size_t>& members, const std::vector<int64_t>& elements,
+                                   const ShardingPlan& plan, size_t bucket,
+                                   const std::vector<std::vector<graph::ValueRef>>& updated, CollectiveOrder& gather_order,
+                                   std::vector<graph::NodeId>& writes) {
   const int64_t replicas = static_cast<int64_t>(plan.devices.size());
   const std::string group = "all_gather/bucket_" + std::to_string(bucket);
   std::vector<int64_t> sizes;
