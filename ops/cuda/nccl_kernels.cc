@@ -1,7 +1,9 @@
 // PeerAllReduce, PeerReduceScatter and PeerAllGather on GPUs through NCCL. The ranks of a group (one
-// node per GPU) meet on the host, and the last to arrive issues every rank's NCCL calls in one group
-// call: one thread launching for several GPUs must, or NCCL may block on the first rank waiting for
-// the others. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one
+// node per GPU) meet on the host, and once the last has arrived one issuing thread makes every rank's
+// NCCL calls in one group call: one thread launching for several GPUs must, or NCCL may block on the
+// first rank waiting for the others. The issuing thread is NcclPeers' own, not the last rank's: that
+// one is launching on its GPU's compute stream and holds that stream, while issuing touches every
+// GPU's streams, so two ranks issuing two meetings at once could each wait for the other's stream. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one
 // element (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that
 // rank; an all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share.
 // Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "ops/cuda/gpu_kernel.h"
+#include "runtime/stream.h"
 
 namespace mirra::ops::cuda {
 
@@ -122,7 +125,7 @@ class NcclPeers {
       }
     }
     if (!refused.ok()) return part.done(std::move(refused));
-    if (complete) issue(complete);
+    if (complete) issuer_.enqueue([this, complete] { issue(complete); });
   }
 
   // Has NcclPeers hear of `session`'s failed steps (through `collectives`, its collective set) and
@@ -178,8 +181,8 @@ class NcclPeers {
   NcclPeers() = default;
 
   // Every rank's calls in one NCCL group, each on its GPU's communication stream; then each rank
-  // completes when its GPU has run them. One meeting issues at a time, so every GPU's stream
-  // receives the meetings' calls in the same order.
+  // completes when its GPU has run them. On the issuing thread: one meeting issues at a time, so
+  // every GPU's stream receives the meetings' calls in the same order.
   void issue(const std::shared_ptr<Meeting>& meeting) {
     std::vector<int> gpus;
     std::string devices;
@@ -190,7 +193,6 @@ class NcclPeers {
     meeting->what += devices;
     auto communicators = communicators_for(gpus);
     Status status = communicators.ok() ? Status() : communicators.status();
-    std::lock_guard issuing(issue_mutex_);
     if (status.ok()) {
       meeting->communicators = *communicators;
       for (const auto& rank : meeting->ranks) {
@@ -347,7 +349,7 @@ class NcclPeers {
   using Key = std::tuple<const void*, std::string, int64_t>;  // session, group, step
 
   std::mutex mutex_;
-  std::mutex issue_mutex_;  // held while a meeting's group call issues
+  runtime::WorkerStream issuer_{"NCCL issue"};  // issues the meetings, in the order they complete
   std::map<Key, std::shared_ptr<Meeting>> meetings_;
   std::map<Key, Status> closed_;  // meetings failed at their deadline, which late ranks fail at once
   std::map<std::pair<const void*, int64_t>, Status> abandoned_;  // failed steps (session, step), and why
