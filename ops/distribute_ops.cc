@@ -183,6 +183,12 @@ Status check_all_reducible(const InferContext& ctx, const TensorType& t) {
   return ctx.error("all-reduce takes f32, f64 or bf16");
 }
 
+// What a reduce-scatter cuts into shares: f32 or f64.
+Status check_reduce_scatterable(const InferContext& ctx, const TensorType& t) {
+  if (t.dtype == DType::f32 || t.dtype == DType::f64) return Status();
+  return ctx.error("reduce-scatter takes f32 or f64");
+}
+
 // Input i has the dtype and a shape compatible with replica 0's counterpart, input `reference`.
 Status check_matches_replica_0(const InferContext& ctx, size_t i, size_t reference) {
   const TensorType& t = ctx.input(i);
@@ -379,7 +385,7 @@ Expected<std::vector<TensorType>> infer_peer_reduce_scatter(const InferContext& 
   std::vector<TensorType> shares;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
-    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
+    MIRRA_RETURN_IF_ERROR(check_reduce_scatterable(ctx, t));
     const std::optional<int64_t> elements = t.shape.num_elements();
     shares.push_back({t.dtype, graph::Shape{elements ? runtime::participant_share(*elements, ranks, rank) : -1}});
   }
@@ -442,7 +448,7 @@ Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) 
   std::vector<TensorType> shares;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     const TensorType& t = ctx.input(i);
-    if (t.dtype != DType::f32 && t.dtype != DType::f64) return ctx.error("reduce-scatter takes f32 or f64");
+    MIRRA_RETURN_IF_ERROR(check_reduce_scatterable(ctx, t));
     if (t.dtype != dtype) return ctx.error("a bucket holds one dtype: input " + std::to_string(i) + " " + t.to_string());
     MIRRA_RETURN_IF_ERROR(check_matches_replica_0(ctx, i, i % k));
     const std::optional<int64_t> elements = t.shape.num_elements();
