@@ -67,7 +67,7 @@ Status broadcast_kernel(KernelContext& ctx) {
 // For each tensor j of the bucket, every replica's output j is all replicas' j-th rows in replica order.
 Status all_gather_kernel(KernelContext& ctx) {
   if (ctx.attr<int64_t>("workers") != 1) {
-    return graph::unimplemented("'" + ctx.node().name + "' gathers across workers, which GPUs do not yet (no NCCL all-gather)");
+    return graph::unimplemented("'" + ctx.node().name + "' gathers across workers, which GPUs do not yet (no NCCL across workers)");
   }
   const size_t replicas = static_cast<size_t>(ctx.attr<int64_t>("replicas"));
   const size_t k = ctx.num_inputs() / replicas;

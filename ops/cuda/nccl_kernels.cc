@@ -3,9 +3,10 @@
 // NCCL calls in one group call: one thread launching for several GPUs must, or NCCL may block on the
 // first rank waiting for the others. The issuing thread is NcclPeers' own, not the last rank's: that
 // one is launching on its GPU's compute stream and holds that stream, while issuing touches every
-// GPU's streams, so two ranks issuing two meetings at once could each wait for the other's stream. An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one
-// element (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that
-// rank; an all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share.
+// GPU's streams, so two ranks issuing two meetings at once could each wait for the other's stream.
+// An all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one element
+// (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank; an
+// all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share.
 // Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute
 // stream. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for
 // the process. A rank completes once its GPU has finished its calls. A watchdog fails the ranks of a
@@ -510,11 +511,9 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({graph::DType::f32, graph::DType::f64});
   // bf16 (compressed gradients): NCCL adds them pairwise, rounding each partial sum to bf16.
+  const uint32_t summable = floats | runtime::dtype_mask({graph::DType::bf16});
   kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
-              {.expensive = true,
-               .reuses_inputs = true,
-               .async_fn = peer_all_reduce_kernel,
-               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16})});
+              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = summable});
   kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
               {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats});
   kernels.add("PeerAllGather", graph::DeviceKind::gpu, {.expensive = true, .async_fn = peer_all_gather_kernel});

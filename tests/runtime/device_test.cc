@@ -87,6 +87,11 @@ Status touches_host_memory_kernel(KernelContext& ctx) {
   return Status();
 }
 
+// The shape rule of the test ops that output what they read.
+graph::Expected<std::vector<graph::TensorType>> same_as_input(const graph::InferContext& ctx) {
+  return std::vector<graph::TensorType>{ctx.input(0)};
+}
+
 struct WrongKernelTables {
   graph::OpRegistry schemas;
   KernelRegistry kernels;
@@ -94,17 +99,13 @@ struct WrongKernelTables {
     ops::register_builtin_ops(schemas, kernels);
     schemas.add(graph::OpSchema{.name = "TestTouchesHost",
                                 .inputs = {"x"},
-                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{ctx.input(0)};
-                                },
+                                .infer = same_as_input,
                                 .summary = "test: a kernel that touches host memory from a device",
                                 .no_gradient = "test op"});
     kernels.add("TestTouchesHost", DeviceKind::cpu_async, {touches_host_memory_kernel});
     schemas.add(graph::OpSchema{.name = "TestCpuOnly",
                                 .inputs = {"x"},
-                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{ctx.input(0)};
-                                },
+                                .infer = same_as_input,
                                 .summary = "test: f32 only, CPU only",
                                 .no_gradient = "test op"});
     kernels.add("TestCpuOnly", DeviceKind::cpu,
@@ -200,9 +201,6 @@ struct CommunicationKernelTables {
   KernelRegistry kernels;
   CommunicationKernelTables() {
     ops::register_builtin_ops(schemas, kernels);
-    const auto same_as_input = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-      return std::vector<graph::TensorType>{ctx.input(0)};
-    };
     for (const char* op : {"TestSlow", "TestPauses", "TestStamps"}) {
       schemas.add(graph::OpSchema{.name = op, .inputs = {"x"}, .infer = same_as_input, .summary = "test", .no_gradient = "test op"});
     }
