@@ -217,10 +217,9 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .summary = "variable -= learning_rate * gradient, in place (nothing when the optional "
                                          "bool apply is false).",
                               .no_gradient = "it updates state and outputs nothing"});
-  // The learning rate (and Adam's step, and the gates) are scalars the host part of a device kernel
-  // reads: they stay in host memory.
-  kernels.add("ApplyGradientDescent", graph::DeviceKind::cpu,
-              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = (1u << 2) | (1u << kGradientDescentGate)});
+  // The learning rate (and Adam's step, and the gates) stay in the device's memory, where the kernels
+  // read them when they run: the host never waits for them, and a captured step reads each replay's.
+  kernels.add("ApplyGradientDescent", graph::DeviceKind::cpu, {apply_gradient_descent_kernel});
   schemas.add(graph::OpSchema{.name = "ApplyMomentum",
                               .inputs = {"variable", "accumulator", "gradient", "learning_rate", "apply"},
                               .optional_inputs = 1,
@@ -231,8 +230,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                                          "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)); "
                                          "nothing when the optional bool apply is false.",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyMomentum", graph::DeviceKind::cpu,
-              {.fn = apply_momentum_kernel, .host_memory_inputs = (1u << 3) | (1u << kMomentumGate)});
+  kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {apply_momentum_kernel});
   schemas.add(graph::OpSchema{.name = "ApplyAdam",
                               .inputs = {"variable", "m", "v", "gradient", "learning_rate", "step", "apply"},
                               .optional_inputs = 1,
@@ -246,8 +244,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                                          "counts the updates already applied; nothing when the optional bool apply is "
                                          "false.",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("ApplyAdam", graph::DeviceKind::cpu,
-              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5) | (1u << kAdamGate)});
+  kernels.add("ApplyAdam", graph::DeviceKind::cpu, {apply_adam_kernel});
   schemas.add(graph::OpSchema{.name = "AssignAdd",
                               .inputs = {"variable", "value", "apply"},
                               .optional_inputs = 1,
@@ -256,7 +253,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .summary = "variable += value, in place (step counters; nothing when the optional bool "
                                          "apply is false).",
                               .no_gradient = "it updates state and outputs nothing"});
-  kernels.add("AssignAdd", graph::DeviceKind::cpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
+  kernels.add("AssignAdd", graph::DeviceKind::cpu, {assign_add_kernel});
   schemas.add(graph::OpSchema{.name = "Assign",
                               .inputs = {"variable", "values"},
                               .variadic = true,

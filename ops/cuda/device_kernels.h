@@ -63,8 +63,9 @@ cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaSt
 cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned long long* counts, cudaStream_t stream);
 // *finite = whether counts[0] + counts[1] (count_non_finite's) is 0.
 cudaError_t none_counted(const unsigned long long* counts, bool* finite, cudaStream_t stream);
-// Dynamic loss scaling's step on the device's scalars, as the CPU's UpdateLossScale.
-cudaError_t update_loss_scale(float* scale, int64_t* good_steps, bool finite, int64_t growth_steps, cudaStream_t stream);
+// Dynamic loss scaling's step on the device's scalars (the verdict too), as the CPU's UpdateLossScale.
+cudaError_t update_loss_scale(float* scale, int64_t* good_steps, const bool* finite, int64_t growth_steps,
+                              cudaStream_t stream);
 // f32, f64, i32, i64, u8, bool.
 cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t stream);
 // f32, f64, i32, i64 (max: the largest, NaN wins).
@@ -98,19 +99,22 @@ cudaError_t pool_forward(bool max, const float* x, float* y, const PoolGeometry&
 cudaError_t pool_backward(bool max, const float* x, const float* dy, float* dx, const PoolGeometry& geometry,
                           cudaStream_t stream);
 
-// Optimizer updates in place (f32, f64); learning rates are host values.
-cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, double learning_rate, int64_t n,
-                                   cudaStream_t stream);
-cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, double learning_rate,
-                           double momentum, bool nesterov, int64_t n, cudaStream_t stream);
-// The AdamUpdate's fields (ops/elementwise_math.h), as doubles.
+// Optimizer updates in place (f32, f64). Their scalars are read on the device: the learning rate (of
+// the variable's dtype), Adam's count of updates done, and the gate (null: none; false: no update),
+// so the host never waits for them and a captured step reads each replay's values.
+cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, const void* learning_rate,
+                                   const bool* gate, int64_t n, cudaStream_t stream);
+cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, const void* learning_rate,
+                           const bool* gate, double momentum, bool nesterov, int64_t n, cudaStream_t stream);
+// ApplyAdam's attributes; the bias corrections come from the step on the device.
 struct AdamParameters {
-  double beta1, beta2, step_size, inverse_sqrt_correction2, decay, epsilon;
+  double beta1, beta2, weight_decay, epsilon;
 };
 cudaError_t apply_adam(DType dtype, void* variable, void* first_moment, void* second_moment, const void* gradient,
-                       const AdamParameters& parameters, int64_t n, cudaStream_t stream);
-// variable += delta (f32, f64, i32, i64).
-cudaError_t assign_add(DType dtype, void* variable, const void* delta, int64_t n, cudaStream_t stream);
+                       const void* learning_rate, const int64_t* step, const bool* gate, const AdamParameters& parameters,
+                       int64_t n, cudaStream_t stream);
+// variable += delta (f32, f64, i32, i64), unless *gate (when not null) is false.
+cudaError_t assign_add(DType dtype, void* variable, const void* delta, const bool* gate, int64_t n, cudaStream_t stream);
 
 // The replicas' buffers of one tensor, all in this GPU's memory: every outputs[r] receives the sum
 // (or mean) over r' of inputs[r'], added in replica order as the in-process collective adds, so

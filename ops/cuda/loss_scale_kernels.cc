@@ -1,7 +1,6 @@
 // GPU kernels of dynamic loss scaling, host side: AllFinite counts the NaNs and infinities of its
-// inputs on the device and leaves its verdict there (the gated updates read it through a copy to the
-// host, as they read the learning rate); UpdateLossScale moves the device's scale and count of good
-// steps, with the verdict passed by value.
+// inputs on the device and leaves its verdict there, where the gated updates read it;
+// UpdateLossScale moves the device's scale and count of good steps by that verdict.
 #include "ops/cuda/gpu_kernel.h"
 
 namespace mirra::ops::cuda {
@@ -28,7 +27,7 @@ Status all_finite_kernel(KernelContext& ctx) {
 
 Status update_loss_scale_kernel(KernelContext& ctx) {
   return launched(update_loss_scale(ctx.input_for_update(0).mutable_data<float>(),
-                                    ctx.input_for_update(1).mutable_data<int64_t>(), ctx.input(2).data<bool>()[0],
+                                    ctx.input_for_update(1).mutable_data<int64_t>(), ctx.input(2).data<bool>(),
                                     ctx.attr<int64_t>("growth_steps"), stream_of(ctx)),
                   "update_loss_scale");
 }
@@ -37,7 +36,7 @@ Status update_loss_scale_kernel(KernelContext& ctx) {
 
 void register_gpu_loss_scale_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("AllFinite", DeviceKind::gpu, {.fn = all_finite_kernel, .expensive = true});
-  kernels.add("UpdateLossScale", DeviceKind::gpu, {.fn = update_loss_scale_kernel, .host_memory_inputs = 1u << 2});
+  kernels.add("UpdateLossScale", DeviceKind::gpu, {update_loss_scale_kernel});
 }
 
 }  // namespace mirra::ops::cuda

@@ -8,8 +8,8 @@ namespace {
 
 __global__ void none_counted_kernel(const unsigned long long* counts, bool* finite) { *finite = counts[0] + counts[1] == 0; }
 
-__global__ void update_loss_scale_kernel(float* scale, int64_t* good_steps, bool finite, int64_t growth_steps) {
-  if (!finite) {
+__global__ void update_loss_scale_kernel(float* scale, int64_t* good_steps, const bool* finite, int64_t growth_steps) {
+  if (!*finite) {
     *scale = fmaxf(*scale / 2.0f, 1.0f);
     *good_steps = 0;
     return;
@@ -26,7 +26,8 @@ cudaError_t none_counted(const unsigned long long* counts, bool* finite, cudaStr
   return launched();
 }
 
-cudaError_t update_loss_scale(float* scale, int64_t* good_steps, bool finite, int64_t growth_steps, cudaStream_t stream) {
+cudaError_t update_loss_scale(float* scale, int64_t* good_steps, const bool* finite, int64_t growth_steps,
+                              cudaStream_t stream) {
   update_loss_scale_kernel<<<1, 1, 0, stream>>>(scale, good_steps, finite, growth_steps);
   return launched();
 }

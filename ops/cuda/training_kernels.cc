@@ -1,8 +1,6 @@
 // GPU kernels of the training ops, host side: SparseSoftmaxCrossEntropyWithLogits, the optimizer
-// updates (learning rate and Adam's step are host-memory arguments, read here and passed by value) and
-// Assign (a device-to-device copy on the stream).
-#include <cmath>
-
+// updates (their learning rate, Adam's step and the gate stay in device memory, where the kernels read
+// them) and Assign (a device-to-device copy on the stream).
 #include "ops/cuda/gpu_kernel.h"
 #include "ops/kernel_shapes.h"
 
@@ -26,57 +24,50 @@ Status sparse_xent_kernel(KernelContext& ctx) {
                   "sparse_softmax_cross_entropy");
 }
 
-// A host-memory scalar of the variable's floating dtype.
-double host_scalar(const Tensor& t) {
-  return t.dtype() == DType::f32 ? static_cast<double>(t.data<float>()[0]) : t.data<double>()[0];
+// The update's gate in device memory, or null when it has none.
+const bool* gate_of(const KernelContext& ctx, size_t gate) {
+  return ctx.num_inputs() > gate ? ctx.input(gate).data<bool>() : nullptr;
 }
 
 Status apply_gradient_descent_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
-  if (update_gated_off(ctx, kGradientDescentGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   return launched(apply_gradient_descent(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
-                                         host_scalar(ctx.input(2)), variable.num_elements(), stream_of(ctx)),
+                                         ctx.input(2).raw_data(), gate_of(ctx, kGradientDescentGate),
+                                         variable.num_elements(), stream_of(ctx)),
                   "apply_gradient_descent");
 }
 
 Status apply_momentum_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 2));
-  if (update_gated_off(ctx, kMomentumGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   return launched(apply_momentum(variable.dtype(), variable.mutable_raw_data(), accumulator.mutable_raw_data(),
-                                 ctx.input(2).raw_data(), host_scalar(ctx.input(3)), ctx.attr<double>("momentum"),
-                                 ctx.attr<bool>("use_nesterov"), variable.num_elements(), stream_of(ctx)),
+                                 ctx.input(2).raw_data(), ctx.input(3).raw_data(), gate_of(ctx, kMomentumGate),
+                                 ctx.attr<double>("momentum"), ctx.attr<bool>("use_nesterov"), variable.num_elements(),
+                                 stream_of(ctx)),
                   "apply_momentum");
 }
 
-// As the CPU kernel: bias corrections from the step in double, folded into the update's constants.
 Status apply_adam_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 3));
-  if (update_gated_off(ctx, kAdamGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
-  const double t = static_cast<double>(ctx.input(5).data<int64_t>()[0] + 1);
-  const double beta1 = ctx.attr<double>("beta1"), beta2 = ctx.attr<double>("beta2");
-  const double lr = host_scalar(ctx.input(4));
-  const AdamParameters parameters{.beta1 = beta1,
-                                  .beta2 = beta2,
-                                  .step_size = lr / (1.0 - std::pow(beta1, t)),
-                                  .inverse_sqrt_correction2 = 1.0 / std::sqrt(1.0 - std::pow(beta2, t)),
-                                  .decay = 1.0 - lr * ctx.attr<double>("weight_decay"),
+  const AdamParameters parameters{.beta1 = ctx.attr<double>("beta1"),
+                                  .beta2 = ctx.attr<double>("beta2"),
+                                  .weight_decay = ctx.attr<double>("weight_decay"),
                                   .epsilon = ctx.attr<double>("epsilon")};
   return launched(apply_adam(variable.dtype(), variable.mutable_raw_data(), ctx.input_for_update(1).mutable_raw_data(),
-                             ctx.input_for_update(2).mutable_raw_data(), ctx.input(3).raw_data(), parameters,
-                             variable.num_elements(), stream_of(ctx)),
+                             ctx.input_for_update(2).mutable_raw_data(), ctx.input(3).raw_data(), ctx.input(4).raw_data(),
+                             ctx.input(5).data<int64_t>(), gate_of(ctx, kAdamGate), parameters, variable.num_elements(),
+                             stream_of(ctx)),
                   "apply_adam");
 }
 
 Status assign_add_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, 1));
-  if (update_gated_off(ctx, kAssignAddGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
-  return launched(assign_add(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(), variable.num_elements(),
-                             stream_of(ctx)),
+  return launched(assign_add(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
+                             gate_of(ctx, kAssignAddGate), variable.num_elements(), stream_of(ctx)),
                   "assign_add");
 }
 
@@ -99,13 +90,10 @@ Status assign_kernel(KernelContext& ctx) {
 void register_gpu_training_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
   kernels.add("SparseSoftmaxCrossEntropyWithLogits", DeviceKind::gpu, {.fn = sparse_xent_kernel, .dtypes = floats});
-  kernels.add("ApplyGradientDescent", DeviceKind::gpu,
-              {.fn = apply_gradient_descent_kernel, .host_memory_inputs = (1u << 2) | (1u << kGradientDescentGate)});
-  kernels.add("ApplyMomentum", DeviceKind::gpu,
-              {.fn = apply_momentum_kernel, .host_memory_inputs = (1u << 3) | (1u << kMomentumGate)});
-  kernels.add("ApplyAdam", DeviceKind::gpu,
-              {.fn = apply_adam_kernel, .host_memory_inputs = (1u << 4) | (1u << 5) | (1u << kAdamGate)});
-  kernels.add("AssignAdd", DeviceKind::gpu, {.fn = assign_add_kernel, .host_memory_inputs = 1u << kAssignAddGate});
+  kernels.add("ApplyGradientDescent", DeviceKind::gpu, {apply_gradient_descent_kernel});
+  kernels.add("ApplyMomentum", DeviceKind::gpu, {apply_momentum_kernel});
+  kernels.add("ApplyAdam", DeviceKind::gpu, {apply_adam_kernel});
+  kernels.add("AssignAdd", DeviceKind::gpu, {assign_add_kernel});
   kernels.add("Assign", DeviceKind::gpu, {assign_kernel});
 }
 

@@ -29,27 +29,45 @@ __global__ void sparse_xent_kernel(const T* logits, const L* labels, T* loss, T*
   }
 }
 
+// The updates' scalars are read on the device; a gate that is false leaves the variable alone.
+__device__ bool gated_off(const bool* gate) { return gate != nullptr && !*gate; }
+
 template <class T>
-__global__ void gradient_descent_kernel(T* variable, const T* gradient, T learning_rate, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] -= learning_rate * gradient[i];
+__global__ void gradient_descent_kernel(T* variable, const T* gradient, const T* learning_rate, const bool* gate, int64_t n) {
+  if (gated_off(gate)) return;
+  const T rate = *learning_rate;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] -= rate * gradient[i];
 }
 
 template <class T, bool kNesterov>
-__global__ void momentum_kernel(T* variable, T* accumulator, const T* gradient, math::MomentumUpdate<T, kNesterov> update,
-                                int64_t n) {
+__global__ void momentum_kernel(T* variable, T* accumulator, const T* gradient, const T* learning_rate, const bool* gate,
+                                T momentum, int64_t n) {
+  if (gated_off(gate)) return;
+  const math::MomentumUpdate<T, kNesterov> update{*learning_rate, momentum};
   for (int64_t i = first_index(); i < n; i += grid_stride()) update.apply(variable[i], accumulator[i], gradient[i]);
 }
 
+// As the CPU kernel: the bias corrections from the step in double, folded into the update's constants.
 template <class T>
-__global__ void adam_kernel(T* variable, T* first_moment, T* second_moment, const T* gradient, math::AdamUpdate<T> update,
-                            int64_t n) {
+__global__ void adam_kernel(T* variable, T* first_moment, T* second_moment, const T* gradient, const T* learning_rate,
+                            const int64_t* step, const bool* gate, AdamParameters p, int64_t n) {
+  if (gated_off(gate)) return;
+  const double rate = static_cast<double>(*learning_rate);
+  const double t = static_cast<double>(*step + 1);
+  const math::AdamUpdate<T> update{static_cast<T>(p.beta1),
+                                   static_cast<T>(p.beta2),
+                                   static_cast<T>(rate / (1.0 - pow(p.beta1, t))),
+                                   static_cast<T>(1.0 / sqrt(1.0 - pow(p.beta2, t))),
+                                   static_cast<T>(1.0 - rate * p.weight_decay),
+                                   static_cast<T>(p.epsilon)};
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     update.apply(variable[i], first_moment[i], second_moment[i], gradient[i]);
   }
 }
 
 template <class T>
-__global__ void assign_add_kernel(T* variable, const T* delta, int64_t n) {
+__global__ void assign_add_kernel(T* variable, const T* delta, const bool* gate, int64_t n) {
+  if (gated_off(gate)) return;
   for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] += delta[i];
 }
 
@@ -68,51 +86,51 @@ cudaError_t sparse_softmax_cross_entropy(DType dtype, DType label_dtype, const v
   });
 }
 
-cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, double learning_rate, int64_t n,
-                                   cudaStream_t stream) {
+cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, const void* learning_rate,
+                                   const bool* gate, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    gradient_descent_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(gradient),
-                                                                       static_cast<T>(learning_rate), n);
+    gradient_descent_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<T*>(variable), static_cast<const T*>(gradient), static_cast<const T*>(learning_rate), gate, n);
     return launched();
   });
 }
 
-cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, double learning_rate,
-                           double momentum, bool nesterov, int64_t n, cudaStream_t stream) {
+cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, const void* learning_rate,
+                           const bool* gate, double momentum, bool nesterov, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
     auto* v = static_cast<T*>(variable);
     auto* a = static_cast<T*>(accumulator);
     const auto* g = static_cast<const T*>(gradient);
-    const T lr = static_cast<T>(learning_rate), m = static_cast<T>(momentum);
+    const auto* rate = static_cast<const T*>(learning_rate);
+    const T m = static_cast<T>(momentum);
     if (nesterov) {
-      momentum_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, {lr, m}, n);
+      momentum_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, rate, gate, m, n);
     } else {
-      momentum_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, {lr, m}, n);
+      momentum_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, rate, gate, m, n);
     }
     return launched();
   });
 }
 
 cudaError_t apply_adam(DType dtype, void* variable, void* first_moment, void* second_moment, const void* gradient,
-                       const AdamParameters& p, int64_t n, cudaStream_t stream) {
+                       const void* learning_rate, const int64_t* step, const bool* gate, const AdamParameters& parameters,
+                       int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    const math::AdamUpdate<T> update{static_cast<T>(p.beta1),     static_cast<T>(p.beta2),
-                                     static_cast<T>(p.step_size), static_cast<T>(p.inverse_sqrt_correction2),
-                                     static_cast<T>(p.decay),     static_cast<T>(p.epsilon)};
-    adam_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<T*>(first_moment),
-                                                           static_cast<T*>(second_moment), static_cast<const T*>(gradient),
-                                                           update, n);
+    adam_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<T*>(variable), static_cast<T*>(first_moment), static_cast<T*>(second_moment),
+        static_cast<const T*>(gradient), static_cast<const T*>(learning_rate), step, gate, parameters, n);
     return launched();
   });
 }
 
-cudaError_t assign_add(DType dtype, void* variable, const void* delta, int64_t n, cudaStream_t stream) {
+cudaError_t assign_add(DType dtype, void* variable, const void* delta, const bool* gate, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
-    assign_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(delta), n);
+    assign_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(delta),
+                                                                 gate, n);
     return launched();
   });
 }
