@@ -2,10 +2,12 @@
 """Training throughput and GPU memory on one GPU, mirra next to PyTorch, in one run.
 
 For each model (MLP, CNN) and batch size (128, 1024, 8192) it runs `mirra bench training --devices
-gpu:0` with TF32 off and on (data streamed from the host through mirra's input pipeline), then the
-PyTorch peer (bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a
-CUDA graph with TF32 off; its data set held on the GPU), and reports mirra's examples/s over each
-PyTorch mode's (TF32 against TF32, >1 is faster) and mirra's peak device memory over
+gpu:0` with TF32 off and on, and with its steps captured as a CUDA graph (`--cuda-graph`, TF32 off)
+(data streamed from the host through mirra's input pipeline), then the PyTorch peer
+(bench/peers/torch_gpu_training.py: eager with TF32 off, eager with TF32, the step as a CUDA graph
+with TF32 off; its data set held on the GPU), and reports mirra's examples/s over each PyTorch
+mode's (TF32 against TF32, >1 is faster; mirra's CUDA graph against PyTorch's eager and CUDA graph
+as `graph_vs_fp32` and `graph_vs_graph`) and mirra's peak device memory over
 torch.cuda.max_memory_allocated (<1 is leaner), and for the MLP the time its step's matrix products take
 through cuBLAS alone over mirra's step (the floor, at most 1), one JSON line per configuration and a
 summary last.
@@ -42,7 +44,7 @@ def main():
         for batch in (int(b) for b in args.batches.split(",")):
             steps = (400 if model == "mlp" else 200) // (4 if batch >= 8192 else 1)
             row = {"model": model, "batch": batch}
-            for name, extra in (("mirra", []), ("mirra_tf32", ["--allow-tf32"])):
+            for name, extra in (("mirra", []), ("mirra_tf32", ["--allow-tf32"]), ("mirra_graph", ["--cuda-graph"])):
                 lines, error = last_json([args.mirra, "bench", "training", "--model", model, "--devices", "gpu:0",
                                           "--batch-size", str(batch), "--steps", str(steps), "--warmup-steps", "20",
                                           "--data", args.data] + extra)
@@ -60,6 +62,8 @@ def main():
             ours = row["mirra_tf32"] if figure["mode"] == "tf32" else mirra
             if "examples_per_s" in ours:
                 row[f"speed_vs_{figure['mode']}"] = ours["examples_per_s"] / figure["examples_per_s"]
+            if figure["mode"] in ("fp32", "graph") and "examples_per_s" in row["mirra_graph"]:
+                row[f"graph_vs_{figure['mode']}"] = row["mirra_graph"]["examples_per_s"] / figure["examples_per_s"]
                 peak = mirra.get("gpu_memory", {}).get("gpu:0", {}).get("peak_bytes_in_use")
                 if peak is not None and figure["mode"] == "fp32" and figure["max_memory_allocated"] > 0:
                     row["memory_vs_pytorch"] = peak / figure["max_memory_allocated"]
@@ -69,6 +73,9 @@ def main():
                "speed_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_fp32") for r in rows},
                "speed_vs_tf32": {f"{r['model']}/{r['batch']}": r.get("speed_vs_tf32") for r in rows},
                "speed_vs_graph": {f"{r['model']}/{r['batch']}": r.get("speed_vs_graph") for r in rows},
+               # mirra's steps as a CUDA graph against PyTorch eager (f32) and PyTorch's CUDA graph.
+               "graph_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("graph_vs_fp32") for r in rows},
+               "graph_vs_graph": {f"{r['model']}/{r['batch']}": r.get("graph_vs_graph") for r in rows},
                "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows},
                # The MLP step's matrix products alone through cuBLAS, over mirra's whole step (1 is the floor).
                "mlp_cublas_floor_over_step": {r["batch"]: r["mirra"].get("floor_over_step") for r in rows if r["model"] == "mlp"}}

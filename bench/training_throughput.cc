@@ -32,7 +32,8 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   }
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
-  runtime::Session session(program.graph, ops::kernels(), {.threads = options.threads, .allow_tf32 = options.allow_tf32});
+  runtime::Session session(program.graph, ops::kernels(),
+                           {.threads = options.threads, .allow_tf32 = options.allow_tf32, .capture_steps = options.cuda_graph});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
   double final_loss = 0;
@@ -66,6 +67,8 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
                         {"allow_tf32", options.allow_tf32},
+                        {"cuda_graph", options.cuda_graph},
+                        {"replayed_steps", session.replayed_steps()},
                         {"mixed_precision", options.mixed_precision},
                         {"optimizer", options.optimizer},
                         {"batch", options.batch_size},

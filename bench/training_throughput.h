@@ -22,6 +22,7 @@ struct TrainingThroughputOptions {
   std::string strategy = "one_device";  // or mirrored, central_storage
   std::vector<std::string> devices;     // empty: the strategy's default devices
   bool allow_tf32 = false;              // GPUs may multiply f32 in TF32
+  bool cuda_graph = false;              // steps recorded once and replayed (SessionOptions::capture_steps)
   std::string mixed_precision = "off";  // or bf16 (ops/mixed_precision.h)
   std::string optimizer = "momentum";   // the benchmark's momentum SGD, or adam (learning rate 0.001)
   bool shard_optimizer_state = false;   // mirrored: each replica keeps its share of the slots

@@ -21,6 +21,16 @@ struct AllocatorStats {
   size_t system_allocations = 0;  // blocks taken from the system (operator new, cudaMalloc)
 };
 
+// Keeps the blocks freed while it collects from being handed out again until it is destroyed, then
+// frees them as usual: a captured step's buffers, which each replay uses again (Note [Captured steps]
+// in runtime/executor.h).
+class FreedBlockHold {
+ public:
+  virtual ~FreedBlockHold() = default;
+  // Blocks freed from now on are freed as usual; those collected stay held.
+  virtual void stop_collecting() = 0;
+};
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -32,6 +42,9 @@ class Allocator {
   virtual std::string name() const = 0;
   // Where its blocks live.
   virtual MemorySpace memory_space() const { return MemorySpace::host_memory(); }
+  // A hold collecting the blocks freed from now on; null for an allocator that hands no freed block
+  // out again (it returns them to the system).
+  virtual std::unique_ptr<FreedBlockHold> hold_freed_blocks() { return nullptr; }
 };
 
 // The process-wide allocator for host tensors that belong to no device (feeds built by users).

@@ -74,6 +74,15 @@ Tensor Device::copy_from_host(const Tensor& tensor) const {
   return copy_on_stream(tensor, allocator_, *stream_, memory_space());
 }
 
+graph::Status Device::enqueue_copy(const Tensor& from, Tensor to) const {
+  MIRRA_CHECK(from.byte_size() == to.byte_size(), "a copy between tensors of different sizes");
+  stream_->enqueue([from, to, space = memory_space()]() mutable {
+    ScopedMemoryAccess access(space, /*host_too=*/true);
+    if (from.byte_size() > 0) std::memcpy(to.mutable_raw_data(), from.raw_data(), from.byte_size());
+  });
+  return graph::Status();
+}
+
 DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::shared_ptr<MemoryBudget> budget,
                             const GpuOptions& gpu_options) {
   MIRRA_CHECK(gpu_options.logical_gpus_per_gpu >= 1, "logical_gpus_per_gpu must be at least 1");

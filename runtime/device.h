@@ -93,6 +93,10 @@ class Device {
     std::shared_ptr<Event> ready;
   };
   virtual Staged stage_from_host(const Tensor& tensor) const { return {copy_from_host(tensor), nullptr}; }
+  // Copies `from` into `to`'s buffer (the same size; each in this device's memory or the host's) on
+  // the compute stream, after the work enqueued there so far; an error when the launch failed. The
+  // caller keeps both alive until the stream has run it.
+  virtual graph::Status enqueue_copy(const Tensor& from, Tensor to) const;
 
  private:
   DeviceId id_;

@@ -1,136 +1,31 @@
-// Executor: step state, dispatch (inline vs task), asynchronous kernels, release of dead values,
-// first-error-wins.
+// Executor: steps as they run: dispatch (inline vs task), asynchronous kernels, release of dead values,
+// first-error-wins; the step state is in executor_state.h, recorded steps in executor_capture.cc.
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
-#include <new>
-#include <optional>
 
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
+#include "runtime/executor_state.h"
 
 namespace mirra::runtime {
 
 namespace {
 
+using executor_detail::call_kernel;
+using executor_detail::invoke_kernel;
+using executor_detail::launch;
+using executor_detail::stream_of;
+
 int64_t steady_now_ns() {
   return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
 }
 
-// Allocation is the one failure kernels do not return as a Status (allocate_output has no room for
-// one); it ends the step like any other error. OutOfMemory says what was asked and why.
-Status out_of_memory(const std::bad_alloc& e) {
-  return graph::resource_exhausted(std::string("out of memory: ") + e.what());
-}
-
-// A kernel that touched memory it may not (a bug in the kernel or a missing copy).
-Status memory_space_violation(const MemorySpaceError& e) { return graph::internal_error(e.what()); }
-
-// Calls a synchronous kernel; the failures a kernel throws instead of returning become its Status.
-Status call_kernel(KernelFn fn, KernelContext& context) {
-  try {
-    return fn(context);
-  } catch (const std::bad_alloc& e) {
-    return out_of_memory(e);
-  } catch (const MemorySpaceError& e) {
-    return memory_space_violation(e);
-  } catch (const DeviceError& e) {
-    return e.status();
-  }
-}
-
-// Calls the kernel and reports to `done`, also the failures a kernel throws instead of returning.
-void invoke_kernel(const KernelDef& kernel, KernelContext& context, const KernelDone& done) {
-  if (kernel.async_fn == nullptr) return done(call_kernel(kernel.fn, context));
-  try {
-    kernel.async_fn(context, done);
-  } catch (const std::bad_alloc& e) {
-    done(out_of_memory(e));
-  } catch (const MemorySpaceError& e) {
-    done(memory_space_violation(e));
-  } catch (const DeviceError& e) {
-    done(e.status());
-  }
-}
-
-// The stream a node's kernel runs on, on a device with streams of its own: the device's compute
-// stream, or its communication stream (KernelDef::on_communication_stream).
-Stream& stream_of(const PlanNode& pn) {
-  return pn.on_communication_stream ? pn.device->communication_stream() : pn.device->compute_stream();
-}
-
-// Reports a kernel's work on `stream` done once the device ran it (a GPU kernel only launched it),
-// with the device's error if it reported one.
-void report_when_device_done(Stream& stream, Status status, const KernelDone& done) {
-  if (!status.ok()) return done(std::move(status));
-  stream.when_device_done(done);
-}
-
-// Runs the node's kernel: on its device's stream when the device has one of its own (with access to
-// the device's memory, and the host's when the kernel declares host-memory arguments), else here.
-void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
-  if (!pn.device->asynchronous()) return invoke_kernel(*pn.kernel, context, done);
-  stream_of(pn).enqueue([&pn, &context, done = std::move(done)] {
-    const MemorySpace space = pn.device->memory_space();
-    ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
-    invoke_kernel(*pn.kernel, context,
-                  [&pn, done](Status status) { report_when_device_done(stream_of(pn), std::move(status), done); });
-  });
-}
-
 }  // namespace
 
-struct Executor::StepState {
-  explicit StepState(const ExecutionPlan& plan)
-      : values(plan.num_values), events(plan.nodes.size()), pending(new std::atomic<int32_t>[plan.nodes.size()]),
-        uses(new std::atomic<int32_t>[plan.nodes.size()]) {}
-
-  std::vector<Tensor> values;
-  std::vector<std::shared_ptr<Event>> events;  // by node: recorded after it on its stream (records_event)
-  int64_t step_id = 0;
-  std::optional<oneapi::tbb::task_arena> arena;  // where asynchronous kernels' continuations go
-  std::unique_ptr<std::atomic<int32_t>[]> pending;
-  std::unique_ptr<std::atomic<int32_t>[]> uses;
-  std::atomic<bool> failed{false};
-  std::vector<NodeTiming>* timeline = nullptr;  // sized to the plan when set
-  std::mutex error_mutex;
-  Status error;
-
-  // The first failure wins; it also abandons the step's collective calls still waiting for
-  // participants, which the failure may have kept from coming (they would wait for their deadline).
-  void record(Status status) {
-    {
-      std::lock_guard lock(error_mutex);
-      if (!error.ok()) return;
-      error = std::move(status);
-      failed.store(true, std::memory_order_release);
-    }
-    if (collectives != nullptr) collectives->abandon(step_id, error);
-  }
-
-  const CollectiveSet* collectives = nullptr;
-};
-
-// An asynchronous kernel in flight: its context lives until the continuation (a deferred task of
-// the step, which the step's wait counts) has run.
-struct Executor::AsyncNode {
-  AsyncNode(const Executor& executor, StepState& step, const PlanNode& pn)
-      : reusable(pn.reuses_inputs ? executor.reusable_inputs(step, pn) : std::vector<bool>()),
-        context(executor.context_for(step, pn, reusable)) {}
-
-  std::vector<bool> reusable;
-  KernelContext context;
-  int64_t start_ns = 0, end_ns = 0;
-  Status status;
-  oneapi::tbb::task_handle continuation;
-};
-
-Executor::Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic)
-    : plan_(std::move(plan)), resources_(resources), deterministic_(deterministic) {}
+Executor::Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic, bool capture)
+    : plan_(std::move(plan)), resources_(resources), deterministic_(deterministic), capture_(capture) {}
 
 Executor::~Executor() = default;
 
@@ -215,17 +110,23 @@ void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uin
     const PlanNode& node = plan_.nodes[index];
     if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, finished->start_ns, finished->end_ns};
     Status status = finished->status;
-    if (!node.on_stream) {  // a node on a stream was checked there
+    if (!node.on_stream && step.capture == nullptr) {  // checked on its stream, or not run yet (recorded)
       status = status.ok() ? check_outputs(node, step.values.data() + node.first_output) : status.with_context(describe(node));
     }
-    finished.reset();
+    if (step.capture != nullptr) {
+      step.capture->keep(std::move(finished));  // its context is what the replays run
+    } else {
+      finished.reset();
+    }
     if (!status.ok()) {
       step.record(status);
       return;
     }
     std::vector<uint32_t> next;
-    release_inputs(step, node);
-    make_ready(step, node.on_stream ? plan_.late_consumers_of(index) : plan_.consumers_of(node), next, tasks);
+    if (step.capture == nullptr) release_inputs(step, node);  // a recorded step keeps its values
+    // A node on a stream handed its early consumers over when it was enqueued; a recorded one did not.
+    const bool handed_over = node.on_stream && step.capture == nullptr;
+    make_ready(step, handed_over ? plan_.late_consumers_of(index) : plan_.consumers_of(node), next, tasks);
     process(step, std::move(next), tasks);
   });
   const bool timed = step.timeline != nullptr;
@@ -234,6 +135,10 @@ void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uin
     call->status = std::move(status);
     arena->enqueue(std::move(call->continuation));
   };
+  if (step.capture != nullptr) {
+    record_node(step, index, *call, std::move(done));
+    return;
+  }
   if (pn.on_stream) {
     enqueue_on_stream(step, index, *call, std::move(done));
     make_ready(step, plan_.early_consumers_of(index), ready, tasks);
@@ -363,6 +268,16 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
     ready.pop_back();
     if (step.failed.load(std::memory_order_acquire)) return;
     const PlanNode& pn = plan_.nodes[index];
+    if (step.capture != nullptr && !pn.device->asynchronous()) {
+      // A host node while the step records: before the devices' work it runs now, after it it waits
+      // for the replay.
+      if (const Status status = record_host_node(step, index); !status.ok()) {
+        step.record(status);
+        return;
+      }
+      make_ready(step, plan_.consumers_of(pn), ready, tasks);
+      continue;
+    }
     if (pn.completes_later) {
       start_async_node(step, index, ready, tasks);
       continue;
@@ -464,6 +379,18 @@ void Executor::run_sequential(StepState& step) const {
 graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id,
                                                    std::vector<NodeTiming>* timeline) {
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
+  if (capture_ && timeline == nullptr) {
+    std::unique_lock lock(capture_mutex_);
+    if (captured_ != nullptr && replayable_with(feeds)) return replay(std::move(feeds));
+    if (captured_ == nullptr && capture_refusal_.empty() && ++uncaptured_steps_ > 1) {
+      return capture(std::move(feeds), step_id);
+    }
+  }
+  return run_uncaptured(std::move(feeds), step_id, timeline);
+}
+
+graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor> feeds, int64_t step_id,
+                                                              std::vector<NodeTiming>* timeline) {
   std::unique_ptr<StepState> step = acquire_state();
   step->step_id = step_id;
   step->collectives = &resources_.collectives;

@@ -11,12 +11,14 @@
 // and its device. Values are released as soon as their last consumer has run. In deterministic mode
 // nodes run one at a time in plan order on the calling thread, but a collective may wait for peers
 // later in the plan (Note [Deterministic steps with peers]). With a timeline requested, each
-// node's start and end times are recorded (what ran when, and what overlapped).
+// node's start and end times are recorded (what ran when, and what overlapped). With capture on,
+// steps are recorded once and replayed (Note [Captured steps]).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <oneapi/tbb/task_group.h>
@@ -31,10 +33,30 @@ struct NodeTiming {
   int64_t start_ns = 0, end_ns = 0;
 };
 
+// Note [Captured steps]
+// A training step repeats the same work on the same shapes, so it can be recorded once and replayed:
+// on GPUs a CUDA graph, one launch instead of a launch per kernel and the executor's host work;
+// on cpu_async devices, their model, the streams' recorded work enqueued again. With capture on, the
+// first step runs as usual (libraries set themselves up, caches fill), the second is recorded while
+// the executor runs it without waiting for the devices, then replayed; later steps whose feeds have
+// the captured shapes are replays. The feeds of a replay are copied into the captured feeds'
+// buffers first; its fetches are copied out of the captured ones. The recording keeps every value
+// of the step (the replays write the same buffers) and each device's allocators hold the blocks
+// freed while it recorded until the executor ends. A variable assigned in place (Session::
+// assign_variable) is read by the replays; one replaced by a new buffer ends the capture.
+// Host nodes may take part: those that depend on none of the devices' work (splitting the batch,
+// reading a host variable) run before each replay, and their values are copied into buffers the
+// recording reads; those that feed none of it (metrics, a step counter's increment) run after it.
+// A step that a replay could not repeat is not captured, and says why (capture_refusal): a host node
+// between work of the devices, a kernel on a device that reads an input on the host when launched
+// (its replays would keep the recorded value; CopyFromHost copies at replay) or completes on the
+// host, streams that cannot record together, deterministic mode; a failed recording says what
+// failed. A step whose feeds differ in shape from the captured ones runs as usual, and so does a
+// traced step.
 class Executor {
  public:
   // `resources` must outlive the executor.
-  Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic);
+  Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic, bool capture = false);
   ~Executor();
 
   // One step, numbered `step_id` for the kernels (the instance of its collectives). `feeds` are in
@@ -44,10 +66,27 @@ class Executor {
                                            std::vector<NodeTiming>* timeline = nullptr);
 
   const ExecutionPlan& plan() const { return plan_; }
+  // With capture on: why its steps are not replayed (empty while they are, or may yet be).
+  std::string capture_refusal() const;
+  // How many of its steps were replays.
+  int64_t replays() const;
+  // Drops the recorded step (a variable it reads got a new buffer); a later step records again.
+  void forget_capture();
 
  private:
   struct StepState;
   struct AsyncNode;
+  struct CapturedStep;
+  graph::Expected<std::vector<Tensor>> run_uncaptured(std::vector<Tensor> feeds, int64_t step_id,
+                                                      std::vector<NodeTiming>* timeline);
+  struct CapturePlan;
+  CapturePlan plan_capture() const;
+  Status record_host_node(StepState& step, uint32_t index) const;
+  bool replayable_with(const std::vector<Tensor>& feeds) const;
+  graph::Expected<std::vector<Tensor>> capture(std::vector<Tensor> feeds, int64_t step_id);
+  // `prologue_ran`: the host nodes before the devices' work ran for these feeds already (the recording).
+  graph::Expected<std::vector<Tensor>> replay(std::vector<Tensor> feeds, bool prologue_ran = false);
+  void record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const;
   std::unique_ptr<StepState> acquire_state();
   void release_state(std::unique_ptr<StepState> state);
 
@@ -73,6 +112,12 @@ class Executor {
   bool deterministic_;
   std::mutex states_mutex_;
   std::vector<std::unique_ptr<StepState>> free_states_;  // reused so steps do not allocate them
+  bool capture_;
+  mutable std::mutex capture_mutex_;
+  int64_t uncaptured_steps_ = 0;
+  std::string capture_refusal_;
+  std::unique_ptr<CapturedStep> captured_;
+  int64_t replays_ = 0;
 };
 
 }  // namespace mirra::runtime

@@ -138,6 +138,9 @@ struct KernelDef {
   // are new); the kernel itself must free no scratch memory, whose next user on the compute stream
   // would not wait for it.
   bool on_communication_stream = false;
+  // An asynchronous kernel whose completion reads on the host what the device computed (a GPU's
+  // CheckNumerics): a recorded step cannot hold it (Note [Captured steps], runtime/executor.h).
+  bool completes_on_host = false;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
   bool accepts_operand(graph::DType dtype) const {

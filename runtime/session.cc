@@ -2,6 +2,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include <oneapi/tbb/info.h>
@@ -84,7 +85,40 @@ std::optional<Tensor> Session::read_variable(const std::string& name) const {
 void Session::assign_variable(const std::string& name, const Tensor& value) {
   const std::optional<graph::NodeId> id = graph_.find(name);
   const Device* device = id && graph_.node(*id).device ? devices_.find(*graph_.node(*id).device) : nullptr;
-  variables_.set(name, device != nullptr && !device->memory_space().host ? device->copy_from_host(value) : value);
+  const bool on_device = device != nullptr && !device->memory_space().host;
+  std::optional<Tensor> existing = variables_.find(name);
+  if (existing && existing->dtype() == value.dtype() && existing->shape() == value.shape() &&
+      existing->memory_space() == (on_device ? device->memory_space() : MemorySpace::host_memory())) {
+    if (!on_device) {
+      if (value.byte_size() > 0) std::memcpy(existing->mutable_raw_data(), value.raw_data(), value.byte_size());
+      return;
+    }
+    const Tensor staged = device->copy_from_host(value);
+    const graph::Status copied = device->enqueue_copy(staged, *existing);
+    if (!copied.ok()) throw DeviceError(copied);
+    device->compute_stream().synchronize();
+    return;
+  }
+  variables_.set(name, on_device ? device->copy_from_host(value) : value);
+  // Recorded steps would go on reading the buffer it had.
+  std::lock_guard lock(executors_mutex_);
+  for (auto& [key, executor] : executors_) executor->forget_capture();
+}
+
+int64_t Session::replayed_steps() {
+  std::lock_guard lock(executors_mutex_);
+  int64_t replays = 0;
+  for (const auto& [key, executor] : executors_) replays += executor->replays();
+  return replays;
+}
+
+std::vector<std::string> Session::capture_refusals() {
+  std::lock_guard lock(executors_mutex_);
+  std::vector<std::string> refusals;
+  for (const auto& [key, executor] : executors_) {
+    if (std::string why = executor->capture_refusal(); !why.empty()) refusals.push_back(std::move(why));
+  }
+  return refusals;
 }
 
 std::vector<NodeTiming> Session::last_timeline() const {
@@ -102,7 +136,7 @@ graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId
   PlanRequest request{fed, {fetches.begin(), fetches.end()}, {targets.begin(), targets.end()}};
   MIRRA_ASSIGN_OR_RETURN(ExecutionPlan plan,
                          build_plan(graph_, request, kernels_, devices_, options_.default_device));
-  auto executor = std::make_unique<Executor>(std::move(plan), resources_, options_.deterministic);
+  auto executor = std::make_unique<Executor>(std::move(plan), resources_, options_.deterministic, options_.capture_steps);
   Executor* raw = executor.get();
   executors_.emplace(key, std::move(executor));
   return raw;

@@ -40,6 +40,9 @@ struct SessionOptions {
   bool allow_tf32 = false;      // GPUs may run f32 products and convolutions in TF32 (GpuOptions)
   int logical_gpus_per_gpu = 1;  // gpu:<i> (and cpu_async:<i>) is a logical device on physical i / k (GpuOptions)
   bool trace = false;          // record every step's node timeline (see last_timeline)
+  // Record a request's step once and replay it (on GPUs as a CUDA graph): Note [Captured steps] in
+  // runtime/executor.h. A step that cannot be replayed runs as usual, and the reason is printed once.
+  bool capture_steps = false;
   int64_t memory_limit = 0;    // bytes the session's devices may hold together; 0: no limit but the system's
   // Subnormal floats read and written as zero by the CPU threads that run its steps (FTZ/DAZ, as in
   // TensorFlow; runtime/denormals.h): arithmetic on them is tens of times slower.
@@ -100,8 +103,14 @@ class Session {
   // yet. A failed device copy throws DeviceError.
   std::optional<Tensor> read_variable(const std::string& name) const;
   // Sets a variable from a host tensor, into the memory of the device of the Variable node of that
-  // name (host memory when there is none). A failed device copy throws DeviceError.
+  // name (host memory when there is none): into its buffer when it has one of that dtype and shape
+  // (steps that recorded the buffer read the new value), else into a new one. A failed device copy
+  // throws DeviceError.
   void assign_variable(const std::string& name, const Tensor& value);
+  // With SessionOptions::capture_steps: how many steps were replays, and why the requests whose steps
+  // are not replayed are not.
+  int64_t replayed_steps();
+  std::vector<std::string> capture_refusals();
   const DeviceSet& devices() const { return devices_; }
 
  private:

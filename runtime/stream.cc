@@ -1,4 +1,4 @@
-// Events, the inline stream and the worker-thread stream.
+// Events, the inline stream, the worker-thread stream and its step captures.
 #include "runtime/stream.h"
 
 #include <cstdio>
@@ -45,6 +45,11 @@ void Event::complete() {
   completed_.notify_all();
 }
 
+void Event::reset() {
+  std::lock_guard lock(mutex_);
+  done_ = false;
+}
+
 std::shared_ptr<Event> Stream::record() {
   auto event = std::make_shared<Event>();
   enqueue([event] { event->complete(); });
@@ -56,6 +61,47 @@ void Stream::wait(std::shared_ptr<Event> event) {
 }
 
 void Stream::synchronize() { record()->wait(); }
+
+std::unique_ptr<StepCapture> Stream::capture(const std::vector<Stream*>&) { return nullptr; }
+
+namespace {
+
+// Worker streams' recordings: a replay makes the recorded events pending again, then enqueues each
+// stream's work in its order; a recorded wait blocks its stream until the event's replay completes
+// it, so the streams keep the order they had.
+class WorkerStepCapture final : public StepCapture {
+ public:
+  explicit WorkerStepCapture(std::vector<WorkerStream*> streams)
+      : streams_(std::move(streams)), recordings_(streams_.size()) {}
+  graph::Status begin() override {
+    for (size_t i = 0; i < streams_.size(); ++i) streams_[i]->start_recording(&recordings_[i]);
+    return graph::Status();
+  }
+
+  graph::Status end() override {
+    for (WorkerStream* stream : streams_) stream->stop_recording();
+    return graph::Status();
+  }
+
+  graph::Status replay() override {
+    for (const WorkerStream::Recording& recording : recordings_) {
+      for (const auto& event : recording.events) event->reset();
+    }
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      for (const auto& work : recordings_[i].work) streams_[i]->enqueue(work);
+    }
+    for (WorkerStream* stream : streams_) stream->synchronize();
+    return graph::Status();
+  }
+
+  bool replays_host_code() const override { return true; }
+
+ private:
+  std::vector<WorkerStream*> streams_;
+  std::vector<WorkerStream::Recording> recordings_;
+};
+
+}  // namespace
 
 WorkerStream::WorkerStream(std::string name) : name_(std::move(name)), thread_([this] { run(); }) {}
 
@@ -77,9 +123,35 @@ WorkerStream::~WorkerStream() {
 void WorkerStream::enqueue(std::function<void()> work) {
   {
     std::lock_guard lock(mutex_);
+    if (recording_ != nullptr) {
+      recording_->work.push_back(std::move(work));
+      return;
+    }
     queue_.push_back(std::move(work));
   }
   has_work_.notify_one();
+}
+
+std::shared_ptr<Event> WorkerStream::record() {
+  std::shared_ptr<Event> event = Stream::record();
+  std::lock_guard lock(mutex_);
+  if (recording_ != nullptr) recording_->events.push_back(event);
+  return event;
+}
+
+std::unique_ptr<StepCapture> WorkerStream::capture(const std::vector<Stream*>& streams) {
+  std::optional<std::vector<WorkerStream*>> workers = streams_of_kind<WorkerStream>(streams);
+  return workers ? std::make_unique<WorkerStepCapture>(std::move(*workers)) : nullptr;
+}
+
+void WorkerStream::start_recording(Recording* recording) {
+  std::lock_guard lock(mutex_);
+  recording_ = recording;
+}
+
+void WorkerStream::stop_recording() {
+  std::lock_guard lock(mutex_);
+  recording_ = nullptr;
 }
 
 void WorkerStream::run() {

@@ -7,6 +7,9 @@
 //   device.compute_stream().enqueue([&] { ... });
 //   auto done = device.compute_stream().record();
 //   done->then([] { /* everything enqueued before has run */ });
+//
+// A StepCapture records what a step enqueues on a set of streams and runs it again as a whole later
+// (Stream::capture; on GPUs a CUDA graph): Note [Captured steps] in runtime/executor.h.
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,14 +35,38 @@ class Event {
   // Runs `callback` when the event completes, on the completing thread (or now, when it has); the
   // event reads as done only after the callbacks registered before it completed have run.
   void then(std::function<void()> callback);
-  // Completes the event; called once, by the stream.
+  // Completes the event; called once, by the stream (once per replay, for an event of a recording).
   void complete();
+  // Makes a completed event pending again, for a replay of the recording it belongs to; nothing may
+  // wait for it or hold callbacks on it meanwhile.
+  void reset();
 
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable completed_;
   bool done_ = false;
   std::vector<std::function<void()>> callbacks_;
+};
+
+class Stream;
+
+// The work a step enqueues on some streams, recorded between begin() and end() and run again by
+// replay(). While recording, work enqueued on the streams is kept, not run (a GPU's launches are
+// recorded into a CUDA graph: the host part of a kernel runs, the device part waits for replays), an
+// event recorded on one of them is a point in the recording that only replays complete, and a device
+// done callback is called at once. Work must therefore not wait on the host for recorded events.
+class StepCapture {
+ public:
+  virtual ~StepCapture() = default;
+  virtual graph::Status begin() = 0;
+  // Ends the recording; an error says why it cannot be replayed.
+  virtual graph::Status end() = 0;
+  // Runs the recording once, after the work enqueued on the streams before, and returns when the
+  // devices have run it, with the error a device reported.
+  virtual graph::Status replay() = 0;
+  // Whether a replay runs the recorded work itself again, host code included (worker streams), or
+  // only what it launched on the devices (a CUDA graph).
+  virtual bool replays_host_code() const = 0;
 };
 
 class Stream {
@@ -59,7 +87,22 @@ class Stream {
   // complete on the device, with the error the device reported, if any. Work on a CPU stream is
   // complete when it returns (so: at once); work on a GPU stream only launched the device's work.
   virtual void when_device_done(std::function<void(graph::Status)> callback) { callback(graph::Status()); }
+  // A capture of `streams` (this one among them), or null when they cannot be recorded together
+  // (work on an inline stream runs as it is enqueued; streams of different kinds).
+  virtual std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams);
 };
+
+// `streams` as streams of kind T, or nothing when one is of another kind.
+template <class T>
+std::optional<std::vector<T*>> streams_of_kind(const std::vector<Stream*>& streams) {
+  std::vector<T*> of_kind;
+  for (Stream* stream : streams) {
+    auto* typed = dynamic_cast<T*>(stream);
+    if (typed == nullptr) return std::nullopt;
+    of_kind.push_back(typed);
+  }
+  return of_kind;
+}
 
 class InlineStream final : public Stream {
  public:
@@ -75,6 +118,19 @@ class WorkerStream final : public Stream {
 
   bool asynchronous() const override { return true; }
   void enqueue(std::function<void()> work) override;
+  std::shared_ptr<Event> record() override;
+  // Worker streams record together: each keeps its work in order, and a replay enqueues it again.
+  std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams) override;
+
+  // What a recording keeps of one stream: its work, and the events recorded on it.
+  struct Recording {
+    std::vector<std::function<void()>> work;
+    std::vector<std::shared_ptr<Event>> events;
+  };
+  // Work enqueued and events recorded go to `recording` until stop_recording (called when no other
+  // thread enqueues).
+  void start_recording(Recording* recording);
+  void stop_recording();
 
  private:
   void run();
@@ -83,6 +139,7 @@ class WorkerStream final : public Stream {
   std::mutex mutex_;
   std::condition_variable has_work_;
   std::deque<std::function<void()>> queue_;
+  Recording* recording_ = nullptr;
   bool stopping_ = false;
   std::thread thread_;
 };

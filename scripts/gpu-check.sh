@@ -6,7 +6,7 @@
 # gpu:0 for an epoch and Mirrored over two logical GPUs of gpu:0 for 200 steps, the CNN on gpu:0 in
 # f32 and in bf16 and fp16 mixed precision for 100 steps each, the CNN Mirrored over two logical GPUs
 # traced (its exposed communication per step), Mirrored with sharded optimizer state over two
-# logical GPUs for 100 steps, times the on-device all-reduce against the GPU's copy rate,
+# logical GPUs for 100 steps, the MLP with its steps captured as a CUDA graph for 400, times the on-device all-reduce against the GPU's copy rate,
 # measures the executor's cost per GPU kernel against raw CUDA launches, and runs the GPU training
 # benchmark next to PyTorch where PyTorch with CUDA is installed (with Fashion-MNIST from data/ or
 # Debian's dataset-fashion-mnist).
@@ -86,6 +86,11 @@ exposed_communication_logical() {
     --batch-size 256 --trace "$work/logical_cnn.trace.json" > /dev/null &&
     python3 "$root/bench/exposed_communication.py" "$work/logical_cnn.trace.json" | tee "$work/exposed.out"
 }
+# The MLP on gpu:0 with its steps captured as a CUDA graph (its launch-bound case), 400 steps.
+train_mlp_cuda_graph() {
+  "$mirra" train "$work/mlp.mirra" --devices gpu:0 --strategy one_device --data "$data" --steps 400 --batch-size 128 \
+    --cuda-graph --json | tee "$work/cuda_graph.out"
+}
 # Mirrored over two logical GPUs of gpu:0 with sharded optimizer state (reduce-scattered on the host).
 train_sharded_logical() {
   "$mirra" train "$work/mlp.mirra" --devices gpu:0,gpu:1 --logical-gpus-per-gpu 2 --data "$data" --steps 100 \
@@ -99,7 +104,7 @@ json_of() {
 }
 logical_json='"not run: no Fashion-MNIST files"'
 cnn_f32_json='"not run: no Fashion-MNIST files"' cnn_bf16_json="$cnn_f32_json" cnn_fp16_json="$cnn_f32_json"
-sharded_json="$cnn_f32_json" exposed_json="$cnn_f32_json"
+sharded_json="$cnn_f32_json" exposed_json="$cnn_f32_json" cuda_graph_json="$cnn_f32_json"
 if [ -n "$data" ]; then
   step train_mlp_gpu train_mlp
   train_json=$(tail -n 1 "$work/train.out" 2>/dev/null)
@@ -114,6 +119,8 @@ if [ -n "$data" ]; then
   exposed_json=$(json_of "$work/exposed.out")
   step train_mlp_sharded_logical_gpus train_sharded_logical
   sharded_json=$(json_of "$work/sharded.out")
+  step train_mlp_cuda_graph train_mlp_cuda_graph
+  cuda_graph_json=$(json_of "$work/cuda_graph.out")
 fi
 
 # The executor's cost per GPU kernel against back-to-back raw launches.
@@ -139,5 +146,5 @@ if [ -n "$data" ] && [ -f "$bench_script" ] && python3 -c 'import torch; assert 
   case "$bench_json" in "{"*) ;; *) bench_json=null ;; esac
 fi
 
-echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_cnn_fp16_summary\": $cnn_fp16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"exposed_communication_logical_gpus\": $exposed_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
+echo "{\"check\": \"gpu\", $(IFS=,; echo "${results[*]}"), \"devices\": $(cat "$work/devices.json"), \"train_mlp_gpu_summary\": $train_json, \"train_mlp_logical_gpus_summary\": $logical_json, \"train_cnn_f32_summary\": $cnn_f32_json, \"train_cnn_bf16_summary\": $cnn_bf16_json, \"train_cnn_fp16_summary\": $cnn_fp16_json, \"train_mlp_sharded_logical_gpus_summary\": $sharded_json, \"train_mlp_cuda_graph_summary\": $cuda_graph_json, \"exposed_communication_logical_gpus\": $exposed_json, \"executor_overhead\": $executor_json, \"on_device_all_reduce\": $all_reduce_json, \"benchmark\": $bench_json}"
 exit $failed

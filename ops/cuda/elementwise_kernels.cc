@@ -142,7 +142,8 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("Maximum", DeviceKind::gpu, {binary_kernel<BinaryOp::maximum>});
   // Equal's output is bool; its dtype constraint (of output 0) would refuse it, so it takes any.
   kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
-  kernels.add("CheckNumerics", DeviceKind::gpu, {.async_fn = check_numerics_kernel, .dtypes = floats});
+  kernels.add("CheckNumerics", DeviceKind::gpu,
+              {.async_fn = check_numerics_kernel, .dtypes = floats, .completes_on_host = true});
   kernels.add("Cast", DeviceKind::gpu, {cast_kernel});
   kernels.add("Fill", DeviceKind::gpu, {fill_kernel});
   kernels.add("ZerosLike", DeviceKind::gpu, {zeros_like_kernel});

@@ -106,8 +106,46 @@ void* CachingAllocator::allocate_from_system(size_t size) {
   throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes) + " (" + format_bytes(held) + " held)");
 }
 
+class CachingAllocator::Hold final : public FreedBlockHold {
+ public:
+  explicit Hold(std::shared_ptr<CachingAllocator> allocator) : allocator_(std::move(allocator)) {}
+  ~Hold() override {
+    stop_collecting();
+    for (const auto& [data, size] : blocks_) allocator_->release(data, size);
+  }
+
+  void stop_collecting() override {
+    std::lock_guard lock(allocator_->mutex_);
+    std::erase(allocator_->collecting_, this);
+  }
+  // Under the allocator's mutex.
+  void collect(void* data, size_t size) { blocks_.emplace_back(data, size); }
+
+ private:
+  std::shared_ptr<CachingAllocator> allocator_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+};
+
+std::unique_ptr<FreedBlockHold> CachingAllocator::hold_freed_blocks() {
+  auto hold = std::make_unique<Hold>(shared_from_this());
+  std::lock_guard lock(mutex_);
+  collecting_.push_back(hold.get());
+  return hold;
+}
+
 void CachingAllocator::deallocate(void* data, size_t bytes) {
   const size_t size = size_class(bytes);
+  {
+    std::lock_guard lock(mutex_);
+    if (!collecting_.empty()) {
+      collecting_.back()->collect(data, size);
+      return;
+    }
+  }
+  release(data, size);
+}
+
+void CachingAllocator::release(void* data, size_t size) {
   if (free_after_) {
     // Work enqueued before this free may still use the block; it may be handed out again only
     // after that work ran. The queued return keeps the allocator alive.

@@ -2,8 +2,9 @@
 // a training loop stops calling the system allocator (or cudaMalloc) after its first step. Size classes are
 // 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself. For a device
 // with a stream of its own, freeing is stream-ordered: a freed block returns to the cache only once
-// the work enqueued on the stream before the free has run. Under AddressSanitizer cached blocks are
-// poisoned, so any use of a block after it was returned is reported.
+// the work enqueued on the stream before the free has run. A hold (hold_freed_blocks) keeps what is
+// freed meanwhile out of the cache until it ends. Under AddressSanitizer cached blocks are poisoned,
+// so any use of a block after it was returned is reported.
 #pragma once
 
 #include <memory>
@@ -45,6 +46,8 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   AllocatorStats stats() const override;
   std::string name() const override { return name_; }
   MemorySpace memory_space() const override { return space_; }
+  // Holds may nest: a block freed goes to the newest one still collecting.
+  std::unique_ptr<FreedBlockHold> hold_freed_blocks() override;
 
   // Returns every cached block to the system.
   void release_cache();
@@ -54,6 +57,10 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   // A new block from the system, after the budget allows it; OutOfMemory when either refuses.
   void* allocate_from_system(size_t size);
   void return_to_cache(void* data, size_t size);
+  // Back to the cache, in the stream's order when the allocator has one.
+  void release(void* data, size_t size);
+
+  class Hold;
 
   std::string name_;
   std::shared_ptr<MemoryBudget> budget_;
@@ -62,6 +69,7 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   std::shared_ptr<SystemMemory> system_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size class
+  std::vector<Hold*> collecting_;                                // holds still collecting, newest last
   AllocatorStats stats_;
 };
 

@@ -124,6 +124,20 @@ Tensor GpuDevice::copy_from_host(const Tensor& tensor) const {
   return to;
 }
 
+graph::Status GpuDevice::enqueue_copy(const Tensor& from, Tensor to) const {
+  MIRRA_CHECK(from.byte_size() == to.byte_size(), "a copy between tensors of different sizes");
+  if (from.byte_size() == 0) return graph::Status();
+  graph::Status status;
+  const MemorySpace space = memory_space();
+  stream_->enqueue([&] {
+    ScopedMemoryAccess access(space, /*host_too=*/true);
+    status = check(cudaMemcpyAsync(to.mutable_raw_data(), from.raw_data(), from.byte_size(), cudaMemcpyDefault,
+                                   stream_->handle()),
+                   "cudaMemcpyAsync");
+  });
+  return status.with_context(id().to_string());
+}
+
 Device::Staged GpuDevice::stage_from_host(const Tensor& tensor) const {
   Tensor to = Tensor::empty(allocator(), tensor.dtype(), tensor.shape());
   if (tensor.byte_size() == 0) return {std::move(to), nullptr};

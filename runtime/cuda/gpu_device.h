@@ -48,6 +48,8 @@ class GpuDevice final : public Device {
   // Staged through pinned memory and copied on the copy stream, which first waits for the work
   // already on the compute stream (it may have freed the buffer the copy fills), not for later work.
   Staged stage_from_host(const Tensor& tensor) const override;
+  // cudaMemcpyAsync on the compute stream, either way between the GPU and (pinned) host memory.
+  graph::Status enqueue_copy(const Tensor& from, Tensor to) const override;
 
  private:
   GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuOptions& options, std::shared_ptr<GpuStream> stream,

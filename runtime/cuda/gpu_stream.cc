@@ -1,4 +1,5 @@
-// GpuStream: launching in enqueue order, CUDA events, and the completion thread.
+// GpuStream: launching in enqueue order, CUDA events, the completion thread, and the capture of
+// streams into a CUDA graph.
 #include "runtime/cuda/gpu_stream.h"
 
 #include "runtime/cuda/cuda_status.h"
@@ -61,6 +62,11 @@ std::shared_ptr<GpuEvent> GpuStream::record_pending(std::function<void(graph::St
   if (status.ok()) status = check(events_->take(&handle), "cudaEventCreateWithFlags");
   if (status.ok()) status = check(cudaEventRecord(handle, stream_), "cudaEventRecord");
   auto event = std::make_shared<GpuEvent>(handle, events_);
+  if (capturing_) {
+    // A point of the graph: other streams' launches may wait for it; the host never sees it.
+    if (callback) callback(status.with_context("stream " + name_));
+    return event;
+  }
   std::lock_guard pending_lock(pending_mutex_);
   if (!status.ok()) {
     // Nothing to wait for on the device: the completion thread reports the error in order.
@@ -75,10 +81,21 @@ std::shared_ptr<Event> GpuStream::record() { return record_pending(nullptr); }
 
 void GpuStream::when_device_done(std::function<void(graph::Status)> callback) { record_pending(std::move(callback)); }
 
+void GpuStream::set_capturing(bool capturing) {
+  std::lock_guard lock(launch_mutex_);
+  capturing_ = capturing;
+}
+
 void GpuStream::wait(std::shared_ptr<Event> event) {
   if (event->done()) return;
   std::lock_guard lock(launch_mutex_);
   (void)cudaSetDevice(ordinal_);
+  const bool host_event = dynamic_cast<const GpuEvent*>(event.get()) == nullptr;
+  if (capturing_ && host_event) {
+    // A graph cannot wait for the host: the host waits now, before it launches what follows.
+    event->wait();
+    return;
+  }
   if (const auto* gpu_event = dynamic_cast<const GpuEvent*>(event.get())) {
     // In the device's queue: nothing blocks on the host.
     if (check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent").ok()) return;
@@ -97,6 +114,89 @@ void GpuStream::wait(std::shared_ptr<Event> event) {
     std::unique_ptr<std::shared_ptr<Event>> waited(held);
     (*waited)->wait();
   }
+}
+
+namespace {
+
+// GPU streams recorded into one CUDA graph: the first stream's capture, which the others join by
+// waiting for an event of it (and it for theirs at the end). A replay launches the graph on the first
+// stream after the work queued on every stream, and the streams' later work follows the replay.
+class CudaGraphCapture final : public StepCapture {
+ public:
+  explicit CudaGraphCapture(std::vector<GpuStream*> streams) : streams_(std::move(streams)), points_(streams_.size()) {}
+
+  ~CudaGraphCapture() override {
+    if (executable_ != nullptr) (void)cudaGraphExecDestroy(executable_);
+    if (graph_ != nullptr) (void)cudaGraphDestroy(graph_);
+    for (cudaEvent_t point : points_) {
+      if (point != nullptr) (void)cudaEventDestroy(point);
+    }
+  }
+
+  graph::Status begin() override {
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      MIRRA_RETURN_IF_ERROR(check(cudaSetDevice(streams_[i]->ordinal()), "cudaSetDevice"));
+      MIRRA_RETURN_IF_ERROR(check(cudaEventCreateWithFlags(&points_[i], cudaEventDisableTiming), "cudaEventCreateWithFlags"));
+    }
+    GpuStream& first = *streams_[0];
+    MIRRA_RETURN_IF_ERROR(check(cudaSetDevice(first.ordinal()), "cudaSetDevice"));
+    // Relaxed: kernels launch from the executor's threads, and a first allocation may call cudaMalloc.
+    MIRRA_RETURN_IF_ERROR(
+        check(cudaStreamBeginCapture(first.handle(), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture"));
+    for (GpuStream* stream : streams_) stream->set_capturing(true);
+    MIRRA_RETURN_IF_ERROR(check(cudaEventRecord(points_[0], first.handle()), "cudaEventRecord"));
+    for (size_t i = 1; i < streams_.size(); ++i) {
+      MIRRA_RETURN_IF_ERROR(check(cudaStreamWaitEvent(streams_[i]->handle(), points_[0], 0), "cudaStreamWaitEvent"));
+    }
+    return graph::Status();
+  }
+
+  graph::Status end() override {
+    GpuStream& first = *streams_[0];
+    graph::Status status;
+    for (size_t i = 1; i < streams_.size() && status.ok(); ++i) {
+      status = check(cudaSetDevice(streams_[i]->ordinal()), "cudaSetDevice");
+      if (status.ok()) status = check(cudaEventRecord(points_[i], streams_[i]->handle()), "cudaEventRecord");
+      if (status.ok()) status = check(cudaStreamWaitEvent(first.handle(), points_[i], 0), "cudaStreamWaitEvent");
+    }
+    (void)cudaSetDevice(first.ordinal());
+    const graph::Status ended = check(cudaStreamEndCapture(first.handle(), &graph_), "cudaStreamEndCapture");
+    for (GpuStream* stream : streams_) stream->set_capturing(false);
+    MIRRA_RETURN_IF_ERROR(status);
+    MIRRA_RETURN_IF_ERROR(ended);
+    return check(cudaGraphInstantiate(&executable_, graph_, 0), "cudaGraphInstantiate");
+  }
+
+  graph::Status replay() override {
+    GpuStream& first = *streams_[0];
+    for (size_t i = 1; i < streams_.size(); ++i) {
+      MIRRA_RETURN_IF_ERROR(check(cudaSetDevice(streams_[i]->ordinal()), "cudaSetDevice"));
+      MIRRA_RETURN_IF_ERROR(check(cudaEventRecord(points_[i], streams_[i]->handle()), "cudaEventRecord"));
+      MIRRA_RETURN_IF_ERROR(check(cudaStreamWaitEvent(first.handle(), points_[i], 0), "cudaStreamWaitEvent"));
+    }
+    MIRRA_RETURN_IF_ERROR(check(cudaSetDevice(first.ordinal()), "cudaSetDevice"));
+    MIRRA_RETURN_IF_ERROR(check(cudaGraphLaunch(executable_, first.handle()), "cudaGraphLaunch"));
+    MIRRA_RETURN_IF_ERROR(check(cudaEventRecord(points_[0], first.handle()), "cudaEventRecord"));
+    for (size_t i = 1; i < streams_.size(); ++i) {
+      MIRRA_RETURN_IF_ERROR(check(cudaStreamWaitEvent(streams_[i]->handle(), points_[0], 0), "cudaStreamWaitEvent"));
+    }
+    return check(cudaStreamSynchronize(first.handle()), "cudaStreamSynchronize");
+  }
+
+  bool replays_host_code() const override { return false; }
+
+ private:
+  std::vector<GpuStream*> streams_;
+  std::vector<cudaEvent_t> points_;  // one per stream, on its GPU: where it forks from or joins the first
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t executable_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<StepCapture> GpuStream::capture(const std::vector<Stream*>& streams) {
+  std::optional<std::vector<GpuStream*>> gpu_streams = streams_of_kind<GpuStream>(streams);
+  return gpu_streams ? std::make_unique<CudaGraphCapture>(std::move(*gpu_streams)) : nullptr;
 }
 
 void GpuStream::complete_in_order() {

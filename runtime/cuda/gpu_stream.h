@@ -68,8 +68,12 @@ class GpuStream final : public Stream {
   std::shared_ptr<Event> record() override;
   void wait(std::shared_ptr<Event> event) override;
   void when_device_done(std::function<void(graph::Status)> callback) override;
+  std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams) override;
 
   cudaStream_t handle() const { return stream_; }
+  int ordinal() const { return ordinal_; }
+  // Whether its launches are being recorded into a CUDA graph (set by the capture).
+  void set_capturing(bool capturing);
 
  private:
   // A recorded event the completion thread waits for, and who to tell.
@@ -90,6 +94,7 @@ class GpuStream final : public Stream {
   std::condition_variable has_pending_;
   std::deque<Pending> pending_;
   graph::Status device_error_;  // the first error the device reported; every later completion carries it
+  bool capturing_ = false;      // under launch_mutex_
   bool stopping_ = false;
   std::thread completion_thread_;
 };

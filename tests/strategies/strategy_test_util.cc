@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "examples/models.h"  // dense()
 
@@ -166,6 +167,63 @@ void check_follows_within_bf16(const std::map<std::string, std::vector<double>>&
     largest_difference = std::max(largest_difference, check_within(name, got.at(name), values, 1e-2));
   }
   CHECK(largest_difference > 0);
+}
+
+namespace {
+
+TrainingProgram distribute_for(const TrainingProgram& program, const CaptureSetup& setup) {
+  auto strategy = make_strategy(
+      {.strategy = setup.strategy, .devices = setup.devices, .logical_gpus_per_gpu = setup.logical_per_device});
+  REQUIRE_MESSAGE(strategy.ok(), strategy.status().to_string());
+  auto distributed = (*strategy)->distribute(program);
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  return std::move(*distributed);
+}
+
+CapturedRun train_capturing(const TrainingProgram& program, const std::vector<Batch>& batches, const CaptureSetup& setup,
+                            bool capture) {
+  runtime::Session session(program.graph, ops::kernels(),
+                           {.threads = 2,
+                            .deterministic = setup.deterministic,
+                            .logical_gpus_per_gpu = setup.logical_per_device,
+                            .capture_steps = capture});
+  const std::string rate = program.graph.node(program.signature.learning_rate.node).name;
+  CapturedRun run;
+  for (size_t step = 0; step < batches.size(); ++step) {
+    if (setup.assign_rate) {
+      session.assign_variable(rate, runtime::Tensor::scalar<float>(0.05f / (1.0f + 0.1f * static_cast<float>(step))));
+    }
+    auto out = session.run(feeds(program, batches[step]), {program.signature.loss}, {program.signature.train});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    run.losses.push_back((*out)[0].values<float>()[0]);
+  }
+  run.variables = float_variables(session);
+  run.replays = session.replayed_steps();
+  run.refusals = session.capture_refusals();
+  return run;
+}
+
+}  // namespace
+
+CapturedRun check_replays_match(const TrainingProgram& program, const std::vector<Batch>& batches,
+                                const CaptureSetup& setup, double relative) {
+  const TrainingProgram distributed = distribute_for(program, setup);
+  const CapturedRun uncaptured = train_capturing(distributed, batches, setup, false);
+  const CapturedRun captured = train_capturing(distributed, batches, setup, true);
+  CHECK(uncaptured.replays == 0);
+  REQUIRE(captured.variables.size() == uncaptured.variables.size());
+  REQUIRE(captured.losses.size() == uncaptured.losses.size());
+  if (relative == 0) {
+    CHECK(std::memcmp(captured.losses.data(), uncaptured.losses.data(), captured.losses.size() * sizeof(float)) == 0);
+    for (const auto& [name, values] : uncaptured.variables) {
+      if (captured.variables.at(name) != values) FAIL_CHECK(name << " differs from training step by step");
+    }
+  } else {
+    const std::vector<double> got(captured.losses.begin(), captured.losses.end());
+    check_within("the losses", got, std::vector<double>(uncaptured.losses.begin(), uncaptured.losses.end()), relative);
+    for (const auto& [name, values] : uncaptured.variables) check_within(name, captured.variables.at(name), values, relative);
+  }
+  return captured;
 }
 
 }  // namespace mirra::strategies::test

@@ -50,6 +50,26 @@ std::map<std::string, std::vector<double>> train_checking_replicas(const Trainin
                                                                    const std::vector<Batch>& batches, int replicas,
                                                                    bool check_slots, int logical_gpus_per_gpu = 1);
 
+// Training with steps recorded once and replayed (SessionOptions::capture_steps) against training step
+// by step: the same program under `strategy` over `devices`.
+struct CaptureSetup {
+  std::string strategy = "one_device";
+  std::vector<graph::DeviceId> devices = {{graph::DeviceKind::cpu_async, 0}};
+  int logical_per_device = 1;
+  bool deterministic = false;
+  bool assign_rate = false;  // a decaying learning rate assigned before every step
+};
+struct CapturedRun {
+  std::map<std::string, std::vector<double>> variables;
+  std::vector<float> losses;
+  int64_t replays = 0;
+  std::vector<std::string> refusals;
+};
+// Trains with capture and without; checks that the losses and every variable agree (bit for bit when
+// `relative` is 0, else within it as check_within does); returns the run with capture.
+CapturedRun check_replays_match(const TrainingProgram& program, const std::vector<Batch>& batches,
+                                const CaptureSetup& setup, double relative = 0);
+
 // Checks max |got - want| <= relative * max |want| over one variable's elements; returns max |got - want|.
 double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
                     double relative);

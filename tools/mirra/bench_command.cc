@@ -36,6 +36,8 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--devices", commands.training_options.devices, "Devices (default: the strategy's)")
       ->delimiter(',');
   commands.training->add_flag("--allow-tf32", commands.training_options.allow_tf32, "Let GPUs multiply f32 in TF32");
+  commands.training->add_flag("--cuda-graph", commands.training_options.cuda_graph,
+                              "Record the step once and replay it (a CUDA graph on GPUs)");
   commands.training->add_option("--mixed-precision", commands.training_options.mixed_precision,
                                 "bf16: products and convolutions on bf16 operands (default off)")
       ->check(CLI::IsMember({"off", "bf16"}));

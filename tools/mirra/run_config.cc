@@ -84,7 +84,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
-          "mixed_precision"},
+          "cuda_graph", "mixed_precision"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
@@ -106,6 +106,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "soft_placement", "training.soft_placement", source, out.soft_placement));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "allow_tf32", "training.allow_tf32", source, out.allow_tf32));
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "cuda_graph", "training.cuda_graph", source, out.cuda_graph));
   if (t.contains("mixed_precision")) {
     const json& mode = t.at("mixed_precision");
     const auto parsed = mode.is_string() ? ops::parse_mixed_precision(mode.get<std::string>())
@@ -179,6 +180,7 @@ std::string run_config_json(const RunConfig& c) {
                    {"check_numerics", c.training.check_numerics},
                    {"soft_placement", c.training.soft_placement},
                    {"allow_tf32", c.training.allow_tf32},
+                   {"cuda_graph", c.training.cuda_graph},
                    {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;

@@ -36,6 +36,7 @@ struct TrainingConfig {
   bool check_numerics = false;          // also stop at the first non-finite gradient, before it is applied
   bool soft_placement = false;          // a node its device has no kernel for runs on cpu:0 instead of failing
   bool allow_tf32 = false;              // GPUs may run f32 products and convolutions in TF32
+  bool cuda_graph = false;              // record the training step once and replay it (a CUDA graph on GPUs)
   // bf16 or fp16: products and convolutions on 16-bit operands; fp16 with dynamic loss scaling
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
 };

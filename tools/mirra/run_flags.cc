@@ -40,6 +40,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_flag("--soft-placement", f.soft_placement,
                    "Run a node its device has no kernel for on cpu:0 instead of failing");
   command.add_flag("--allow-tf32", f.allow_tf32, "Let GPUs run f32 matrix products and convolutions in TF32 (faster, less exact)");
+  command.add_flag("--cuda-graph", f.cuda_graph,
+                   "Record the training step once and replay it (a CUDA graph on GPUs); a step that cannot be "
+                   "replayed runs as usual and says why");
   command.add_option("--mixed-precision", f.mixed_precision,
                      "bf16 or fp16: matrix products and convolutions on 16-bit operands, f32 everywhere else; fp16 "
                      "with dynamic loss scaling (default off)")
@@ -108,6 +111,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.check_numerics) config.training.check_numerics = true;
   if (f.soft_placement) config.training.soft_placement = true;
   if (f.allow_tf32) config.training.allow_tf32 = true;
+  if (f.cuda_graph) config.training.cuda_graph = true;
   if (f.mixed_precision) {
     MIRRA_ASSIGN_OR_RETURN(config.training.mixed_precision, ops::parse_mixed_precision(*f.mixed_precision));
   }

@@ -23,6 +23,7 @@ struct RunFlags {
   bool check_numerics = false;
   bool soft_placement = false;
   bool allow_tf32 = false;
+  bool cuda_graph = false;
   bool shard_optimizer_state = false;
 };
 

@@ -170,6 +170,7 @@ graph::Status TrainRun::run() {
                               .allow_tf32 = config_.training.allow_tf32,
                               .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
                               .trace = !command_.trace.empty(),
+                              .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .collectives = std::move(collectives)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
@@ -463,6 +464,10 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
   if (scaling) {
     summary["loss_scale"] = scaling->scale;
     summary["skipped_steps"] = scaling->skipped_steps;
+  }
+  if (config_.training.cuda_graph) {
+    summary["replayed_steps"] = session_->replayed_steps();  // recorded steps' replays (evaluation's too)
+    summary["not_replayed_because"] = session_->capture_refusals();
   }
   if (!metrics_error_.ok()) summary["error"] = metrics_error_.message();
   std::printf("%s\n", summary.dump().c_str());
