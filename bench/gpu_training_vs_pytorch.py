@@ -10,7 +10,8 @@ mode's (TF32 against TF32, >1 is faster; mirra's CUDA graph against PyTorch's ea
 as `graph_vs_fp32` and `graph_vs_graph`) and mirra's peak device memory over
 torch.cuda.max_memory_allocated (<1 is leaner), and for the MLP the time its step's matrix products take
 through cuBLAS alone over mirra's step (the floor, at most 1), one JSON line per configuration and a
-summary last.
+summary last. At global batches 128 and 1024 it also runs Mirrored over 2 and 4 logical GPUs of gpu:0
+at the same global batch, reported over one GPU's examples/s (`mirrored_logical_vs_one_gpu`, 1 is par).
 
 Usage: bench/gpu_training_vs_pytorch.py --mirra PATH --data DIR [--python python3] [--models mlp,cnn]
                                         [--batches 128,1024,8192]
@@ -49,6 +50,16 @@ def main():
                                           "--batch-size", str(batch), "--steps", str(steps), "--warmup-steps", "20",
                                           "--data", args.data] + extra)
                 row[name] = lines[-1] if lines else {"error": error}
+            for replicas in (2, 4) if batch in (128, 1024) else ():
+                devices = ",".join(f"gpu:{i}" for i in range(replicas))
+                lines, error = last_json([args.mirra, "bench", "training", "--model", model, "--strategy", "mirrored",
+                                          "--devices", devices, "--logical-gpus-per-gpu", str(replicas),
+                                          "--batch-size", str(batch), "--steps", str(steps), "--warmup-steps", "20",
+                                          "--data", args.data])
+                mirrored = lines[-1] if lines else {"error": error}
+                row[f"mirra_mirrored_{replicas}"] = mirrored
+                if "examples_per_s" in mirrored and "examples_per_s" in row["mirra"]:
+                    row[f"mirrored_{replicas}_vs_one_gpu"] = mirrored["examples_per_s"] / row["mirra"]["examples_per_s"]
             rows.append(row)
     peer, error = last_json([args.python, os.path.join(HERE, "peers", "torch_gpu_training.py"), args.data, "--models",
                              args.models, "--batches", args.batches])
@@ -77,6 +88,9 @@ def main():
                "graph_vs_fp32": {f"{r['model']}/{r['batch']}": r.get("graph_vs_fp32") for r in rows},
                "graph_vs_graph": {f"{r['model']}/{r['batch']}": r.get("graph_vs_graph") for r in rows},
                "memory_vs_pytorch": {f"{r['model']}/{r['batch']}": r.get("memory_vs_pytorch") for r in rows},
+               # Mirrored over 2 and 4 logical GPUs of gpu:0 over one GPU, at the same global batch.
+               "mirrored_logical_vs_one_gpu": {f"{r['model']}/{r['batch']}/{k}": r.get(f"mirrored_{k}_vs_one_gpu")
+                                               for r in rows for k in (2, 4) if f"mirra_mirrored_{k}" in r},
                # The MLP step's matrix products alone through cuBLAS, over mirra's whole step (1 is the floor).
                "mlp_cublas_floor_over_step": {r["batch"]: r["mirra"].get("floor_over_step") for r in rows if r["model"] == "mlp"}}
     print(json.dumps(summary))

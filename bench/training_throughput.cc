@@ -25,7 +25,9 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
                                                               {.batch_size = options.batch_size, .seed = 1}));
-  strategies::StrategyConfig config{.strategy = options.strategy, .shard_optimizer_state = options.shard_optimizer_state};
+  strategies::StrategyConfig config{.strategy = options.strategy,
+                                    .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
+                                    .shard_optimizer_state = options.shard_optimizer_state};
   for (const std::string& name : options.devices) {
     MIRRA_ASSIGN_OR_RETURN(const graph::DeviceId device, graph::DeviceId::parse(name));
     config.devices.push_back(device);
@@ -33,7 +35,10 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
   runtime::Session session(program.graph, ops::kernels(),
-                           {.threads = options.threads, .allow_tf32 = options.allow_tf32, .capture_steps = options.cuda_graph});
+                           {.threads = options.threads,
+                            .allow_tf32 = options.allow_tf32,
+                            .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
+                            .capture_steps = options.cuda_graph});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
   double final_loss = 0;
@@ -66,6 +71,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                         {"model", options.model},
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
+                        {"logical_gpus_per_gpu", options.logical_gpus_per_gpu},
                         {"allow_tf32", options.allow_tf32},
                         {"cuda_graph", options.cuda_graph},
                         {"replayed_steps", session.replayed_steps()},

@@ -21,6 +21,7 @@ struct TrainingThroughputOptions {
   std::string model = "mlp";  // mlp or cnn
   std::string strategy = "one_device";  // or mirrored, central_storage
   std::vector<std::string> devices;     // empty: the strategy's default devices
+  int logical_gpus_per_gpu = 1;         // each GPU (and cpu_async device) split into this many devices
   bool allow_tf32 = false;              // GPUs may multiply f32 in TF32
   bool cuda_graph = false;              // steps recorded once and replayed (SessionOptions::capture_steps)
   std::string mixed_precision = "off";  // or bf16 (ops/mixed_precision.h)

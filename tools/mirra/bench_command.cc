@@ -35,6 +35,9 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--data", commands.training_options.data_dir, "Directory with the Fashion-MNIST IDX files");
   commands.training->add_option("--devices", commands.training_options.devices, "Devices (default: the strategy's)")
       ->delimiter(',');
+  commands.training->add_option("--logical-gpus-per-gpu", commands.training_options.logical_gpus_per_gpu,
+                                "Each GPU (and cpu_async device) split into this many logical devices")
+      ->check(CLI::Range(1, 64));
   commands.training->add_flag("--allow-tf32", commands.training_options.allow_tf32, "Let GPUs multiply f32 in TF32");
   commands.training->add_flag("--cuda-graph", commands.training_options.cuda_graph,
                               "Record the step once and replay it (a CUDA graph on GPUs)");
