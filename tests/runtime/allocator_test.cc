@@ -1,5 +1,5 @@
-// CachingAllocator and Tensor buffers: alignment, size classes, reuse, statistics, and buffers that
-// outlive their session.
+// CachingAllocator and Tensor buffers: alignment, size classes, reuse, statistics, holds on freed
+// blocks, and buffers that outlive their session.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -81,6 +81,27 @@ TEST_CASE("CachingAllocator.takes_blocks_from_its_system_memory_and_counts_them"
   allocator->deallocate(block, 1000);
   allocator->release_cache();
   CHECK(memory->held_ == 0);
+}
+
+// What is freed while a hold collects (a recorded step's buffers) is handed out again only once the
+// hold ends; what is freed after it stopped collecting goes back to the cache at once.
+TEST_CASE("CachingAllocator.a_hold_keeps_freed_blocks_from_reuse_until_it_ends") {
+  auto allocator = std::make_shared<CachingAllocator>("test");
+  void* recorded = allocator->allocate(256);
+  std::unique_ptr<FreedBlockHold> hold = allocator->hold_freed_blocks();
+  REQUIRE(hold != nullptr);
+  allocator->deallocate(recorded, 256);
+  void* other = allocator->allocate(256);
+  CHECK(other != recorded);
+  hold->stop_collecting();
+  allocator->deallocate(other, 256);
+  CHECK(allocator->allocate(256) == other);
+  CHECK(allocator->stats().bytes_cached == 0);
+  hold.reset();
+  CHECK(allocator->stats().bytes_cached == 256);
+  CHECK(allocator->allocate(256) == recorded);
+  allocator->deallocate(recorded, 256);
+  allocator->deallocate(other, 256);
 }
 
 TEST_CASE("Tensor.buffers_are_shared_and_keep_their_allocator_alive") {

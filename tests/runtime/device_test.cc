@@ -1,4 +1,5 @@
-// Devices, streams and memory spaces: events order work across streams; cpu_async memory is refused
+// Devices, streams and memory spaces: events order work across streams; a capture of worker streams
+// replays their work in order; cpu_async memory is refused
 // to host code, and a deliberately wrong kernel that touches host memory from a device's stream fails
 // its step with an error naming the node, while the threads of a parallel loop inside a device's work
 // may touch its memory; freeing is stream-ordered (a buffer dropped by the host
@@ -60,6 +61,40 @@ TEST_CASE("Stream.events.order_work_across_streams_and_the_host") {
   inline_stream.enqueue([&] { ++ran; });
   CHECK(ran == 1);
   CHECK(inline_stream.record()->done());
+}
+
+// A capture of worker streams runs nothing while it records; each replay runs the recorded work again
+// in order, a recorded wait holding its stream until the other stream's replay reaches the event.
+TEST_CASE("Stream.a_capture_of_worker_streams.replays_their_work_in_order") {
+  WorkerStream first("first"), second("second");
+  InlineStream inline_stream;
+  CHECK(first.capture({&first, &inline_stream}) == nullptr);  // work on an inline stream runs at once
+  std::unique_ptr<StepCapture> capture = first.capture({&first, &second});
+  REQUIRE(capture != nullptr);
+  CHECK(capture->replays_host_code());
+  std::mutex mutex;
+  std::vector<std::string> ran;
+  const auto note = [&](std::string what) {
+    std::lock_guard lock(mutex);
+    ran.push_back(std::move(what));
+  };
+  REQUIRE(capture->begin().ok());
+  first.enqueue([&] {
+    std::this_thread::sleep_for(20ms);
+    note("first");
+  });
+  second.wait(first.record());
+  second.enqueue([&] { note("second"); });
+  REQUIRE(capture->end().ok());
+  first.synchronize();
+  second.synchronize();
+  CHECK(ran.empty());
+  for (int replay = 0; replay < 3; ++replay) REQUIRE(capture->replay().ok());
+  CHECK(ran == std::vector<std::string>{"first", "second", "first", "second", "first", "second"});
+  int after = 0;
+  first.enqueue([&] { after = 1; });  // no longer recorded
+  first.synchronize();
+  CHECK(after == 1);
 }
 
 TEST_CASE("Devices.cpu_async_memory.is_refused_to_host_code") {
