@@ -24,19 +24,28 @@ Status copy_to_host_kernel(KernelContext& ctx) {
   return Status();
 }
 
-// The host tensor is copied into pinned staging memory first, so the copy to the device runs
-// asynchronously (from pageable memory CUDA would wait for the stream); the staging buffer is
-// released once the device has read it.
+// Pinned host memory (another GPU's copy to the host, a feed or host value a recorded step holds) is
+// copied from where it is, so a replay of a recorded step copies what is there then. Pageable memory
+// is copied into pinned staging memory first, so the copy to the device runs asynchronously (from
+// pageable memory CUDA would wait for the stream). Either host buffer is held until the device read it.
+bool pinned(const void* data) {
+  cudaPointerAttributes attributes{};
+  return cudaPointerGetAttributes(&attributes, data) == cudaSuccess && attributes.type == cudaMemoryTypeHost;
+}
+
 Status copy_from_host_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   if (x.byte_size() == 0) return Status();
   const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
-  Tensor staging = Tensor::empty(gpu.host_memory_allocator(), x.dtype(), x.shape());
-  std::memcpy(staging.mutable_raw_data(), x.raw_data(), x.byte_size());
+  Tensor source = x;
+  if (!pinned(x.raw_data())) {
+    source = Tensor::empty(gpu.host_memory_allocator(), x.dtype(), x.shape());
+    std::memcpy(source.mutable_raw_data(), x.raw_data(), x.byte_size());
+  }
   MIRRA_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(y.mutable_raw_data(), staging.raw_data(), x.byte_size(), cudaMemcpyHostToDevice, gpu.stream()));
-  gpu.gpu_stream().when_device_done([staging = std::move(staging)](const Status&) {});
+      cudaMemcpyAsync(y.mutable_raw_data(), source.raw_data(), x.byte_size(), cudaMemcpyHostToDevice, gpu.stream()));
+  gpu.gpu_stream().when_device_done([source = std::move(source)](const Status&) {});
   return Status();
 }
 
