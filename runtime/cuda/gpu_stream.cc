@@ -64,7 +64,9 @@ std::shared_ptr<GpuEvent> GpuStream::record_pending(std::function<void(graph::St
   auto event = std::make_shared<GpuEvent>(handle, events_);
   if (capturing_) {
     // A point of the graph: other streams' launches may wait for it; the host never sees it.
-    if (callback) callback(status.with_context("stream " + name_));
+    status = status.with_context("stream " + name_);
+    if (!status.ok() && capture_error_.ok()) capture_error_ = status;
+    if (callback) callback(status);
     return event;
   }
   std::lock_guard pending_lock(pending_mutex_);
@@ -84,19 +86,31 @@ void GpuStream::when_device_done(std::function<void(graph::Status)> callback) { 
 void GpuStream::set_capturing(bool capturing) {
   std::lock_guard lock(launch_mutex_);
   capturing_ = capturing;
+  if (capturing) capture_error_ = graph::Status();
+}
+
+graph::Status GpuStream::capture_error() {
+  std::lock_guard lock(launch_mutex_);
+  return capture_error_;
 }
 
 void GpuStream::wait(std::shared_ptr<Event> event) {
   if (event->done()) return;
   std::lock_guard lock(launch_mutex_);
   (void)cudaSetDevice(ordinal_);
-  const bool host_event = dynamic_cast<const GpuEvent*>(event.get()) == nullptr;
-  if (capturing_ && host_event) {
-    // A graph cannot wait for the host: the host waits now, before it launches what follows.
-    event->wait();
+  const auto* gpu_event = dynamic_cast<const GpuEvent*>(event.get());
+  if (capturing_) {
+    if (gpu_event == nullptr) {
+      // A graph cannot wait for the host: the host waits now, before it launches what follows.
+      event->wait();
+      return;
+    }
+    // A recorded event never completes for the host: a wait the graph cannot hold fails the recording.
+    const graph::Status waited = check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent");
+    if (!waited.ok() && capture_error_.ok()) capture_error_ = waited.with_context("stream " + name_);
     return;
   }
-  if (const auto* gpu_event = dynamic_cast<const GpuEvent*>(event.get())) {
+  if (gpu_event != nullptr) {
     // In the device's queue: nothing blocks on the host.
     if (check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent").ok()) return;
   }
@@ -161,7 +175,10 @@ class CudaGraphCapture final : public StepCapture {
     }
     (void)cudaSetDevice(first.ordinal());
     const graph::Status ended = check(cudaStreamEndCapture(first.handle(), &graph_), "cudaStreamEndCapture");
-    for (GpuStream* stream : streams_) stream->set_capturing(false);
+    for (GpuStream* stream : streams_) {
+      stream->set_capturing(false);
+      if (status.ok()) status = stream->capture_error();
+    }
     MIRRA_RETURN_IF_ERROR(status);
     MIRRA_RETURN_IF_ERROR(ended);
     return check(cudaGraphInstantiate(&executable_, graph_, 0), "cudaGraphInstantiate");

@@ -74,6 +74,8 @@ class GpuStream final : public Stream {
   int ordinal() const { return ordinal_; }
   // Whether its launches are being recorded into a CUDA graph (set by the capture).
   void set_capturing(bool capturing);
+  // What failed on it while it recorded (an event it could not record or wait for), if anything.
+  graph::Status capture_error();
 
  private:
   // A recorded event the completion thread waits for, and who to tell.
@@ -95,6 +97,7 @@ class GpuStream final : public Stream {
   std::deque<Pending> pending_;
   graph::Status device_error_;  // the first error the device reported; every later completion carries it
   bool capturing_ = false;      // under launch_mutex_
+  graph::Status capture_error_;  // under launch_mutex_
   bool stopping_ = false;
   std::thread completion_thread_;
 };
