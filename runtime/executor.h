@@ -87,6 +87,7 @@ class Executor {
   // `prologue_ran`: the host nodes before the devices' work ran for these feeds already (the recording).
   graph::Expected<std::vector<Tensor>> replay(std::vector<Tensor> feeds, bool prologue_ran = false);
   void record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const;
+  void record_device_collective(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const;
   std::unique_ptr<StepState> acquire_state();
   void release_state(std::unique_ptr<StepState> state);
 

@@ -276,7 +276,7 @@ graph::Expected<std::vector<Tensor>> Executor::replay(std::vector<Tensor> feeds,
 void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
   const PlanNode& pn = plan_.nodes[index];
   CapturedStep& captured = *step.capture;
-  if (!pn.on_stream && !captured.replays_host_code) return launch(pn, call.context, std::move(done));
+  if (!pn.on_stream && !captured.replays_host_code) return record_device_collective(step, index, call, std::move(done));
   Stream& stream = stream_of(pn);
   if (pn.on_communication_stream) stream.wait(pn.device->compute_stream().record());
   for (uint32_t producer : captured.plan.follows[index]) {
@@ -294,6 +294,29 @@ void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, Ker
   });
   step.events[index] = stream.record();
   done(Status());
+}
+
+// In a step as it runs, such a kernel is launched once the devices have run what it reads, and its
+// consumers once they have run it, so no stream waits for it; in a recording nothing has run. So its
+// device's communication stream (where a GPU's collectives run) first waits for the compute stream,
+// after the events of what it follows elsewhere, and once it has launched, the compute stream and
+// its consumers elsewhere wait for the communication stream.
+void Executor::record_device_collective(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
+  const PlanNode& pn = plan_.nodes[index];
+  Stream& compute = pn.device->compute_stream();
+  for (uint32_t producer : step.capture->plan.follows[index]) {
+    const std::shared_ptr<Event>& event = step.events[producer];
+    if (event != nullptr && &stream_of(plan_.nodes[producer]) != &compute) compute.wait(event);
+  }
+  pn.device->communication_stream().wait(compute.record());
+  launch(pn, call.context, [&step, &pn, index, done = std::move(done)](Status status) {
+    if (status.ok()) {
+      std::shared_ptr<Event> launched = pn.device->communication_stream().record();
+      pn.device->compute_stream().wait(launched);
+      step.events[index] = std::move(launched);
+    }
+    done(std::move(status));
+  });
 }
 
 }  // namespace mirra::runtime
