@@ -177,7 +177,6 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
 
   auto captured = std::make_unique<CapturedStep>();
   captured->plan = std::move(capture_plan);
-  captured->replays_host_code = recording->replays_host_code();
   captured->recording = std::move(recording);
   captured->state = acquire_state();
   StepState& step = *captured->state;
@@ -188,11 +187,17 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   // The captured feeds are buffers of the recording's own (in host memory, a GPU's pinned memory, which
   // its copies may read while recorded): later feeds are copied into them.
   captured->host_input_allocator = first_device->host_memory_allocator();
+  captured->feed_devices.assign(feeds.size(), nullptr);
   for (size_t i = 0; i < feeds.size(); ++i) {
     if (plan_.fed_nodes[i] == kNotInPlan) continue;
     const Tensor& fed = feeds[i];
     step.values[plan_.nodes[plan_.fed_nodes[i]].first_output] =
         fed.memory_space().host ? host_copy(fed, captured->host_input_allocator) : fed;
+    for (const PlanNode& pn : plan_.nodes) {
+      if (!fed.memory_space().host && !pn.fed && pn.device->memory_space() == fed.memory_space()) {
+        captured->feed_devices[i] = pn.device;
+      }
+    }
   }
   for (Stream* stream : streams) stream->synchronize();  // nothing from before is pending while it records
   for (Allocator* allocator : allocators) {
@@ -234,10 +239,7 @@ graph::Expected<std::vector<Tensor>> Executor::replay(std::vector<Tensor> feeds,
       if (fed.byte_size() > 0) std::memcpy(held.mutable_raw_data(), fed.raw_data(), fed.byte_size());
       continue;
     }
-    const Device* device = nullptr;
-    for (const PlanNode& pn : plan_.nodes) {
-      if (pn.device != nullptr && !pn.fed && pn.device->memory_space() == held.memory_space()) device = pn.device;
-    }
+    const Device* device = captured.feed_devices[i];
     MIRRA_CHECK(device != nullptr, "a captured feed in the memory of no device of the step");
     MIRRA_RETURN_IF_ERROR(device->enqueue_copy(fed, held).with_context("copying feed " + std::to_string(i) + " in"));
   }
@@ -276,7 +278,7 @@ graph::Expected<std::vector<Tensor>> Executor::replay(std::vector<Tensor> feeds,
 void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
   const PlanNode& pn = plan_.nodes[index];
   CapturedStep& captured = *step.capture;
-  if (!pn.on_stream && !captured.replays_host_code) return record_device_collective(step, index, call, std::move(done));
+  if (!pn.on_stream && !captured.recording->replays_host_code()) return record_device_collective(step, index, call, std::move(done));
   Stream& stream = stream_of(pn);
   if (pn.on_communication_stream) stream.wait(pn.device->compute_stream().record());
   for (uint32_t producer : captured.plan.follows[index]) {

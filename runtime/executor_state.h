@@ -140,8 +140,8 @@ struct Executor::CapturePlan {
 struct Executor::CapturedStep {
   CapturePlan plan;
   std::unique_ptr<StepCapture> recording;
-  bool replays_host_code = false;  // a replay runs the kernels' host code again (worker streams)
   std::unique_ptr<StepState> state;
+  std::vector<const Device*> feed_devices;  // by feed: the device whose memory holds it (null: the host's)
   std::vector<std::unique_ptr<FreedBlockHold>> holds;
   // A host value computed before the devices' work that the recording reads: its slot, the buffer the
   // recording reads (host memory a GPU may copy from while recorded: pinned), and while recording, the

@@ -66,8 +66,8 @@ std::unique_ptr<StepCapture> Stream::capture(const std::vector<Stream*>&) { retu
 
 namespace {
 
-// Worker streams' recordings: a replay makes the recorded events pending again, then enqueues each
-// stream's work in its order; a recorded wait blocks its stream until the event's replay completes
+// Worker streams' recordings: a replay makes the recorded events pending again, then has each stream
+// run its recorded work in order; a recorded wait blocks its stream until the event's replay completes
 // it, so the streams keep the order they had.
 class WorkerStepCapture final : public StepCapture {
  public:
@@ -88,7 +88,10 @@ class WorkerStepCapture final : public StepCapture {
       for (const auto& event : recording.events) event->reset();
     }
     for (size_t i = 0; i < streams_.size(); ++i) {
-      for (const auto& work : recordings_[i].work) streams_[i]->enqueue(work);
+      // The stream's whole recording as one piece of work: its thread runs the items in order.
+      streams_[i]->enqueue([&recording = recordings_[i]] {
+        for (const auto& work : recording.work) work();
+      });
     }
     for (WorkerStream* stream : streams_) stream->synchronize();
     return graph::Status();
