@@ -119,7 +119,7 @@ class WorkerStream final : public Stream {
   bool asynchronous() const override { return true; }
   void enqueue(std::function<void()> work) override;
   std::shared_ptr<Event> record() override;
-  // Worker streams record together: each keeps its work in order, and a replay enqueues it again.
+  // Worker streams record together: each keeps its work in order, and a replay runs it again.
   std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams) override;
 
   // What a recording keeps of one stream: its work, and the events recorded on it.
