@@ -29,7 +29,8 @@ Status require_rank(const InferContext& ctx, size_t input, int rank);
 // Matrix products and convolutions: operands 0 .. operands-1 share one float dtype (f32, f64, bf16,
 // f16), and the output has it, or f32 when the node's f32_output attribute is set: 16-bit operands
 // are multiplied and summed in f32, and that attribute keeps the sum instead of rounding it (what
-// mixed precision wants: 16-bit operands, f32 activations and gradients).
+// mixed precision wants: 16-bit operands, f32 activations and gradients). On GPUs a convolution's
+// sum is rounded to the 16-bit type first, as cuDNN's 16-bit convolutions write it.
 Expected<graph::DType> product_output_dtype(const InferContext& ctx, size_t operands);
 
 // Output dim of a windowed op (conv, pool) along one axis; -1 when `in` is unknown.

@@ -2,9 +2,10 @@
 """PyTorch peer of `mirra bench training --devices gpu:0`: the benchmark MLP (784-256-128-10, ReLU) and
 the TF-tutorial CNN (conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10) with SGD, momentum 0.9, learning
 rate 0.05 on Fashion-MNIST, on one GPU, with the data set held in GPU memory (PyTorch's best case).
-For each model and batch size it times three modes after 20 warm-up steps: eager with TF32 off
-(mirra's arithmetic), eager with TF32, and the whole step captured as a CUDA graph (TF32 off); and
-records torch.cuda.max_memory_allocated for each. Prints one JSON line per configuration.
+For each model and batch size it times four modes after 20 warm-up steps: eager with TF32 off
+(mirra's arithmetic), eager with TF32, the whole step captured as a CUDA graph (TF32 off), and eager
+under torch.autocast("cuda", torch.bfloat16) (bf16 mixed precision, f32 weights); and records
+torch.cuda.max_memory_allocated for each. Prints one JSON line per configuration.
 
 Usage: torch_gpu_training.py DATA_DIR [--models mlp,cnn] [--batches 128,1024,8192]
 """
@@ -34,7 +35,8 @@ def measure(model_name, batch, mode, images, labels, steps):
 
     def step(x, y):
         optimizer.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode == "bf16"):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
         return loss
@@ -87,7 +89,7 @@ def main():
     for model_name in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             steps = (400 if model_name == "mlp" else 200) // (4 if batch >= 8192 else 1)
-            for mode in ("fp32", "tf32", "graph"):
+            for mode in ("fp32", "tf32", "graph", "bf16"):
                 try:
                     print(json.dumps(measure(model_name, batch, mode, images, labels, steps)), flush=True)
                 except RuntimeError as e:  # a failed capture must not lose the other figures

@@ -3,15 +3,18 @@
 // NHWC (or NCHW); cuDNN's filters are KRSC (KCRS for NCHW) where mirra's are HWIO, so the filter is
 // permuted into a scratch tensor, and the filter gradient permuted back.
 //
-// Each problem (device, shapes, geometry, TF32) gets a ConvPlan once, kept for the process: its
-// descriptors and, found on first use, the algorithm of each direction from cuDNN's heuristics. FMA
-// math, so no TF32, unless the device allows it. SAME padding larger after than before (cuDNN pads
-// symmetrically) pads the input explicitly and convolves without padding, as TensorFlow does; the
-// input gradient is then computed for the padded input and its interior kept. FusedConv2D runs
+// Each problem (device, dtype, shapes, geometry, TF32) gets a ConvPlan once, kept for the process:
+// its descriptors and, found on first use, the algorithm of each direction from cuDNN's heuristics.
+// f32 runs FMA math, so no TF32, unless the device allows it. SAME padding larger after than before
+// (cuDNN pads symmetrically) pads the input explicitly and convolves without padding, as TensorFlow
+// does; the input gradient is then computed for the padded input and its interior kept. FusedConv2D runs
 // cuDNN's fused convolution + bias + activation where cuDNN supports the problem, and the
-// convolution followed by the BiasAdd and Relu kernels where it does not. bf16 and f16 operands are
-// widened to f32 on the device (exact) and convolved there, and a 16-bit result is rounded once, as
-// the CPU does where oneDNN has no 16-bit kernels: the f32 sums of the operands, at f32's speed.
+// convolution followed by the BiasAdd and Relu kernels where it does not.
+//
+// bf16 and f16 operands are convolved in their own type on the tensor cores, summed in f32 and written
+// in that type (cuDNN's 16-bit convolutions write 16-bit results, as TensorFlow's and PyTorch's
+// mixed precision keep them). So on the GPU a product's f32_output is its 16-bit result widened, one
+// rounding from the CPU's f32 sums; a FusedConv2D adds its bias and applies its ReLU in f32 after.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <array>
@@ -41,11 +44,16 @@ constexpr cudnnConvolutionFwdAlgo_t kFusedAlgorithm = CUDNN_CONVOLUTION_FWD_ALGO
 
 // The first algorithm cuDNN's heuristics rank that it can run, from `count` results.
 template <class Perf>
-graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int count, const char* what) {
+graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int count, const char* what, DType data) {
   for (int i = 0; i < count; ++i) {
     if (results[i].status == CUDNN_STATUS_SUCCESS) return results[i].algo;
   }
-  return graph::unimplemented(std::string("cuDNN has no ") + what + " algorithm for this convolution");
+  std::string message = std::string("cuDNN has no ") + what + " algorithm for this " + std::string(graph::dtype_name(data)) +
+                        " convolution";
+  if (data != DType::f32) {
+    message += " (16-bit convolutions run on the tensor cores: f16 from compute capability 7.0, bf16 from 8.0)";
+  }
+  return graph::unimplemented(message);
 }
 
 // One convolution problem as cuDNN runs it.
@@ -53,8 +61,8 @@ class ConvPlan {
  public:
   // Descriptors for `window` (over an input explicitly padded first where the padding is asymmetric)
   // and a filter of `out_channels`.
-  ConvPlan(const Window& window, int64_t out_channels, bool allow_tf32)
-      : window_(window), pad_explicitly_(!window.symmetric()) {
+  ConvPlan(const Window& window, int64_t out_channels, DType data, bool allow_tf32)
+      : window_(window), data_(data), pad_explicitly_(!window.symmetric()) {
     Window& g = cudnn_window_;
     g = window;
     if (pad_explicitly_) {
@@ -65,20 +73,21 @@ class ConvPlan {
       origin_[g.nchw ? 2 : 1] = window.pad_h;
       origin_[g.nchw ? 3 : 2] = window.pad_w;
     }
-    status_ = x_.set(g.nchw, g.batch, g.channels, g.height, g.width);
-    if (status_.ok()) status_ = y_.set(g.nchw, g.batch, out_channels, g.out_height, g.out_width);
-    if (status_.ok()) status_ = w_.set(g.nchw, out_channels, g.channels, g.window_h, g.window_w);
-    if (status_.ok()) status_ = bias_.set(/*nchw=*/true, 1, out_channels, 1, 1);
-    if (status_.ok()) status_ = conv_.set(g, allow_tf32);
+    status_ = x_.set(g.nchw, data, g.batch, g.channels, g.height, g.width);
+    if (status_.ok()) status_ = y_.set(g.nchw, data, g.batch, out_channels, g.out_height, g.out_width);
+    if (status_.ok()) status_ = w_.set(g.nchw, data, out_channels, g.channels, g.window_h, g.window_w);
+    if (status_.ok()) status_ = bias_.set(/*nchw=*/true, data, 1, out_channels, 1, 1);
+    if (status_.ok()) status_ = conv_.set(g, data, allow_tf32);
   }
 
   const Status& status() const { return status_; }
   bool nchw() const { return window_.nchw; }
+  DType data() const { return data_; }
 
   // The input as cuDNN reads it: `input` itself, or a zero-padded copy.
   graph::Expected<Tensor> cudnn_input(const KernelContext& ctx, const Tensor& input) const {
     if (!pad_explicitly_) return input;
-    Tensor padded = Tensor::empty(ctx.device().allocator(), DType::f32, padded_shape_);
+    Tensor padded = Tensor::empty(ctx.device().allocator(), data_, padded_shape_);
     MIRRA_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(padded.mutable_raw_data(), 0, padded.byte_size(), stream_of(ctx)));
     const int64_t zero_origin[kMaxRank] = {};
     MIRRA_RETURN_IF_ERROR(copy(ctx, input, padded, box_between(input.shape(), zero_origin, padded_shape_, origin_, input.shape())));
@@ -86,7 +95,7 @@ class ConvPlan {
   }
   // Where cuDNN writes the input's gradient: `dx` itself, or a padded scratch tensor.
   Tensor input_gradient_target(const KernelContext& ctx, Tensor& dx) const {
-    return pad_explicitly_ ? Tensor::empty(ctx.device().allocator(), DType::f32, padded_shape_) : dx;
+    return pad_explicitly_ ? Tensor::empty(ctx.device().allocator(), data_, padded_shape_) : dx;
   }
   // The interior of a padded input gradient, into dx (nothing when cuDNN wrote dx itself).
   Status keep_interior(const KernelContext& ctx, const Tensor& padded, Tensor& dx) const {
@@ -98,7 +107,7 @@ class ConvPlan {
   // The filter in cuDNN's order, in a scratch tensor.
   graph::Expected<Tensor> cudnn_filter(const KernelContext& ctx, const Tensor& filter) const {
     const std::span<const int64_t> perm(nchw() ? kHwioToKcrs : kHwioToKrsc, 4);
-    Tensor permuted = Tensor::empty(ctx.device().allocator(), DType::f32, permuted_shape(filter.shape(), perm));
+    Tensor permuted = Tensor::empty(ctx.device().allocator(), data_, permuted_shape(filter.shape(), perm));
     MIRRA_RETURN_IF_ERROR(copy(ctx, filter, permuted, permutation(filter.shape(), perm)));
     return permuted;
   }
@@ -109,7 +118,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "forward");
+      return first_usable(results, count, "forward", data_);
     });
   }
   graph::Expected<cudnnConvolutionBwdDataAlgo_t> backward_data_algorithm(cudnnHandle_t handle) {
@@ -118,7 +127,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_.get(), y_.get(), conv_.get(), x_.get(),
                                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "backward data");
+      return first_usable(results, count, "backward data", data_);
     });
   }
   graph::Expected<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algorithm(cudnnHandle_t handle) {
@@ -127,7 +136,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           handle, x_.get(), y_.get(), conv_.get(), w_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "backward filter");
+      return first_usable(results, count, "backward filter", data_);
     });
   }
 
@@ -162,6 +171,7 @@ class ConvPlan {
   }
 
   Window window_, cudnn_window_;
+  DType data_;
   bool pad_explicitly_;
   TensorShape padded_shape_;
   int64_t origin_[kMaxRank] = {};
@@ -176,19 +186,19 @@ class ConvPlan {
   bool fused_refused_[2] = {false, false};
 };
 
-// The plan of the node's problem on `input` and `filter`, made on first sight and kept.
-graph::Expected<ConvPlan*> plan_for(const KernelContext& ctx, const Tensor& input, const Tensor& filter) {
+// The plan of the node's problem on `input` and `filter` in `data`, made on first sight and kept.
+graph::Expected<ConvPlan*> plan_for(const KernelContext& ctx, const Tensor& input, const Tensor& filter, DType data) {
   const Window g = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
   const bool tf32 = gpu_of(ctx).allow_tf32();
-  const std::array<int64_t, 18> key = {ctx.device().id().ordinal, tf32, g.nchw, g.batch, g.channels, g.height,
-                                       g.width, filter.dim(3), g.window_h, g.window_w, g.stride_h, g.stride_w,
-                                       g.dilation_h, g.dilation_w, g.pad_h, g.pad_w, g.pad_after_h, g.pad_after_w};
+  const std::array<int64_t, 19> key = {ctx.device().id().ordinal, static_cast<int64_t>(data), tf32, g.nchw, g.batch,
+                                       g.channels, g.height, g.width, filter.dim(3), g.window_h, g.window_w, g.stride_h,
+                                       g.stride_w, g.dilation_h, g.dilation_w, g.pad_h, g.pad_w, g.pad_after_h, g.pad_after_w};
   static std::mutex mutex;
-  static std::map<std::array<int64_t, 18>, std::unique_ptr<ConvPlan>> plans;
+  static std::map<std::array<int64_t, 19>, std::unique_ptr<ConvPlan>> plans;
   std::lock_guard lock(mutex);
   std::unique_ptr<ConvPlan>& plan = plans[key];
   if (plan == nullptr) {
-    auto made = std::make_unique<ConvPlan>(g, filter.dim(3), tf32);
+    auto made = std::make_unique<ConvPlan>(g, filter.dim(3), data, tf32);
     MIRRA_RETURN_IF_ERROR(made->status());
     plan = std::move(made);
   }
@@ -200,13 +210,10 @@ Tensor workspace(const KernelContext& ctx, size_t bytes) {
   return Tensor::empty(ctx.device().allocator(), DType::f32, TensorShape{static_cast<int64_t>((bytes + 3) / 4)});
 }
 
-// `t` as f32: itself, or widened from bf16 or f16 into a scratch tensor (exact).
-graph::Expected<Tensor> widened(const KernelContext& ctx, const Tensor& t) {
-  if (t.dtype() == DType::f32) return t;
-  Tensor wide = Tensor::empty(ctx.device().allocator(), DType::f32, t.shape());
-  MIRRA_RETURN_IF_ERROR(launched(cast(t.dtype(), DType::f32, t.raw_data(), wide.mutable_raw_data(), t.num_elements(), stream_of(ctx)),
-                                 "cast"));
-  return wide;
+// `from` converted into `to` (same shape) on the node's stream: widened exactly, or rounded.
+Status cast_into(const KernelContext& ctx, const Tensor& from, Tensor& to) {
+  return launched(cast(from.dtype(), to.dtype(), from.raw_data(), to.mutable_raw_data(), from.num_elements(), stream_of(ctx)),
+                  "cast");
 }
 
 // The node's result, allocated: f32 with f32_output or f32 operands, else the operands' 16-bit type.
@@ -214,17 +221,9 @@ Tensor& allocate_result(KernelContext& ctx, const TensorShape& shape) {
   return ctx.allocate_output(0, ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype(), shape);
 }
 
-// Where the convolution writes its f32 result: `result` itself, or an f32 scratch that
-// round_into() rounds into a 16-bit result.
-Tensor f32_target(const KernelContext& ctx, const Tensor& result) {
-  return result.dtype() == DType::f32 ? result : Tensor::empty(ctx.device().allocator(), DType::f32, result.shape());
-}
-
-Status round_into(const KernelContext& ctx, const Tensor& target, Tensor& result) {
-  if (result.dtype() == DType::f32) return Status();
-  return launched(cast(DType::f32, result.dtype(), target.raw_data(), result.mutable_raw_data(), result.num_elements(),
-                       stream_of(ctx)),
-                  "cast");
+// A scratch tensor of `dtype` shaped like `like`, or `like` itself when it has that dtype.
+Tensor in_dtype(const KernelContext& ctx, const Tensor& like, DType dtype) {
+  return like.dtype() == dtype ? like : Tensor::empty(ctx.device().allocator(), dtype, like.shape());
 }
 
 Status zero(const KernelContext& ctx, Tensor& out) {
@@ -260,34 +259,42 @@ graph::Expected<bool> fused_forward(const KernelContext& ctx, ConvPlan& plan, co
   return true;
 }
 
-// Conv2D, or FusedConv2D with a bias (input 2) and maybe a ReLU after it, in f32 into `output`.
-Status conv2d_forward(KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias, bool relu,
-                      const Window& window, Tensor& output) {
+// The convolution of `input` by `filter` into `output`, all three of one dtype; with `fused_bias`
+// (f32), the bias and maybe a ReLU applied by cuDNN's fused call where it supports the problem.
+// Returns whether they were.
+graph::Expected<bool> convolve(KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* fused_bias,
+                               bool relu, Tensor& output) {
   if (input.num_elements() == 0 || filter.num_elements() == 0) {
     MIRRA_RETURN_IF_ERROR(zero(ctx, output));  // no input channels: the bias alone
-  } else {
-    MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
-    MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
-    MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
-    if (bias != nullptr) {
-      MIRRA_ASSIGN_OR_RETURN(const bool fused, fused_forward(ctx, *plan, x, w, *bias, relu, output));
-      if (fused) return Status();
-    }
-    const cudnnHandle_t handle = gpu_of(ctx).cudnn();
-    MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgo_t algorithm, plan->forward_algorithm(handle));
-    size_t bytes = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(handle, plan->x().get(), plan->w().get(), plan->conv().get(),
-                                                                       plan->y().get(), algorithm, &bytes));
-    Tensor scratch = workspace(ctx, bytes);
-    const float one = 1, none = 0;
-    MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, plan->x().get(), x.raw_data(), plan->w().get(), w.raw_data(),
-                                                       plan->conv().get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
-                                                       plan->y().get(), output.mutable_raw_data()));
+    return false;
   }
+  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, input.dtype()));
+  MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
+  MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
+  if (fused_bias != nullptr) {
+    MIRRA_ASSIGN_OR_RETURN(const bool fused, fused_forward(ctx, *plan, x, w, *fused_bias, relu, output));
+    if (fused) return true;
+  }
+  const cudnnHandle_t handle = gpu_of(ctx).cudnn();
+  MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgo_t algorithm, plan->forward_algorithm(handle));
+  size_t bytes = 0;
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(handle, plan->x().get(), plan->w().get(), plan->conv().get(),
+                                                                     plan->y().get(), algorithm, &bytes));
+  Tensor scratch = workspace(ctx, bytes);
+  const float one = 1, none = 0;
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, plan->x().get(), x.raw_data(), plan->w().get(), w.raw_data(),
+                                                     plan->conv().get(), algorithm, scratch.mutable_raw_data(), bytes, &none,
+                                                     plan->y().get(), output.mutable_raw_data()));
+  return false;
+}
+
+// The bias (f32, or none) added per output channel to a convolution's f32 `output`, and maybe a ReLU
+// after.
+Status add_bias_relu(const KernelContext& ctx, const Tensor* bias, bool relu, const Window& window, Tensor& output) {
   if (bias != nullptr) {
     const int64_t inner = window.nchw ? window.out_height * window.out_width : 1;
     MIRRA_RETURN_IF_ERROR(launched(bias_add(DType::f32, output.raw_data(), bias->raw_data(), output.mutable_raw_data(),
-                                            output.num_elements(), filter.dim(3), inner, stream_of(ctx)),
+                                            output.num_elements(), bias->dim(0), inner, stream_of(ctx)),
                                    "bias_add"));
   }
   if (relu) {
@@ -298,23 +305,36 @@ Status conv2d_forward(KernelContext& ctx, const Tensor& input, const Tensor& fil
   return Status();
 }
 
-// The node's inputs widened to f32 where 16-bit, convolved, the result rounded where 16-bit.
+// Conv2D, or FusedConv2D with a bias (input 2) and maybe a ReLU after it. f32 operands give an f32
+// result, the bias and ReLU fused where cuDNN can. 16-bit operands are convolved in their type; a
+// bias, a ReLU or an f32 result takes the sums widened to f32, and a 16-bit result is rounded from
+// the f32 values at the end.
 Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
+  const Tensor& input = ctx.input(0);
+  const Tensor& filter = ctx.input(1);
   const Tensor* bias = with_bias ? &ctx.input(2) : nullptr;
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, ctx.input(0), ctx.input(1), bias));
-  const Window window =
-      Window::of(ctx, ctx.input(0), ctx.input(1).dim(0), ctx.input(1).dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
-  Tensor& result = allocate_result(ctx, window.output_shape(ctx.input(1).dim(3)));
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
+  const Window window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
+  Tensor& result = allocate_result(ctx, window.output_shape(filter.dim(3)));
   if (result.num_elements() == 0) return Status();
-  MIRRA_ASSIGN_OR_RETURN(const Tensor input, widened(ctx, ctx.input(0)));
-  MIRRA_ASSIGN_OR_RETURN(const Tensor filter, widened(ctx, ctx.input(1)));
-  std::optional<Tensor> wide_bias;
-  if (bias != nullptr) {
-    MIRRA_ASSIGN_OR_RETURN(wide_bias, widened(ctx, *bias));
+  const DType data = input.dtype();
+  if (data == DType::f32) {
+    MIRRA_ASSIGN_OR_RETURN(const bool fused, convolve(ctx, input, filter, bias, relu, result));
+    return fused ? Status() : add_bias_relu(ctx, bias, relu, window, result);
   }
-  Tensor target = f32_target(ctx, result);
-  MIRRA_RETURN_IF_ERROR(conv2d_forward(ctx, input, filter, wide_bias ? &*wide_bias : nullptr, relu, window, target));
-  return round_into(ctx, target, result);
+  const bool sums_are_result = bias == nullptr && result.dtype() == data;
+  Tensor sums = sums_are_result ? result : Tensor::empty(ctx.device().allocator(), data, result.shape());
+  MIRRA_RETURN_IF_ERROR(convolve(ctx, input, filter, /*fused_bias=*/nullptr, /*relu=*/false, sums).status());
+  if (sums_are_result) return Status();
+  Tensor wide = in_dtype(ctx, result, DType::f32);
+  MIRRA_RETURN_IF_ERROR(cast_into(ctx, sums, wide));
+  std::optional<Tensor> wide_bias;
+  if (bias != nullptr && bias->dtype() != DType::f32) {
+    wide_bias = Tensor::empty(ctx.device().allocator(), DType::f32, bias->shape());
+    MIRRA_RETURN_IF_ERROR(cast_into(ctx, *bias, *wide_bias));
+  }
+  MIRRA_RETURN_IF_ERROR(add_bias_relu(ctx, wide_bias ? &*wide_bias : bias, relu, window, wide));
+  return result.dtype() == DType::f32 ? Status() : cast_into(ctx, wide, result);
 }
 
 Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, /*with_bias=*/false, /*relu=*/false); }
@@ -323,9 +343,9 @@ Status fused_conv2d_kernel(KernelContext& ctx) {
   return conv2d_forward(ctx, /*with_bias=*/true, ctx.attr<std::string>("activation") == "relu");
 }
 
-// d loss / d input of Conv2D, in f32 into `dx`; `input` gives the shape.
+// d loss / d input of Conv2D into `dx`, all in one dtype; `input` gives the shape.
 Status conv2d_backprop_input(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dx) {
-  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
+  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, dy.dtype()));
   MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
   MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgo_t algorithm, plan->backward_data_algorithm(handle));
@@ -342,10 +362,9 @@ Status conv2d_backprop_input(const KernelContext& ctx, const Tensor& input, cons
   return plan->keep_interior(ctx, target, dx);
 }
 
-
-// d loss / d filter of Conv2D, in f32 into `dw`; `filter` gives the shape.
+// d loss / d filter of Conv2D into `dw`, all in one dtype; `filter` gives the shape.
 Status conv2d_backprop_filter(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dw) {
-  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter));
+  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, dy.dtype()));
   MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
   MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgo_t algorithm, plan->backward_filter_algorithm(handle));
@@ -354,7 +373,7 @@ Status conv2d_backprop_filter(const KernelContext& ctx, const Tensor& input, con
                                                                             plan->conv().get(), plan->w().get(), algorithm, &bytes));
   Tensor scratch = workspace(ctx, bytes);
   const std::span<const int64_t> to_cudnn(plan->nchw() ? kHwioToKcrs : kHwioToKrsc, 4);
-  Tensor gradient = Tensor::empty(ctx.device().allocator(), DType::f32, permuted_shape(filter.shape(), to_cudnn));
+  Tensor gradient = Tensor::empty(ctx.device().allocator(), plan->data(), permuted_shape(filter.shape(), to_cudnn));
   const float one = 1, none = 0;
   MIRRA_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(handle, &one, plan->x().get(), x.raw_data(), plan->y().get(),
                                                             dy.raw_data(), plan->conv().get(), algorithm,
@@ -365,24 +384,19 @@ Status conv2d_backprop_filter(const KernelContext& ctx, const Tensor& input, con
 }
 
 // A backprop op on inputs (input, filter, dy) whose result has the shape of input `shaped_like`
-// (which is read for nothing else): the other two widened to f32 where 16-bit, `backprop` run in f32,
-// the result rounded where 16-bit.
+// (which is read for nothing else), computed by `backprop` in the operands' dtype (16-bit ones on
+// the tensor cores) and, for an f32_output, widened.
 template <class Backprop>
 Status conv2d_backprop(KernelContext& ctx, size_t shaped_like, Backprop backprop) {
   Tensor& result = allocate_result(ctx, ctx.input(shaped_like).shape());
-  Tensor operands[3];
   for (size_t i = 0; i < 3; ++i) {
     if (i != shaped_like && ctx.input(i).num_elements() == 0) return zero(ctx, result);
-    if (i == shaped_like) {
-      operands[i] = ctx.input(i);
-    } else {
-      MIRRA_ASSIGN_OR_RETURN(operands[i], widened(ctx, ctx.input(i)));
-    }
   }
   if (result.num_elements() == 0) return Status();
-  Tensor target = f32_target(ctx, result);
-  MIRRA_RETURN_IF_ERROR(backprop(ctx, operands[0], operands[1], operands[2], target));
-  return round_into(ctx, target, result);
+  const DType data = ctx.input(2).dtype();
+  Tensor sums = in_dtype(ctx, result, data);
+  MIRRA_RETURN_IF_ERROR(backprop(ctx, ctx.input(0), ctx.input(1), ctx.input(2), sums));
+  return result.dtype() == data ? Status() : cast_into(ctx, sums, result);
 }
 
 Status conv2d_backprop_input_kernel(KernelContext& ctx) { return conv2d_backprop(ctx, 0, conv2d_backprop_input); }

@@ -42,29 +42,38 @@ int narrow(int64_t value) { return static_cast<int>(value); }
 
 }  // namespace
 
+cudnnDataType_t cudnn_type(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case DType::f16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
 TensorDescriptor::TensorDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateTensorDescriptor(&descriptor_)); }
 TensorDescriptor::~TensorDescriptor() { (void)cudnnDestroyTensorDescriptor(descriptor_); }
-Status TensorDescriptor::set(bool nchw, int64_t n, int64_t c, int64_t h, int64_t w) {
+Status TensorDescriptor::set(bool nchw, DType dtype, int64_t n, int64_t c, int64_t h, int64_t w) {
   MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(descriptor_, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
-                                                        CUDNN_DATA_FLOAT, narrow(n), narrow(c), narrow(h), narrow(w)));
+                                                        cudnn_type(dtype), narrow(n), narrow(c), narrow(h), narrow(w)));
   return Status();
 }
 
 FilterDescriptor::FilterDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateFilterDescriptor(&descriptor_)); }
 FilterDescriptor::~FilterDescriptor() { (void)cudnnDestroyFilterDescriptor(descriptor_); }
-Status FilterDescriptor::set(bool nchw, int64_t out_channels, int64_t in_channels, int64_t h, int64_t w) {
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(descriptor_, CUDNN_DATA_FLOAT, nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
+Status FilterDescriptor::set(bool nchw, DType dtype, int64_t out_channels, int64_t in_channels, int64_t h, int64_t w) {
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(descriptor_, cudnn_type(dtype), nchw ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC,
                                                         narrow(out_channels), narrow(in_channels), narrow(h), narrow(w)));
   return Status();
 }
 
 ConvolutionDescriptor::ConvolutionDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateConvolutionDescriptor(&descriptor_)); }
 ConvolutionDescriptor::~ConvolutionDescriptor() { (void)cudnnDestroyConvolutionDescriptor(descriptor_); }
-Status ConvolutionDescriptor::set(const Window& w, bool allow_tf32) {
+Status ConvolutionDescriptor::set(const Window& w, DType dtype, bool allow_tf32) {
   MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(descriptor_, narrow(w.pad_h), narrow(w.pad_w), narrow(w.stride_h),
                                                              narrow(w.stride_w), narrow(w.dilation_h), narrow(w.dilation_w),
                                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(descriptor_, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const cudnnMathType_t math = dtype != DType::f32 ? CUDNN_TENSOR_OP_MATH : allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  MIRRA_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(descriptor_, math));
   return Status();
 }
 

@@ -1,6 +1,6 @@
 // What the GPU's convolution and pooling kernels share: the window geometry of a node on a concrete
 // input (TensorFlow's SAME/VALID rules, as the CPU kernels compute them), and cuDNN's descriptors as
-// RAII objects with checked setters (the convolutions use them).
+// RAII objects with checked setters (the convolutions use them), for f32, bf16 or f16 data.
 #pragma once
 
 #include <cudnn.h>
@@ -30,42 +30,46 @@ struct Window {
   TensorShape output_shape(int64_t out_channels) const;
 };
 
-// A 4-D tensor descriptor of f32 in the window's layout.
+// cuDNN's name for f32, bf16 or f16.
+cudnnDataType_t cudnn_type(DType dtype);
+
+// A 4-D tensor descriptor of `dtype` in the window's layout.
 class TensorDescriptor {
  public:
   TensorDescriptor();
   ~TensorDescriptor();
   TensorDescriptor(const TensorDescriptor&) = delete;
   TensorDescriptor& operator=(const TensorDescriptor&) = delete;
-  Status set(bool nchw, int64_t n, int64_t c, int64_t h, int64_t w);
+  Status set(bool nchw, DType dtype, int64_t n, int64_t c, int64_t h, int64_t w);
   cudnnTensorDescriptor_t get() const { return descriptor_; }
 
  private:
   cudnnTensorDescriptor_t descriptor_ = nullptr;
 };
 
-// A filter descriptor of f32 in KRSC (NHWC data) or KCRS (NCHW data) order.
+// A filter descriptor of `dtype` in KRSC (NHWC data) or KCRS (NCHW data) order.
 class FilterDescriptor {
  public:
   FilterDescriptor();
   ~FilterDescriptor();
   FilterDescriptor(const FilterDescriptor&) = delete;
   FilterDescriptor& operator=(const FilterDescriptor&) = delete;
-  Status set(bool nchw, int64_t out_channels, int64_t in_channels, int64_t h, int64_t w);
+  Status set(bool nchw, DType dtype, int64_t out_channels, int64_t in_channels, int64_t h, int64_t w);
   cudnnFilterDescriptor_t get() const { return descriptor_; }
 
  private:
   cudnnFilterDescriptor_t descriptor_ = nullptr;
 };
 
-// A cross-correlation (what TensorFlow calls convolution) in f32: FMA math (no TF32) unless allowed.
+// A cross-correlation (what TensorFlow calls convolution) of `dtype` data, summed in f32: for f32
+// data FMA math (no TF32) unless TF32 is allowed; bf16 and f16 data on the tensor cores.
 class ConvolutionDescriptor {
  public:
   ConvolutionDescriptor();
   ~ConvolutionDescriptor();
   ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
   ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
-  Status set(const Window& window, bool allow_tf32);
+  Status set(const Window& window, DType dtype, bool allow_tf32);
   cudnnConvolutionDescriptor_t get() const { return descriptor_; }
 
  private:

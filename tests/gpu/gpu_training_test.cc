@@ -1,6 +1,7 @@
 // Training on a GPU against the CPU: the benchmark MLP and CNN train 100 steps on gpu:0 and on cpu:0
 // from one seed on the same batches; the losses agree within 1e-3 relative at every step (in bf16 or
-// fp16 mixed precision, 30 steps within 2e-2: the products' 16-bit results may round to a neighbour;
+// fp16 mixed precision, 30 steps within 2e-2: the products' 16-bit results may round to a neighbour,
+// and the GPU's convolutions round their sums to 16 bits where the CPU keeps them in f32;
 // in fp16 the loss scale moves the same way on both, skipped steps included). Variables
 // trained on the GPU read back into host memory like any other, so what one device trained resumes
 // on the other.
@@ -107,11 +108,11 @@ TEST_CASE("Gpu.training.mlp_matches_the_cpu_for_100_steps") { check_matches_the_
 
 TEST_CASE("Gpu.training.cnn_matches_the_cpu_for_100_steps") { check_matches_the_cpu("cnn"); }
 
-// bf16 products on the tensor cores (MatMul) and convolutions on widened operands.
+// bf16 products and convolutions on the tensor cores (cuBLAS and cuDNN).
 TEST_CASE("Gpu.training.cnn_in_bf16_matches_the_cpu") { check_matches_the_cpu("cnn", ops::MixedPrecision::bf16); }
 
-// f16 operands likewise, with dynamic loss scaling: AllFinite on the device, its verdict copied to
-// the host for the gated updates, UpdateLossScale on the device's scale.
+// f16 operands likewise, with dynamic loss scaling: AllFinite, the gated updates and
+// UpdateLossScale all on the device.
 TEST_CASE("Gpu.training.cnn_in_fp16_matches_the_cpu") { check_matches_the_cpu("cnn", ops::MixedPrecision::fp16); }
 
 }  // namespace

@@ -111,7 +111,7 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
 }
 
 void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-              const std::vector<Tensor>& expected, double tolerance) {
+              const std::vector<Tensor>& expected, double tolerance, std::optional<double> backend_tolerance) {
   for (bool unknown_batch : {false, true}) {
     CAPTURE(op);
     CAPTURE(unknown_batch);
@@ -128,7 +128,7 @@ void check_op(const std::string& op, const std::vector<Tensor>& inputs, const At
       auto on_device = run_op(op, inputs, attrs, unknown_batch, {kind, 0});
       CAPTURE(graph::device_kind_name(kind));
       REQUIRE_MESSAGE(on_device.ok(), on_device.status().to_string());
-      check_conformance(kind, op, *on_device, *outputs, tolerance);
+      check_conformance(kind, op, *on_device, *outputs, backend_tolerance.value_or(tolerance));
     }
   }
   checked_ops().insert(op);

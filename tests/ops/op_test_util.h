@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,10 +61,12 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
 
 // Runs `op` and checks every output against `expected` (same dtype and shape; floats within
 // `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims;
-// then on every backend under test against the CPU kernel's outputs. An output in an input's memory
-// fails unless the op's schema has kForwardsInput.
+// then on every backend under test against the CPU kernel's outputs, within `backend_tolerance`
+// where a backend may round differently (the GPU's 16-bit convolutions), else `tolerance`. An output
+// in an input's memory fails unless the op's schema has kForwardsInput.
 void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-              const std::vector<Tensor>& expected, double tolerance = 1e-5);
+              const std::vector<Tensor>& expected, double tolerance = 1e-5,
+              std::optional<double> backend_tolerance = std::nullopt);
 
 // Row-major index helpers for reference loops.
 std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& dims);
