@@ -120,6 +120,9 @@ const WindowCase kWindowCases[] = {
     {2, 5, 5, 3, 3, 3, 1, 1, 1, 1, true},  {2, 5, 5, 3, 3, 3, 1, 1, 1, 1, false}, {1, 7, 6, 2, 2, 3, 2, 2, 1, 1, true},
     {3, 8, 9, 1, 3, 2, 2, 3, 1, 1, false}, {1, 9, 9, 2, 3, 3, 1, 1, 2, 2, true},  {1, 9, 9, 2, 3, 3, 2, 1, 2, 2, false},
     {0, 5, 5, 3, 3, 3, 1, 1, 1, 1, true},  {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, false}, {1, 2, 2, 1, 3, 3, 1, 1, 1, 1, false},
+    // 2x2 windows at stride 2 tiling the input (MaxPool's loop of its own in NHWC): an odd height and
+    // width left over and channels past a vector's width, and an even tiling.
+    {2, 7, 9, 19, 2, 2, 2, 2, 1, 1, false}, {3, 8, 6, 16, 2, 2, 2, 2, 1, 1, false},
 };
 
 TEST_CASE("Kernels.Conv2D.matches_direct_convolution") {
