@@ -7,14 +7,15 @@
 // its descriptors and, found on first use, the algorithm of each direction from cuDNN's heuristics.
 // f32 runs FMA math, so no TF32, unless the device allows it. SAME padding larger after than before
 // (cuDNN pads symmetrically) pads the input explicitly and convolves without padding, as TensorFlow
-// does; the input gradient is then computed for the padded input and its interior kept. FusedConv2D runs
-// cuDNN's fused convolution + bias + activation where cuDNN supports the problem, and the
+// does; the input gradient is then computed for the padded input and its interior kept. FusedConv2D
+// on f32 runs cuDNN's fused convolution + bias + activation where cuDNN supports the problem, and the
 // convolution followed by the BiasAdd and Relu kernels where it does not.
 //
-// bf16 and f16 operands are convolved in their own type on the tensor cores, summed in f32 and written
-// in that type (cuDNN's 16-bit convolutions write 16-bit results, as TensorFlow's and PyTorch's
-// mixed precision keep them). So on the GPU a product's f32_output is its 16-bit result widened, one
-// rounding from the CPU's f32 sums; a FusedConv2D adds its bias and applies its ReLU in f32 after.
+// bf16 and f16 operands are convolved in their own type on the tensor cores, summed in f32 and
+// written in that type (cuDNN's 16-bit convolutions write 16-bit results, as TensorFlow's and
+// PyTorch's mixed precision keep them). So on the GPU a convolution's f32_output is its 16-bit result
+// widened, one rounding from the CPU's f32 sums; a FusedConv2D adds its bias and applies its ReLU in
+// f32 after.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <array>
