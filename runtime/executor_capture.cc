@@ -27,6 +27,14 @@ Status run_to_completion(const KernelDef& kernel, KernelContext& context) {
   return result.get();
 }
 
+// The step's last device (in plan order) whose memory is `space`: where a feed held there is copied in.
+const Device* device_holding(const ExecutionPlan& plan, const MemorySpace& space) {
+  for (auto pn = plan.nodes.rbegin(); pn != plan.nodes.rend(); ++pn) {
+    if (!pn->fed && pn->device->memory_space() == space) return pn->device;
+  }
+  return nullptr;
+}
+
 bool same_type(const Tensor& a, const Tensor& b) {
   return a.defined() && b.defined() && a.dtype() == b.dtype() && a.shape() == b.shape();
 }
@@ -191,12 +199,12 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   for (size_t i = 0; i < feeds.size(); ++i) {
     if (plan_.fed_nodes[i] == kNotInPlan) continue;
     const Tensor& fed = feeds[i];
-    step.values[plan_.nodes[plan_.fed_nodes[i]].first_output] =
-        fed.memory_space().host ? host_copy(fed, captured->host_input_allocator) : fed;
-    for (const PlanNode& pn : plan_.nodes) {
-      if (!fed.memory_space().host && !pn.fed && pn.device->memory_space() == fed.memory_space()) {
-        captured->feed_devices[i] = pn.device;
-      }
+    Tensor& held = step.values[plan_.nodes[plan_.fed_nodes[i]].first_output];
+    if (fed.memory_space().host) {
+      held = host_copy(fed, captured->host_input_allocator);
+    } else {
+      held = fed;
+      captured->feed_devices[i] = device_holding(plan_, fed.memory_space());
     }
   }
   for (Stream* stream : streams) stream->synchronize();  // nothing from before is pending while it records
@@ -278,7 +286,9 @@ graph::Expected<std::vector<Tensor>> Executor::replay(std::vector<Tensor> feeds,
 void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const {
   const PlanNode& pn = plan_.nodes[index];
   CapturedStep& captured = *step.capture;
-  if (!pn.on_stream && !captured.recording->replays_host_code()) return record_device_collective(step, index, call, std::move(done));
+  if (!pn.on_stream && !captured.recording->replays_host_code()) {
+    return record_device_collective(step, index, call, std::move(done));
+  }
   Stream& stream = stream_of(pn);
   if (pn.on_communication_stream) stream.wait(pn.device->compute_stream().record());
   for (uint32_t producer : captured.plan.follows[index]) {

@@ -65,7 +65,7 @@ std::shared_ptr<GpuEvent> GpuStream::record_pending(std::function<void(graph::St
   if (capturing_) {
     // A point of the graph: other streams' launches may wait for it; the host never sees it.
     status = status.with_context("stream " + name_);
-    if (!status.ok() && capture_error_.ok()) capture_error_ = status;
+    keep_capture_error(status);
     if (callback) callback(status);
     return event;
   }
@@ -89,6 +89,10 @@ void GpuStream::set_capturing(bool capturing) {
   if (capturing) capture_error_ = graph::Status();
 }
 
+void GpuStream::keep_capture_error(const graph::Status& status) {
+  if (!status.ok() && capture_error_.ok()) capture_error_ = status;
+}
+
 graph::Status GpuStream::capture_error() {
   std::lock_guard lock(launch_mutex_);
   return capture_error_;
@@ -106,8 +110,8 @@ void GpuStream::wait(std::shared_ptr<Event> event) {
       return;
     }
     // A recorded event never completes for the host: a wait the graph cannot hold fails the recording.
-    const graph::Status waited = check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent");
-    if (!waited.ok() && capture_error_.ok()) capture_error_ = waited.with_context("stream " + name_);
+    keep_capture_error(check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent")
+                           .with_context("stream " + name_));
     return;
   }
   if (gpu_event != nullptr) {

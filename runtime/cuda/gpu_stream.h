@@ -78,6 +78,9 @@ class GpuStream final : public Stream {
   graph::Status capture_error();
 
  private:
+  // The first failure while recording (under launch_mutex_): it fails the recording.
+  void keep_capture_error(const graph::Status& status);
+
   // A recorded event the completion thread waits for, and who to tell.
   struct Pending {
     std::shared_ptr<GpuEvent> event;
