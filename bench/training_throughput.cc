@@ -20,7 +20,6 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
     return graph::invalid_argument("optimizer '" + options.optimizer + "' is not momentum or adam");
   }
   const ops::Optimizer optimizer = options.optimizer == "adam" ? ops::Optimizer::adam(0.001) : examples::benchmark_optimizer();
-  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, optimizer, 1, mixed_precision));
   const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
                          runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
@@ -33,6 +32,8 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
     config.devices.push_back(device);
   }
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
+  MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, optimizer, 1, mixed_precision,
+                                                                         strategy->config().devices));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
   runtime::Session session(program.graph, ops::kernels(),
                            {.threads = options.threads,

@@ -19,7 +19,8 @@ strategies::TrainingProgram ClassifierTraining::program() const {
 }
 
 graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,
-                                                              uint64_t seed, ops::MixedPrecision mixed_precision) {
+                                                              uint64_t seed, ops::MixedPrecision mixed_precision,
+                                                              const std::vector<graph::DeviceId>& devices) {
   if (model != "mlp" && model != "cnn") {
     return graph::invalid_argument("model '" + std::string(model) + "' is not known (mlp, cnn)");
   }
@@ -33,6 +34,9 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
                                                     {.loss_scaling = fp16 ? std::optional(ops::LossScaling{}) : std::nullopt}));
   ops::fuse_for_training(setup.graph);
   ops::apply_mixed_precision(setup.graph, mixed_precision);
+  if (ops::activations_stay_16_bit(mixed_precision, devices)) {
+    ops::keep_activations_16_bit(setup.graph, {setup.train.train, setup.objective.loss.node, setup.objective.correct.node});
+  }
   return setup;
 }
 

@@ -33,10 +33,11 @@ struct ClassifierTraining {
 inline ops::Optimizer benchmark_optimizer() { return ops::Optimizer::momentum_sgd(0.05, 0.9); }
 
 // `model` is "mlp" or "cnn"; the graph is fused (ops/fusion.h) and, when asked, rewritten for mixed
-// precision (ops/mixed_precision.h); fp16 scales its loss dynamically (ops::LossScaling's defaults),
-// as `mirra train` does.
+// precision (ops/mixed_precision.h), with 16-bit activations where they pay on `devices`, those the
+// strategy will place it on (ops/sixteen_bit_activations.h); fp16 scales its loss dynamically
+// (ops::LossScaling's defaults), as `mirra train` does.
 graph::Expected<ClassifierTraining> build_classifier_training(
     std::string_view model, const ops::Optimizer& optimizer, uint64_t seed,
-    ops::MixedPrecision mixed_precision = ops::MixedPrecision::off);
+    ops::MixedPrecision mixed_precision = ops::MixedPrecision::off, const std::vector<graph::DeviceId>& devices = {});
 
 }  // namespace mirra::examples

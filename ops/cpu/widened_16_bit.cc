@@ -36,8 +36,8 @@ bool has_bf16_kernels() {
 
 bool computed_widened(DType dtype) { return dtype == DType::f16 || (dtype == DType::bf16 && !has_bf16_kernels()); }
 
-Tensor widened(const Tensor& tensor, const runtime::Device& device) {
-  if (!computed_widened(tensor.dtype())) return tensor;
+Tensor as_f32(const Tensor& tensor, const runtime::Device& device) {
+  if (tensor.dtype() != DType::f16 && tensor.dtype() != DType::bf16) return tensor;
   Tensor wide = Tensor::empty(device.allocator(), DType::f32, tensor.shape());
   if (tensor.dtype() == DType::f16) {
     convert_floats(tensor.data<float16>(), wide.mutable_data<float>(), tensor.num_elements());
@@ -45,6 +45,10 @@ Tensor widened(const Tensor& tensor, const runtime::Device& device) {
     convert_floats(tensor.data<bfloat16>(), wide.mutable_data<float>(), tensor.num_elements());
   }
   return wide;
+}
+
+Tensor widened(const Tensor& tensor, const runtime::Device& device) {
+  return computed_widened(tensor.dtype()) ? as_f32(tensor, device) : tensor;
 }
 
 void round_into(const Tensor& wide, Tensor& output) {

@@ -17,8 +17,10 @@ bool has_bf16_kernels();
 // True when products on `dtype` operands are computed in f32 here: f16, and bf16 without bf16 kernels.
 bool computed_widened(graph::DType dtype);
 
-// `tensor` itself unless computed_widened(its dtype); else a new f32 tensor of its values from
-// `device`'s memory.
+// `tensor` itself unless it is f16 or bf16; else a new f32 tensor of its values from `device`'s memory.
+runtime::Tensor as_f32(const runtime::Tensor& tensor, const runtime::Device& device);
+
+// `tensor` itself unless computed_widened(its dtype); else as_f32(tensor).
 runtime::Tensor widened(const runtime::Tensor& tensor, const runtime::Device& device);
 
 // Rounds the f32 values of `wide` into the 16-bit tensor `output` of the same shape.

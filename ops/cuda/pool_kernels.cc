@@ -75,8 +75,11 @@ void register_gpu_pool_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t f32 = runtime::dtype_mask({DType::f32});
   kernels.add("MaxPool", DeviceKind::gpu, {.fn = pool_kernel<true>, .expensive = true, .dtypes = f32});
   kernels.add("AvgPool", DeviceKind::gpu, {.fn = pool_kernel<false>, .expensive = true, .dtypes = f32});
-  kernels.add("MaxPoolGrad", DeviceKind::gpu, {.fn = pool_grad_kernel<true>, .expensive = true, .dtypes = f32});
-  kernels.add("AvgPoolGrad", DeviceKind::gpu, {.fn = pool_grad_kernel<false>, .expensive = true, .dtypes = f32});
+  // dx takes dy's dtype: the input's is named as well.
+  kernels.add("MaxPoolGrad", DeviceKind::gpu,
+              {.fn = pool_grad_kernel<true>, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
+  kernels.add("AvgPoolGrad", DeviceKind::gpu,
+              {.fn = pool_grad_kernel<false>, .expensive = true, .dtypes = f32, .operand_dtypes = f32});
 }
 
 }  // namespace mirra::ops::cuda

@@ -1,5 +1,6 @@
 // The ops that gradients use (ReluGrad, SumToShape, ZerosLike, ReshapeLike, Conv2DBackpropInput,
-// Conv2DBackpropFilter, MaxPoolGrad, AvgPoolGrad) against plain scatter loops.
+// Conv2DBackpropFilter, MaxPoolGrad, AvgPoolGrad) against plain scatter loops; the pooling gradients
+// on bf16 against their f32 kernels.
 #include <cmath>
 
 #include "ops/shape_inference.h"
@@ -144,6 +145,50 @@ TEST_CASE("Kernels.PoolGrad.match_scatter_loops") {
                                     {"data_format", std::string(c.nchw ? "NCHW" : "NHWC")}};
       check_op("MaxPoolGrad", {x, dy}, attrs, {make_tensor(dtype, x.shape(), [&](int64_t i) { return dmax[static_cast<size_t>(i)]; })}, 1e-6);
       check_op("AvgPoolGrad", {x, dy}, attrs, {make_tensor(dtype, x.shape(), [&](int64_t i) { return davg[static_cast<size_t>(i)]; })}, 1e-6);
+    }
+  }
+}
+
+// A tensor's values in `dtype` (rounded to the nearest, ties to even, when narrower).
+Tensor as_dtype(const Tensor& t, DType dtype) {
+  return make_tensor(dtype, t.shape(), [&](int64_t i) { return element(t, i); });
+}
+
+// Mixed precision's activations and their gradients: MaxPoolGrad (with and without the ReLU and the
+// channel sums its fusions add) and AvgPoolGrad on an input and dy each f32 or bf16. dx takes dy's
+// dtype: the f32 kernel's dx on the same values, rounded to it (exact where dx is dy's values: the
+// 2x2 tiles); the channel sums stay f32, equal to the f32 kernel's.
+TEST_CASE("Kernels.PoolGrad.bf16_matches_the_f32_kernel_rounded") {
+  runtime::Random rng(44);
+  for (const Window& c : kWindows) {
+    if (c.d != 1) continue;
+    const int64_t oh = ops::window_output_dim(c.h, c.kh, c.s, 1, c.same), ow = ops::window_output_dim(c.w, c.kw, c.s, 1, c.same);
+    // Values bf16 holds exactly, with ties, and with windows of none above 0 for the ReLU.
+    const Tensor x = make_tensor(DType::f32, image(c, c.h, c.w, c.c), [&](int64_t) { return std::floor(rng.uniform() * 8) / 4 - 1; });
+    const Tensor dy = as_dtype(random_tensor<float>(rng, image(c, oh, ow, c.c)), DType::bf16);
+    for (const DType x_dtype : {DType::f32, DType::bf16}) {
+      for (const DType dy_dtype : {DType::f32, DType::bf16}) {
+        if (x_dtype == DType::f32 && dy_dtype == DType::f32) continue;
+        for (const bool through_relu : {false, true}) {
+          CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.s); CAPTURE(c.same); CAPTURE(c.nchw);
+          const std::string types = std::string(graph::dtype_name(x_dtype)) + ", " + std::string(graph::dtype_name(dy_dtype));
+          CAPTURE(types); CAPTURE(through_relu);
+          const graph::AttrMap pool = {{"ksize", List{c.kh, c.kw}}, {"strides", List{c.s, c.s}},
+                                       {"padding", std::string(c.same ? "SAME" : "VALID")},
+                                       {"data_format", std::string(c.nchw ? "NCHW" : "NHWC")}};
+          graph::AttrMap max = pool;
+          max.set("through_relu", through_relu);
+          max.set("channel_sums", true);
+          const std::vector<Tensor> inputs = {as_dtype(x, x_dtype), as_dtype(dy, dy_dtype)};
+          const auto max_f32 = run_op("MaxPoolGrad", {x, as_dtype(dy, DType::f32)}, max);
+          REQUIRE(max_f32.ok());
+          check_op("MaxPoolGrad", inputs, max, {as_dtype((*max_f32)[0], dy_dtype), (*max_f32)[1]}, 1e-6);
+          if (through_relu) continue;
+          const auto avg_f32 = run_op("AvgPoolGrad", {x, as_dtype(dy, DType::f32)}, pool);
+          REQUIRE(avg_f32.ok());
+          check_op("AvgPoolGrad", inputs, pool, {as_dtype((*avg_f32)[0], dy_dtype)}, 1e-6);
+        }
+      }
     }
   }
 }

@@ -91,8 +91,9 @@ graph::Status inspect(const InspectCommand& command) {
   MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
                          strategies::strategy_config_from_json(config_json, "--strategy/--devices/--logical-gpus-per-gpu"));
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
-  MIRRA_ASSIGN_OR_RETURN(const ModelProgram program, build_model_program(model, {.mixed_precision = mixed_precision}));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
+  MIRRA_ASSIGN_OR_RETURN(const ModelProgram program,
+                         build_model_program(model, {.mixed_precision = mixed_precision, .devices = strategy->config().devices}));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
   // Where the gradients are summed, as a comment of the format printed.
   const std::string plan = describe(strategy->all_reduce_plan(), strategy->config().devices);

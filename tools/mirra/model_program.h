@@ -1,7 +1,7 @@
 // From a model file to a program a strategy can distribute: the model graph plus autodiff and the
 // optimizer's updates (ops::minimize, with the file's optimizer and hyper-parameters, the learning
 // rate overridden when asked), Conv2D + BiasAdd + Relu fused, mixed precision applied when asked (fp16
-// with dynamic loss scaling), and the Trainer's signature.
+// with dynamic loss scaling; 16-bit activations where they pay), and the Trainer's signature.
 #pragma once
 
 #include <optional>
@@ -25,6 +25,9 @@ struct ModelProgramOptions {
   std::optional<double> learning_rate;  // unset: the model file's
   bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
+  // Where the strategy will place the program: with bf16 on CPUs that multiply it natively, the
+  // activations between the products stay 16-bit (ops/sixteen_bit_activations.h).
+  std::vector<graph::DeviceId> devices;
 };
 
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,

@@ -143,12 +143,13 @@ class TrainRun {
 graph::Status TrainRun::run() {
   MIRRA_RETURN_IF_ERROR(check_run_config(config_));
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
+  MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(program_,
                          build_model_program(model_, {.learning_rate = config_.training.learning_rate,
                                                       .check_numerics = config_.training.check_numerics,
-                                                      .mixed_precision = config_.training.mixed_precision}));
+                                                      .mixed_precision = config_.training.mixed_precision,
+                                                      .devices = strategy_->config().devices}));
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
-  MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());

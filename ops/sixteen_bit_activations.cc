@@ -1,0 +1,136 @@
+// keep_activations_16_bit: which 16-bit results every live reader would round anyway, then the rewrite.
+#include "ops/sixteen_bit_activations.h"
+
+#include <map>
+#include <set>
+
+#include "ops/cpu/widened_16_bit.h"
+
+namespace mirra::ops {
+
+using graph::DType;
+using graph::Node;
+using graph::NodeId;
+using graph::ValueRef;
+
+namespace {
+
+// Ops whose output 0 is input 0's values, picked or rearranged: exact on bf16.
+bool carries_values(const Node& node) {
+  return node.op == "MaxPool" || node.op == "Reshape" || node.op == "ReshapeLike" || node.op == "Identity";
+}
+
+bool is_product(const Node& node) {
+  return node.op == "MatMul" || node.op == "Conv2D" || node.op == "FusedConv2D" ||
+         node.op == "Conv2DBackpropInput" || node.op == "Conv2DBackpropFilter";
+}
+
+class Rewrite {
+ public:
+  Rewrite(graph::Graph& g, const std::vector<NodeId>& fetched) : g_(g), fetched_(fetched.begin(), fetched.end()) {
+    const std::set<NodeId> live = needed_for(fetched);
+    for (NodeId id : live) {
+      const Node& node = g_.node(id);
+      for (size_t slot = 0; slot < node.inputs.size(); ++slot) readers_[node.inputs[slot]].push_back({id, slot});
+    }
+    for (NodeId id : live) {
+      const Node& node = g_.node(id);
+      const bool* f32_output = node.attrs.get<bool>("f32_output");
+      if (is_product(node) && f32_output != nullptr && *f32_output && g_.type(node.inputs[0]).dtype == DType::bf16) {
+        products_.push_back(id);
+      }
+    }
+  }
+
+  int run() {
+    int narrowed = 0;
+    for (NodeId id : products_) {
+      if (!rounded_by_every_reader({id, 0})) continue;
+      g_.mutable_node(id).attrs.set("f32_output", false);
+      narrow({id, 0});
+      ++narrowed;
+    }
+    return narrowed;
+  }
+
+ private:
+  struct Reader {
+    NodeId node;
+    size_t slot;
+  };
+
+  std::set<NodeId> needed_for(const std::vector<NodeId>& fetched) const {
+    std::set<NodeId> live;
+    std::vector<NodeId> stack(fetched.begin(), fetched.end());
+    while (!stack.empty()) {
+      const NodeId id = stack.back();
+      stack.pop_back();
+      if (!live.insert(id).second) continue;
+      for (ValueRef input : g_.node(id).inputs) stack.push_back(input.node);
+      for (NodeId control : g_.node(id).control_inputs) stack.push_back(control);
+    }
+    return live;
+  }
+
+  bool is_cast_to_bf16(const Node& node) const {
+    const DType* dtype = node.attrs.get<DType>("dtype");
+    return node.op == "Cast" && dtype != nullptr && *dtype == DType::bf16;
+  }
+
+  // True when `value` is not fetched, has readers, and each would take it as bf16 with the same result: a Cast to bf16,
+  // a pooling gradient comparing it (input 0), a ReshapeLike taking its shape (input 1), or a node
+  // carrying it on (or a pooling gradient writing dx from it, input 1) into an output that is itself
+  // rounded by every reader.
+  bool rounded_by_every_reader(ValueRef value) {
+    if (const auto known = verdicts_.find(value); known != verdicts_.end()) return known->second;
+    const auto readers = readers_.find(value);
+    bool rounded = readers != readers_.end() && fetched_.count(value.node) == 0;
+    for (size_t i = 0; rounded && i < readers->second.size(); ++i) {
+      const auto [id, slot] = readers->second[i];
+      const Node& reader = g_.node(id);
+      if (is_cast_to_bf16(reader) || (reader.op == "MaxPoolGrad" && slot == 0) ||
+          (reader.op == "ReshapeLike" && slot == 1)) {
+        continue;
+      }
+      const bool passes_on = (carries_values(reader) && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1);
+      rounded = passes_on && rounded_by_every_reader({id, 0});
+    }
+    verdicts_[value] = rounded;
+    return rounded;
+  }
+
+  // `value` is now bf16: the nodes carrying it on write bf16 too, and its Casts' readers read it.
+  void narrow(ValueRef value) {
+    g_.mutable_node(value.node).outputs[value.output].dtype = DType::bf16;
+    for (const auto [id, slot] : readers_[value]) {
+      const Node& reader = g_.node(id);
+      if (is_cast_to_bf16(reader)) {
+        g_.replace_all_uses({id, 0}, value);
+      } else if ((carries_values(reader) && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1)) {
+        narrow({id, 0});
+      }
+    }
+  }
+
+  graph::Graph& g_;
+  const std::set<NodeId> fetched_;
+  std::map<ValueRef, std::vector<Reader>> readers_;  // by the live nodes only
+  std::map<ValueRef, bool> verdicts_;
+  std::vector<NodeId> products_;
+};
+
+}  // namespace
+
+int keep_activations_16_bit(graph::Graph& graph, const std::vector<NodeId>& fetched) {
+  return Rewrite(graph, fetched).run();
+}
+
+bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices) {
+  if (mode != MixedPrecision::bf16 || !cpu::has_bf16_kernels() || devices.empty()) return false;
+  for (const graph::DeviceId& device : devices) {
+    if (device.kind != graph::DeviceKind::cpu) return false;
+  }
+  return true;
+}
+
+}  // namespace mirra::ops
