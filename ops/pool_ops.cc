@@ -81,11 +81,11 @@ template <class T, class Raw = typename Lanes<T>::raw>
 }
 
 MIRRA_VECTOR_CLONES void max_pool_2x2_row_vectorised(const float* top, const float* bottom, float* y, int64_t windows,
-                                              int64_t C) {
+                                                     int64_t C) {
   max_pool_2x2_row<float>(top, bottom, y, windows, C);
 }
 MIRRA_VECTOR_CLONES void max_pool_2x2_row_vectorised(const uint16_t* top, const uint16_t* bottom, uint16_t* y,
-                                               int64_t windows, int64_t C) {
+                                                     int64_t windows, int64_t C) {
   max_pool_2x2_row<bfloat16>(top, bottom, y, windows, C);
 }
 
@@ -258,7 +258,9 @@ void max_pool_grad_2x2(const Tensor& input, const Tensor& dy, Tensor& dx, SumOf<
       if (H > 2 * OH) std::fill_n(image + 2 * OH * W * C, (H - 2 * OH) * W * C, GRaw{});
       for (int64_t oy = 0; oy < OH; ++oy) {
         if (W > 2 * OW) {
-          for (int64_t row = 2 * oy; row < 2 * oy + 2; ++row) std::fill_n(image + (row * W + 2 * OW) * C, (W - 2 * OW) * C, GRaw{});
+          for (int64_t row = 2 * oy; row < 2 * oy + 2; ++row) {
+            std::fill_n(image + (row * W + 2 * OW) * C, (W - 2 * OW) * C, GRaw{});
+          }
         }
         const int64_t top = (n * H + 2 * oy) * W * C, bottom = top + W * C;
         const GRaw* grad = d + (n * OH + oy) * OW * C;
