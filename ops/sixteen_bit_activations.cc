@@ -4,8 +4,6 @@
 #include <map>
 #include <set>
 
-#include "ops/cpu/widened_16_bit.h"
-
 namespace mirra::ops {
 
 using graph::DType;
@@ -15,14 +13,24 @@ using graph::ValueRef;
 
 namespace {
 
-// Ops whose output 0 is input 0's values, picked or rearranged: exact on bf16.
-bool carries_values(const Node& node) {
-  return node.op == "MaxPool" || node.op == "Reshape" || node.op == "ReshapeLike" || node.op == "Identity";
+bool is_cast_to_bf16(const Node& node) {
+  const DType* dtype = node.attrs.get<DType>("dtype");
+  return node.op == "Cast" && dtype != nullptr && *dtype == DType::bf16;
 }
 
-bool is_product(const Node& node) {
-  return node.op == "MatMul" || node.op == "Conv2D" || node.op == "FusedConv2D" ||
-         node.op == "Conv2DBackpropInput" || node.op == "Conv2DBackpropFilter";
+// Readers that take a value as bf16 and no further: a Cast to bf16 (the same result), a pooling
+// gradient comparing its input (as the pooling of those bf16 values did), a ReshapeLike taking a shape.
+bool takes_as_bf16(const Node& reader, size_t slot) {
+  return is_cast_to_bf16(reader) || (reader.op == "MaxPoolGrad" && slot == 0) ||
+         (reader.op == "ReshapeLike" && slot == 1);
+}
+
+// Readers whose output 0 is the value at `slot` picked or rearranged, exact in its dtype: MaxPool,
+// Reshape, ReshapeLike and Identity of input 0, and a max pooling gradient's dx from its dy.
+bool passes_on(const Node& reader, size_t slot) {
+  const bool carries =
+      reader.op == "MaxPool" || reader.op == "Reshape" || reader.op == "ReshapeLike" || reader.op == "Identity";
+  return (carries && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1);
 }
 
 class Rewrite {
@@ -33,12 +41,11 @@ class Rewrite {
       const Node& node = g_.node(id);
       for (size_t slot = 0; slot < node.inputs.size(); ++slot) readers_[node.inputs[slot]].push_back({id, slot});
     }
+    // The products apply_mixed_precision gave bf16 operands: only products have f32_output.
     for (NodeId id : live) {
       const Node& node = g_.node(id);
       const bool* f32_output = node.attrs.get<bool>("f32_output");
-      if (is_product(node) && f32_output != nullptr && *f32_output && g_.type(node.inputs[0]).dtype == DType::bf16) {
-        products_.push_back(id);
-      }
+      if (f32_output != nullptr && *f32_output && g_.type(node.inputs[0]).dtype == DType::bf16) products_.push_back(id);
     }
   }
 
@@ -72,15 +79,8 @@ class Rewrite {
     return live;
   }
 
-  bool is_cast_to_bf16(const Node& node) const {
-    const DType* dtype = node.attrs.get<DType>("dtype");
-    return node.op == "Cast" && dtype != nullptr && *dtype == DType::bf16;
-  }
-
-  // True when `value` is not fetched, has readers, and each would take it as bf16 with the same result: a Cast to bf16,
-  // a pooling gradient comparing it (input 0), a ReshapeLike taking its shape (input 1), or a node
-  // carrying it on (or a pooling gradient writing dx from it, input 1) into an output that is itself
-  // rounded by every reader.
+  // True when `value` is not fetched, has readers, and each takes it as bf16 (takes_as_bf16) or
+  // passes it on into an output for which this holds in turn.
   bool rounded_by_every_reader(ValueRef value) {
     if (const auto known = verdicts_.find(value); known != verdicts_.end()) return known->second;
     const auto readers = readers_.find(value);
@@ -88,12 +88,7 @@ class Rewrite {
     for (size_t i = 0; rounded && i < readers->second.size(); ++i) {
       const auto [id, slot] = readers->second[i];
       const Node& reader = g_.node(id);
-      if (is_cast_to_bf16(reader) || (reader.op == "MaxPoolGrad" && slot == 0) ||
-          (reader.op == "ReshapeLike" && slot == 1)) {
-        continue;
-      }
-      const bool passes_on = (carries_values(reader) && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1);
-      rounded = passes_on && rounded_by_every_reader({id, 0});
+      rounded = takes_as_bf16(reader, slot) || (passes_on(reader, slot) && rounded_by_every_reader({id, 0}));
     }
     verdicts_[value] = rounded;
     return rounded;
@@ -106,7 +101,7 @@ class Rewrite {
       const Node& reader = g_.node(id);
       if (is_cast_to_bf16(reader)) {
         g_.replace_all_uses({id, 0}, value);
-      } else if ((carries_values(reader) && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1)) {
+      } else if (passes_on(reader, slot)) {
         narrow({id, 0});
       }
     }
@@ -126,7 +121,7 @@ int keep_activations_16_bit(graph::Graph& graph, const std::vector<NodeId>& fetc
 }
 
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices) {
-  if (mode != MixedPrecision::bf16 || !cpu::has_bf16_kernels() || devices.empty()) return false;
+  if (mode != MixedPrecision::bf16 || !cpu_has_bf16_kernels() || devices.empty()) return false;
   for (const graph::DeviceId& device : devices) {
     if (device.kind != graph::DeviceKind::cpu) return false;
   }
