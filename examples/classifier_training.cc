@@ -34,9 +34,8 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
                                                     {.loss_scaling = fp16 ? std::optional(ops::LossScaling{}) : std::nullopt}));
   ops::fuse_for_training(setup.graph);
   ops::apply_mixed_precision(setup.graph, mixed_precision);
-  if (ops::activations_stay_16_bit(mixed_precision, devices)) {
-    ops::keep_activations_16_bit(setup.graph, {setup.train.train, setup.objective.loss.node, setup.objective.correct.node});
-  }
+  const std::vector<graph::NodeId> fetched = {setup.train.train, setup.objective.loss.node, setup.objective.correct.node};
+  ops::keep_activations_16_bit_where_it_pays(setup.graph, mixed_precision, devices, fetched);
   return setup;
 }
 

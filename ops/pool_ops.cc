@@ -2,7 +2,6 @@
 // NHWC 2x2 windows at stride 2, a CNN's, and the pooling gradients by loops of their own).
 #include "ops/pool_ops.h"
 
-#include <bit>
 #include <cstring>
 
 #include "ops/cpu/dnnl_engine.h"
@@ -45,7 +44,7 @@ struct Lanes {
 template <>
 struct Lanes<bfloat16> {
   using raw = uint16_t;
-  static float value(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+  static float value(uint16_t bits) { return graph::BFloat16Format::to_float(bits); }
 };
 
 template <class T>
@@ -275,18 +274,20 @@ void max_pool_grad_2x2(const Tensor& input, const Tensor& dy, Tensor& dx, SumOf<
   });
 }
 
-// The pooling gradient problem: the windows, and for MaxPoolGrad its two attributes.
+// The pooling gradient problem: the windows (the node's attributes, not copied), and for MaxPoolGrad
+// whether it passes through a ReLU.
 struct PoolGradProblem {
   cpu::WindowGeometry g;
   bool nchw;
-  std::vector<int64_t> ksize, strides;
+  const std::vector<int64_t>& ksize;
+  const std::vector<int64_t>& strides;
   bool through_relu;
 };
 
 // The gradients of pooling, by direct loops on `x` and `dy` of one type T (NHWC: an image per task;
 // NCHW: a (batch, channel) plane): the max's gradient goes to the first largest element of each window
-// (with through_relu, only where that element is positive), and `image_sums` gains what passed per
-// image and channel; the average's is shared by the window's real (unpadded) elements.
+// (with through_relu, only where that element is positive), and `sums` gains what passed per image
+// and channel; the average's is shared by the window's real (unpadded) elements.
 template <bool kMax, class T>
 void pool_grad_loops(const PoolGradProblem& p, const T* x, const T* d, T* out, T* sums) {
   const cpu::WindowGeometry& g = p.g;

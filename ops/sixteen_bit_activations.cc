@@ -128,4 +128,10 @@ bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::Devic
   return true;
 }
 
+int keep_activations_16_bit_where_it_pays(graph::Graph& graph, MixedPrecision mode,
+                                          const std::vector<graph::DeviceId>& devices,
+                                          const std::vector<NodeId>& fetched) {
+  return activations_stay_16_bit(mode, devices) ? keep_activations_16_bit(graph, fetched) : 0;
+}
+
 }  // namespace mirra::ops

@@ -30,4 +30,9 @@ int keep_activations_16_bit(graph::Graph& graph, const std::vector<graph::NodeId
 // device a CPU that multiplies bf16 natively.
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices);
 
+// keep_activations_16_bit where activations_stay_16_bit(mode, devices); else nothing (0).
+int keep_activations_16_bit_where_it_pays(graph::Graph& graph, MixedPrecision mode,
+                                          const std::vector<graph::DeviceId>& devices,
+                                          const std::vector<graph::NodeId>& fetched);
+
 }  // namespace mirra::ops

@@ -149,11 +149,6 @@ TEST_CASE("Kernels.PoolGrad.match_scatter_loops") {
   }
 }
 
-// A tensor's values in `dtype` (rounded to the nearest, ties to even, when narrower).
-Tensor as_dtype(const Tensor& t, DType dtype) {
-  return make_tensor(dtype, t.shape(), [&](int64_t i) { return element(t, i); });
-}
-
 // Mixed precision's activations and their gradients: MaxPoolGrad (with and without the ReLU and the
 // channel sums its fusions add) and AvgPoolGrad on an input and dy each f32 or bf16. dx takes dy's
 // dtype: the f32 kernel's dx on the same values, rounded to it (exact where dx is dy's values: the

@@ -209,23 +209,20 @@ TEST_CASE("Kernels.MaxPool_and_AvgPool.match_window_loops") {
 // the f32 kernel's.
 TEST_CASE("Kernels.MaxPool_and_AvgPool.on_bf16") {
   runtime::Random rng(16);
-  const auto to = [](const Tensor& t, DType dtype) {
-    return make_tensor(dtype, t.shape(), [&](int64_t i) { return element(t, i); });
-  };
   for (const WindowCase& c : kWindowCases) {
     if (c.dh != 1 || c.dw != 1) continue;
     for (bool nchw : {false, true}) {
       CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.same);
-      const Tensor input = to(random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c)), DType::bf16);
+      const Tensor input = as_dtype(random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c)), DType::bf16);
       const graph::AttrMap attrs = {{"ksize", std::vector<int64_t>{c.kh, c.kw}},
                                     {"strides", std::vector<int64_t>{c.sh, c.sw}},
                                     {"padding", std::string(c.same ? "SAME" : "VALID")},
                                     {"data_format", std::string(nchw ? "NCHW" : "NHWC")}};
       for (const char* op : {"MaxPool", "AvgPool"}) {
         CAPTURE(op);
-        const auto in_f32 = run_op(op, {to(input, DType::f32)}, attrs);
+        const auto in_f32 = run_op(op, {as_dtype(input, DType::f32)}, attrs);
         REQUIRE(in_f32.ok());
-        check_op(op, {input}, attrs, {to((*in_f32)[0], DType::bf16)}, std::string(op) == "MaxPool" ? 0.0 : 1.0 / 128);
+        check_op(op, {input}, attrs, {as_dtype((*in_f32)[0], DType::bf16)}, std::string(op) == "MaxPool" ? 0.0 : 1.0 / 128);
       }
     }
   }

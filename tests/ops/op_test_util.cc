@@ -181,4 +181,8 @@ Tensor make_tensor(DType dtype, const TensorShape& shape, const std::function<do
   return t;
 }
 
+Tensor as_dtype(const Tensor& t, DType dtype) {
+  return make_tensor(dtype, t.shape(), [&](int64_t i) { return element(t, i); });
+}
+
 }  // namespace mirra::test

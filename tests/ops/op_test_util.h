@@ -76,5 +76,7 @@ int64_t ravel(const std::vector<int64_t>& index, const std::vector<int64_t>& dim
 double element(const Tensor& t, int64_t i);
 // A tensor of `dtype` and `shape` whose element i is f(i).
 Tensor make_tensor(DType dtype, const TensorShape& shape, const std::function<double(int64_t)>& f);
+// `t`'s values in `dtype` (rounded to the nearest, ties to even, when narrower).
+Tensor as_dtype(const Tensor& t, DType dtype);
 
 }  // namespace mirra::test

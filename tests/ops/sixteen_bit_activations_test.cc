@@ -129,13 +129,23 @@ TEST_CASE("SixteenBitActivations.trains_like_f32_activations") {
   for (size_t step = 0; step < f32.size(); ++step) CHECK(std::abs(bf16[step] - f32[step]) < 0.05 * f32.front());
 }
 
-TEST_CASE("SixteenBitActivations.pay_for_bf16_on_cpus_that_multiply_it") {
+TEST_CASE("SixteenBitActivations.run_for_bf16_on_cpus_that_multiply_it") {
   const std::vector<graph::DeviceId> cpus = {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu, 1}};
   CHECK(ops::activations_stay_16_bit(ops::MixedPrecision::bf16, cpus) == ops::cpu_has_bf16_kernels());
   CHECK_FALSE(ops::activations_stay_16_bit(ops::MixedPrecision::fp16, cpus));
   CHECK_FALSE(ops::activations_stay_16_bit(ops::MixedPrecision::off, cpus));
   CHECK_FALSE(ops::activations_stay_16_bit(ops::MixedPrecision::bf16, {{graph::DeviceKind::gpu, 0}}));
   CHECK_FALSE(ops::activations_stay_16_bit(ops::MixedPrecision::bf16, {}));
+  // The pass where it pays: all three products on such CPUs, none on a GPU.
+  for (const bool on_gpu : {false, true}) {
+    CAPTURE(on_gpu);
+    PooledNet net = pooled_net(false);
+    const std::vector<graph::DeviceId> devices = on_gpu ? std::vector<graph::DeviceId>{{graph::DeviceKind::gpu, 0}} : cpus;
+    const int narrowed = ops::keep_activations_16_bit_where_it_pays(net.graph, ops::MixedPrecision::bf16, devices,
+                                                                    {net.train, net.loss.node});
+    CHECK(narrowed == (!on_gpu && ops::cpu_has_bf16_kernels() ? 3 : 0));
+    CHECK(net.graph.type(net.conv1_pooled).dtype == (narrowed > 0 ? DType::bf16 : DType::f32));
+  }
 }
 
 }  // namespace

@@ -24,9 +24,8 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                                                             : std::nullopt}));
   ops::fuse_for_training(program.graph);
   ops::apply_mixed_precision(program.graph, options.mixed_precision);
-  if (ops::activations_stay_16_bit(options.mixed_precision, options.devices)) {
-    ops::keep_activations_16_bit(program.graph, {train.train, model.signature.loss.node, correct.node});
-  }
+  ops::keep_activations_16_bit_where_it_pays(program.graph, options.mixed_precision, options.devices,
+                                             {train.train, model.signature.loss.node, correct.node});
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,
                        .loss = model.signature.loss,
