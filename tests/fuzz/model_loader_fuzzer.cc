@@ -5,6 +5,7 @@
 // forward pass (every kernel sizing its outputs from attributes that loading checked), and what `mirra train`
 // does next (autodiff and the optimizer, then the Mirrored rewrite over three devices) must return a
 // program or an error, never crash or break the graph's structure.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -33,12 +34,29 @@ void check_output_sizes(const mirra::graph::Graph& graph) {
   }
 }
 
+// The convolutions' multiply-adds at batch 2 (each output element times its filter's window and
+// input channels): a filter thousands wide keeps the memory small but not the time.
+double convolution_work(const mirra::graph::Graph& g) {
+  double work = 0;
+  for (const mirra::graph::Node& node : g.nodes()) {
+    if (node.op != "Conv2D" && node.op != "FusedConv2D" && !node.op.starts_with("Conv2DBackprop")) continue;
+    if (node.inputs.size() < 2 || node.outputs.empty()) continue;
+    const std::vector<int64_t>& filter = g.type(node.inputs[1]).shape.dims;
+    double outputs = 1, window = 1;
+    for (int64_t d : node.outputs[0].shape.dims) outputs *= static_cast<double>(d < 0 ? 2 : d);
+    for (size_t i = 0; i + 1 < filter.size(); ++i) window *= static_cast<double>(std::max<int64_t>(filter[i], 1));
+    work += outputs * window;
+  }
+  return work;
+}
+
 // Zeros for every placeholder (unknown dims 2), then the loss: errors are fine, crashes are not.
 void run_forward_pass(const mirra::serialization::Model& model) {
   using namespace mirra;
   constexpr int64_t kLimit = int64_t{64} << 20;
+  constexpr double kWorkLimit = 1e8;  // multiply-adds: well under a second here, under the sanitizers
   auto estimate = runtime::estimate_memory(model.graph, 2);
-  if (!estimate.ok() || estimate->peak_bytes > kLimit) return;
+  if (!estimate.ok() || estimate->peak_bytes > kLimit || convolution_work(model.graph) > kWorkLimit) return;
   runtime::Feeds feeds;
   for (const graph::Node& node : model.graph.nodes()) {
     if (node.op != "Placeholder") continue;
