@@ -1,4 +1,5 @@
-# Third-party libraries, all from Debian packages (scripts/setup.sh installs them).
+# Third-party libraries, from Debian packages (scripts/setup.sh installs them); oneDNN may come from
+# elsewhere (MIRRA_ONEDNN_ROOT).
 find_package(TBB REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
@@ -13,15 +14,29 @@ if(MIRRA_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()
 
-# Debian's dnnl CMake config asks for OpenCL (its GPU runtime); mirra uses only the CPU engine, so it
-# links the library directly.
-find_library(MIRRA_DNNL_LIBRARY NAMES dnnl REQUIRED)
-find_path(MIRRA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+# oneDNN: Debian's (2.6, on OpenMP), or the one under MIRRA_ONEDNN_ROOT (oneDNN 2.x or 3.x on OpenMP or
+# oneTBB; scripts/onednn-wheel.sh unpacks Intel's oneTBB build from PyPI there). Debian's dnnl CMake
+# config asks for OpenCL (its GPU runtime); mirra uses only the CPU engine, so it links the library
+# directly.
+set(MIRRA_ONEDNN_ROOT "" CACHE PATH "A oneDNN installation (include/, lib/) to build against instead of the system's")
+if(MIRRA_ONEDNN_ROOT)
+  find_library(MIRRA_DNNL_LIBRARY NAMES dnnl PATHS "${MIRRA_ONEDNN_ROOT}/lib" NO_DEFAULT_PATH REQUIRED)
+  find_path(MIRRA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp PATHS "${MIRRA_ONEDNN_ROOT}/include" NO_DEFAULT_PATH REQUIRED)
+else()
+  find_library(MIRRA_DNNL_LIBRARY NAMES dnnl REQUIRED)
+  find_path(MIRRA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+endif()
 add_library(mirra_dnnl INTERFACE)
-# oneDNN runs on OpenMP (libgomp); mirra sets the team size per oneTBB thread (ops/cpu/dnnl_engine.cc).
-find_library(MIRRA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
-target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY} ${MIRRA_GOMP_LIBRARY})
+target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_DNNL_LIBRARY})
 target_include_directories(mirra_dnnl SYSTEM INTERFACE ${MIRRA_DNNL_INCLUDE_DIR})
+# On OpenMP (libgomp), mirra sets each oneTBB thread's team size for its oneDNN calls
+# (ops/cpu/dnnl_engine.cc).
+file(STRINGS "${MIRRA_DNNL_INCLUDE_DIR}/oneapi/dnnl/dnnl_config.h" MIRRA_DNNL_ON_OPENMP
+     REGEX "#define DNNL_CPU_THREADING_RUNTIME DNNL_RUNTIME_OMP")
+if(MIRRA_DNNL_ON_OPENMP)
+  find_library(MIRRA_GOMP_LIBRARY NAMES gomp libgomp.so.1 REQUIRED)
+  target_link_libraries(mirra_dnnl INTERFACE ${MIRRA_GOMP_LIBRARY})
+endif()
 # MPI (OpenMPI from Debian): the workers of multi_worker_mirrored talk through it, and the all-reduce
 # benchmark's peer is its MPI_Allreduce. A build without it has no multi-worker collective.
 find_package(MPI COMPONENTS CXX)

@@ -23,6 +23,17 @@ std::string openblas_version() {
   return std::string(config.substr(0, end));
 }
 
+// What oneDNN parallelises with, as its version reports it.
+const char* dnnl_threading(unsigned runtime) {
+  switch (runtime) {
+    case DNNL_RUNTIME_OMP: return "OpenMP";
+    case DNNL_RUNTIME_TBB: return "oneTBB";
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    default: return "unknown threading";
+  }
+}
+
 }  // namespace
 
 std::string build_info() {
@@ -38,7 +49,8 @@ std::string build_info() {
   }
   out << "MPI (multi_worker_mirrored): " << (runtime::built_with_mpi() ? "on" : "off") << "\n";
   const dnnl_version_t* dnnl = dnnl_version();
-  out << "oneDNN " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << ", oneTBB " << TBB_runtime_version()
+  out << "oneDNN " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (" << dnnl_threading(dnnl->cpu_runtime)
+      << "), oneTBB " << TBB_runtime_version()
       << ", " << openblas_version() << "\n";
   return out.str();
 }

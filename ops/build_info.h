@@ -1,11 +1,12 @@
 // What this build of mirra is and has: its version, whether it has the CUDA backend (with the CUDA
 // runtime, cuBLAS, cuDNN and NCCL versions it runs with), whether it has MPI for multi-worker runs,
-// and the versions of oneDNN, oneTBB and OpenBLAS it runs with. `mirra --version` prints it.
+// and the versions of oneDNN (and what it parallelises with), oneTBB and OpenBLAS it runs with.
+// `mirra --version` prints it.
 //
 //   mirra 0.1.0
 //   CUDA backend: off
 //   MPI (multi_worker_mirrored): on
-//   oneDNN 2.6.3, oneTBB 2021.8.0, OpenBLAS 0.3.21
+//   oneDNN 2.6.3 (OpenMP), oneTBB 2021.8.0, OpenBLAS 0.3.21
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "graph/float16.h"
+#include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/widened_16_bit.h"
 #include "ops/cpu/window_geometry.h"
@@ -73,11 +74,8 @@ struct ConvProblem {
 
   // The forward pass in the operands' type: the hint the backward primitives are built against.
   dnnl::convolution_forward::primitive_desc training_hint(const dnnl::primitive_attr& attr) const {
-    return dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                        src(operands), any_weights(operands), dst(operands), g.strides, g.dilations,
-                                        g.pad_before, g.pad_after),
-        attr, cpu::dnnl_engine());
+    return cpu::convolution_forward_pd(dnnl::prop_kind::forward_training, src(operands), any_weights(operands),
+                                       nullptr, dst(operands), g, attr);
   }
 };
 
@@ -134,20 +132,10 @@ Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvO
   const std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key(kind.c_str()), [&] {
     dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
-    if (relu) {
-      dnnl::post_ops post_ops;
-      post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(post_ops);
-    }
-    const auto desc =
-        bias == nullptr
-            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                              c.src(c.operands), c.any_weights(c.operands), c.dst(c.result),
-                                              c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after)
-            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                              c.src(c.operands), c.any_weights(c.operands), bias_md, c.dst(c.result),
-                                              c.g.strides, c.g.dilations, c.g.pad_before, c.g.pad_after);
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu::dnnl_engine());
+    if (relu) attr.set_post_ops(cpu::relu_post_op());
+    const auto pd = cpu::convolution_forward_pd(dnnl::prop_kind::forward_inference, c.src(c.operands),
+                                                c.any_weights(c.operands), bias == nullptr ? nullptr : &bias_md,
+                                                c.dst(c.result), c.g, attr);
     cpu::DnnlPrimitive p{dnnl::convolution_forward(pd), pd.scratchpad_desc(), {}};
     p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
     return p;
@@ -244,11 +232,8 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
     if (unit_stride) return input_gradient_as_forward(ctx, c, o, dx);
     MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
-      const dnnl::convolution_backward_data::primitive_desc pd(
-          dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, c.src(c.result),
-                                                c.any_weights(c.operands), c.dst(c.operands), c.g.strides,
-                                                c.g.dilations, c.g.pad_before, c.g.pad_after),
-          attr, cpu::dnnl_engine(), c.training_hint(attr));
+      const auto pd = cpu::convolution_backward_data_pd(c.src(c.result), c.any_weights(c.operands),
+                                                        c.dst(c.operands), c.g, c.training_hint(attr), attr);
       cpu::DnnlPrimitive p{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(), {}};
       p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
       return p;
@@ -266,11 +251,8 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   return conv_gradient(ctx, o, o.filter.shape(), [&](const ConvProblem& c, Tensor& dw) -> Status {
     MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
-      const dnnl::convolution_backward_weights::primitive_desc pd(
-          dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, c.src(c.operands),
-                                                   c.any_weights(c.result), c.dst(c.operands), c.g.strides,
-                                                   c.g.dilations, c.g.pad_before, c.g.pad_after),
-          attr, cpu::dnnl_engine(), c.training_hint(attr));
+      const auto pd = cpu::convolution_backward_weights_pd(c.src(c.operands), c.any_weights(c.result),
+                                                           c.dst(c.operands), c.g, c.training_hint(attr), attr);
       cpu::DnnlPrimitive p{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(), {}};
       p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights(c.result), pd.diff_weights_desc(), /*output=*/true);
       return p;

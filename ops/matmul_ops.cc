@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "ops/cpu/blas.h"
+#include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -55,14 +56,14 @@ Status bf16_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b, bool ta
         cpu::dnnl_key("matmul/bf16", {ta, tb, chunk_m, chunk_n, k, lda, ldb, n, static_cast<int64_t>(out)});
     Status status = [&]() -> Status {
       MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), cpu::dnnl_user_scratchpad(), engine);
+        const auto pd = cpu::matmul_pd(a_md, b_md, c_md, cpu::dnnl_user_scratchpad());
         return cpu::DnnlPrimitive{dnnl::matmul(pd), pd.scratchpad_desc(), {}};
       }));
       return cpu::dnnl_execute(*primitive,
                                {{DNNL_ARG_SRC, memory(a_md, engine, const_cast<graph::bfloat16*>(a_chunk))},
                                 {DNNL_ARG_WEIGHTS, memory(b_md, engine, const_cast<graph::bfloat16*>(b_chunk))},
                                 {DNNL_ARG_DST, memory(c_md, engine, c_chunk)}},
-                               ctx.device(), /*openmp_threads=*/1);
+                               ctx.device(), /*threads=*/1);
     }();
     if (!status.ok()) {
       std::lock_guard lock(failure_mutex);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
@@ -115,10 +116,8 @@ Status dnnl_pool(KernelContext& ctx, const cpu::WindowGeometry& g, const std::ve
                              g.height, g.width, ksize[0], ksize[1], g.strides[0], g.strides[1], g.pad_before[0],
                              g.pad_before[1], g.pad_after[0], g.pad_after[1]});
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
-    const dnnl::pooling_forward::primitive_desc pd(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, kAlgorithm, src_md, dst_md, g.strides,
-                                    {ksize[0], ksize[1]}, g.pad_before, g.pad_after),
-        cpu::dnnl_user_scratchpad(), cpu::dnnl_engine());
+    const auto pd = cpu::pooling_forward_pd(kAlgorithm, src_md, dst_md, g, {ksize[0], ksize[1]},
+                                            cpu::dnnl_user_scratchpad());
     return cpu::DnnlPrimitive{dnnl::pooling_forward(pd), pd.scratchpad_desc(), {}};
   }));
   auto& engine = cpu::dnnl_engine();

@@ -9,6 +9,7 @@ packages=(
   libtbb-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin
   libcli11-dev nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist python3-flatbuffers iproute2 dpkg-dev debootstrap
+  python3-pip patchelf
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # Installs what the build needs, builds (Release with assertions on) and runs every test; builds the
 # Debian package (scripts/package.sh) and tests it unpacked (tests/install/deb_test.sh) and installed
 # with apt on a fresh Debian 12 root (tests/install/fresh_debian_test.sh, which reports itself
-# skipped without root or the Debian archive); then builds
+# skipped without root or the Debian archive); builds the kernels against oneDNN 3 and runs the op
+# tests with it; then builds
 # everything again with AddressSanitizer + UndefinedBehaviorSanitizer (clang, with libFuzzer coverage)
 # and runs the tests again, all but those labelled slow (training on the real data set, minutes even
 # without sanitizers), bench (timings mean nothing under sanitizers) or multi_worker (processes under
@@ -39,6 +40,15 @@ tests/install/deb_test.sh "$deb" . build/deb-test
 fresh_debian=0
 tests/install/fresh_debian_test.sh "$deb" || fresh_debian=$?
 if [ "$fresh_debian" -ne 0 ] && [ "$fresh_debian" -ne 77 ]; then exit "$fresh_debian"; fi
+
+# The kernels against oneDNN 3 as well (Intel's oneTBB build from PyPI, scripts/onednn-wheel.sh), so a
+# build with -DMIRRA_ONEDNN_ROOT stays one command away: they build with its API and pass the op tests.
+section "oneDNN 3 build and op tests"
+scripts/onednn-wheel.sh build/onednn-3.2
+cmake -S . -B build/with-onednn-3 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2" -DMIRRA_CUDA=OFF \
+  -DMIRRA_ONEDNN_ROOT="$PWD/build/onednn-3.2" "${launcher[@]}"
+cmake --build build/with-onednn-3 -j "$jobs" --target ops_tests
+build/with-onednn-3/tests/ops_tests
 
 section "AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \

@@ -18,9 +18,11 @@ namespace {
 void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                 int64_t ldb, float* c, int64_t ldc) {
   // oneDNN's JIT sgemm (AVX-512 where the CPU has it) beats OpenBLAS's on the shapes training makes
-  // (10% on a whole MLP or CNN step); one OpenMP thread, as the chunks are already spread over oneTBB.
-  use_openmp_threads(1);
-  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  // (10% on a whole MLP or CNN step); one thread inside, as the chunks are already spread over oneTBB.
+  dnnl_status_t status = dnnl_success;
+  with_dnnl_threads(1, [&] {
+    status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  });
   MIRRA_CHECK(status == dnnl_success, "dnnl_sgemm rejected a product the caller checked");
 }
 

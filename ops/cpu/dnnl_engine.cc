@@ -10,9 +10,13 @@
 #include "runtime/allocator.h"
 #include "runtime/tensor.h"
 
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
 // OpenMP's C entry point (libgomp, which oneDNN is built against); declared here rather than through
 // <omp.h>, which only GCC's include path has.
 extern "C" void omp_set_num_threads(int threads);
+#elif DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_TBB
+#include <tbb/task_arena.h>
+#endif
 
 namespace mirra::ops::cpu {
 
@@ -21,14 +25,21 @@ dnnl::engine& dnnl_engine() {
   return engine;
 }
 
-void use_openmp_threads(int threads) {
-  // oneDNN parallelises with OpenMP, whose team size is a per-thread setting: each oneTBB worker
-  // sets it for the kernels it runs.
+void with_dnnl_threads(int threads, const std::function<void()>& call) {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
   thread_local int team = 0;
   if (team != threads) {
     omp_set_num_threads(threads);
     team = threads;
   }
+#elif DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_TBB
+  if (threads == 1 && tbb::this_task_arena::max_concurrency() > 1) {
+    thread_local tbb::task_arena alone(1, 1);
+    alone.execute(call);
+    return;
+  }
+#endif
+  call();
 }
 
 dnnl::primitive_attr dnnl_user_scratchpad() {
@@ -85,26 +96,29 @@ dnnl::memory temporary(const dnnl::memory::desc& desc, const runtime::Device& de
 }  // namespace
 
 graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
-                           const runtime::Device& device, int openmp_threads) {
-  use_openmp_threads(openmp_threads > 0 ? openmp_threads : device.intra_op_threads());
+                           const runtime::Device& device, int threads) {
   try {
-    std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
-    thread_local dnnl::stream stream(dnnl_engine());  // one per thread: a step makes many calls
-    std::vector<std::pair<const DnnlPrimitive::Relayout*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
-    for (const auto& [arg, relayout] : primitive.relayouts) {
-      dnnl::memory& given = args.at(arg);
-      dnnl::memory wanted = temporary(relayout.wanted, device, buffers);
-      if (relayout.output) {
-        outputs.push_back({&relayout, {wanted, given}});
-      } else {
-        relayout.reorder.execute(stream, given, wanted);
+    with_dnnl_threads(threads > 0 ? threads : device.intra_op_threads(), [&] {
+      std::vector<runtime::Tensor> buffers;  // temporaries, alive until the stream is done
+      thread_local dnnl::stream stream(dnnl_engine());  // one per thread: a step makes many calls
+      std::vector<std::pair<const DnnlPrimitive::Relayout*, std::pair<dnnl::memory, dnnl::memory>>> outputs;
+      for (const auto& [arg, relayout] : primitive.relayouts) {
+        dnnl::memory& given = args.at(arg);
+        dnnl::memory wanted = temporary(relayout.wanted, device, buffers);
+        if (relayout.output) {
+          outputs.push_back({&relayout, {wanted, given}});
+        } else {
+          relayout.reorder.execute(stream, given, wanted);
+        }
+        given = wanted;
       }
-      given = wanted;
-    }
-    if (primitive.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, temporary(primitive.scratchpad, device, buffers));
-    primitive.primitive.execute(stream, args);
-    for (auto& [relayout, from_to] : outputs) relayout->reorder.execute(stream, from_to.first, from_to.second);
-    stream.wait();
+      if (primitive.scratchpad.get_size() > 0) {
+        args.emplace(DNNL_ARG_SCRATCHPAD, temporary(primitive.scratchpad, device, buffers));
+      }
+      primitive.primitive.execute(stream, args);
+      for (auto& [relayout, from_to] : outputs) relayout->reorder.execute(stream, from_to.first, from_to.second);
+      stream.wait();
+    });
   } catch (const dnnl::error& e) {
     return graph::internal_error(std::string("oneDNN: ") + e.what());
   }

@@ -24,8 +24,11 @@ namespace mirra::ops::cpu {
 
 dnnl::engine& dnnl_engine();
 
-// Sets the OpenMP team size of the calling thread for the oneDNN calls it makes (cached per thread).
-void use_openmp_threads(int threads);
+// Runs `call`, which calls oneDNN, with `threads` threads inside those calls. oneDNN on OpenMP (Debian's)
+// gets that team size on the calling thread (a per-thread setting, cached). oneDNN on oneTBB spreads
+// its work over the caller's arena: a call of one thread runs in an arena of its own of one thread,
+// any other count shares the caller's arena.
+void with_dnnl_threads(int threads, const std::function<void()>& call);
 
 // Primitive attributes asking for a user-managed scratchpad (use them for every cached primitive).
 dnnl::primitive_attr dnnl_user_scratchpad();
@@ -54,9 +57,9 @@ graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& k
                                                            const std::function<DnnlPrimitive()>& make);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
-// fresh scratchpad from `device`'s memory) on a stream and waits, with `openmp_threads` OpenMP threads
-// inside (0: the device's intra-op share); oneDNN errors become a Status.
+// fresh scratchpad from `device`'s memory) on a stream and waits, with `threads` threads inside
+// (with_dnnl_threads; 0: the device's intra-op share); oneDNN errors become a Status.
 graph::Status dnnl_execute(const DnnlPrimitive& primitive, std::unordered_map<int, dnnl::memory> args,
-                           const runtime::Device& device, int openmp_threads = 0);
+                           const runtime::Device& device, int threads = 0);
 
 }  // namespace mirra::ops::cpu

@@ -2,6 +2,7 @@
 // asking oneDNN once whether it has bf16 kernels for this CPU.
 #include "ops/cpu/widened_16_bit.h"
 
+#include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/float_conversion.h"
 
@@ -21,11 +22,12 @@ bool has_bf16_kernels() {
     const memory::desc image({1, 2, 2, 2}, memory::data_type::bf16, memory::format_tag::nhwc);
     const memory::desc filter({2, 2, 1, 1}, memory::data_type::bf16, memory::format_tag::any);
     try {
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, a, c), dnnl_engine());
-      dnnl::convolution_forward::primitive_desc(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, image,
-                                          filter, image, {1, 1}, {0, 0}, {0, 0}),
-          dnnl_engine());
+      WindowGeometry unit{};  // stride 1, no dilation, no padding
+      unit.strides = {1, 1};
+      unit.dilations = unit.pad_before = unit.pad_after = {0, 0};
+      matmul_pd(a, a, c, dnnl::primitive_attr());
+      convolution_forward_pd(dnnl::prop_kind::forward_training, image, filter, nullptr, image, unit,
+                             dnnl::primitive_attr());
       return true;
     } catch (const dnnl::error&) {
       return false;
