@@ -80,6 +80,7 @@ def main():
         for _ in range(args.repeats):
             for key, command in every.items():
                 runs[key].append(peer_runs.measure(command, DRIVER))
+        report["mirra_onednn"] = next(r[0]["onednn"] for r in runs.values() if r[0].get("framework") == "mirra")
         report["models"][model] = {
             placement: compare({name: summarise(runs[(placement, name)]) for name in names})
             for placement, names in (("one_device", one_device), ("mirrored", mirrored))}

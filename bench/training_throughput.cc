@@ -8,6 +8,7 @@
 
 #include "bench/gpu_floors.h"
 #include "examples/classifier_training.h"
+#include "ops/build_info.h"
 #include "ops/ops.h"
 #include "runtime/data/fashion_mnist.h"
 
@@ -69,6 +70,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   }
   nlohmann::json slot_bytes = ops::optimizer_slot_bytes(session);
   nlohmann::json result{{"framework", "mirra"},
+                        {"onednn", ops::onednn_description()},
                         {"model", options.model},
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},

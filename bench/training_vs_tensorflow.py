@@ -78,6 +78,7 @@ def main():
         tf_single = [f"tensorflow_intra_{t}" for t in threads]
         best_mirra, best_tf = best_of(section, mirra_single), best_of(section, tf_single)
         entry = {"configs": section, "tensorflow": runs[tf_single[0]][0]["framework"],
+                 "mirra_onednn": runs[mirra_single[0]][0]["onednn"],
                  "mirra_best": best_mirra, "tensorflow_best": best_tf,
                  "throughput_ratio": round(section[best_mirra]["examples_per_s"] / section[best_tf]["examples_per_s"], 3),
                  "memory_ratio": round(section[best_mirra]["peak_rss_mib"] / section[best_tf]["peak_rss_mib"], 3)}

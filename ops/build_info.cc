@@ -36,6 +36,12 @@ const char* dnnl_threading(unsigned runtime) {
 
 }  // namespace
 
+std::string onednn_description() {
+  const dnnl_version_t* dnnl = dnnl_version();
+  return "oneDNN " + std::to_string(dnnl->major) + "." + std::to_string(dnnl->minor) + "." +
+         std::to_string(dnnl->patch) + " (" + dnnl_threading(dnnl->cpu_runtime) + ")";
+}
+
 std::string build_info() {
   std::ostringstream out;
   out << "mirra " << version() << "\n";
@@ -48,9 +54,7 @@ std::string build_info() {
     out << "CUDA backend: off\n";
   }
   out << "MPI (multi_worker_mirrored): " << (runtime::built_with_mpi() ? "on" : "off") << "\n";
-  const dnnl_version_t* dnnl = dnnl_version();
-  out << "oneDNN " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (" << dnnl_threading(dnnl->cpu_runtime)
-      << "), oneTBB " << TBB_runtime_version()
+  out << onednn_description() << ", oneTBB " << TBB_runtime_version()
       << ", " << openblas_version() << "\n";
   return out.str();
 }

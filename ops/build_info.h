@@ -16,4 +16,7 @@ namespace mirra::ops {
 // Lines as above, each ended by a newline.
 std::string build_info();
 
+// The oneDNN this build runs with, as in build_info: "oneDNN 2.6.3 (OpenMP)".
+std::string onednn_description();
+
 }  // namespace mirra::ops
