@@ -1,4 +1,4 @@
-// oneDNN engine, primitive cache and execution.
+// oneDNN engine, primitive cache, threads per call and execution.
 #include "ops/cpu/dnnl_engine.h"
 
 #include <memory>
@@ -15,7 +15,7 @@
 // <omp.h>, which only GCC's include path has.
 extern "C" void omp_set_num_threads(int threads);
 #elif DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_TBB
-#include <tbb/task_arena.h>
+#include <oneapi/tbb/task_arena.h>
 #endif
 
 namespace mirra::ops::cpu {

@@ -1,5 +1,6 @@
 // oneDNN plumbing shared by the kernels that use it: the process-wide CPU engine, a cache of built
-// primitives by description, and execution with a scratchpad of the caller's own.
+// primitives by description, execution with a scratchpad of the caller's own, and the threads a call
+// runs with (OpenMP or oneTBB, whichever oneDNN was built on).
 //
 // Building a primitive descriptor costs tens of microseconds (implementation search, JIT); a step
 // runs the same shapes again and again, so kernels describe the problem as a key and build once.
