@@ -3,12 +3,14 @@
 # -DMIRRA_ONEDNN_ROOT=PREFIX: Intel's oneDNN 3.2 built on oneTBB, from the PyPI wheels onednn-cpu-tbb
 # and onednn-devel-cpu-tbb, with the two Intel compiler runtime libraries it links (intel-cmplr-lib-rt).
 # The wheels are pinned by hash; the library finds its runtime beside itself and the system's oneTBB,
-# the one mirra's executor runs on. Does nothing when PREFIX already has it.
+# the one mirra's executor runs on. Does nothing when PREFIX already has it (a stamp written last, so
+# an interrupted run is redone).
 # Usage: scripts/onednn-wheel.sh PREFIX
 set -euo pipefail
 prefix=${1:?usage: scripts/onednn-wheel.sh PREFIX}
 version=3.2
-if [ -e "$prefix/lib/libdnnl.so.$version" ] && [ -e "$prefix/include/oneapi/dnnl/dnnl.hpp" ]; then
+stamp="$prefix/.onednn-wheel-$version"
+if [ -e "$stamp" ]; then
   echo "onednn-wheel: oneDNN $version already in $prefix"
   exit 0
 fi
@@ -37,9 +39,7 @@ for wheel in download.glob("*.whl"):
             if len(parts) < 4 or not parts[0].endswith(".data") or parts[1] != "data" or name.endswith("/"):
                 continue
             relative = pathlib.Path(*parts[2:])
-            if relative.parts[0] == "lib" and relative.name not in wanted_libraries:
-                continue
-            if relative.parts[0] not in ("lib", "include"):
+            if relative.parts[0] != "include" and not (relative.parts[0] == "lib" and relative.name in wanted_libraries):
                 continue
             target = prefix / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -50,4 +50,5 @@ UNPACK
 ln -sf "libdnnl.so.$version" "$prefix/lib/libdnnl.so.3"
 ln -sf "libdnnl.so.$version" "$prefix/lib/libdnnl.so"
 patchelf --set-rpath '$ORIGIN' "$prefix/lib/libdnnl.so.$version"
+touch "$stamp"
 echo "onednn-wheel: oneDNN $version in $prefix"

@@ -1,7 +1,7 @@
 // The oneDNN primitive descriptors the kernels build, in one place for oneDNN 2 and 3: 2.x describes
 // an operation first (convolution_forward::desc and the like) and 3.x takes the same terms in the
 // primitive descriptor's constructor. Debian 12 has oneDNN 2.6; a build may use a newer one instead
-// (MIRRA_ONEDNN_ROOT, docs/build.md).
+// (MIRRA_ONEDNN_ROOT; docs/performance.md, "A newer oneDNN").
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
