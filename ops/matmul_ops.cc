@@ -95,7 +95,7 @@ Status matmul_kernel(KernelContext& ctx) {
   return cpu::compute_widened(output, ctx.device(), [&](Tensor& c) -> Status {
     if (a.dtype() != DType::bf16) {
       return cpu::visit_dtype<float, double>(a.dtype(), [&]<class T>(cpu::Type<T>) {
-        cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>());
+        cpu::gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c.mutable_data<T>(), ctx.device().allocator());
         return Status();
       });
     }

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 
 #include "ops/cpu/parallel.h"
+#include "runtime/allocator.h"
 
 namespace mirra::ops::cpu {
 
@@ -36,7 +38,10 @@ void for_each_product_chunk(int64_t m, int64_t n, int64_t k, const Body& body) {
   });
 }
 
+// C = op(A) * op(B), with A [m, k] and B [k, n] after their transposes; `scratch` holds temporaries
+// (an operand repacked for the kernel).
 template <class T>
-void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c);
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
+          const std::shared_ptr<runtime::Allocator>& scratch);
 
 }  // namespace mirra::ops::cpu

@@ -14,7 +14,8 @@ using graph::AttrValue;
 TEST_CASE("Kernels.MatMul.matches_triple_loop") {
   runtime::Random rng(10);
   struct Dims { int64_t m, k, n; };
-  for (Dims d : {Dims{0, 4, 3}, Dims{1, 1, 1}, Dims{7, 5, 3}, Dims{33, 17, 9}, Dims{4, 0, 3}, Dims{130, 64, 70}}) {
+  for (Dims d : {Dims{0, 4, 3}, Dims{1, 1, 1}, Dims{7, 5, 3}, Dims{33, 17, 9}, Dims{4, 0, 3}, Dims{130, 64, 70},
+                 Dims{130, 40, 1024}, Dims{600, 24, 512}}) {  // rows 2 KiB apart, in column and in row chunks
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         for (DType dtype : {DType::f32, DType::f64}) {
