@@ -15,7 +15,7 @@ runtime::training::TrainingGraph ClassifierTraining::training_graph() const {
 }
 
 strategies::TrainingProgram ClassifierTraining::program() const {
-  return {graph, training_graph(), train.variables_and_gradients, train.step_state};
+  return {graph, training_graph(), train.variables_and_gradients, train.loss_gradient, train.step_state};
 }
 
 graph::Expected<ClassifierTraining> build_classifier_training(std::string_view model, const ops::Optimizer& optimizer,

@@ -18,6 +18,8 @@ ValueRef sum_contributions(Builder& b, const std::vector<ValueRef>& terms) {
 
 ValueRef zeros_like(Builder& b, ValueRef x) { return b.add_value({.op = "ZerosLike", .inputs = {x}}); }
 
+}  // namespace
+
 ValueRef ones_like(Builder& b, ValueRef y) {
   const TensorType& type = b.type(y);
   if (type.shape.is_fully_defined()) {
@@ -26,8 +28,6 @@ ValueRef ones_like(Builder& b, ValueRef y) {
   auto one = b.add_value({.op = "Fill", .attrs = {{"dtype", type.dtype}, {"shape", Shape{}}, {"value", 1.0}}, .name = "One"});
   return b.add_value({.op = "Add", .inputs = {zeros_like(b, y), one}, .name = "OnesLike"});
 }
-
-}  // namespace
 
 Expected<std::vector<ValueRef>> gradients(Builder& b, ValueRef y, std::span<const ValueRef> xs, ValueRef dy) {
   MIRRA_RETURN_IF_ERROR(b.status());

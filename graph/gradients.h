@@ -15,7 +15,10 @@
 
 namespace mirra::graph {
 
-// `dy` seeds the gradient of y (default: ones, as for a scalar loss).
+// `dy` seeds the gradient of y (default: ones_like(y), as for a scalar loss).
 Expected<std::vector<ValueRef>> gradients(Builder& b, ValueRef y, std::span<const ValueRef> xs, ValueRef dy = {});
+
+// Ones of y's type: d(sum y)/dy, the default seed.
+ValueRef ones_like(Builder& b, ValueRef y);
 
 }  // namespace mirra::graph

@@ -127,8 +127,14 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   if (variables.empty()) return graph::invalid_argument("minimize: the graph has no trainable variables");
   const std::optional<ScaledLoss> scaled =
       options.loss_scaling ? std::optional(scale_loss(b, loss, *options.loss_scaling)) : std::nullopt;
+  const graph::ValueRef differentiated = scaled ? scaled->scaled_loss : loss;
+  graph::ValueRef seed;
+  {
+    auto scope = b.scope("gradients");
+    seed = graph::ones_like(b, differentiated);
+  }
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients,
-                         graph::gradients(b, scaled ? scaled->scaled_loss : loss, variables));
+                         graph::gradients(b, differentiated, variables, seed));
   std::vector<graph::ValueRef> applied = gradients;
   graph::ValueRef finite;  // with loss scaling: whether this step's gradients may be applied
   if (scaled) {
@@ -145,6 +151,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   }
 
   TrainOp result;
+  result.loss_gradient = seed;
   const graph::DType dtype = b.type(loss).dtype;
   {
     auto scope = b.scope("optimizer");

@@ -71,6 +71,9 @@ struct TrainOp {
   // Each trainable variable with its gradient as autodiff made it (before clipping): a strategy
   // aggregates these across replicas, and everything downstream then sees the aggregate.
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
+  // The seed autodiff started from (ones: the loss's gradient of itself). Every gradient is linear in
+  // it, so a strategy scales each replica's gradients by scaling its seed.
+  graph::ValueRef loss_gradient;
   graph::ValueRef learning_rate;  // f32/f64 scalar variable
   graph::ValueRef iterations;     // i64 scalar variable
   graph::ValueRef loss_scale;     // with loss scaling: the f32 scalar variable

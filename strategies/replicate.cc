@@ -1,4 +1,4 @@
-// replicate: node classification, cloning, input splits, gradient scaling and aggregation, metrics.
+// replicate: node classification, cloning, input splits, batch shares, gradient aggregation, metrics.
 #include "strategies/replicate.h"
 
 #include <algorithm>
@@ -51,6 +51,11 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
       after_gradient[id] = after_gradient[id] || after_gradient[input.node] || gradients.count(input) > 0;
       c.uniform[id] = c.uniform[id] && (gradients.count(input) > 0 || c.uniform[input.node]);
     }
+    if (ValueRef{id, 0} == program.loss_gradient) {
+      // Each replica's seed becomes its share of the batch (Note [Batch shares]).
+      from_batch[id] = true;
+      c.uniform[id] = false;
+    }
     if (step_state[id] || id == program.signature.train) continue;
     c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id]);
   }
@@ -74,7 +79,8 @@ class Rewriter {
                   std::vector<NodeId> control_inputs);
   void place(ValueRef value, int replica);
   ValueRef on(int replica, ValueRef value);
-  std::vector<std::vector<ValueRef>> scale_gradients();
+  void scale_loss_gradients(NodeId copies_end);
+  std::vector<std::vector<ValueRef>> replica_gradients();
   ValueRef accumulated(ValueRef value, int replica, const std::string& scope, const std::string& name);
   std::vector<size_t> ready_order(const std::vector<NodeId>& order) const;
   std::vector<int64_t> variable_bytes() const;
@@ -99,6 +105,7 @@ class Rewriter {
   std::vector<int> replica_of_;                         // per new node
   std::vector<bool> uniform_;                           // per original node: Classification::uniform
   ValueRef global_batch_;                               // B, in the loss's dtype, on the host
+  ValueRef examples_;                                   // B, or with accumulation the examples since the last update
   std::vector<NodeId> accumulations_, clears_;          // with accumulation: the accumulate target's, the train target's
   graph::Status error_;
 };
@@ -206,10 +213,16 @@ ValueRef Rewriter::on(int replica, ValueRef value) {
 // Across workers B is the all-reduced sum of the workers' batches, a scalar every step needs for its
 // loss anyway; the gradients cross the network only in the train step.
 
-// scaled[j][r]: replica r's gradient of variable j times b_r / B. Summed over replicas this is the
-// gradient of the global-batch mean loss; and a replica with no examples contributes exactly zero.
-// With accumulation, see Note [Gradient accumulation].
-std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
+// Note [Batch shares]
+// Replica r's gradients times b_r / B, summed over the replicas, are the gradient of the mean loss
+// over the global batch B; a replica with no examples contributes exactly zero. Every gradient is
+// linear in the seed autodiff started from, so replica r's seed is multiplied by b_r / B: one scalar
+// product instead of a pass over every gradient. With accumulation the seed is multiplied by b_r and
+// the gradients are divided by the examples since the last update (Note [Gradient accumulation]).
+
+// Multiplies each replica's seed by its share of the batch, rewiring the clones (ids below
+// copies_end) that read it.
+void Rewriter::scale_loss_gradients(NodeId copies_end) {
   const NodeId features = *program_.graph.find(program_.signature.features);
   const graph::DType dtype = program_.graph.type(program_.signature.loss).dtype;
   {
@@ -218,33 +231,41 @@ std::vector<std::vector<ValueRef>> Rewriter::scale_gradients() {
     if (plan_.across_workers) global_batch_ = on(kHost, ops::all_reduce(b_, {global_batch_}, 1, "sum", plan_.collective)[0]);
   }
   const bool accumulate = program_.accumulate_gradients;
-  const ValueRef examples =
-      accumulate ? accumulated(global_batch_, kHost, std::string(kAccumulatorScope), "examples") : global_batch_;
-  std::vector<std::vector<ValueRef>> scaled(program_.variables_and_gradients.size());
+  examples_ = accumulate ? accumulated(global_batch_, kHost, std::string(kAccumulatorScope), "examples") : global_batch_;
   for (int r = 0; r < replicas_; ++r) {
-    const std::string replica = "replica_" + std::to_string(r);
-    std::vector<ValueRef> parts;  // each gradient times b_r / B, or times b_r with accumulation
-    {
-      auto scope = b_.scope(replica + "/batch_share");
-      const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
-      const ValueRef share = accumulate ? local : on(r, ops::div(b_, local, examples));
-      for (const auto& [variable, gradient] : program_.variables_and_gradients) {
-        parts.push_back(on(r, ops::mul(b_, copy_on(gradient, r), share)));
+    auto scope = b_.scope("replica_" + std::to_string(r) + "/batch_share");
+    const ValueRef local = on(r, ops::cast(b_, on(r, ops::dim_size(b_, shares_[features][static_cast<size_t>(r)], 0)), dtype));
+    const ValueRef share = accumulate ? local : on(r, ops::div(b_, local, examples_));
+    const ValueRef seed = copy_on(program_.loss_gradient, r);
+    const ValueRef scaled = on(r, ops::mul(b_, seed, share));
+    for (NodeId id = 0; id < copies_end; ++id) {
+      for (ValueRef& input : out_.mutable_node(id).inputs) {
+        if (input == seed) input = scaled;
       }
     }
-    for (size_t j = 0; j < scaled.size(); ++j) {
-      if (!accumulate) {
-        scaled[j].push_back(parts[j]);
+  }
+}
+
+// gradients[j][r]: replica r's gradient of variable j, its share of the batch already in it; with
+// accumulation, see Note [Gradient accumulation].
+std::vector<std::vector<ValueRef>> Rewriter::replica_gradients() {
+  std::vector<std::vector<ValueRef>> gradients(program_.variables_and_gradients.size());
+  for (int r = 0; r < replicas_; ++r) {
+    const std::string replica = "replica_" + std::to_string(r);
+    for (size_t j = 0; j < gradients.size(); ++j) {
+      const ValueRef gradient = copy_on(program_.variables_and_gradients[j].second, r);
+      if (!program_.accumulate_gradients) {
+        gradients[j].push_back(gradient);
         continue;
       }
       const std::string scope_name = replica + "/" + std::string(kAccumulatorScope);
       const ValueRef total =
-          accumulated(parts[j], r, scope_name, program_.graph.node(program_.variables_and_gradients[j].first.node).name);
+          accumulated(gradient, r, scope_name, program_.graph.node(program_.variables_and_gradients[j].first.node).name);
       auto scope = b_.scope(scope_name);
-      scaled[j].push_back(on(r, ops::div(b_, total, examples)));
+      gradients[j].push_back(on(r, ops::div(b_, total, examples_)));
     }
   }
-  return scaled;
+  return gradients;
 }
 
 // An accumulator `scope`/`name` for `value` on `replica`: the accumulate target adds value to it;
@@ -489,6 +510,9 @@ graph::Expected<TrainingProgram> Rewriter::run() {
     return graph::invalid_argument("replicate: the loss must be a mean over examples (ReduceMean), not '" + loss.name +
                                    "' (" + loss.op + ")");
   }
+  if (!p.loss_gradient.valid() || p.loss_gradient.node >= p.graph.size()) {
+    return graph::invalid_argument("replicate: the program does not name the seed of its gradients (loss_gradient)");
+  }
   MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, p.graph.topological_order());
   const Classification c = classify(p, order, plan_.mirror_state);
   if (!c.batch_input[*features]) {
@@ -496,6 +520,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   }
   MIRRA_RETURN_IF_ERROR(clone_nodes(order, c));
   const NodeId copies_end = static_cast<NodeId>(out_.size());
+  scale_loss_gradients(copies_end);
 
   std::vector<std::vector<ValueRef>> raw(p.variables_and_gradients.size());
   for (size_t j = 0; j < raw.size(); ++j) {
@@ -506,11 +531,11 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   std::vector<NodeId> writes;  // with shard_optimizer_state: the updated variables' writes
   if (plan_.shard_optimizer_state) {
     MIRRA_ASSIGN_OR_RETURN(std::vector<ShardedVariable> variables, shardable(raw, copies_end));
-    const std::vector<std::vector<ValueRef>> scaled = scale_gradients();
+    const std::vector<std::vector<ValueRef>> gradients = replica_gradients();
     MIRRA_RETURN_IF_ERROR(b_.status());
     std::vector<ShardedVariable> ready;
     for (size_t j : ready_order(order)) {
-      variables[j].gradients = scaled[j];
+      variables[j].gradients = gradients[j];
       ready.push_back(variables[j]);
     }
     MIRRA_ASSIGN_OR_RETURN(writes, shard_updates(b_, ready,
@@ -525,7 +550,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
       aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share
     }
   } else {
-    aggregated = aggregate(scale_gradients(), order);
+    aggregated = aggregate(replica_gradients(), order);
     MIRRA_RETURN_IF_ERROR(b_.status());
     rewire(raw, aggregated, copies_end);
   }

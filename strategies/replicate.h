@@ -1,7 +1,7 @@
 // replicate(): the graph rewrite behind MirroredStrategy and CentralStorageStrategy (see
 // docs/architecture.md, "Strategies"). Every per-example node is cloned once per device as
 // replica_<r>/<name>; each batch input is split on the host by SplitBatch; each replica's gradients
-// are scaled by its share of the global batch; then either
+// are scaled by its share of the global batch (through the seed autodiff started from); then either
 //   - mirror_state (Mirrored): variables, slots and updates are per replica too, and one AllReduce(SUM)
 //     per bucket of gradients, chained in one fixed order, hands every replica the same sum; or
 //   - not (CentralStorage): variables, slots and updates exist once on the host, and each gradient is

@@ -28,6 +28,9 @@ struct TrainingProgram {
   runtime::training::TrainingGraph signature;
   // After a sharded rewrite (shard_optimizer_state) the gradient is replica 0's share of the sum.
   std::vector<std::pair<graph::ValueRef, graph::ValueRef>> variables_and_gradients;
+  // The seed of the gradients (ops::TrainOp::loss_gradient): a replicating strategy scales it by each
+  // replica's share of the batch. Invalid after replication.
+  graph::ValueRef loss_gradient;
   std::vector<graph::NodeId> step_state;  // learning rate, iteration counter and its increment
   // Gradient accumulation: a strategy then also builds signature.accumulate, which adds a
   // micro-batch's gradients to accumulators on each replica without updating anything; the next

@@ -64,6 +64,7 @@ graph::Expected<double> train_and_save(const std::string& path, int64_t steps, c
                        .train = train.train,
                        .learning_rate = train.learning_rate};
   program.variables_and_gradients = train.variables_and_gradients;
+  program.loss_gradient = train.loss_gradient;
   program.step_state = train.step_state;
 
   strategies::StrategyConfig config{.strategy = "mirrored"};

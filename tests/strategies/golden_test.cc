@@ -24,6 +24,7 @@ TrainingProgram small_program(const ops::Optimizer& optimizer = ops::Optimizer::
   program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
                        .learning_rate = train->learning_rate};
   program.variables_and_gradients = train->variables_and_gradients;
+  program.loss_gradient = train->loss_gradient;
   program.step_state = train->step_state;
   return program;
 }

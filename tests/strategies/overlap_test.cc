@@ -22,10 +22,14 @@ TEST_CASE("Mirrored.first_bucket_all_reduce_overlaps_the_backward_pass") {
   const auto first_bucket = g.find("all_reduce/bucket_0/AllReduce");
   REQUIRE(first_bucket.has_value());
   REQUIRE(g.find("all_reduce/bucket_1/AllReduce").has_value());
-  // The nodes that produce some replica's raw gradient (the inputs of the gradient scaling).
+  // The nodes that produce some replica's gradient: each replica's clones of the program's.
   std::set<graph::NodeId> gradient_nodes;
-  for (const graph::Node& node : g.nodes()) {
-    if (node.name.find("/batch_share/") != std::string::npos && node.op == "Mul") gradient_nodes.insert(node.inputs[0].node);
+  for (const auto& [variable, gradient] : program.variables_and_gradients) {
+    for (const char* replica : {"replica_0/", "replica_1/"}) {
+      const auto clone = g.find(replica + program.graph.node(gradient.node).name);
+      REQUIRE(clone.has_value());
+      gradient_nodes.insert(*clone);
+    }
   }
   REQUIRE(gradient_nodes.size() == 2 * 6);
 

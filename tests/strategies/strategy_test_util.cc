@@ -47,6 +47,7 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
                        .train = train->train,
                        .learning_rate = train->learning_rate};
   program.variables_and_gradients = train->variables_and_gradients;
+  program.loss_gradient = train->loss_gradient;
   program.step_state = train->step_state;
   return program;
 }

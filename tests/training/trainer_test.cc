@@ -153,6 +153,7 @@ TEST_CASE("Trainer.accumulation_steps.steps_of_k_batches") {
   const strategies::TrainingProgram program{.graph = blobs->graph,
                                             .signature = blobs->names,
                                             .variables_and_gradients = blobs->train.variables_and_gradients,
+                                            .loss_gradient = blobs->train.loss_gradient,
                                             .step_state = blobs->train.step_state,
                                             .accumulate_gradients = true};
   auto strategy = strategies::make_strategy({.strategy = "one_device", .devices = {{graph::DeviceKind::cpu, 0}}});

@@ -33,6 +33,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                        .train = train.train,
                        .learning_rate = train.learning_rate};
   program.variables_and_gradients = train.variables_and_gradients;
+  program.loss_gradient = train.loss_gradient;
   program.step_state = train.step_state;
   out.learning_rate_variable = program.graph.node(train.learning_rate.node).name;
   return out;
