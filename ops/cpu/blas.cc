@@ -42,14 +42,17 @@ void gemm_block(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double*
 // 32-byte aligned and the product is thin (a batch of 128, or a chunk). With rows a multiple of 2 KiB
 // apart they fall into the same cache sets, and the product runs at half speed: the CNN's dense
 // layer, [128, 3136] x [3136, 1024], at 44 GFLOP/s instead of 90 on a Zen 3 core. With AVX-512,
-// oneDNN copies B itself for such leading dimensions.
+// oneDNN copies B itself for such leading dimensions. A B over kMostRepackedBytes is left as it is,
+// so that no product holds a large operand twice.
+inline constexpr int64_t kMostRepackedBytes = int64_t{64} << 20;
+
 template <class T>
-bool repacks_b(bool transpose_b, int64_t ldb) {
+bool repacks_b(bool transpose_b, int64_t k, int64_t ldb) {
   if constexpr (!std::is_same_v<T, float>) {
     return false;
   } else {
     static const bool avx512 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
-    return !avx512 && !transpose_b && ldb % 512 == 0;
+    return !avx512 && !transpose_b && ldb % 512 == 0 && k * ldb * static_cast<int64_t>(sizeof(T)) <= kMostRepackedBytes;
   }
 }
 
@@ -68,7 +71,7 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
   const int64_t lda = std::max<int64_t>(transpose_a ? m : k, 1);
   int64_t ldb = std::max<int64_t>(transpose_b ? k : n, 1);
   runtime::Tensor repacked;
-  if (repacks_b<T>(transpose_b, ldb)) {
+  if (repacks_b<T>(transpose_b, k, ldb)) {
     const int64_t padded = ldb + 64 / static_cast<int64_t>(sizeof(T));  // rows a cache line further apart
     repacked = runtime::Tensor::empty(scratch, graph::dtype_of<T>(), runtime::TensorShape{k, padded});
     T* rows = repacked.mutable_data<T>();
