@@ -74,11 +74,11 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
   if (repacks_b<T>(transpose_b, k, ldb)) {
     const int64_t padded = ldb + 64 / static_cast<int64_t>(sizeof(T));  // rows a cache line further apart
     repacked = runtime::Tensor::empty(scratch, graph::dtype_of<T>(), runtime::TensorShape{k, padded});
-    T* rows = repacked.mutable_data<T>();
+    T* copy = repacked.mutable_data<T>();
     parallel_for(k, std::max<int64_t>(1, kElementwiseGrain / ldb), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) std::memcpy(rows + row * padded, b + row * ldb, ldb * sizeof(T));
+      for (int64_t row = begin; row < end; ++row) std::memcpy(copy + row * padded, b + row * ldb, ldb * sizeof(T));
     });
-    b = rows;
+    b = copy;
     ldb = padded;
   }
   for_each_product_chunk(m, n, k, [&](int64_t first, int64_t count, bool rows) {

@@ -1,7 +1,8 @@
 // The rewrites as text, pinned: a small model (one dense layer, SGD) under Mirrored with 1, 2 and 3
 // replicas and under CentralStorage with 2, with tiny buckets so the bucket chain shows; and with
 // momentum under Mirrored over 3 with sharded optimizer state (uneven shares of 6 and 2 elements). Run with
-// MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff.
+// MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff. A program
+// that does not name the seed of its gradients is refused.
 #include <doctest/doctest.h>
 
 #include "graph/print.h"
@@ -64,6 +65,17 @@ TEST_CASE("Strategies.sharded_rewrite_matches_golden_text") {
   auto distributed = (*made)->distribute(small_program(ops::Optimizer::momentum_sgd(0.1, 0.9)));
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   test::check_golden("tests/strategies/golden/mirrored_3_sharded.txt", graph::to_text(distributed->graph));
+}
+
+TEST_CASE("Strategies.replicating_needs_the_seed_of_the_gradients") {
+  TrainingProgram program = small_program();
+  program.loss_gradient = {};
+  auto made = make_strategy(config("mirrored", 2));
+  REQUIRE(made.ok());
+  auto distributed = (*made)->distribute(program);
+  REQUIRE_FALSE(distributed.ok());
+  CHECK(distributed.status().message() ==
+        "replicate: the program does not name the seed of its gradients (loss_gradient)");
 }
 
 }  // namespace
