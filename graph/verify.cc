@@ -1,4 +1,5 @@
-// verify_structure: the checks a graph needs before anything walks it.
+// verify_structure: the checks a graph needs before anything walks it; verify_types: its nodes against
+// their schemas.
 #include "graph/verify.h"
 
 #include <unordered_set>
@@ -31,6 +32,60 @@ Status verify_structure(const Graph& graph) {
   }
   auto order = graph.topological_order();
   return order.ok() ? Status() : order.status();
+}
+
+namespace {
+
+// Whether a node may declare `declared` for an output its schema infers as `inferred`: the same dtype
+// and rank, and the same size in every dim both know.
+bool declarable(const TensorType& inferred, const TensorType& declared) {
+  if (inferred.dtype != declared.dtype || inferred.shape.rank() != declared.shape.rank()) return false;
+  for (int d = 0; d < inferred.shape.rank(); ++d) {
+    const int64_t a = inferred.shape.dim(d), b = declared.shape.dim(d);
+    if (a != kUnknownDim && b != kUnknownDim && a != b) return false;
+  }
+  return true;
+}
+
+// Whether each node is one `needed_for` depends on (all when it is empty).
+std::vector<bool> nodes_needed_for(const Graph& graph, std::span<const NodeId> needed_for) {
+  std::vector<bool> needed(graph.size(), needed_for.empty());
+  std::vector<NodeId> stack(needed_for.begin(), needed_for.end());
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (const ValueRef input : graph.node(id).inputs) stack.push_back(input.node);
+    for (const NodeId control : graph.node(id).control_inputs) stack.push_back(control);
+  }
+  return needed;
+}
+
+}  // namespace
+
+Status verify_types(const Graph& graph, const OpRegistry& registry, std::span<const NodeId> needed_for) {
+  const std::vector<bool> needed = nodes_needed_for(graph, needed_for);
+  for (const Node& node : graph.nodes()) {
+    if (!needed[node.id]) continue;
+    const OpSchema* schema = registry.find(node.op);
+    if (schema == nullptr) return invalid_argument("node '" + node.name + "': op '" + node.op + "' is not registered");
+    std::vector<TensorType> inputs;
+    for (const ValueRef input : node.inputs) inputs.push_back(graph.type(input));
+    Node checked = node;  // check_and_infer fills in defaulted attributes
+    MIRRA_ASSIGN_OR_RETURN(const std::vector<TensorType> outputs, check_and_infer(*schema, checked, inputs));
+    for (size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
+      if (!declarable(outputs[i], node.outputs[i])) {
+        return invalid_argument("node '" + node.name + "' (" + node.op + "): output " + std::to_string(i) + " is declared " +
+                                node.outputs[i].to_string() + ", but its inputs give " + outputs[i].to_string());
+      }
+    }
+    if (outputs.size() != node.outputs.size()) {
+      return invalid_argument("node '" + node.name + "' (" + node.op + "): declares " + std::to_string(node.outputs.size()) +
+                              " outputs, its schema gives " + std::to_string(outputs.size()));
+    }
+  }
+  return Status();
 }
 
 }  // namespace mirra::graph

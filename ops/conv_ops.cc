@@ -128,8 +128,12 @@ void fill_with_bias(const ConvProblem& c, bool nchw, const Tensor* bias, bool re
 Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvOperands& o, const Tensor* bias, bool relu,
                           Tensor& output) {
   using dnnl::memory;
-  const memory::desc bias_md({c.out_channels}, c.result, memory::format_tag::x);
-  const std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
+  // The bias in its own type: the result's, or f32 for a 16-bit result (added to the f32 sums before
+  // they are rounded, as a separate BiasAdd on an f32 result would).
+  const memory::data_type bias_type = bias == nullptr ? c.result : ConvProblem::dnnl_type(bias->dtype());
+  const memory::desc bias_md({c.out_channels}, bias_type, memory::format_tag::x);
+  std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
+  if (bias_type != c.result) kind += "/f32_bias";
   MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key(kind.c_str()), [&] {
     dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     if (relu) attr.set_post_ops(cpu::relu_post_op());
@@ -330,7 +334,9 @@ Expected<std::vector<TensorType>> infer_fused_conv2d(const InferContext& ctx) {
   if (bias.rank() != 1 || bias.dim(0) != ctx.input(1).shape.dim(3)) {
     return ctx.error("bias must be a vector of the filter's output channels");
   }
-  if (ctx.input(2).dtype != output[0].dtype) return ctx.error("bias must have the output's dtype");
+  if (ctx.input(2).dtype != output[0].dtype && ctx.input(2).dtype != DType::f32) {
+    return ctx.error("bias must be f32 or have the output's dtype");
+  }
   const std::string& activation = ctx.attr<std::string>("activation");
   if (activation != "relu" && activation != "none") return ctx.error("activation must be relu or none");
   return output;

@@ -110,6 +110,15 @@ graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input,
     return graph::invalid_argument("bias " + bias->type_string() + " does not match the filter's " +
                                    std::to_string(filter.dim(3)) + " output channels");
   }
+  if (bias != nullptr) {
+    // Checked on the node's own input (a kernel may pass a widened copy as `bias`).
+    const graph::DType given = ctx.input(2).dtype();
+    const graph::DType output = ctx.attr<bool>("f32_output") ? graph::DType::f32 : ctx.input(0).dtype();
+    if (given != graph::DType::f32 && given != output) {
+      return graph::invalid_argument("bias " + ctx.input(2).type_string() + " must be f32 or " +
+                                     std::string(graph::dtype_name(output)) + ", the output's dtype");
+    }
+  }
   return graph::Status();
 }
 

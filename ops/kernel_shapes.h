@@ -39,7 +39,8 @@ struct BiasGeometry {
 };
 graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& bias);
 
-// Conv2D and FusedConv2D: the filter matches the input's channels; a bias (may be null) its outputs.
+// Conv2D and FusedConv2D: the filter matches the input's channels; a bias (may be null) its outputs,
+// and the node's input 2 is f32 or of the output's dtype.
 graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias);
 
 // SparseSoftmaxCrossEntropyWithLogits: one label per row of the logits.

@@ -25,3 +25,4 @@
 #include "ops/sixteen_bit_activations.h"
 #include "ops/softmax_ops.h"
 #include "ops/source_ops.h"
+#include "ops/training_passes.h"

@@ -146,6 +146,33 @@ TEST_CASE("Graph.verify_structure.finds_broken_graphs") {
   CHECK(verify_structure(renamed).message() == "node 5 'x': name is used by another node");
 }
 
+TEST_CASE("Graph.verify_types.finds_nodes_their_schemas_refuse") {
+  CHECK(verify_types(small_mlp(), ops::registry()).ok());
+
+  Graph retyped = small_mlp();  // a rewrite that changed what a node reads but not the node
+  graph::Node& x = retyped.mutable_node(*retyped.find("x"));
+  x.attrs.set("dtype", DType::bf16);
+  x.outputs[0].dtype = DType::bf16;
+  CHECK(verify_types(retyped, ops::registry()).message().find("node 'fc1/MatMul' (MatMul): operands must have the same dtype") == 0);
+
+  Graph misdeclared = small_mlp();  // a rewrite that changed a node's attributes but not its output
+  misdeclared.mutable_node(*misdeclared.find("fc1/MatMul")).attrs.set("transpose_b", true);
+  CHECK(verify_types(misdeclared, ops::registry()).message().find("node 'fc1/MatMul' (MatMul)") == 0);
+
+  Graph resized = small_mlp();
+  resized.mutable_node(*resized.find("fc1/Relu")).outputs[0].shape = Shape{-1, 7};
+  CHECK(verify_types(resized, ops::registry()).message() ==
+        "node 'fc1/Relu' (Relu): output 0 is declared f32[?,7], but its inputs give f32[?,3]");
+
+  // Only the nodes the given ones need count: a rewrite may leave nodes nothing runs.
+  CHECK(verify_types(resized, ops::registry(), std::vector<NodeId>{*resized.find("fc1/MatMul")}).ok());
+  CHECK_FALSE(verify_types(resized, ops::registry(), std::vector<NodeId>{*resized.find("fc2/Softmax")}).ok());
+
+  Graph unknown = small_mlp();
+  unknown.mutable_node(*unknown.find("fc1/Relu")).op = "Gelu7";
+  CHECK(verify_types(unknown, ops::registry()).message() == "node 'fc1/Relu': op 'Gelu7' is not registered");
+}
+
 TEST_CASE("Graph.replace_all_uses.rewires_consumers") {
   Graph g = small_mlp();
   const NodeId relu = *g.find("fc1/Relu");

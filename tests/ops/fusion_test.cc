@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "graph/verify.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -142,6 +143,9 @@ ConvNet conv_net(Fusion fuse, int fusions, bool pool) {
   REQUIRE(train.ok());
   net.train = train->train;
   if (fuse != nullptr) CHECK(fuse(net.graph) == fusions);
+  const std::vector<graph::NodeId> run = {net.train};
+  const graph::Status valid = graph::verify_types(net.graph, ops::registry(), run);
+  CHECK_MESSAGE(valid.ok(), valid.to_string());
   return net;
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "graph/print.h"
+#include "graph/verify.h"
 #include "tests/golden_file.h"
 #include "tests/ops/op_test_util.h"
 
@@ -97,6 +98,13 @@ TEST_CASE("Kernels.Conv2D_family.sixteen_bit_operands_match_f32") {
       AttrMap fused = attrs;
       fused.set("activation", std::string("relu"));
       check_sixteen_bit("FusedConv2D", {input, filter}, {bias}, fused, low, rounded_before_bias);
+      // A 16-bit result with an f32 bias: the f32 kernel's result rounded once.
+      auto with_f32_bias = run_op("FusedConv2D", {input, filter, bias}, fused);
+      REQUIRE(with_f32_bias.ok());
+      AttrMap narrow = fused;
+      narrow.set("f32_output", false);
+      check_op("FusedConv2D", {cast_to(input, low), cast_to(filter, low), bias}, narrow,
+               {cast_to((*with_f32_bias)[0], low)}, low == DType::bf16 ? 8e-3 : 1e-3, rounded_before_bias);
       check_sixteen_bit("Conv2DBackpropInput", {input, filter, dy}, {}, attrs, low, rounded);
       check_sixteen_bit("Conv2DBackpropFilter", {input, filter, dy}, {}, attrs, low, rounded);
     }
@@ -130,7 +138,15 @@ TEST_CASE("Ops.products.f32_output_and_operand_dtypes_are_checked") {
     auto bias = ops::placeholder(b, "b", DType::bf16, {4});
     b.add_value({.op = "FusedConv2D", .inputs = {x, f, bias}, .attrs = {{"f32_output", true}}});
   });
-  CHECK(bias.message().find("bias must have the output's dtype") != std::string::npos);
+  CHECK(bias.message().find("bias must be f32 or have the output's dtype") != std::string::npos);
+  // A 16-bit result may take an f32 bias (added to the f32 sums before they are rounded).
+  const graph::Status f32_bias = add_status([&](graph::Builder& b) {
+    auto x = ops::placeholder(b, "x", DType::bf16, {1, 4, 4, 2});
+    auto f = ops::placeholder(b, "f", DType::bf16, {3, 3, 2, 4});
+    auto bias = ops::placeholder(b, "b", DType::f32, {4});
+    b.add_value({.op = "FusedConv2D", .inputs = {x, f, bias}});
+  });
+  CHECK_MESSAGE(f32_bias.ok(), f32_bias.to_string());
   const graph::Status gradient = add_status([&](graph::Builder& b) {
     auto a = ops::cast(b, ops::placeholder(b, "a", DType::f32, {2, 3}), DType::bf16);
     auto w = ops::cast(b, ops::variable(b, "w", {3, 4}), DType::bf16);
@@ -182,6 +198,8 @@ TEST_CASE("MixedPrecision.casts_each_operand_once_and_keeps_f32_elsewhere") {
     const SmallNet plain = small_net(ops::MixedPrecision::off);
     const SmallNet net = small_net(mode);
     CHECK(plain.rewritten == 0);
+    const graph::Status valid = graph::verify_types(net.graph, ops::registry());
+    CHECK_MESSAGE(valid.ok(), valid.to_string());
     std::map<std::string, DType> plain_types;
     for (const graph::Node& node : plain.graph.nodes()) plain_types[node.name] = node.outputs.empty() ? DType::f32 : node.outputs[0].dtype;
     std::set<graph::ValueRef> cast_sources;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "graph/print.h"
+#include "graph/verify.h"
 #include "tests/golden_file.h"
 #include "tests/ops/op_test_util.h"
 
@@ -96,6 +97,18 @@ TEST_CASE("SixteenBitActivations.pooled_values_and_their_gradients_turn_bf16") {
     CAPTURE(cast);
     CHECK(types.count(cast) == 0);
   }
+}
+
+// Every node a step runs still passes its schema: a FusedConv2D now writing bf16 keeps its f32 bias,
+// which its kernels add to the f32 sums before rounding.
+TEST_CASE("SixteenBitActivations.rewrite_keeps_every_node_valid") {
+  const PooledNet net = pooled_net(true);
+  const std::vector<graph::NodeId> run = {net.train, net.loss.node};
+  const graph::Status valid = graph::verify_types(net.graph, ops::registry(), run);
+  CHECK_MESSAGE(valid.ok(), valid.to_string());
+  const graph::Node& conv1 = net.graph.node(*net.graph.find("conv1/Relu/FusedConv2D"));
+  CHECK(conv1.outputs[0].dtype == DType::bf16);
+  CHECK(net.graph.type(conv1.inputs[2]).dtype == DType::f32);
 }
 
 TEST_CASE("SixteenBitActivations.a_fetched_value_stays_f32") {

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "graph/print.h"
+#include "graph/verify.h"
 #include "ops/ops.h"
 #include "strategies/strategy.h"
 #include "tests/golden_file.h"
@@ -51,6 +52,8 @@ TEST_CASE("Strategies.rewrites_match_golden_text") {
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
     test::check_golden("tests/strategies/golden/" + std::string(strategy) + "_" + std::to_string(replicas) + ".txt",
                        graph::to_text(distributed->graph));
+    const graph::Status valid = graph::verify_types(distributed->graph, ops::registry());
+    CHECK_MESSAGE(valid.ok(), valid.to_string());
     const std::string dot = graph::to_dot(distributed->graph);
     CHECK(dot.find("SplitBatch") != std::string::npos);
     CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "reduce/") != std::string::npos);
@@ -65,6 +68,8 @@ TEST_CASE("Strategies.sharded_rewrite_matches_golden_text") {
   auto distributed = (*made)->distribute(small_program(ops::Optimizer::momentum_sgd(0.1, 0.9)));
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   test::check_golden("tests/strategies/golden/mirrored_3_sharded.txt", graph::to_text(distributed->graph));
+  const graph::Status valid = graph::verify_types(distributed->graph, ops::registry());
+  CHECK_MESSAGE(valid.ok(), valid.to_string());
 }
 
 TEST_CASE("Strategies.replicating_needs_the_seed_of_the_gradients") {

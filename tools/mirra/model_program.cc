@@ -1,4 +1,4 @@
-// build_model_program: minimize on a copy of the model graph, then the fusion and mixed-precision passes.
+// build_model_program: minimize on a copy of the model graph, then the training passes.
 #include "tools/mirra/model_program.h"
 
 #include "ops/ops.h"
@@ -22,10 +22,8 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                                         .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
                                                             ? std::optional(ops::LossScaling{})
                                                             : std::nullopt}));
-  ops::fuse_for_training(program.graph);
-  ops::apply_mixed_precision(program.graph, options.mixed_precision);
-  ops::keep_activations_16_bit_where_it_pays(program.graph, options.mixed_precision, options.devices,
-                                             {train.train, model.signature.loss.node, correct.node});
+  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, options.mixed_precision, options.devices,
+                                                  {train.train, model.signature.loss.node, correct.node}));
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,
                        .loss = model.signature.loss,
