@@ -18,7 +18,7 @@ TENSORFLOW = "tensorflow-cpu==2.21.*"
 def tensorflow_python(venv, driver):
     """The virtual environment's python, with TensorFlow installed into it when it is not there yet."""
     python = os.path.join(venv, "bin", "python")
-    if subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode == 0:
+    if os.path.exists(python) and subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode == 0:
         return python
     print(f"{driver}: installing {TENSORFLOW} into {venv}", file=sys.stderr)
     for command in ([sys.executable, "-m", "venv", venv], [python, "-m", "pip", "install", "-q", TENSORFLOW, "numpy"]):
