@@ -1,6 +1,9 @@
-// The three strategies as thin adapters from their config to a rewrite, and the factory.
+// Strategy::distribute (a strategy's rewrite, then the check of its result), the three strategies as
+// thin adapters from their config to a rewrite, and the factory.
 #include "strategies/strategy.h"
 
+#include "graph/verify.h"
+#include "ops/registry.h"
 #include "runtime/gpu_devices.h"
 #include "strategies/one_device.h"
 #include "strategies/replicate.h"
@@ -13,7 +16,9 @@ class OneDeviceStrategy final : public Strategy {
  public:
   explicit OneDeviceStrategy(StrategyConfig config) : config_(std::move(config)) {}
   const StrategyConfig& config() const override { return config_; }
-  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart&) const override {
+
+ private:
+  graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart&) const override {
     // With gradient accumulation it is Mirrored over its one device: the rewrite that builds the
     // accumulators (an all-reduce of one replica is in place on the device).
     if (program.accumulate_gradients) return replicate(program, {.devices = config_.devices, .host = {graph::DeviceKind::cpu, 0}});
@@ -22,7 +27,6 @@ class OneDeviceStrategy final : public Strategy {
     return placed;
   }
 
- private:
   StrategyConfig config_;
 };
 
@@ -41,7 +45,9 @@ class ReplicatingStrategy final : public Strategy {
                                              .central_variables = !mirror_state_,
                                              .sharded_state = config_.shard_optimizer_state});
   }
-  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const override {
+
+ private:
+  graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart& part) const override {
     constexpr double kMiB = 1 << 20;
     if (part.workers > 1 && !across_workers_) {
       return graph::invalid_argument(config_.strategy + " runs in one process, not as worker " + std::to_string(part.worker) +
@@ -63,12 +69,24 @@ class ReplicatingStrategy final : public Strategy {
                                .bf16_all_reduce = config_.all_reduce.compression == "bf16"});
   }
 
- private:
   StrategyConfig config_;
   bool mirror_state_, across_workers_;
 };
 
 }  // namespace
+
+graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& program, const ops::WorkerPart& part) const {
+  MIRRA_ASSIGN_OR_RETURN(TrainingProgram distributed, rewrite(program, part));
+  const runtime::training::TrainingGraph& signature = distributed.signature;
+  std::vector<graph::NodeId> run;
+  for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate}) {
+    if (id < distributed.graph.size()) run.push_back(id);
+  }
+  if (const graph::Status valid = graph::verify_types(distributed.graph, ops::registry(), run); !valid.ok()) {
+    return graph::internal_error(describe() + ": the rewrite left an invalid node: " + valid.message());
+  }
+  return distributed;
+}
 
 std::string_view replica_free_name(std::string_view name, int* replica) {
   *replica = -1;

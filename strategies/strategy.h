@@ -48,8 +48,10 @@ class Strategy {
   // updates the variables as one device would on the same B.
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const { return distribute(program, {}); }
   // Across workers (across_workers()), `part` names the worker whose graph to build: the workers'
-  // graphs differ only in which shares of sharded optimizer state each one holds.
-  virtual graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const = 0;
+  // graphs differ only in which shares of sharded optimizer state each one holds. The nodes the
+  // result's steps run are checked against their ops' schemas (graph::verify_types): a rewrite that
+  // broke one is an internal error naming it.
+  graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const;
   // Whether its collectives span worker processes (multi_worker_mirrored): the session then needs
   // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
   // shard of every global batch.
@@ -58,6 +60,10 @@ class Strategy {
   virtual AllReducePlan all_reduce_plan() const { return plan_all_reduce(config().devices, {}); }
   // "mirrored over cpu:0, cpu:1" (", optimizer state sharded" with shard_optimizer_state)
   std::string describe() const;
+
+ private:
+  // The strategy's rewrite itself (distribute's contract, before the check).
+  virtual graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart& part) const = 0;
 };
 
 graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& config);
