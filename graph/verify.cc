@@ -74,15 +74,15 @@ Status verify_types(const Graph& graph, const OpRegistry& registry, std::span<co
     for (const ValueRef input : node.inputs) inputs.push_back(graph.type(input));
     Node checked = node;  // check_and_infer fills in defaulted attributes
     MIRRA_ASSIGN_OR_RETURN(const std::vector<TensorType> outputs, check_and_infer(*schema, checked, inputs));
-    for (size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
+    if (outputs.size() != node.outputs.size()) {
+      return invalid_argument("node '" + node.name + "' (" + node.op + "): declares " + std::to_string(node.outputs.size()) +
+                              " outputs, its schema gives " + std::to_string(outputs.size()));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
       if (!declarable(outputs[i], node.outputs[i])) {
         return invalid_argument("node '" + node.name + "' (" + node.op + "): output " + std::to_string(i) + " is declared " +
                                 node.outputs[i].to_string() + ", but its inputs give " + outputs[i].to_string());
       }
-    }
-    if (outputs.size() != node.outputs.size()) {
-      return invalid_argument("node '" + node.name + "' (" + node.op + "): declares " + std::to_string(node.outputs.size()) +
-                              " outputs, its schema gives " + std::to_string(outputs.size()));
     }
   }
   return Status();
