@@ -100,4 +100,18 @@ Expected<std::vector<NodeId>> Graph::topological_order() const {
   return order;
 }
 
+std::vector<bool> Graph::needed_for(std::span<const NodeId> roots) const {
+  std::vector<bool> needed(nodes_.size(), false);
+  std::vector<NodeId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (const ValueRef input : node(id).inputs) stack.push_back(input.node);
+    for (const NodeId control : node(id).control_inputs) stack.push_back(control);
+  }
+  return needed;
+}
+
 }  // namespace mirra::graph

@@ -43,6 +43,8 @@ class Graph {
   // Node ids so that every node comes after its data and control inputs; ties keep id order, so the
   // result is stable. An error names a node on a cycle.
   Expected<std::vector<NodeId>> topological_order() const;
+  // By node id: whether `roots` depend on it through data and control inputs (the roots included).
+  std::vector<bool> needed_for(std::span<const NodeId> roots) const;
 
  private:
   std::vector<Node> nodes_;

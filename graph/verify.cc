@@ -47,25 +47,10 @@ bool declarable(const TensorType& inferred, const TensorType& declared) {
   return true;
 }
 
-// Whether each node is one `needed_for` depends on (all when it is empty).
-std::vector<bool> nodes_needed_for(const Graph& graph, std::span<const NodeId> needed_for) {
-  std::vector<bool> needed(graph.size(), needed_for.empty());
-  std::vector<NodeId> stack(needed_for.begin(), needed_for.end());
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    if (needed[id]) continue;
-    needed[id] = true;
-    for (const ValueRef input : graph.node(id).inputs) stack.push_back(input.node);
-    for (const NodeId control : graph.node(id).control_inputs) stack.push_back(control);
-  }
-  return needed;
-}
-
 }  // namespace
 
 Status verify_types(const Graph& graph, const OpRegistry& registry, std::span<const NodeId> needed_for) {
-  const std::vector<bool> needed = nodes_needed_for(graph, needed_for);
+  const std::vector<bool> needed = needed_for.empty() ? std::vector<bool>(graph.size(), true) : graph.needed_for(needed_for);
   for (const Node& node : graph.nodes()) {
     if (!needed[node.id]) continue;
     const OpSchema* schema = registry.find(node.op);

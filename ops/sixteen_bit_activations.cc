@@ -36,13 +36,15 @@ bool passes_on(const Node& reader, size_t slot) {
 class Rewrite {
  public:
   Rewrite(graph::Graph& g, const std::vector<NodeId>& fetched) : g_(g), fetched_(fetched.begin(), fetched.end()) {
-    const std::set<NodeId> live = needed_for(fetched);
-    for (NodeId id : live) {
+    const std::vector<bool> live = g_.needed_for(fetched);
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (!live[id]) continue;
       const Node& node = g_.node(id);
       for (size_t slot = 0; slot < node.inputs.size(); ++slot) readers_[node.inputs[slot]].push_back({id, slot});
     }
     // The products apply_mixed_precision gave bf16 operands: only products have f32_output.
-    for (NodeId id : live) {
+    for (NodeId id = 0; id < g_.size(); ++id) {
+      if (!live[id]) continue;
       const Node& node = g_.node(id);
       const bool* f32_output = node.attrs.get<bool>("f32_output");
       if (f32_output != nullptr && *f32_output && g_.type(node.inputs[0]).dtype == DType::bf16) products_.push_back(id);
@@ -65,19 +67,6 @@ class Rewrite {
     NodeId node;
     size_t slot;
   };
-
-  std::set<NodeId> needed_for(const std::vector<NodeId>& fetched) const {
-    std::set<NodeId> live;
-    std::vector<NodeId> stack(fetched.begin(), fetched.end());
-    while (!stack.empty()) {
-      const NodeId id = stack.back();
-      stack.pop_back();
-      if (!live.insert(id).second) continue;
-      for (ValueRef input : g_.node(id).inputs) stack.push_back(input.node);
-      for (NodeId control : g_.node(id).control_inputs) stack.push_back(control);
-    }
-    return live;
-  }
 
   // True when `value` is not fetched, has readers, and each takes it as bf16 (takes_as_bf16) or
   // passes it on into an output for which this holds in turn.

@@ -1,5 +1,5 @@
 // The graph layer: builder naming and scopes, build-time shape errors, the text and DOT forms,
-// topological order, structural verification, attributes, devices and seeds.
+// topological order, the nodes some roots need, structural and type verification, attributes, devices and seeds.
 #include <doctest/doctest.h>
 
 #include "graph/print.h"
@@ -144,6 +144,22 @@ TEST_CASE("Graph.verify_structure.finds_broken_graphs") {
   Graph renamed = small_mlp();
   renamed.mutable_node(5).name = "x";
   CHECK(verify_structure(renamed).message() == "node 5 'x': name is used by another node");
+}
+
+TEST_CASE("Graph.needed_for.follows_data_and_control_inputs") {
+  Graph g = small_mlp();
+  const NodeId matmul = *g.find("fc1/MatMul");
+  const auto needed_names = [&] {
+    const std::vector<bool> needed = g.needed_for(std::vector<NodeId>{matmul});
+    std::vector<std::string> names;
+    for (const Node& node : g.nodes()) {
+      if (needed[node.id]) names.push_back(node.name);
+    }
+    return names;
+  };
+  CHECK(needed_names() == std::vector<std::string>{"x", "fc1/w", "fc1/MatMul"});
+  g.add_control_edge(*g.find("fc2/w"), matmul);  // fc1/MatMul now runs after fc2/w
+  CHECK(needed_names() == std::vector<std::string>{"x", "fc1/w", "fc1/MatMul", "fc2/w"});
 }
 
 TEST_CASE("Graph.verify_types.finds_nodes_their_schemas_refuse") {
