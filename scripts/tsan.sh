@@ -17,7 +17,7 @@ jobs="${MIRRA_JOBS:-2}"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 
-tbb="$PWD/$build/onetbb"
+tbb="$(realpath -m "$build")/onetbb"
 if [ ! -f "$tbb/install/lib/cmake/TBB/TBBConfig.cmake" ]; then
   rm -rf "$tbb"
   mkdir -p "$tbb/lists/partial" "$tbb/source"
