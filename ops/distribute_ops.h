@@ -4,11 +4,10 @@
 // every replica receiving bitwise-identical values), ReduceScatter (each replica receives only its share
 // of the sum, for sharded optimizer state), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
-// tensor at run time), and PeerAllReduce, PeerReduceScatter and PeerAllGather (one device's part of
-// an all-reduce, reduce-scatter or all-gather among devices that meet among themselves). A collective
-// is one node over all replicas' buffers whose asynchronous kernel calls the session's
-// runtime::Collective (its `implementation` attr; "auto": the session's first) once per replica,
-// keyed by the node's name and the step, with a deadline of `timeout_ms`.
+// tensor at run time). A collective is one node over all replicas' buffers whose asynchronous kernel
+// calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
+// once per replica, keyed by the node's name and the step, with a deadline of `timeout_ms`. Devices
+// that meet among themselves as ranks, a node each, use ops/peer_collective_ops.h instead.
 #pragma once
 
 #include <string>
@@ -49,32 +48,6 @@ struct WorkerPart {
 std::vector<graph::ValueRef> reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values, int64_t replicas,
                                             std::string_view reduction = "sum", const CollectiveOptions& options = {},
                                             const WorkerPart& part = {});
-
-// Rank `rank` of `ranks` devices that meet among themselves (PeerAllReduce, PeerReduceScatter,
-// PeerAllGather): every rank's node names the same `group`, and each holds and receives its own
-// bucket in its own device's memory (NCCL between GPUs).
-struct PeerRank {
-  std::string group;
-  int64_t rank = 0;
-  int64_t ranks = 1;
-};
-// Output j is the sum (or mean) over the ranks of their values[j].
-std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                             const PeerRank& rank, std::string_view reduction = "sum",
-                                             const CollectiveOptions& options = {});
-
-// Output j is rank.rank's share of the flattened sum (or mean) over the ranks of their values[j]: a
-// rank-1 tensor of replica_share(elements, ranks, rank) elements, the shares in rank order.
-std::vector<graph::ValueRef> peer_reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
-                                                 const PeerRank& rank, std::string_view reduction = "sum",
-                                                 const CollectiveOptions& options = {});
-
-// Undoes peer_reduce_scatter: shares[j] is rank.rank's share of a flat tensor of elements[j] elements
-// (replica_share(elements[j], ranks, rank)), and output j is every rank's share joined in rank order,
-// a rank-1 tensor of elements[j] elements.
-std::vector<graph::ValueRef> peer_all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& shares,
-                                             const PeerRank& rank, std::vector<int64_t> elements,
-                                             const CollectiveOptions& options = {});
 
 // A copy of x for each of `replicas` replicas.
 std::vector<graph::ValueRef> broadcast(graph::Builder& b, graph::ValueRef x, int64_t replicas,
