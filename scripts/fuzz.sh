@@ -15,7 +15,7 @@ launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DCMAKE_CXX_COMPILER=clang++ -DMIRRA_SANITIZE=address,undefined -DMIRRA_FUZZ=ON "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++ -DMIRRA_SANITIZE=address,undefined -DMIRRA_FUZZ=ON -DMIRRA_CUDA=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" -j "$jobs" --target model_loader_fuzzer config_parser_fuzzer write_seed_corpus
 
 work="$build/fuzz"

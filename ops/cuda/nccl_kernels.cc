@@ -140,7 +140,7 @@ class NcclPeers {
       const void* session;
       ~Forget() { NcclPeers::instance().forget(session); }
     };
-    collectives.observe_abandoned([forget = std::make_shared<Forget>(session)](int64_t step, const Status& why) {
+    collectives.observe_abandoned([forget = std::make_shared<Forget>(Forget{session})](int64_t step, const Status& why) {
       NcclPeers::instance().abandon(forget->session, step, why);
     });
   }
