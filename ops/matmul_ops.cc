@@ -125,6 +125,12 @@ Status bias_add_kernel(KernelContext& ctx) {
     cpu::parallel_for(outer, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(row, 1)),
                       [&](int64_t begin, int64_t end) {
                         for (int64_t o = begin; o < end; ++o) {
+                          if (inner == 1) {  // channels last (NHWC, a dense layer): one vector sweep a row
+                            const T* in_row = in + o * row;
+                            T* out_row = out + o * row;
+                            for (int64_t c = 0; c < channels; ++c) out_row[c] = in_row[c] + pb[c];
+                            continue;
+                          }
                           for (int64_t c = 0; c < channels; ++c) {
                             const int64_t base = o * row + c * inner;
                             for (int64_t i = 0; i < inner; ++i) out[base + i] = in[base + i] + pb[c];

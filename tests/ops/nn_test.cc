@@ -43,8 +43,10 @@ TEST_CASE("Kernels.MatMul.matches_triple_loop") {
 TEST_CASE("Kernels.BiasAdd.adds_along_the_channel_dim") {
   runtime::Random rng(11);
   struct Case { TensorShape shape; const char* format; int channel_axis; };
+  // Channels last is one vector sweep a row: rows longer than a vector, with a remainder, too.
   for (const Case& c : {Case{{0, 4}, "NHWC", 1}, Case{{5, 3}, "NHWC", 1}, Case{{2, 3, 3, 4}, "NHWC", 3},
-                        Case{{2, 4, 3, 3}, "NCHW", 1}, Case{{1, 1, 1, 1}, "NCHW", 1}}) {
+                        Case{{4, 70}, "NHWC", 1}, Case{{2, 3, 2, 37}, "NHWC", 3}, Case{{2, 4, 3, 3}, "NCHW", 1},
+                        Case{{1, 1, 1, 1}, "NCHW", 1}}) {
     const int64_t channels = c.shape.dim(c.channel_axis);
     Tensor x = random_tensor<float>(rng, c.shape);
     Tensor bias = random_tensor<float>(rng, {channels});

@@ -36,6 +36,36 @@ std::vector<Batch> all_batches(const Dataset& dataset, int64_t epoch) {
   return batches;
 }
 
+// Examples as long as Fashion-MNIST's (28x28 bytes) and of an odd length, so the conversion's vector
+// loop and its remainder both run: every byte is normalised as the plain formula says.
+TEST_CASE("Dataset.long_examples_are_normalised_in_full") {
+  const Normalization norm{.scale = 1.0 / 255.0, .mean = 0.2860, .stddev = 0.3530};
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{28, 28}, std::vector<int64_t>{7, 11}}) {
+    const int64_t n = 9, size = shape[0] * shape[1];
+    IdxArray examples{{n, shape[0], shape[1]}, {}}, labels{{n}, {}};
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < size; ++j) examples.values.push_back(static_cast<uint8_t>((31 * i + 7 * j) % 256));
+      labels.values.push_back(static_cast<uint8_t>(i));
+    }
+    auto dataset = Dataset::create(examples, labels, {shape[0], shape[1], 1}, {.batch_size = 4, .seed = 5, .normalization = norm});
+    REQUIRE_MESSAGE(dataset.ok(), dataset.status().to_string());
+    const std::vector<int64_t> order = dataset->order(0);
+    int64_t checked = 0;
+    for (const Batch& batch : all_batches(*dataset, 0)) {
+      for (int64_t i = 0; i < batch.size; ++i, ++checked) {
+        const int64_t example = order[static_cast<size_t>(checked)];
+        REQUIRE(batch.labels.data<int64_t>()[i] == example);
+        for (int64_t j = 0; j < size; ++j) {
+          const double byte = static_cast<double>((31 * example + 7 * j) % 256);
+          REQUIRE(batch.features.data<float>()[i * size + j] ==
+                  doctest::Approx((byte / 255.0 - norm.mean) / norm.stddev).epsilon(1e-6));
+        }
+      }
+    }
+    CHECK(checked == n);
+  }
+}
+
 TEST_CASE("Dataset.orders_are_seeded_permutations") {
   const Dataset a = make(1000, {.seed = 3}), b = make(1000, {.seed = 3}), c = make(1000, {.seed = 4});
   std::vector<int64_t> sorted = a.order(0);
