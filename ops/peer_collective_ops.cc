@@ -236,16 +236,18 @@ void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelReg
 
 namespace {
 
-// A device's rank of collective `op` among devices, one output per value.
+// A device's rank of collective `op` among devices, one output per value; `extra` names its last attr
+// (the reduction, or the gathered sizes), as peer_attrs does for its schema.
 std::vector<graph::ValueRef> peer_collective(graph::Builder& b, const std::string& op,
                                              const std::vector<graph::ValueRef>& values, const PeerRank& rank,
-                                             std::string_view reduction, const CollectiveOptions& options) {
+                                             const std::string& extra, graph::AttrValue extra_value,
+                                             const CollectiveOptions& options) {
   return outputs_of(b.add({.op = op,
                            .inputs = values,
                            .attrs = {{"group", rank.group},
                                      {"rank", rank.rank},
                                      {"ranks", rank.ranks},
-                                     {"reduction", std::string(reduction)},
+                                     {extra, std::move(extra_value)},
                                      {"implementation", options.implementation},
                                      {"timeout_ms", options.timeout_ms}}}),
                     values.size());
@@ -256,27 +258,19 @@ std::vector<graph::ValueRef> peer_collective(graph::Builder& b, const std::strin
 std::vector<graph::ValueRef> peer_all_reduce(graph::Builder& b, const std::vector<graph::ValueRef>& values,
                                              const PeerRank& rank, std::string_view reduction,
                                              const CollectiveOptions& options) {
-  return peer_collective(b, "PeerAllReduce", values, rank, reduction, options);
+  return peer_collective(b, "PeerAllReduce", values, rank, "reduction", std::string(reduction), options);
 }
 
 std::vector<graph::ValueRef> peer_reduce_scatter(graph::Builder& b, const std::vector<graph::ValueRef>& values,
                                                  const PeerRank& rank, std::string_view reduction,
                                                  const CollectiveOptions& options) {
-  return peer_collective(b, "PeerReduceScatter", values, rank, reduction, options);
+  return peer_collective(b, "PeerReduceScatter", values, rank, "reduction", std::string(reduction), options);
 }
 
 std::vector<graph::ValueRef> peer_all_gather(graph::Builder& b, const std::vector<graph::ValueRef>& shares,
                                              const PeerRank& rank, std::vector<int64_t> elements,
                                              const CollectiveOptions& options) {
-  return outputs_of(b.add({.op = "PeerAllGather",
-                           .inputs = shares,
-                           .attrs = {{"group", rank.group},
-                                     {"rank", rank.rank},
-                                     {"ranks", rank.ranks},
-                                     {"elements", std::move(elements)},
-                                     {"implementation", options.implementation},
-                                     {"timeout_ms", options.timeout_ms}}}),
-                    shares.size());
+  return peer_collective(b, "PeerAllGather", shares, rank, "elements", std::move(elements), options);
 }
 
 }  // namespace mirra::ops

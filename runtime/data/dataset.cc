@@ -94,15 +94,16 @@ Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_
   const float scale = static_cast<float>(norm.scale / norm.stddev), shift = static_cast<float>(-norm.mean / norm.stddev);
   float* features = batch.features.mutable_data<float>();
   int64_t* labels = batch.labels.mutable_data<int64_t>();
-  const auto bytes_of = [&](int64_t i) { return bytes_->data() + order[static_cast<size_t>(first + i)] * example_size_; };
+  const auto example_at = [&](int64_t i) { return order[static_cast<size_t>(first + i)]; };
   for (int64_t i = 0; i < count; ++i) {
+    const int64_t example = example_at(i);
     // The examples are scattered over the data set: fetch the next one's bytes while this one converts.
     if (i + 1 < count) {
-      const uint8_t* next = bytes_of(i + 1);
+      const uint8_t* next = bytes_->data() + example_at(i + 1) * example_size_;
       for (int64_t line = 0; line < example_size_; line += kCacheLine) __builtin_prefetch(next + line);
     }
-    normalize_bytes(bytes_of(i), features + i * example_size_, example_size_, scale, shift);
-    labels[i] = labels_[static_cast<size_t>(order[static_cast<size_t>(first + i)])];
+    normalize_bytes(bytes_->data() + example * example_size_, features + i * example_size_, example_size_, scale, shift);
+    labels[i] = labels_[static_cast<size_t>(example)];
   }
   return batch;
 }
