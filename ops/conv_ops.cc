@@ -1,6 +1,7 @@
 // Conv2D, FusedConv2D (with bias and ReLU) and Conv2D's two backprop ops: schemas, builders and CPU
-// kernels (cached oneDNN convolution primitives in f32 or bf16; NHWC/NCHW data, HWIO filters reordered
-// to oneDNN's preferred layout).
+// kernels (cached oneDNN convolution primitives in f32 or bf16, f16 widened to f32; f64, which oneDNN
+// does not convolve, as im2col products through OpenBLAS; NHWC/NCHW data, HWIO filters reordered to
+// oneDNN's preferred layout).
 #include "ops/conv_ops.h"
 
 #include <cstring>
@@ -8,6 +9,8 @@
 #include "graph/float16.h"
 #include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
+#include "ops/cpu/im2col_convolution.h"
+#include "ops/cpu/parallel.h"
 #include "ops/cpu/widened_16_bit.h"
 #include "ops/cpu/window_geometry.h"
 #include "ops/kernel_shapes.h"
@@ -23,6 +26,18 @@ using runtime::Tensor;
 
 namespace {
 
+// The node's convolution on `input` and `filter` as the im2col path computes it (f64).
+cpu::UnfoldedConvolution unfolded_problem(KernelContext& ctx, const Tensor& input, const Tensor& filter) {
+  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+  return {.g = cpu::WindowGeometry::make(input, nchw, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("strides"),
+                                         ctx.attr<std::vector<int64_t>>("dilations"), ctx.attr<std::string>("padding") == "SAME"),
+          .filter_height = filter.dim(0),
+          .filter_width = filter.dim(1),
+          .out_channels = filter.dim(3),
+          .nchw = nchw,
+          .scratch = ctx.device().allocator()};
+}
+
 // A convolution problem as oneDNN sees it: geometry, the type of the operands (input, filter and dy:
 // f32 or bf16) and of the result, and memory descriptors in mirra's plain layouts. Primitives let
 // oneDNN choose the filter layout (its blocked layouts run 1.5-2x faster than HWIO); data stays NHWC
@@ -35,22 +50,15 @@ struct ConvProblem {
   data_type operands = data_type::f32, result = data_type::f32;
 
   static ConvProblem make(KernelContext& ctx, const Tensor& input, const Tensor& filter, DType result) {
-    const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-    return ConvProblem{cpu::WindowGeometry::make(input, nchw, filter.dim(0), filter.dim(1),
-                                                 ctx.attr<std::vector<int64_t>>("strides"),
-                                                 ctx.attr<std::vector<int64_t>>("dilations"),
-                                                 ctx.attr<std::string>("padding") == "SAME"),
-                       filter.dim(3), filter.dim(0), filter.dim(1), dnnl_type(input.dtype()), dnnl_type(result)};
+    return ConvProblem{unfolded_problem(ctx, input, filter).g, filter.dim(3), filter.dim(0), filter.dim(1),
+                       dnnl_type(input.dtype()), dnnl_type(result)};
   }
 
-  // The same problem writing a result of type `written` (the f32 tensor of a widened result).
-  ConvProblem writing(DType written) const {
-    ConvProblem p = *this;
-    p.result = dnnl_type(written);
-    return p;
+  // The types oneDNN convolves here: f16 arrives widened (ConvOperands), f64 goes the im2col way.
+  static data_type dnnl_type(DType dtype) {
+    MIRRA_CHECK(dtype == DType::f32 || dtype == DType::bf16, "a convolution gave oneDNN a type it does not convolve here");
+    return dtype == DType::bf16 ? data_type::bf16 : data_type::f32;
   }
-
-  static data_type dnnl_type(DType dtype) { return dtype == DType::bf16 ? data_type::bf16 : data_type::f32; }
 
   dnnl::memory::desc src(data_type type) const {
     return {{g.batch, g.channels, g.height, g.width}, type, g.layout};
@@ -108,20 +116,51 @@ dnnl::memory plain(const dnnl::memory::desc& desc, const Tensor& tensor) {
   return dnnl::memory(desc, cpu::dnnl_engine(), const_cast<void*>(tensor.raw_data()));
 }
 
+// Element i of a bias (f32, f64 or bf16) as a double.
+double bias_at(const Tensor& bias, int64_t i) {
+  switch (bias.dtype()) {
+    case DType::bf16: return static_cast<float>(bias.data<graph::bfloat16>()[i]);
+    case DType::f64: return bias.data<double>()[i];
+    default: return bias.data<float>()[i];
+  }
+}
+
+// Output i's channel, in the output's layout.
+int64_t output_channel(const cpu::WindowGeometry& g, int64_t out_channels, bool nchw, int64_t i) {
+  return nchw ? i / (g.out_height * g.out_width) % out_channels : i % out_channels;
+}
+
 // A convolution without input channels: every output is the bias (or 0), through the ReLU if any.
-void fill_with_bias(const ConvProblem& c, bool nchw, const Tensor* bias, bool relu, Tensor& output) {
+void fill_with_bias(const cpu::WindowGeometry& g, int64_t out_channels, bool nchw, const Tensor* bias, bool relu,
+                    Tensor& output) {
   for (int64_t i = 0; i < output.num_elements(); ++i) {
-    const int64_t channel = nchw ? i / (c.g.out_height * c.g.out_width) % c.out_channels : i % c.out_channels;
-    float value = bias == nullptr                    ? 0.0f
-                  : bias->dtype() == DType::bf16 ? static_cast<float>(bias->data<graph::bfloat16>()[channel])
-                                                 : bias->data<float>()[channel];
-    if (relu) value = std::max(value, 0.0f);
-    if (output.dtype() == DType::bf16) {
-      output.mutable_data<graph::bfloat16>()[i] = graph::bfloat16(value);
-    } else {
-      output.mutable_data<float>()[i] = value;
+    double value = bias == nullptr ? 0.0 : bias_at(*bias, output_channel(g, out_channels, nchw, i));
+    if (relu) value = std::max(value, 0.0);
+    switch (output.dtype()) {
+      case DType::bf16: output.mutable_data<graph::bfloat16>()[i] = graph::bfloat16(static_cast<float>(value)); break;
+      case DType::f64: output.mutable_data<double>()[i] = value; break;
+      default: output.mutable_data<float>()[i] = static_cast<float>(value);
     }
   }
+}
+
+// Conv2D or FusedConv2D in f64: the im2col product, then the bias and the ReLU in one sweep.
+Status conv2d_forward_f64(KernelContext& ctx, const ConvOperands& o, const Tensor* bias, bool relu, Tensor& output) {
+  const cpu::UnfoldedConvolution c = unfolded_problem(ctx, o.input, o.filter);
+  if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
+    fill_with_bias(c.g, c.out_channels, c.nchw, bias, relu, output);
+    return Status();
+  }
+  double* y = output.mutable_data<double>();
+  cpu::im2col_conv2d_forward(c, o.input.data<double>(), o.filter.data<double>(), y);
+  if (bias == nullptr && !relu) return Status();
+  cpu::parallel_for(output.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (bias != nullptr) y[i] += bias_at(*bias, output_channel(c.g, c.out_channels, c.nchw, i));
+      if (relu) y[i] = std::max(y[i], 0.0);
+    }
+  });
+  return Status();
 }
 
 // The oneDNN forward convolution of conv2d_forward (below), into `output`.
@@ -158,13 +197,14 @@ Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
   const Tensor* bias = with_bias ? &o.third : nullptr;
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
   MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
-  const ConvProblem problem = ConvProblem::make(ctx, o.input, o.filter, result_dtype(ctx));
-  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), problem.g.output_shape(nchw, problem.out_channels));
+  const cpu::UnfoldedConvolution geometry = unfolded_problem(ctx, o.input, o.filter);
+  Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), geometry.g.output_shape(nchw, geometry.out_channels));
   if (node_output.num_elements() == 0) return Status();
+  if (o.input.dtype() == DType::f64) return conv2d_forward_f64(ctx, o, bias, relu, node_output);
   return cpu::compute_widened(node_output, ctx.device(), [&](Tensor& output) -> Status {
-    const ConvProblem c = problem.writing(output.dtype());
+    const ConvProblem c = ConvProblem::make(ctx, o.input, o.filter, output.dtype());
     if (o.input.num_elements() == 0 || o.filter.num_elements() == 0) {
-      fill_with_bias(c, nchw, bias, relu, output);
+      fill_with_bias(c.g, c.out_channels, nchw, bias, relu, output);
       return Status();
     }
     return dnnl_conv2d_forward(ctx, c, o, bias, relu, output);
@@ -186,6 +226,17 @@ Status conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::T
     if (zero_sized(o, out)) return Status();
     return compute(ConvProblem::make(ctx, o.input, o.filter, out.dtype()), out);
   });
+}
+
+// Conv2D's gradient in f64 through `compute(problem, gradient)` (the im2col path), or zeros when there
+// is nothing to compute.
+template <class Compute>
+Status im2col_conv_gradient(KernelContext& ctx, const ConvOperands& o, const runtime::TensorShape& shape,
+                            Compute&& compute) {
+  Tensor& gradient = ctx.allocate_output(0, DType::f64, shape);
+  if (zero_sized(o, gradient)) return Status();
+  compute(unfolded_problem(ctx, o.input, o.filter), gradient.mutable_data<double>());
+  return Status();
 }
 
 // The filter of the forward convolution that computes Conv2D's input gradient at stride 1: W'[kh][kw]
@@ -231,6 +282,11 @@ Status input_gradient_as_forward(KernelContext& ctx, const ConvProblem& c, const
 // d loss / d input of Conv2D: inputs (input, filter, dy); `input` gives the shape.
 Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   const ConvOperands o = ConvOperands::of(ctx);
+  if (o.input.dtype() == DType::f64) {
+    return im2col_conv_gradient(ctx, o, o.input.shape(), [&](const cpu::UnfoldedConvolution& c, double* dx) {
+      cpu::im2col_conv2d_backward_data(c, o.third.data<double>(), o.filter.data<double>(), dx);
+    });
+  }
   return conv_gradient(ctx, o, o.input.shape(), [&](const ConvProblem& c, Tensor& dx) -> Status {
     const bool unit_stride = c.g.strides == dnnl::memory::dims{1, 1} && c.g.dilations == dnnl::memory::dims{0, 0};
     if (unit_stride) return input_gradient_as_forward(ctx, c, o, dx);
@@ -252,6 +308,11 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.
 Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
   const ConvOperands o = ConvOperands::of(ctx);
+  if (o.input.dtype() == DType::f64) {
+    return im2col_conv_gradient(ctx, o, o.filter.shape(), [&](const cpu::UnfoldedConvolution& c, double* dw) {
+      cpu::im2col_conv2d_backward_filter(c, o.input.data<double>(), o.third.data<double>(), dw);
+    });
+  }
   return conv_gradient(ctx, o, o.filter.shape(), [&](const ConvProblem& c, Tensor& dw) -> Status {
     MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();

@@ -4,6 +4,7 @@
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/element_copy.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
@@ -160,10 +161,12 @@ Status pad_kernel(KernelContext& ctx) {
   int64_t origin[runtime::kMaxRank] = {};
   Tensor& y = ctx.allocate_output(0, x.dtype(), padded_shape(ctx, x, origin));
   const double value = ctx.attr<double>("constant_value");
-  MIRRA_RETURN_IF_ERROR((cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(y.dtype(), [&]<class T>(cpu::Type<T>) {
-    std::fill_n(y.mutable_data<T>(), y.num_elements(), static_cast<T>(value));
-    return Status();
-  })));
+  using graph::bfloat16, graph::float16;
+  MIRRA_RETURN_IF_ERROR((cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(
+      y.dtype(), [&]<class T>(cpu::Type<T>) {
+        std::fill_n(y.mutable_data<T>(), y.num_elements(), math::convert<T>(value));
+        return Status();
+      })));
   const int64_t src_origin[runtime::kMaxRank] = {};
   copy_box(x, src_origin, y, origin, x.shape());
   return Status();

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops/cpu/dtype_dispatch.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -46,8 +47,9 @@ Status variable_kernel(KernelContext& ctx) {
 Status fill_kernel(KernelContext& ctx) {
   Tensor& out = ctx.allocate_output(0, ctx.attr<DType>("dtype"), TensorShape(ctx.attr<Shape>("shape").dims));
   const double value = ctx.attr<double>("value");
-  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool>(out.dtype(), [&]<class T>(cpu::Type<T>) {
-    std::fill_n(out.mutable_data<T>(), out.num_elements(), static_cast<T>(value));
+  using graph::bfloat16, graph::float16;
+  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(out.dtype(), [&]<class T>(cpu::Type<T>) {
+    std::fill_n(out.mutable_data<T>(), out.num_elements(), math::convert<T>(value));
     return Status();
   });
 }

@@ -76,10 +76,22 @@ Tensor Session::to_host(const Tensor& tensor) const {
   return owner == nullptr ? tensor : owner->copy_to_host(tensor);
 }
 
+namespace {
+
+// A host tensor's values in a buffer of their own.
+Tensor host_copy(const Tensor& tensor) {
+  Tensor copy = Tensor::empty(host_allocator(), tensor.dtype(), tensor.shape());
+  if (tensor.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
+  return copy;
+}
+
+}  // namespace
+
 std::optional<Tensor> Session::read_variable(const std::string& name) const {
   const std::optional<Tensor> value = variables_.find(name);
   if (!value) return value;
-  return to_host(*value);
+  const bool on_host = devices_.owner_of(value->memory_space()) == nullptr;
+  return on_host ? host_copy(*value) : to_host(*value);
 }
 
 void Session::assign_variable(const std::string& name, const Tensor& value) {
@@ -99,7 +111,7 @@ void Session::assign_variable(const std::string& name, const Tensor& value) {
     device->compute_stream().synchronize();
     return;
   }
-  variables_.set(name, on_device ? device->copy_from_host(value) : value);
+  variables_.set(name, on_device ? device->copy_from_host(value) : host_copy(value));
   // Recorded steps would go on reading the buffer it had.
   std::lock_guard lock(executors_mutex_);
   for (auto& [key, executor] : executors_) executor->forget_capture();

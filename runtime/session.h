@@ -99,13 +99,13 @@ class Session {
   // The graph as prepared: placed, with copies between memory spaces.
   const graph::Graph& graph() const { return graph_; }
   VariableStore& variables() { return variables_; }
-  // A variable's value in host memory (copied from its device's), or nothing when it does not exist
-  // yet. A failed device copy throws DeviceError.
+  // A copy of a variable's value in host memory (later steps leave it as it is), or nothing when it
+  // does not exist yet. A failed device copy throws DeviceError.
   std::optional<Tensor> read_variable(const std::string& name) const;
   // Sets a variable from a host tensor, into the memory of the device of the Variable node of that
   // name (host memory when there is none): into its buffer when it has one of that dtype and shape
-  // (steps that recorded the buffer read the new value), else into a new one. A failed device copy
-  // throws DeviceError.
+  // (steps that recorded the buffer read the new value), else into a new one; never into `value`'s,
+  // which later steps would write. A failed device copy throws DeviceError.
   void assign_variable(const std::string& name, const Tensor& value);
   // With SessionOptions::capture_steps: how many steps were replays, and why the requests whose steps
   // are not replayed are not.

@@ -1,6 +1,7 @@
 // Window geometry, and cuDNN's descriptors.
 #include "ops/cuda/cudnn_window.h"
 
+#include "graph/check.h"
 #include "ops/shape_inference.h"
 
 namespace mirra::ops::cuda {
@@ -44,10 +45,13 @@ int narrow(int64_t value) { return static_cast<int>(value); }
 
 cudnnDataType_t cudnn_type(DType dtype) {
   switch (dtype) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
     case DType::bf16: return CUDNN_DATA_BFLOAT16;
     case DType::f16: return CUDNN_DATA_HALF;
-    default: return CUDNN_DATA_FLOAT;
+    default: break;  // the kernels' dtype lists keep the others on the CPU
   }
+  MIRRA_CHECK(false, "a GPU kernel gave cuDNN a dtype its dtype list refuses: " + std::string(graph::dtype_name(dtype)));
+  return CUDNN_DATA_FLOAT;
 }
 
 TensorDescriptor::TensorDescriptor() { MIRRA_CUDA_THROW_IF_ERROR(cudnnCreateTensorDescriptor(&descriptor_)); }

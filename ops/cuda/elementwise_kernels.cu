@@ -179,7 +179,8 @@ cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned lon
 
 cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  return visit<float, double, int32_t, int64_t, uint8_t, bool>(dtype, [&]<class T>(T) {
+  using graph::bfloat16, graph::float16;
+  return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(dtype, [&]<class T>(T) {
     fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(math::convert<T>(value), static_cast<T*>(y), n);
     return launched();
   });

@@ -32,6 +32,7 @@
 #include <tuple>
 #include <vector>
 
+#include "graph/check.h"
 #include "ops/cuda/gpu_kernel.h"
 #include "runtime/stream.h"
 
@@ -363,10 +364,13 @@ class NcclPeers {
 
 ncclDataType_t nccl_type(graph::DType dtype) {
   switch (dtype) {
+    case graph::DType::f32: return ncclFloat32;
     case graph::DType::f64: return ncclFloat64;
     case graph::DType::bf16: return ncclBfloat16;
-    default: return ncclFloat32;
+    default: break;  // the kernels' dtype lists keep the others on the CPU
   }
+  MIRRA_CHECK(false, "a GPU kernel gave NCCL a dtype its dtype list refuses: " + std::string(graph::dtype_name(dtype)));
+  return ncclFloat32;
 }
 
 // GPUs sum among themselves; a mean (the sum scaled after) is not built.

@@ -1,5 +1,5 @@
 // Reshape, Transpose, Identity, Cast, OneHot, Concat, Split, Slice and Pad against index arithmetic,
-// for several dtypes and zero-size batches; run-time shape errors name the problem.
+// at every dtype their schemas accept and on zero-size batches; run-time shape errors name the problem.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -14,8 +14,10 @@ TEST_CASE("Kernels.Reshape.keeps_elements_and_resolves_minus_one") {
   struct Case { TensorShape in; List target; TensorShape out; };
   for (const Case& c : {Case{{6, 4}, {-1, 2}, {12, 2}}, Case{{0, 4}, {-1, 2, 2}, {0, 2, 2}}, Case{{2, 3, 4}, {24}, {24}},
                         Case{{1}, {}, {}}, Case{{5, 28, 28, 1}, {-1, 784}, {5, 784}}}) {
-    Tensor x = random_tensor<float>(rng, c.in);
-    check_op("Reshape", {x}, {{"shape", c.target}}, {make_tensor(DType::f32, c.out, [&](int64_t i) { return element(x, i); })});
+    check_op_at_every_dtype("Reshape", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, -9, 9);
+      return OpCase{{x}, {{"shape", c.target}}, {make_tensor(dtype, c.out, [&](int64_t i) { return element(x, i); })}};
+    });
   }
   auto bad = run_op("Reshape", {Tensor::from<float>({5}, {1, 2, 3, 4, 5})}, {{"shape", List{-1, 2}}}, true);
   REQUIRE_FALSE(bad.ok());
@@ -27,8 +29,8 @@ TEST_CASE("Kernels.Transpose.permutes_dims") {
   struct Case { TensorShape in; List perm; };
   for (const Case& c : {Case{{3, 4}, {1, 0}}, Case{{2, 3, 4}, {2, 0, 1}}, Case{{0, 3, 2}, {0, 2, 1}}, Case{{2, 3, 4, 5}, {0, 3, 1, 2}},
                         Case{{5}, {0}}}) {
-    for (DType dtype : {DType::f32, DType::i64, DType::u8}) {
-      Tensor x = make_tensor(dtype, c.in, [&](int64_t) { return std::floor(rng.uniform() * 100); });
+    check_op_at_every_dtype("Transpose", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, 0, 100);
       const List in_dims = c.in.to_vector();
       List out_dims;
       for (int64_t p : c.perm) out_dims.push_back(in_dims[static_cast<size_t>(p)]);
@@ -38,27 +40,27 @@ TEST_CASE("Kernels.Transpose.permutes_dims") {
         for (size_t d = 0; d < c.perm.size(); ++d) in_index[static_cast<size_t>(c.perm[d])] = out_index[d];
         return element(x, ravel(in_index, in_dims));
       });
-      check_op("Transpose", {x}, {{"perm", c.perm}}, {want});
-    }
+      return OpCase{{x}, {{"perm", c.perm}}, {want}};
+    });
   }
 }
 
 TEST_CASE("Kernels.Identity_Cast_and_copies.convert_every_dtype") {
   runtime::Random rng(22);
-  const DType all[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::u8, DType::boolean};
   for (const TensorShape& shape : {TensorShape{0, 3}, TensorShape{7, 3}}) {
-    for (DType from : all) {
-      Tensor x = make_tensor(from, shape, [&](int64_t) { return std::floor(rng.uniform() * 6); });
-      check_op("Identity", {x}, {}, {x});
-      check_op("CopyToHost", {x}, {}, {x});
-      check_op("CopyFromHost", {x}, {}, {x});
-      for (DType to : all) {
-        Tensor want = make_tensor(to, shape, [&](int64_t i) {
-          const double v = element(x, i);
-          return to == DType::boolean ? (v != 0 ? 1.0 : 0.0) : v;
-        });
-        check_op("Cast", {x}, {{"dtype", to}}, {want});
-      }
+    for (const char* op : {"Identity", "CopyToHost", "CopyFromHost"}) {
+      check_op_at_every_dtype(op, [&](DType dtype) {
+        Tensor x = random_of(rng, dtype, shape, 0, 6);
+        return OpCase{{x}, {}, {x}};
+      });
+    }
+    // Small whole numbers, which every dtype holds exactly.
+    for (DType to : kAllDtypes) {
+      CAPTURE(graph::dtype_name(to));
+      check_op_at_every_dtype("Cast", [&](DType from) {
+        Tensor x = random_of(rng, from, shape, 0, 6);
+        return OpCase{{x}, {{"dtype", to}}, {make_tensor(to, shape, [&](int64_t i) { return element(x, i); })}};
+      });
     }
   }
   // Floats to integers saturate, and NaN becomes 0.
@@ -122,9 +124,19 @@ TEST_CASE("Kernels.Cast.to_and_from_bf16_and_f16") {
 }
 
 TEST_CASE("Kernels.OneHot.sets_on_value_at_each_index") {
+  const int64_t depth = 4;
+  // Every index dtype, then every output dtype.
+  const auto one_hot_case = [&](DType index_type, DType output_type) {
+    Tensor indices = make_tensor(index_type, {6}, [](int64_t i) { return static_cast<double>(i % 5); });
+    Tensor want = make_tensor(output_type, {6, depth}, [&](int64_t i) {
+      return i % depth == static_cast<int64_t>(element(indices, i / depth)) ? 2.0 : 0.0;
+    });
+    return OpCase{{indices}, {{"depth", depth}, {"on_value", 2.0}, {"off_value", 0.0}, {"dtype", output_type}}, {want}};
+  };
+  check_op_at_every_dtype("OneHot", [&](DType index_type) { return one_hot_case(index_type, DType::f32); });
+  check_op_at_every_dtype("OneHot", [&](DType output_type) { return one_hot_case(DType::i64, output_type); });
   for (DType index_type : {DType::i32, DType::i64}) {
     Tensor indices = make_tensor(index_type, {6}, [](int64_t i) { return static_cast<double>(i) - 1; });  // -1 .. 4
-    const int64_t depth = 4;
     Tensor want = make_tensor(DType::f32, {6, depth}, [&](int64_t i) { return i % depth == i / depth - 1 ? 2.0 : -1.0; });
     check_op("OneHot", {indices}, {{"depth", depth}, {"on_value", 2.0}, {"off_value", -1.0}}, {want});
     check_op("OneHot", {make_tensor(index_type, {0}, [](int64_t) { return 0.0; })}, {{"depth", depth}},
@@ -137,19 +149,24 @@ TEST_CASE("Kernels.Concat_and_Split.join_and_cut_along_an_axis") {
   for (int64_t axis : {0, 1, -1}) {
     for (int64_t batch : {0, 3}) {
       const TensorShape sa{batch, 2, 3}, sb{batch, 2, 3};
-      Tensor a = random_tensor<float>(rng, sa), b = random_tensor<float>(rng, sb);
       const int norm = static_cast<int>(axis < 0 ? axis + 3 : axis);
       List out_dims = sa.to_vector();
       out_dims[static_cast<size_t>(norm)] *= 2;
-      Tensor joined = make_tensor(DType::f32, TensorShape(out_dims), [&](int64_t i) {
-        List index = unravel(i, out_dims);
-        const int64_t half = sa.dim(norm);
-        const Tensor& source = index[static_cast<size_t>(norm)] < half ? a : b;
-        index[static_cast<size_t>(norm)] %= half;
-        return element(source, ravel(index, sa.to_vector()));
-      });
-      check_op("Concat", {a, b}, {{"axis", axis}}, {joined});
-      if (norm != 0) check_op("Split", {joined}, {{"axis", axis}, {"num_split", int64_t{2}}}, {a, b});
+      for (const bool split : {false, true}) {
+        if (split && norm == 0) continue;
+        check_op_at_every_dtype(split ? "Split" : "Concat", [&](DType dtype) {
+          Tensor a = random_of(rng, dtype, sa, -9, 9), b = random_of(rng, dtype, sb, -9, 9);
+          Tensor joined = make_tensor(dtype, TensorShape(out_dims), [&](int64_t i) {
+            List index = unravel(i, out_dims);
+            const int64_t half = sa.dim(norm);
+            const Tensor& source = index[static_cast<size_t>(norm)] < half ? a : b;
+            index[static_cast<size_t>(norm)] %= half;
+            return element(source, ravel(index, sa.to_vector()));
+          });
+          if (split) return OpCase{{joined}, {{"axis", axis}, {"num_split", int64_t{2}}}, {a, b}};
+          return OpCase{{a, b}, {{"axis", axis}}, {joined}};
+        });
+      }
     }
   }
   Tensor three = random_tensor<float>(rng, {9, 2});
@@ -167,32 +184,36 @@ TEST_CASE("Kernels.Slice_and_Pad.copy_boxes") {
   struct Case { TensorShape in; List begin, size; };
   for (const Case& c : {Case{{5, 4}, {1, 1}, {3, -1}}, Case{{0, 4}, {0, 2}, {-1, 2}}, Case{{2, 3, 4}, {1, 0, 3}, {1, 3, 1}},
                         Case{{3}, {3}, {0}}}) {
-    Tensor x = random_tensor<float>(rng, c.in);
     const List in_dims = c.in.to_vector();
     List out_dims;
     for (size_t d = 0; d < in_dims.size(); ++d) out_dims.push_back(c.size[d] < 0 ? in_dims[d] - c.begin[d] : c.size[d]);
-    Tensor want = make_tensor(DType::f32, TensorShape(out_dims), [&](int64_t i) {
-      List index = unravel(i, out_dims);
-      for (size_t d = 0; d < index.size(); ++d) index[d] += c.begin[d];
-      return element(x, ravel(index, in_dims));
+    check_op_at_every_dtype("Slice", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, -9, 9);
+      Tensor want = make_tensor(dtype, TensorShape(out_dims), [&](int64_t i) {
+        List index = unravel(i, out_dims);
+        for (size_t d = 0; d < index.size(); ++d) index[d] += c.begin[d];
+        return element(x, ravel(index, in_dims));
+      });
+      return OpCase{{x}, {{"begin", c.begin}, {"size", c.size}}, {want}};
     });
-    check_op("Slice", {x}, {{"begin", c.begin}, {"size", c.size}}, {want});
   }
   for (const TensorShape& shape : {TensorShape{2, 3}, TensorShape{0, 2}, TensorShape{1, 2, 2, 1}}) {
-    Tensor x = make_tensor(DType::i32, shape, [&](int64_t i) { return static_cast<double>(i + 1); });
     List paddings;
     for (int d = 0; d < shape.rank(); ++d) { paddings.push_back(d % 2); paddings.push_back(2 - d % 2); }
     List out_dims = shape.to_vector();
     for (size_t d = 0; d < out_dims.size(); ++d) out_dims[d] += paddings[2 * d] + paddings[2 * d + 1];
-    Tensor want = make_tensor(DType::i32, TensorShape(out_dims), [&](int64_t i) {
-      List index = unravel(i, out_dims);
-      for (size_t d = 0; d < index.size(); ++d) {
-        index[d] -= paddings[2 * d];
-        if (index[d] < 0 || index[d] >= shape.dim(static_cast<int>(d))) return 7.0;
-      }
-      return element(x, ravel(index, shape.to_vector()));
+    check_op_at_every_dtype("Pad", [&](DType dtype) {
+      Tensor x = make_tensor(dtype, shape, [&](int64_t i) { return static_cast<double>(i % 5 + 1); });
+      Tensor want = make_tensor(dtype, TensorShape(out_dims), [&](int64_t i) {
+        List index = unravel(i, out_dims);
+        for (size_t d = 0; d < index.size(); ++d) {
+          index[d] -= paddings[2 * d];
+          if (index[d] < 0 || index[d] >= shape.dim(static_cast<int>(d))) return 7.0;
+        }
+        return element(x, ravel(index, shape.to_vector()));
+      });
+      return OpCase{{x}, {{"paddings", paddings}, {"constant_value", 7.0}}, {want}};
     });
-    check_op("Pad", {x}, {{"paddings", paddings}, {"constant_value", 7.0}}, {want});
   }
   auto outside = run_op("Slice", {random_tensor<float>(rng, {2, 2})}, {{"begin", List{1, 0}}, {"size", List{2, 2}}}, true);
   REQUIRE_FALSE(outside.ok());

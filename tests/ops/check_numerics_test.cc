@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/random.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -21,6 +22,12 @@ TEST_CASE("Kernels.CheckNumerics.passes_finite_values_and_names_bad_ones") {
   CHECK(bad.status().code() == graph::StatusCode::invalid_argument);
   CHECK(bad.status().message().find("the gradient of 'w': f32[5] holds 2 NaN and 2 infinite values") != std::string::npos);
   CHECK_FALSE(run_op("CheckNumerics", {Tensor::from<int32_t>({1}, {1})}, attrs).ok());  // floating only
+
+  runtime::Random rng(3);
+  check_op_at_every_dtype("CheckNumerics", [&](DType dtype) {
+    const Tensor finite = random_of(rng, dtype, {40000}, -100, 100);
+    return OpCase{{finite}, attrs, {finite}};
+  });
 }
 
 TEST_CASE("Optimizers.minimize.check_numerics_stops_a_step_before_its_update") {

@@ -139,8 +139,8 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
 }
 
 // Rank r of buckets.size() devices of `kind`, each on device r, runs `collective` (a builder taking
-// the bucket and the rank, as ops::peer_all_reduce does) on its bucket, fed buckets[r] (two f32
-// tensors); returns rank r's output j at r * 2 + j.
+// the bucket and the rank, as ops::peer_all_reduce does) on its bucket, fed buckets[r] (two tensors);
+// returns rank r's output j at r * 2 + j.
 template <class Collective>
 std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vector<Tensor>>& buckets, Collective collective) {
   const int ranks = static_cast<int>(buckets.size());
@@ -155,7 +155,7 @@ std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vec
       const std::string name = "x" + std::to_string(r) + "_" + std::to_string(j);
       const Tensor& value = buckets[static_cast<size_t>(r)][j];
       const auto dims = value.shape().dims();
-      bucket.push_back(ops::placeholder(b, name, DType::f32, graph::Shape(std::vector<int64_t>(dims.begin(), dims.end()))));
+      bucket.push_back(ops::placeholder(b, name, value.dtype(), graph::Shape(std::vector<int64_t>(dims.begin(), dims.end()))));
       feeds[name] = value;
     }
     const auto outputs = collective(b, bucket, ops::PeerRank{.group = "bucket", .rank = r, .ranks = ranks}, "sum", ops::CollectiveOptions{});
@@ -338,6 +338,150 @@ TEST_CASE("Kernels.Broadcast_and_AllGather") {
   check_op("AllGather", {a, v0, c, v1}, {{"replicas", int64_t{2}}},
            {Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11}), both, Tensor::from<float>({3, 2}, {0, 1, 2, 3, 10, 11}), both});
   checked_ops().insert("AllGather");
+}
+
+// Every collective at every dtype its schema accepts: among the replicas of one node, and among three
+// ranks on devices of their own (cpu and cpu_async), against sums and gathers in plain loops.
+TEST_CASE("Kernels.collectives.at_every_dtype") {
+  runtime::Random rng(10);
+  const std::vector<TensorShape> shapes = {{3, 5}, {40000}};
+  const auto sum_over = [](const std::vector<Tensor>& parts, size_t k, size_t j, int count, bool mean, int64_t offset,
+                           const TensorShape& shape) {
+    return make_tensor(parts[j].dtype(), shape, [&](int64_t i) {
+      double sum = 0;
+      for (int q = 0; q < count; ++q) sum += element(parts[static_cast<size_t>(q) * k + j], offset + i);
+      return mean ? sum / count : sum;
+    });
+  };
+  for (const char* reduction : {"sum", "mean"}) {
+    const bool mean = std::string_view(reduction) == "mean";
+    CAPTURE(reduction);
+    check_op_at_every_dtype("AllReduce", [&](DType dtype) {
+      std::vector<Tensor> inputs, expected;
+      for (int r = 0; r < 2; ++r) {
+        for (const TensorShape& shape : shapes) inputs.push_back(random_of(rng, dtype, shape, -4, 4));
+      }
+      for (int r = 0; r < 2; ++r) {
+        for (size_t j = 0; j < shapes.size(); ++j) expected.push_back(sum_over(inputs, 2, j, 2, mean, 0, shapes[j]));
+      }
+      return OpCase{inputs, {{"replicas", int64_t{2}}, {"reduction", std::string(reduction)}}, expected};
+    });
+    check_op_at_every_dtype("ReduceScatter", [&](DType dtype) {
+      const std::vector<Tensor> inputs = {random_of(rng, dtype, {7}, -4, 4), random_of(rng, dtype, {7}, -4, 4),
+                                          random_of(rng, dtype, {7}, -4, 4)};
+      std::vector<Tensor> expected;
+      for (int64_t r = 0, first = 0; r < 3; first += ops::replica_share(7, 3, r), ++r) {
+        expected.push_back(sum_over(inputs, 1, 0, 3, mean, first, {ops::replica_share(7, 3, r)}));
+      }
+      return OpCase{inputs, {{"replicas", int64_t{3}}, {"reduction", std::string(reduction)}}, expected};
+    });
+    // One rank alone: its sum (or mean) of one.
+    check_op_at_every_dtype("PeerAllReduce", [&](DType dtype) {
+      const std::vector<Tensor> alone = {random_of(rng, dtype, {3, 4}, -4, 4), random_of(rng, dtype, {40000}, -4, 4)};
+      return OpCase{alone,
+                    {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}, {"reduction", std::string(reduction)}},
+                    alone};
+    });
+  }
+  check_op_at_every_dtype("SplitBatch", [&](DType dtype) {
+    const Tensor x = random_of(rng, dtype, {7, 2}, -4, 4);
+    std::vector<Tensor> expected;
+    for (int64_t r = 0, first = 0; r < 3; first += ops::replica_share(7, 3, r), ++r) {
+      expected.push_back(make_tensor(dtype, {ops::replica_share(7, 3, r), 2}, [&](int64_t i) { return element(x, first * 2 + i); }));
+    }
+    return OpCase{{x}, {{"replicas", int64_t{3}}}, expected};
+  });
+  check_op_at_every_dtype("Broadcast", [&](DType dtype) {
+    const Tensor x = random_of(rng, dtype, {2, 3}, -4, 4);
+    return OpCase{{x}, {{"replicas", int64_t{3}}}, {x, x, x}};
+  });
+  check_op_at_every_dtype("AllGather", [&](DType dtype) {
+    const Tensor a = random_of(rng, dtype, {2, 2}, -4, 4), empty = random_of(rng, dtype, {0, 2}), c = random_of(rng, dtype, {1, 2}, -4, 4);
+    const Tensor gathered = make_tensor(dtype, {3, 2}, [&](int64_t i) { return i < 4 ? element(a, i) : element(c, i - 4); });
+    return OpCase{{a, empty, c}, {{"replicas", int64_t{3}}}, {gathered, gathered, gathered}};
+  });
+  check_op_at_every_dtype("PeerReduceScatter", [&](DType dtype) {
+    const Tensor alone = random_of(rng, dtype, {3, 4}, -4, 4);
+    return OpCase{{alone},
+                  {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}},
+                  {make_tensor(dtype, {12}, [&](int64_t i) { return element(alone, i); })}};
+  });
+  check_op_at_every_dtype("PeerAllGather", [&](DType dtype) {
+    const Tensor alone = random_of(rng, dtype, {6}, -4, 4);
+    return OpCase{{alone},
+                  {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{1}}, {"elements", std::vector<int64_t>{6}}},
+                  {alone}};
+  });
+
+  // Three ranks meeting by group, each on a device of its own.
+  constexpr int kRanks = 3;
+  const std::vector<int64_t> elements = {5, 70001};
+  const auto rank_types = [&](DType dtype, const AttrMap& attrs) {
+    return std::pair{std::vector<graph::TensorType>{{dtype, graph::Shape{5}}, {dtype, graph::Shape{70001}}}, attrs};
+  };
+  const AttrMap rank_0 = {{"group", std::string("g")}, {"rank", int64_t{0}}, {"ranks", int64_t{kRanks}}};
+  const auto buckets_of = [&](DType dtype) {
+    std::vector<std::vector<Tensor>> buckets(kRanks);
+    for (auto& bucket : buckets) bucket = {random_of(rng, dtype, {5}, -4, 4), random_of(rng, dtype, {70001}, -4, 4)};
+    return buckets;
+  };
+  for (graph::DeviceKind kind : {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async}) {
+    CAPTURE(graph::device_kind_name(kind));
+    sweep_dtypes("PeerAllReduce", [&](DType dtype) { return rank_types(dtype, rank_0); }, [&](DType dtype) {
+      const auto buckets = buckets_of(dtype);
+      const std::vector<Tensor> out = run_ranks(kind, buckets, ops::peer_all_reduce);
+      for (size_t j = 0; j < 2; ++j) {
+        const Tensor want = make_tensor(dtype, buckets[0][j].shape(), [&](int64_t i) {
+          double sum = 0;
+          for (const auto& bucket : buckets) sum += element(bucket[j], i);
+          return sum;
+        });
+        for (int r = 0; r < kRanks; ++r) check_elements(out[static_cast<size_t>(r) * 2 + j], want, dtype_tolerance(dtype));
+      }
+    });
+    sweep_dtypes("PeerReduceScatter", [&](DType dtype) { return rank_types(dtype, rank_0); }, [&](DType dtype) {
+      const auto buckets = buckets_of(dtype);
+      const std::vector<Tensor> out = run_ranks(kind, buckets, ops::peer_reduce_scatter);
+      for (size_t j = 0; j < 2; ++j) {
+        for (int64_t r = 0, first = 0; r < kRanks; first += runtime::participant_share(elements[j], kRanks, r), ++r) {
+          const Tensor want = make_tensor(dtype, {runtime::participant_share(elements[j], kRanks, r)}, [&](int64_t i) {
+            double sum = 0;
+            for (const auto& bucket : buckets) sum += element(bucket[j], first + i);
+            return sum;
+          });
+          check_elements(out[static_cast<size_t>(r) * 2 + j], want, dtype_tolerance(dtype));
+        }
+      }
+    });
+    AttrMap gather_0 = rank_0;
+    gather_0.set("elements", elements);
+    const auto share_types = [&](DType dtype) {
+      return std::pair{std::vector<graph::TensorType>{{dtype, graph::Shape{runtime::participant_share(5, kRanks, 0)}},
+                                                      {dtype, graph::Shape{runtime::participant_share(70001, kRanks, 0)}}},
+                       gather_0};
+    };
+    sweep_dtypes("PeerAllGather", share_types, [&](DType dtype) {
+      const std::vector<Tensor> whole = {random_of(rng, dtype, {5}, -4, 4), random_of(rng, dtype, {70001}, -4, 4)};
+      std::vector<std::vector<Tensor>> shares(kRanks);
+      for (size_t j = 0; j < whole.size(); ++j) {
+        for (int64_t r = 0, first = 0; r < kRanks; first += runtime::participant_share(elements[j], kRanks, r), ++r) {
+          shares[static_cast<size_t>(r)].push_back(make_tensor(
+              dtype, {runtime::participant_share(elements[j], kRanks, r)}, [&](int64_t i) { return element(whole[j], first + i); }));
+        }
+      }
+      const auto gather = [&](graph::Builder& b, const std::vector<graph::ValueRef>& bucket, const ops::PeerRank& rank,
+                              std::string_view, const ops::CollectiveOptions& options) {
+        return ops::peer_all_gather(b, bucket, rank, elements, options);
+      };
+      const std::vector<Tensor> out = run_ranks(kind, shares, gather);
+      for (int r = 0; r < kRanks; ++r) {
+        for (size_t j = 0; j < whole.size(); ++j) check_elements(out[static_cast<size_t>(r) * 2 + j], whole[j], 0);
+      }
+    });
+  }
+  check_op_at_every_dtype("DimSize", [&](DType dtype) {
+    return OpCase{{random_of(rng, dtype, {4, 0, 3})}, {{"axis", int64_t{-1}}}, {Tensor::scalar<int64_t>(3)}};
+  });
 }
 
 TEST_CASE("Kernels.DimSize") {

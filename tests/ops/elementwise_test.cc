@@ -1,5 +1,6 @@
 // Element-wise kernels against plain loops: every unary op on several shapes (zero batch, size 1, odd
-// sizes) and dtypes; binary ops with NumPy broadcasting in every direction; integer division by zero.
+// sizes) at every dtype its schema accepts; binary ops with NumPy broadcasting in every direction, at
+// every dtype; integer division by zero.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -30,14 +31,12 @@ const UnaryCase kUnary[] = {
 TEST_CASE("Kernels.unary.match_reference") {
   runtime::Random rng(1);
   for (const UnaryCase& c : kUnary) {
-    for (DType dtype : {DType::f32, DType::f64}) {
-      for (const TensorShape& shape : kShapes) {
-        CAPTURE(shape.to_string());
-        Tensor x = dtype == DType::f32 ? random_tensor<float>(rng, shape, c.low, c.high)
-                                       : random_tensor<double>(rng, shape, c.low, c.high);
-        Tensor want = make_tensor(dtype, shape, [&](int64_t i) { return c.reference(element(x, i)); });
-        check_op(c.op, {x}, {}, {want}, dtype == DType::f32 ? 1e-5 : 1e-12);
-      }
+    for (const TensorShape& shape : kShapes) {
+      CAPTURE(shape.to_string());
+      check_op_at_every_dtype(c.op, [&](DType dtype) {
+        Tensor x = random_of(rng, dtype, shape, c.low, c.high);
+        return OpCase{{x}, {}, {make_tensor(dtype, shape, [&](int64_t i) { return c.reference(element(x, i)); })}};
+      });
     }
   }
 }
@@ -88,19 +87,13 @@ TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
     for (const auto& [sa, sb] : kBroadcastPairs) {
       const std::string shapes = sa.to_string() + " with " + sb.to_string();
       CAPTURE(shapes);
-      // Divisors away from zero; f32, f64 and i32/i64 (ints in a small range).
-      Tensor a32 = random_tensor<float>(rng, sa, -3, 3), b32 = random_tensor<float>(rng, sb, 0.5, 3);
-      check_op(c.op, {a32, b32}, {}, {broadcast_reference(a32, b32, DType::f32, c.reference)}, 1e-6);
-      Tensor a64 = random_tensor<double>(rng, sa, -3, 3), b64 = random_tensor<double>(rng, sb, 0.5, 3);
-      check_op(c.op, {a64, b64}, {}, {broadcast_reference(a64, b64, DType::f64, c.reference)}, 1e-12);
-      for (DType int_type : {DType::i32, DType::i64}) {
-        Tensor ai = make_tensor(int_type, sa, [&](int64_t) { return std::floor(rng.uniform() * 20 - 10); });
-        Tensor bi = make_tensor(int_type, sb, [&](int64_t) { return 1 + std::floor(rng.uniform() * 5); });
-        auto int_reference = [&](double x, double y) {
-          return std::string_view(c.op) == "Div" ? std::trunc(x / y) : c.reference(x, y);
-        };
-        check_op(c.op, {ai, bi}, {}, {broadcast_reference(ai, bi, int_type, int_reference)});
-      }
+      // Divisors away from zero (integers in a small range; their quotients truncated by make_tensor).
+      check_op_at_every_dtype(c.op, [&](DType dtype) {
+        const bool integral = !graph::is_floating(dtype);
+        Tensor a = random_of(rng, dtype, sa, integral ? -10 : -3, integral ? 10 : 3);
+        Tensor b = random_of(rng, dtype, sb, integral ? 1 : 0.5, integral ? 6 : 3);
+        return OpCase{{a, b}, {}, {broadcast_reference(a, b, dtype, c.reference)}};
+      });
     }
   }
 }
@@ -108,9 +101,12 @@ TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
 TEST_CASE("Kernels.Equal.broadcasts_to_bool") {
   runtime::Random rng(3);
   for (const auto& [sa, sb] : kBroadcastPairs) {
-    Tensor a = make_tensor(DType::i32, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });
-    Tensor b = make_tensor(DType::i32, sb, [&](int64_t) { return std::floor(rng.uniform() * 3); });
-    check_op("Equal", {a, b}, {}, {broadcast_reference(a, b, DType::boolean, [](double x, double y) { return x == y; })});
+    check_op_at_every_dtype("Equal", [&](DType dtype) {
+      // Few distinct values, so that some are equal.
+      Tensor a = make_tensor(dtype, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+      Tensor b = make_tensor(dtype, sb, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+      return OpCase{{a, b}, {}, {broadcast_reference(a, b, DType::boolean, [](double x, double y) { return x == y; })}};
+    });
   }
 }
 

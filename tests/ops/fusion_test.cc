@@ -38,6 +38,46 @@ TEST_CASE("Kernels.FusedConv2D.matches_conv_then_bias_then_relu") {
   checked_ops().insert("FusedConv2D");
 }
 
+// At every dtype its schema accepts, against a direct convolution loop: the bias of the output's
+// dtype, and f32 (which a 16-bit output may also take).
+TEST_CASE("Kernels.FusedConv2D.at_every_dtype") {
+  runtime::Random rng(13);
+  for (const bool f32_bias : {false, true}) {
+    for (const char* format : {"NHWC", "NCHW"}) {
+      CAPTURE(f32_bias);
+      CAPTURE(format);
+      const bool nchw = std::string_view(format) == "NCHW";
+      const int64_t n = 2, h = 5, w = 4, c = 3, k = 4;  // 3x3 window, SAME, stride 1
+      check_op_at_every_dtype("FusedConv2D", [&](DType dtype) {
+        const Tensor input = random_of(rng, dtype, nchw ? TensorShape{n, c, h, w} : TensorShape{n, h, w, c});
+        const Tensor filter = random_of(rng, dtype, {3, 3, c, k});
+        const Tensor bias = random_of(rng, f32_bias ? DType::f32 : dtype, {k});
+        const TensorShape out_shape = nchw ? TensorShape{n, k, h, w} : TensorShape{n, h, w, k};
+        const auto at = [&](int64_t b, int64_t y, int64_t x, int64_t ch) {
+          return element(input, nchw ? ((b * c + ch) * h + y) * w + x : ((b * h + y) * w + x) * c + ch);
+        };
+        const Tensor expected = make_tensor(dtype, out_shape, [&](int64_t i) {
+          const auto idx = unravel(i, out_shape.to_vector());
+          const int64_t b = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
+          double sum = element(bias, o);
+          for (int64_t ky = 0; ky < 3; ++ky) {
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const int64_t iy = y + ky - 1, ix = x + kx - 1;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              for (int64_t ch = 0; ch < c; ++ch) sum += at(b, iy, ix, ch) * element(filter, ((ky * 3 + kx) * c + ch) * k + o);
+            }
+          }
+          return std::max(sum, 0.0);
+        });
+        return OpCase{{input, filter, bias},
+                      {{"padding", std::string("SAME")}, {"data_format", std::string(format)}, {"activation", std::string("relu")}},
+                      {expected},
+                      dtype == DType::f32 ? std::optional(1e-5) : std::nullopt};
+      });
+    }
+  }
+}
+
 // Every geometry MaxPoolGrad's kernel has a path for: the 2x2 stride-2 NHWC one (also with an odd
 // width and height, and an empty batch), the general NHWC one (overlapping SAME windows) and NCHW.
 struct PoolCase {

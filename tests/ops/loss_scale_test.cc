@@ -27,6 +27,14 @@ TEST_CASE("Kernels.AllFinite.is_false_for_any_nan_or_infinity") {
   check({wide, Tensor::from<float>({3}, {1, -inf, 2})}, false);
   check({Tensor::from<float>({2}, {inf, 0})}, false);
   check({Tensor::from<float>({0}, {})}, true);
+  for (const bool with_infinity : {false, true}) {
+    check_op_at_every_dtype("AllFinite", [&](DType dtype) {
+      const Tensor whole = random_of(rng, dtype, {7}, -4, 4);
+      Tensor big = random_of(rng, dtype, {100000}, -4, 4);
+      if (with_infinity) big = make_tensor(dtype, big.shape(), [&](int64_t i) { return i == 77777 ? inf : element(big, i); });
+      return OpCase{{whole, big}, {}, {Tensor::scalar<bool>(!(with_infinity && graph::is_floating(dtype)))}};
+    });
+  }
 }
 
 // Runs UpdateLossScale once per entry of `finite` from (scale, 0) and returns (scale, good steps).
@@ -60,6 +68,17 @@ TEST_CASE("Kernels.UpdateLossScale.grows_after_good_steps_and_halves_on_overflow
     const float largest = std::ldexp(1.0f, 127);
     CHECK(rescale(largest, {true}, 1, kind) == std::pair{largest, int64_t{0}});  // doubling would overflow
     (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert("UpdateLossScale");
+  }
+  // Alone, at every dtype of the scale its schema accepts: a good step that completes the growth
+  // steps doubles the scale and restarts the count; an overflow halves it.
+  for (const bool finite : {true, false}) {
+    check_op_at_every_dtype("UpdateLossScale", [&](DType dtype) {
+      return OpCase{.inputs = {make_tensor(dtype, {}, [](int64_t) { return 1024.0; }), Tensor::scalar<int64_t>(2),
+                               Tensor::scalar<bool>(finite)},
+                    .attrs = {{"growth_steps", int64_t{3}}},
+                    .expected = {make_tensor(dtype, {}, [&](int64_t) { return finite ? 2048.0 : 512.0; }), Tensor::scalar<int64_t>(0)},
+                    .variables = 2};
+    });
   }
 }
 

@@ -18,12 +18,12 @@ TEST_CASE("Kernels.MatMul.matches_triple_loop") {
                  Dims{130, 40, 1024}, Dims{600, 24, 512}}) {  // rows 2 KiB apart, in column and in row chunks
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
-        for (DType dtype : {DType::f32, DType::f64}) {
-          CAPTURE(d.m); CAPTURE(d.k); CAPTURE(d.n); CAPTURE(ta); CAPTURE(tb);
+        CAPTURE(d.m); CAPTURE(d.k); CAPTURE(d.n); CAPTURE(ta); CAPTURE(tb);
+        // The batch dim is unknown in the graph only when it is not transposed away.
+        check_op_at_every_dtype("MatMul", [&](DType dtype) {
           const TensorShape sa = ta ? TensorShape{d.k, d.m} : TensorShape{d.m, d.k};
           const TensorShape sb = tb ? TensorShape{d.n, d.k} : TensorShape{d.k, d.n};
-          Tensor a = dtype == DType::f32 ? random_tensor<float>(rng, sa) : random_tensor<double>(rng, sa);
-          Tensor b = dtype == DType::f32 ? random_tensor<float>(rng, sb) : random_tensor<double>(rng, sb);
+          Tensor a = random_of(rng, dtype, sa), b = random_of(rng, dtype, sb);
           Tensor want = make_tensor(dtype, {d.m, d.n}, [&](int64_t i) {
             const int64_t r = i / d.n, c = i % d.n;
             double sum = 0;
@@ -32,9 +32,8 @@ TEST_CASE("Kernels.MatMul.matches_triple_loop") {
             }
             return sum;
           });
-          // The batch dim is unknown in the graph only when it is not transposed away.
-          check_op("MatMul", {a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, {want}, dtype == DType::f32 ? 1e-5 : 1e-12);
-        }
+          return OpCase{{a, b}, {{"transpose_a", ta}, {"transpose_b", tb}}, {want}};
+        });
       }
     }
   }
@@ -48,31 +47,37 @@ TEST_CASE("Kernels.BiasAdd.adds_along_the_channel_dim") {
                         Case{{4, 70}, "NHWC", 1}, Case{{2, 3, 2, 37}, "NHWC", 3}, Case{{2, 4, 3, 3}, "NCHW", 1},
                         Case{{1, 1, 1, 1}, "NCHW", 1}}) {
     const int64_t channels = c.shape.dim(c.channel_axis);
-    Tensor x = random_tensor<float>(rng, c.shape);
-    Tensor bias = random_tensor<float>(rng, {channels});
-    const auto dims = c.shape.to_vector();
-    Tensor want = make_tensor(DType::f32, c.shape, [&](int64_t i) {
-      return element(x, i) + element(bias, unravel(i, dims)[static_cast<size_t>(c.channel_axis)]);
+    check_op_at_every_dtype("BiasAdd", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.shape), bias = random_of(rng, dtype, {channels});
+      const auto dims = c.shape.to_vector();
+      Tensor want = make_tensor(dtype, c.shape, [&](int64_t i) {
+        return element(x, i) + element(bias, unravel(i, dims)[static_cast<size_t>(c.channel_axis)]);
+      });
+      return OpCase{{x, bias}, {{"data_format", std::string(c.format)}}, {want}};
     });
-    check_op("BiasAdd", {x, bias}, {{"data_format", std::string(c.format)}}, {want});
   }
 }
 
 TEST_CASE("Kernels.Softmax_and_LogSoftmax.match_reference") {
   runtime::Random rng(12);
   for (const TensorShape& shape : {TensorShape{0, 10}, TensorShape{1, 1}, TensorShape{7, 10}, TensorShape{2, 3, 5}}) {
-    // Large logits check the max-shift.
-    Tensor x = random_tensor<float>(rng, shape, -50, 50);
     const int64_t classes = shape.dim(shape.rank() - 1);
-    auto log_softmax_at = [&](int64_t i) {
-      const int64_t row = i / classes;
-      double max = -1e300, sum = 0;
-      for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(x, row * classes + j));
-      for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(x, row * classes + j) - max);
-      return element(x, i) - max - std::log(sum);
-    };
-    check_op("LogSoftmax", {x}, {}, {make_tensor(DType::f32, shape, log_softmax_at)}, 1e-5);
-    check_op("Softmax", {x}, {}, {make_tensor(DType::f32, shape, [&](int64_t i) { return std::exp(log_softmax_at(i)); })}, 1e-6);
+    for (bool log : {true, false}) {
+      check_op_at_every_dtype(log ? "LogSoftmax" : "Softmax", [&](DType dtype) {
+        // Large logits check the max-shift.
+        Tensor x = random_of(rng, dtype, shape, -50, 50);
+        auto log_softmax_at = [&](int64_t i) {
+          const int64_t row = i / classes;
+          double max = -1e300, sum = 0;
+          for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(x, row * classes + j));
+          for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(x, row * classes + j) - max);
+          return element(x, i) - max - std::log(sum);
+        };
+        return OpCase{{x}, {}, {make_tensor(dtype, shape, [&](int64_t i) {
+                        return log ? log_softmax_at(i) : std::exp(log_softmax_at(i));
+                      })}};
+      });
+    }
   }
 }
 
@@ -81,20 +86,22 @@ TEST_CASE("Kernels.SparseSoftmaxCrossEntropyWithLogits.loss_and_backprop") {
   for (int64_t batch : {0, 1, 9}) {
     for (DType label_type : {DType::i32, DType::i64}) {
       const int64_t classes = 7;
-      Tensor logits = random_tensor<double>(rng, {batch, classes}, -5, 5);
-      Tensor labels = make_tensor(label_type, {batch}, [&](int64_t) { return std::floor(rng.uniform() * classes); });
-      auto log_prob = [&](int64_t r, int64_t c) {
-        double max = -1e300, sum = 0;
-        for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(logits, r * classes + j));
-        for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(logits, r * classes + j) - max);
-        return element(logits, r * classes + c) - max - std::log(sum);
-      };
-      Tensor loss = make_tensor(DType::f64, {batch}, [&](int64_t r) { return -log_prob(r, static_cast<int64_t>(element(labels, r))); });
-      Tensor backprop = make_tensor(DType::f64, {batch, classes}, [&](int64_t i) {
-        const int64_t r = i / classes, c = i % classes;
-        return std::exp(log_prob(r, c)) - (c == static_cast<int64_t>(element(labels, r)) ? 1.0 : 0.0);
+      check_op_at_every_dtype("SparseSoftmaxCrossEntropyWithLogits", [&](DType dtype) {
+        Tensor logits = random_of(rng, dtype, {batch, classes}, -5, 5);
+        Tensor labels = make_tensor(label_type, {batch}, [&](int64_t) { return std::floor(rng.uniform() * classes); });
+        auto log_prob = [&](int64_t r, int64_t c) {
+          double max = -1e300, sum = 0;
+          for (int64_t j = 0; j < classes; ++j) max = std::max(max, element(logits, r * classes + j));
+          for (int64_t j = 0; j < classes; ++j) sum += std::exp(element(logits, r * classes + j) - max);
+          return element(logits, r * classes + c) - max - std::log(sum);
+        };
+        Tensor loss = make_tensor(dtype, {batch}, [&](int64_t r) { return -log_prob(r, static_cast<int64_t>(element(labels, r))); });
+        Tensor backprop = make_tensor(dtype, {batch, classes}, [&](int64_t i) {
+          const int64_t r = i / classes, c = i % classes;
+          return std::exp(log_prob(r, c)) - (c == static_cast<int64_t>(element(labels, r)) ? 1.0 : 0.0);
+        });
+        return OpCase{{logits, labels}, {}, {loss, backprop}};
       });
-      check_op("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, {}, {loss, backprop}, 1e-12);
     }
   }
   auto bad = run_op("SparseSoftmaxCrossEntropyWithLogits",
@@ -134,34 +141,39 @@ TEST_CASE("Kernels.Conv2D.matches_direct_convolution") {
     for (bool nchw : {false, true}) {
       const int64_t out_channels = 4;
       CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.dh); CAPTURE(c.same);
-      Tensor input = random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c));
-      Tensor filter = random_tensor<float>(rng, {c.kh, c.kw, c.c, out_channels});
-      const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, c.dh, c.same);
-      const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, c.dw, c.same);
-      const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, c.dh) : 0;
-      const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, c.dw) : 0;
-      const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
-      Tensor want = make_tensor(DType::f32, layout_shape(nchw, c.n, oh, ow, out_channels), [&](int64_t i) {
-        // i is in the output layout; recover (n, y, x, o).
-        const auto idx = unravel(i, layout_shape(nchw, c.n, oh, ow, out_channels).to_vector());
-        const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
-        double sum = 0;
-        for (int64_t ky = 0; ky < c.kh; ++ky) {
-          for (int64_t kx = 0; kx < c.kw; ++kx) {
-            const int64_t iy = y * c.sh - ph + ky * c.dh, ix = x * c.sw - pw + kx * c.dw;
-            if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
-            for (int64_t ic = 0; ic < c.c; ++ic) {
-              sum += element(input, image_index(nchw, in_dims, n, iy, ix, ic)) *
-                     element(filter, ((ky * c.kw + kx) * c.c + ic) * out_channels + o);
+      check_op_at_every_dtype("Conv2D", [&](DType dtype) {
+        Tensor input = random_of(rng, dtype, layout_shape(nchw, c.n, c.h, c.w, c.c));
+        Tensor filter = random_of(rng, dtype, {c.kh, c.kw, c.c, out_channels});
+        const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, c.dh, c.same);
+        const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, c.dw, c.same);
+        const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, c.dh) : 0;
+        const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, c.dw) : 0;
+        const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
+        Tensor want = make_tensor(dtype, layout_shape(nchw, c.n, oh, ow, out_channels), [&](int64_t i) {
+          // i is in the output layout; recover (n, y, x, o).
+          const auto idx = unravel(i, layout_shape(nchw, c.n, oh, ow, out_channels).to_vector());
+          const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
+          double sum = 0;
+          for (int64_t ky = 0; ky < c.kh; ++ky) {
+            for (int64_t kx = 0; kx < c.kw; ++kx) {
+              const int64_t iy = y * c.sh - ph + ky * c.dh, ix = x * c.sw - pw + kx * c.dw;
+              if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+              for (int64_t ic = 0; ic < c.c; ++ic) {
+                sum += element(input, image_index(nchw, in_dims, n, iy, ix, ic)) *
+                       element(filter, ((ky * c.kw + kx) * c.c + ic) * out_channels + o);
+              }
             }
           }
-        }
-        return sum;
+          return sum;
+        });
+        return OpCase{{input, filter},
+                      {{"strides", std::vector<int64_t>{c.sh, c.sw}},
+                       {"dilations", std::vector<int64_t>{c.dh, c.dw}},
+                       {"padding", std::string(c.same ? "SAME" : "VALID")},
+                       {"data_format", std::string(nchw ? "NCHW" : "NHWC")}},
+                      {want},
+                      dtype == DType::f32 ? std::optional(1e-4) : std::nullopt};
       });
-      check_op("Conv2D", {input, filter},
-               {{"strides", std::vector<int64_t>{c.sh, c.sw}}, {"dilations", std::vector<int64_t>{c.dh, c.dw}},
-                {"padding", std::string(c.same ? "SAME" : "VALID")}, {"data_format", std::string(nchw ? "NCHW" : "NHWC")}},
-               {want}, 1e-4);
     }
   }
 }
@@ -172,15 +184,14 @@ TEST_CASE("Kernels.MaxPool_and_AvgPool.match_window_loops") {
     if (c.dh != 1 || c.dw != 1) continue;  // pooling has no dilation
     for (bool nchw : {false, true}) {
       CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.same);
-      Tensor input = random_tensor<float>(rng, layout_shape(nchw, c.n, c.h, c.w, c.c));
       const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, 1, c.same);
       const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, 1, c.same);
       const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, 1) : 0;
       const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, 1) : 0;
       const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
       const TensorShape out_shape = layout_shape(nchw, c.n, oh, ow, c.c);
-      auto pooled = [&](bool average) {
-        return make_tensor(DType::f32, out_shape, [&](int64_t i) {
+      auto pooled = [&](const Tensor& input, bool average) {
+        return make_tensor(input.dtype(), out_shape, [&](int64_t i) {
           const auto idx = unravel(i, out_shape.to_vector());
           const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], ch = nchw ? idx[1] : idx[3];
           double max = -1e300, sum = 0;
@@ -202,8 +213,12 @@ TEST_CASE("Kernels.MaxPool_and_AvgPool.match_window_loops") {
                                     {"strides", std::vector<int64_t>{c.sh, c.sw}},
                                     {"padding", std::string(c.same ? "SAME" : "VALID")},
                                     {"data_format", std::string(nchw ? "NCHW" : "NHWC")}};
-      check_op("MaxPool", {input}, attrs, {pooled(false)});
-      check_op("AvgPool", {input}, attrs, {pooled(true)}, 1e-5);
+      for (bool average : {false, true}) {
+        check_op_at_every_dtype(average ? "AvgPool" : "MaxPool", [&](DType dtype) {
+          Tensor input = random_of(rng, dtype, layout_shape(nchw, c.n, c.h, c.w, c.c));
+          return OpCase{{input}, attrs, {pooled(input, average)}};
+        });
+      }
     }
   }
 }

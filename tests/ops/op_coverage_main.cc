@@ -1,5 +1,6 @@
 // The ops test binary's main: runs every test case, then, on a plain run (no arguments), fails when a
-// registered op has no CPU kernel or was never checked against a reference by check_op, and reports
+// registered op has no CPU kernel, was never checked against a reference by check_op or was never
+// swept over the dtypes its schema accepts (check_op_at_every_dtype), and reports
 // the conformance coverage of every backend under test (an op with a kernel there that was never
 // checked against the CPU kernel fails too, as does an op without a kernel on a backend under test).
 // With the GPU among the backends (MIRRA_CONFORMANCE_BACKENDS=gpu) and no CUDA device, it reports
@@ -42,9 +43,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "op coverage: %s has no kernel test (check_op was never called for it)\n", op.c_str());
       ++missing;
     }
+    if (mirra::test::swept_dtypes().count(op) == 0) {
+      std::fprintf(stderr, "op coverage: %s was never swept over the dtypes its schema accepts (check_op_at_every_dtype)\n",
+                   op.c_str());
+      ++missing;
+    }
   }
-  std::printf("op coverage: %zu ops registered, %d missing a kernel, a test or a gradient check\n", mirra::ops::registry().names().size(),
-              missing);
+  size_t swept = 0;
+  for (const auto& [op, dtypes] : mirra::test::swept_dtypes()) swept += dtypes.size();
+  std::printf("op coverage: %zu ops registered, %d missing a kernel, a test, a dtype sweep or a gradient check; "
+              "%zu (op, dtype) pairs the schemas accept checked against their references\n",
+              mirra::ops::registry().names().size(), missing, swept);
   for (mirra::graph::DeviceKind kind : mirra::test::backends_under_test()) {
     const std::string_view name = mirra::graph::device_kind_name(kind);
     const std::set<std::string>& checked = mirra::test::conformance_checked(kind);
@@ -64,6 +73,13 @@ int main(int argc, char** argv) {
     }
     std::printf("conformance on %.*s: %d of %zu ops have a kernel there that matches the CPU kernel, and %d gradients\n",
                 static_cast<int>(name.size()), name.data(), matching, mirra::ops::registry().names().size(), gradients);
+    const std::set<std::string>& fell_back = mirra::test::conformance_fell_back(kind);
+    std::string refused;
+    for (const std::string& signature : fell_back) refused += (refused.empty() ? "" : "; ") + signature;
+    std::printf("conformance on %.*s: %zu (op, input dtypes) signatures ran there, %zu on the CPU instead (dtypes its "
+                "kernels do not take)%s%s\n",
+                static_cast<int>(name.size()), name.data(), mirra::test::conformance_ran(kind).size(), fell_back.size(),
+                refused.empty() ? "" : ": ", refused.c_str());
     missing += failing;
   }
   return missing == 0 ? 0 : 1;

@@ -4,6 +4,7 @@
 // classifier learns; Assign writes a value and a sharded optimizer slot (Variable with shard_of) is a
 // flat share of its whole.
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "tests/ops/op_test_util.h"
@@ -111,6 +112,88 @@ TEST_CASE("Kernels.Assign.writes_the_value_into_the_variable") {
     CHECK(b.status().message().find("the value must have the variable's shape") != std::string::npos);
     (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert("Assign");
   }
+}
+
+// Each update op alone, on variables of every dtype its schema accepts, against its formula in a plain
+// loop (with the gate open, and closed: nothing changes); the state after the update is compared.
+TEST_CASE("Kernels.updates.at_every_dtype") {
+  runtime::Random rng(7);
+  const TensorShape shape{5, 3};
+  const int64_t n = shape.num_elements();
+  const auto scalar = [](DType dtype, double value) { return make_tensor(dtype, {}, [&](int64_t) { return value; }); };
+  const auto elementwise = [&](const Tensor& like, const std::function<double(int64_t)>& f) {
+    return make_tensor(like.dtype(), like.shape(), f);
+  };
+  const double lr = 0.1;
+  for (const bool open : {true, false}) {
+    CAPTURE(open);
+    const Tensor gate = Tensor::scalar<bool>(open);
+    check_op_at_every_dtype("ApplyGradientDescent", [&](DType dtype) {
+      const Tensor v = random_of(rng, dtype, shape, -4, 4), g = random_of(rng, dtype, shape, -4, 4);
+      return OpCase{.inputs = {v, g, scalar(dtype, lr), gate},
+                    .expected = {open ? elementwise(v, [&](int64_t i) { return element(v, i) - lr * element(g, i); }) : v},
+                    .variables = 1};
+    });
+    for (const bool nesterov : {false, true}) {
+      check_op_at_every_dtype("ApplyMomentum", [&](DType dtype) {
+        const double momentum = 0.9;
+        const Tensor v = random_of(rng, dtype, shape), a = random_of(rng, dtype, shape), g = random_of(rng, dtype, shape);
+        std::vector<double> v2(static_cast<size_t>(n)), a2(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          a2[static_cast<size_t>(i)] = momentum * element(a, i) + element(g, i);
+          v2[static_cast<size_t>(i)] =
+              element(v, i) - lr * (nesterov ? element(g, i) + momentum * a2[static_cast<size_t>(i)] : a2[static_cast<size_t>(i)]);
+        }
+        return OpCase{.inputs = {v, a, g, scalar(dtype, lr), gate},
+                      .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}},
+                      .expected = {open ? elementwise(v, [&](int64_t i) { return v2[static_cast<size_t>(i)]; }) : v,
+                                   open ? elementwise(a, [&](int64_t i) { return a2[static_cast<size_t>(i)]; }) : a},
+                      .variables = 2};
+      });
+    }
+    check_op_at_every_dtype("ApplyAdam", [&](DType dtype) {
+      const double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7, weight_decay = 0.01;
+      const int64_t done = 3;  // updates already applied: this is update 4
+      const Tensor v = random_of(rng, dtype, shape), m = random_of(rng, dtype, shape), s = random_of(rng, dtype, shape, 0, 1);
+      const Tensor g = random_of(rng, dtype, shape);
+      std::vector<double> v2(static_cast<size_t>(n)), m2(static_cast<size_t>(n)), s2(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i);
+        m2[k] = beta1 * element(m, i) + (1 - beta1) * element(g, i);
+        s2[k] = beta2 * element(s, i) + (1 - beta2) * element(g, i) * element(g, i);
+        const double m_hat = m2[k] / (1 - std::pow(beta1, done + 1)), s_hat = s2[k] / (1 - std::pow(beta2, done + 1));
+        v2[k] = element(v, i) * (1 - lr * weight_decay) - lr * m_hat / (std::sqrt(s_hat) + epsilon);
+      }
+      return OpCase{.inputs = {v, m, s, g, scalar(dtype, lr), Tensor::scalar<int64_t>(done), gate},
+                    .attrs = {{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}},
+                    .expected = {open ? elementwise(v, [&](int64_t i) { return v2[static_cast<size_t>(i)]; }) : v,
+                                 open ? elementwise(m, [&](int64_t i) { return m2[static_cast<size_t>(i)]; }) : m,
+                                 open ? elementwise(s, [&](int64_t i) { return s2[static_cast<size_t>(i)]; }) : s},
+                    .variables = 3};
+    });
+    check_op_at_every_dtype("AssignAdd", [&](DType dtype) {
+      const Tensor v = random_of(rng, dtype, shape, -4, 4), d = random_of(rng, dtype, shape, -4, 4);
+      return OpCase{.inputs = {v, d, gate},
+                    .expected = {open ? elementwise(v, [&](int64_t i) { return element(v, i) + element(d, i); }) : v},
+                    .variables = 1};
+    });
+  }
+  // NoOp reads no tensor: it runs at every dtype alike.
+  check_op_at_every_dtype("NoOp", [](DType) { return OpCase{}; });
+  // One value, and shares of 9, 0 and 6 elements joined in order.
+  check_op_at_every_dtype("Assign", [&](DType dtype) {
+    const Tensor value = random_of(rng, dtype, shape, -4, 4);
+    return OpCase{.inputs = {random_of(rng, dtype, shape, -4, 4), value}, .expected = {value}, .variables = 1};
+  });
+  check_op_at_every_dtype("Assign", [&](DType dtype) {
+    const Tensor whole = random_of(rng, dtype, {n}, -4, 4);
+    const auto part = [&](int64_t first, int64_t count) {
+      return make_tensor(dtype, {count}, [&](int64_t i) { return element(whole, first + i); });
+    };
+    return OpCase{.inputs = {random_of(rng, dtype, shape, -4, 4), part(0, 9), part(9, 0), part(9, 6)},
+                  .expected = {make_tensor(dtype, shape, [&](int64_t i) { return element(whole, i); })},
+                  .variables = 1};
+  });
 }
 
 TEST_CASE("Kernels.Variable.shard_of_holds_a_flat_share") {

@@ -12,10 +12,14 @@ TEST_CASE("Kernels.Const_and_Fill.produce_their_values") {
            {Tensor::from<float>({2, 3}, std::span<const float>(values))});
   check_op("Const", {}, {{"value", graph::TensorValue::from<int64_t>({0}, std::span<const int64_t>())}},
            {Tensor::from<int64_t>({0}, std::span<const int64_t>())});
-  for (DType dtype : {DType::f32, DType::i32, DType::boolean}) {
-    check_op("Fill", {}, {{"shape", graph::Shape{3, 2}}, {"value", 1.0}, {"dtype", dtype}},
-             {make_tensor(dtype, {3, 2}, [](int64_t) { return 1.0; })});
-  }
+  runtime::Random rng(1);
+  check_op_at_every_dtype("Const", [&](DType dtype) {
+    const Tensor value = random_of(rng, dtype, {2, 3}, -4, 4);
+    return OpCase{{}, {{"value", runtime::to_tensor_value(value)}}, {value}};
+  });
+  check_op_at_every_dtype("Fill", [&](DType dtype) {
+    return OpCase{{}, {{"shape", graph::Shape{3, 2}}, {"value", 3.0}, {"dtype", dtype}}, {make_tensor(dtype, {3, 2}, [](int64_t) { return 3.0; })}};
+  });
 }
 
 TEST_CASE("Kernels.Variable.initialisers") {
@@ -26,6 +30,15 @@ TEST_CASE("Kernels.Variable.initialisers") {
   check_op("Variable", {}, {{"shape", graph::Shape{0, 3}}}, {Tensor::from<float>({0, 3}, std::span<const float>())});
   check_op("Variable", {}, {{"shape", graph::Shape{}}, {"initializer", std::string("constant")}, {"init_value", 7.0},
                             {"dtype", DType::i64}}, {Tensor::from<int64_t>({}, {7})});
+  for (const char* initializer : {"zeros", "ones", "constant"}) {
+    CAPTURE(initializer);
+    check_op_at_every_dtype("Variable", [&](DType dtype) {
+      const double value = std::string_view(initializer) == "zeros" ? 0 : std::string_view(initializer) == "ones" ? 1 : 7;
+      return OpCase{{},
+                    {{"shape", graph::Shape{2, 3}}, {"initializer", std::string(initializer)}, {"init_value", 7.0}, {"dtype", dtype}},
+                    {make_tensor(dtype, {2, 3}, [&](int64_t) { return value; })}};
+    });
+  }
   CHECK(run_op("Variable", {}, {{"shape", graph::Shape{2}}, {"initializer", std::string("he_normal")}, {"dtype", DType::i32}})
             .status().message() == "node 'Variable' (Variable): initializer 'he_normal' needs a floating variable; inputs ()");
 
@@ -78,6 +91,22 @@ TEST_CASE("Kernels.Placeholder.must_be_fed") {
     if (kind != graph::DeviceKind::cpu) conformance_checked(kind).insert("Placeholder");
   }
   checked_ops().insert("Placeholder");
+  // Fed a value of every dtype it accepts, it gives that value back, on every kind.
+  runtime::Random rng(2);
+  sweep_dtypes("Placeholder", [](DType dtype) { return std::pair{std::vector<graph::TensorType>{}, AttrMap{{"dtype", dtype}, {"shape", graph::Shape{-1, 3}}}}; },
+               [&](DType dtype) {
+                 graph::Graph fed_graph;
+                 graph::Builder fb(fed_graph, ops::registry());
+                 const auto in = ops::placeholder(fb, "in", dtype, {-1, 3});
+                 REQUIRE(fb.status().ok());
+                 const Tensor value = random_of(rng, dtype, {4, 3}, -4, 4);
+                 for (graph::DeviceKind kind : kinds) {
+                   runtime::Session session(fed_graph, ops::kernels(), {.default_device = {kind, 0}});
+                   auto out = session.run({{"in", value}}, {in});
+                   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+                   check_elements((*out)[0], value, 0);
+                 }
+               });
 }
 
 }  // namespace

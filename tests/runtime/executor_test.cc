@@ -1,7 +1,7 @@
 // The executor and session: random DAGs (wide, deep, diamond-heavy; 10k+ nodes) give bitwise the same
 // results as deterministic mode over many runs; a kernel error in a large graph is reported with node,
 // op and device, nothing hangs, and the session works for the next step; feeds are checked; pruning,
-// control edges and variables behave; subnormals are flushed unless the session asks otherwise.
+// control edges and variables behave (values assigned and read are copies); subnormals are flushed unless the session asks otherwise.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
@@ -185,6 +185,27 @@ TEST_CASE("Session.variables.keep_their_values_across_steps") {
   auto third = session.run({}, {doubled});
   REQUIRE(third.ok());
   CHECK((*third)[0].to_vector<float>() == std::vector<float>{2, 4, 6, 8});
+}
+
+// A value assigned or read is the caller's: the updates of later steps write the variable's own buffer.
+TEST_CASE("Session.variables.assigned_and_read_values_are_copies") {
+  for (const graph::DeviceKind kind : {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async}) {
+    CAPTURE(graph::device_kind_name(kind));
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    auto w = ops::variable(b, "w", {2}, ops::Initializer::zeros());
+    const graph::NodeId add = ops::assign_add(b, w, ops::constant<float>(b, {2}, std::vector<float>{1, 1}));
+    REQUIRE(b.status().ok());
+    Session session(g, ops::kernels(), {.default_device = {kind, 0}});
+    const Tensor assigned = Tensor::from<float>({2}, {3, 4});
+    session.assign_variable("w", assigned);
+    REQUIRE(session.run({}, {}, {add}).ok());
+    const Tensor read = *session.read_variable("w");
+    REQUIRE(session.run({}, {}, {add}).ok());
+    CHECK(assigned.to_vector<float>() == std::vector<float>{3, 4});
+    CHECK(read.to_vector<float>() == std::vector<float>{4, 5});
+    CHECK(session.read_variable("w")->to_vector<float>() == std::vector<float>{5, 6});
+  }
 }
 
 TEST_CASE("Session.control_edges.order_nodes_and_targets_run_without_fetches") {
