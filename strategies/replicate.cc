@@ -7,6 +7,7 @@
 
 #include "graph/verify.h"
 #include "ops/ops.h"
+#include "strategies/batch_mean_loss.h"
 #include "strategies/collective_order.h"
 #include "strategies/sharded_updates.h"
 
@@ -23,6 +24,7 @@ constexpr int kHost = -1;  // replica_of_ for nodes that exist once
 // Which nodes of the one-replica graph are cloned per replica.
 struct Classification {
   std::vector<bool> batch_input;  // placeholders whose dim 0 is the batch
+  std::vector<bool> from_batch;   // nodes that depend on a batch input (or on the gradients' seed)
   std::vector<bool> replicated;
   // Computed from state and aggregated gradients alone, so every replica's copy holds the same value
   // (loss scaling's "the gradients are finite", say): a node that exists once may read replica 0's.
@@ -32,8 +34,9 @@ struct Classification {
 Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
   const graph::Graph& g = program.graph;
   Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
-                   std::vector<bool>(g.size(), false)};
-  std::vector<bool> step_state(g.size(), false), from_batch(g.size(), false), after_gradient(g.size(), false);
+                   std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+  std::vector<bool>& from_batch = c.from_batch;
+  std::vector<bool> step_state(g.size(), false), after_gradient(g.size(), false);
   for (NodeId id : program.step_state) step_state[id] = true;
   std::set<ValueRef> gradients;
   for (const auto& [variable, gradient] : program.variables_and_gradients) gradients.insert(gradient);
@@ -93,7 +96,8 @@ class Rewriter {
                                                           NodeId copies_end) const;
   void rewire(const std::vector<std::vector<ValueRef>>& raw, const std::vector<std::vector<ValueRef>>& aggregated,
               NodeId copies_end);
-  graph::Status add_metrics(TrainingProgram& result);
+  ValueRef element_count(ValueRef value, int replica);
+  graph::Status add_metrics(TrainingProgram& result, NodeId batch_mean, const Classification& c);
 
   const TrainingProgram& program_;
   const ReplicationPlan& plan_;
@@ -476,23 +480,53 @@ void Rewriter::rewire(const std::vector<std::vector<ValueRef>>& raw, const std::
   }
 }
 
-graph::Status Rewriter::add_metrics(TrainingProgram& result) {
+// Replica r's count of the elements of `value` (one of its clones' values), in the loss's dtype.
+ValueRef Rewriter::element_count(ValueRef value, int replica) {
+  const graph::Shape& shape = program_.graph.type(value).shape;
+  const graph::DType dtype = program_.graph.type(program_.signature.loss).dtype;
+  const ValueRef copy = copy_on(value, replica);
+  ValueRef count;       // the product of the dims known at run time (none yet)
+  int64_t known = 1;    // of those known here
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape.dim(d) >= 0) {
+      known *= shape.dim(d);
+      continue;
+    }
+    const ValueRef dim = on(replica, ops::cast(b_, on(replica, ops::dim_size(b_, copy, d)), dtype));
+    count = count.valid() ? on(replica, ops::mul(b_, count, dim)) : dim;
+  }
+  if (known == 1 && count.valid()) return count;
+  const ValueRef constant = on(replica, ops::scalar_of(b_, static_cast<double>(known), copy));
+  return count.valid() ? on(replica, ops::mul(b_, count, constant)) : constant;
+}
+
+// The metrics of the global batch on the host: the sum over the replicas (and workers) of each one's
+// summed losses, divided by the elements they average, in place of the one-replica loss's batch mean
+// (the rest of the loss built around it again: its terms that do not depend on the batch read
+// replica 0's copies, which every replica holds alike); the correct counts summed.
+graph::Status Rewriter::add_metrics(TrainingProgram& result, NodeId batch_mean, const Classification& c) {
   const TrainingProgram& p = program_;
-  const Node& loss = p.graph.node(p.signature.loss.node);
+  const ValueRef averaged = p.graph.node(batch_mean).inputs[0];
   auto scope = b_.scope("metrics");
-  ValueRef loss_sum, correct;
+  ValueRef loss_sum, count, correct;
   for (int r = 0; r < replicas_; ++r) {
-    const ValueRef replica_loss = on(r, ops::reduce_sum(b_, copy_on(loss.inputs[0], r)));
+    const ValueRef replica_loss = on(r, ops::reduce_sum(b_, copy_on(averaged, r)));
+    const ValueRef replica_count = element_count(averaged, r);
     const ValueRef replica_correct = copy_on(p.signature.correct, r);
     loss_sum = r == 0 ? replica_loss : on(kHost, ops::add(b_, loss_sum, replica_loss));
+    count = r == 0 ? replica_count : on(kHost, ops::add(b_, count, replica_count));
     correct = r == 0 ? replica_correct : on(kHost, ops::add(b_, correct, replica_correct));
   }
   if (plan_.across_workers) {
-    const std::vector<ValueRef> sums = ops::all_reduce(b_, {loss_sum, correct}, 1, "sum", plan_.collective);
+    const std::vector<ValueRef> sums = ops::all_reduce(b_, {loss_sum, count, correct}, 1, "sum", plan_.collective);
     loss_sum = on(kHost, sums[0]);
-    correct = sums[1];
+    count = sums[1];
+    correct = sums[2];
   }
-  result.signature.loss = on(kHost, ops::div(b_, loss_sum, global_batch_));
+  const ValueRef mean = on(kHost, ops::div(b_, loss_sum, count));
+  result.signature.loss = rebuild_loss(
+      b_, p.graph, p.signature.loss, batch_mean, mean, c.from_batch, [&](ValueRef term) { return copy_on(term, 0); },
+      [&](ValueRef value) { return on(kHost, value); });
   result.signature.correct = correct;
   return b_.status();
 }
@@ -505,11 +539,6 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   }
   const auto features = p.graph.find(p.signature.features);
   if (!features) return graph::invalid_argument("replicate: no batch input named '" + p.signature.features + "'");
-  const Node& loss = p.graph.node(p.signature.loss.node);
-  if (loss.op != "ReduceMean" || loss.inputs.size() != 1) {
-    return graph::invalid_argument("replicate: the loss must be a mean over examples (ReduceMean), not '" + loss.name +
-                                   "' (" + loss.op + ")");
-  }
   if (!p.loss_gradient.valid() || p.loss_gradient.node >= p.graph.size()) {
     return graph::invalid_argument("replicate: the program does not name the seed of its gradients (loss_gradient)");
   }
@@ -518,6 +547,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   if (!c.batch_input[*features]) {
     return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
   }
+  MIRRA_ASSIGN_OR_RETURN(const NodeId batch_mean, batch_mean_of(p.graph, p.signature.loss, c.from_batch));
   MIRRA_RETURN_IF_ERROR(clone_nodes(order, c));
   const NodeId copies_end = static_cast<NodeId>(out_.size());
   scale_loss_gradients(copies_end);
@@ -570,7 +600,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
     result.variables_and_gradients.emplace_back(copy_on(p.variables_and_gradients[j].first, 0), aggregated[j][0]);
   }
   for (NodeId id : p.step_state) result.step_state.push_back(copies_[id][0]);
-  MIRRA_RETURN_IF_ERROR(add_metrics(result));
+  MIRRA_RETURN_IF_ERROR(add_metrics(result, batch_mean, c));
   MIRRA_RETURN_IF_ERROR(graph::verify_structure(out_));
   return result;
 }

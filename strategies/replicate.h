@@ -10,12 +10,16 @@
 // (strategies/sharded_updates.h): gradients are reduce-scattered, each replica updates its share of
 // each variable, and the shares are all-gathered. With bf16_all_reduce the f32 gradients cross the
 // all-reduce as bf16.
-// The loss and correct count are re-aggregated on the host: sums over replicas divided by the global
-// batch, so a partial or empty share weighs exactly what it holds. Across workers (each feeding its
-// shard of the global batch), the batch size, the loss sum and the correct count are all-reduced too.
+// The loss and correct count are re-aggregated on the host: the loss's mean over the batch as the sum
+// over replicas of their summed elements divided by the elements they average (for a mean over
+// [B], [B, T], [B, k], ...), the rest of the loss (terms that do not depend on the batch:
+// strategies/batch_mean_loss.h) built again around it, so a partial or empty share weighs exactly
+// what it holds. Across workers (each feeding its shard of the global batch), the batch size, the
+// loss sum, its element count and the correct count are all-reduced too.
 //
-// REQUIRES: the program's loss is a ReduceMean over per-example losses; its batch inputs are
-//   placeholders with an unknown dim 0; the gradients are those of its trainable variables.
+// REQUIRES: the program's loss is a mean over the batch plus or minus terms that do not depend on it
+//   (batch_mean_of); its batch inputs are placeholders with an unknown dim 0; the gradients are those
+//   of its trainable variables.
 // ENSURES: one step on a global batch B gives the variables one device would give on B.
 #pragma once
 

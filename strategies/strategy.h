@@ -43,7 +43,8 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual const StrategyConfig& config() const = 0;
-  // REQUIRES: `program` trains one replica; its loss is a mean over the examples (ReduceMean).
+  // REQUIRES: `program` trains one replica; its loss is a mean over the batch (ReduceMean) plus or
+  // minus terms that do not depend on the batch (strategies/batch_mean_loss.h).
   // ENSURES: the result trains the same model over config().devices; one step on a global batch B
   // updates the variables as one device would on the same B.
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const { return distribute(program, {}); }

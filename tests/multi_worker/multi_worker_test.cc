@@ -1,6 +1,7 @@
 // Multi-worker training across processes on this machine, launched by mpirun as users launch it:
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
-// Adam, global batch 128 and 61, 20 steps), also accumulating gradients over 2 batches per step, with
+// Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
+// with a weight decay too), also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
@@ -103,6 +104,30 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
           check_close(trained_values(saved), want);
         }
       }
+    }
+  }
+}
+
+// A loss over [batch, classes] plus a weight decay: the workers report the losses one device reports
+// for the same global batches, 61 examples split unevenly over 2 workers x 1 and 2 devices.
+TEST_CASE("MultiWorker.reports_a_loss_over_batch_and_classes_as_one_device") {
+  const std::vector<std::string> common = {"train", brier_mlp_file(), "--steps", "8", "--batch-size", "61", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--metrics", workspace() / "brier_one.jsonl"});
+  REQUIRE(run(reference, "brier_reference").code == 0);
+  const std::vector<double> want = step_losses(workspace() / "brier_one.jsonl");
+  REQUIRE(want.size() == 8);
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+    CAPTURE(devices);
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", devices, "--metrics", workspace() / "brier_workers.jsonl"});
+    const Run r = run_program(mpirun(2, args), "brier_workers");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::vector<double> got = step_losses(workspace() / "brier_workers.jsonl");
+    REQUIRE(got.size() == want.size());
+    for (size_t step = 0; step < want.size(); ++step) {
+      CAPTURE(step);
+      CHECK(got[step] == doctest::Approx(want[step]).epsilon(1e-4));
     }
   }
 }

@@ -84,7 +84,8 @@ const std::vector<std::pair<TensorShape, TensorShape>> kBroadcastPairs = {
 TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
   runtime::Random rng(2);
   for (const BinaryCase& c : kBinary) {
-    for (const auto& [sa, sb] : kBroadcastPairs) {
+    for (const auto& pair : kBroadcastPairs) {
+      const TensorShape &sa = pair.first, &sb = pair.second;  // not structured bindings: lambdas take them
       const std::string shapes = sa.to_string() + " with " + sb.to_string();
       CAPTURE(shapes);
       // Divisors away from zero (integers in a small range; their quotients truncated by make_tensor).
@@ -100,7 +101,8 @@ TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
 
 TEST_CASE("Kernels.Equal.broadcasts_to_bool") {
   runtime::Random rng(3);
-  for (const auto& [sa, sb] : kBroadcastPairs) {
+  for (const auto& pair : kBroadcastPairs) {
+    const TensorShape &sa = pair.first, &sb = pair.second;  // not structured bindings: lambdas take them
     check_op_at_every_dtype("Equal", [&](DType dtype) {
       // Few distinct values, so that some are equal.
       Tensor a = make_tensor(dtype, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });

@@ -87,8 +87,10 @@ TEST_CASE("Kernels.reductions.over_nothing") {
 
 TEST_CASE("Kernels.ArgMax.first_largest_along_axis") {
   runtime::Random rng(31);
-  for (const auto& [shape, axis] : std::vector<std::pair<TensorShape, int64_t>>{
+  for (const auto& c : std::vector<std::pair<TensorShape, int64_t>>{
            {{4, 5}, 1}, {{4, 5}, 0}, {{2, 3, 4}, 1}, {{0, 10}, 1}, {{3, 1}, -1}}) {
+    const TensorShape& shape = c.first;  // not structured bindings: the lambda below takes them
+    const int64_t axis = c.second;
     const List dims = shape.to_vector();
     const int a = static_cast<int>(axis < 0 ? axis + shape.rank() : axis);
     List out_dims;

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "examples/example_models.h"
-#include "ops/registry.h"
+#include "ops/ops.h"
 #include "serialization/model_file.h"
 
 extern char** environ;
@@ -39,6 +41,25 @@ const std::string& mlp_file() {
     const std::string p = workspace() / "mlp.mirra";
     auto model = examples::build_example_model("mlp", 1);
     MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
+const std::string& brier_mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "brier_mlp.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    MIRRA_CHECK(model.ok());
+    graph::Graph& g = model->graph;
+    graph::Builder b(g, ops::registry());
+    const graph::Node& cross_entropy = g.node(g.node(model->signature.loss.node).inputs[0].node);
+    const graph::ValueRef logits = cross_entropy.inputs[0], labels = cross_entropy.inputs[1];
+    const graph::ValueRef error = ops::sub(b, ops::softmax(b, logits), ops::one_hot(b, labels, 10));
+    const graph::ValueRef w = {*g.find("fc1/w"), 0};
+    const graph::ValueRef decay = ops::mul(b, ops::scalar_of(b, 1e-4, w), ops::reduce_sum(b, ops::square(b, w)));
+    model->signature.loss = ops::add(b, ops::reduce_mean(b, ops::square(b, error)), decay);
+    MIRRA_CHECK(b.status().ok() && serialization::save_model(*model, p).ok());
     return p;
   }();
   return path;
@@ -104,6 +125,13 @@ std::string last_line(const std::string& text) {
   std::string s = text;
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+std::vector<double> step_losses(const std::string& path) {
+  std::ifstream lines(path);
+  std::vector<double> losses;
+  for (std::string line; std::getline(lines, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  return losses;
 }
 
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path) {

@@ -26,6 +26,9 @@ const Workspace& workspace();
 
 // The MLP from mirra-examples (seed 1), written once.
 const std::string& mlp_file();
+// The same MLP trained on a loss over [batch, classes] plus a weight decay: the mean squared error of
+// its probabilities against the one-hot labels (a Brier score) + 1e-4 * sum(fc1/w ^ 2), written once.
+const std::string& brier_mlp_file();
 
 struct Process {
   pid_t pid = -1;
@@ -49,6 +52,8 @@ struct Run {
 Run run(std::vector<std::string> args, const std::string& tag);
 
 std::string last_line(const std::string& text);
+// The loss of each step, from a --metrics file.
+std::vector<double> step_losses(const std::string& path);
 // Weights and optimizer state of a saved model, by name.
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path);
 

@@ -2,7 +2,8 @@
 // a checkpoint was being written), checkpoints restore across strategies and replica counts, gradient
 // accumulation trains as larger batches do, sharded optimizer state trains as unsharded and checkpoints
 // whole slots, mixed precision trains from the flag and fp16's loss scale is checkpointed, the JSON
-// summary, metrics and trace, and one-line errors with exit code 2 for bad input.
+// summary, metrics and trace, losses over more than the batch reported as one device reports them,
+// and one-line errors with exit code 2 for bad input.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -365,6 +366,42 @@ TEST_CASE("Runner.resume.with_another_batch_size_continues_at_the_same_example")
   CHECK(summary["steps"] == 2);
   CHECK(summary["total_steps"] == 8);
   CHECK(summary["examples"] == 128);
+}
+
+// A loss over [batch, classes] plus a weight decay, on a batch that splits unevenly: every strategy
+// reports the losses one device reports, and `mirra train --eval` and `mirra eval` agree on the model
+// it saved.
+TEST_CASE("Runner.every_strategy_reports_a_loss_over_batch_and_classes_as_one_device") {
+  const std::vector<std::string> common = {"train", brier_mlp_file(), "--steps", "8", "--batch-size", "61", "--threads", "2"};
+  const auto train = [&](const std::string& tag, std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--metrics", workspace() / (tag + ".jsonl")});
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Run r = run(args, tag);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return std::pair{step_losses(workspace() / (tag + ".jsonl")), r};
+  };
+  const auto [reference, unused] = train("brier_one_device", {"--strategy", "one_device", "--devices", "cpu:0"});
+  REQUIRE(reference.size() == 8);
+  const std::string saved = workspace() / "brier_mirrored.mirra";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"mirrored", {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2", "--eval", "--json", "--save", saved}},
+      {"central_storage", {"--strategy", "central_storage", "--devices", "cpu:0,cpu:1"}}};
+  for (const auto& entry : runs) {
+    const std::string& strategy = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+    CAPTURE(strategy);
+    const auto [losses, r] = train("brier_" + strategy, entry.second);
+    REQUIRE(losses.size() == reference.size());
+    for (size_t step = 0; step < losses.size(); ++step) {
+      CAPTURE(step);
+      CHECK(losses[step] == doctest::Approx(reference[step]).epsilon(1e-4));
+    }
+    if (strategy != "mirrored") continue;
+    const double trained = nlohmann::json::parse(last_line(r.out))["test_loss"].get<double>();
+    const Run eval = run({"eval", saved, "--json"}, "brier_eval");
+    REQUIRE_MESSAGE(eval.code == 0, eval.err);
+    CHECK(nlohmann::json::parse(last_line(eval.out))["test_loss"].get<double>() == doctest::Approx(trained).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("Runner.json_metrics_and_trace") {
