@@ -32,7 +32,7 @@ graph::Expected<ClassifierTraining> build_classifier_training(std::string_view m
   const bool fp16 = mixed_precision == ops::MixedPrecision::fp16;
   MIRRA_ASSIGN_OR_RETURN(setup.train, ops::minimize(b, setup.objective.loss, optimizer,
                                                     {.loss_scaling = fp16 ? std::optional(ops::LossScaling{}) : std::nullopt}));
-  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(setup.graph, mixed_precision, devices,
+  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(setup.graph, ops::registry(), mixed_precision, devices,
                                                   {setup.train.train, setup.objective.loss.node, setup.objective.correct.node}));
   return setup;
 }

@@ -69,7 +69,7 @@ class Rewriter {
  public:
   Rewriter(const TrainingProgram& program, const ReplicationPlan& plan, graph::Graph& out)
       : program_(program), plan_(plan), replicas_(static_cast<int>(plan.devices.size())), out_(out),
-        b_(out, ops::registry()) {}
+        b_(out, *program.ops) {}
 
   graph::Expected<TrainingProgram> run();
 
@@ -586,6 +586,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   }
 
   TrainingProgram result;
+  result.ops = p.ops;
   result.signature = p.signature;
   result.signature.train = copies_[p.signature.train][0];
   result.accumulate_gradients = p.accumulate_gradients;

@@ -3,7 +3,6 @@
 #include "strategies/strategy.h"
 
 #include "graph/verify.h"
-#include "ops/registry.h"
 #include "runtime/gpu_devices.h"
 #include "strategies/one_device.h"
 #include "strategies/replicate.h"
@@ -82,7 +81,7 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
   for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate}) {
     if (id < distributed.graph.size()) run.push_back(id);
   }
-  if (const graph::Status valid = graph::verify_types(distributed.graph, ops::registry(), run); !valid.ok()) {
+  if (const graph::Status valid = graph::verify_types(distributed.graph, *distributed.ops, run); !valid.ok()) {
     return graph::internal_error(describe() + ": the rewrite left an invalid node: " + valid.message());
   }
   return distributed;

@@ -17,6 +17,7 @@
 
 #include "graph/graph.h"
 #include "ops/distribute_ops.h"
+#include "ops/registry.h"
 #include "runtime/training/trainer.h"
 #include "strategies/all_reduce_plan.h"
 #include "strategies/config.h"
@@ -37,6 +38,10 @@ struct TrainingProgram {
   // train step adds its own, applies the gradient of the mean loss over every example since the last
   // update, and clears the accumulators. (Set by the caller, kept by distribute.)
   bool accumulate_gradients = false;
+  // The op schemas the graph was built with (or its model file loaded with): the built-in ones, or a
+  // program's own registry that adds ops of its own (docs/architecture.md, "Ops outside the tree").
+  // The rewrite adds nodes and checks its result against it; it must outlive the program.
+  const graph::OpRegistry* ops = &mirra::ops::registry();
 };
 
 class Strategy {

@@ -16,13 +16,14 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
   strategies::TrainingProgram& program = out.program;
   program.graph = model.graph;
-  graph::Builder b(program.graph, ops::registry());
+  program.ops = options.ops;
+  graph::Builder b(program.graph, *options.ops);
   MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer,
                                        {.check_numerics = options.check_numerics,
                                         .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
                                                             ? std::optional(ops::LossScaling{})
                                                             : std::nullopt}));
-  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, options.mixed_precision, options.devices,
+  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, *options.ops, options.mixed_precision, options.devices,
                                                   {train.train, model.signature.loss.node, correct.node}));
   program.signature = {.features = model.signature.features,
                        .labels = model.signature.labels,

@@ -8,6 +8,7 @@
 
 #include "ops/mixed_precision.h"
 #include "ops/optimizers.h"
+#include "ops/registry.h"
 #include "serialization/model_file.h"
 #include "strategies/strategy.h"
 
@@ -22,6 +23,9 @@ struct ModelProgram {
 // Errors (invalid_argument) name what in the model cannot be trained: an unknown optimizer or
 // hyper-parameter, a signature without a "correct" metric, a loss nothing trainable feeds.
 struct ModelProgramOptions {
+  // The op schemas the model was loaded with (serialization::load_model): a program that embeds mirra
+  // and registers ops of its own passes its registry; the program keeps it (TrainingProgram::ops).
+  const graph::OpRegistry* ops = &mirra::ops::registry();
   std::optional<double> learning_rate;  // unset: the model file's
   bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
