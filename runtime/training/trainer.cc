@@ -85,7 +85,27 @@ graph::Status Trainer::set_learning_rate(double rate) {
   return graph::Status();
 }
 
+graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training) {
+  std::vector<graph::NodeId> roots;
+  for (const graph::NodeId id : {signature.loss.node, signature.correct.node, training ? signature.train : graph::kInvalidNode,
+                                 training ? signature.accumulate : graph::kInvalidNode}) {
+    if (id < graph.size()) roots.push_back(id);
+  }
+  const std::vector<bool> needed = graph.needed_for(roots);
+  std::string unfed;
+  int count = 0;
+  for (const graph::Node& node : graph.nodes()) {
+    if (!needed[node.id] || node.op != "Placeholder" || node.name == signature.features || node.name == signature.labels) continue;
+    unfed += (count++ == 0 ? "" : ", ") + ("'" + node.name + "' (" + node.outputs[0].to_string() + ")");
+  }
+  if (count == 0) return graph::Status();
+  return graph::invalid_argument("the " + std::string(training ? "training" : "evaluation") + " step needs placeholder" +
+                                 (count > 1 ? "s " : " ") + unfed + ", which nothing feeds: the batches feed only the features '" +
+                                 signature.features + "' and the labels '" + signature.labels + "'");
+}
+
 graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& train, const data::Dataset* test) {
+  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, /*training=*/true));
   MIRRA_RETURN_IF_ERROR(options_.schedule.check());
   if (options_.epochs <= 0 && options_.max_steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
   const bool scheduled = !options_.schedule.is_constant();
@@ -212,6 +232,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
 }
 
 graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
+  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, /*training=*/false));
   Totals totals;
   auto batches = data.epoch(0);
   while (auto batch = batches.next()) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "graph/node.h"
 #include "runtime/data/dataset.h"
 #include "runtime/session.h"
@@ -32,6 +33,12 @@ struct TrainingGraph {
   // strategies::TrainingProgram::accumulate_gradients).
   graph::NodeId accumulate = graph::kInvalidNode;
 };
+
+// Whether the batches the Trainer feeds (signature.features and .labels) are every placeholder the
+// steps need: those the loss and correct count read, and with `training` those of the train and
+// accumulate targets too. An invalid_argument error names each other one with its type, so a program
+// that could not run its first step is refused before it starts.
+graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training);
 
 struct StepMetrics {
   int64_t step = 0;  // counted from 0 over the whole training (from first_step when resumed)

@@ -1,6 +1,7 @@
 // The runner against hostile and unlucky input: crafted model files that ask for sizes that overflow
 // or exceed the machine, optimizer state and weights that are not finite, training that diverges,
-// readers that go away, output paths that are devices, links or unwritable, and a FIFO as a model.
+// readers that go away, output paths that are devices, links or unwritable, a FIFO as a model, and a
+// placeholder nothing feeds.
 // Each case must end with a clear error and exit code 2, or finish its job, and never lose a file.
 #include <doctest/doctest.h>
 
@@ -60,6 +61,24 @@ void check_refused(const Run& r, const std::vector<std::string>& words) {
 }
 
 }  // namespace
+
+// A placeholder the runner does not feed (it feeds the images and the labels) is named before
+// anything trains or evaluates, by every command that would run the loss: no step runs, exit 2.
+TEST_CASE("Runner.hostile_model.an_unfed_placeholder_is_named_before_training") {
+  const std::string path = crafted_mlp("unfed_aux", [](graph::Builder& b, serialization::Model& model) {
+    const graph::ValueRef aux = ops::placeholder(b, "aux", graph::DType::f32, {-1, 3});
+    model.signature.loss = ops::add(b, model.signature.loss, ops::reduce_mean(b, aux));
+  });
+  const std::string metrics = workspace() / "unfed.jsonl";
+  for (const std::string strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const Run r = run({"train", path, "--strategy", strategy, "--steps", "2", "--batch-size", "8", "--metrics", metrics}, "unfed");
+    check_refused(r, {"model '" + path + "'", "the training step needs placeholder 'aux' (f32[?,3]), which nothing feeds",
+                      "the batches feed only the features 'images' and the labels 'labels'"});
+    CHECK_FALSE(fs::exists(metrics));
+  }
+  check_refused(run({"eval", path}, "unfed_eval"), {"the evaluation step needs placeholder 'aux' (f32[?,3])"});
+}
 
 // Sizes that overflow int64 are refused when the file loads, by every command, naming node and attribute.
 TEST_CASE("Runner.hostile_model.sizes_that_overflow_are_refused_at_load") {

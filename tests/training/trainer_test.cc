@@ -1,6 +1,7 @@
 // Trainer on small synthetic data: it runs the epochs or steps asked for, reports every step, writes
 // the scheduled learning rate, evaluates exactly over a partial last batch, accumulates gradients over
-// several batches per step, and a classifier learns; on a logical CPU device and on an asynchronous one.
+// several batches per step, refuses a placeholder its batches do not feed before the first step, and a
+// classifier learns; on a logical CPU device and on an asynchronous one.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
@@ -88,6 +89,38 @@ void check_learns_and_reports(graph::DeviceId device) {
 
 TEST_CASE("Trainer.learns_and_reports") {
   for (const graph::DeviceId& device : kDevices) check_learns_and_reports(device);
+}
+
+// A placeholder besides the features and labels, which the Trainer never feeds, is named before the
+// first step: by fit when any step needs it, by evaluate when the loss or correct count does.
+TEST_CASE("Trainer.refuses_a_placeholder_the_batches_do_not_feed") {
+  for (const bool loss_reads_it : {true, false}) {
+    CAPTURE(loss_reads_it);
+    auto blobs = std::make_unique<Blobs>();
+    graph::Builder b(blobs->graph, ops::registry(), 3);
+    auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 4});
+    auto aux = ops::placeholder(b, "aux", graph::DType::f32, {});
+    auto w = ops::variable(b, "w", {4, 2}, ops::Initializer::glorot_uniform());
+    const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, x, w));
+    const graph::ValueRef loss = loss_reads_it ? ops::add(b, objective.loss, aux) : objective.loss;
+    auto train = ops::minimize(b, loss, ops::Optimizer::sgd(0.1));
+    REQUIRE(train.ok());
+    // Without the loss reading it, only an extra update does.
+    const graph::NodeId extra = ops::assign(b, ops::variable(b, "v", {}, ops::Initializer::zeros()), aux);
+    blobs->graph.add_control_edge(extra, train->train);
+    REQUIRE(b.status().ok());
+    Session session(blobs->graph, ops::kernels());
+    Trainer trainer(session, {.loss = loss, .correct = objective.correct, .train = train->train}, {.epochs = 1});
+    const data::Dataset data = dataset(*make_blobs(16, ops::Optimizer::sgd(0.1)), {.batch_size = 8});
+    auto fitted = trainer.fit(data);
+    REQUIRE_FALSE(fitted.ok());
+    CHECK(fitted.status().code() == graph::StatusCode::invalid_argument);
+    CHECK(fitted.status().message() ==
+          "the training step needs placeholder 'aux' (f32[]), which nothing feeds: the batches feed only the features "
+          "'images' and the labels 'labels'");
+    CHECK(trainer.steps_taken() == 0);
+    CHECK(trainer.evaluate(data).ok() == !loss_reads_it);
+  }
 }
 
 TEST_CASE("Trainer.stops_at_a_target_accuracy") {

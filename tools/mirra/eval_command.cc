@@ -18,6 +18,13 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
   MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
   const graph::ValueRef correct = model.signature.metric("correct");
   if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
+  const runtime::training::TrainingGraph signature = {.features = model.signature.features,
+                                                      .labels = model.signature.labels,
+                                                      .loss = model.signature.loss,
+                                                      .correct = correct};
+  if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, /*training=*/false); !fed.ok()) {
+    return graph::invalid_argument("model '" + command.model + "': " + fed.message());
+  }
   MIRRA_ASSIGN_OR_RETURN(const auto test, runtime::data::fashion_mnist_dataset(
                                               command.data, runtime::data::Split::test,
                                               {.batch_size = command.batch_size, .shuffle = false}));
@@ -25,10 +32,7 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
   MIRRA_RETURN_IF_ERROR(check_memory(model.graph, command.batch_size, memory_limit));
   runtime::Session session(model.graph, ops::kernels(), {.threads = command.threads, .memory_limit = memory_limit});
   MIRRA_RETURN_IF_ERROR(write_variables(session, model.weights, /*require_all=*/false, "model file '" + command.model + "'"));
-  runtime::training::Trainer trainer(session, {.features = model.signature.features,
-                                               .labels = model.signature.labels,
-                                               .loss = model.signature.loss,
-                                               .correct = correct});
+  runtime::training::Trainer trainer(session, signature);
   return trainer.evaluate(test);
 }
 

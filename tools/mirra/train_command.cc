@@ -80,6 +80,9 @@ graph::Status check_before_training(const TrainCommand& command, const strategie
       !g.node(*labels).outputs[0].shape.accepts(label_shape)) {
     return graph::invalid_argument("the model's labels '" + program.signature.labels + "' must take i64[batch]");
   }
+  if (const graph::Status fed = runtime::training::check_fed_by_batches(g, program.signature, /*training=*/true); !fed.ok()) {
+    return graph::invalid_argument("model '" + command.model + "': " + fed.message());
+  }
   return graph::Status();
 }
 
