@@ -16,11 +16,11 @@
 namespace mirra::graph {
 
 enum OpTrait : uint32_t {
-  kElementwise = 1u << 0,
+  // Reduces over `axes` (absent: all, as an empty list meant in model files of format version 1).
   kReduction = 1u << 1,
-  kStateful = 1u << 2,   // reads or writes state outside its inputs (variables); never deduplicated
+  // Spans the replicas or workers (its kernel calls a collective): the runner agrees on these across
+  // workers, and the trace draws them on the communication track.
   kCollective = 1u << 3,
-  kSource = 1u << 4,     // no inputs: placeholders, constants, variables
   // Its output may be an input's buffer, or a view of it, even while others read that input
   // (Identity, Reshape): whoever reads the output reads the input. An op that only takes over a
   // buffer nobody else holds (a collective working in place) does not have it.
@@ -89,6 +89,20 @@ struct OpSchema {
   size_t optional_inputs = 0;       // the last n inputs may be left out (not with variadic)
   std::vector<AttrSpec> attrs;
   uint32_t traits = 0;
+  // What graph passes ask of an op, declared here rather than listed by op name in each pass:
+  // - the inputs whose buffers the kernel writes in place (a Variable's value: the optimizer updates,
+  //   Assign); ops::minimize orders each such node after every reader of that variable;
+  std::vector<size_t> updates;
+  // - of an update, the input it applies to its variable: the gradient a strategy aggregates;
+  std::optional<size_t> update_gradient;
+  // - how many leading inputs are the operands of a product (16-bit operands summed in f32): the
+  //   mixed-precision pass casts them;
+  size_t product_operands = 0;
+  // - the inputs whose values output 0 holds unchanged (picked, rearranged or viewed), exact in any
+  //   dtype: a 16-bit value passes through;
+  std::vector<size_t> moves_values;
+  // - the inputs of which the kernel reads only the shape, and whose dtype no output takes.
+  std::vector<size_t> reads_only_shape;
   InferFn infer;
   std::string summary;
   // Exactly one of these: the op's gradient rule, or why it has none (it outputs integers or
@@ -97,6 +111,17 @@ struct OpSchema {
   std::string no_gradient;
 
   bool has(OpTrait trait) const { return (traits & trait) != 0; }
+  bool updates_input(size_t i) const { return contains(updates, i); }
+  bool moves_values_of(size_t i) const { return contains(moves_values, i); }
+  bool reads_only_shape_of(size_t i) const { return contains(reads_only_shape, i); }
+
+ private:
+  static bool contains(const std::vector<size_t>& inputs, size_t i) {
+    for (size_t input : inputs) {
+      if (input == i) return true;
+    }
+    return false;
+  }
 };
 
 // Checks `node` (op, inputs, attrs) against `schema`, fills in default attributes, and returns the

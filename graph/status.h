@@ -55,7 +55,6 @@ class [[nodiscard]] Status {
   std::shared_ptr<const State> state_;
 };
 
-inline Status ok_status() { return Status(); }
 inline Status invalid_argument(std::string message) { return {StatusCode::invalid_argument, std::move(message)}; }
 inline Status not_found(std::string message) { return {StatusCode::not_found, std::move(message)}; }
 inline Status failed_precondition(std::string message) {

@@ -252,6 +252,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .inputs = {"x"},
                               .attrs = {{"shape", AttrType::int_list, {}}},
                               .traits = graph::kForwardsInput,
+                              .moves_values = {0},
                               .infer = infer_reshape,
                               .summary = "The same elements with another shape; one dim may be -1.",
                               .gradient = reshape_grad});
@@ -260,6 +261,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{.name = "Transpose",
                               .inputs = {"x"},
                               .attrs = {{"perm", AttrType::int_list, {}}},
+                              .moves_values = {0},
                               .infer = infer_transpose,
                               .summary = "Permutes the dims: output dim i is input dim perm[i].",
                               .gradient = transpose_grad});
@@ -268,6 +270,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{.name = "Identity",
                               .inputs = {"x"},
                               .traits = graph::kForwardsInput,
+                              .moves_values = {0},
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
@@ -278,8 +281,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{.name = "Cast",
                               .inputs = {"x"},
                               .attrs = {{"dtype", AttrType::dtype, {}}},
-                              .traits = graph::kElementwise,
-                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                                      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), ctx.input(0).shape}};
                               },
                               .summary = "Converts each element to dtype (float to int saturates; NaN to 0; to bf16 and f16 "
@@ -323,6 +325,8 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{.name = "ReshapeLike",
                               .inputs = {"x", "like"},
                               .traits = graph::kForwardsInput,
+                              .moves_values = {0},
+                              .reads_only_shape = {1},
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 const auto x = ctx.input(0).shape.num_elements();
                                 const auto like = ctx.input(1).shape.num_elements();

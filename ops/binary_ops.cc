@@ -112,7 +112,6 @@ void register_binary(const char* name, graph::OpRegistry& schemas, runtime::Kern
   schemas.add(graph::OpSchema{
       .name = name,
       .inputs = {"x", "y"},
-      .traits = graph::kElementwise,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         using graph::DType;
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
@@ -139,6 +138,7 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(graph::OpSchema{
       .name = "SumToShape",
       .inputs = {"x", "like"},
+      .reads_only_shape = {1},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
         if (ctx.input(1).shape.rank() > ctx.input(0).shape.rank()) return ctx.error("like has a higher rank than x");

@@ -411,6 +411,7 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},
+                              .reads_only_shape = {0},
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 if (!normalize_axis(ctx.attr<int64_t>("axis"), ctx.input(0).shape.rank())) {
                                   return ctx.error("axis is out of range");

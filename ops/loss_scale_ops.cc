@@ -81,7 +81,7 @@ void register_loss_scale_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
   schemas.add(graph::OpSchema{.name = "UpdateLossScale",
                               .inputs = {"scale", "good_steps", "finite"},
                               .attrs = {{"growth_steps", AttrType::integer, int64_t{2000}}},
-                              .traits = graph::kStateful,
+                              .updates = {0, 1},
                               .infer = infer_update_loss_scale,
                               .summary = "Dynamic loss scaling after a step: finite, count it and double the scale "
                                          "every growth_steps; else halve it (not below 1) and restart the count.",

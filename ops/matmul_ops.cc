@@ -186,6 +186,7 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .attrs = {{"transpose_a", AttrType::boolean, false},
                 {"transpose_b", AttrType::boolean, false},
                 {"f32_output", AttrType::boolean, false}},
+      .product_operands = 2,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_ASSIGN_OR_RETURN(const DType output, product_output_dtype(ctx, 2));
         MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 2));
@@ -207,7 +208,6 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .name = "BiasAdd",
       .inputs = {"value", "bias"},
       .attrs = {{"data_format", AttrType::string, std::string("NHWC")}},
-      .traits = graph::kElementwise,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
         MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));

@@ -14,16 +14,6 @@ using graph::ValueRef;
 
 namespace {
 
-// The products and how many of their leading inputs are operands (FusedConv2D's bias is not).
-const std::map<std::string, size_t, std::less<>>& products() {
-  static const std::map<std::string, size_t, std::less<>> ops = {{"MatMul", 2},
-                                                                  {"Conv2D", 2},
-                                                                  {"FusedConv2D", 2},
-                                                                  {"Conv2DBackpropInput", 3},
-                                                                  {"Conv2DBackpropFilter", 3}};
-  return ops;
-}
-
 // A filter gradient over fewer than 8 input channels (a CNN's first layer) runs slower in oneDNN's
 // bf16 than in f32, and its dy would be cast for it alone: it stays f32.
 constexpr int64_t kFewestChannelsForFilterGradient = 8;
@@ -50,7 +40,7 @@ std::string_view mixed_precision_name(MixedPrecision mode) {
   return "?";
 }
 
-int apply_mixed_precision(graph::Graph& g, MixedPrecision mode) {
+int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, MixedPrecision mode) {
   if (mode == MixedPrecision::off) return 0;
   const DType low = mode == MixedPrecision::bf16 ? DType::bf16 : DType::f16;
   const std::string suffix = mode == MixedPrecision::bf16 ? "/to_bf16" : "/to_f16";
@@ -73,10 +63,11 @@ int apply_mixed_precision(graph::Graph& g, MixedPrecision mode) {
   int rewritten = 0;
   for (NodeId id = 0; id < original; ++id) {
     const Node& node = g.node(id);
-    const auto product = products().find(node.op);
-    if (product == products().end() || node.inputs.empty() || g.type(node.inputs[0]).dtype != DType::f32) continue;
+    // How many of its leading inputs are a product's operands (FusedConv2D's bias is not).
+    const graph::OpSchema* schema = schemas.find(node.op);
+    const size_t operands = schema != nullptr ? schema->product_operands : 0;
+    if (operands == 0 || g.type(node.inputs[0]).dtype != DType::f32) continue;
     if (!worth_16_bits(g, node)) continue;
-    const size_t operands = product->second;
     std::vector<ValueRef> inputs = node.inputs;
     for (size_t i = 0; i < operands; ++i) inputs[i] = cast_of(inputs[i], g.node(id));
     Node& rewrite = g.mutable_node(id);

@@ -2,8 +2,9 @@
 // TensorFlow's auto mixed precision rewrite, that runs its matrix products and convolutions on 16-bit
 // operands and leaves everything else in f32.
 //
-// Each MatMul, Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on f32 operands gets
-// Casts of its operands to the 16-bit type (one Cast per value, shared by every product that reads
+// Each product (an op whose schema declares product_operands: MatMul, Conv2D, FusedConv2D,
+// Conv2DBackpropInput and Conv2DBackpropFilter) on f32 operands gets Casts of its operands to the
+// 16-bit type (one Cast per value, shared by every product that reads
 // it: a layer's weights serve its forward product and its input gradient) and f32_output, so its
 // result is the f32 sum of the 16-bit products; but a filter gradient over fewer than 8 input
 // channels stays f32 (slower in bf16). Variables, optimizer slots and updates (f32 master weights),
@@ -17,6 +18,7 @@
 #include <string_view>
 
 #include "graph/graph.h"
+#include "graph/op_registry.h"
 #include "graph/status.h"
 
 namespace mirra::ops {
@@ -27,7 +29,7 @@ enum class MixedPrecision { off, bf16, fp16 };
 graph::Expected<MixedPrecision> parse_mixed_precision(std::string_view name);
 std::string_view mixed_precision_name(MixedPrecision mode);
 
-int apply_mixed_precision(graph::Graph& graph, MixedPrecision mode);
+int apply_mixed_precision(graph::Graph& graph, const graph::OpRegistry& schemas, MixedPrecision mode);
 
 // True when this CPU multiplies bf16 on oneDNN's bf16 kernels (CPUs with AVX-512; AMX and AVX-512 BF16
 // where present). Elsewhere bf16 products on the CPU are computed in f32 on the bf16 operands and

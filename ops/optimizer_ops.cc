@@ -7,6 +7,7 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/registry.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
@@ -212,7 +213,8 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   schemas.add(graph::OpSchema{.name = "ApplyGradientDescent",
                               .inputs = {"variable", "gradient", "learning_rate", "apply"},
                               .optional_inputs = 1,
-                              .traits = graph::kStateful,
+                              .updates = {0},
+                              .update_gradient = 1,
                               .infer = infer_apply(kGradientDescentGate),
                               .summary = "variable -= learning_rate * gradient, in place (nothing when the optional "
                                          "bool apply is false).",
@@ -224,7 +226,8 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .inputs = {"variable", "accumulator", "gradient", "learning_rate", "apply"},
                               .optional_inputs = 1,
                               .attrs = {{"momentum", AttrType::real, {}}, {"use_nesterov", AttrType::boolean, false}},
-                              .traits = graph::kStateful,
+                              .updates = {0, 1},
+                              .update_gradient = 2,
                               .infer = infer_apply(kMomentumGate),
                               .summary = "accumulator = momentum * accumulator + gradient; variable -= learning_rate * "
                                          "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)); "
@@ -238,7 +241,8 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                                         {"beta2", AttrType::real, 0.999},
                                         {"epsilon", AttrType::real, 1e-7},
                                         {"weight_decay", AttrType::real, 0.0}},
-                              .traits = graph::kStateful,
+                              .updates = {0, 1, 2},
+                              .update_gradient = 3,
                               .infer = infer_apply_adam,
                               .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay. step "
                                          "counts the updates already applied; nothing when the optional bool apply is "
@@ -248,7 +252,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   schemas.add(graph::OpSchema{.name = "AssignAdd",
                               .inputs = {"variable", "value", "apply"},
                               .optional_inputs = 1,
-                              .traits = graph::kStateful,
+                              .updates = {0},
                               .infer = infer_assign_add,
                               .summary = "variable += value, in place (step counters; nothing when the optional bool "
                                          "apply is false).",
@@ -257,7 +261,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   schemas.add(graph::OpSchema{.name = "Assign",
                               .inputs = {"variable", "values"},
                               .variadic = true,
-                              .traits = graph::kStateful,
+                              .updates = {0},
                               .infer = infer_assign,
                               .summary = "variable = value, in place; with several values, their elements in order "
                                          "(sharded optimizer state joins every replica's updated share).",
@@ -314,18 +318,13 @@ NodeId assign(Builder& b, ValueRef variable, const std::vector<ValueRef>& parts)
   return b.add({.op = "Assign", .inputs = std::move(inputs)});
 }
 
-std::optional<size_t> update_gradient_input(std::string_view op) {
-  if (op == "ApplyGradientDescent") return 1;
-  if (op == "ApplyMomentum") return 2;
-  if (op == "ApplyAdam") return 3;
-  return std::nullopt;
-}
-
 std::map<std::string, int64_t> optimizer_slot_bytes(runtime::Session& session) {
   std::map<std::string, int64_t> bytes;
   const graph::Graph& g = session.graph();
   for (const graph::Node& node : g.nodes()) {
-    const std::optional<size_t> gradient_input = update_gradient_input(node.op);
+    // An update's slots are its inputs between the variable (input 0) and the gradient.
+    const graph::OpSchema* schema = registry().find(node.op);
+    const std::optional<size_t> gradient_input = schema != nullptr ? schema->update_gradient : std::nullopt;
     for (size_t i = 1; gradient_input && i < *gradient_input; ++i) {
       const graph::Node& slot = g.node(node.inputs[i].node);
       const std::optional<runtime::Tensor> value = session.variables().find(slot.name);

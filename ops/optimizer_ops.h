@@ -42,10 +42,6 @@ NodeId assign(Builder& b, ValueRef variable, ValueRef value);
 NodeId assign(Builder& b, ValueRef variable, const std::vector<ValueRef>& parts);
 NodeId no_op(Builder& b, std::string_view name, std::vector<NodeId> after);
 
-// Where an update op (ApplyGradientDescent, ApplyMomentum, ApplyAdam) takes its gradient; its slots
-// are the inputs between the variable (input 0) and the gradient. nullopt for any other op.
-std::optional<size_t> update_gradient_input(std::string_view op);
-
 // The bytes of the optimizer slots (the update ops' operands between variable and gradient) that each
 // device of `session` holds, by device name, from the values the session holds.
 std::map<std::string, int64_t> optimizer_slot_bytes(runtime::Session& session);

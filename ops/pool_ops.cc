@@ -517,11 +517,13 @@ void register_pool_grad(const char* name, runtime::KernelFn kernel, std::vector<
   kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
 }
 
-void register_pool(const char* name, runtime::KernelFn kernel, graph::GradientFn gradient, graph::OpRegistry& schemas,
-                   runtime::KernelRegistry& kernels) {
+// `moves_values`: the inputs whose values output 0 holds unchanged (see OpSchema).
+void register_pool(const char* name, runtime::KernelFn kernel, graph::GradientFn gradient, std::vector<size_t> moves_values,
+                   graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{.name = name,
                               .inputs = {"input"},
                               .attrs = kPoolAttrs,
+                              .moves_values = std::move(moves_values),
                               .infer = infer_pool,
                               .summary = "2-D pooling over ksize windows.",
                               .gradient = std::move(gradient)});
@@ -540,8 +542,9 @@ graph::ValueRef pool(graph::Builder& b, const char* op, graph::ValueRef input, c
 }  // namespace
 
 void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
-  register_pool("MaxPool", pool_kernel<dnnl::algorithm::pooling_max>, max_pool_grad, schemas, kernels);
-  register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, avg_pool_grad, schemas, kernels);
+  // A maximum is one of its window's values.
+  register_pool("MaxPool", pool_kernel<dnnl::algorithm::pooling_max>, max_pool_grad, {0}, schemas, kernels);
+  register_pool("AvgPool", pool_kernel<dnnl::algorithm::pooling_avg_exclude_padding>, avg_pool_grad, {}, schemas, kernels);
   std::vector<graph::AttrSpec> max_pool_grad_attrs = kPoolAttrs;
   max_pool_grad_attrs.push_back({"through_relu", AttrType::boolean, false});
   max_pool_grad_attrs.push_back({"channel_sums", AttrType::boolean, false});

@@ -18,24 +18,10 @@ bool is_cast_to_bf16(const Node& node) {
   return node.op == "Cast" && dtype != nullptr && *dtype == DType::bf16;
 }
 
-// Readers that take a value as bf16 and no further: a Cast to bf16 (the same result), a pooling
-// gradient comparing its input (as the pooling of those bf16 values did), a ReshapeLike taking a shape.
-bool takes_as_bf16(const Node& reader, size_t slot) {
-  return is_cast_to_bf16(reader) || (reader.op == "MaxPoolGrad" && slot == 0) ||
-         (reader.op == "ReshapeLike" && slot == 1);
-}
-
-// Readers whose output 0 is the value at `slot` picked or rearranged, exact in its dtype: MaxPool,
-// Reshape, ReshapeLike and Identity of input 0, and a max pooling gradient's dx from its dy.
-bool passes_on(const Node& reader, size_t slot) {
-  const bool carries =
-      reader.op == "MaxPool" || reader.op == "Reshape" || reader.op == "ReshapeLike" || reader.op == "Identity";
-  return (carries && slot == 0) || (reader.op == "MaxPoolGrad" && slot == 1);
-}
-
 class Rewrite {
  public:
-  Rewrite(graph::Graph& g, const std::vector<NodeId>& fetched) : g_(g), fetched_(fetched.begin(), fetched.end()) {
+  Rewrite(graph::Graph& g, const graph::OpRegistry& schemas, const std::vector<NodeId>& fetched)
+      : g_(g), schemas_(schemas), fetched_(fetched.begin(), fetched.end()) {
     const std::vector<bool> live = g_.needed_for(fetched);
     for (NodeId id = 0; id < g_.size(); ++id) {
       if (!live[id]) continue;
@@ -68,6 +54,23 @@ class Rewrite {
     size_t slot;
   };
 
+  // Readers that take a value as bf16 and no further: a Cast to bf16 (the same result), one that
+  // reads only its shape, and a max pooling gradient comparing its input to find each window's
+  // maximum, as the max pooling of those bf16 values did (the pair's own contract, so it is named).
+  bool takes_as_bf16(const Node& reader, size_t slot) const {
+    const graph::OpSchema* schema = schemas_.find(reader.op);
+    return is_cast_to_bf16(reader) || (schema != nullptr && schema->reads_only_shape_of(slot)) ||
+           (reader.op == "MaxPoolGrad" && slot == 0);
+  }
+
+  // Readers whose output 0 holds the value at `slot` unchanged (picked, rearranged or viewed: the
+  // schema's moves_values), exact in its dtype; and a max pooling gradient's dx, which carries its
+  // dy into each window's maximum (summed where windows overlap: the pair's contract again).
+  bool passes_on(const Node& reader, size_t slot) const {
+    const graph::OpSchema* schema = schemas_.find(reader.op);
+    return (schema != nullptr && schema->moves_values_of(slot)) || (reader.op == "MaxPoolGrad" && slot == 1);
+  }
+
   // True when `value` is not fetched, has readers, and each takes it as bf16 (takes_as_bf16) or
   // passes it on into an output for which this holds in turn.
   bool rounded_by_every_reader(ValueRef value) {
@@ -97,6 +100,7 @@ class Rewrite {
   }
 
   graph::Graph& g_;
+  const graph::OpRegistry& schemas_;
   const std::set<NodeId> fetched_;
   std::map<ValueRef, std::vector<Reader>> readers_;  // by the live nodes only
   std::map<ValueRef, bool> verdicts_;
@@ -105,8 +109,8 @@ class Rewrite {
 
 }  // namespace
 
-int keep_activations_16_bit(graph::Graph& graph, const std::vector<NodeId>& fetched) {
-  return Rewrite(graph, fetched).run();
+int keep_activations_16_bit(graph::Graph& graph, const graph::OpRegistry& schemas, const std::vector<NodeId>& fetched) {
+  return Rewrite(graph, schemas, fetched).run();
 }
 
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices) {
@@ -117,10 +121,10 @@ bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::Devic
   return true;
 }
 
-int keep_activations_16_bit_where_it_pays(graph::Graph& graph, MixedPrecision mode,
+int keep_activations_16_bit_where_it_pays(graph::Graph& graph, const graph::OpRegistry& schemas, MixedPrecision mode,
                                           const std::vector<graph::DeviceId>& devices,
                                           const std::vector<NodeId>& fetched) {
-  return activations_stay_16_bit(mode, devices) ? keep_activations_16_bit(graph, fetched) : 0;
+  return activations_stay_16_bit(mode, devices) ? keep_activations_16_bit(graph, schemas, fetched) : 0;
 }
 
 }  // namespace mirra::ops

@@ -24,14 +24,14 @@
 
 namespace mirra::ops {
 
-int keep_activations_16_bit(graph::Graph& graph, const std::vector<graph::NodeId>& fetched);
+int keep_activations_16_bit(graph::Graph& graph, const graph::OpRegistry& schemas, const std::vector<graph::NodeId>& fetched);
 
 // Whether keep_activations_16_bit pays for products in `mode` placed on `devices`: bf16 with every
 // device a CPU that multiplies bf16 natively.
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices);
 
 // keep_activations_16_bit where activations_stay_16_bit(mode, devices); else nothing (0).
-int keep_activations_16_bit_where_it_pays(graph::Graph& graph, MixedPrecision mode,
+int keep_activations_16_bit_where_it_pays(graph::Graph& graph, const graph::OpRegistry& schemas, MixedPrecision mode,
                                           const std::vector<graph::DeviceId>& devices,
                                           const std::vector<graph::NodeId>& fetched);
 

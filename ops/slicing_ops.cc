@@ -290,6 +290,7 @@ void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   schemas.add(graph::OpSchema{.name = "Slice",
                               .inputs = {"x"},
                               .attrs = {{"begin", AttrType::int_list, {}}, {"size", AttrType::int_list, {}}},
+                              .moves_values = {0},
                               .infer = infer_slice,
                               .summary = "The box of `size` at `begin`; size -1 runs to the end of a dim.",
                               .gradient = slice_grad});

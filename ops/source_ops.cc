@@ -68,7 +68,6 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(OpSchema{
       .name = "Placeholder",
       .attrs = {{"dtype", AttrType::dtype, {}}, {"shape", AttrType::shape, {}}},
-      .traits = graph::kSource,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         return std::vector<TensorType>{{ctx.attr<DType>("dtype"), ctx.attr<Shape>("shape")}};
       },
@@ -80,7 +79,6 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(OpSchema{
       .name = "Const",
       .attrs = {{"value", AttrType::tensor, {}}},
-      .traits = graph::kSource,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const auto& value = ctx.attr<graph::TensorValue>("value");
         const auto count = value.type.shape.num_elements();
@@ -103,7 +101,6 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"seed", AttrType::integer, int64_t{0}},
                 {"trainable", AttrType::boolean, true},
                 {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true}},
-      .traits = graph::kSource | graph::kStateful,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const DType dtype = ctx.attr<DType>("dtype");
         if (const Shape* whole = ctx.node().attrs.get<Shape>("shard_of")) {
@@ -132,7 +129,6 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(OpSchema{
       .name = "Fill",
       .attrs = {{"dtype", AttrType::dtype, DType::f32}, {"shape", AttrType::shape, {}}, {"value", AttrType::real, {}}},
-      .traits = graph::kSource,
       .infer = infer_fully_defined,
       .summary = "A tensor of one shape with every element equal to value.",
       .no_gradient = "a source has no inputs"});

@@ -98,7 +98,6 @@ void register_unary(const char* name, graph::GradientFn gradient, graph::OpRegis
   schemas.add(graph::OpSchema{
       .name = name,
       .inputs = {"x"},
-      .traits = graph::kElementwise,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
         return std::vector<TensorType>{ctx.input(0)};
@@ -123,7 +122,6 @@ void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   schemas.add(graph::OpSchema{
       .name = "ReluGrad",
       .inputs = {"dy", "y"},
-      .traits = graph::kElementwise,
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
         MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));

@@ -65,7 +65,6 @@ class Executor {
   graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, int64_t step_id,
                                            std::vector<NodeTiming>* timeline = nullptr);
 
-  const ExecutionPlan& plan() const { return plan_; }
   // With capture on: why its steps are not replayed (empty while they are, or may yet be).
   std::string capture_refusal() const;
   // How many of its steps were replays.

@@ -1,5 +1,6 @@
 // Kernels: plain functions `Status(KernelContext&)`, one table per device kind (KernelRegistry).
-// The runtime calls kernels through this table and never names an op. A kernel reads its node's
+// The runtime calls kernels through this table; the only ops it names are the copies placement
+// inserts between memory spaces (runtime/placement.h). A kernel reads its node's
 // attributes and inputs from the context and must set every output. An asynchronous kernel
 // (TensorFlow's AsyncOpKernel) instead returns at once and reports through a done callback, for
 // work that waits on something outside the node (a collective's peers, a device stream).
@@ -54,8 +55,9 @@ class KernelContext {
 
   size_t num_inputs() const { return input_slots_.size(); }
   const Tensor& input(size_t i) const { return values_[input_slots_[i]]; }
-  // An input whose buffer the kernel updates in place: the value of a Variable, for the optimizer ops
-  // (kStateful), which the graph orders after every reader of that variable.
+  // An input whose buffer the kernel updates in place: the value of a Variable, for the ops whose
+  // schema lists it in `updates`. Nothing here orders the update after the variable's readers: the
+  // graph must (ops::minimize gives each update a control edge from every reader).
   Tensor& input_for_update(size_t i) const { return values_[input_slots_[i]]; }
   size_t num_outputs() const { return node_.outputs.size(); }
   // True when this node is the last reader of input i and nothing else holds its buffer, so the

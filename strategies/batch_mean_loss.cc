@@ -37,9 +37,11 @@ bool averages_everything(const graph::Graph& g, const Node& node) {
 
 // The input of `node` (a combining op) that leads to the batch mean, or an error when the node does
 // not combine the mean with terms independent of the batch.
-graph::Expected<ValueRef> toward_the_mean(const Node& node, const std::vector<bool>& from_batch) {
+graph::Expected<ValueRef> toward_the_mean(const graph::OpRegistry& schemas, const Node& node,
+                                          const std::vector<bool>& from_batch) {
   const auto depends = [&](size_t i) { return from_batch[node.inputs[i].node]; };
-  if (node.op == "Identity") return node.inputs[0];
+  const graph::OpSchema* schema = schemas.find(node.op);
+  if (schema != nullptr && node.inputs.size() == 1 && schema->moves_values_of(0)) return node.inputs[0];
   if (node.op == "Add" || node.op == "Sub" || node.op == "Mul") {
     if (depends(0) && depends(1)) return unsupported(node, "combines two values that both depend on the batch");
     return node.inputs[depends(0) ? 0 : 1];
@@ -53,7 +55,8 @@ graph::Expected<ValueRef> toward_the_mean(const Node& node, const std::vector<bo
 
 }  // namespace
 
-graph::Expected<NodeId> batch_mean_of(const graph::Graph& g, ValueRef loss, const std::vector<bool>& from_batch) {
+graph::Expected<NodeId> batch_mean_of(const graph::Graph& g, const graph::OpRegistry& schemas, ValueRef loss,
+                                      const std::vector<bool>& from_batch) {
   if (!from_batch[loss.node]) return unsupported(g.node(loss.node), "does not depend on the batch");
   for (ValueRef value = loss;;) {
     const Node& node = g.node(value.node);
@@ -61,7 +64,7 @@ graph::Expected<NodeId> batch_mean_of(const graph::Graph& g, ValueRef loss, cons
       if (!averages_everything(g, node)) return unsupported(node, "averages over some axes only");
       return node.id;
     }
-    MIRRA_ASSIGN_OR_RETURN(value, toward_the_mean(node, from_batch));
+    MIRRA_ASSIGN_OR_RETURN(value, toward_the_mean(schemas, node, from_batch));
   }
 }
 

@@ -4,8 +4,8 @@
 // A loss replicate reports exactly is a ReduceMean of every element of a value computed from the
 // batch (per-example losses [B], per-token losses [B, T], per-output errors [B, k], ...), combined
 // with terms that do not depend on any batch input (a weight decay, Keras's kernel_regularizer) by
-// Add and Sub, scaled by such terms through Mul and Div, and passed through Identity. Every one of
-// those is linear in the mean, so scaling each replica's gradient seed by its share of the batch stays
+// Add and Sub, scaled by such terms through Mul and Div, and passed through ops that move values
+// unchanged (Identity, Reshape: their schemas' moves_values). Every one of those is linear in the mean, so scaling each replica's gradient seed by its share of the batch stays
 // exact for the whole loss.
 #pragma once
 
@@ -17,9 +17,10 @@
 
 namespace mirra::strategies {
 
-// The ReduceMean the loss is built around, given which nodes depend on a batch input. An error
-// (invalid_argument) names the node that breaks the shape above and says what is supported.
-graph::Expected<graph::NodeId> batch_mean_of(const graph::Graph& g, graph::ValueRef loss,
+// The ReduceMean the loss is built around, given which nodes depend on a batch input and the schemas
+// the graph was built with. An error (invalid_argument) names the node that breaks the shape above
+// and says what is supported.
+graph::Expected<graph::NodeId> batch_mean_of(const graph::Graph& g, const graph::OpRegistry& schemas, graph::ValueRef loss,
                                              const std::vector<bool>& from_batch);
 
 // The loss built again with `b`: `mean` in place of the batch mean `mean_node`, term(v) for each value

@@ -98,6 +98,11 @@ class Rewriter {
               NodeId copies_end);
   ValueRef element_count(ValueRef value, int replica);
   graph::Status add_metrics(TrainingProgram& result, NodeId batch_mean, const Classification& c);
+  // Where `node`, an update, takes its gradient (its schema's update_gradient); nullopt for any other.
+  std::optional<size_t> update_gradient(const Node& node) const {
+    const graph::OpSchema* schema = program_.ops->find(node.op);
+    return schema != nullptr ? schema->update_gradient : std::nullopt;
+  }
 
   const TrainingProgram& program_;
   const ReplicationPlan& plan_;
@@ -424,7 +429,7 @@ graph::Expected<std::vector<ShardedVariable>> Rewriter::shardable(const std::vec
   const graph::Graph& g = program_.graph;
   std::map<ValueRef, const Node*> update_of;  // by variable
   for (const Node& node : g.nodes()) {
-    if (ops::update_gradient_input(node.op)) update_of[node.inputs[0]] = &node;
+    if (update_gradient(node)) update_of[node.inputs[0]] = &node;
   }
   std::map<ValueRef, std::vector<std::pair<NodeId, size_t>>> readers;  // of each raw gradient: (node, input)
   for (const std::vector<ValueRef>& copies : raw) {
@@ -444,7 +449,7 @@ graph::Expected<std::vector<ShardedVariable>> Rewriter::shardable(const std::vec
     if (update == update_of.end()) {
       return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no optimizer update");
     }
-    const size_t gradient_input = *ops::update_gradient_input(update->second->op);
+    const size_t gradient_input = *update_gradient(*update->second);
     for (int r = 0; r < replicas_; ++r) {
       const NodeId copy = copies_[update->second->id][static_cast<size_t>(r)];
       for (const auto& [reader, input] : readers.at(raw[j][static_cast<size_t>(r)])) {
@@ -547,7 +552,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
   if (!c.batch_input[*features]) {
     return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
   }
-  MIRRA_ASSIGN_OR_RETURN(const NodeId batch_mean, batch_mean_of(p.graph, p.signature.loss, c.from_batch));
+  MIRRA_ASSIGN_OR_RETURN(const NodeId batch_mean, batch_mean_of(p.graph, *p.ops, p.signature.loss, c.from_batch));
   MIRRA_RETURN_IF_ERROR(clone_nodes(order, c));
   const NodeId copies_end = static_cast<NodeId>(out_.size());
   scale_loss_gradients(copies_end);
@@ -577,7 +582,7 @@ graph::Expected<TrainingProgram> Rewriter::run() {
                                                   .peer = plan_.reduction.path == AllReducePath::peer}));
     for (size_t j = 0; j < raw.size(); ++j) {
       const graph::Node& update = out_.node(variables[j].updates[0]);
-      aggregated.push_back({update.inputs[*ops::update_gradient_input(update.op)]});  // replica 0's share
+      aggregated.push_back({update.inputs[*update_gradient(update)]});  // replica 0's share
     }
   } else {
     aggregated = aggregate(replica_gradients(), order);

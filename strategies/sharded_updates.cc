@@ -141,7 +141,7 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         const runtime::ShareRange mine =
             runtime::worker_share(elements[members[m]], replicas, r, plan.worker.workers, plan.worker.worker);
         const graph::NodeId update = v.updates[static_cast<size_t>(r)];
-        const size_t gradient_input = *ops::update_gradient_input(g.node(update).op);
+        const size_t gradient_input = *b.registry().find(g.node(update).op)->update_gradient;
         auto scope = b.scope("replica_" + std::to_string(r) + "/shard/" + v.name);
         on(r);
         const graph::ValueRef part =

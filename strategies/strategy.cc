@@ -1,5 +1,6 @@
-// Strategy::distribute (a strategy's rewrite, then the check of its result), the three strategies as
-// thin adapters from their config to a rewrite, and the factory.
+// Strategy::distribute (a strategy's rewrite, then the check of its result), the strategies as thin
+// adapters from their config to a rewrite (OneDevice; Mirrored, CentralStorage and MultiWorkerMirrored
+// as one replicating strategy), and the factory.
 #include "strategies/strategy.h"
 
 #include "graph/verify.h"

@@ -3,7 +3,9 @@
 // and instance, completes through a callback (never by blocking the caller while peers are
 // missing), and carries a deadline past which it fails with deadline_exceeded naming who did not
 // arrive. Implementations: in process (InProcessCollective: the participants are devices of this
-// process); NCCL and MPI follow the same interface. CollectiveSet is a session's table of them.
+// process) and across worker processes over MPI (runtime/collectives/worker_collective.h). NCCL,
+// between the GPUs of one process, is not one: it is the GPU kernel of PeerAllReduce and its
+// siblings (ops/cuda/nccl_kernels.cc). CollectiveSet is a session's table of them.
 //
 //   collective.all_reduce({.group = "bucket_0", .instance = step, .participant = r, .group_size = n,
 //                          .deadline = deadline_after(timeout)},

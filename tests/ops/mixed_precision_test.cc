@@ -182,7 +182,7 @@ SmallNet small_net(ops::MixedPrecision mode) {
   net.train = train->train;
   net.loss = objective.loss;
   ops::fuse_conv_bias_relu(net.graph);
-  net.rewritten = ops::apply_mixed_precision(net.graph, mode);
+  net.rewritten = ops::apply_mixed_precision(net.graph, ops::registry(), mode);
   return net;
 }
 

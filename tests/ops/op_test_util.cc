@@ -86,6 +86,33 @@ void check_forwarding(const std::string& op, const std::vector<Tensor>& inputs, 
   }
 }
 
+// What `op`'s schema declares of it holds on this case (`outputs` from the CPU kernel): output 0
+// holds only values of each input it moves values of; zeros in place of an input it reads only the
+// shape of change nothing; the inputs it writes in place are Variables here (as a graph gives them).
+void check_declared_properties(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                               const std::vector<Tensor>& outputs, size_t variables) {
+  const graph::OpSchema& schema = *ops::registry().find(op);
+  for (size_t i : schema.updates) {
+    REQUIRE_MESSAGE(i < variables, op << " writes input " << i << " in place: the case must hold it in a Variable");
+  }
+  for (size_t i : schema.moves_values) {
+    std::set<double> values;
+    for (int64_t k = 0; k < inputs[i].num_elements(); ++k) values.insert(element(inputs[i], k));
+    for (int64_t k = 0; k < outputs[0].num_elements(); ++k) {
+      if (values.count(element(outputs[0], k)) == 0) FAIL(op << "'s output 0 holds " << element(outputs[0], k)
+                                                            << ", no value of input " << i << ", which it moves values of");
+    }
+  }
+  for (size_t i : schema.reads_only_shape) {
+    std::vector<Tensor> zeroed = inputs;
+    zeroed[i] = make_tensor(inputs[i].dtype(), inputs[i].shape(), [](int64_t) { return 0.0; });
+    auto again = run_op(op, zeroed, attrs, false, {}, variables);
+    REQUIRE_MESSAGE(again.ok(), again.status().to_string());
+    CAPTURE(i);
+    for (size_t k = 0; k < outputs.size(); ++k) check_elements((*again)[k], outputs[k], 0);
+  }
+}
+
 }  // namespace
 
 void check_conformance(graph::DeviceKind kind, const std::string& what, const std::vector<Tensor>& got,
@@ -159,6 +186,7 @@ void check_op(const std::string& op, const std::vector<Tensor>& inputs, const At
     REQUIRE_MESSAGE(outputs.ok(), outputs.status().to_string());
     REQUIRE(outputs->size() == expected.size());
     if (variables == 0) check_forwarding(op, inputs, *outputs);
+    if (!unknown_batch) check_declared_properties(op, inputs, attrs, *outputs, variables);
     for (size_t k = 0; k < expected.size(); ++k) {
       CAPTURE(k);
       check_elements((*outputs)[k], expected[k], tolerance);

@@ -76,8 +76,9 @@ graph::Expected<std::vector<Tensor>> run_op(const std::string& op, const std::ve
 // `tolerance`, relative to max(1, |expected|); others exactly), with known and unknown batch dims;
 // then on every backend under test against the CPU kernel's outputs, within `backend_tolerance`
 // where a backend may round differently (the GPU's 16-bit convolutions), else `tolerance`. An output
-// in an input's memory fails unless the op's schema has kForwardsInput. With `variables`, as run_op:
-// `expected` then also holds those variables' values after the node ran.
+// in an input's memory fails unless the op's schema has kForwardsInput, and what the schema declares
+// for passes (moves_values, reads_only_shape, updates) must hold on the case. With `variables`, as
+// run_op: `expected` then also holds those variables' values after the node ran.
 void check_op(const std::string& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
               const std::vector<Tensor>& expected, double tolerance = 1e-5,
               std::optional<double> backend_tolerance = std::nullopt, size_t variables = 0);

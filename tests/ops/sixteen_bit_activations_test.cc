@@ -39,10 +39,10 @@ PooledNet pooled_net(bool activations_16_bit, std::vector<graph::NodeId> fetched
   net.train = train->train;
   net.loss = objective.loss;
   ops::fuse_for_training(net.graph);
-  ops::apply_mixed_precision(net.graph, ops::MixedPrecision::bf16);
+  ops::apply_mixed_precision(net.graph, ops::registry(), ops::MixedPrecision::bf16);
   if (activations_16_bit) {
     fetched.insert(fetched.end(), {net.train, net.loss.node});
-    net.narrowed = ops::keep_activations_16_bit(net.graph, fetched);
+    net.narrowed = ops::keep_activations_16_bit(net.graph, ops::registry(), fetched);
   }
   return net;
 }
@@ -154,8 +154,8 @@ TEST_CASE("SixteenBitActivations.run_for_bf16_on_cpus_that_multiply_it") {
     CAPTURE(on_gpu);
     PooledNet net = pooled_net(false);
     const std::vector<graph::DeviceId> devices = on_gpu ? std::vector<graph::DeviceId>{{graph::DeviceKind::gpu, 0}} : cpus;
-    const int narrowed = ops::keep_activations_16_bit_where_it_pays(net.graph, ops::MixedPrecision::bf16, devices,
-                                                                    {net.train, net.loss.node});
+    const int narrowed = ops::keep_activations_16_bit_where_it_pays(net.graph, ops::registry(), ops::MixedPrecision::bf16,
+                                                                    devices, {net.train, net.loss.node});
     CHECK(narrowed == (!on_gpu && ops::cpu_has_bf16_kernels() ? 3 : 0));
     CHECK(net.graph.type(net.conv1_pooled).dtype == (narrowed > 0 ? DType::bf16 : DType::f32));
   }
