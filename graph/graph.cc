@@ -63,6 +63,32 @@ void Graph::replace_all_uses(ValueRef from, ValueRef to) {
   }
 }
 
+std::vector<NodeId> Graph::keep_only(const std::vector<bool>& keep) {
+  MIRRA_CHECK(keep.size() == nodes_.size());
+  std::vector<NodeId> moved(nodes_.size(), kInvalidNode);
+  std::vector<Node> kept;
+  for (Node& node : nodes_) {
+    if (!keep[node.id]) continue;
+    moved[node.id] = static_cast<NodeId>(kept.size());
+    kept.push_back(std::move(node));
+  }
+  by_name_.clear();
+  for (Node& node : kept) {
+    node.id = moved[node.id];
+    for (ValueRef& input : node.inputs) {
+      MIRRA_CHECK(moved[input.node] != kInvalidNode, node.name + " reads a removed node");
+      input.node = moved[input.node];
+    }
+    for (NodeId& control : node.control_inputs) {
+      MIRRA_CHECK(moved[control] != kInvalidNode, node.name + " waits for a removed node");
+      control = moved[control];
+    }
+    by_name_.emplace(node.name, node.id);
+  }
+  nodes_ = std::move(kept);
+  return moved;
+}
+
 Expected<std::vector<NodeId>> Graph::topological_order() const {
   const size_t n = nodes_.size();
   std::vector<uint32_t> pending(n, 0);

@@ -39,6 +39,10 @@ class Graph {
   void add_control_edge(NodeId from, NodeId to);
   // Every data input that reads `from` reads `to` instead.
   void replace_all_uses(ValueRef from, ValueRef to);
+  // Keeps the nodes `keep` marks (by id), in their order, and removes the others. REQUIRES: the
+  // inputs and control inputs of every kept node are kept. Returns each old id's new id
+  // (kInvalidNode for a removed node); remap() moves a reference held elsewhere along.
+  std::vector<NodeId> keep_only(const std::vector<bool>& keep);
 
   // Node ids so that every node comes after its data and control inputs; ties keep id order, so the
   // result is stable. An error names a node on a cycle.
@@ -51,5 +55,12 @@ class Graph {
   std::unordered_map<std::string, NodeId> by_name_;
   std::unordered_map<std::string, int> last_suffix_;  // by base name, for unique_name
 };
+
+// A node id, or a value, held outside a graph after Graph::keep_only returned `moved`: where it went,
+// or kInvalidNode (an invalid value) when it was removed.
+inline NodeId remap(NodeId id, const std::vector<NodeId>& moved) { return id < moved.size() ? moved[id] : kInvalidNode; }
+inline ValueRef remap(ValueRef value, const std::vector<NodeId>& moved) {
+  return value.valid() ? ValueRef{remap(value.node, moved), value.output} : value;
+}
 
 }  // namespace mirra::graph

@@ -18,11 +18,17 @@ int64_t clamp_bytes(Wide bytes) { return bytes > kMaxBytes ? kMaxBytes : static_
 
 }  // namespace
 
-graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size) {
-  MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::NodeId> order, graph.topological_order());
+graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size,
+                                                std::span<const graph::NodeId> roots) {
+  MIRRA_ASSIGN_OR_RETURN(std::vector<graph::NodeId> order, graph.topological_order());
+  if (!roots.empty()) {
+    const std::vector<bool> needed = graph.needed_for(roots);
+    std::erase_if(order, [&](graph::NodeId id) { return !needed[id]; });
+  }
   std::vector<size_t> position(graph.size()), last_use(graph.size());
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = last_use[order[i]] = i;
-  for (const graph::Node& node : graph.nodes()) {
+  for (const graph::NodeId id : order) {
+    const graph::Node& node = graph.node(id);
     for (const graph::ValueRef& input : node.inputs) {
       last_use[input.node] = std::max(last_use[input.node], position[node.id]);
     }

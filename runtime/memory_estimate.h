@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,10 @@ struct MemoryEstimate {
   std::vector<TensorEstimate> largest;  // the biggest values, largest first (at most five)
 };
 
-// Errors: a cyclic graph.
-graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size);
+// Over the nodes `roots` need (every node when there are none), which are all a step that runs them
+// allocates. Errors: a cyclic graph.
+graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size,
+                                                std::span<const graph::NodeId> roots = {});
 // resource_exhausted naming the estimate, the limit and the largest tensors when over `limit_bytes`.
 graph::Status check_memory_budget(const MemoryEstimate& estimate, int64_t limit_bytes);
 // Nine tenths of the machine's physical memory.

@@ -6,6 +6,7 @@
 #include "graph/verify.h"
 #include "runtime/gpu_devices.h"
 #include "strategies/one_device.h"
+#include "strategies/pruning.h"
 #include "strategies/replicate.h"
 
 namespace mirra::strategies {
@@ -76,7 +77,11 @@ class ReplicatingStrategy final : public Strategy {
 }  // namespace
 
 graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& program, const ops::WorkerPart& part) const {
-  MIRRA_ASSIGN_OR_RETURN(TrainingProgram distributed, rewrite(program, part));
+  // Pruned before (nothing dead is cloned) and after (nothing the rewrite left unread stays).
+  TrainingProgram pruned = program;
+  prune(pruned);
+  MIRRA_ASSIGN_OR_RETURN(TrainingProgram distributed, rewrite(pruned, part));
+  prune(distributed);
   const runtime::training::TrainingGraph& signature = distributed.signature;
   std::vector<graph::NodeId> run;
   for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate}) {

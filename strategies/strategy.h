@@ -54,9 +54,10 @@ class Strategy {
   // updates the variables as one device would on the same B.
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program) const { return distribute(program, {}); }
   // Across workers (across_workers()), `part` names the worker whose graph to build: the workers'
-  // graphs differ only in which shares of sharded optimizer state each one holds. The nodes the
-  // result's steps run are checked against their ops' schemas (graph::verify_types): a rewrite that
-  // broke one is an internal error naming it.
+  // graphs differ only in which shares of sharded optimizer state each one holds. The program is
+  // pruned before and after the rewrite (strategies/pruning.h: the result holds only what its steps
+  // need, and every variable), and the nodes the result's steps run are checked against their ops'
+  // schemas (graph::verify_types): a rewrite that broke one is an internal error naming it.
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const;
   // Whether its collectives span worker processes (multi_worker_mirrored): the session then needs
   // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its

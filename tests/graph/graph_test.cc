@@ -189,6 +189,30 @@ TEST_CASE("Graph.verify_types.finds_nodes_their_schemas_refuse") {
   CHECK(verify_types(unknown, ops::registry()).message() == "node 'fc1/Relu': op 'Gelu7' is not registered");
 }
 
+TEST_CASE("Graph.keep_only.removes_nodes_and_renumbers_every_reference") {
+  Graph g;
+  Builder b(g, ops::registry());
+  const ValueRef x = ops::placeholder(b, "x", DType::f32, {2});
+  const ValueRef dead = ops::exp(b, x);
+  const ValueRef y = ops::relu(b, x);
+  const ValueRef z = ops::neg(b, y);
+  g.add_control_edge(y.node, z.node);
+  REQUIRE(b.status().ok());
+  const NodeId roots[] = {z.node};
+  const std::vector<NodeId> moved = g.keep_only(g.needed_for(roots));
+  CHECK(g.size() == 3);
+  CHECK(remap(dead, moved).valid() == false);
+  CHECK(remap(x.node, moved) == 0);
+  const ValueRef z2 = remap(z, moved);
+  CHECK(z2 == ValueRef{2, 0});
+  CHECK(g.node(2).inputs == std::vector<ValueRef>{remap(y, moved)});
+  CHECK(g.node(2).control_inputs == std::vector<NodeId>{remap(y.node, moved)});
+  CHECK(g.find("Exp") == std::nullopt);
+  CHECK(g.find("Neg") == std::optional<NodeId>{2});
+  for (NodeId id = 0; id < g.size(); ++id) CHECK(g.node(id).id == id);
+  CHECK(verify_structure(g).ok());
+}
+
 TEST_CASE("Graph.replace_all_uses.rewires_consumers") {
   Graph g = small_mlp();
   const NodeId relu = *g.find("fc1/Relu");

@@ -96,11 +96,16 @@ TEST_CASE("Runner.hostile_model.sizes_that_overflow_are_refused_at_load") {
 
 // Sizes that fit int64 but not the machine are refused before anything is allocated: the estimate
 // names the largest tensors, and the process never grows (four f32[2^31] variables would be 32 GiB).
+// The estimate covers what the steps run (and every variable): a huge node nothing reads is pruned
+// from training and never planned by evaluation.
 TEST_CASE("Runner.hostile_model.memory_beyond_the_limit_is_refused_before_allocating") {
   const std::string variables = crafted_mlp("huge_variables", [](graph::Builder& b, serialization::Model&) {
     for (int i = 0; i < 4; ++i) ops::variable(b, "unused_" + std::to_string(i), {int64_t{1} << 31});
   });
-  const std::string one_hot = crafted_mlp("one_hot_2_40", [](graph::Builder& b, serialization::Model&) {
+  const std::string one_hot = crafted_mlp("one_hot_2_40", [](graph::Builder& b, serialization::Model& model) {
+    model.signature.loss = ops::add(b, model.signature.loss, ops::reduce_mean(b, ops::one_hot(b, labels(b), int64_t{1} << 40)));
+  });
+  const std::string unread = crafted_mlp("one_hot_2_40_unread", [](graph::Builder& b, serialization::Model&) {
     ops::one_hot(b, labels(b), int64_t{1} << 40);
   });
   const Process p = spawn({"train", variables, "--steps", "1"}, "huge_variables");
@@ -114,8 +119,11 @@ TEST_CASE("Runner.hostile_model.memory_beyond_the_limit_is_refused_before_alloca
   CHECK(err.find("over the memory limit") != std::string::npos);
   CHECK(err.find("unused_0 f32[2147483648] 8.0 GiB") != std::string::npos);
 
-  check_refused(run({"train", one_hot, "--steps", "1"}, "one_hot_2_40_train"), {"over the memory limit", "f32[?,1099511627776]"});
+  check_refused(run({"train", one_hot, "--steps", "1", "--strategy", "one_device"}, "one_hot_2_40_train"),
+                {"over the memory limit", "f32[?,1099511627776]"});
   check_refused(run({"eval", one_hot}, "one_hot_2_40_eval"), {"over the memory limit"});
+  CHECK(run({"train", unread, "--steps", "1"}, "one_hot_2_40_unread_train").code == 0);
+  CHECK(run({"eval", unread}, "one_hot_2_40_unread_eval").code == 0);
   // A limit below what the plain MLP needs refuses it too; one above lets it train.
   check_refused(run({"train", mlp_file(), "--steps", "1", "--memory-limit", "64K"}, "limit_64k"), {"memory limit of 64.0 KiB"});
   CHECK(run({"train", mlp_file(), "--steps", "1", "--memory-limit", "4G"}, "limit_4g").code == 0);

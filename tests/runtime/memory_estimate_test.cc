@@ -39,6 +39,22 @@ TEST_CASE("MemoryEstimate.counts_sources_and_the_most_values_alive_at_once") {
   CHECK(default_memory_limit() > 0);
 }
 
+TEST_CASE("MemoryEstimate.over_what_the_roots_need") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto x = ops::placeholder(b, "x", DType::f32, {-1, 100});       // 400 B a row
+  const auto y = ops::reduce_sum(b, ops::relu(b, x));                   // 400 B a row, then 4 B
+  const auto unread = ops::one_hot(b, ops::placeholder(b, "i", DType::i64, {-1}), int64_t{1} << 40);
+  REQUIRE(b.status().ok());
+  (void)unread;
+  const graph::NodeId roots[] = {y.node};
+  const auto estimate = estimate_memory(g, 10, roots);
+  REQUIRE(estimate.ok());
+  CHECK(estimate->source_bytes == 4000);
+  CHECK(estimate->peak_bytes == 4000 + 4000 + 4);  // Relu's rows alive while the sum is made
+  CHECK(estimate_memory(g, 10)->peak_bytes > (int64_t{1} << 40));
+}
+
 TEST_CASE("MemoryEstimate.saturates_instead_of_wrapping") {
   graph::Graph g;
   graph::Builder b(g, ops::registry());

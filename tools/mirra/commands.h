@@ -4,6 +4,7 @@
 // error that names the problem.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,10 @@ int run_eval(const EvalCommand& command);
 int run_inspect(const InspectCommand& command);
 int run_devices(const DevicesCommand& command);
 
-// resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory).
-graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes);
+// resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory
+// over what `roots` need; every node without roots).
+graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes,
+                           std::span<const graph::NodeId> roots = {});
 
 // Prints the error to stderr and returns its exit code: "mirra: error: <message>" and 2 when the
 // status blames the input (graph::blames_input), "mirra: error (<code>): <message>" and 1 otherwise.

@@ -10,6 +10,7 @@
 #include "ops/registry.h"
 #include "runtime/memory_estimate.h"
 #include "strategies/config_json.h"
+#include "strategies/pruning.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/model_program.h"
 
@@ -17,16 +18,20 @@ namespace mirra::runner {
 
 namespace {
 
-// What runtime::estimate_memory plans for the forward pass, and for training on one device when the
-// model trains (the runner's --memory-limit is checked against the distributed version of the latter).
+// What runtime::estimate_memory plans for the forward pass (the loss and the metrics), and for training
+// on one device when the model trains (pruned as a strategy prunes it; the runner's --memory-limit is
+// checked against the distributed version of the latter).
 void print_memory(const InspectCommand& command, const serialization::Model& model) {
-  const auto forward = runtime::estimate_memory(model.graph, command.batch_size);
+  std::vector<graph::NodeId> forward_roots = {model.signature.loss.node};
+  for (const serialization::Metric& metric : model.signature.metrics) forward_roots.push_back(metric.value.node);
+  const auto forward = runtime::estimate_memory(model.graph, command.batch_size, forward_roots);
   if (!forward.ok()) return;
   std::printf("memory at batch %lld: forward pass about %s", static_cast<long long>(command.batch_size),
               runtime::format_bytes(forward->peak_bytes).c_str());
   const runtime::MemoryEstimate* largest = &*forward;
   std::optional<runtime::MemoryEstimate> training;
-  if (const auto program = build_model_program(model); program.ok()) {
+  if (auto program = build_model_program(model); program.ok()) {
+    strategies::prune(program->program);
     if (auto estimate = runtime::estimate_memory(program->program.graph, command.batch_size); estimate.ok()) {
       training = std::move(*estimate);
       largest = &*training;

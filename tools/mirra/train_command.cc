@@ -480,8 +480,9 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
 
 }  // namespace
 
-graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes) {
-  MIRRA_ASSIGN_OR_RETURN(const runtime::MemoryEstimate estimate, runtime::estimate_memory(graph, batch_size));
+graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes,
+                           std::span<const graph::NodeId> roots) {
+  MIRRA_ASSIGN_OR_RETURN(const runtime::MemoryEstimate estimate, runtime::estimate_memory(graph, batch_size, roots));
   const graph::Status status = runtime::check_memory_budget(estimate, limit_bytes);
   if (status.ok()) return status;
   return graph::resource_exhausted(status.message() + " (--memory-limit raises the limit; a smaller --batch-size lowers the need)");

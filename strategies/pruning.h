@@ -1,0 +1,16 @@
+// prune: removes the nodes that no step of a training program needs (the chains a fusion replaced,
+// what a rewrite left unread), so that a strategy never clones them and plans, memory estimates and
+// printed graphs hold only what runs. Every variable stays, needed or not: it is the model's state,
+// which checkpoints and model files keep.
+#pragma once
+
+#include "strategies/strategy.h"
+
+namespace mirra::strategies {
+
+// Keeps what the signature's targets and values need (train, accumulate, loss, correct count,
+// learning rate, the batch placeholders), the step state, the variables with their gradients and the
+// gradients' seed; moves every reference the program holds along with its node.
+void prune(TrainingProgram& program);
+
+}  // namespace mirra::strategies
