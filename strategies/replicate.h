@@ -8,8 +8,9 @@
 //     summed over the replicas there.
 // Mirrored with shard_optimizer_state keeps only each replica's share of every optimizer slot
 // (strategies/sharded_updates.h): gradients are reduce-scattered, each replica updates its share of
-// each variable, and the shares are all-gathered. With bf16_all_reduce the f32 gradients cross the
-// all-reduce as bf16.
+// each variable, and the shares are all-gathered. A bucket hook (bf16 compression) changes what the
+// gradients are as they cross the all-reduce. The rewrite is a sequence of passes over a ReplicaGraph
+// (strategies/replicate_passes.h), each pinned by a golden text.
 // The loss and correct count are re-aggregated on the host: the loss's mean over the batch as the sum
 // over replicas of their summed elements divided by the elements they average (for a mean over
 // [B], [B, T], [B, k], ...), the rest of the loss (terms that do not depend on the batch:
@@ -23,11 +24,15 @@
 // ENSURES: one step on a global batch B gives the variables one device would give on B.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "graph/device_id.h"
 #include "ops/distribute_ops.h"
 #include "strategies/all_reduce_plan.h"
+#include "strategies/bucket_hooks.h"
 #include "strategies/gradient_buckets.h"
 #include "strategies/strategy.h"
 
@@ -53,11 +58,15 @@ struct ReplicationPlan {
   // share): each update must read its gradient directly (no clipping, loss scaling or numerics
   // checks between them).
   bool shard_optimizer_state = false;
-  // f32 gradients cross the all-reduce as bf16 (half the bytes; summed in f32 inside it) and are
-  // widened back on each replica. Mirrored only.
-  bool bf16_all_reduce = false;
+  // What each gradient of Mirrored's buckets becomes on its way through the all-reduce (bf16
+  // compression: strategies/bucket_hooks.h); none: the gradients as they are.
+  std::shared_ptr<const BucketHook> bucket_hook;
 };
 
-graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan);
+// Called after each pass with its name and the graph it left (the passes' golden tests).
+using PassObserver = std::function<void(std::string_view pass, const graph::Graph& graph)>;
+
+graph::Expected<TrainingProgram> replicate(const TrainingProgram& program, const ReplicationPlan& plan,
+                                           const PassObserver& after_each_pass = {});
 
 }  // namespace mirra::strategies

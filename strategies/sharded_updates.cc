@@ -1,10 +1,14 @@
-// shard_updates: reduce-scatter of each gradient, updates of the replica's share, the shares joined back.
+// shard_updates: reduce-scatter of each gradient, updates of the replica's share, the shares joined
+// back; and the replicate pass that hands it the cloned variables (shard_optimizer_updates).
 #include "strategies/sharded_updates.h"
+
+#include <map>
 
 #include "graph/graph.h"
 #include "ops/ops.h"
 #include "runtime/collectives/collective.h"
 #include "strategies/collective_order.h"
+#include "strategies/replicate_passes.h"
 
 namespace mirra::strategies {
 
@@ -196,6 +200,81 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
   }
   b.set_device(std::nullopt);
   return writes;
+}
+
+namespace {
+
+// Each variable's copies and updates, when every replica's raw gradient is read by its update alone
+// (a clipping norm or a finiteness check would need the whole reduced gradient). The caller fills in
+// the gradients to reduce.
+graph::Expected<std::vector<ShardedVariable>> shardable(const ReplicaGraph& r, const std::vector<std::vector<graph::ValueRef>>& raw) {
+  const graph::Graph& g = r.program.graph;
+  std::map<graph::ValueRef, const graph::Node*> update_of;  // by variable
+  for (const graph::Node& node : g.nodes()) {
+    if (r.update_gradient(node)) update_of[node.inputs[0]] = &node;
+  }
+  std::map<graph::ValueRef, std::vector<std::pair<graph::NodeId, size_t>>> readers;  // of each raw gradient: (node, input)
+  for (const std::vector<graph::ValueRef>& copies : raw) {
+    for (graph::ValueRef value : copies) readers[value];
+  }
+  for (graph::NodeId id = 0; id < r.copies_end; ++id) {
+    const std::vector<graph::ValueRef>& inputs = r.graph.node(id).inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (auto found = readers.find(inputs[i]); found != readers.end()) found->second.emplace_back(id, i);
+    }
+  }
+  std::vector<ShardedVariable> variables;
+  for (size_t j = 0; j < raw.size(); ++j) {
+    const graph::ValueRef variable = r.program.variables_and_gradients[j].first;
+    ShardedVariable v{.name = g.node(variable.node).name};
+    const auto update = update_of.find(variable);
+    if (update == update_of.end()) {
+      return graph::invalid_argument("shard_optimizer_state: variable '" + v.name + "' has no optimizer update");
+    }
+    const size_t gradient_input = *r.update_gradient(*update->second);
+    for (int replica = 0; replica < r.replicas; ++replica) {
+      const graph::NodeId copy = r.copies[update->second->id][static_cast<size_t>(replica)];
+      for (const auto& [reader, input] : readers.at(raw[j][static_cast<size_t>(replica)])) {
+        if (reader == copy && input == gradient_input) continue;
+        int reader_replica = -1;
+        return graph::invalid_argument("shard_optimizer_state: the gradient of '" + v.name + "' is read by '" +
+                                       std::string(replica_free_name(r.graph.node(reader).name, &reader_replica)) +
+                                       "' besides its update; sharded optimizer state needs updates that read their "
+                                       "gradients directly (no clip_global_norm, loss scaling or check_numerics)");
+      }
+      v.copies.push_back(r.copy_on(variable, replica));
+      v.updates.push_back(copy);
+    }
+    variables.push_back(std::move(v));
+  }
+  return variables;
+}
+
+}  // namespace
+
+graph::Status shard_optimizer_updates(ReplicaGraph& r) {
+  const std::vector<std::vector<graph::ValueRef>> raw = r.raw_gradients();
+  MIRRA_ASSIGN_OR_RETURN(std::vector<ShardedVariable> variables, shardable(r, raw));
+  const std::vector<std::vector<graph::ValueRef>> gradients = r.replica_gradients();
+  MIRRA_RETURN_IF_ERROR(r.builder.status());
+  std::vector<ShardedVariable> ready;
+  for (size_t j : r.ready_order()) {
+    variables[j].gradients = gradients[j];
+    ready.push_back(variables[j]);
+  }
+  MIRRA_ASSIGN_OR_RETURN(r.writes, shard_updates(r.builder, ready,
+                                                 {.devices = r.plan.devices,
+                                                  .host = r.plan.host,
+                                                  .collective = r.plan.collective,
+                                                  .worker = r.plan.worker,
+                                                  .buckets = r.plan.buckets,
+                                                  .peer = r.plan.reduction.path == AllReducePath::peer}));
+  r.aggregated.clear();
+  for (const ShardedVariable& v : variables) {
+    const graph::Node& update = r.graph.node(v.updates[0]);
+    r.aggregated.push_back({update.inputs[*r.update_gradient(update)]});  // replica 0's share
+  }
+  return graph::Status();
 }
 
 }  // namespace mirra::strategies

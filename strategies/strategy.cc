@@ -5,6 +5,7 @@
 
 #include "graph/verify.h"
 #include "runtime/gpu_devices.h"
+#include "strategies/bucket_hooks.h"
 #include "strategies/one_device.h"
 #include "strategies/pruning.h"
 #include "strategies/replicate.h"
@@ -67,7 +68,7 @@ class ReplicatingStrategy final : public Strategy {
                                               .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)},
                                .reduction = all_reduce_plan(),
                                .shard_optimizer_state = config_.shard_optimizer_state,
-                               .bf16_all_reduce = config_.all_reduce.compression == "bf16"});
+                               .bucket_hook = config_.all_reduce.compression == "bf16" ? bf16_compression() : nullptr});
   }
 
   StrategyConfig config_;

@@ -1,4 +1,4 @@
-// Gradient accumulation (Note [Gradient accumulation] in strategies/replicate.cc): k micro-batches,
+// Gradient accumulation (Note [Gradient accumulation] in strategies/replica_graph.cc): k micro-batches,
 // k - 1 through the accumulate target and the last through the train target, give the variables one
 // train step gives on the k micro-batches joined, for one device, Mirrored and CentralStorage over
 // 1-3 replicas, micro-batches of equal and of unequal sizes, momentum and Adam, the MLP (f64) and a

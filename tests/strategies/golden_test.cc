@@ -3,10 +3,19 @@
 // momentum under Mirrored over 3 with sharded optimizer state (uneven shares of 6 and 2 elements). Run with
 // MIRRA_UPDATE_GOLDEN=1 to rewrite the files after an intended change, then review the diff. A program
 // that does not name the seed of its gradients is refused, and so is one with a node its schema refuses.
+// Each pass of replicate (strategies/replicate_passes.h) is pinned too: the lines of the graph text it
+// adds or rewires, under Mirrored over 2 devices with bf16 compression and tiny buckets,
+// CentralStorage over 2, Mirrored over 3 with sharded optimizer state, and Mirrored over 2
+// accumulating gradients (tests/strategies/golden/passes/).
 #include <doctest/doctest.h>
+
+#include <set>
+#include <sstream>
 
 #include "graph/print.h"
 #include "ops/ops.h"
+#include "strategies/bucket_hooks.h"
+#include "strategies/replicate.h"
 #include "strategies/strategy.h"
 #include "tests/golden_file.h"
 
@@ -65,6 +74,55 @@ TEST_CASE("Strategies.sharded_rewrite_matches_golden_text") {
   auto distributed = (*made)->distribute(small_program(ops::Optimizer::momentum_sgd(0.1, 0.9)));
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   test::check_golden("tests/strategies/golden/mirrored_3_sharded.txt", graph::to_text(distributed->graph));
+}
+
+ReplicationPlan plan_over(int replicas, bool mirror_state, bool sharded) {
+  ReplicationPlan plan{.host = {graph::DeviceKind::cpu, 0}, .mirror_state = mirror_state, .shard_optimizer_state = sharded};
+  for (int r = 0; r < replicas; ++r) plan.devices.push_back({graph::DeviceKind::cpu, r});
+  plan.buckets = {.first_bucket_bytes = 8, .bucket_bytes = 16};  // the 2-float bias alone first
+  plan.reduction = plan_all_reduce(plan.devices, {.central_variables = !mirror_state, .sharded_state = sharded});
+  return plan;
+}
+
+// The lines of `after` that `before` does not have: the nodes a pass added, and those it rewired.
+std::string changes(const std::string& before, const std::string& after) {
+  std::set<std::string> had;
+  std::istringstream old_lines(before), new_lines(after);
+  for (std::string line; std::getline(old_lines, line);) had.insert(line);
+  std::string out;
+  for (std::string line; std::getline(new_lines, line);) {
+    if (had.count(line) == 0) out += line + "\n";
+  }
+  return out;
+}
+
+// Runs replicate and pins each pass's changes as tests/strategies/golden/passes/<name>/<pass>.txt.
+void check_passes(const std::string& name, const TrainingProgram& program, const ReplicationPlan& plan) {
+  CAPTURE(name);
+  std::string before;
+  std::vector<std::string> passes;
+  auto replicated = replicate(program, plan, [&](std::string_view pass, const graph::Graph& g) {
+    const std::string text = graph::to_text(g);
+    test::check_golden("tests/strategies/golden/passes/" + name + "/" + std::string(pass) + ".txt", changes(before, text));
+    passes.emplace_back(pass);
+    before = text;
+  });
+  REQUIRE_MESSAGE(replicated.ok(), replicated.status().to_string());
+  const std::vector<std::string> every = {"clone_per_replica", "split_batch_inputs", "weight_gradient_seeds",
+                                          plan.shard_optimizer_state ? "shard_optimizer_updates" : "aggregate_gradients",
+                                          "finish_signature", "report_metrics"};
+  CHECK(passes == every);
+}
+
+TEST_CASE("Replicate.each_pass_matches_golden_text") {
+  ReplicationPlan compressed = plan_over(2, true, false);
+  compressed.bucket_hook = bf16_compression();
+  check_passes("mirrored_2_bf16", small_program(ops::Optimizer::sgd(0.1)), compressed);
+  check_passes("central_storage_2", small_program(ops::Optimizer::sgd(0.1)), plan_over(2, false, false));
+  check_passes("mirrored_3_sharded", small_program(ops::Optimizer::momentum_sgd(0.1, 0.9)), plan_over(3, true, true));
+  TrainingProgram accumulating = small_program(ops::Optimizer::sgd(0.1));
+  accumulating.accumulate_gradients = true;
+  check_passes("mirrored_2_accumulated", accumulating, plan_over(2, true, false));
 }
 
 TEST_CASE("Strategies.replicating_needs_the_seed_of_the_gradients") {
