@@ -1,5 +1,7 @@
 // PeerAllReduce, PeerReduceScatter and PeerAllGather on GPUs through NCCL. The ranks of a group (one
-// node per GPU) meet on the host, and once the last has arrived one issuing thread makes every rank's
+// node per GPU) meet on the host at a Rendezvous (runtime/collectives/rendezvous.h), which fails the
+// ranks of a meeting some rank did not come to by the deadline, naming it, and those of a step that
+// failed elsewhere (the session's collectives tell of it). Once the last has arrived one issuing thread makes every rank's
 // NCCL calls in one group call: one thread launching for several GPUs must, or NCCL may block on the
 // first rank waiting for the others. The issuing thread is NcclPeers' own, not the last rank's: that
 // one is launching on its GPU's compute stream and holds that stream, while issuing touches every
@@ -9,12 +11,10 @@
 // all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share.
 // Each runs on its GPU's communication stream, so the backward pass goes on beside it on the compute
 // stream. One communicator per set of GPUs (ncclCommInitAll), made at the first meeting and kept for
-// the process. A rank completes once its GPU has finished its calls. A watchdog fails the ranks of a
-// meeting some rank did not come to by the deadline, and aborts the communicators of an issued
-// meeting whose deadline passed or whose communicator reported an error, so the step fails naming
-// the group and the GPUs instead of hanging; the next meeting makes new communicators. A step that
-// fails elsewhere (the session's collectives tell of it) fails the ranks waiting in its meetings at
-// once, and those still to come when they arrive.
+// the process. A rank completes once its GPU has finished its calls. A watchdog aborts the
+// communicators of an issued meeting whose deadline passed or whose communicator reported an error,
+// so the step fails naming the group and the GPUs instead of hanging; the next meeting makes new
+// communicators.
 #include <nccl.h>
 
 #include <algorithm>
@@ -34,6 +34,7 @@
 
 #include "graph/check.h"
 #include "ops/cuda/gpu_kernel.h"
+#include "runtime/collectives/rendezvous.h"
 #include "runtime/stream.h"
 
 namespace mirra::ops::cuda {
@@ -59,6 +60,7 @@ struct Rank {
   // compute stream may use until it runs (the allocator frees in the order the compute stream runs
   // its kernels): the communication stream then waits for that work first.
   bool allocated_outputs = false;
+  Clock::time_point deadline = Clock::time_point::max();
   runtime::KernelDone done;
 };
 
@@ -68,11 +70,10 @@ struct Communicators {
   std::vector<ncclComm_t> comms;
 };
 
-// A group's execution for one step, from the first arrival until every rank completed.
+// A group's execution for one step, from the last arrival until every rank completed.
 struct Meeting {
   std::string what;  // "PeerAllReduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
-  std::vector<std::optional<Rank>> ranks;
-  int arrived = 0;
+  std::vector<Rank> ranks;
   Clock::time_point deadline = Clock::time_point::max();
   std::shared_ptr<Communicators> communicators;  // set when issued
   std::atomic<int> remaining{0};                 // ranks whose GPU has not finished
@@ -94,40 +95,15 @@ class NcclPeers {
   // and the step, so sessions and steps never meet each other.
   void arrive(const void* session, const std::string& op, const std::string& group, int64_t step, int rank, int ranks,
               Rank part, Clock::time_point deadline) {
-    const Key key{session, group, step};
+    part.deadline = deadline;
     const std::string what = op + " '" + group + "' (step " + std::to_string(step) + ")";
-    std::shared_ptr<Meeting> complete;
-    Status refused;
-    {
-      std::lock_guard lock(mutex_);
-      if (const auto closed = closed_.find(key); closed != closed_.end()) {
-        refused = closed->second.with_context(what + ": rank " + std::to_string(rank));
-      } else if (const auto abandoned = abandoned_.find({session, step}); abandoned != abandoned_.end()) {
-        refused = abandoned->second.with_context(what + ": rank " + std::to_string(rank) + " not issued, the step failed");
-      } else {
-        std::shared_ptr<Meeting>& meeting = meetings_[key];
-        if (!meeting) {
-          meeting = std::make_shared<Meeting>();
-          meeting->ranks.resize(static_cast<size_t>(ranks));
-          meeting->what = what;
-        }
-        if (meeting->ranks.size() != static_cast<size_t>(ranks) || meeting->ranks[static_cast<size_t>(rank)]) {
-          refused = graph::invalid_argument(what + ": rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
-                                            " does not fit a meeting of " + std::to_string(meeting->ranks.size()));
-        } else {
-          meeting->ranks[static_cast<size_t>(rank)] = std::move(part);
-          meeting->deadline = std::min(meeting->deadline, deadline);
-          if (++meeting->arrived == ranks) {
-            complete = std::move(meeting);
-            meetings_.erase(key);
-          } else {
-            start_watchdog();
-          }
-        }
-      }
-    }
-    if (!refused.ok()) return part.done(std::move(refused));
-    if (complete) issuer_.enqueue([this, complete] { issue(complete); });
+    std::optional<std::vector<Rank>> parts = meetings_.arrive({session, group, step}, what, rank, ranks, deadline, std::move(part));
+    if (!parts) return;
+    auto complete = std::make_shared<Meeting>();
+    complete->what = what;
+    for (const Rank& r : *parts) complete->deadline = std::min(complete->deadline, r.deadline);
+    complete->ranks = std::move(*parts);
+    issuer_.enqueue([this, complete] { issue(complete); });
   }
 
   // Has NcclPeers hear of `session`'s failed steps (through `collectives`, its collective set) and
@@ -148,35 +124,15 @@ class NcclPeers {
 
   // The session's step `step` failed elsewhere: the ranks waiting in its meetings fail with `why`
   // now, and its ranks still to come when they arrive, instead of at the deadline.
-  void abandon(const void* session, int64_t step, const Status& why) {
-    std::vector<std::shared_ptr<Meeting>> waiting;
-    {
-      std::lock_guard lock(mutex_);
-      abandoned_.emplace(std::pair{session, step}, why);
-      for (auto it = meetings_.begin(); it != meetings_.end();) {
-        if (std::get<0>(it->first) != session || std::get<2>(it->first) != step) {
-          ++it;
-          continue;
-        }
-        waiting.push_back(std::move(it->second));
-        it = meetings_.erase(it);
-      }
-    }
-    for (const auto& meeting : waiting) {
-      const Status status = why.with_context(meeting->what + ": not issued, the step failed");
-      for (const auto& rank : meeting->ranks) {
-        if (rank) rank->done(status);
-      }
-    }
-  }
+  void abandon(const void* session, int64_t step, const Status& why) { meetings_.abandon(session, step, why); }
 
   // The session is gone: what was kept of its steps goes too.
   void forget(const void* session) {
-    std::lock_guard lock(mutex_);
-    observed_.erase(session);
-    std::erase_if(meetings_, [session](const auto& entry) { return std::get<0>(entry.first) == session; });
-    std::erase_if(closed_, [session](const auto& entry) { return std::get<0>(entry.first) == session; });
-    std::erase_if(abandoned_, [session](const auto& entry) { return entry.first.first == session; });
+    {
+      std::lock_guard lock(mutex_);
+      observed_.erase(session);
+    }
+    meetings_.forget(session);
   }
 
  private:
@@ -188,21 +144,21 @@ class NcclPeers {
   void issue(const std::shared_ptr<Meeting>& meeting) {
     std::vector<int> gpus;
     std::string devices;
-    for (const auto& rank : meeting->ranks) {
-      gpus.push_back(rank->physical);
-      devices += (devices.empty() ? " over " : ", ") + rank->gpu->id().to_string();
+    for (const Rank& rank : meeting->ranks) {
+      gpus.push_back(rank.physical);
+      devices += (devices.empty() ? " over " : ", ") + rank.gpu->id().to_string();
     }
     meeting->what += devices;
     auto communicators = communicators_for(gpus);
     Status status = communicators.ok() ? Status() : communicators.status();
     if (status.ok()) {
       meeting->communicators = *communicators;
-      for (const auto& rank : meeting->ranks) {
-        if (rank->allocated_outputs) rank->gpu->gpu_communication_stream().wait(rank->gpu->gpu_stream().record());
+      for (const Rank& rank : meeting->ranks) {
+        if (rank.allocated_outputs) rank.gpu->gpu_communication_stream().wait(rank.gpu->gpu_stream().record());
       }
       status = nccl_status(ncclGroupStart(), "ncclGroupStart");
       for (size_t r = 0; status.ok() && r < meeting->ranks.size(); ++r) {
-        const Rank& rank = *meeting->ranks[r];
+        const Rank& rank = meeting->ranks[r];
         status = rank.launch((*communicators)->comms[r], rank.gpu->gpu_communication_stream().handle());
       }
       const Status ended = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
@@ -210,13 +166,13 @@ class NcclPeers {
     }
     if (!status.ok()) {
       if (communicators.ok()) abort(*communicators);
-      for (auto& rank : meeting->ranks) rank->done(status.with_context(meeting->what));
+      for (Rank& rank : meeting->ranks) rank.done(status.with_context(meeting->what));
       return;
     }
     meeting->remaining = static_cast<int>(meeting->ranks.size());
     watch(meeting);
-    for (auto& rank : meeting->ranks) {
-      rank->gpu->gpu_communication_stream().when_device_done([meeting, done = std::move(rank->done)](Status device) {
+    for (Rank& rank : meeting->ranks) {
+      rank.gpu->gpu_communication_stream().when_device_done([meeting, done = std::move(rank.done)](Status device) {
         Status status;
         {
           std::lock_guard lock(meeting->mutex);
@@ -275,42 +231,19 @@ class NcclPeers {
     wake_.notify_one();
   }
 
-  // A meeting some rank never came to, past its deadline: the ranks that came fail, naming the others.
-  static void fail_unmet(const Meeting& meeting) {
-    std::string missing;
-    for (size_t r = 0; r < meeting.ranks.size(); ++r) {
-      if (!meeting.ranks[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    const Status status = graph::deadline_exceeded(meeting.what + ": rank(s) " + missing + " of " +
-                                                   std::to_string(meeting.ranks.size()) + " did not arrive in time");
-    for (const auto& rank : meeting.ranks) {
-      if (rank) rank->done(status);
-    }
-  }
-
-  // Every 50 ms: meetings done are dropped; one whose communicators report an error, or whose
-  // deadline passed, fails and has its communicators aborted.
+  // Every 50 ms: issued meetings done are dropped; one whose communicators report an error, or
+  // whose deadline passed, fails and has its communicators aborted.
   void run_watchdog() {
     constexpr auto kPoll = std::chrono::milliseconds(50);
     std::unique_lock lock(mutex_);
     for (;;) {
-      if (watched_.empty() && meetings_.empty()) {
-        wake_.wait(lock, [this] { return !watched_.empty() || !meetings_.empty(); });
+      if (watched_.empty()) {
+        wake_.wait(lock, [this] { return !watched_.empty(); });
       } else {
         wake_.wait_for(lock, kPoll);
       }
       std::vector<std::pair<std::shared_ptr<Meeting>, Status>> failed;
-      std::vector<std::shared_ptr<Meeting>> unmet;
       const auto now = Clock::now();
-      for (auto it = meetings_.begin(); it != meetings_.end();) {
-        if (now <= it->second->deadline) {
-          ++it;
-          continue;
-        }
-        closed_.emplace(it->first, graph::deadline_exceeded("arrived after the deadline had passed for the others"));
-        unmet.push_back(std::move(it->second));
-        it = meetings_.erase(it);
-      }
       for (auto it = watched_.begin(); it != watched_.end();) {
         const std::shared_ptr<Meeting>& meeting = *it;
         if (meeting->remaining.load() == 0) {
@@ -336,7 +269,6 @@ class NcclPeers {
         it = watched_.erase(it);
       }
       lock.unlock();
-      for (const auto& meeting : unmet) fail_unmet(*meeting);
       for (auto& [meeting, problem] : failed) {
         {
           std::lock_guard meeting_lock(meeting->mutex);
@@ -348,13 +280,9 @@ class NcclPeers {
     }
   }
 
-  using Key = std::tuple<const void*, std::string, int64_t>;  // session, group, step
-
   std::mutex mutex_;
+  runtime::Rendezvous<Rank> meetings_{"rank"};  // by (session, group, step), until the last rank arrives
   runtime::WorkerStream issuer_{"NCCL issue"};  // issues the meetings, in the order they complete
-  std::map<Key, std::shared_ptr<Meeting>> meetings_;
-  std::map<Key, Status> closed_;  // meetings failed at their deadline, which late ranks fail at once
-  std::map<std::pair<const void*, int64_t>, Status> abandoned_;  // failed steps (session, step), and why
   std::set<const void*> observed_;  // sessions whose failed steps NcclPeers hears of
   std::map<std::vector<int>, std::shared_ptr<Communicators>> communicators_;
   std::vector<std::shared_ptr<Meeting>> watched_;

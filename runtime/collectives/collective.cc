@@ -1,5 +1,8 @@
-// deadline_after, worker_share and the CollectiveSet table with its observers of abandoned steps.
+// deadline_after, worker_share, the operations an implementation does not offer, the rendezvous's
+// participant lists and the CollectiveSet table with its observers of abandoned steps.
 #include "runtime/collectives/collective.h"
+
+#include "runtime/collectives/rendezvous.h"
 
 namespace mirra::runtime {
 
@@ -14,6 +17,38 @@ ShareRange worker_share(int64_t count, int64_t group_size, int64_t p, int64_t wo
   const int64_t share = participant_share(count, group_size, p);
   for (int64_t v = 0; v < w; ++v) first += participant_share(share, workers, v);
   return {first, participant_share(share, workers, w)};
+}
+
+namespace {
+
+graph::Status not_supported(std::string_view operation, const CollectiveCall& call, const Collective& collective) {
+  return graph::unimplemented(std::string(operation) + " '" + call.group + "' is not supported by " + std::string(collective.name()));
+}
+
+}  // namespace
+
+void Collective::all_reduce(const CollectiveCall& call, Reduction, std::span<const Tensor>, std::span<Tensor>,
+                            CollectiveDone done) {
+  done(not_supported("all_reduce", call, *this));
+}
+
+void Collective::reduce_scatter(const CollectiveCall& call, Reduction, std::span<const Tensor>, std::span<Tensor>,
+                                CollectiveDone done) {
+  done(not_supported("reduce_scatter", call, *this));
+}
+
+void Collective::all_gather(const CollectiveCall& call, std::span<const Tensor>, std::span<Tensor>, CollectiveDone done) {
+  done(not_supported("all_gather", call, *this));
+}
+
+void Collective::broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) {
+  done(not_supported("broadcast", call, *this));
+}
+
+std::string participant_list(const std::vector<int>& participants) {
+  std::string out;
+  for (int p : participants) out += (out.empty() ? "" : ", ") + std::to_string(p);
+  return out;
 }
 
 graph::Expected<Collective*> CollectiveSet::find(std::string_view name) const {

@@ -3,7 +3,8 @@
 // and instance, completes through a callback (never by blocking the caller while peers are
 // missing), and carries a deadline past which it fails with deadline_exceeded naming who did not
 // arrive. Implementations: in process (InProcessCollective: the participants are devices of this
-// process) and across worker processes over MPI (runtime/collectives/worker_collective.h). NCCL,
+// process) and across worker processes over MPI (runtime/collectives/worker_collective.h), their
+// participants meeting at a Rendezvous (runtime/collectives/rendezvous.h). NCCL,
 // between the GPUs of one process, is not one: it is the GPU kernel of PeerAllReduce and its
 // siblings (ops/cuda/nccl_kernels.cc). CollectiveSet is a session's table of them.
 //
@@ -54,27 +55,29 @@ class Collective {
   virtual int world_size() const = 0;
 
   // The tensors (spans and buffers) must stay valid until `done` is called; outputs are allocated
-  // by the caller and receive the results.
+  // by the caller and receive the results. An implementation overrides the operations it offers;
+  // the others complete with unimplemented: "broadcast 'g' is not supported by <name>".
   //
   // outputs[j] = the sum (or mean) over participants of their inputs[j]. Every participant passes
   // the same count, dtypes (f32, f64, or bf16: summed in f32, rounded once) and shapes; every
   // participant receives the same bits. An output may share its input's buffer (in place).
   virtual void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                          std::span<Tensor> outputs, CollectiveDone done) = 0;
+                          std::span<Tensor> outputs, CollectiveDone done);
   // outputs[j] = this participant's share of the reduction of every participant's inputs[j], in
   // flat element order: shares differ by at most one element, the first (count mod group_size)
   // larger. Across W worker processes (world_size() > 1) participant p of worker w receives
   // worker_share(count, group_size, p, W, w): share p, cut again among the workers. (Several tensors
   // make one call: a bucket.)
   virtual void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                              std::span<Tensor> outputs, CollectiveDone done) = 0;
+                              std::span<Tensor> outputs, CollectiveDone done);
   // outputs[j] = every participant's inputs[j] stacked along dim 0 in participant order. Across
   // workers it undoes reduce_scatter: participant p of worker w brings rows worker_share(rows,
   // group_size, p, W, w) of outputs[j] (whose dim 0 gives `rows`), and every participant receives all.
   virtual void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                          CollectiveDone done) = 0;
-  // `buffer` = participant `root`'s buffer, on every participant.
-  virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) = 0;
+                          CollectiveDone done);
+  // `buffer` = participant `root`'s buffer, on every participant. Across W workers the participants
+  // are numbered worker by worker: participant p of worker w is w * group_size + p.
+  virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done);
   // Execution `instance` failed elsewhere (a node of the step): its calls still waiting for
   // participants that will not come complete with `why` now, and later ones at once, instead of at
   // their deadline. Collectives whose participants are other processes leave it to the deadline.

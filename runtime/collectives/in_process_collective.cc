@@ -1,8 +1,10 @@
-// InProcessCollective: rendezvous, deadlines, and the four operations over buffers in one address space.
+// InProcessCollective: the four operations over buffers in one address space, run by the last participant
+// to reach the rendezvous.
 #include "runtime/collectives/in_process_collective.h"
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -30,12 +32,6 @@ std::string_view kind_name(Kind kind) {
 
 std::string describe(Kind kind, const std::string& group, int64_t instance) {
   return std::string(kind_name(kind)) + " '" + group + "' (instance " + std::to_string(instance) + ")";
-}
-
-std::string participant_list(const std::vector<int>& participants) {
-  std::string out;
-  for (int p : participants) out += (out.empty() ? "" : ", ") + std::to_string(p);
-  return out;
 }
 
 // ---- Checks: every participant must describe the same collective ----
@@ -319,25 +315,6 @@ Status run_collective(const std::vector<Arrival>& arrivals) {
 
 }  // namespace
 
-InProcessCollective::~InProcessCollective() {
-  std::map<Key, Rendezvous> abandoned;
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-    abandoned.swap(pending_);
-  }
-  deadline_changed_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-  for (auto& [key, rendezvous] : abandoned) {
-    for (Arrival& arrival : rendezvous.arrivals) {
-      if (arrival.done) {
-        arrival.done(graph::aborted(describe(arrival.kind, key.first, key.second) +
-                                    ": the collective was shut down before every participant arrived"));
-      }
-    }
-  }
-}
-
 void InProcessCollective::all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
                                      std::span<Tensor> outputs, CollectiveDone done) {
   arrive(call, {Kind::all_reduce, reduction, 0, inputs, outputs, std::move(done)});
@@ -360,125 +337,14 @@ void InProcessCollective::broadcast(const CollectiveCall& call, int root, Tensor
 void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
   MIRRA_CHECK(arrival.done != nullptr, "a collective call needs a done callback");
   const std::string what = describe(arrival.kind, call.group, call.instance);
-  if (call.group_size < 1 || call.participant < 0 || call.participant >= call.group_size) {
-    arrival.done(graph::invalid_argument(what + ": participant " + std::to_string(call.participant) +
-                                         " is not in a group of " + std::to_string(call.group_size)));
-    return;
-  }
-  Key key{call.group, call.instance};
-  std::vector<Arrival> complete;
-  {
-    std::unique_lock lock(mutex_);
-    if (const auto abandoned = abandoned_.find(call.instance); abandoned != abandoned_.end()) {
-      const Status why = abandoned->second;
-      lock.unlock();
-      arrival.done(why);
-      return;
-    }
-    if (expired_.contains(key)) {
-      lock.unlock();
-      arrival.done(graph::deadline_exceeded(what + ": participant " + std::to_string(call.participant) +
-                                            " arrived after the deadline had passed for the others"));
-      return;
-    }
-    Rendezvous& rendezvous = pending_[key];
-    if (rendezvous.arrived == 0) {
-      rendezvous.group_size = call.group_size;
-      rendezvous.deadline = call.deadline;
-      rendezvous.first_arrival = CollectiveClock::now();
-      rendezvous.arrivals.resize(static_cast<size_t>(call.group_size));
-    }
-    Arrival& slot = rendezvous.arrivals[static_cast<size_t>(std::min(call.participant, rendezvous.group_size - 1))];
-    if (call.group_size != rendezvous.group_size || slot.done) {
-      lock.unlock();
-      arrival.done(graph::invalid_argument(
-          what + ": participant " + std::to_string(call.participant) +
-          (slot.done ? " arrived twice" : " names a group of " + std::to_string(call.group_size) + " where the first named " +
-                                              std::to_string(rendezvous.group_size))));
-      return;
-    }
-    slot = std::move(arrival);
-    rendezvous.deadline = std::min(rendezvous.deadline, call.deadline);
-    if (++rendezvous.arrived == rendezvous.group_size) {
-      complete = std::move(rendezvous.arrivals);
-      pending_.erase(key);
-    } else if (rendezvous.deadline != CollectiveClock::time_point::max()) {
-      if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_deadlines(); });
-      deadline_changed_.notify_all();
-    }
-  }
-  if (complete.empty()) return;  // the last participant to arrive runs it
-  Status status = run_collective(complete);
+  std::optional<std::vector<Arrival>> complete = meetings_.arrive({nullptr, call.group, call.instance}, what, call.participant,
+                                                                  call.group_size, call.deadline, std::move(arrival));
+  if (!complete) return;  // the last participant to arrive runs it
+  Status status = run_collective(*complete);
   if (!status.ok()) status = status.with_context(what);
-  for (Arrival& a : complete) a.done(status);
+  for (Arrival& a : *complete) a.done(status);
 }
 
-void InProcessCollective::abandon(int64_t instance, const graph::Status& why) {
-  const Status status = graph::aborted("the step failed elsewhere: " + why.message());
-  std::vector<Rendezvous> abandoned;
-  {
-    std::lock_guard lock(mutex_);
-    abandoned_.emplace(instance, status);  // participants still to come fail at once too
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->first.second != instance) {
-        ++it;
-        continue;
-      }
-      abandoned.push_back(std::move(it->second));
-      it = pending_.erase(it);
-    }
-  }
-  for (Rendezvous& rendezvous : abandoned) {
-    for (Arrival& arrival : rendezvous.arrivals) {
-      if (arrival.done) arrival.done(status);
-    }
-  }
-}
-
-void InProcessCollective::watch_deadlines() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    auto next = CollectiveClock::time_point::max();
-    for (const auto& [key, rendezvous] : pending_) next = std::min(next, rendezvous.deadline);
-    if (next == CollectiveClock::time_point::max()) {
-      deadline_changed_.wait(lock);
-      continue;
-    }
-    if (deadline_changed_.wait_until(lock, next) != std::cv_status::timeout) continue;
-    const auto now = CollectiveClock::now();
-    std::vector<std::pair<Key, Rendezvous>> expired;
-    for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.deadline <= now) {
-        expired_.insert(it->first);
-        expired.emplace_back(it->first, std::move(it->second));
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lock.unlock();
-    for (auto& [key, rendezvous] : expired) {
-      std::vector<int> missing, present;
-      Kind kind = Kind::all_reduce;
-      for (size_t p = 0; p < rendezvous.arrivals.size(); ++p) {
-        if (rendezvous.arrivals[p].done) {
-          present.push_back(static_cast<int>(p));
-          kind = rendezvous.arrivals[p].kind;
-        } else {
-          missing.push_back(static_cast<int>(p));
-        }
-      }
-      const double waited = std::chrono::duration<double>(now - rendezvous.first_arrival).count();
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.3g s", waited);
-      const Status status = graph::deadline_exceeded(
-          describe(kind, key.first, key.second) + ": participant" + (missing.size() > 1 ? "s " : " ") +
-          participant_list(missing) + " of " + std::to_string(rendezvous.group_size) + " did not arrive within " + seconds +
-          " (arrived: " + participant_list(present) + ")");
-      for (int p : present) rendezvous.arrivals[static_cast<size_t>(p)].done(status);
-    }
-    lock.lock();
-  }
-}
+void InProcessCollective::abandon(int64_t instance, const graph::Status& why) { meetings_.abandon(nullptr, instance, why); }
 
 }  // namespace mirra::runtime

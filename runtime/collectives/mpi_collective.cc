@@ -6,9 +6,9 @@
 // others which collectives it reached (Arrivals), so a job past its deadline fails with an error
 // naming the collective, its step and the workers that never came; MPI is unusable
 // then (its requests never complete), every later job fails at once, and the process ends through
-// abort(), which ends every worker. all_reduce, reduce_scatter and all_gather span the workers
-// (MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Iallgatherv after the local participants met in process);
-// tensor broadcast does not (bytes are broadcast by broadcast_bytes).
+// abort(), which ends every worker. The four operations span the workers (MPI_Iallreduce,
+// MPI_Ireduce_scatter, MPI_Iallgatherv, MPI_Ibcast) after the local participants met at a
+// rendezvous (and, for the reductions, reduced in process).
 #include <mpi.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "runtime/allocator.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/collectives/mpi_arrivals.h"
+#include "runtime/collectives/rendezvous.h"
 #include "runtime/collectives/worker_collective.h"
 
 namespace mirra::runtime {
@@ -72,33 +73,40 @@ struct Job {
   bool warned = false;
 };
 
-enum class Kind { all_reduce, reduce_scatter, all_gather };
+enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast };
 
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::all_reduce: return "all_reduce";
     case Kind::reduce_scatter: return "reduce_scatter";
     case Kind::all_gather: return "all_gather";
+    case Kind::broadcast: return "broadcast";
   }
   return "?";
 }
 
 // What one local participant brings to the step across workers, once done with the in-process part.
 struct Part {
+  Kind kind = Kind::all_reduce;
+  Reduction reduction = Reduction::sum;
+  int root = 0;                 // broadcast: the participant across workers whose buffer everyone gets
   std::vector<Tensor> sources;  // reduce_scatter: its share of each local sum; all_gather: its inputs
   std::span<Tensor> outputs;
   std::vector<std::vector<int>> counts, offsets;  // per tensor: MPI's counts and offsets per worker
+  Clock::time_point start;                        // its call
+  Clock::time_point deadline;
+  Status status;  // a misfit, or the in-process part's failure: the others then fail with it
+  CollectiveDone done;
 };
 
-// The local participants of one collective, gathered as each is done with the in-process part.
+// The local participants of one collective, once every one is done with the in-process part.
 struct Meeting {
-  int arrived = 0;
   Kind kind = Kind::all_reduce;
-  Clock::time_point start = Clock::time_point::max();  // the first local participant's call
   Reduction reduction = Reduction::sum;
-  Clock::time_point deadline;
+  int root = 0;
+  Clock::time_point start = Clock::time_point::max();  // the first local participant's call
+  Clock::time_point deadline = Clock::time_point::max();
   std::vector<Part> parts;  // by participant
-  std::vector<CollectiveDone> dones;
   Status status;
 };
 
@@ -133,12 +141,6 @@ void divide(Tensor& t, int n) {
 }
 
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
-
-std::string worker_list(const std::vector<int>& workers) {
-  std::string text;
-  for (int w : workers) text += (text.empty() ? "" : ", ") + std::to_string(w);
-  return text;
-}
 
 class MpiCollective final : public WorkerCollective {
  public:
@@ -234,8 +236,18 @@ class MpiCollective final : public WorkerCollective {
     meet(call, Kind::all_gather, Reduction::sum, {.sources = {inputs.begin(), inputs.end()}, .outputs = outputs}, start,
          std::move(done), std::move(status));
   }
-  void broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) override {
-    done(graph::unimplemented("broadcast '" + call.group + "': the MPI collective broadcasts only bytes (broadcast_bytes)"));
+  // Across W workers the participants are numbered worker by worker: `root` is participant
+  // root % group_size of worker root / group_size. Its buffer crosses the workers once (MPI_Ibcast
+  // from its worker) and is copied to the local participants of every worker.
+  void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override {
+    Status status;  // a misfit still meets the others, which then all fail with it instead of waiting
+    if (root < 0 || root >= call.group_size * size_) {
+      status = graph::invalid_argument("broadcast '" + call.group + "': root " + std::to_string(root) +
+                                       " is not one of the " + std::to_string(call.group_size * size_) +
+                                       " participants across the workers");
+    }
+    meet(call, Kind::broadcast, Reduction::sum, {.root = root, .outputs = {&buffer, 1}}, Clock::now(), std::move(done),
+         std::move(status));
   }
 
   Status prepare(const std::vector<std::string>& groups) override {
@@ -331,34 +343,32 @@ class MpiCollective final : public WorkerCollective {
   }
 
  private:
-  using Key = std::pair<std::string, int64_t>;
-
   // Participant `call.participant` is done with the in-process part; the last local one hands the
   // step across workers to the communication thread.
   void meet(const CollectiveCall& call, Kind kind, Reduction reduction, Part part, Clock::time_point start,
             CollectiveDone done, Status status) {
-    Meeting meeting;
-    {
-      std::lock_guard lock(mutex_);
-      Meeting& m = meetings_[{call.group, call.instance}];
-      if (m.arrived == 0) {
-        m.parts.resize(static_cast<size_t>(call.group_size));
-        m.dones.resize(static_cast<size_t>(call.group_size));
-        m.kind = kind;
-        m.reduction = reduction;
-        m.deadline = call.deadline;
+    const std::string what = std::string(kind_name(kind)) + " '" + call.group + "' (step " + std::to_string(call.instance) + ")";
+    part.kind = kind;
+    part.reduction = reduction;
+    part.start = start;
+    part.deadline = call.deadline;
+    part.status = std::move(status);
+    part.done = std::move(done);
+    std::optional<std::vector<Part>> parts =
+        meetings_.arrive({nullptr, call.group, call.instance}, what, call.participant, call.group_size, call.deadline, std::move(part));
+    if (!parts) return;
+    auto shared = std::make_shared<Meeting>(Meeting{.kind = kind, .reduction = reduction, .root = (*parts)[0].root});
+    for (Part& p : *parts) {
+      shared->start = std::min(shared->start, p.start);
+      shared->deadline = std::min(shared->deadline, p.deadline);
+      if (shared->status.ok() && !p.status.ok()) shared->status = p.status;
+      if (shared->status.ok() && (p.kind != kind || p.root != shared->root)) {
+        shared->status = graph::invalid_argument(what + ": the local participants call different collectives or roots");
       }
-      m.start = std::min(m.start, start);
-      m.parts[static_cast<size_t>(call.participant)] = std::move(part);
-      m.dones[static_cast<size_t>(call.participant)] = std::move(done);
-      if (!status.ok() && m.status.ok()) m.status = std::move(status);
-      if (++m.arrived < call.group_size) return;
-      meeting = std::move(m);
-      meetings_.erase({call.group, call.instance});
     }
-    auto shared = std::make_shared<Meeting>(std::move(meeting));
+    shared->parts = std::move(*parts);
     const auto complete = [shared](const Status& s) {
-      for (CollectiveDone& d : shared->dones) d(s);
+      for (Part& p : shared->parts) p.done(s);
     };
     if (!shared->status.ok()) return complete(shared->status);
     GroupComm group;
@@ -366,19 +376,18 @@ class MpiCollective final : public WorkerCollective {
       std::lock_guard lock(mutex_);
       if (auto it = comms_.find(call.group); it != comms_.end()) group = it->second;
     }
-    const std::string what = std::string(kind_name(shared->kind)) + " '" + call.group + "' (step " + std::to_string(call.instance) + ")";
     if (group.comm == MPI_COMM_NULL) return complete(graph::internal_error(what + ": its group was not prepared for MPI"));
     if (Status counted = count_per_worker(*shared); !counted.ok()) return complete(counted.with_context(what));
+    if (Status fits = check_broadcast(*shared); !fits.ok()) return complete(fits.with_context(what));
     Job job{.what = what, .group = group.index, .deadline = shared->deadline};
     if (recording_phases_.load(std::memory_order_relaxed)) {
       job.phases = CollectivePhases{.group = call.group, .start_ns = nanoseconds(shared->start), .local_done_ns = nanoseconds(Clock::now())};
     }
-    job.post = [shared, comm = group.comm, bf16_sum = bf16_sum_](std::vector<MPI_Request>& requests) {
-      return post_across_workers(*shared, comm, bf16_sum, requests);
+    job.post = [this, shared, comm = group.comm](std::vector<MPI_Request>& requests) {
+      return post_across_workers(*shared, comm, requests);
     };
-    const int participants = static_cast<int>(shared->parts.size()) * size_;
-    job.finish = [shared, complete, participants](Status s) {
-      if (s.ok()) finish_across_workers(*shared, participants);
+    job.finish = [this, shared, complete](Status s) {
+      if (s.ok()) finish_across_workers(*shared);
       complete(s);
     };
     submit(std::move(job));
@@ -411,10 +420,45 @@ class MpiCollective final : public WorkerCollective {
     return Status();
   }
 
+  // For broadcast: the local participants' buffers, which must be alike (the workers' must too, or
+  // MPI fails the call).
+  static Status check_broadcast(const Meeting& m) {
+    if (m.kind != Kind::broadcast) return Status();
+    const Tensor& first = m.parts[0].outputs[0];
+    for (size_t p = 1; p < m.parts.size(); ++p) {
+      const Tensor& buffer = m.parts[p].outputs[0];
+      if (buffer.dtype() != first.dtype() || !(buffer.shape() == first.shape())) {
+        return graph::invalid_argument("participant " + std::to_string(p) + " holds " + buffer.type_string() +
+                                       " where participant 0 holds " + first.type_string());
+      }
+    }
+    return Status();
+  }
+
+  // The buffer that crosses the workers: broadcast's root's on its worker, else participant 0's,
+  // whose result finish_across_workers copies to the others.
+  Tensor& across_workers_buffer(Meeting& m) const {
+    const int local = static_cast<int>(m.parts.size());
+    if (m.kind == Kind::broadcast && m.root / local == rank_) return m.parts[static_cast<size_t>(m.root % local)].outputs[0];
+    return m.parts[0].outputs[0];
+  }
+
   // Posts the meeting's calls across workers, in the same order on every worker: one per tensor,
   // all in flight at once, each reading and writing its tensors in place.
-  static int post_across_workers(Meeting& m, MPI_Comm comm, MPI_Op bf16_sum, std::vector<MPI_Request>& requests) {
-    const auto op_for = [bf16_sum](graph::DType dtype) { return dtype == graph::DType::bf16 ? bf16_sum : MPI_SUM; };
+  int post_across_workers(Meeting& m, MPI_Comm comm, std::vector<MPI_Request>& requests) {
+    const auto op_for = [this](graph::DType dtype) { return dtype == graph::DType::bf16 ? bf16_sum_ : MPI_SUM; };
+    if (m.kind == Kind::broadcast) {
+      Tensor& buffer = across_workers_buffer(m);
+      auto* data = static_cast<std::byte*>(buffer.mutable_raw_data());
+      const int64_t bytes = static_cast<int64_t>(buffer.byte_size());
+      for (int64_t first = 0; first < bytes; first += kMaxCount) {
+        requests.emplace_back();
+        const int code = MPI_Ibcast(data + first, static_cast<int>(std::min(kMaxCount, bytes - first)), MPI_BYTE,
+                                    m.root / static_cast<int>(m.parts.size()), comm, &requests.back());
+        if (code != MPI_SUCCESS) return code;
+      }
+      return MPI_SUCCESS;
+    }
     if (m.kind == Kind::all_reduce) {  // participant 0's result, copied to the others afterwards
       for (Tensor& t : m.parts[0].outputs) {
         auto* data = static_cast<std::byte*>(t.mutable_raw_data());
@@ -453,19 +497,22 @@ class MpiCollective final : public WorkerCollective {
     return MPI_SUCCESS;
   }
 
-  // After the calls across workers: a mean's division, and participant 0's result copied to the
-  // participants that share it (all_reduce's and all_gather's).
-  static void finish_across_workers(Meeting& m, int participants) {
-    if (m.reduction == Reduction::mean && m.kind != Kind::all_gather) {
+  // After the calls across workers: a mean's division, and the result copied to the participants
+  // that share it (all_reduce's and all_gather's from participant 0, broadcast's from the buffer
+  // that crossed the workers).
+  void finish_across_workers(Meeting& m) {
+    const int participants = static_cast<int>(m.parts.size()) * size_;
+    if (m.reduction == Reduction::mean && (m.kind == Kind::all_reduce || m.kind == Kind::reduce_scatter)) {
       for (size_t p = 0; p < (m.kind == Kind::all_reduce ? 1 : m.parts.size()); ++p) {
         for (Tensor& t : m.parts[p].outputs) divide(t, participants);
       }
     }
     if (m.kind == Kind::reduce_scatter) return;
-    const std::span<Tensor> result = m.parts[0].outputs;
-    for (size_t p = 1; p < m.parts.size(); ++p) {
+    const std::span<Tensor> result = m.kind == Kind::broadcast ? std::span<Tensor>(&across_workers_buffer(m), 1)
+                                                               : m.parts[0].outputs;
+    for (Part& part : m.parts) {
       for (size_t j = 0; j < result.size(); ++j) {
-        Tensor& to = m.parts[p].outputs[j];
+        Tensor& to = part.outputs[j];
         if (to.raw_data() != result[j].raw_data() && to.byte_size() > 0) {
           std::memcpy(to.mutable_raw_data(), result[j].raw_data(), to.byte_size());
         }
@@ -555,7 +602,7 @@ class MpiCollective final : public WorkerCollective {
           std::vector<int> missing = arrivals_.silent();
           if (missing.empty() && job.group >= 0) missing = arrivals_.missing(job.group);
           const std::string who = missing.empty() ? "not all " + std::to_string(size_) + " workers took part"
-                                                  : "worker" + std::string(missing.size() > 1 ? "s " : " ") + worker_list(missing) +
+                                                  : "worker" + std::string(missing.size() > 1 ? "s " : " ") + participant_list(missing) +
                                                         " of " + std::to_string(size_) + " did not take part";
           outcome = graph::deadline_exceeded(job.what + ": " + who + " within " + seconds_between(job.posted, now) +
                                              " (this is worker " + std::to_string(rank_) + "); a worker has died or stalls");
@@ -612,7 +659,7 @@ class MpiCollective final : public WorkerCollective {
   std::atomic<bool> recording_phases_{false};
   bool wants_arrival_times_ = false;  // the communication thread passes it on to arrivals_
   std::vector<CollectivePhases> phases_;
-  std::map<Key, Meeting> meetings_;
+  Rendezvous<Part> meetings_;  // the local participants, once done with the in-process part
   bool stopping_ = false;
   Status broken_;  // the communication thread's, then the destructor's
   std::thread thread_;

@@ -1,4 +1,5 @@
-// Multi-worker training across processes on this machine, launched by mpirun as users launch it:
+// Multi-worker training across processes on this machine, launched by mpirun as users launch it
+// (and the MPI collective's operations on their own, tests/multi_worker/collective_worker.cc):
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
 // with a weight decay too), also accumulating gradients over 2 batches per step, with
@@ -41,6 +42,18 @@ Run run_program(std::vector<std::string> argv, const std::string& tag) {
   const std::optional<int> code = wait_for(p, 300s);
   REQUIRE_MESSAGE(code.has_value(), tag << " did not finish within 300 s");
   return {*code, read_text(p.out), read_text(p.err)};
+}
+
+TEST_CASE("MultiWorker.every_collective_matches_a_plain_loop_across_workers") {
+  for (int workers : {2, 3}) {
+    CAPTURE(workers);
+    const Run r = run_program({MIRRA_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(workers),
+                               MIRRA_COLLECTIVE_WORKER},
+                              "collective_worker");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    for (int w = 0; w < workers; ++w) CHECK(r.out.find("worker " + std::to_string(w) + ": ok") != std::string::npos);
+  }
 }
 
 // The example MLP with Adam instead of its SGD with momentum. Adam divides each gradient element by

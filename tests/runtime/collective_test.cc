@@ -4,7 +4,8 @@
 // participants are an error naming who; a participant that never arrives fails the others with
 // deadline_exceeded naming it (never a hang); one that comes late fails at once; shutting down
 // completes the waiting with aborted; the set tells its observers of an abandoned step. worker_share
-// (the cut across workers) against plain loops.
+// (the cut across workers) against plain loops; the operations an implementation does not offer
+// are unimplemented, naming it.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -244,6 +245,32 @@ TEST_CASE("Collective.in_process.shutdown.aborts_the_waiting") {
   const graph::Status status = waiting.get();
   CHECK(status.code() == graph::StatusCode::aborted);
   CHECK(status.message() == "all_reduce 'bucket' (instance 7): the collective was shut down before every participant arrived");
+}
+
+// A collective that offers nothing: every operation names itself and the implementation.
+class Offline final : public Collective {
+ public:
+  std::string_view name() const override { return "offline"; }
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+};
+
+TEST_CASE("Collective.operations_an_implementation_does_not_offer.are_unimplemented_naming_it") {
+  Offline collective;
+  Tensor t = Tensor::from<float>({1}, {1.0f});
+  std::vector<Tensor> tensors = {t};
+  const CollectiveCall call{.group = "g"};
+  std::vector<std::string> heard;
+  const auto hear = [&heard](graph::Status s) {
+    CHECK(s.code() == graph::StatusCode::unimplemented);
+    heard.push_back(s.message());
+  };
+  collective.all_reduce(call, Reduction::sum, tensors, tensors, hear);
+  collective.reduce_scatter(call, Reduction::sum, tensors, tensors, hear);
+  collective.all_gather(call, tensors, tensors, hear);
+  collective.broadcast(call, 0, t, hear);
+  CHECK(heard == std::vector<std::string>{"all_reduce 'g' is not supported by offline", "reduce_scatter 'g' is not supported by offline",
+                                          "all_gather 'g' is not supported by offline", "broadcast 'g' is not supported by offline"});
 }
 
 TEST_CASE("Collective.set.finds_by_name_and_auto") {

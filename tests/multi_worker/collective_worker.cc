@@ -1,0 +1,210 @@
+// One worker of `mpirun -np W collective_worker`: the MPI collective's four operations over W workers
+// x 2 local participants against a plain loop over what every participant brought (integer-valued
+// values, so any order of the sums gives the same bits): all_reduce (sum in f64, mean in f32),
+// reduce_scatter (each participant's worker_share), all_gather (rows in participant-then-worker
+// order), broadcast from a participant of the last worker and from participant 0, and the errors: a
+// broadcast root outside the participants, and a local participant that never comes (the local
+// meeting fails at its deadline naming it, instead of waiting for ever). Prints "worker w: ok" and
+// exits 0, or names the first mismatch and exits 1.
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/collectives/worker_collective.h"
+
+namespace {
+
+using mirra::graph::DType;
+using mirra::graph::Status;
+using namespace mirra::runtime;
+
+constexpr int kLocal = 2;
+int workers = 1, rank = 0;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "worker %d: %s\n", rank, what.c_str());
+  std::exit(1);
+}
+
+// The value participant p of worker w brings at element i of tensor j.
+double value(int w, int p, int j, int64_t i) { return static_cast<double>((w * 7 + p * 3 + j * 5 + i) % 11) - 5; }
+
+Tensor filled(DType dtype, int64_t count, int p, int j) {
+  Tensor t = Tensor::empty(host_allocator(), dtype, {count});
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == DType::f64) {
+      t.mutable_data<double>()[i] = value(rank, p, j, i);
+    } else {
+      t.mutable_data<float>()[i] = static_cast<float>(value(rank, p, j, i));
+    }
+  }
+  return t;
+}
+
+double at(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::f64 ? t.data<double>()[i] : static_cast<double>(t.data<float>()[i]);
+}
+
+// Runs `call(p, done)` for every local participant and waits for all; their statuses.
+template <class Call>
+std::vector<Status> for_each_participant(Call call, int participants = kLocal) {
+  std::vector<std::promise<Status>> results(participants);
+  for (int p = 0; p < participants; ++p) call(p, [&results, p](Status s) { results[p].set_value(std::move(s)); });
+  std::vector<Status> statuses;
+  for (auto& r : results) statuses.push_back(r.get_future().get());
+  return statuses;
+}
+
+void expect_ok(const std::vector<Status>& statuses, const std::string& what) {
+  for (const Status& s : statuses) {
+    if (!s.ok()) fail(what + ": " + s.message());
+  }
+}
+
+CollectiveCall call_of(const std::string& group, int p, int64_t instance = 1) {
+  return {.group = group, .instance = instance, .participant = p, .group_size = kLocal, .deadline = deadline_after(std::chrono::seconds(60))};
+}
+
+void check_all_reduce(WorkerCollective& collective, DType dtype, Reduction reduction, const std::string& group) {
+  const int64_t counts[] = {5, 70001};
+  std::vector<std::vector<Tensor>> tensors(kLocal);
+  for (int p = 0; p < kLocal; ++p) {
+    for (int j = 0; j < 2; ++j) tensors[p].push_back(filled(dtype, counts[j], p, j));
+  }
+  expect_ok(for_each_participant([&](int p, CollectiveDone done) {
+              collective.all_reduce(call_of(group, p), reduction, tensors[p], tensors[p], std::move(done));
+            }),
+            group);
+  const int participants = kLocal * workers;
+  for (int j = 0; j < 2; ++j) {
+    for (int64_t i = 0; i < counts[j]; ++i) {
+      double want = 0;
+      for (int w = 0; w < workers; ++w) {
+        for (int p = 0; p < kLocal; ++p) want += value(w, p, j, i);
+      }
+      if (reduction == Reduction::mean) want = dtype == DType::f32 ? static_cast<double>(static_cast<float>(want) / participants)
+                                                                   : want / participants;
+      for (int p = 0; p < kLocal; ++p) {
+        if (at(tensors[p][j], i) != want) {
+          fail(group + ": participant " + std::to_string(p) + " tensor " + std::to_string(j) + " element " + std::to_string(i) +
+               " is " + std::to_string(at(tensors[p][j], i)) + ", not " + std::to_string(want));
+        }
+      }
+    }
+  }
+}
+
+void check_reduce_scatter(WorkerCollective& collective) {
+  const int64_t count = 1003;
+  std::vector<std::vector<Tensor>> inputs(kLocal), outputs(kLocal);
+  for (int p = 0; p < kLocal; ++p) {
+    inputs[p].push_back(filled(DType::f64, count, p, 0));
+    outputs[p].push_back(Tensor::empty(host_allocator(), DType::f64, {worker_share(count, kLocal, p, workers, rank).count}));
+  }
+  expect_ok(for_each_participant([&](int p, CollectiveDone done) {
+              collective.reduce_scatter(call_of("reduce_scatter", p), Reduction::sum, inputs[p], outputs[p], std::move(done));
+            }),
+            "reduce_scatter");
+  for (int p = 0; p < kLocal; ++p) {
+    const ShareRange mine = worker_share(count, kLocal, p, workers, rank);
+    for (int64_t k = 0; k < mine.count; ++k) {
+      double want = 0;
+      for (int w = 0; w < workers; ++w) {
+        for (int q = 0; q < kLocal; ++q) want += value(w, q, 0, mine.first + k);
+      }
+      if (at(outputs[p][0], k) != want) fail("reduce_scatter: participant " + std::to_string(p) + " element " + std::to_string(k));
+    }
+  }
+}
+
+void check_all_gather(WorkerCollective& collective) {
+  const int64_t rows = 11, columns = 3;
+  std::vector<std::vector<Tensor>> inputs(kLocal), outputs(kLocal);
+  for (int p = 0; p < kLocal; ++p) {
+    const ShareRange mine = worker_share(rows, kLocal, p, workers, rank);
+    Tensor in = Tensor::empty(host_allocator(), DType::f32, {mine.count, columns});
+    for (int64_t r = 0; r < mine.count; ++r) {
+      for (int64_t c = 0; c < columns; ++c) in.mutable_data<float>()[r * columns + c] = static_cast<float>((mine.first + r) * 10 + c);
+    }
+    inputs[p].push_back(std::move(in));
+    outputs[p].push_back(Tensor::empty(host_allocator(), DType::f32, {rows, columns}));
+  }
+  expect_ok(for_each_participant([&](int p, CollectiveDone done) {
+              collective.all_gather(call_of("all_gather", p), inputs[p], outputs[p], std::move(done));
+            }),
+            "all_gather");
+  for (int p = 0; p < kLocal; ++p) {
+    for (int64_t e = 0; e < rows * columns; ++e) {
+      if (outputs[p][0].data<float>()[e] != static_cast<float>((e / columns) * 10 + e % columns)) {
+        fail("all_gather: participant " + std::to_string(p) + " element " + std::to_string(e));
+      }
+    }
+  }
+}
+
+void check_broadcast(WorkerCollective& collective, int root, const std::string& group) {
+  const int64_t count = 5000;
+  std::vector<Tensor> buffers;
+  for (int p = 0; p < kLocal; ++p) buffers.push_back(filled(DType::f64, count, p, 0));
+  expect_ok(for_each_participant([&](int p, CollectiveDone done) {
+              collective.broadcast(call_of(group, p), root, buffers[p], std::move(done));
+            }),
+            group);
+  for (int p = 0; p < kLocal; ++p) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (at(buffers[p], i) != value(root / kLocal, root % kLocal, 0, i)) {
+        fail(group + ": participant " + std::to_string(p) + " element " + std::to_string(i) + " is not root " + std::to_string(root) + "'s");
+      }
+    }
+  }
+}
+
+void check_errors(WorkerCollective& collective) {
+  std::vector<Tensor> buffers = {filled(DType::f32, 4, 0, 0), filled(DType::f32, 4, 1, 0)};
+  const std::vector<Status> outside = for_each_participant([&](int p, CollectiveDone done) {
+    collective.broadcast(call_of("broadcast_errors", p), kLocal * workers, buffers[p], std::move(done));
+  });
+  const std::string root_message = "broadcast 'broadcast_errors': root " + std::to_string(kLocal * workers) + " is not one of the " +
+                                   std::to_string(kLocal * workers) + " participants across the workers";
+  for (const Status& s : outside) {
+    if (s.message() != root_message) fail("a root outside the participants gave '" + s.message() + "'");
+  }
+  // Participant 1 never comes: participant 0's local meeting fails at its deadline.
+  std::vector<Tensor> rows = {Tensor::empty(host_allocator(), DType::f32, {1, 2})};
+  std::vector<Tensor> gathered = {Tensor::empty(host_allocator(), DType::f32, {2 * workers, 2})};
+  CollectiveCall lonely = call_of("all_gather_unmet", 0);
+  lonely.deadline = deadline_after(std::chrono::milliseconds(200));
+  std::promise<Status> result;
+  collective.all_gather(lonely, rows, gathered, [&result](Status s) { result.set_value(std::move(s)); });
+  const Status unmet = result.get_future().get();
+  if (unmet.code() != mirra::graph::StatusCode::deadline_exceeded ||
+      !unmet.message().starts_with("all_gather 'all_gather_unmet' (step 1): participant 1 of 2 did not arrive within ")) {
+    fail("a missing local participant gave '" + unmet.message() + "'");
+  }
+}
+
+}  // namespace
+
+int main() {
+  auto opened = open_mpi_collective();
+  if (!opened.ok()) fail(opened.status().message());
+  std::shared_ptr<WorkerCollective> collective = *opened;
+  workers = collective->world_size();
+  rank = collective->rank();
+  const std::vector<std::string> groups = {"all_reduce_sum", "all_reduce_mean", "reduce_scatter", "all_gather",
+                                           "broadcast_last", "broadcast_first", "broadcast_errors", "all_gather_unmet"};
+  if (Status prepared = collective->prepare(groups); !prepared.ok()) fail(prepared.message());
+  check_all_reduce(*collective, DType::f64, Reduction::sum, "all_reduce_sum");
+  check_all_reduce(*collective, DType::f32, Reduction::mean, "all_reduce_mean");
+  check_reduce_scatter(*collective);
+  check_all_gather(*collective);
+  check_broadcast(*collective, kLocal * workers - 1, "broadcast_last");
+  check_broadcast(*collective, 0, "broadcast_first");
+  check_errors(*collective);
+  std::printf("worker %d: ok\n", rank);
+  std::fflush(stdout);
+  return 0;
+}
