@@ -140,6 +140,17 @@ void divide(Tensor& t, int n) {
   }
 }
 
+// Posts the broadcast of `bytes` bytes at `data` from worker `root`, in pieces MPI's counts hold.
+int post_broadcast(void* data, int64_t bytes, int root, MPI_Comm comm, std::vector<MPI_Request>& requests) {
+  for (int64_t first = 0; first < bytes; first += kMaxCount) {
+    requests.emplace_back();
+    const int code = MPI_Ibcast(static_cast<std::byte*>(data) + first, static_cast<int>(std::min(kMaxCount, bytes - first)),
+                                MPI_BYTE, root, comm, &requests.back());
+    if (code != MPI_SUCCESS) return code;
+  }
+  return MPI_SUCCESS;
+}
+
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
 class MpiCollective final : public WorkerCollective {
@@ -312,14 +323,7 @@ class MpiCollective final : public WorkerCollective {
     bytes.resize(static_cast<size_t>(*size));
     Job data_job{.what = "broadcasting " + std::to_string(*size) + " bytes", .deadline = deadline};
     data_job.post = [this, &bytes](std::vector<MPI_Request>& requests) {
-      for (int64_t first = 0; first < static_cast<int64_t>(bytes.size()); first += kMaxCount) {
-        const int count = static_cast<int>(std::min<int64_t>(kMaxCount, static_cast<int64_t>(bytes.size()) - first));
-        requests.emplace_back();
-        if (const int code = MPI_Ibcast(bytes.data() + first, count, MPI_CHAR, 0, control_, &requests.back()); code != MPI_SUCCESS) {
-          return code;
-        }
-      }
-      return MPI_SUCCESS;
+      return post_broadcast(bytes.data(), static_cast<int64_t>(bytes.size()), 0, control_, requests);
     };
     return run_and_wait(std::move(data_job));
   }
@@ -449,15 +453,8 @@ class MpiCollective final : public WorkerCollective {
     const auto op_for = [this](graph::DType dtype) { return dtype == graph::DType::bf16 ? bf16_sum_ : MPI_SUM; };
     if (m.kind == Kind::broadcast) {
       Tensor& buffer = across_workers_buffer(m);
-      auto* data = static_cast<std::byte*>(buffer.mutable_raw_data());
-      const int64_t bytes = static_cast<int64_t>(buffer.byte_size());
-      for (int64_t first = 0; first < bytes; first += kMaxCount) {
-        requests.emplace_back();
-        const int code = MPI_Ibcast(data + first, static_cast<int>(std::min(kMaxCount, bytes - first)), MPI_BYTE,
-                                    m.root / static_cast<int>(m.parts.size()), comm, &requests.back());
-        if (code != MPI_SUCCESS) return code;
-      }
-      return MPI_SUCCESS;
+      return post_broadcast(buffer.mutable_raw_data(), static_cast<int64_t>(buffer.byte_size()),
+                            m.root / static_cast<int>(m.parts.size()), comm, requests);
     }
     if (m.kind == Kind::all_reduce) {  // participant 0's result, copied to the others afterwards
       for (Tensor& t : m.parts[0].outputs) {
