@@ -207,6 +207,18 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     updates.push_back(rescale);
     result.loss_scale = scaled->scale;
   }
+  for (graph::NodeId update : options.state_updates) {
+    if (update >= g.size()) return graph::invalid_argument("minimize: a state update names no node");
+    const graph::OpSchema* schema = b.registry().find(g.node(update).op);
+    if (schema == nullptr || schema->updates.empty()) {
+      return graph::invalid_argument("minimize: state update '" + g.node(update).name + "' (" + g.node(update).op +
+                                     ") writes no variable");
+    }
+    for (size_t i : schema->updates) {
+      if (i < g.node(update).inputs.size()) order_after_readers(b, g.node(update).inputs[i].node, update);
+    }
+    updates.push_back(update);
+  }
   result.train = no_op(b, "train", updates);
   MIRRA_RETURN_IF_ERROR(b.status());
   return result;

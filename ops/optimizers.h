@@ -64,6 +64,10 @@ struct MinimizeOptions {
   // such steps and skips them.
   bool check_numerics = false;
   std::optional<LossScaling> loss_scaling;
+  // Other writes of state the train step runs too, each after every reader of what it writes (moving
+  // statistics; TensorFlow's UPDATE_OPS). Under a replicating strategy, one that writes from each
+  // replica's own values needs its variable's aggregation (ops::VariableAggregation).
+  std::vector<graph::NodeId> state_updates;
 };
 
 struct TrainOp {

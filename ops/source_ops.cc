@@ -100,9 +100,14 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"init_value", AttrType::real, 0.0},
                 {"seed", AttrType::integer, int64_t{0}},
                 {"trainable", AttrType::boolean, true},
-                {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true}},
+                {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true},
+                {"aggregation", AttrType::string, std::nullopt, /*optional=*/true}},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const DType dtype = ctx.attr<DType>("dtype");
+        if (const std::string* aggregation = ctx.node().attrs.get<std::string>("aggregation");
+            aggregation != nullptr && !aggregation_from_name(*aggregation)) {
+          return ctx.error("unknown aggregation '" + *aggregation + "' (none, sum, mean or only_first_replica)");
+        }
         if (const Shape* whole = ctx.node().attrs.get<Shape>("shard_of")) {
           const Shape& shape = ctx.attr<Shape>("shape");
           const auto whole_elements = whole->num_elements();
@@ -122,7 +127,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         return infer_fully_defined(ctx);
       },
       .summary = "State kept by the session across steps, created from its initialiser on first use. With "
-                 "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state).",
+                 "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state). "
+                 "aggregation: how replicas' writes of it combine (none, sum, mean, only_first_replica).",
       .no_gradient = "a source has no inputs"});
   kernels.add("Variable", DeviceKind::cpu, {variable_kernel});
 
@@ -145,15 +151,46 @@ ValueRef constant(Builder& b, graph::TensorValue value, std::string_view name) {
 
 ValueRef scalar(Builder& b, float value) { return constant<float>(b, Shape{}, std::span<const float>(&value, 1)); }
 
-ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype, bool trainable) {
-  return b.add_value({.op = "Variable",
-                      .attrs = {{"dtype", dtype},
-                                {"shape", std::move(shape)},
-                                {"initializer", init.kind},
-                                {"init_value", init.value},
-                                {"seed", static_cast<int64_t>(b.next_seed() >> 1)},
-                                {"trainable", trainable}},
-                      .name = std::string(name)});
+namespace {
+
+constexpr std::pair<VariableAggregation, std::string_view> kAggregationNames[] = {
+    {VariableAggregation::none, "none"},
+    {VariableAggregation::sum, "sum"},
+    {VariableAggregation::mean, "mean"},
+    {VariableAggregation::only_first_replica, "only_first_replica"},
+};
+
+}  // namespace
+
+std::string_view aggregation_name(VariableAggregation aggregation) {
+  for (const auto& [value, name] : kAggregationNames) {
+    if (value == aggregation) return name;
+  }
+  return "none";
+}
+
+std::optional<VariableAggregation> aggregation_from_name(std::string_view name) {
+  for (const auto& [value, known] : kAggregationNames) {
+    if (known == name) return value;
+  }
+  return std::nullopt;
+}
+
+VariableAggregation variable_aggregation(const graph::Node& variable) {
+  const std::string* name = variable.attrs.get<std::string>("aggregation");
+  return name != nullptr ? aggregation_from_name(*name).value_or(VariableAggregation::none) : VariableAggregation::none;
+}
+
+ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype, bool trainable,
+                  VariableAggregation aggregation) {
+  graph::AttrMap attrs = {{"dtype", dtype},
+                          {"shape", std::move(shape)},
+                          {"initializer", init.kind},
+                          {"init_value", init.value},
+                          {"seed", static_cast<int64_t>(b.next_seed() >> 1)},
+                          {"trainable", trainable}};
+  if (aggregation != VariableAggregation::none) attrs.set("aggregation", std::string(aggregation_name(aggregation)));
+  return b.add_value({.op = "Variable", .attrs = std::move(attrs), .name = std::string(name)});
 }
 
 ValueRef scalar_of(Builder& b, double value, ValueRef like) {

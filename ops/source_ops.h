@@ -1,7 +1,9 @@
 // Source ops (no inputs): Placeholder (fed at run time), Const (a value stored in the graph),
-// Variable (state kept by the session, created from its initialiser), Fill (a constant-valued tensor).
+// Variable (state kept by the session, created from its initialiser, with how replicas' writes of it
+// combine), Fill (a constant-valued tensor).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -22,10 +24,23 @@ template <class T>
 ValueRef constant(Builder& b, Shape shape, std::span<const T> values) {
   return constant(b, graph::TensorValue::from<T>(std::move(shape), values));
 }
+// How the replicas' writes of a variable combine under a replicating strategy (TensorFlow's
+// tf.VariableAggregation), for state a step writes from each replica's own values (moving statistics,
+// counters of examples seen): every replica then writes the sum of the values they computed, their
+// mean over the replicas (of every worker), or the first replica's. A trainable variable's gradients
+// are summed whatever it says; `none`, the default, refuses such writes under a replicating strategy.
+enum class VariableAggregation { none, sum, mean, only_first_replica };
+
+std::string_view aggregation_name(VariableAggregation aggregation);  // "none", "sum", "mean", "only_first_replica"
+std::optional<VariableAggregation> aggregation_from_name(std::string_view name);
+// A Variable node's aggregation (its "aggregation" attr; none when absent).
+VariableAggregation variable_aggregation(const graph::Node& variable);
+
 // A variable of fully defined `shape`; random initialisers draw from b.next_seed(). Optimizers update
-// trainable ones; non-trainable ones hold other state (optimizer slots, counters).
+// trainable ones; non-trainable ones hold other state (optimizer slots, counters, moving statistics).
 ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init = Initializer::zeros(),
-                  DType dtype = DType::f32, bool trainable = true);
+                  DType dtype = DType::f32, bool trainable = true,
+                  VariableAggregation aggregation = VariableAggregation::none);
 ValueRef fill(Builder& b, Shape shape, double value, DType dtype = DType::f32);
 // A scalar `value` of the same dtype as `like` (for constants in gradient rules).
 ValueRef scalar_of(Builder& b, double value, ValueRef like);

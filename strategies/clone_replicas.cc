@@ -13,7 +13,8 @@ using graph::ValueRef;
 
 // What a copy serving `replica` reads for the original `value`: a clone reads its replica's clone (or
 // the one copy); a node that exists once reads the one copy, a raw gradient's first clone (rewired to
-// the aggregate by aggregate_gradients), or replica 0's copy of a value every replica holds alike.
+// the aggregate by aggregate_gradients; a write of state likewise, by aggregate_state), or replica 0's
+// copy of a value every replica holds alike.
 // Anything else would be one replica's value read for all: an error naming the two nodes.
 graph::Expected<ValueRef> input_of(const ReplicaGraph& r, ValueRef value, int replica, NodeId consumer) {
   const std::vector<NodeId>& copies = r.copies[value.node];
@@ -22,7 +23,9 @@ graph::Expected<ValueRef> input_of(const ReplicaGraph& r, ValueRef value, int re
   for (const auto& [variable, gradient] : r.program.variables_and_gradients) {
     if (gradient == value) return ValueRef{copies[0], value.output};
   }
-  if (r.classification.uniform[value.node]) return ValueRef{copies[0], value.output};
+  if (r.classification.uniform[value.node] || r.classification.state_write[consumer]) {
+    return ValueRef{copies[0], value.output};
+  }
   return graph::invalid_argument("replicate: node '" + r.program.graph.node(consumer).name +
                                  "' exists once but reads the per-replica value of '" + r.program.graph.node(value.node).name +
                                  "'");

@@ -14,10 +14,22 @@ using graph::Node;
 using graph::NodeId;
 using graph::ValueRef;
 
+// Whether `node` writes a variable (its schema's updates, with no gradient) from a value the replicas
+// do not all hold alike.
+bool writes_state_from_replicas(const graph::OpRegistry& schemas, const Node& node, const std::vector<bool>& uniform) {
+  const graph::OpSchema* schema = schemas.find(node.op);
+  if (schema == nullptr || schema->updates.empty() || schema->update_gradient) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!schema->updates_input(i) && !uniform[node.inputs[i].node]) return true;
+  }
+  return false;
+}
+
 Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
   const graph::Graph& g = program.graph;
   Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
-                   std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
+                   std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
+                   std::vector<bool>(g.size(), false)};
   std::vector<bool>& from_batch = c.from_batch;
   std::vector<bool> step_state(g.size(), false), after_gradient(g.size(), false);
   for (NodeId id : program.step_state) step_state[id] = true;
@@ -42,8 +54,9 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
       from_batch[id] = true;
       c.uniform[id] = false;
     }
+    c.state_write[id] = writes_state_from_replicas(*program.ops, node, c.uniform);
     if (step_state[id] || id == program.signature.train) continue;
-    c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id]);
+    c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id] && !c.state_write[id]);
   }
   return c;
 }

@@ -12,6 +12,7 @@
 
 #include "graph/builder.h"
 #include "graph/graph.h"
+#include "strategies/collective_order.h"
 #include "strategies/replicate.h"
 
 namespace mirra::strategies {
@@ -27,6 +28,10 @@ struct Classification {
   // Computed from state and aggregated gradients alone, so every replica's copy holds the same value
   // (loss scaling's "the gradients are finite", say): a node that exists once may read replica 0's.
   std::vector<bool> uniform;
+  // Writes of state (a schema's updates, no gradient) from values the replicas compute each on their
+  // own: aggregate_state gives them the combination their variable's aggregation names. Under
+  // CentralStorage such a write exists once.
+  std::vector<bool> state_write;
 };
 
 class ReplicaGraph {
@@ -52,6 +57,7 @@ class ReplicaGraph {
   std::map<graph::NodeId, std::vector<graph::ValueRef>> shares;  // split: per batch input, replica r's
   graph::ValueRef global_batch;  // seeds: B in the loss's dtype, on the host
   graph::ValueRef examples;      // seeds: B, or with accumulation the examples since the last update
+  CollectiveOrder state_order{1};  // state: its collectives, on the host's lane
   std::vector<graph::NodeId> accumulations, clears;  // with accumulation: the accumulate target's, train's
   // gradients (or sharding): per variable, each replica's aggregated gradient (or the one sum).
   std::vector<std::vector<graph::ValueRef>> aggregated;

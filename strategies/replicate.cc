@@ -60,6 +60,7 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
       {"clone_per_replica", clone_per_replica},
       {"split_batch_inputs", split_batch_inputs},
       {"weight_gradient_seeds", weight_gradient_seeds},
+      {"aggregate_state", aggregate_state},
       plan.shard_optimizer_state ? Pass{"shard_optimizer_updates", shard_optimizer_updates}
                                  : Pass{"aggregate_gradients", aggregate_gradients},
       {"finish_signature", finish_signature},

@@ -3,9 +3,11 @@
 //   1. clone_per_replica         strategies/clone_replicas.cc
 //   2. split_batch_inputs        strategies/clone_replicas.cc
 //   3. weight_gradient_seeds     strategies/gradient_seeds.cc
-//   4. aggregate_gradients       strategies/gradient_aggregation.cc   (or, with sharded optimizer
+//   4. aggregate_state           strategies/state_aggregation.cc
+//   5. aggregate_gradients       strategies/gradient_aggregation.cc   (or, with sharded optimizer
 //      shard_optimizer_updates   strategies/sharded_updates.cc         state, this one instead)
-//   5. report_metrics            strategies/replica_metrics.cc
+//   6. finish_signature          strategies/replicate.cc
+//   7. report_metrics            strategies/replica_metrics.cc
 // Each returns an error naming what it cannot rewrite, and leaves what the next one reads.
 #pragma once
 
@@ -28,6 +30,13 @@ graph::Status split_batch_inputs(ReplicaGraph& r);
 // shares]), or with accumulation by its share alone, the accumulated examples dividing later (Note
 // [Gradient accumulation]). Sets global_batch and examples.
 graph::Status weight_gradient_seeds(ReplicaGraph& r);
+
+// Has each write of state from the replicas' own values (Classification::state_write) read the
+// combination its variable's aggregation names (ops::VariableAggregation): the sum or mean over the
+// replicas (an AllReduce, across workers too; under CentralStorage, whose write exists once, a sum on
+// the host), or the first replica's (across workers, a Broadcast from the first worker's). A write of
+// a variable whose aggregation is none is an error naming the two.
+graph::Status aggregate_state(ReplicaGraph& r);
 
 // Mirrored: sums the replicas' gradients by buckets (strategies/gradient_buckets.h) in the order they
 // become ready, each bucket's collective where the plan's AllReducePlan says, through its bucket hook

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +13,7 @@ namespace mirra::test {
 void check_golden(const std::string& path, const std::string& text) {
   const std::string file = std::string(MIRRA_SOURCE_DIR) + "/" + path;
   if (std::getenv("MIRRA_UPDATE_GOLDEN") != nullptr) {
+    std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     std::ofstream(file) << text;
     return;
   }

@@ -5,8 +5,9 @@
 // that does not name the seed of its gradients is refused, and so is one with a node its schema refuses.
 // Each pass of replicate (strategies/replicate_passes.h) is pinned too: the lines of the graph text it
 // adds or rewires, under Mirrored over 2 devices with bf16 compression and tiny buckets,
-// CentralStorage over 2, Mirrored over 3 with sharded optimizer state, and Mirrored over 2
-// accumulating gradients (tests/strategies/golden/passes/).
+// CentralStorage over 2, Mirrored over 3 with sharded optimizer state, Mirrored over 2
+// accumulating gradients, and Mirrored and CentralStorage over 2 writing a moving mean of the
+// features (tests/strategies/golden/passes/).
 #include <doctest/doctest.h>
 
 #include <set>
@@ -22,14 +23,22 @@
 namespace mirra::strategies {
 namespace {
 
-TrainingProgram small_program(const ops::Optimizer& optimizer = ops::Optimizer::sgd(0.1)) {
+// With `moving_mean`, the train step also writes a moving mean of the features (aggregation mean).
+TrainingProgram small_program(const ops::Optimizer& optimizer = ops::Optimizer::sgd(0.1), bool moving_mean = false) {
   TrainingProgram program;
   graph::Builder b(program.graph, ops::registry(), 1);
   auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 3});
   auto w = ops::variable(b, "dense/w", {3, 2}, ops::Initializer::glorot_uniform());
   auto bias = ops::variable(b, "dense/b", {2});
   const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::bias_add(b, ops::matmul(b, x, w), bias));
-  auto train = ops::minimize(b, objective.loss, optimizer);
+  ops::MinimizeOptions options;
+  if (moving_mean) {
+    auto scope = b.scope("stats");
+    auto mean = ops::variable(b, "moving_mean", {3}, ops::Initializer::zeros(), graph::DType::f32, false,
+                              ops::VariableAggregation::mean);
+    options.state_updates.push_back(ops::assign(b, mean, ops::reduce_mean(b, x, {0})));
+  }
+  auto train = ops::minimize(b, objective.loss, optimizer, options);
   REQUIRE(train.ok());
   program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
                        .learning_rate = train->learning_rate};
@@ -109,7 +118,7 @@ void check_passes(const std::string& name, const TrainingProgram& program, const
   });
   REQUIRE_MESSAGE(replicated.ok(), replicated.status().to_string());
   const std::vector<std::string> every = {"clone_per_replica", "split_batch_inputs", "weight_gradient_seeds",
-                                          plan.shard_optimizer_state ? "shard_optimizer_updates" : "aggregate_gradients",
+                                          "aggregate_state", plan.shard_optimizer_state ? "shard_optimizer_updates" : "aggregate_gradients",
                                           "finish_signature", "report_metrics"};
   CHECK(passes == every);
 }
@@ -123,6 +132,8 @@ TEST_CASE("Replicate.each_pass_matches_golden_text") {
   TrainingProgram accumulating = small_program(ops::Optimizer::sgd(0.1));
   accumulating.accumulate_gradients = true;
   check_passes("mirrored_2_accumulated", accumulating, plan_over(2, true, false));
+  check_passes("mirrored_2_moving_mean", small_program(ops::Optimizer::sgd(0.1), true), plan_over(2, true, false));
+  check_passes("central_storage_2_moving_mean", small_program(ops::Optimizer::sgd(0.1), true), plan_over(2, false, false));
 }
 
 TEST_CASE("Strategies.replicating_needs_the_seed_of_the_gradients") {

@@ -1,0 +1,93 @@
+// aggregate_state: the writes of state from each replica's own values (moving statistics, counters of
+// examples) given the combination of the replicas' values their variable's aggregation names.
+#include "ops/ops.h"
+#include "strategies/replicate_passes.h"
+
+namespace mirra::strategies {
+
+namespace {
+
+using graph::Node;
+using graph::NodeId;
+using graph::ValueRef;
+using ops::VariableAggregation;
+
+// The aggregation of every variable `write` updates, which must agree and not be none: an error
+// names the variable and the write otherwise.
+graph::Expected<VariableAggregation> aggregation_of_write(const ReplicaGraph& r, const Node& write) {
+  const graph::Graph& g = r.program.graph;
+  const graph::OpSchema& schema = *r.program.ops->find(write.op);
+  std::optional<VariableAggregation> agreed;
+  for (size_t i : schema.updates) {
+    if (i >= write.inputs.size()) continue;
+    const Node& variable = g.node(write.inputs[i].node);
+    const VariableAggregation aggregation =
+        variable.op == "Variable" ? ops::variable_aggregation(variable) : VariableAggregation::none;
+    if (aggregation == VariableAggregation::none) {
+      return graph::invalid_argument(
+          "replicate: '" + write.name + "' (" + write.op + ") writes '" + variable.name +
+          "' from values each replica computes on its own; give the variable an aggregation (sum, mean or "
+          "only_first_replica: ops::variable's last argument, the Variable's \"aggregation\" attr) so the replicas "
+          "agree on what it holds");
+    }
+    if (agreed && *agreed != aggregation) {
+      return graph::invalid_argument("replicate: '" + write.name + "' (" + write.op +
+                                     ") writes variables of different aggregations");
+    }
+    agreed = aggregation;
+  }
+  return *agreed;
+}
+
+// What each replica's write reads for the per-replica `value` (replica r's at [r]; one entry when the
+// write exists once), by `aggregation`.
+std::vector<ValueRef> combined(ReplicaGraph& r, ValueRef value, VariableAggregation aggregation, bool once) {
+  graph::Builder& b = r.builder;
+  std::vector<ValueRef> values;
+  for (int replica = 0; replica < r.replicas; ++replica) values.push_back(r.copy_on(value, replica));
+  if (aggregation == VariableAggregation::only_first_replica) {
+    if (!r.plan.across_workers) return std::vector<ValueRef>(once ? 1 : values.size(), values[0]);
+    std::vector<ValueRef> first = ops::broadcast(b, values[0], r.replicas, r.plan.collective);
+    r.state_order.chain(r.graph, r.on(kHost, first.front()).node, 0);
+    return first;
+  }
+  const char* reduction = aggregation == VariableAggregation::sum ? "sum" : "mean";
+  if (once) {  // CentralStorage: a sum on the host (it spans no workers)
+    ValueRef sum = values[0];
+    for (size_t i = 1; i < values.size(); ++i) sum = r.on(kHost, ops::add(b, sum, values[i]));
+    if (aggregation == VariableAggregation::mean && r.replicas > 1) {
+      sum = r.on(kHost, ops::div(b, sum, r.on(kHost, ops::scalar_of(b, r.replicas, sum))));
+    }
+    return {sum};
+  }
+  if (r.replicas == 1 && !r.plan.across_workers) return values;
+  std::vector<ValueRef> reduced = ops::all_reduce(b, values, r.replicas, reduction, r.plan.collective);
+  if (reduced.front().valid()) r.state_order.chain(r.graph, r.on(kHost, reduced.front()).node, 0);
+  return reduced;
+}
+
+}  // namespace
+
+graph::Status aggregate_state(ReplicaGraph& r) {
+  const graph::Graph& g = r.program.graph;
+  for (NodeId id : r.order) {
+    if (!r.classification.state_write[id]) continue;
+    const Node& write = g.node(id);
+    MIRRA_ASSIGN_OR_RETURN(const VariableAggregation aggregation, aggregation_of_write(r, write));
+    const graph::OpSchema& schema = *r.program.ops->find(write.op);
+    const bool once = r.copies[id].size() == 1;
+    auto scope = r.builder.scope("aggregate/" + write.name);
+    for (size_t i = 0; i < write.inputs.size(); ++i) {
+      const ValueRef value = write.inputs[i];
+      if (schema.updates_input(i) || r.classification.uniform[value.node]) continue;
+      const std::vector<ValueRef> values = combined(r, value, aggregation, once);
+      MIRRA_RETURN_IF_ERROR(r.builder.status());
+      for (size_t copy = 0; copy < r.copies[id].size(); ++copy) {
+        r.graph.mutable_node(r.copies[id][copy]).inputs[i] = values[copy];
+      }
+    }
+  }
+  return graph::Status();
+}
+
+}  // namespace mirra::strategies
