@@ -14,7 +14,7 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;  // also for var
 inline constexpr size_t kMaxNodes = size_t{1} << 22;
 // Model files: this build writes version 2 and reads 1 and 2 (see Note [Model file versions] in
 // model_reader.cc). Checkpoints: version 1.
-inline constexpr uint32_t kModelFormatVersion = 2;
+inline constexpr uint32_t kModelFormatVersion = 3;
 inline constexpr uint32_t kOldestModelFormatVersion = 1;
 inline constexpr uint32_t kCheckpointFormatVersion = 1;
 

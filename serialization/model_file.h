@@ -39,6 +39,9 @@ struct TrainingSignature {
   graph::ValueRef loss;             // scalar mean loss of a batch
   std::vector<Metric> metrics;      // "correct": correctly classified examples in a batch
   OptimizerSpec optimizer;
+  // Nodes the train step also runs, by name: writes of state (moving statistics) from the batch,
+  // which a replicating strategy combines as their variable's aggregation says.
+  std::vector<std::string> state_updates;
 
   // The metric called `name`, or an invalid ValueRef.
   graph::ValueRef metric(std::string_view name) const;

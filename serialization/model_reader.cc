@@ -13,13 +13,16 @@
 //    limits.h, exactly prod(shape) * sizeof(dtype) bytes computed in 64 bits with overflow checks,
 //    CRC-32 matching; a weight names a Variable of the same dtype and shape.
 //    A Variable is whole: shard_of (a replica's share, made by the sharded optimizer rewrite) is refused.
-// 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range.
+// 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range,
+//    each state update a node whose op writes a variable.
 // No allocation is sized by a number the earlier layers have not bounded.
 //
 // Note [Model file versions]
 // A file keeps its meaning in every later build. Version 2 changed one thing: a reduction's "axes"
 // follows TensorFlow, absent meaning every axis and an empty list none; version 1 wrote an empty
-// list for every axis, so reading a version 1 file drops a reduction's empty "axes".
+// list for every axis, so reading a version 1 file drops a reduction's empty "axes". Version 3 added
+// the signature's state updates (writes of state the train step runs); older files have none, which
+// is what their train step ran.
 #include <set>
 
 #include "graph/op_schema.h"
@@ -175,6 +178,15 @@ class ModelReader {
         if (out.metric(name).valid()) return error("metric '" + name + "' appears twice");
         MIRRA_ASSIGN_OR_RETURN(const graph::ValueRef v, value(m.value(), "metric '" + name + "'"));
         out.metrics.push_back({name, v});
+      }
+    }
+    if (const auto* updates = in.state_updates()) {
+      for (uint32_t index : *updates) {
+        const graph::OpSchema* schema = index < model_.graph.size() ? registry_.find(model_.graph.node(index).op) : nullptr;
+        if (schema == nullptr || schema->updates.empty()) {
+          return error("the signature's state update (node " + std::to_string(index) + ") is no write of a variable");
+        }
+        out.state_updates.push_back(model_.graph.node(index).name);
       }
     }
     const fb::Optimizer& optimizer = *in.optimizer();

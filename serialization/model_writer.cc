@@ -59,6 +59,11 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   }
   MIRRA_ASSIGN_OR_RETURN(const uint32_t features, node_index(model.signature.features, "features"));
   MIRRA_ASSIGN_OR_RETURN(const uint32_t labels, node_index(model.signature.labels, "labels"));
+  std::vector<uint32_t> state_updates;
+  for (const std::string& update : model.signature.state_updates) {
+    MIRRA_ASSIGN_OR_RETURN(const uint32_t index, node_index(update, "state update"));
+    state_updates.push_back(index);
+  }
 
   flatbuffers::FlatBufferBuilder fbb(encoded_size_hint(model.weights) + encoded_size_hint(model.signature.optimizer.state) +
                                      g.size() * 256 + (1 << 16));
@@ -88,7 +93,8 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   const auto optimizer = fb::CreateOptimizer(fbb, fbb.CreateString(model.signature.optimizer.kind),
                                              write_attrs(fbb, model.signature.optimizer.hyper_parameters), optimizer_state);
   const fb::ValueRef loss = renumbered(index_of, model.signature.loss);
-  const auto signature = fb::CreateSignature(fbb, features, labels, &loss, fbb.CreateVector(metrics), optimizer);
+  const auto signature = fb::CreateSignature(fbb, features, labels, &loss, fbb.CreateVector(metrics), optimizer,
+                                             fbb.CreateVector(state_updates));
   const ModelMetadata& meta = model.metadata;
   const auto metadata = fb::CreateMetadata(
       fbb, fbb.CreateString(meta.producer.empty() ? "mirra 0.1.0" : meta.producer),

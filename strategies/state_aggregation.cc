@@ -75,7 +75,7 @@ graph::Status aggregate_state(ReplicaGraph& r) {
     const Node& write = g.node(id);
     MIRRA_ASSIGN_OR_RETURN(const VariableAggregation aggregation, aggregation_of_write(r, write));
     const graph::OpSchema& schema = *r.program.ops->find(write.op);
-    const bool once = r.copies[id].size() == 1;
+    const bool once = !r.classification.replicated[id];  // CentralStorage: on the host
     auto scope = r.builder.scope("aggregate/" + write.name);
     for (size_t i = 0; i < write.inputs.size(); ++i) {
       const ValueRef value = write.inputs[i];

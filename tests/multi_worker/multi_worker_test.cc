@@ -2,7 +2,7 @@
 // (and the MPI collective's operations on their own, tests/multi_worker/collective_worker.cc):
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
-// with a weight decay too), also accumulating gradients over 2 batches per step, with
+// with a weight decay too), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
@@ -142,6 +142,29 @@ TEST_CASE("MultiWorker.reports_a_loss_over_batch_and_classes_as_one_device") {
       CAPTURE(step);
       CHECK(got[step] == doctest::Approx(want[step]).epsilon(1e-4));
     }
+  }
+}
+
+// State the train step writes from the batch (a count of images, a moving mean image, the first
+// image), combined across 2 workers x 1 and 2 devices as each variable's aggregation says, holds
+// what one device's holds; batches of 128 split evenly, so the mean of the replicas' means is the
+// batch's mean.
+TEST_CASE("MultiWorker.state_written_from_the_batch_trains_as_one_device") {
+  const std::vector<std::string> common = {"train", stats_mlp_file(), "--steps", "5", "--batch-size", "128", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "stats_reference.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "stats_reference").code == 0);
+  const auto want = trained_values(reference_file);
+  REQUIRE(want.at("stats/images_seen").values<float>()[0] == 640);
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+    CAPTURE(devices);
+    const std::string saved = workspace() / "stats_workers.mirra";
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", devices, "--save", saved});
+    const Run r = run_program(mpirun(2, args), "stats_workers");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    check_close(trained_values(saved), want);
   }
 }
 

@@ -65,6 +65,40 @@ const std::string& brier_mlp_file() {
   return path;
 }
 
+const std::string& stats_mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "stats_mlp.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    MIRRA_CHECK(model.ok());
+    graph::Graph& g = model->graph;
+    graph::Builder b(g, ops::registry());
+    auto scope = b.scope("stats");
+    const graph::ValueRef images = {*g.find(model->signature.features), 0};
+    const std::vector<int64_t>& batch_dims = g.type(images).shape.dims;
+    const graph::Shape image(std::vector<int64_t>(batch_dims.begin() + 1, batch_dims.end()));
+    using ops::VariableAggregation;
+    const graph::ValueRef seen =
+        ops::variable(b, "images_seen", {}, ops::Initializer::zeros(), graph::DType::f32, false, VariableAggregation::sum);
+    const graph::ValueRef mean =
+        ops::variable(b, "mean_image", image, ops::Initializer::zeros(), graph::DType::f32, false, VariableAggregation::mean);
+    const graph::ValueRef first = ops::variable(b, "first_image", image, ops::Initializer::zeros(), graph::DType::f32, false,
+                                                VariableAggregation::only_first_replica);
+    const graph::ValueRef momentum = ops::scalar_of(b, 0.9, mean), rest = ops::scalar_of(b, 0.1, mean);
+    std::vector<int64_t> begin(static_cast<size_t>(image.rank()) + 1, 0), size = {1};
+    size.insert(size.end(), image.dims.begin(), image.dims.end());
+    const graph::NodeId updates[] = {
+        ops::assign_add(b, seen, ops::cast(b, ops::dim_size(b, images, 0), graph::DType::f32)),
+        ops::assign(b, mean, ops::add(b, ops::mul(b, momentum, mean), ops::mul(b, rest, ops::reduce_mean(b, images, {0})))),
+        ops::assign(b, first, ops::reshape(b, ops::slice(b, images, begin, size), image.dims)),
+    };
+    MIRRA_CHECK(b.status().ok(), b.status().message());
+    for (graph::NodeId update : updates) model->signature.state_updates.push_back(g.node(update).name);
+    MIRRA_CHECK(serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
 Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd) {
   args.insert(args.begin(), MIRRA_RUNNER);
   return spawn_program(std::move(args), tag, stdout_fd);

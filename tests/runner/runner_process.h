@@ -29,6 +29,10 @@ const std::string& mlp_file();
 // The same MLP trained on a loss over [batch, classes] plus a weight decay: the mean squared error of
 // its probabilities against the one-hot labels (a Brier score) + 1e-4 * sum(fc1/w ^ 2), written once.
 const std::string& brier_mlp_file();
+// The same MLP whose train step also writes state from the batch, one variable per aggregation:
+// "stats/images_seen" (sum), "stats/mean_image" (a moving mean of the images, mean) and
+// "stats/first_image" (the batch's first image, only_first_replica), written once.
+const std::string& stats_mlp_file();
 
 struct Process {
   pid_t pid = -1;

@@ -404,6 +404,48 @@ TEST_CASE("Runner.every_strategy_reports_a_loss_over_batch_and_classes_as_one_de
   }
 }
 
+// A model file whose train step writes state from the batch (tests/runner/runner_process.h's
+// stats_mlp_file): Mirrored over 2 and 4 devices and CentralStorage over 2 save the state one device
+// saves, and `mirra inspect` shows the aggregations and the state updates.
+TEST_CASE("Runner.state_updates_of_a_model_file_train_as_one_device_under_every_strategy") {
+  const std::vector<std::string> common = {"train", stats_mlp_file(), "--steps", "4", "--batch-size", "64", "--threads", "2"};
+  const auto trained = [&](const std::string& tag, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--save", workspace() / (tag + ".mirra")});
+    const Run r = run(args, tag);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return trained_values(workspace() / (tag + ".mirra"));
+  };
+  const auto want = trained("stats_one_device", {"--strategy", "one_device", "--devices", "cpu:0"});
+  CHECK(want.at("stats/images_seen").values<float>()[0] == 256);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"mirrored_2", {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1"}},
+      {"mirrored_4", {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2,cpu:3"}},
+      {"central_storage_2", {"--strategy", "central_storage", "--devices", "cpu:0,cpu:1"}}};
+  for (const auto& entry : runs) {
+    const std::string& tag = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+    CAPTURE(tag);
+    const auto got = trained("stats_" + tag, entry.second);
+    REQUIRE(got.size() == want.size());
+    for (const auto& [name, value] : want) {
+      const auto a = got.at(name).values<float>();
+      const auto b = value.values<float>();
+      REQUIRE(a.size() == b.size());
+      double scale = 0, diff = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+        diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+      }
+      CHECK_MESSAGE(diff <= 1e-5 * std::max(scale, 1e-30), name);
+    }
+  }
+  const Run inspect = run({"inspect", stats_mlp_file()}, "stats_inspect");
+  REQUIRE(inspect.code == 0);
+  CHECK(inspect.out.find("stats/mean_image: f32[28,28,1], aggregation mean") != std::string::npos);
+  CHECK(inspect.out.find(", state update stats/Assign, state update stats/Assign_1") != std::string::npos);
+}
+
 TEST_CASE("Runner.json_metrics_and_trace") {
   const std::string metrics = workspace() / "metrics.jsonl";
   const std::string trace = workspace() / "trace.json";

@@ -7,6 +7,7 @@
 
 #include "examples/example_models.h"
 #include "graph/print.h"
+#include "ops/ops.h"
 #include "ops/registry.h"
 #include "serialization/model_file.h"
 #include "tests/serialization/tiny_model.h"
@@ -368,7 +369,7 @@ TEST_CASE("ModelFile.versions.reduction_axes_keep_their_meaning") {
   const graph::NodeId mean = *model.graph.find("objective/ReduceMean");  // the loss: a mean over the batch
   CHECK_FALSE(model.graph.node(mean).attrs.contains("axes"));
   std::vector<uint8_t> bytes = bytes_of(model);
-  CHECK(fb::GetModel(bytes.data())->format_version() == 2);
+  CHECK(fb::GetModel(bytes.data())->format_version() == 3);
   auto loaded = parse_model(bytes, ops::registry());
   REQUIRE(loaded.ok());
   CHECK(loaded->graph.type(loaded->signature.loss).to_string() == "f32[]");
@@ -376,14 +377,52 @@ TEST_CASE("ModelFile.versions.reduction_axes_keep_their_meaning") {
 
   model.graph.mutable_node(mean).attrs.set("axes", std::vector<int64_t>{});
   bytes = bytes_of(model);
-  require_rejected(bytes, "the signature's loss must be a floating scalar, not f32[?]");  // version 2: over none
+  require_rejected(bytes, "the signature's loss must be a floating scalar, not f32[?]");  // version 2 on: over none
   REQUIRE(mutable_model(bytes)->mutate_format_version(1));
   auto old = parse_model(bytes, ops::registry());
   REQUIRE(old.ok());  // version 1: over every axis
   CHECK(old->graph.type(old->signature.loss).to_string() == "f32[]");
   CHECK_FALSE(old->graph.node(mean).attrs.contains("axes"));
-  REQUIRE(mutable_model(bytes)->mutate_format_version(3));
-  require_rejected(bytes, "format version 3 is not supported (this build reads 1 to 2)");
+  REQUIRE(mutable_model(bytes)->mutate_format_version(4));
+  require_rejected(bytes, "format version 4 is not supported (this build reads 1 to 3)");
+}
+
+// Version 3's state updates: a moving mean the train step writes, kept with its variable's
+// aggregation; a state update that is no write of a variable, or names no node, is refused.
+TEST_CASE("ModelFile.state_updates.round_trip_and_are_checked") {
+  Model model = testing::tiny_model();
+  {
+    graph::Builder b(model.graph, ops::registry());
+    auto scope = b.scope("stats");
+    const graph::ValueRef images = {*model.graph.find("images"), 0};
+    const graph::ValueRef mean = ops::variable(b, "moving_mean", {2, 2, 1}, ops::Initializer::zeros(), graph::DType::f32,
+                                               false, ops::VariableAggregation::mean);
+    ops::assign(b, mean, ops::reduce_mean(b, images, {0}));
+    REQUIRE(b.status().ok());
+  }
+  model.signature.state_updates = {"stats/Assign"};
+  std::vector<uint8_t> bytes = bytes_of(model);
+  auto loaded = parse_model(bytes, ops::registry());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  require_same(model, *loaded);
+  CHECK(ops::variable_aggregation(loaded->graph.node(*loaded->graph.find("stats/moving_mean"))) ==
+        ops::VariableAggregation::mean);
+
+  auto* updates = mutable_model(bytes)->mutable_signature()->mutable_state_updates();
+  REQUIRE(updates->size() == 1);
+  SUBCASE("no write of a variable") {
+    updates->Mutate(0, node_index(bytes, "stats/ReduceMean"));
+    require_rejected(bytes, "the signature's state update (node " + std::to_string(node_index(bytes, "stats/ReduceMean")) +
+                                ") is no write of a variable");
+  }
+  SUBCASE("out of range") {
+    updates->Mutate(0, 0xfffffff0u);
+    require_rejected(bytes, "the signature's state update (node 4294967280) is no write of a variable");
+  }
+  SUBCASE("a name the writer cannot find") {
+    model.signature.state_updates = {"stats/nothing"};
+    CHECK(serialize_model(model).status().message() == "the signature's state update 'stats/nothing' is not a node of the graph");
+  }
 }
 
 }  // namespace mirra::serialization

@@ -8,6 +8,7 @@
 
 #include "graph/print.h"
 #include "ops/registry.h"
+#include "ops/source_ops.h"
 #include "runtime/memory_estimate.h"
 #include "strategies/config_json.h"
 #include "strategies/pruning.h"
@@ -66,12 +67,18 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
   }
   std::printf("variables:\n");
   for (const graph::Node& node : g.nodes()) {
-    if (node.op == "Variable") std::printf("  %s: %s\n", node.name.c_str(), node.outputs[0].to_string().c_str());
+    if (node.op != "Variable") continue;
+    std::printf("  %s: %s", node.name.c_str(), node.outputs[0].to_string().c_str());
+    if (ops::variable_aggregation(node) != ops::VariableAggregation::none) {
+      std::printf(", aggregation %s", std::string(ops::aggregation_name(ops::variable_aggregation(node))).c_str());
+    }
+    std::printf("\n");
   }
   const serialization::TrainingSignature& s = model.signature;
   std::printf("signature: features %s, labels %s, loss %s (%s)", s.features.c_str(), s.labels.c_str(),
               g.node(s.loss.node).name.c_str(), g.type(s.loss).to_string().c_str());
   for (const auto& m : s.metrics) std::printf(", metric %s = %s", m.name.c_str(), g.node(m.value.node).name.c_str());
+  for (const std::string& update : s.state_updates) std::printf(", state update %s", update.c_str());
   std::printf("\noptimizer: %s", s.optimizer.kind.c_str());
   for (const auto& entry : s.optimizer.hyper_parameters.entries()) {
     std::printf(" %s=%s", entry.first.c_str(), graph::attr_to_string(entry.second).c_str());

@@ -18,11 +18,14 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   program.graph = model.graph;
   program.ops = options.ops;
   graph::Builder b(program.graph, *options.ops);
-  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer,
-                                       {.check_numerics = options.check_numerics,
+  ops::MinimizeOptions minimize_options{.check_numerics = options.check_numerics,
                                         .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
                                                             ? std::optional(ops::LossScaling{})
-                                                            : std::nullopt}));
+                                                            : std::nullopt};
+  for (const std::string& update : model.signature.state_updates) {
+    minimize_options.state_updates.push_back(*program.graph.find(update));  // the reader checked it
+  }
+  MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer, minimize_options));
   MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, *options.ops, options.mixed_precision, options.devices,
                                                   {train.train, model.signature.loss.node, correct.node}));
   program.signature = {.features = model.signature.features,
