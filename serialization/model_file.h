@@ -37,6 +37,9 @@ struct TrainingSignature {
   std::string features = "images";  // Placeholder names
   std::string labels = "labels";
   graph::ValueRef loss;             // scalar mean loss of a batch
+  // What it averages over when not the elements of its mean over the batch: a scalar counted from the
+  // batch (runtime::training::TrainingGraph::loss_weight); invalid: the elements.
+  graph::ValueRef loss_weight;
   std::vector<Metric> metrics;      // "correct": correctly classified examples in a batch
   OptimizerSpec optimizer;
   // Nodes the train step also runs, by name: writes of state (moving statistics) from the batch,

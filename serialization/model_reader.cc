@@ -14,15 +14,17 @@
 //    CRC-32 matching; a weight names a Variable of the same dtype and shape.
 //    A Variable is whole: shard_of (a replica's share, made by the sharded optimizer rewrite) is refused.
 // 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range,
-//    each state update a node whose op writes a variable.
+//    the loss weight (when there is one) a floating scalar, each state update a node whose op writes
+//    a variable.
 // No allocation is sized by a number the earlier layers have not bounded.
 //
 // Note [Model file versions]
 // A file keeps its meaning in every later build. Version 2 changed one thing: a reduction's "axes"
 // follows TensorFlow, absent meaning every axis and an empty list none; version 1 wrote an empty
 // list for every axis, so reading a version 1 file drops a reduction's empty "axes". Version 3 added
-// the signature's state updates (writes of state the train step runs); older files have none, which
-// is what their train step ran.
+// the signature's state updates (writes of state the train step runs) and loss weight (what the loss
+// averages over); older files have none, which is what they meant: no such write, and a loss averaged
+// over the elements of its mean.
 #include <set>
 
 #include "graph/op_schema.h"
@@ -178,6 +180,13 @@ class ModelReader {
         if (out.metric(name).valid()) return error("metric '" + name + "' appears twice");
         MIRRA_ASSIGN_OR_RETURN(const graph::ValueRef v, value(m.value(), "metric '" + name + "'"));
         out.metrics.push_back({name, v});
+      }
+    }
+    if (in.loss_weight() != nullptr) {
+      MIRRA_ASSIGN_OR_RETURN(out.loss_weight, value(in.loss_weight(), "loss weight"));
+      const graph::TensorType& weight = model_.graph.type(out.loss_weight);
+      if (!graph::is_floating(weight.dtype) || weight.shape.rank() != 0) {
+        return error("the signature's loss weight must be a floating scalar, not " + weight.to_string());
       }
     }
     if (const auto* updates = in.state_updates()) {

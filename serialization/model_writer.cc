@@ -50,6 +50,7 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
     return index_of[*id];
   };
   MIRRA_RETURN_IF_ERROR(value_in_graph(model.signature.loss, "loss"));
+  if (model.signature.loss_weight.valid()) MIRRA_RETURN_IF_ERROR(value_in_graph(model.signature.loss_weight, "loss weight"));
   for (const Metric& m : model.signature.metrics) MIRRA_RETURN_IF_ERROR(value_in_graph(m.value, "metric " + m.name));
   for (const NamedTensor& w : model.weights) {
     const auto id = g.find(w.name);
@@ -93,8 +94,11 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   const auto optimizer = fb::CreateOptimizer(fbb, fbb.CreateString(model.signature.optimizer.kind),
                                              write_attrs(fbb, model.signature.optimizer.hyper_parameters), optimizer_state);
   const fb::ValueRef loss = renumbered(index_of, model.signature.loss);
+  const fb::ValueRef loss_weight =
+      model.signature.loss_weight.valid() ? renumbered(index_of, model.signature.loss_weight) : fb::ValueRef();
   const auto signature = fb::CreateSignature(fbb, features, labels, &loss, fbb.CreateVector(metrics), optimizer,
-                                             fbb.CreateVector(state_updates));
+                                             fbb.CreateVector(state_updates),
+                                             model.signature.loss_weight.valid() ? &loss_weight : nullptr);
   const ModelMetadata& meta = model.metadata;
   const auto metadata = fb::CreateMetadata(
       fbb, fbb.CreateString(meta.producer.empty() ? "mirra 0.1.0" : meta.producer),

@@ -14,7 +14,9 @@ using graph::ValueRef;
 
 constexpr const char* kSupported =
     "a loss is a mean over the batch (ReduceMean of every element of a value computed from the batch inputs), plus or "
-    "minus terms that do not depend on them (Add, Sub), scaled by such terms at most (Mul, Div)";
+    "minus terms that do not depend on them (Add, Sub), scaled by such terms at most (Mul, Div); a loss divided by a "
+    "count computed from the batch (the tokens a mask keeps) is one when the signature declares that count as its "
+    "loss_weight";
 
 graph::Status unsupported(const Node& node, const std::string& why) {
   return graph::invalid_argument("replicate: the loss's node '" + node.name + "' (" + node.op + ") " + why + "; " +
@@ -56,10 +58,20 @@ graph::Expected<ValueRef> toward_the_mean(const graph::OpRegistry& schemas, cons
 }  // namespace
 
 graph::Expected<NodeId> batch_mean_of(const graph::Graph& g, const graph::OpRegistry& schemas, ValueRef loss,
-                                      const std::vector<bool>& from_batch) {
+                                      const std::vector<bool>& from_batch, ValueRef loss_weight) {
   if (!from_batch[loss.node]) return unsupported(g.node(loss.node), "does not depend on the batch");
   for (ValueRef value = loss;;) {
     const Node& node = g.node(value.node);
+    if (loss_weight.valid() && node.op == "Div" && node.inputs[1] == loss_weight) {
+      if (!from_batch[node.inputs[0].node]) return unsupported(node, "divides a value that does not depend on the batch");
+      if (node.outputs[0].shape.rank() != 0 || g.type(node.inputs[0]).shape.rank() != 0) {
+        return unsupported(node, "divides a value that is not a scalar by the loss weight");
+      }
+      return node.id;
+    }
+    if (loss_weight.valid() && node.op == "ReduceMean") {
+      return unsupported(node, "averages over its elements, but the signature declares a loss weight to divide by");
+    }
     if (node.op == "ReduceMean") {
       if (!averages_everything(g, node)) return unsupported(node, "averages over some axes only");
       return node.id;

@@ -1,4 +1,5 @@
-// weight_gradient_seeds: each replica's seed of its gradients times its share of the batch.
+// weight_gradient_seeds: each replica's seed of its gradients times its share of the batch, or, for a
+// loss divided by a declared weight, each replica's sum divided by the weight of the whole batch.
 #include "ops/ops.h"
 #include "strategies/replicate_passes.h"
 
@@ -11,7 +12,78 @@ namespace mirra::strategies {
 // product instead of a pass over every gradient. With accumulation the seed is multiplied by b_r and
 // the gradients are divided by the examples since the last update (Note [Gradient accumulation]).
 
+// Note [Loss weights]
+// A loss Div(s, w) + d, whose weight w the signature declares (the tokens a mask keeps) and whose d
+// does not depend on the batch (a weight decay), is exact over any split only if no replica divides
+// by its own w_r: a replica whose share keeps no token would compute 0/0. So with N replicas in all
+// (of every worker) and W = sum_r w_r, the weight of the whole batch (summed on the host, and across
+// workers), each replica's Div, and every node of its gradients that read w_r, read W / N instead,
+// and each replica's seed is multiplied by 1 / N: replica r's gradients are those of s_r / W + d / N,
+// which sum to the gradients of S / W + d. With accumulation the seed is multiplied by W / N instead
+// and the accumulated gradients divided by the weight since the last update (Note [Gradient
+// accumulation]).
+
+namespace {
+
+// Every clone of the batch mean Div, or of a node its gradients are computed with, reads `denominator`
+// where it read its replica's weight.
+void divide_by(ReplicaGraph& r, graph::ValueRef denominator) {
+  const TrainingProgram& p = r.program;
+  std::vector<bool> after_seed(p.graph.size(), false);
+  for (graph::NodeId id : r.order) {
+    after_seed[id] = id == p.loss_gradient.node || id == r.batch_mean;
+    for (graph::ValueRef input : p.graph.node(id).inputs) after_seed[id] = after_seed[id] || after_seed[input.node];
+  }
+  for (graph::NodeId id : r.order) {
+    if (!after_seed[id]) continue;
+    for (graph::NodeId copy : r.copies[id]) {
+      const int replica = r.replica_of(copy);
+      if (replica == kHost) continue;
+      for (graph::ValueRef& input : r.graph.mutable_node(copy).inputs) {
+        if (input == r.copy_on(p.signature.loss_weight, replica)) input = denominator;
+      }
+    }
+  }
+}
+
+// Replica r's seed times `share`, in the scope the caller opened: every clone that reads the seed
+// reads it scaled.
+void scale_seed(ReplicaGraph& r, int replica, graph::ValueRef share) {
+  const graph::ValueRef seed = r.copy_on(r.program.loss_gradient, replica);
+  const graph::ValueRef scaled = r.on(replica, ops::mul(r.builder, seed, share));
+  for (graph::NodeId id = 0; id < r.copies_end; ++id) {
+    for (graph::ValueRef& input : r.graph.mutable_node(id).inputs) {
+      if (input == seed) input = scaled;
+    }
+  }
+}
+
+graph::Status divide_by_the_batch_weight(ReplicaGraph& r) {
+  graph::Builder& b = r.builder;
+  const TrainingProgram& p = r.program;
+  auto scope = b.scope("global_batch");
+  graph::ValueRef total = r.copy_on(p.signature.loss_weight, 0);
+  for (int replica = 1; replica < r.replicas; ++replica) {
+    total = r.on(kHost, ops::add(b, total, r.copy_on(p.signature.loss_weight, replica)));
+  }
+  if (r.plan.across_workers) total = r.on(kHost, ops::all_reduce(b, {total}, 1, "sum", r.plan.collective)[0]);
+  r.global_batch = total;
+  r.examples = p.accumulate_gradients ? r.accumulated(total, kHost, std::string(kAccumulatorScope), "examples") : total;
+  const double replicas = static_cast<double>(r.replicas * (r.plan.across_workers ? r.plan.worker.workers : 1));
+  const graph::ValueRef per_replica = r.on(kHost, ops::div(b, total, r.on(kHost, ops::scalar_of(b, replicas, total))));
+  divide_by(r, per_replica);
+  const graph::ValueRef share = p.accumulate_gradients ? per_replica : r.on(kHost, ops::scalar_of(b, 1.0 / replicas, total));
+  for (int replica = 0; replica < r.replicas; ++replica) {
+    auto replica_scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
+    scale_seed(r, replica, share);
+  }
+  return b.status();
+}
+
+}  // namespace
+
 graph::Status weight_gradient_seeds(ReplicaGraph& r) {
+  if (r.program.signature.loss_weight.valid()) return divide_by_the_batch_weight(r);
   graph::Builder& b = r.builder;
   const TrainingProgram& p = r.program;
   const graph::NodeId features = *p.graph.find(p.signature.features);
@@ -29,15 +101,7 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
     auto scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
     const graph::ValueRef share_of_batch = r.shares.at(features)[static_cast<size_t>(replica)];
     const graph::ValueRef local = r.on(replica, ops::cast(b, r.on(replica, ops::dim_size(b, share_of_batch, 0)), dtype));
-    const graph::ValueRef share = accumulate ? local : r.on(replica, ops::div(b, local, r.examples));
-    const graph::ValueRef seed = r.copy_on(p.loss_gradient, replica);
-    const graph::ValueRef scaled = r.on(replica, ops::mul(b, seed, share));
-    // Every clone that reads the seed reads it scaled.
-    for (graph::NodeId id = 0; id < r.copies_end; ++id) {
-      for (graph::ValueRef& input : r.graph.mutable_node(id).inputs) {
-        if (input == seed) input = scaled;
-      }
-    }
+    scale_seed(r, replica, accumulate ? local : r.on(replica, ops::div(b, local, r.examples)));
   }
   return b.status();
 }

@@ -6,7 +6,7 @@ namespace mirra::strategies {
 void prune(TrainingProgram& program) {
   graph::Graph& g = program.graph;
   runtime::training::TrainingGraph& s = program.signature;
-  std::vector<graph::NodeId> roots = {s.train, s.accumulate, s.loss.node, s.correct.node, s.learning_rate.node,
+  std::vector<graph::NodeId> roots = {s.train, s.accumulate, s.loss.node, s.loss_weight.node, s.correct.node, s.learning_rate.node,
                                       program.loss_gradient.node};
   roots.insert(roots.end(), program.step_state.begin(), program.step_state.end());
   for (const auto& [variable, gradient] : program.variables_and_gradients) roots.insert(roots.end(), {variable.node, gradient.node});
@@ -21,6 +21,7 @@ void prune(TrainingProgram& program) {
   s.train = graph::remap(s.train, moved);
   s.accumulate = graph::remap(s.accumulate, moved);
   s.loss = graph::remap(s.loss, moved);
+  s.loss_weight = graph::remap(s.loss_weight, moved);
   s.correct = graph::remap(s.correct, moved);
   s.learning_rate = graph::remap(s.learning_rate, moved);
   program.loss_gradient = graph::remap(program.loss_gradient, moved);

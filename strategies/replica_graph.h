@@ -55,8 +55,9 @@ class ReplicaGraph {
   std::vector<std::vector<graph::NodeId>> copies;   // clone: per original node, one per replica or one
   graph::NodeId copies_end = 0;                     // clone: the first id that is no clone
   std::map<graph::NodeId, std::vector<graph::ValueRef>> shares;  // split: per batch input, replica r's
-  graph::ValueRef global_batch;  // seeds: B in the loss's dtype, on the host
-  graph::ValueRef examples;      // seeds: B, or with accumulation the examples since the last update
+  // seeds: B in the loss's dtype, on the host (with a loss weight, the batch's: Note [Loss weights])
+  graph::ValueRef global_batch;
+  graph::ValueRef examples;  // seeds: B, or with accumulation the examples (or weight) since the last update
   CollectiveOrder state_order{1};  // state: its collectives, on the host's lane
   std::vector<graph::NodeId> accumulations, clears;  // with accumulation: the accumulate target's, train's
   // gradients (or sharding): per variable, each replica's aggregated gradient (or the one sum).

@@ -34,18 +34,20 @@ ValueRef element_count(ReplicaGraph& r, ValueRef value, int replica) {
 }  // namespace
 
 // The metrics of the global batch on the host: the sum over the replicas (and workers) of each one's
-// summed losses, divided by the elements they average, in place of the one-replica loss's batch mean
+// summed losses, divided by the elements they average (or by the sum of their loss weights), in place of the one-replica loss's batch mean
 // (the rest of the loss built around it again: its terms that do not depend on the batch read
 // replica 0's copies, which every replica holds alike); the correct counts summed.
 graph::Status report_metrics(ReplicaGraph& r) {
   const TrainingProgram& p = r.program;
   graph::Builder& b = r.builder;
-  const ValueRef averaged = p.graph.node(r.batch_mean).inputs[0];
+  const ValueRef averaged = p.graph.node(r.batch_mean).inputs[0];  // or, with a loss weight, the sum divided
+  const bool weighted = p.signature.loss_weight.valid();
   auto scope = b.scope("metrics");
   ValueRef loss_sum, count, correct;
   for (int replica = 0; replica < r.replicas; ++replica) {
-    const ValueRef replica_loss = r.on(replica, ops::reduce_sum(b, r.copy_on(averaged, replica)));
-    const ValueRef replica_count = element_count(r, averaged, replica);
+    const ValueRef replica_loss =
+        weighted ? r.copy_on(averaged, replica) : r.on(replica, ops::reduce_sum(b, r.copy_on(averaged, replica)));
+    const ValueRef replica_count = weighted ? r.copy_on(p.signature.loss_weight, replica) : element_count(r, averaged, replica);
     const ValueRef replica_correct = r.copy_on(p.signature.correct, replica);
     loss_sum = replica == 0 ? replica_loss : r.on(kHost, ops::add(b, loss_sum, replica_loss));
     count = replica == 0 ? replica_count : r.on(kHost, ops::add(b, count, replica_count));
@@ -62,6 +64,7 @@ graph::Status report_metrics(ReplicaGraph& r) {
       b, p.graph, p.signature.loss, r.batch_mean, mean, r.classification.from_batch,
       [&](ValueRef term) { return r.copy_on(term, 0); }, [&](ValueRef value) { return r.on(kHost, value); });
   r.result.signature.correct = correct;
+  r.result.signature.loss_weight = weighted ? count : ValueRef{};  // the whole batch's
   return b.status();
 }
 

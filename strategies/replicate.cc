@@ -33,6 +33,28 @@ graph::Status finish_signature(ReplicaGraph& r) {
   return r.builder.status();
 }
 
+// A declared loss weight is a floating scalar computed from the batch alone (no variable reaches it).
+graph::Status check_loss_weight(const ReplicaGraph& r) {
+  const graph::ValueRef weight = r.program.signature.loss_weight;
+  if (!weight.valid()) return graph::Status();
+  const graph::Graph& g = r.program.graph;
+  if (weight.node >= g.size() || weight.output >= g.node(weight.node).outputs.size()) {
+    return graph::invalid_argument("replicate: the loss weight is not a value of the program");
+  }
+  const std::string name = "replicate: the loss weight '" + g.node(weight.node).name + "'";
+  if (g.type(weight).shape.rank() != 0 || !graph::is_floating(g.type(weight).dtype)) {
+    return graph::invalid_argument(name + " must be a floating scalar, not " + g.type(weight).to_string());
+  }
+  if (!r.classification.from_batch[weight.node]) return graph::invalid_argument(name + " does not depend on the batch");
+  std::vector<bool> reaches(g.size(), false);
+  for (graph::NodeId id : r.order) {
+    reaches[id] = g.node(id).op == "Variable";
+    for (graph::ValueRef input : g.node(id).inputs) reaches[id] = reaches[id] || reaches[input.node];
+  }
+  if (reaches[weight.node]) return graph::invalid_argument(name + " depends on a variable; it must count what the batch holds");
+  return graph::Status();
+}
+
 }  // namespace
 
 graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const ReplicationPlan& plan,
@@ -51,7 +73,9 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
   if (!r.classification.batch_input[*features]) {
     return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
   }
-  MIRRA_ASSIGN_OR_RETURN(r.batch_mean, batch_mean_of(p.graph, *p.ops, p.signature.loss, r.classification.from_batch));
+  MIRRA_RETURN_IF_ERROR(check_loss_weight(r));
+  MIRRA_ASSIGN_OR_RETURN(r.batch_mean, batch_mean_of(p.graph, *p.ops, p.signature.loss, r.classification.from_batch,
+                                                     p.signature.loss_weight));
   struct Pass {
     const char* name;
     graph::Status (*run)(ReplicaGraph&);

@@ -28,18 +28,20 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
-// Sums over the batches of an epoch or an evaluation: the loss weighted by batch size and the correct
-// count, so the means divide by the examples seen (a partial batch weighs what it holds).
+// Sums over the batches of an epoch or an evaluation: the loss weighted by what it averages (the batch
+// size, or the signature's loss weight: the tokens a mask keeps) and the correct count, so the means
+// divide by what was seen (a partial batch weighs what it holds).
 struct Totals {
   int64_t examples = 0;
-  double loss_sum = 0, correct_sum = 0;
+  double loss_weight = 0, loss_sum = 0, correct_sum = 0;
 
   void add(const Totals& other) {
     examples += other.examples;
+    loss_weight += other.loss_weight;
     loss_sum += other.loss_sum;
     correct_sum += other.correct_sum;
   }
-  double mean_loss() const { return examples > 0 ? loss_sum / static_cast<double>(examples) : 0.0; }
+  double mean_loss() const { return loss_weight > 0 ? loss_sum / loss_weight : 0.0; }
   double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
 };
 
@@ -58,12 +60,18 @@ graph::Expected<StagedBatch> stage_batch(const Session& session, const TrainingG
 // returns the batch's mean loss.
 graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
                                   std::span<const graph::NodeId> targets, Totals& totals) {
-  const graph::ValueRef fetches[] = {graph.loss, graph.correct};
+  std::vector<graph::ValueRef> fetches = {graph.loss, graph.correct};
+  if (graph.loss_weight.valid()) fetches.push_back(graph.loss_weight);
   MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
   MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
   MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+  double weight = static_cast<double>(batch.size);
+  if (graph.loss_weight.valid()) {
+    MIRRA_ASSIGN_OR_RETURN(weight, scalar_value(out[2], "the loss weight"));
+  }
   totals.examples += batch.size;
-  totals.loss_sum += loss * static_cast<double>(batch.size);
+  totals.loss_weight += weight;
+  if (weight > 0) totals.loss_sum += loss * weight;  // a batch of no weight has a loss of 0 / 0
   totals.correct_sum += correct;
   return loss;
 }

@@ -26,6 +26,12 @@ struct TrainingGraph {
   std::string features = "images";  // placeholders fed from the batches
   std::string labels = "labels";
   graph::ValueRef loss;                          // scalar: the batch's mean loss
+  // What the loss averages over. Invalid (the default): the elements of its ReduceMean over the batch
+  // (the examples, or the examples' tokens). Else a scalar count computed from the batch alone that
+  // the loss's sum over the batch is divided by (the tokens a mask keeps: a masked language model's
+  // loss, Div(ReduceSum(losses * mask), ReduceSum(mask))); a replicating strategy then divides every
+  // replica's sum by the count over the whole batch.
+  graph::ValueRef loss_weight;
   graph::ValueRef correct;                       // scalar: correctly classified examples in the batch
   graph::NodeId train = graph::kInvalidNode;     // target: one update
   graph::ValueRef learning_rate;                 // the variable a schedule writes (only needed with one)

@@ -99,6 +99,27 @@ const std::string& stats_mlp_file() {
   return path;
 }
 
+const std::string& masked_mlp_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "masked_mlp.mirra";
+    auto model = examples::build_example_model("mlp", 1);
+    MIRRA_CHECK(model.ok());
+    graph::Graph& g = model->graph;
+    graph::Builder b(g, ops::registry());
+    const graph::Node& cross_entropy = g.node(g.node(model->signature.loss.node).inputs[0].node);
+    const graph::ValueRef losses = {cross_entropy.id, 0}, labels = cross_entropy.inputs[1];
+    static constexpr int64_t kLeftOut = 9;
+    const graph::ValueRef left_out =
+        ops::equal(b, labels, ops::constant<int64_t>(b, graph::Shape{}, std::span<const int64_t>(&kLeftOut, 1)));
+    const graph::ValueRef keep = ops::sub(b, ops::scalar_of(b, 1.0, losses), ops::cast(b, left_out, g.type(losses).dtype));
+    model->signature.loss_weight = ops::reduce_sum(b, keep);
+    model->signature.loss = ops::div(b, ops::reduce_sum(b, ops::mul(b, losses, keep)), model->signature.loss_weight);
+    MIRRA_CHECK(b.status().ok() && serialization::save_model(*model, p).ok(), b.status().message());
+    return p;
+  }();
+  return path;
+}
+
 Process spawn(std::vector<std::string> args, const std::string& tag, int stdout_fd) {
   args.insert(args.begin(), MIRRA_RUNNER);
   return spawn_program(std::move(args), tag, stdout_fd);

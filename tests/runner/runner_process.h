@@ -34,6 +34,10 @@ const std::string& brier_mlp_file();
 // "stats/first_image" (the batch's first image, only_first_replica), written once.
 const std::string& stats_mlp_file();
 
+// The same MLP with a loss that leaves out the examples labelled 9: the cross-entropy of the others
+// summed and divided by their count, declared as the signature's loss weight, written once.
+const std::string& masked_mlp_file();
+
 struct Process {
   pid_t pid = -1;
   std::string out, err;  // files holding its stdout and stderr

@@ -446,6 +446,60 @@ TEST_CASE("Runner.state_updates_of_a_model_file_train_as_one_device_under_every_
   CHECK(inspect.out.find(", state update stats/Assign, state update stats/Assign_1") != std::string::npos);
 }
 
+// A loss averaged over a declared weight (the examples not labelled 9), on a batch that splits
+// unevenly: Mirrored over 3 and CentralStorage over 2 report the losses one device reports and save
+// its variables, `mirra eval` reports the test set's loss over its weight whatever the batch size,
+// and `mirra inspect` names the weight.
+TEST_CASE("Runner.a_loss_over_a_declared_weight_trains_as_one_device_under_every_strategy") {
+  const std::vector<std::string> common = {"train", masked_mlp_file(), "--steps", "6", "--batch-size", "61", "--threads", "2"};
+  const auto trained = [&](const std::string& tag, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--metrics", workspace() / (tag + ".jsonl"), "--save", workspace() / (tag + ".mirra")});
+    const Run r = run(args, tag);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return std::pair{step_losses(workspace() / (tag + ".jsonl")), trained_values(workspace() / (tag + ".mirra"))};
+  };
+  const auto [want_losses, want] = trained("masked_one_device", {"--strategy", "one_device", "--devices", "cpu:0"});
+  REQUIRE(want_losses.size() == 6);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"mirrored_3", {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2"}},
+      {"central_storage_2", {"--strategy", "central_storage", "--devices", "cpu:0,cpu:1"}}};
+  for (const auto& entry : runs) {
+    const std::string& tag = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+    CAPTURE(tag);
+    const auto [losses, got] = trained("masked_" + tag, entry.second);
+    REQUIRE(losses.size() == want_losses.size());
+    for (size_t step = 0; step < losses.size(); ++step) {
+      CAPTURE(step);
+      CHECK(losses[step] == doctest::Approx(want_losses[step]).epsilon(1e-4));
+    }
+    for (const auto& [name, value] : want) {
+      const auto a = got.at(name).values<float>();
+      const auto b = value.values<float>();
+      double scale = 0, diff = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+        diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+      }
+      CHECK_MESSAGE(diff <= 1e-4 * std::max(scale, 1e-30), name);
+    }
+  }
+  // The test set's loss is a mean over its weight, whatever the batches (a batch of one example
+  // labelled 9 weighs nothing).
+  std::vector<double> test_losses;
+  for (const char* batch : {"1", "7", "1000"}) {
+    const Run eval = run({"eval", workspace() / "masked_mirrored_3.mirra", "--json", "--batch-size", batch}, "masked_eval");
+    REQUIRE_MESSAGE(eval.code == 0, eval.err);
+    test_losses.push_back(nlohmann::json::parse(last_line(eval.out))["test_loss"].get<double>());
+  }
+  CHECK(test_losses[0] == doctest::Approx(test_losses[2]).epsilon(1e-5));
+  CHECK(test_losses[1] == doctest::Approx(test_losses[2]).epsilon(1e-5));
+  const Run inspect = run({"inspect", masked_mlp_file()}, "masked_inspect");
+  REQUIRE(inspect.code == 0);
+  CHECK(inspect.out.find(", loss weight ReduceSum") != std::string::npos);
+}
+
 TEST_CASE("Runner.json_metrics_and_trace") {
   const std::string metrics = workspace() / "metrics.jsonl";
   const std::string trace = workspace() / "trace.json";

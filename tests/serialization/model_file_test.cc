@@ -425,4 +425,28 @@ TEST_CASE("ModelFile.state_updates.round_trip_and_are_checked") {
   }
 }
 
+// Version 3's loss weight: kept when declared, absent when not (a version 2 file has none), and
+// refused when it is no floating scalar or reads no value.
+TEST_CASE("ModelFile.loss_weight.round_trips_and_is_checked") {
+  Model model = testing::tiny_model();
+  CHECK(fb::GetModel(bytes_of(model).data())->signature()->loss_weight() == nullptr);
+  graph::Builder b(model.graph, ops::registry());
+  const graph::ValueRef losses = model.graph.node(model.signature.loss.node).inputs[0];  // of the loss's mean
+  model.signature.loss_weight = ops::cast(b, ops::dim_size(b, losses, 0), graph::DType::f32);
+  REQUIRE(b.status().ok());
+  std::vector<uint8_t> bytes = bytes_of(model);
+  auto loaded = parse_model(bytes, ops::registry());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  require_same(model, *loaded);
+  auto* weight = mutable_model(bytes)->mutable_signature()->mutable_loss_weight();
+  SUBCASE("not a scalar") {
+    weight->mutate_node(node_index(bytes, "images"));
+    require_rejected(bytes, "the signature's loss weight must be a floating scalar, not f32[?,2,2,1]");
+  }
+  SUBCASE("out of range") {
+    weight->mutate_output(4);
+    require_rejected(bytes, "the signature's loss weight reads node");
+  }
+}
+
 }  // namespace mirra::serialization

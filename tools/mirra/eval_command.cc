@@ -8,6 +8,7 @@
 #include "runtime/training/trainer.h"
 #include "serialization/model_file.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/model_program.h"
 #include "tools/mirra/variables_io.h"
 
 namespace mirra::runner {
@@ -16,12 +17,7 @@ namespace {
 
 graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& command) {
   MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
-  const graph::ValueRef correct = model.signature.metric("correct");
-  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
-  const runtime::training::TrainingGraph signature = {.features = model.signature.features,
-                                                      .labels = model.signature.labels,
-                                                      .loss = model.signature.loss,
-                                                      .correct = correct};
+  MIRRA_ASSIGN_OR_RETURN(const runtime::training::TrainingGraph signature, trainer_signature(model.signature));
   if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, /*training=*/false); !fed.ok()) {
     return graph::invalid_argument("model '" + command.model + "': " + fed.message());
   }

@@ -5,6 +5,16 @@
 
 namespace mirra::runner {
 
+graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serialization::TrainingSignature& signature) {
+  const graph::ValueRef correct = signature.metric("correct");
+  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
+  return runtime::training::TrainingGraph{.features = signature.features,
+                                          .labels = signature.labels,
+                                          .loss = signature.loss,
+                                          .loss_weight = signature.loss_weight,
+                                          .correct = correct};
+}
+
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
                                                   const ModelProgramOptions& options) {
   const serialization::OptimizerSpec& spec = model.signature.optimizer;
@@ -12,9 +22,8 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   if (options.learning_rate) hyper_parameters.set("learning_rate", *options.learning_rate);
   ModelProgram out;
   MIRRA_ASSIGN_OR_RETURN(out.optimizer, ops::optimizer_from_hyper_parameters(spec.kind, hyper_parameters));
-  const graph::ValueRef correct = model.signature.metric("correct");
-  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
   strategies::TrainingProgram& program = out.program;
+  MIRRA_ASSIGN_OR_RETURN(program.signature, trainer_signature(model.signature));
   program.graph = model.graph;
   program.ops = options.ops;
   graph::Builder b(program.graph, *options.ops);
@@ -27,13 +36,9 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   }
   MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer, minimize_options));
   MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, *options.ops, options.mixed_precision, options.devices,
-                                                  {train.train, model.signature.loss.node, correct.node}));
-  program.signature = {.features = model.signature.features,
-                       .labels = model.signature.labels,
-                       .loss = model.signature.loss,
-                       .correct = correct,
-                       .train = train.train,
-                       .learning_rate = train.learning_rate};
+                                                  {train.train, model.signature.loss.node, program.signature.correct.node}));
+  program.signature.train = train.train;
+  program.signature.learning_rate = train.learning_rate;
   program.variables_and_gradients = train.variables_and_gradients;
   program.loss_gradient = train.loss_gradient;
   program.step_state = train.step_state;
