@@ -2,7 +2,7 @@
 // (and the MPI collective's operations on their own, tests/multi_worker/collective_worker.cc):
 // W workers x R local replicas give the variables one device gives (the MLP, SGD with momentum and
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
-// with a weight decay too), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
+// with a weight decay too, and for a loss over a declared weight), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
@@ -165,6 +165,36 @@ TEST_CASE("MultiWorker.state_written_from_the_batch_trains_as_one_device") {
     const Run r = run_program(mpirun(2, args), "stats_workers");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     check_close(trained_values(saved), want);
+  }
+}
+
+// A loss averaged over a declared weight (the examples not labelled 9): 61 examples split unevenly
+// over 2 workers x 1 and 2 devices, divided by the weight of the whole batch across workers, report
+// the losses and train the variables one device does.
+TEST_CASE("MultiWorker.a_loss_over_a_declared_weight_trains_as_one_device") {
+  const std::vector<std::string> common = {"train", masked_mlp_file(), "--steps", "6", "--batch-size", "61", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "masked_reference.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file,
+                                     "--metrics", workspace() / "masked_one.jsonl"});
+  REQUIRE(run(reference, "masked_reference").code == 0);
+  const std::vector<double> want = step_losses(workspace() / "masked_one.jsonl");
+  REQUIRE(want.size() == 6);
+  for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+    CAPTURE(devices);
+    const std::string saved = workspace() / "masked_workers.mirra";
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", devices, "--save", saved, "--metrics",
+                             workspace() / "masked_workers.jsonl"});
+    const Run r = run_program(mpirun(2, args), "masked_workers");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::vector<double> got = step_losses(workspace() / "masked_workers.jsonl");
+    REQUIRE(got.size() == want.size());
+    for (size_t step = 0; step < want.size(); ++step) {
+      CAPTURE(step);
+      CHECK(got[step] == doctest::Approx(want[step]).epsilon(1e-4));
+    }
+    check_close(trained_values(saved), trained_values(reference_file));
   }
 }
 
