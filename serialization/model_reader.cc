@@ -178,8 +178,21 @@ class ModelReader {
         const fb::Metric& m = *metrics->Get(i);
         const std::string name = m.name()->str();
         if (out.metric(name).valid()) return error("metric '" + name + "' appears twice");
-        MIRRA_ASSIGN_OR_RETURN(const graph::ValueRef v, value(m.value(), "metric '" + name + "'"));
-        out.metrics.push_back({name, v});
+        Metric metric{.name = name};
+        MIRRA_ASSIGN_OR_RETURN(metric.value, value(m.value(), "metric '" + name + "'"));
+        if (m.reduction() != nullptr) metric.reduction = m.reduction()->str();
+        if (metric.reduction != "sum" && metric.reduction != "mean") {
+          return error("metric '" + name + "' has reduction '" + metric.reduction + "' (sum or mean)");
+        }
+        if (m.weight() != nullptr) {
+          MIRRA_ASSIGN_OR_RETURN(metric.weight, value(m.weight(), "weight of metric '" + name + "'"));
+        }
+        for (const graph::ValueRef v : {metric.value, metric.weight}) {
+          if (!v.valid()) continue;
+          const graph::TensorType& type = model_.graph.type(v);
+          if (type.shape.rank() != 0) return error("metric '" + name + "' must be a scalar, not " + type.to_string());
+        }
+        out.metrics.push_back(std::move(metric));
       }
     }
     if (in.loss_weight() != nullptr) {

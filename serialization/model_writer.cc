@@ -51,7 +51,10 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   };
   MIRRA_RETURN_IF_ERROR(value_in_graph(model.signature.loss, "loss"));
   if (model.signature.loss_weight.valid()) MIRRA_RETURN_IF_ERROR(value_in_graph(model.signature.loss_weight, "loss weight"));
-  for (const Metric& m : model.signature.metrics) MIRRA_RETURN_IF_ERROR(value_in_graph(m.value, "metric " + m.name));
+  for (const Metric& m : model.signature.metrics) {
+    MIRRA_RETURN_IF_ERROR(value_in_graph(m.value, "metric " + m.name));
+    if (m.weight.valid()) MIRRA_RETURN_IF_ERROR(value_in_graph(m.weight, "metric " + m.name + "'s weight"));
+  }
   for (const NamedTensor& w : model.weights) {
     const auto id = g.find(w.name);
     if (!id || g.node(*id).op != "Variable") {
@@ -89,7 +92,9 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   std::vector<flatbuffers::Offset<fb::Metric>> metrics;
   for (const Metric& m : model.signature.metrics) {
     const fb::ValueRef value = renumbered(index_of, m.value);
-    metrics.push_back(fb::CreateMetric(fbb, fbb.CreateString(m.name), &value));
+    const fb::ValueRef weight = m.weight.valid() ? renumbered(index_of, m.weight) : fb::ValueRef();
+    metrics.push_back(fb::CreateMetric(fbb, fbb.CreateString(m.name), &value, fbb.CreateString(m.reduction),
+                                       m.weight.valid() ? &weight : nullptr));
   }
   const auto optimizer = fb::CreateOptimizer(fbb, fbb.CreateString(model.signature.optimizer.kind),
                                              write_attrs(fbb, model.signature.optimizer.hyper_parameters), optimizer_state);

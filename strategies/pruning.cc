@@ -9,6 +9,7 @@ void prune(TrainingProgram& program) {
   std::vector<graph::NodeId> roots = {s.train, s.accumulate, s.loss.node, s.loss_weight.node, s.correct.node, s.learning_rate.node,
                                       program.loss_gradient.node};
   roots.insert(roots.end(), program.step_state.begin(), program.step_state.end());
+  for (const runtime::training::TrainingMetric& metric : s.metrics) roots.insert(roots.end(), {metric.value.node, metric.weight.node});
   for (const auto& [variable, gradient] : program.variables_and_gradients) roots.insert(roots.end(), {variable.node, gradient.node});
   for (const std::string& batch : {s.features, s.labels}) {
     if (const auto id = g.find(batch)) roots.push_back(*id);
@@ -23,6 +24,10 @@ void prune(TrainingProgram& program) {
   s.loss = graph::remap(s.loss, moved);
   s.loss_weight = graph::remap(s.loss_weight, moved);
   s.correct = graph::remap(s.correct, moved);
+  for (runtime::training::TrainingMetric& metric : s.metrics) {
+    metric.value = graph::remap(metric.value, moved);
+    metric.weight = graph::remap(metric.weight, moved);
+  }
   s.learning_rate = graph::remap(s.learning_rate, moved);
   program.loss_gradient = graph::remap(program.loss_gradient, moved);
   for (graph::NodeId& id : program.step_state) id = graph::remap(id, moved);

@@ -33,15 +33,17 @@ graph::Status finish_signature(ReplicaGraph& r) {
   return r.builder.status();
 }
 
-// A declared loss weight is a floating scalar computed from the batch alone (no variable reaches it).
-graph::Status check_loss_weight(const ReplicaGraph& r) {
-  const graph::ValueRef weight = r.program.signature.loss_weight;
+bool is_value_of(const graph::Graph& g, graph::ValueRef value) {
+  return value.node < g.size() && value.output < g.node(value.node).outputs.size();
+}
+
+// A declared weight (of the loss, `what`, or of a metric) is a floating scalar computed from the batch
+// alone (no variable reaches it).
+graph::Status check_weight(const ReplicaGraph& r, graph::ValueRef weight, const std::string& what) {
   if (!weight.valid()) return graph::Status();
   const graph::Graph& g = r.program.graph;
-  if (weight.node >= g.size() || weight.output >= g.node(weight.node).outputs.size()) {
-    return graph::invalid_argument("replicate: the loss weight is not a value of the program");
-  }
-  const std::string name = "replicate: the loss weight '" + g.node(weight.node).name + "'";
+  if (!is_value_of(g, weight)) return graph::invalid_argument("replicate: the " + what + " is not a value of the program");
+  const std::string name = "replicate: the " + what + " '" + g.node(weight.node).name + "'";
   if (g.type(weight).shape.rank() != 0 || !graph::is_floating(g.type(weight).dtype)) {
     return graph::invalid_argument(name + " must be a floating scalar, not " + g.type(weight).to_string());
   }
@@ -52,6 +54,19 @@ graph::Status check_loss_weight(const ReplicaGraph& r) {
     for (graph::ValueRef input : g.node(id).inputs) reaches[id] = reaches[id] || reaches[input.node];
   }
   if (reaches[weight.node]) return graph::invalid_argument(name + " depends on a variable; it must count what the batch holds");
+  return graph::Status();
+}
+
+// The loss's weight, and each metric a scalar value of the program with a fit weight.
+graph::Status check_signature(const ReplicaGraph& r) {
+  const graph::Graph& g = r.program.graph;
+  MIRRA_RETURN_IF_ERROR(check_weight(r, r.program.signature.loss_weight, "loss weight"));
+  for (const runtime::training::TrainingMetric& metric : r.program.signature.metrics) {
+    if (!is_value_of(g, metric.value) || g.type(metric.value).shape.rank() != 0) {
+      return graph::invalid_argument("replicate: metric '" + metric.name + "' is not a scalar value of the program");
+    }
+    MIRRA_RETURN_IF_ERROR(check_weight(r, metric.weight, "weight of metric '" + metric.name + "'"));
+  }
   return graph::Status();
 }
 
@@ -73,7 +88,7 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
   if (!r.classification.batch_input[*features]) {
     return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
   }
-  MIRRA_RETURN_IF_ERROR(check_loss_weight(r));
+  MIRRA_RETURN_IF_ERROR(check_signature(r));
   MIRRA_ASSIGN_OR_RETURN(r.batch_mean, batch_mean_of(p.graph, *p.ops, p.signature.loss, r.classification.from_batch,
                                                      p.signature.loss_weight));
   struct Pass {

@@ -34,14 +34,31 @@ int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::ch
 struct Totals {
   int64_t examples = 0;
   double loss_weight = 0, loss_sum = 0, correct_sum = 0;
+  std::vector<double> metric_sums, metric_weights;  // per signature metric (a sum's weight unused)
 
   void add(const Totals& other) {
     examples += other.examples;
     loss_weight += other.loss_weight;
     loss_sum += other.loss_sum;
     correct_sum += other.correct_sum;
+    metric_sums.resize(other.metric_sums.size());
+    metric_weights.resize(other.metric_weights.size());
+    for (size_t i = 0; i < other.metric_sums.size(); ++i) {
+      metric_sums[i] += other.metric_sums[i];
+      metric_weights[i] += other.metric_weights[i];
+    }
   }
   double mean_loss() const { return loss_weight > 0 ? loss_sum / loss_weight : 0.0; }
+  MetricValues metrics(const std::vector<TrainingMetric>& signature) const {
+    MetricValues values;
+    for (size_t i = 0; i < signature.size() && i < metric_sums.size(); ++i) {
+      const bool sum = signature[i].reduction == MetricReduction::sum;
+      values.emplace_back(signature[i].name, sum                     ? metric_sums[i]
+                                             : metric_weights[i] > 0 ? metric_sums[i] / metric_weights[i]
+                                                                     : 0.0);
+    }
+    return values;
+  }
   double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
 };
 
@@ -60,18 +77,42 @@ graph::Expected<StagedBatch> stage_batch(const Session& session, const TrainingG
 // returns the batch's mean loss.
 graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
                                   std::span<const graph::NodeId> targets, Totals& totals) {
+  // The loss, the correct count, then each metric's value and its weight where one is declared, then
+  // the loss's weight.
   std::vector<graph::ValueRef> fetches = {graph.loss, graph.correct};
+  for (const TrainingMetric& metric : graph.metrics) {
+    fetches.push_back(metric.value);
+    if (metric.weight.valid()) fetches.push_back(metric.weight);
+  }
   if (graph.loss_weight.valid()) fetches.push_back(graph.loss_weight);
   MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
   MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
   MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+  const auto weighted = [&](Tensor value, double weight, double& sum, double& total) -> graph::Status {
+    MIRRA_ASSIGN_OR_RETURN(const double v, scalar_value(value, "a metric"));
+    total += weight;
+    if (weight > 0) sum += v * weight;  // a batch of no weight has a mean of 0 / 0
+    return graph::Status();
+  };
+  size_t next = 2;
+  totals.metric_sums.resize(graph.metrics.size());
+  totals.metric_weights.resize(graph.metrics.size());
+  for (size_t i = 0; i < graph.metrics.size(); ++i) {
+    const TrainingMetric& metric = graph.metrics[i];
+    Tensor value = out[next++];
+    double weight = static_cast<double>(batch.size);
+    if (metric.weight.valid()) {
+      MIRRA_ASSIGN_OR_RETURN(weight, scalar_value(out[next++], "a metric's weight"));
+    }
+    if (metric.reduction == MetricReduction::sum) weight = 1;
+    MIRRA_RETURN_IF_ERROR(weighted(std::move(value), weight, totals.metric_sums[i], totals.metric_weights[i]));
+  }
   double weight = static_cast<double>(batch.size);
   if (graph.loss_weight.valid()) {
-    MIRRA_ASSIGN_OR_RETURN(weight, scalar_value(out[2], "the loss weight"));
+    MIRRA_ASSIGN_OR_RETURN(weight, scalar_value(out[next], "the loss weight"));
   }
   totals.examples += batch.size;
-  totals.loss_weight += weight;
-  if (weight > 0) totals.loss_sum += loss * weight;  // a batch of no weight has a loss of 0 / 0
+  MIRRA_RETURN_IF_ERROR(weighted(out[0], weight, totals.loss_sum, totals.loss_weight));
   totals.correct_sum += correct;
   return loss;
 }
@@ -98,6 +139,11 @@ graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGrap
   for (const graph::NodeId id : {signature.loss.node, signature.correct.node, training ? signature.train : graph::kInvalidNode,
                                  training ? signature.accumulate : graph::kInvalidNode}) {
     if (id < graph.size()) roots.push_back(id);
+  }
+  for (const TrainingMetric& metric : signature.metrics) {
+    for (const graph::NodeId id : {metric.value.node, metric.weight.node}) {
+      if (id < graph.size()) roots.push_back(id);
+    }
   }
   const std::vector<bool> needed = graph.needed_for(roots);
   std::string unfed;
@@ -206,6 +252,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .batches_in_epoch = train.batches_per_epoch(),
                           .examples = step_totals.examples,
                           .loss = micro == 0 ? loss : step_totals.mean_loss(),  // one batch: its own loss
+                          .metrics = step_totals.metrics(graph_.metrics),
                           .learning_rate = rate,
                           .examples_per_second = static_cast<double>(step_totals.examples) / seconds_since(step_start),
                           .data_start_ns = nanoseconds(step_data_start),
@@ -226,6 +273,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     metrics.examples = totals.examples;
     metrics.mean_loss = totals.mean_loss();
     metrics.accuracy = totals.accuracy();
+    metrics.metrics = totals.metrics(graph_.metrics);
     if (metrics.examples > 0) metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
     if (test != nullptr && !stopped) {
       MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
@@ -247,7 +295,10 @@ graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
     MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, graph_, *batch));
     MIRRA_RETURN_IF_ERROR(run_batch(session_, graph_, std::move(staged), {}, totals).status());
   }
-  return Evaluation{.examples = totals.examples, .accuracy = totals.accuracy(), .mean_loss = totals.mean_loss()};
+  return Evaluation{.examples = totals.examples,
+                    .accuracy = totals.accuracy(),
+                    .mean_loss = totals.mean_loss(),
+                    .metrics = totals.metrics(graph_.metrics)};
 }
 
 }  // namespace mirra::runtime::training

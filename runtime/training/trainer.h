@@ -22,6 +22,23 @@
 
 namespace mirra::runtime::training {
 
+// How a metric's values combine across replicas, workers and the batches of an epoch: summed (a
+// count), or averaged as the loss is, over the elements of its ReduceMean over the batch or over a
+// declared weight its sum is divided by (Keras's Mean metrics: a mean absolute error, a token
+// accuracy).
+enum class MetricReduction { sum, mean };
+
+// A figure reported besides the loss and accuracy.
+struct TrainingMetric {
+  std::string name;
+  graph::ValueRef value;  // scalar, computed from the batch
+  MetricReduction reduction = MetricReduction::mean;
+  // With mean: what it averages over, as TrainingGraph::loss_weight for the loss (invalid: the
+  // elements of its ReduceMean; the epoch then weighs each batch by its examples).
+  graph::ValueRef weight;
+  friend bool operator==(const TrainingMetric&, const TrainingMetric&) = default;
+};
+
 struct TrainingGraph {
   std::string features = "images";  // placeholders fed from the batches
   std::string labels = "labels";
@@ -33,6 +50,7 @@ struct TrainingGraph {
   // replica's sum by the count over the whole batch.
   graph::ValueRef loss_weight;
   graph::ValueRef correct;                       // scalar: correctly classified examples in the batch
+  std::vector<TrainingMetric> metrics;           // reported too, each by name
   graph::NodeId train = graph::kInvalidNode;     // target: one update
   graph::ValueRef learning_rate;                 // the variable a schedule writes (only needed with one)
   // Target: add a micro-batch's gradients to the accumulators, no update (only with accumulation,
@@ -41,7 +59,7 @@ struct TrainingGraph {
 };
 
 // Whether the batches the Trainer feeds (signature.features and .labels) are every placeholder the
-// steps need: those the loss and correct count read, and with `training` those of the train and
+// steps need: those the loss, correct count and metrics read, and with `training` those of the train and
 // accumulate targets too. An invalid_argument error names each other one with its type, so a program
 // that could not run its first step is refused before it starts.
 graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training);
@@ -53,6 +71,7 @@ struct StepMetrics {
   int64_t batches_in_epoch = 0;
   int64_t examples = 0;         // of the step's batches
   double loss = 0;              // their mean loss
+  std::vector<std::pair<std::string, double>> metrics;  // the signature's, over the step's batches
   double learning_rate = 0;  // 0 when the trainer has no schedule
   double examples_per_second = 0;
   // steady_clock nanoseconds: waiting for data (the next step's batch, fetched from the input
@@ -60,10 +79,15 @@ struct StepMetrics {
   int64_t data_start_ns = 0, step_start_ns = 0, step_end_ns = 0;
 };
 
+// The signature's metrics over an epoch or an evaluation, by name: sums summed, means weighted by what
+// they average over.
+using MetricValues = std::vector<std::pair<std::string, double>>;
+
 struct Evaluation {
   int64_t examples = 0;
   double accuracy = 0;
   double mean_loss = 0;  // over examples, so a partial last batch weighs what it holds
+  MetricValues metrics;
 };
 
 struct EpochMetrics {
@@ -74,6 +98,7 @@ struct EpochMetrics {
   double accuracy = 0;
   double seconds = 0;
   double examples_per_second = 0;
+  MetricValues metrics;
   std::optional<Evaluation> evaluation;
 };
 

@@ -170,7 +170,7 @@ TEST_CASE("MultiWorker.state_written_from_the_batch_trains_as_one_device") {
 
 // A loss averaged over a declared weight (the examples not labelled 9): 61 examples split unevenly
 // over 2 workers x 1 and 2 devices, divided by the weight of the whole batch across workers, report
-// the losses and train the variables one device does.
+// the losses and metrics and train the variables one device does.
 TEST_CASE("MultiWorker.a_loss_over_a_declared_weight_trains_as_one_device") {
   const std::vector<std::string> common = {"train", masked_mlp_file(), "--steps", "6", "--batch-size", "61", "--threads", "1"};
   std::vector<std::string> reference = common;
@@ -190,6 +190,10 @@ TEST_CASE("MultiWorker.a_loss_over_a_declared_weight_trains_as_one_device") {
     REQUIRE_MESSAGE(r.code == 0, r.err);
     const std::vector<double> got = step_losses(workspace() / "masked_workers.jsonl");
     REQUIRE(got.size() == want.size());
+    for (const char* name : {"kept", "kept_accuracy"}) {
+      CAPTURE(name);
+      CHECK(step_metric(workspace() / "masked_workers.jsonl", name) == step_metric(workspace() / "masked_one.jsonl", name));
+    }
     for (size_t step = 0; step < want.size(); ++step) {
       CAPTURE(step);
       CHECK(got[step] == doctest::Approx(want[step]).epsilon(1e-4));

@@ -114,6 +114,13 @@ const std::string& masked_mlp_file() {
     const graph::ValueRef keep = ops::sub(b, ops::scalar_of(b, 1.0, losses), ops::cast(b, left_out, g.type(losses).dtype));
     model->signature.loss_weight = ops::reduce_sum(b, keep);
     model->signature.loss = ops::div(b, ops::reduce_sum(b, ops::mul(b, losses, keep)), model->signature.loss_weight);
+    const graph::ValueRef logits = cross_entropy.inputs[0];
+    const graph::ValueRef hits = ops::cast(b, ops::equal(b, ops::argmax(b, logits, 1), labels), g.type(losses).dtype);
+    model->signature.metrics.push_back({.name = "kept_accuracy",
+                                        .value = ops::div(b, ops::reduce_sum(b, ops::mul(b, hits, keep)), model->signature.loss_weight),
+                                        .reduction = "mean",
+                                        .weight = model->signature.loss_weight});
+    model->signature.metrics.push_back({.name = "kept", .value = model->signature.loss_weight, .reduction = "sum"});
     MIRRA_CHECK(b.status().ok() && serialization::save_model(*model, p).ok(), b.status().message());
     return p;
   }();
@@ -187,6 +194,13 @@ std::vector<double> step_losses(const std::string& path) {
   std::vector<double> losses;
   for (std::string line; std::getline(lines, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
   return losses;
+}
+
+std::vector<double> step_metric(const std::string& path, const std::string& name) {
+  std::ifstream lines(path);
+  std::vector<double> values;
+  for (std::string line; std::getline(lines, line);) values.push_back(nlohmann::json::parse(line)["metrics"][name].get<double>());
+  return values;
 }
 
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path) {

@@ -35,7 +35,9 @@ const std::string& brier_mlp_file();
 const std::string& stats_mlp_file();
 
 // The same MLP with a loss that leaves out the examples labelled 9: the cross-entropy of the others
-// summed and divided by their count, declared as the signature's loss weight, written once.
+// summed and divided by their count, declared as the signature's loss weight; its metrics are the
+// accuracy over those examples ("kept_accuracy", a mean over the same weight) and their count
+// ("kept", a sum). Written once.
 const std::string& masked_mlp_file();
 
 struct Process {
@@ -62,6 +64,8 @@ Run run(std::vector<std::string> args, const std::string& tag);
 std::string last_line(const std::string& text);
 // The loss of each step, from a --metrics file.
 std::vector<double> step_losses(const std::string& path);
+// A metric of the signature at each step, by name, from a --metrics file.
+std::vector<double> step_metric(const std::string& path, const std::string& name);
 // Weights and optimizer state of a saved model, by name.
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path);
 

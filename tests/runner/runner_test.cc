@@ -460,8 +460,13 @@ TEST_CASE("Runner.a_loss_over_a_declared_weight_trains_as_one_device_under_every
     REQUIRE_MESSAGE(r.code == 0, r.err);
     return std::pair{step_losses(workspace() / (tag + ".jsonl")), trained_values(workspace() / (tag + ".mirra"))};
   };
+  const auto metric = [&](const std::string& tag, const std::string& name) {
+    return step_metric(workspace() / (tag + ".jsonl"), name);
+  };
   const auto [want_losses, want] = trained("masked_one_device", {"--strategy", "one_device", "--devices", "cpu:0"});
   REQUIRE(want_losses.size() == 6);
+  const std::vector<double> want_kept = metric("masked_one_device", "kept");
+  const std::vector<double> want_accuracy = metric("masked_one_device", "kept_accuracy");
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
       {"mirrored_3", {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2"}},
       {"central_storage_2", {"--strategy", "central_storage", "--devices", "cpu:0,cpu:1"}}};
@@ -470,9 +475,12 @@ TEST_CASE("Runner.a_loss_over_a_declared_weight_trains_as_one_device_under_every
     CAPTURE(tag);
     const auto [losses, got] = trained("masked_" + tag, entry.second);
     REQUIRE(losses.size() == want_losses.size());
+    const std::vector<double> kept = metric("masked_" + tag, "kept"), accuracy = metric("masked_" + tag, "kept_accuracy");
     for (size_t step = 0; step < losses.size(); ++step) {
       CAPTURE(step);
       CHECK(losses[step] == doctest::Approx(want_losses[step]).epsilon(1e-4));
+      CHECK(kept[step] == want_kept[step]);
+      CHECK(accuracy[step] == doctest::Approx(want_accuracy[step]).epsilon(1e-6));
     }
     for (const auto& [name, value] : want) {
       const auto a = got.at(name).values<float>();
@@ -487,17 +495,22 @@ TEST_CASE("Runner.a_loss_over_a_declared_weight_trains_as_one_device_under_every
   }
   // The test set's loss is a mean over its weight, whatever the batches (a batch of one example
   // labelled 9 weighs nothing).
-  std::vector<double> test_losses;
+  std::vector<nlohmann::json> evaluations;
   for (const char* batch : {"1", "7", "1000"}) {
     const Run eval = run({"eval", workspace() / "masked_mirrored_3.mirra", "--json", "--batch-size", batch}, "masked_eval");
     REQUIRE_MESSAGE(eval.code == 0, eval.err);
-    test_losses.push_back(nlohmann::json::parse(last_line(eval.out))["test_loss"].get<double>());
+    evaluations.push_back(nlohmann::json::parse(last_line(eval.out)));
   }
-  CHECK(test_losses[0] == doctest::Approx(test_losses[2]).epsilon(1e-5));
-  CHECK(test_losses[1] == doctest::Approx(test_losses[2]).epsilon(1e-5));
+  for (const nlohmann::json& e : evaluations) {
+    CHECK(e["test_loss"].get<double>() == doctest::Approx(evaluations[2]["test_loss"].get<double>()).epsilon(1e-5));
+    CHECK(e["test_metrics"]["kept_accuracy"].get<double>() ==
+          doctest::Approx(evaluations[2]["test_metrics"]["kept_accuracy"].get<double>()).epsilon(1e-6));
+    CHECK(e["test_metrics"]["kept"] == 9000);  // Fashion-MNIST's test split: 1,000 examples of each class
+  }
   const Run inspect = run({"inspect", masked_mlp_file()}, "masked_inspect");
   REQUIRE(inspect.code == 0);
   CHECK(inspect.out.find(", loss weight ReduceSum") != std::string::npos);
+  CHECK(inspect.out.find(", metric kept_accuracy = Div_1 (mean over ReduceSum)") != std::string::npos);
 }
 
 TEST_CASE("Runner.json_metrics_and_trace") {

@@ -425,14 +425,17 @@ TEST_CASE("ModelFile.state_updates.round_trip_and_are_checked") {
   }
 }
 
-// Version 3's loss weight: kept when declared, absent when not (a version 2 file has none), and
-// refused when it is no floating scalar or reads no value.
+// Version 3's loss weight and metric reductions: kept when declared, absent when not (a version 2 file
+// has none; its metrics are sums), and refused when a weight is no floating scalar or reads no value,
+// or a reduction is unknown.
 TEST_CASE("ModelFile.loss_weight.round_trips_and_is_checked") {
   Model model = testing::tiny_model();
   CHECK(fb::GetModel(bytes_of(model).data())->signature()->loss_weight() == nullptr);
   graph::Builder b(model.graph, ops::registry());
   const graph::ValueRef losses = model.graph.node(model.signature.loss.node).inputs[0];  // of the loss's mean
   model.signature.loss_weight = ops::cast(b, ops::dim_size(b, losses, 0), graph::DType::f32);
+  model.signature.metrics.push_back({.name = "per_example", .value = model.signature.loss, .reduction = "mean",
+                                     .weight = model.signature.loss_weight});
   REQUIRE(b.status().ok());
   std::vector<uint8_t> bytes = bytes_of(model);
   auto loaded = parse_model(bytes, ops::registry());
@@ -446,6 +449,16 @@ TEST_CASE("ModelFile.loss_weight.round_trips_and_is_checked") {
   SUBCASE("out of range") {
     weight->mutate_output(4);
     require_rejected(bytes, "the signature's loss weight reads node");
+  }
+  SUBCASE("a metric's unknown reduction") {
+    auto* reduction = mutable_model(bytes)->mutable_signature()->mutable_metrics()->GetMutableObject(1)->mutable_reduction();
+    REQUIRE(reduction->str() == "mean");
+    reduction->data()[3] = 'x';
+    require_rejected(bytes, "metric 'per_example' has reduction 'meax' (sum or mean)");
+  }
+  SUBCASE("a metric's weight out of range") {
+    mutable_model(bytes)->mutable_signature()->mutable_metrics()->GetMutableObject(1)->mutable_weight()->mutate_node(1u << 30);
+    require_rejected(bytes, "the signature's weight of metric 'per_example' reads node");
   }
 }
 

@@ -1,6 +1,9 @@
 // A loss averaged over a declared weight (TrainingGraph::loss_weight; Note [Loss weights] in
 // strategies/gradient_seeds.cc): a masked per-token cross-entropy, the masked losses' sum divided by
-// the tokens the mask keeps, plus an L2 weight decay, reports and trains as on one device under
+// the tokens the mask keeps, plus an L2 weight decay, reports and trains as on one device, and so do
+// the signature's metrics (a token accuracy averaged over the kept tokens, a mean squared error of
+// the probabilities over every element, the kept tokens summed, a weight norm that does not depend on
+// the batch), under
 // Mirrored and CentralStorage over 1 to 3 replicas, on batches that split unevenly, leave a replica no
 // example, and leave a replica examples whose every token is masked (0/0 if a replica divided by its
 // own count); and accumulated over micro-batches as one step on them joined. The same loss without
@@ -43,12 +46,21 @@ Built build(bool declare) {
   out.kept = ops::reduce_sum(b, mask);
   const ValueRef decay = ops::mul(b, ops::scalar_of(b, 0.01, w), ops::reduce_sum(b, ops::square(b, w)));
   const ValueRef loss = ops::add(b, ops::div(b, ops::reduce_sum(b, masked), out.kept), decay);
-  const ValueRef correct =
-      ops::reduce_sum(b, ops::cast(b, ops::equal(b, ops::argmax(b, logits, 1), flat_labels), DType::f32));
+  const ValueRef hits = ops::cast(b, ops::equal(b, ops::argmax(b, logits, 1), flat_labels), DType::f64);
+  const ValueRef correct = ops::cast(b, ops::reduce_sum(b, hits), DType::f32);
+  const ValueRef token_accuracy = ops::div(b, ops::reduce_sum(b, ops::mul(b, ops::reshape(b, hits, {-1, kTokens}), mask)), out.kept);
+  const ValueRef error = ops::sub(b, ops::softmax(b, logits), ops::cast(b, ops::one_hot(b, flat_labels, kClasses), DType::f64));
+  using runtime::training::MetricReduction;
+  const std::vector<runtime::training::TrainingMetric> metrics = {
+      {"token_accuracy", token_accuracy, MetricReduction::mean, out.kept},
+      {"brier", ops::reduce_mean(b, ops::square(b, error)), MetricReduction::mean, {}},
+      {"kept_tokens", out.kept, MetricReduction::sum, {}},
+      {"weight_norm", ops::reduce_sum(b, ops::square(b, w)), MetricReduction::mean, {}},
+  };
   auto train = ops::minimize(b, loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
   program.signature = {.loss = loss, .loss_weight = declare ? out.kept : ValueRef{}, .correct = correct,
-                       .train = train->train, .learning_rate = train->learning_rate};
+                       .metrics = metrics, .train = train->train, .learning_rate = train->learning_rate};
   program.variables_and_gradients = train->variables_and_gradients;
   program.loss_gradient = train->loss_gradient;
   program.step_state = train->step_state;
@@ -79,6 +91,7 @@ runtime::Feeds feeds_of(const MaskedBatch& batch) {
 
 struct Trained {
   std::vector<double> losses, weights;
+  std::vector<std::vector<double>> metrics;  // per step, in the signature's order
   std::map<std::string, std::vector<double>> variables;  // replica 0's, by replica-free name
 };
 
@@ -104,12 +117,17 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
   REQUIRE(distributed->signature.loss_weight.valid());
   runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
   Trained out;
+  std::vector<ValueRef> fetches = {distributed->signature.loss, distributed->signature.loss_weight};
+  for (const auto& metric : distributed->signature.metrics) fetches.push_back(metric.value);
+  REQUIRE(distributed->signature.metrics[0].weight.valid());  // the whole batch's kept tokens
   for (const MaskedBatch& batch : batches) {
-    auto step = session.run(feeds_of(batch), {distributed->signature.loss, distributed->signature.loss_weight},
-                            {distributed->signature.train});
+    const graph::NodeId targets[] = {distributed->signature.train};
+    auto step = session.run(feeds_of(batch), fetches, targets);
     REQUIRE_MESSAGE(step.ok(), step.status().to_string());
     out.losses.push_back((*step)[0].values<double>()[0]);
     out.weights.push_back((*step)[1].values<double>()[0]);
+    out.metrics.emplace_back();
+    for (size_t i = 2; i < step->size(); ++i) out.metrics.back().push_back((*step)[i].values<double>()[0]);
   }
   return variables_of(session, std::move(out));
 }
@@ -152,6 +170,10 @@ TEST_CASE("Strategies.a_loss_over_a_declared_weight_trains_as_one_device") {
         CAPTURE(step);
         CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
         CHECK(got.weights[step] == reference.weights[step]);
+        for (size_t m = 0; m < got.metrics[step].size(); ++m) {
+          CAPTURE(m);
+          CHECK(got.metrics[step][m] == doctest::Approx(reference.metrics[step][m]).epsilon(1e-12));
+        }
       }
       for (const auto& [name, value] : reference.variables) check_within(name, got.variables.at(name), value, 1e-12);
     }

@@ -8,6 +8,7 @@
 #include "runtime/training/trainer.h"
 #include "serialization/model_file.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/metrics_json.h"
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/variables_io.h"
 
@@ -39,15 +40,16 @@ int run_eval(const EvalCommand& command) {
   const auto result = evaluate(command);
   if (!result.ok()) return report_error(result.status());
   if (command.json) {
-    std::printf("%s\n", nlohmann::json({{"model", command.model},
-                                        {"examples", result->examples},
-                                        {"test_accuracy", result->accuracy},
-                                        {"test_loss", result->mean_loss}})
-                            .dump()
-                            .c_str());
+    nlohmann::json summary = {{"model", command.model},
+                              {"examples", result->examples},
+                              {"test_accuracy", result->accuracy},
+                              {"test_loss", result->mean_loss}};
+    if (!result->metrics.empty()) summary["test_metrics"] = metrics_json(result->metrics);
+    std::printf("%s\n", summary.dump().c_str());
   } else {
-    std::printf("%s: test accuracy %.4f, test loss %.4f over %lld examples\n", command.model.c_str(), result->accuracy,
-                result->mean_loss, static_cast<long long>(result->examples));
+    std::printf("%s: test accuracy %.4f, test loss %.4f", command.model.c_str(), result->accuracy, result->mean_loss);
+    for (const auto& [name, value] : result->metrics) std::printf(", test %s %.4g", name.c_str(), value);
+    std::printf(" over %lld examples\n", static_cast<long long>(result->examples));
   }
   return 0;
 }

@@ -77,7 +77,11 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
   const serialization::TrainingSignature& s = model.signature;
   std::printf("signature: features %s, labels %s, loss %s (%s)", s.features.c_str(), s.labels.c_str(),
               g.node(s.loss.node).name.c_str(), g.type(s.loss).to_string().c_str());
-  for (const auto& m : s.metrics) std::printf(", metric %s = %s", m.name.c_str(), g.node(m.value.node).name.c_str());
+  for (const auto& m : s.metrics) {
+    std::printf(", metric %s = %s (%s", m.name.c_str(), g.node(m.value.node).name.c_str(), m.reduction.c_str());
+    if (m.weight.valid()) std::printf(" over %s", g.node(m.weight.node).name.c_str());
+    std::printf(")");
+  }
   if (s.loss_weight.valid()) std::printf(", loss weight %s", g.node(s.loss_weight.node).name.c_str());
   for (const std::string& update : s.state_updates) std::printf(", state update %s", update.c_str());
   std::printf("\noptimizer: %s", s.optimizer.kind.c_str());

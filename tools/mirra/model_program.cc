@@ -8,11 +8,20 @@ namespace mirra::runner {
 graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serialization::TrainingSignature& signature) {
   const graph::ValueRef correct = signature.metric("correct");
   if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
-  return runtime::training::TrainingGraph{.features = signature.features,
-                                          .labels = signature.labels,
-                                          .loss = signature.loss,
-                                          .loss_weight = signature.loss_weight,
-                                          .correct = correct};
+  runtime::training::TrainingGraph graph{.features = signature.features,
+                                         .labels = signature.labels,
+                                         .loss = signature.loss,
+                                         .loss_weight = signature.loss_weight,
+                                         .correct = correct};
+  for (const serialization::Metric& metric : signature.metrics) {
+    if (metric.name == "correct") continue;
+    graph.metrics.push_back({.name = metric.name,
+                             .value = metric.value,
+                             .reduction = metric.reduction == "sum" ? runtime::training::MetricReduction::sum
+                                                                    : runtime::training::MetricReduction::mean,
+                             .weight = metric.weight});
+  }
+  return graph;
 }
 
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,

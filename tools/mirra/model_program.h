@@ -37,8 +37,8 @@ struct ModelProgramOptions {
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
                                                   const ModelProgramOptions& options = {});
 
-// What the Trainer runs of a model file's signature: its batch inputs, loss, loss weight and
-// "correct" metric (an error without one); no train target.
+// What the Trainer runs of a model file's signature: its batch inputs, loss, loss weight, "correct"
+// metric (an error without one) and its other metrics; no train target.
 graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serialization::TrainingSignature& signature);
 
 }  // namespace mirra::runner

@@ -55,8 +55,10 @@ void ProgressReporter::on_epoch(const runtime::training::EpochMetrics& epoch) {
   std::fprintf(out_, "epoch %lld%s: %lld steps, loss %.4f, accuracy %.4f, %.0f examples/s, %.1f s",
                static_cast<long long>(epoch.epoch + 1), epochs.c_str(), static_cast<long long>(epoch.steps),
                epoch.mean_loss, epoch.accuracy, epoch.examples_per_second, epoch.seconds);
+  for (const auto& [name, value] : epoch.metrics) std::fprintf(out_, ", %s %.4g", name.c_str(), value);
   if (epoch.evaluation) {
     std::fprintf(out_, "; test accuracy %.4f, test loss %.4f", epoch.evaluation->accuracy, epoch.evaluation->mean_loss);
+    for (const auto& [name, value] : epoch.evaluation->metrics) std::fprintf(out_, ", test %s %.4g", name.c_str(), value);
   }
   std::fputc('\n', out_);
   std::fflush(out_);

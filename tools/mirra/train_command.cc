@@ -21,6 +21,7 @@
 #include "serialization/checkpoint.h"
 #include "serialization/file_io.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/metrics_json.h"
 #include "tools/mirra/interrupts.h"
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/progress.h"
@@ -342,17 +343,17 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
   progress_->on_step(step);
   if (metrics_.is_open()) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    metrics_ << nlohmann::json({{"step", step.step + 1},
-                                {"epoch", step.epoch + 1},
-                                {"batch", step.batch},
-                                {"examples", step.examples},
-                                {"loss", step.loss},
-                                {"learning_rate", config_.training.schedule.is_constant() ? program_.optimizer.learning_rate
-                                                                                          : step.learning_rate},
-                                {"examples_per_s", step.examples_per_second},
-                                {"seconds", elapsed}})
-                    .dump()
-             << '\n';
+    nlohmann::json line = {{"step", step.step + 1},
+                           {"epoch", step.epoch + 1},
+                           {"batch", step.batch},
+                           {"examples", step.examples},
+                           {"loss", step.loss},
+                           {"learning_rate", config_.training.schedule.is_constant() ? program_.optimizer.learning_rate
+                                                                                     : step.learning_rate},
+                           {"examples_per_s", step.examples_per_second},
+                           {"seconds", elapsed}};
+    if (!step.metrics.empty()) line["metrics"] = metrics_json(step.metrics);
+    metrics_ << line.dump() << '\n';
     note_metrics_error();
   }
   if (trace_ && !trace_->full()) {
@@ -461,9 +462,11 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                             {"seconds", seconds},
                             {"examples_per_s", seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0},
                             {"final_loss", last_loss_}};
+  if (!history.empty() && !history.back().metrics.empty()) summary["metrics"] = metrics_json(history.back().metrics);
   if (evaluation) {
     summary["test_accuracy"] = evaluation->accuracy;
     summary["test_loss"] = evaluation->mean_loss;
+    if (!evaluation->metrics.empty()) summary["test_metrics"] = metrics_json(evaluation->metrics);
   }
   if (scaling) {
     summary["loss_scale"] = scaling->scale;
