@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
 
 namespace mirra::runtime {
 
@@ -16,15 +18,65 @@ constexpr int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
 
 int64_t clamp_bytes(Wide bytes) { return bytes > kMaxBytes ? kMaxBytes : static_cast<int64_t>(bytes); }
 
+// Whether every binding names an unknown dim of a placeholder ("<placeholder>:<axis>").
+graph::Status check_bindings(const graph::Graph& graph, const DimBindings& dims) {
+  for (const auto& [name, size] : dims.dims) {
+    const size_t colon = name.rfind(':');
+    const auto id = colon == std::string::npos ? std::nullopt : graph.find(name.substr(0, colon));
+    bool unknown = false;
+    if (id && graph.node(*id).op == "Placeholder") {
+      const graph::Shape& shape = graph.node(*id).outputs[0].shape;
+      for (int d = 0; d < shape.rank(); ++d) unknown = unknown || (shape.dim(d) < 0 && name.substr(colon + 1) == std::to_string(d));
+    }
+    if (!unknown) {
+      return graph::invalid_argument("memory estimate: '" + name + "' names no unknown dim of a placeholder (<placeholder>:<axis>)");
+    }
+    if (size < 0) return graph::invalid_argument("memory estimate: '" + name + "' is bound to a negative size");
+  }
+  return graph::Status();
+}
+
+// Each output's type with the placeholders' dims bound and, given schemas, inferred again through the
+// nodes in `order` (a node whose inference fails keeps the graph's types).
+std::vector<std::vector<graph::TensorType>> bound_types(const graph::Graph& graph, const DimBindings& dims,
+                                                        const std::vector<graph::NodeId>& order) {
+  std::vector<std::vector<graph::TensorType>> types(graph.size());
+  for (const graph::NodeId id : order) {
+    const graph::Node& node = graph.node(id);
+    types[id].assign(node.outputs.begin(), node.outputs.end());
+    if (node.op == "Placeholder") {
+      std::vector<int64_t>& shape = types[id][0].shape.dims;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const auto bound = dims.dims.find(node.name + ":" + std::to_string(d));
+        if (shape[d] < 0 && bound != dims.dims.end()) shape[d] = bound->second;
+        if (shape[d] < 0 && d == 0) shape[d] = dims.batch_size;
+      }
+      continue;
+    }
+    const graph::OpSchema* schema = dims.schemas != nullptr ? dims.schemas->find(node.op) : nullptr;
+    if (schema == nullptr || node.inputs.empty()) continue;
+    std::vector<graph::TensorType> inputs;
+    for (const graph::ValueRef input : node.inputs) inputs.push_back(types[input.node][input.output]);
+    graph::Node copy = node;
+    if (auto inferred = graph::check_and_infer(*schema, copy, inputs); inferred.ok() && inferred->size() == node.outputs.size()) {
+      types[id] = std::move(*inferred);
+    }
+  }
+  return types;
+}
+
 }  // namespace
 
-graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64_t batch_size,
+graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, const DimBindings& dims,
                                                 std::span<const graph::NodeId> roots) {
+  const int64_t batch_size = dims.batch_size;
   MIRRA_ASSIGN_OR_RETURN(std::vector<graph::NodeId> order, graph.topological_order());
   if (!roots.empty()) {
     const std::vector<bool> needed = graph.needed_for(roots);
     std::erase_if(order, [&](graph::NodeId id) { return !needed[id]; });
   }
+  MIRRA_RETURN_IF_ERROR(check_bindings(graph, dims));
+  const std::vector<std::vector<graph::TensorType>> types = bound_types(graph, dims, order);
   std::vector<size_t> position(graph.size()), last_use(graph.size());
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = last_use[order[i]] = i;
   for (const graph::NodeId id : order) {
@@ -44,7 +96,7 @@ graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64
     const graph::Node& node = graph.node(order[i]);
     Wide produced = 0;
     for (size_t k = 0; k < node.outputs.size(); ++k) {
-      const int64_t bytes = node.outputs[k].byte_size_at(batch_size).value_or(kMaxBytes);
+      const int64_t bytes = types[node.id][k].byte_size_at(batch_size).value_or(kMaxBytes);
       produced += bytes;
       values.push_back({bytes, {node.id, static_cast<uint16_t>(k)}});
     }
@@ -63,7 +115,7 @@ graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, int64
                     [](const Value& a, const Value& b) { return a.bytes > b.bytes; });
   for (size_t i = 0; i < shown; ++i) {
     const graph::Node& node = graph.node(values[i].ref.node);
-    estimate.largest.push_back({node.name, node.outputs[values[i].ref.output], values[i].bytes});
+    estimate.largest.push_back({node.name, types[node.id][values[i].ref.output], values[i].bytes});
   }
   return estimate;
 }

@@ -35,7 +35,7 @@ TEST_CASE("MemoryEstimate.counts_sources_and_the_most_values_alive_at_once") {
   const graph::Status over = check_memory_budget(*estimate, 27999);
   CHECK(over.code() == graph::StatusCode::resource_exhausted);
   CHECK(over.message().find("about 27.3 KiB") != std::string::npos);
-  CHECK(over.message().find("largest tensors: w f32[100,50] 19.5 KiB, x f32[?,100] 3.9 KiB") != std::string::npos);
+  CHECK(over.message().find("largest tensors: w f32[100,50] 19.5 KiB, x f32[10,100] 3.9 KiB") != std::string::npos);
   CHECK(default_memory_limit() > 0);
 }
 
@@ -53,6 +53,31 @@ TEST_CASE("MemoryEstimate.over_what_the_roots_need") {
   CHECK(estimate->source_bytes == 4000);
   CHECK(estimate->peak_bytes == 4000 + 4000 + 4);  // Relu's rows alive while the sum is made
   CHECK(estimate_memory(g, 10)->peak_bytes > (int64_t{1} << 40));
+}
+
+// A batch of token sequences [?, ?]: its sequence length bound by name, and every shape inferred again
+// from the bound placeholders (a flattening Reshape to [-1] weighs what it holds, not one batch).
+TEST_CASE("MemoryEstimate.binds_unknown_dims_by_name_and_infers_through_the_graph") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto tokens = ops::placeholder(b, "tokens", DType::i64, {-1, -1});
+  const auto y = ops::reduce_sum(b, ops::one_hot(b, ops::reshape(b, tokens, {-1}), 1000));  // f32[B * T, 1000]
+  REQUIRE(b.status().ok());
+  const graph::NodeId roots[] = {y.node};
+  // Without bindings every unknown dim is the batch, and the flattened tokens one batch.
+  CHECK(estimate_memory(g, 4, roots)->largest[0].bytes == 4 * 1000 * 4);
+  const auto bound = estimate_memory(g, {.batch_size = 4, .dims = {{"tokens:1", 64}}, .schemas = &ops::registry()}, roots);
+  REQUIRE(bound.ok());
+  CHECK(bound->source_bytes == 4 * 64 * 8);
+  CHECK(bound->largest[0].node == "OneHot");
+  CHECK(bound->largest[0].type.to_string() == "f32[256,1000]");
+  CHECK(bound->largest[0].bytes == 4 * 64 * 1000 * 4);
+  for (const char* wrong : {"tokens:0x", "tokens:2", "labels:1", "tokens"}) {
+    CAPTURE(wrong);
+    const auto refused = estimate_memory(g, {.batch_size = 4, .dims = {{wrong, 8}}}, roots);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("names no unknown dim of a placeholder (<placeholder>:<axis>)") != std::string::npos);
+  }
 }
 
 TEST_CASE("MemoryEstimate.saturates_instead_of_wrapping") {

@@ -55,9 +55,9 @@ int run_inspect(const InspectCommand& command);
 int run_devices(const DevicesCommand& command);
 
 // resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory
-// over what `roots` need; every node without roots).
-graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes,
-                           std::span<const graph::NodeId> roots = {});
+// over what `roots` need, every node without roots, with the shapes inferred again through `schemas`).
+graph::Status check_memory(const graph::Graph& graph, const graph::OpRegistry& schemas, int64_t batch_size,
+                           int64_t limit_bytes, std::span<const graph::NodeId> roots = {});
 
 // Prints the error to stderr and returns its exit code: "mirra: error: <message>" and 2 when the
 // status blames the input (graph::blames_input), "mirra: error (<code>): <message>" and 1 otherwise.

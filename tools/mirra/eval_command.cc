@@ -27,7 +27,7 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
                                               {.batch_size = command.batch_size, .shuffle = false}));
   const int64_t memory_limit = memory_limit_bytes(command.memory_limit);
   const graph::NodeId evaluated[] = {signature.loss.node, signature.correct.node};
-  MIRRA_RETURN_IF_ERROR(check_memory(model.graph, command.batch_size, memory_limit, evaluated));
+  MIRRA_RETURN_IF_ERROR(check_memory(model.graph, ops::registry(), command.batch_size, memory_limit, evaluated));
   runtime::Session session(model.graph, ops::kernels(), {.threads = command.threads, .memory_limit = memory_limit});
   MIRRA_RETURN_IF_ERROR(write_variables(session, model.weights, /*require_all=*/false, "model file '" + command.model + "'"));
   runtime::training::Trainer trainer(session, signature);

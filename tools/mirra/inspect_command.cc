@@ -25,7 +25,8 @@ namespace {
 void print_memory(const InspectCommand& command, const serialization::Model& model) {
   std::vector<graph::NodeId> forward_roots = {model.signature.loss.node};
   for (const serialization::Metric& metric : model.signature.metrics) forward_roots.push_back(metric.value.node);
-  const auto forward = runtime::estimate_memory(model.graph, command.batch_size, forward_roots);
+  const runtime::DimBindings dims{.batch_size = command.batch_size, .schemas = &ops::registry()};
+  const auto forward = runtime::estimate_memory(model.graph, dims, forward_roots);
   if (!forward.ok()) return;
   std::printf("memory at batch %lld: forward pass about %s", static_cast<long long>(command.batch_size),
               runtime::format_bytes(forward->peak_bytes).c_str());
@@ -33,7 +34,7 @@ void print_memory(const InspectCommand& command, const serialization::Model& mod
   std::optional<runtime::MemoryEstimate> training;
   if (auto program = build_model_program(model); program.ok()) {
     strategies::prune(program->program);
-    if (auto estimate = runtime::estimate_memory(program->program.graph, command.batch_size); estimate.ok()) {
+    if (auto estimate = runtime::estimate_memory(program->program.graph, dims); estimate.ok()) {
       training = std::move(*estimate);
       largest = &*training;
       std::printf(", training on one device about %s", runtime::format_bytes(training->peak_bytes).c_str());

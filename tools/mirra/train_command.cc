@@ -160,7 +160,8 @@ graph::Status TrainRun::run() {
   }
   program_.program.accumulate_gradients = config_.training.accumulation_steps > 1;
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program, worker_part()));
-  MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, config_.training.batch_size, memory_limit_bytes(config_.training.memory_limit)));
+  MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, *distributed_.ops, config_.training.batch_size,
+                                     memory_limit_bytes(config_.training.memory_limit)));
   if (workers_) {
     MIRRA_RETURN_IF_ERROR(agree_with_worker_0(*workers_, config_, distributed_.graph));
     MIRRA_RETURN_IF_ERROR(workers_->prepare(collective_groups(distributed_.graph)));
@@ -483,9 +484,10 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
 
 }  // namespace
 
-graph::Status check_memory(const graph::Graph& graph, int64_t batch_size, int64_t limit_bytes,
-                           std::span<const graph::NodeId> roots) {
-  MIRRA_ASSIGN_OR_RETURN(const runtime::MemoryEstimate estimate, runtime::estimate_memory(graph, batch_size, roots));
+graph::Status check_memory(const graph::Graph& graph, const graph::OpRegistry& schemas, int64_t batch_size,
+                           int64_t limit_bytes, std::span<const graph::NodeId> roots) {
+  MIRRA_ASSIGN_OR_RETURN(const runtime::MemoryEstimate estimate,
+                         runtime::estimate_memory(graph, {.batch_size = batch_size, .schemas = &schemas}, roots));
   const graph::Status status = runtime::check_memory_budget(estimate, limit_bytes);
   if (status.ok()) return status;
   return graph::resource_exhausted(status.message() + " (--memory-limit raises the limit; a smaller --batch-size lowers the need)");
