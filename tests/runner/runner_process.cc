@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -210,6 +212,25 @@ std::map<std::string, graph::TensorValue> trained_values(const std::string& path
   for (const auto& w : model->weights) values[w.name] = w.value;
   for (const auto& s : model->signature.optimizer.state) values[s.name] = s.value;
   return values;
+}
+
+void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want,
+                 double relative) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& entry : want) {
+    const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+    CAPTURE(name);
+    REQUIRE(got.contains(name));
+    const auto a = got.at(name).values<float>();
+    const auto b = entry.second.values<float>();
+    REQUIRE(a.size() == b.size());
+    double scale = 0, diff = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+      diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    }
+    CHECK(diff <= relative * std::max(scale, 1e-30));
+  }
 }
 
 std::vector<std::string> train_args(std::vector<std::string> extra) {

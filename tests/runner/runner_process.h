@@ -68,6 +68,9 @@ std::vector<double> step_losses(const std::string& path);
 std::vector<double> step_metric(const std::string& path, const std::string& name);
 // Weights and optimizer state of a saved model, by name.
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path);
+// The same f32 values by name, each within max |got - want| <= relative * max |want|.
+void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want,
+                 double relative);
 
 // Deterministic training on the MLP: `train MLP --deterministic --batch-size 32 --threads 2 extra...`.
 std::vector<std::string> train_args(std::vector<std::string> extra);

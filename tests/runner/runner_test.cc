@@ -426,19 +426,7 @@ TEST_CASE("Runner.state_updates_of_a_model_file_train_as_one_device_under_every_
   for (const auto& entry : runs) {
     const std::string& tag = entry.first;  // not a structured binding: CAPTURE's lambda takes it
     CAPTURE(tag);
-    const auto got = trained("stats_" + tag, entry.second);
-    REQUIRE(got.size() == want.size());
-    for (const auto& [name, value] : want) {
-      const auto a = got.at(name).values<float>();
-      const auto b = value.values<float>();
-      REQUIRE(a.size() == b.size());
-      double scale = 0, diff = 0;
-      for (size_t i = 0; i < b.size(); ++i) {
-        scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-        diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-      }
-      CHECK_MESSAGE(diff <= 1e-5 * std::max(scale, 1e-30), name);
-    }
+    check_close(trained("stats_" + tag, entry.second), want, 1e-5);
   }
   const Run inspect = run({"inspect", stats_mlp_file()}, "stats_inspect");
   REQUIRE(inspect.code == 0);
@@ -482,16 +470,7 @@ TEST_CASE("Runner.a_loss_over_a_declared_weight_trains_as_one_device_under_every
       CHECK(kept[step] == want_kept[step]);
       CHECK(accuracy[step] == doctest::Approx(want_accuracy[step]).epsilon(1e-6));
     }
-    for (const auto& [name, value] : want) {
-      const auto a = got.at(name).values<float>();
-      const auto b = value.values<float>();
-      double scale = 0, diff = 0;
-      for (size_t i = 0; i < b.size(); ++i) {
-        scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-        diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-      }
-      CHECK_MESSAGE(diff <= 1e-4 * std::max(scale, 1e-30), name);
-    }
+    check_close(got, want, 1e-4);
   }
   // The test set's loss is a mean over its weight, whatever the batches (a batch of one example
   // labelled 9 weighs nothing).
