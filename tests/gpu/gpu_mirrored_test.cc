@@ -7,7 +7,8 @@
 // (on the host for logical GPUs, through NCCL's reduce-scatter between GPUs) trains as unsharded
 // Mirrored; so does bf16 all-reduce within bf16's rounding (summed on the GPU for logical GPUs, in
 // bf16 through NCCL between GPUs); a step that fails on one GPU fails NCCL's rank waiting on the other
-// at once. Steps captured as a CUDA graph, 50 of them, end as 50 steps run one by one within 1e-6 (on
+// at once. State written from each replica's share (aggregations sum and mean) holds what one GPU's
+// holds. Steps captured as a CUDA graph, 50 of them, end as 50 steps run one by one within 1e-6 (on
 // gpu:0, and Mirrored over two logical GPUs of it).
 #include <doctest/doctest.h>
 
@@ -92,6 +93,43 @@ TEST_CASE("Gpu.mirrored.a_gpu_and_a_cpu_train_as_one_gpu") {
     REQUIRE(strategy.ok());
     CHECK((*strategy)->all_reduce_plan().path == AllReducePath::host);
     const auto got = train(mixed, program, batches);
+    for (const auto& [name, value] : want) {
+      if (!name.starts_with("optimizer/")) check_close(name, got.at("replica_0/" + name), value);
+    }
+  }
+}
+
+// State the train step writes from each replica's share (a count of examples, aggregation sum; a
+// moving mean image, aggregation mean) under Mirrored over 2 logical GPUs of gpu:0 and over a GPU and
+// the CPU holds what one GPU's holds (batches of 128: shares of equal size, whose means' mean is the
+// batch's).
+TEST_CASE("Gpu.mirrored.state_written_from_each_replica_trains_as_one_gpu") {
+  TrainingProgram program = build_program("small_cnn", ops::Optimizer::momentum_sgd(0.05, 0.9));
+  {
+    graph::Builder b(program.graph, ops::registry());
+    auto scope = b.scope("stats");
+    const graph::ValueRef images = {*program.graph.find(program.signature.features), 0};
+    const graph::ValueRef seen = ops::variable(b, "images_seen", {}, ops::Initializer::zeros(), graph::DType::f32, false,
+                                               ops::VariableAggregation::sum);
+    const graph::ValueRef mean = ops::variable(b, "mean_image", {8, 8, 1}, ops::Initializer::zeros(), graph::DType::f32,
+                                               false, ops::VariableAggregation::mean);
+    const graph::NodeId updates[] = {
+        ops::assign_add(b, seen, ops::cast(b, ops::dim_size(b, images, 0), graph::DType::f32)),
+        ops::assign(b, mean, ops::add(b, ops::mul(b, ops::scalar_of(b, 0.5, mean), mean),
+                                      ops::mul(b, ops::scalar_of(b, 0.5, mean), ops::reduce_mean(b, images, {0})))),
+    };
+    REQUIRE(b.status().ok());
+    for (graph::NodeId update : updates) program.graph.add_control_edge(update, program.signature.train);
+  }
+  const std::vector<Batch> batches = random_batches("small_cnn", 128, kSteps, 31);
+  const auto want = train({.strategy = "one_device", .devices = {{graph::DeviceKind::gpu, 0}}}, program, batches);
+  REQUIRE(want.at("stats/images_seen") == std::vector<double>{128.0 * kSteps});
+  const StrategyConfig configs[] = {
+      {.strategy = "mirrored", .devices = devices_of(graph::DeviceKind::gpu, 2), .logical_gpus_per_gpu = 2},
+      {.strategy = "mirrored", .devices = {{graph::DeviceKind::gpu, 0}, {graph::DeviceKind::cpu, 0}}}};
+  for (const StrategyConfig& config : configs) {
+    CAPTURE(config.devices.back().to_string());
+    const auto got = train(config, program, batches);
     for (const auto& [name, value] : want) {
       if (!name.starts_with("optimizer/")) check_close(name, got.at("replica_0/" + name), value);
     }
