@@ -39,7 +39,10 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
     const Node& node = g.node(id);
     if (node.op == "Placeholder") {
       const graph::Shape& shape = node.outputs[0].shape;
-      c.batch_input[id] = from_batch[id] = shape.rank() > 0 && shape.dim(0) < 0;
+      const std::vector<std::string>& declared = program.signature.batch_inputs;
+      c.batch_input[id] = from_batch[id] =
+          shape.rank() > 0 && (declared.empty() ? shape.dim(0) < 0
+                                                : std::find(declared.begin(), declared.end(), node.name) != declared.end());
       c.uniform[id] = !c.batch_input[id];
       continue;
     }

@@ -22,7 +22,8 @@ inline constexpr int kHost = -1;
 
 // Which nodes of the one-replica graph are cloned per replica.
 struct Classification {
-  std::vector<bool> batch_input;  // placeholders whose dim 0 is the batch
+  // Placeholders whose dim 0 is the batch: the signature's batch inputs, or those with dim 0 unknown.
+  std::vector<bool> batch_input;
   std::vector<bool> from_batch;   // nodes that depend on a batch input (or on the gradients' seed)
   std::vector<bool> replicated;
   // Computed from state and aggregated gradients alone, so every replica's copy holds the same value

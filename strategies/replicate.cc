@@ -85,8 +85,16 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
   }
   MIRRA_ASSIGN_OR_RETURN(std::vector<graph::NodeId> order, p.graph.topological_order());
   ReplicaGraph r(p, plan, std::move(order));
+  for (const std::string& name : p.signature.batch_inputs) {
+    const auto id = p.graph.find(name);
+    if (!id || p.graph.node(*id).op != "Placeholder" || p.graph.node(*id).outputs[0].shape.rank() == 0) {
+      return graph::invalid_argument("replicate: batch input '" + name + "' is not a placeholder with a batch dim");
+    }
+  }
   if (!r.classification.batch_input[*features]) {
-    return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (dim 0 unknown)");
+    return graph::invalid_argument("replicate: '" + p.signature.features + "' is not a batch input (" +
+                                   (p.signature.batch_inputs.empty() ? "dim 0 unknown" : "the signature's batch inputs") +
+                                   ")");
   }
   MIRRA_RETURN_IF_ERROR(check_signature(r));
   MIRRA_ASSIGN_OR_RETURN(r.batch_mean, batch_mean_of(p.graph, *p.ops, p.signature.loss, r.classification.from_batch,

@@ -21,7 +21,8 @@
 // loss sum, its element count and the correct count are all-reduced too.
 //
 // REQUIRES: the program's loss is a mean over the batch plus or minus terms that do not depend on it
-//   (batch_mean_of); its batch inputs are placeholders with an unknown dim 0; the gradients are those
+//   (batch_mean_of); its batch inputs are the signature's (or, when it declares none, the placeholders
+//   with an unknown dim 0), split on dim 0; the gradients are those
 //   of its trainable variables.
 // ENSURES: one step on a global batch B gives the variables one device would give on B.
 #pragma once

@@ -42,6 +42,10 @@ struct TrainingMetric {
 struct TrainingGraph {
   std::string features = "images";  // placeholders fed from the batches
   std::string labels = "labels";
+  // The placeholders that carry the batch along dim 0, which a replicating strategy splits between
+  // its replicas (features among them); every other placeholder is fed whole to every replica. Empty:
+  // every placeholder whose dim 0 is unknown.
+  std::vector<std::string> batch_inputs;
   graph::ValueRef loss;                          // scalar: the batch's mean loss
   // What the loss averages over. Invalid (the default): the elements of its ReduceMean over the batch
   // (the examples, or the examples' tokens). Else a scalar count computed from the batch alone that
