@@ -194,8 +194,8 @@ TEST_CASE("Strategies.a_loss_over_a_declared_weight_accumulates_as_one_step_on_t
   built.program.accumulate_gradients = true;
   for (const auto& [strategy, replicas] : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
     const std::string strategy_name = strategy;
-    CAPTURE(strategy_name);
-    CAPTURE(replicas);
+    const int replica_count = replicas;  // a structured binding cannot be captured (C++20)
+    CAPTURE(replica_count);
     auto made = strategy_over(strategy, replicas);
     REQUIRE(made.ok());
     auto distributed = (*made)->distribute(built.program);

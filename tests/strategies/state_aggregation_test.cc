@@ -92,7 +92,8 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
     if (replica <= 0) {
       out.variables[plain] = value;
     } else if (!is_slot(plain)) {  // sharded slots hold different shares
-      CAPTURE(name);
+      const std::string variable = name;  // a structured binding cannot be captured (C++20)
+      CAPTURE(variable);
       CHECK(value == variables.at("replica_0/" + plain));  // every replica's copy alike
     }
   }
