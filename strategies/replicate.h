@@ -1,5 +1,5 @@
 // replicate(): the graph rewrite behind MirroredStrategy and CentralStorageStrategy (see
-// docs/architecture.md, "Strategies"). Every per-example node is cloned once per device as
+// strategies/README.md). Every per-example node is cloned once per device as
 // replica_<r>/<name>; each batch input is split on the host by SplitBatch; each replica's gradients
 // are scaled by its share of the global batch (through the seed autodiff started from); then either
 //   - mirror_state (Mirrored): variables, slots and updates are per replica too, and one AllReduce(SUM)

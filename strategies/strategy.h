@@ -39,7 +39,7 @@ struct TrainingProgram {
   // update, and clears the accumulators. (Set by the caller, kept by distribute.)
   bool accumulate_gradients = false;
   // The op schemas the graph was built with (or its model file loaded with): the built-in ones, or a
-  // program's own registry that adds ops of its own (docs/architecture.md, "Ops outside the tree").
+  // program's own registry that adds ops of its own (ops/README.md, "Ops outside the tree").
   // The rewrite adds nodes and checks its result against it; it must outlive the program.
   const graph::OpRegistry* ops = &mirra::ops::registry();
 };

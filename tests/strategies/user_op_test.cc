@@ -1,7 +1,7 @@
 // An op a program registers itself (Erf: schema, CPU kernel and gradient in its own tables, outside
 // the built-in ones) trains under one_device, mirrored and central_storage as one device trains it,
 // and its model file saves, loads with that registry (and is refused, naming the op, without it), and
-// trains again through the runner's model program, as docs/architecture.md's "Ops outside the tree"
+// trains again through the runner's model program, as ops/README.md's "Ops outside the tree"
 // describes.
 #include <doctest/doctest.h>
 
