@@ -1,7 +1,7 @@
 // Conv2D, FusedConv2D (with bias and ReLU) and Conv2D's two backprop ops: schemas, builders and CPU
-// kernels (cached oneDNN convolution primitives in f32 or bf16, f16 widened to f32; f64, which oneDNN
-// does not convolve, as im2col products through OpenBLAS; NHWC/NCHW data, HWIO filters reordered to
-// oneDNN's preferred layout).
+// kernels (oneDNN convolution primitives in f32 or bf16, f16 widened to f32, kept per node with the
+// node's parsed attributes; f64, which oneDNN does not convolve, as im2col products through
+// OpenBLAS; NHWC/NCHW data, HWIO filters reordered to oneDNN's preferred layout).
 #include "ops/conv_ops.h"
 
 #include <cstring>
@@ -26,15 +26,44 @@ using runtime::Tensor;
 
 namespace {
 
+// What a convolution kernel keeps for its node, built when the plan is: its attributes parsed, and
+// the oneDNN primitives of the problems it saw last.
+struct ConvKernelState : cpu::DnnlKernelState {
+  bool nchw = false;
+  bool same_padding = false;
+  bool f32_output = false;
+  bool relu = false;  // FusedConv2D's activation
+  std::vector<int64_t> strides, dilations;
+};
+
+Expected<std::unique_ptr<runtime::KernelState>> prepare_conv_kernel(const graph::Node& node,
+                                                                  const runtime::Device& /*device*/) {
+  auto state = std::make_unique<ConvKernelState>();
+  state->nchw = graph::checked_attr<std::string>(node, "data_format") == "NCHW";
+  state->same_padding = graph::checked_attr<std::string>(node, "padding") == "SAME";
+  state->f32_output = graph::checked_attr<bool>(node, "f32_output");
+  state->strides = graph::checked_attr<std::vector<int64_t>>(node, "strides");
+  state->dilations = graph::checked_attr<std::vector<int64_t>>(node, "dilations");
+  return std::unique_ptr<runtime::KernelState>(std::move(state));
+}
+
+Expected<std::unique_ptr<runtime::KernelState>> prepare_fused_conv_kernel(const graph::Node& node,
+                                                                        const runtime::Device& device) {
+  MIRRA_ASSIGN_OR_RETURN(std::unique_ptr<runtime::KernelState> state, prepare_conv_kernel(node, device));
+  static_cast<ConvKernelState&>(*state).relu = graph::checked_attr<std::string>(node, "activation") == "relu";
+  return state;
+}
+
+ConvKernelState& conv_state(const KernelContext& ctx) { return ctx.state<ConvKernelState>(); }
+
 // The node's convolution on `input` and `filter` as the im2col path computes it (f64).
 cpu::UnfoldedConvolution unfolded_problem(KernelContext& ctx, const Tensor& input, const Tensor& filter) {
-  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  return {.g = cpu::WindowGeometry::make(input, nchw, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("strides"),
-                                         ctx.attr<std::vector<int64_t>>("dilations"), ctx.attr<std::string>("padding") == "SAME"),
+  const ConvKernelState& s = conv_state(ctx);
+  return {.g = cpu::WindowGeometry::make(input, s.nchw, filter.dim(0), filter.dim(1), s.strides, s.dilations, s.same_padding),
           .filter_height = filter.dim(0),
           .filter_width = filter.dim(1),
           .out_channels = filter.dim(3),
-          .nchw = nchw,
+          .nchw = s.nchw,
           .scratch = ctx.device().allocator()};
 }
 
@@ -100,7 +129,7 @@ struct ConvOperands {
 };
 
 // The node's output dtype (f32_output, see product_output_dtype).
-DType result_dtype(KernelContext& ctx) { return ctx.attr<bool>("f32_output") ? DType::f32 : ctx.input(0).dtype(); }
+DType result_dtype(KernelContext& ctx) { return conv_state(ctx).f32_output ? DType::f32 : ctx.input(0).dtype(); }
 
 // True (and the output zero-filled) when there is nothing for oneDNN to compute.
 bool zero_sized(const ConvOperands& o, Tensor& out) {
@@ -173,7 +202,8 @@ Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvO
   const memory::desc bias_md({c.out_channels}, bias_type, memory::format_tag::x);
   std::string kind = bias == nullptr ? "conv2d/forward" : relu ? "conv2d/forward_bias_relu" : "conv2d/forward_bias";
   if (bias_type != c.result) kind += "/f32_bias";
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key(kind.c_str()), [&] {
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<const cpu::DnnlPrimitive> primitive,
+                         cpu::cached_dnnl_primitive(conv_state(ctx).primitives, c.key(kind.c_str()), [&] {
     dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
     if (relu) attr.set_post_ops(cpu::relu_post_op());
     const auto pd = cpu::convolution_forward_pd(dnnl::prop_kind::forward_inference, c.src(c.operands),
@@ -192,11 +222,12 @@ Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvO
 
 // Conv2D, or FusedConv2D with a bias (input 2) and optionally a ReLU applied by oneDNN as it writes
 // the output (post-ops), which saves the two passes over it that BiasAdd and Relu would make.
-Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
+Status conv2d_forward(KernelContext& ctx, bool with_bias) {
   const ConvOperands o = ConvOperands::of(ctx);
   const Tensor* bias = with_bias ? &o.third : nullptr;
-  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias));
+  const bool nchw = conv_state(ctx).nchw;
+  const bool relu = conv_state(ctx).relu;
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, o.input, o.filter, bias, nchw, result_dtype(ctx)));
   const cpu::UnfoldedConvolution geometry = unfolded_problem(ctx, o.input, o.filter);
   Tensor& node_output = ctx.allocate_output(0, result_dtype(ctx), geometry.g.output_shape(nchw, geometry.out_channels));
   if (node_output.num_elements() == 0) return Status();
@@ -211,11 +242,9 @@ Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
   });
 }
 
-Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, false, false); }
+Status conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, /*with_bias=*/false); }
 
-Status fused_conv2d_kernel(KernelContext& ctx) {
-  return conv2d_forward(ctx, true, ctx.attr<std::string>("activation") == "relu");
-}
+Status fused_conv2d_kernel(KernelContext& ctx) { return conv2d_forward(ctx, /*with_bias=*/true); }
 
 // Conv2D's two gradients: allocates the one of `shape` and runs `compute` on the problem and where the
 // gradient goes (ops/cpu/widened_16_bit.h), or zero-fills it when there is nothing to compute.
@@ -290,7 +319,8 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
   return conv_gradient(ctx, o, o.input.shape(), [&](const ConvProblem& c, Tensor& dx) -> Status {
     const bool unit_stride = c.g.strides == dnnl::memory::dims{1, 1} && c.g.dilations == dnnl::memory::dims{0, 0};
     if (unit_stride) return input_gradient_as_forward(ctx, c, o, dx);
-    MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_data"), [&] {
+    MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<const cpu::DnnlPrimitive> primitive,
+                           cpu::cached_dnnl_primitive(conv_state(ctx).primitives, c.key("conv2d/backward_data"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
       const auto pd = cpu::convolution_backward_data_pd(c.src(c.result), c.any_weights(c.operands),
                                                         c.dst(c.operands), c.g, c.training_hint(attr), attr);
@@ -314,7 +344,8 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
     });
   }
   return conv_gradient(ctx, o, o.filter.shape(), [&](const ConvProblem& c, Tensor& dw) -> Status {
-    MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(c.key("conv2d/backward_weights"), [&] {
+    MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<const cpu::DnnlPrimitive> primitive,
+                           cpu::cached_dnnl_primitive(conv_state(ctx).primitives, c.key("conv2d/backward_weights"), [&] {
       const dnnl::primitive_attr attr = cpu::dnnl_user_scratchpad();
       const auto pd = cpu::convolution_backward_weights_pd(c.src(c.operands), c.any_weights(c.result),
                                                            c.dst(c.operands), c.g, c.training_hint(attr), attr);
@@ -368,7 +399,7 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
       },
       .summary = "A gradient of Conv2D, given its input, filter and the gradient of its output.",
       .no_gradient = "second derivatives of Conv2D are not supported"});
-  kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
+  kernels.add(name, graph::DeviceKind::cpu, {.fn = kernel, .expensive = true, .prepare = prepare_conv_kernel});
 }
 
 Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
@@ -419,7 +450,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .infer = infer_conv2d,
       .summary = "2-D convolution with an HWIO filter.",
       .gradient = conv2d_grad});
-  kernels.add("Conv2D", graph::DeviceKind::cpu, {conv2d_kernel, /*expensive=*/true});
+  kernels.add("Conv2D", graph::DeviceKind::cpu, {.fn = conv2d_kernel, .expensive = true, .prepare = prepare_conv_kernel});
   schemas.add(graph::OpSchema{
       .name = "FusedConv2D",
       .inputs = {"input", "filter", "bias"},
@@ -433,7 +464,8 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .infer = infer_fused_conv2d,
       .summary = "Conv2D + BiasAdd (+ Relu) in one oneDNN call; formed by fuse_conv_bias_relu.",
       .no_gradient = "it is formed after differentiation (fuse_conv_bias_relu); build with Conv2D, BiasAdd, Relu"});
-  kernels.add("FusedConv2D", graph::DeviceKind::cpu, {fused_conv2d_kernel, /*expensive=*/true});
+  kernels.add("FusedConv2D", graph::DeviceKind::cpu,
+              {.fn = fused_conv2d_kernel, .expensive = true, .prepare = prepare_fused_conv_kernel});
   register_conv_backprop("Conv2DBackpropInput", conv2d_backprop_input_kernel, 0, schemas, kernels);
   register_conv_backprop("Conv2DBackpropFilter", conv2d_backprop_filter_kernel, 1, schemas, kernels);
 }

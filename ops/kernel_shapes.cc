@@ -101,8 +101,8 @@ graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tens
   return g;
 }
 
-graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias) {
-  const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
+graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias,
+                                  bool nchw, graph::DType output) {
   if (filter.dim(2) != input.dim(nchw ? 1 : 3)) {
     return graph::invalid_argument("filter " + filter.type_string() + " does not match input channels of " + input.type_string());
   }
@@ -113,7 +113,6 @@ graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input,
   if (bias != nullptr) {
     // Checked on the node's own input (a kernel may pass a widened copy as `bias`).
     const graph::DType given = ctx.input(2).dtype();
-    const graph::DType output = ctx.attr<bool>("f32_output") ? graph::DType::f32 : ctx.input(0).dtype();
     if (given != graph::DType::f32 && given != output) {
       return graph::invalid_argument("bias " + ctx.input(2).type_string() + " must be f32 or " +
                                      std::string(graph::dtype_name(output)) + ", the output's dtype");

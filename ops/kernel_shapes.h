@@ -39,9 +39,10 @@ struct BiasGeometry {
 };
 graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& bias);
 
-// Conv2D and FusedConv2D: the filter matches the input's channels; a bias (may be null) its outputs,
-// and the node's input 2 is f32 or of the output's dtype.
-graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias);
+// Conv2D and FusedConv2D: the filter matches the input's channels (in NCHW or NHWC); a bias (may be
+// null) its outputs, and the node's input 2 is f32 or `output`, the node's output dtype.
+graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias,
+                                  bool nchw, graph::DType output);
 
 // SparseSoftmaxCrossEntropyWithLogits: one label per row of the logits.
 graph::Status check_labels(const Tensor& logits, const Tensor& labels);

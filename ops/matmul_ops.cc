@@ -55,7 +55,8 @@ Status bf16_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b, bool ta
     const std::string key =
         cpu::dnnl_key("matmul/bf16", {ta, tb, chunk_m, chunk_n, k, lda, ldb, n, static_cast<int64_t>(out)});
     Status status = [&]() -> Status {
-      MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
+      MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<const cpu::DnnlPrimitive> primitive,
+                             cpu::cached_dnnl_primitive(ctx.state<cpu::DnnlKernelState>().primitives, key, [&] {
         const auto pd = cpu::matmul_pd(a_md, b_md, c_md, cpu::dnnl_user_scratchpad());
         return cpu::DnnlPrimitive{dnnl::matmul(pd), pd.scratchpad_desc(), {}};
       }));
@@ -202,7 +203,7 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       },
       .summary = "Matrix product op(a) * op(b) of rank-2 tensors (16-bit operands sum in f32; f32_output keeps that sum).",
       .gradient = matmul_grad});
-  kernels.add("MatMul", graph::DeviceKind::cpu, {matmul_kernel, /*expensive=*/true});
+  kernels.add("MatMul", graph::DeviceKind::cpu, {.fn = matmul_kernel, .expensive = true, .prepare = cpu::prepare_dnnl_kernel});
 
   schemas.add(graph::OpSchema{
       .name = "BiasAdd",

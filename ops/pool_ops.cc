@@ -115,7 +115,8 @@ Status dnnl_pool(KernelContext& ctx, const cpu::WindowGeometry& g, const std::ve
       cpu::dnnl_key("pool", {static_cast<int64_t>(kAlgorithm), static_cast<int64_t>(g.layout), g.batch, g.channels,
                              g.height, g.width, ksize[0], ksize[1], g.strides[0], g.strides[1], g.pad_before[0],
                              g.pad_before[1], g.pad_after[0], g.pad_after[1]});
-  MIRRA_ASSIGN_OR_RETURN(const cpu::DnnlPrimitive* primitive, cpu::cached_dnnl_primitive(key, [&] {
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<const cpu::DnnlPrimitive> primitive,
+                         cpu::cached_dnnl_primitive(ctx.state<cpu::DnnlKernelState>().primitives, key, [&] {
     const auto pd = cpu::pooling_forward_pd(kAlgorithm, src_md, dst_md, g, {ksize[0], ksize[1]},
                                             cpu::dnnl_user_scratchpad());
     return cpu::DnnlPrimitive{dnnl::pooling_forward(pd), pd.scratchpad_desc(), {}};
@@ -527,7 +528,7 @@ void register_pool(const char* name, runtime::KernelFn kernel, graph::GradientFn
                               .infer = infer_pool,
                               .summary = "2-D pooling over ksize windows.",
                               .gradient = std::move(gradient)});
-  kernels.add(name, graph::DeviceKind::cpu, {kernel, /*expensive=*/true});
+  kernels.add(name, graph::DeviceKind::cpu, {.fn = kernel, .expensive = true, .prepare = cpu::prepare_dnnl_kernel});
 }
 
 graph::ValueRef pool(graph::Builder& b, const char* op, graph::ValueRef input, const PoolOptions& options) {

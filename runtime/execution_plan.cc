@@ -111,6 +111,14 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       pn.reuses_inputs = pn.reuses_inputs && !pn.on_stream;
       plan.has_async_kernels |= pn.completes_later;
     }
+    std::unique_ptr<KernelState>& state = plan.kernel_states.emplace_back();
+    if (pn.kernel != nullptr && pn.kernel->prepare != nullptr) {
+      graph::Expected<std::unique_ptr<KernelState>> prepared = pn.kernel->prepare(node, *pn.device);
+      if (!prepared.ok()) {
+        return prepared.status().with_context("node '" + node.name + "' (" + node.op + ") on " + device_id.to_string());
+      }
+      state = std::move(*prepared);
+    }
     pn.first_output = plan.num_values;
     pn.num_outputs = static_cast<uint32_t>(node.outputs.size());
     plan.num_values += pn.num_outputs;

@@ -1,8 +1,10 @@
 // ExecutionPlan: what the executor needs to run one (feeds, fetches, targets) request of a graph,
 // computed once and reused every step: the nodes needed (pruned, in topological order), their
-// kernels and devices, value slots, producer and consumer lists, and initial pending counts.
+// kernels, the state each kernel built for its node (KernelDef::prepare), devices, value slots,
+// producer and consumer lists, and initial pending counts.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "graph/graph.h"
@@ -75,6 +77,7 @@ struct ExecutionPlan {
   std::vector<uint32_t> fed_nodes;          // plan index of each PlanRequest::fed entry (kNotInPlan: unused)
   std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
+  std::vector<std::unique_ptr<KernelState>> kernel_states;  // by node: what its kernel prepared, or null
   bool has_async_kernels = false;  // a node completes_later
 
   std::span<const uint32_t> inputs_of(const PlanNode& n) const {

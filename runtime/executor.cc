@@ -79,9 +79,10 @@ std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNod
 // The context of one run of the node's kernel (`reusable` as reusable_inputs found it, when the
 // kernel asks).
 KernelContext Executor::context_for(StepState& step, const PlanNode& pn, const std::vector<bool>& reusable) const {
+  KernelState* state = plan_.kernel_states[static_cast<size_t>(&pn - plan_.nodes.data())].get();
   return KernelContext(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
                        step.values.data() + pn.first_output, pn.reuses_inputs ? &reusable : nullptr,
-                       pn.host_memory_outputs);
+                       pn.host_memory_outputs, state);
 }
 
 Status Executor::run_node(StepState& step, uint32_t index) const {

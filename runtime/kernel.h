@@ -1,19 +1,24 @@
-// Kernels: plain functions `Status(KernelContext&)`, one table per device kind (KernelRegistry).
-// The runtime calls kernels through this table; the only ops it names are the copies placement
-// inserts between memory spaces (runtime/placement.h). A kernel reads its node's
-// attributes and inputs from the context and must set every output. An asynchronous kernel
-// (TensorFlow's AsyncOpKernel) instead returns at once and reports through a done callback, for
-// work that waits on something outside the node (a collective's peers, a device stream).
+// Kernels: functions `Status(KernelContext&)`, one table per device kind (KernelRegistry). The
+// runtime calls kernels through this table; the only ops it names are the copies placement inserts
+// between memory spaces (runtime/placement.h). A kernel reads its node's inputs from the context and
+// must set every output. A kernel with per-node state (its attributes parsed, the library primitives
+// it built for the shapes it has seen) declares a `prepare` function that builds a KernelState once
+// per node and device when the execution plan is built (TensorFlow's OpKernel constructor); every
+// run of the node reads it through KernelContext::state. An asynchronous kernel (TensorFlow's
+// AsyncOpKernel) instead returns at once and reports through a done callback, for work that waits on
+// something outside the node (a collective's peers, a device stream).
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "graph/check.h"
 #include "graph/node.h"
 #include "graph/op_schema.h"
 #include "graph/status.h"
@@ -35,13 +40,23 @@ struct SessionResources {
 // Whether bit i of a KernelDef::host_memory_inputs or host_memory_outputs mask is set.
 inline bool in_host_memory(uint32_t mask, size_t i) { return i < 32 && (mask >> i & 1) != 0; }
 
+// What a kernel builds once per (node, device) and keeps for every run of the node (KernelDef::
+// prepare). Runs of one node may overlap (steps of one plan run concurrently), so what a state
+// changes after it was built it guards itself (runtime/bounded_cache.h is thread-safe).
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
 class KernelContext {
  public:
   KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t step_id,
                 Tensor* values, std::span<const uint32_t> input_slots, Tensor* outputs,
-                const std::vector<bool>* reusable = nullptr, uint32_t host_memory_outputs = 0)
+                const std::vector<bool>* reusable = nullptr, uint32_t host_memory_outputs = 0,
+                KernelState* state = nullptr)
       : node_(node), device_(device), resources_(resources), step_id_(step_id), values_(values),
-        input_slots_(input_slots), outputs_(outputs), reusable_(reusable), host_memory_outputs_(host_memory_outputs) {}
+        input_slots_(input_slots), outputs_(outputs), reusable_(reusable), host_memory_outputs_(host_memory_outputs),
+        state_(state) {}
 
   const graph::Node& node() const { return node_; }
   Device& device() const { return device_; }
@@ -91,6 +106,12 @@ class KernelContext {
   const T& attr(std::string_view name) const {
     return graph::checked_attr<T>(node_, name);
   }
+  // What the kernel's `prepare` built for this node (a kernel without one has none).
+  template <class State>
+  State& state() const {
+    MIRRA_CHECK(state_ != nullptr, "kernel of node '" + node_.name + "' asks for a state its KernelDef does not prepare");
+    return static_cast<State&>(*state_);
+  }
 
  private:
   const graph::Node& node_;
@@ -102,6 +123,7 @@ class KernelContext {
   Tensor* outputs_;
   const std::vector<bool>* reusable_;
   uint32_t host_memory_outputs_;
+  KernelState* state_;
 };
 
 using KernelFn = Status (*)(KernelContext&);
@@ -111,6 +133,9 @@ using KernelDone = std::function<void(Status)>;
 // its tensors stay valid; after, the kernel must not touch them. It may throw (bad_alloc) only
 // before it calls or hands `done` to anyone.
 using AsyncKernelFn = void (*)(KernelContext&, KernelDone done);
+// Builds the node's KernelState on `device` when a plan is built; an error (an attribute the kernel
+// cannot take) refuses the plan, naming the node.
+using KernelPrepareFn = graph::Expected<std::unique_ptr<KernelState>> (*)(const graph::Node& node, const Device& device);
 
 // Exactly one of `fn` and `async_fn` is set.
 struct KernelDef {
@@ -143,6 +168,8 @@ struct KernelDef {
   // An asynchronous kernel whose completion reads on the host what the device computed (a GPU's
   // CheckNumerics): a recorded step cannot hold it (Note [Captured steps], runtime/executor.h).
   bool completes_on_host = false;
+  // Set when the kernel keeps state per node (KernelContext::state).
+  KernelPrepareFn prepare = nullptr;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
   bool accepts_operand(graph::DType dtype) const {

@@ -3,7 +3,6 @@
 
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <utility>
 #include <vector>
 
@@ -66,23 +65,22 @@ std::string dnnl_key(std::string_view kind, std::initializer_list<int64_t> numbe
   return key;
 }
 
-graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,
-                                                           const std::function<DnnlPrimitive()>& make) {
-  static std::shared_mutex mutex;
-  static std::unordered_map<std::string, std::unique_ptr<const DnnlPrimitive>> cache;
-  {
-    std::shared_lock lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second.get();
-  }
-  std::unique_ptr<const DnnlPrimitive> built;
+graph::Expected<std::unique_ptr<runtime::KernelState>> prepare_dnnl_kernel(const graph::Node& /*node*/,
+                                                                         const runtime::Device& /*device*/) {
+  return std::unique_ptr<runtime::KernelState>(std::make_unique<DnnlKernelState>());
+}
+
+graph::Expected<std::shared_ptr<const DnnlPrimitive>> cached_dnnl_primitive(DnnlPrimitiveCache& cache,
+                                                                           const std::string& key,
+                                                                           const std::function<DnnlPrimitive()>& make) {
+  if (std::shared_ptr<const DnnlPrimitive> found = cache.find(key)) return found;
+  std::shared_ptr<const DnnlPrimitive> built;
   try {
-    built = std::make_unique<const DnnlPrimitive>(make());
+    built = std::make_shared<const DnnlPrimitive>(make());
   } catch (const dnnl::error& e) {
     return graph::internal_error("oneDNN cannot build " + key + ": " + e.what());
   }
-  std::unique_lock lock(mutex);
-  auto [it, inserted] = cache.try_emplace(key, std::move(built));
-  return it->second.get();
+  return cache.insert(key, std::move(built));
 }
 
 namespace {

@@ -1,9 +1,12 @@
-// oneDNN plumbing shared by the kernels that use it: the process-wide CPU engine, a cache of built
-// primitives by description, execution with a scratchpad of the caller's own, and the threads a call
-// runs with (OpenMP or oneTBB, whichever oneDNN was built on).
+// oneDNN plumbing shared by the kernels that use it: the process-wide CPU engine, the primitives a
+// node's kernel built by description, execution with a scratchpad of the caller's own, and the
+// threads a call runs with (OpenMP or oneTBB, whichever oneDNN was built on).
 //
 // Building a primitive descriptor costs tens of microseconds (implementation search, JIT); a step
-// runs the same shapes again and again, so kernels describe the problem as a key and build once.
+// runs the same shapes again and again, so kernels describe the problem as a key and build once,
+// into a cache their node holds (DnnlKernelState, built when the plan is): it keeps the problems the
+// node saw last, so a node whose shapes vary holds a bounded number of primitives, and they go with
+// the plan.
 // Primitives are created with a user scratchpad, which each execution allocates from the host
 // allocator, so two threads may run the same cached primitive at once. A primitive may want an
 // argument in its own layout (oneDNN's blocked filters, say): execution then reorders that argument
@@ -19,7 +22,9 @@
 #include <unordered_map>
 
 #include "graph/status.h"
+#include "runtime/bounded_cache.h"
 #include "runtime/device.h"
+#include "runtime/kernel.h"
 
 namespace mirra::ops::cpu {
 
@@ -53,9 +58,24 @@ struct DnnlPrimitive {
 // A cache key: `kind` followed by the numbers that describe the problem.
 std::string dnnl_key(std::string_view kind, std::initializer_list<int64_t> numbers);
 
-// The primitive cached under `key`, built by `make` the first time (errors are not cached).
-graph::Expected<const DnnlPrimitive*> cached_dnnl_primitive(const std::string& key,
-                                                           const std::function<DnnlPrimitive()>& make);
+// The primitives of one node, by key: those of its last kPrimitivesPerNode problems.
+using DnnlPrimitiveCache = runtime::BoundedCache<std::string, const DnnlPrimitive>;
+inline constexpr size_t kPrimitivesPerNode = 16;
+
+// The state of a kernel that calls oneDNN: its node's primitives (kernels with attributes to parse
+// derive from it).
+struct DnnlKernelState : runtime::KernelState {
+  DnnlPrimitiveCache primitives{kPrimitivesPerNode};
+};
+
+// KernelDef::prepare of a kernel whose state is a DnnlKernelState alone.
+graph::Expected<std::unique_ptr<runtime::KernelState>> prepare_dnnl_kernel(const graph::Node& node,
+                                                                         const runtime::Device& device);
+
+// The primitive `cache` holds under `key`, built by `make` when it holds none (errors are not cached).
+graph::Expected<std::shared_ptr<const DnnlPrimitive>> cached_dnnl_primitive(DnnlPrimitiveCache& cache,
+                                                                           const std::string& key,
+                                                                           const std::function<DnnlPrimitive()>& make);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
 // fresh scratchpad from `device`'s memory) on a stream and waits, with `threads` threads inside

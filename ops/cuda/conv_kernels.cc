@@ -3,8 +3,9 @@
 // NHWC (or NCHW); cuDNN's filters are KRSC (KCRS for NCHW) where mirra's are HWIO, so the filter is
 // permuted into a scratch tensor, and the filter gradient permuted back.
 //
-// Each problem (device, dtype, shapes, geometry, TF32) gets a ConvPlan once, kept for the process:
-// its descriptors and, found on first use, the algorithm of each direction from cuDNN's heuristics.
+// Each problem (dtype, shapes, geometry, TF32) of a node gets a ConvPlan once, kept by the node's
+// kernel state (its last kPlansPerNode problems): its descriptors and, found on first use, the
+// algorithm of each direction from cuDNN's heuristics.
 // f32 runs FMA math, so no TF32, unless the device allows it. SAME padding larger after than before
 // (cuDNN pads symmetrically) pads the input explicitly and convolves without padding, as TensorFlow
 // does; the input gradient is then computed for the padded input and its interior kept. FusedConv2D
@@ -19,7 +20,6 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <array>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +27,7 @@
 #include "ops/cuda/box_copy.h"
 #include "ops/cuda/cudnn_window.h"
 #include "ops/kernel_shapes.h"
+#include "runtime/bounded_cache.h"
 
 namespace mirra::ops::cuda {
 
@@ -187,23 +188,30 @@ class ConvPlan {
   bool fused_refused_[2] = {false, false};
 };
 
+// What a convolution kernel keeps for its node: the plans of the problems it saw last.
+constexpr size_t kPlansPerNode = 8;
+struct ConvKernelState : runtime::KernelState {
+  runtime::BoundedCache<std::array<int64_t, 19>, ConvPlan> plans{kPlansPerNode};
+};
+
+graph::Expected<std::unique_ptr<runtime::KernelState>> prepare_conv_kernel(const graph::Node& /*node*/,
+                                                                         const runtime::Device& /*device*/) {
+  return std::unique_ptr<runtime::KernelState>(std::make_unique<ConvKernelState>());
+}
+
 // The plan of the node's problem on `input` and `filter` in `data`, made on first sight and kept.
-graph::Expected<ConvPlan*> plan_for(const KernelContext& ctx, const Tensor& input, const Tensor& filter, DType data) {
+graph::Expected<std::shared_ptr<ConvPlan>> plan_for(const KernelContext& ctx, const Tensor& input, const Tensor& filter,
+                                                    DType data) {
   const Window g = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
   const bool tf32 = gpu_of(ctx).allow_tf32();
   const std::array<int64_t, 19> key = {ctx.device().id().ordinal, static_cast<int64_t>(data), tf32, g.nchw, g.batch,
                                        g.channels, g.height, g.width, filter.dim(3), g.window_h, g.window_w, g.stride_h,
                                        g.stride_w, g.dilation_h, g.dilation_w, g.pad_h, g.pad_w, g.pad_after_h, g.pad_after_w};
-  static std::mutex mutex;
-  static std::map<std::array<int64_t, 19>, std::unique_ptr<ConvPlan>> plans;
-  std::lock_guard lock(mutex);
-  std::unique_ptr<ConvPlan>& plan = plans[key];
-  if (plan == nullptr) {
-    auto made = std::make_unique<ConvPlan>(g, filter.dim(3), data, tf32);
-    MIRRA_RETURN_IF_ERROR(made->status());
-    plan = std::move(made);
-  }
-  return plan.get();
+  runtime::BoundedCache<std::array<int64_t, 19>, ConvPlan>& plans = ctx.state<ConvKernelState>().plans;
+  if (std::shared_ptr<ConvPlan> plan = plans.find(key)) return plan;
+  auto made = std::make_shared<ConvPlan>(g, filter.dim(3), data, tf32);
+  MIRRA_RETURN_IF_ERROR(made->status());
+  return plans.insert(key, std::move(made));
 }
 
 // Scratch memory for cuDNN from the device's allocator (freed in stream order like any tensor).
@@ -269,7 +277,7 @@ graph::Expected<bool> convolve(KernelContext& ctx, const Tensor& input, const Te
     MIRRA_RETURN_IF_ERROR(zero(ctx, output));  // no input channels: the bias alone
     return false;
   }
-  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, input.dtype()));
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<ConvPlan> plan, plan_for(ctx, input, filter, input.dtype()));
   MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
   MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
   if (fused_bias != nullptr) {
@@ -314,7 +322,8 @@ Status conv2d_forward(KernelContext& ctx, bool with_bias, bool relu) {
   const Tensor& input = ctx.input(0);
   const Tensor& filter = ctx.input(1);
   const Tensor* bias = with_bias ? &ctx.input(2) : nullptr;
-  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias));
+  MIRRA_RETURN_IF_ERROR(check_conv_operands(ctx, input, filter, bias, ctx.attr<std::string>("data_format") == "NCHW",
+                                            ctx.attr<bool>("f32_output") ? DType::f32 : input.dtype()));
   const Window window = Window::of(ctx, input, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations"));
   Tensor& result = allocate_result(ctx, window.output_shape(filter.dim(3)));
   if (result.num_elements() == 0) return Status();
@@ -346,7 +355,7 @@ Status fused_conv2d_kernel(KernelContext& ctx) {
 
 // d loss / d input of Conv2D into `dx`, all in one dtype; `input` gives the shape.
 Status conv2d_backprop_input(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dx) {
-  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, dy.dtype()));
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<ConvPlan> plan, plan_for(ctx, input, filter, dy.dtype()));
   MIRRA_ASSIGN_OR_RETURN(const Tensor w, plan->cudnn_filter(ctx, filter));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
   MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgo_t algorithm, plan->backward_data_algorithm(handle));
@@ -365,7 +374,7 @@ Status conv2d_backprop_input(const KernelContext& ctx, const Tensor& input, cons
 
 // d loss / d filter of Conv2D into `dw`, all in one dtype; `filter` gives the shape.
 Status conv2d_backprop_filter(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor& dy, Tensor& dw) {
-  MIRRA_ASSIGN_OR_RETURN(ConvPlan * plan, plan_for(ctx, input, filter, dy.dtype()));
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<ConvPlan> plan, plan_for(ctx, input, filter, dy.dtype()));
   MIRRA_ASSIGN_OR_RETURN(const Tensor x, plan->cudnn_input(ctx, input));
   const cudnnHandle_t handle = gpu_of(ctx).cudnn();
   MIRRA_ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgo_t algorithm, plan->backward_filter_algorithm(handle));
@@ -408,13 +417,14 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) { return conv2d_backpro
 
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({DType::f32, DType::bf16, DType::f16});
-  kernels.add("Conv2D", DeviceKind::gpu, {.fn = conv2d_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
-  kernels.add("FusedConv2D", DeviceKind::gpu,
-              {.fn = fused_conv2d_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
-  kernels.add("Conv2DBackpropInput", DeviceKind::gpu,
-              {.fn = conv2d_backprop_input_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
-  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu,
-              {.fn = conv2d_backprop_filter_kernel, .expensive = true, .dtypes = floats, .operand_dtypes = floats});
+  const auto conv = [&](runtime::KernelFn fn) {
+    return runtime::KernelDef{
+        .fn = fn, .expensive = true, .dtypes = floats, .operand_dtypes = floats, .prepare = prepare_conv_kernel};
+  };
+  kernels.add("Conv2D", DeviceKind::gpu, conv(conv2d_kernel));
+  kernels.add("FusedConv2D", DeviceKind::gpu, conv(fused_conv2d_kernel));
+  kernels.add("Conv2DBackpropInput", DeviceKind::gpu, conv(conv2d_backprop_input_kernel));
+  kernels.add("Conv2DBackpropFilter", DeviceKind::gpu, conv(conv2d_backprop_filter_kernel));
 }
 
 }  // namespace mirra::ops::cuda

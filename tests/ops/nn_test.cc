@@ -178,6 +178,52 @@ TEST_CASE("Kernels.Conv2D.matches_direct_convolution") {
   }
 }
 
+// A node keeps the oneDNN primitives of the problems it saw last (cpu::kPrimitivesPerNode): fed more
+// shapes than that, and earlier ones again after they were dropped, one Conv2D node computes each
+// as the f64 (im2col) kernel does, forward and both gradients.
+TEST_CASE("Kernels.Conv2D.one_node_computes_every_shape_it_is_fed") {
+  runtime::Random rng(17);
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {-1, -1, -1, 3});
+  auto w = ops::placeholder(b, "w", DType::f32, {3, 3, 3, 4});
+  auto y = ops::conv2d(b, x, w, {.strides = {1, 1}});
+  auto dy = ops::placeholder(b, "dy", DType::f32, {-1, -1, -1, 4});
+  const graph::AttrMap attrs = {{"padding", std::string("SAME")}};
+  auto dx = b.add_value({.op = "Conv2DBackpropInput", .inputs = {x, w, dy}, .attrs = attrs});
+  auto dw = b.add_value({.op = "Conv2DBackpropFilter", .inputs = {x, w, dy}, .attrs = attrs});
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels());
+  const Tensor filter = random_tensor<float>(rng, {3, 3, 3, 4});
+  std::vector<TensorShape> shapes;
+  for (int64_t i = 0; i < 20; ++i) shapes.push_back({1 + i % 3, 4 + i, 5 + i % 4, 3});
+  for (int64_t i = 0; i < 6; ++i) shapes.push_back(shapes[static_cast<size_t>(i)]);  // dropped by now
+  for (const TensorShape& shape : shapes) {
+    CAPTURE(shape.to_vector());
+    const Tensor input = random_tensor<float>(rng, shape);
+    const Tensor gradient = random_tensor<float>(rng, {shape.dim(0), shape.dim(1), shape.dim(2), 4});
+    auto got = session.run({{"x", input}, {"w", filter}, {"dy", gradient}}, {y, dx, dw});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    const std::vector<Tensor> operands = {as_dtype(input, DType::f64), as_dtype(filter, DType::f64),
+                                          as_dtype(gradient, DType::f64)};
+    auto forward = run_op("Conv2D", {operands[0], operands[1]}, attrs);
+    auto input_gradient = run_op("Conv2DBackpropInput", operands, attrs);
+    auto filter_gradient = run_op("Conv2DBackpropFilter", operands, attrs);
+    REQUIRE((forward.ok() && input_gradient.ok() && filter_gradient.ok()));
+    const Tensor* wanted[] = {&(*forward)[0], &(*input_gradient)[0], &(*filter_gradient)[0]};
+    for (size_t k = 0; k < 3; ++k) {
+      CAPTURE(k);
+      REQUIRE((*got)[k].shape() == wanted[k]->shape());
+      double worst = 0;
+      for (int64_t i = 0; i < wanted[k]->num_elements(); ++i) {
+        const double want = element(*wanted[k], i);
+        worst = std::max(worst, std::abs(element((*got)[k], i) - want) / std::max(1.0, std::abs(want)));
+      }
+      CHECK(worst < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("Kernels.MaxPool_and_AvgPool.match_window_loops") {
   runtime::Random rng(15);
   for (const WindowCase& c : kWindowCases) {
