@@ -1,5 +1,5 @@
 // clone_per_replica and split_batch_inputs: the program's nodes copied once per replica (or once),
-// then each replica's clones given their share of every batch input.
+// then each replica's clones given their share of every batch input, cut along its batch axis.
 #include "ops/ops.h"
 #include "strategies/replicate_passes.h"
 
@@ -67,6 +67,24 @@ graph::Status clone_per_replica(ReplicaGraph& r) {
   return graph::Status();
 }
 
+namespace {
+
+// The shares of `batch` along `axis`: SplitBatch's views of dim 0, or, along another axis, of the
+// batch transposed to carry it first, each share transposed back (two copies on the host).
+std::vector<ValueRef> split_along(graph::Builder& b, ValueRef batch, int64_t rank, int64_t axis, int replicas) {
+  if (axis == 0) return ops::split_batch(b, batch, replicas);
+  std::vector<int64_t> to_front = {axis}, back(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis) to_front.push_back(d);
+  }
+  for (int64_t d = 0; d < rank; ++d) back[static_cast<size_t>(to_front[static_cast<size_t>(d)])] = d;
+  std::vector<ValueRef> shares = ops::split_batch(b, ops::transpose(b, batch, to_front), replicas);
+  for (ValueRef& share : shares) share = ops::transpose(b, share, back);
+  return shares;
+}
+
+}  // namespace
+
 graph::Status split_batch_inputs(ReplicaGraph& r) {
   graph::Builder& b = r.builder;
   for (NodeId id : r.order) {
@@ -75,7 +93,7 @@ graph::Status split_batch_inputs(ReplicaGraph& r) {
     {
       auto scope = b.scope(r.program.graph.node(id).name);
       b.set_device(r.plan.host);
-      r.shares[id] = ops::split_batch(b, batch, r.replicas);
+      r.shares[id] = split_along(b, batch, r.graph.type(batch).shape.rank(), r.classification.batch_axis[id], r.replicas);
       b.set_device(std::nullopt);
       MIRRA_RETURN_IF_ERROR(b.status());
     }

@@ -87,10 +87,11 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
   graph::Builder& b = r.builder;
   const TrainingProgram& p = r.program;
   const graph::NodeId features = *p.graph.find(p.signature.features);
+  const int64_t axis = r.classification.batch_axis[features];  // where the features carry the batch
   const graph::DType dtype = p.graph.type(p.signature.loss).dtype;
   {
     auto scope = b.scope("global_batch");
-    r.global_batch = r.on(kHost, ops::cast(b, r.on(kHost, ops::dim_size(b, {r.copies[features][0], 0}, 0)), dtype));
+    r.global_batch = r.on(kHost, ops::cast(b, r.on(kHost, ops::dim_size(b, {r.copies[features][0], 0}, axis)), dtype));
     if (r.plan.across_workers) {
       r.global_batch = r.on(kHost, ops::all_reduce(b, {r.global_batch}, 1, "sum", r.plan.collective)[0]);
     }
@@ -100,7 +101,7 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
   for (int replica = 0; replica < r.replicas; ++replica) {
     auto scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
     const graph::ValueRef share_of_batch = r.shares.at(features)[static_cast<size_t>(replica)];
-    const graph::ValueRef local = r.on(replica, ops::cast(b, r.on(replica, ops::dim_size(b, share_of_batch, 0)), dtype));
+    const graph::ValueRef local = r.on(replica, ops::cast(b, r.on(replica, ops::dim_size(b, share_of_batch, axis)), dtype));
     scale_seed(r, replica, accumulate ? local : r.on(replica, ops::div(b, local, r.examples)));
   }
   return b.status();

@@ -14,8 +14,8 @@ void prune(TrainingProgram& program) {
   for (const std::string& batch : {s.features, s.labels}) {
     if (const auto id = g.find(batch)) roots.push_back(*id);
   }
-  for (const std::string& batch : s.batch_inputs) {
-    if (const auto id = g.find(batch)) roots.push_back(*id);
+  for (const runtime::training::BatchInput& batch : s.batch_inputs) {
+    if (const auto id = g.find(batch.name)) roots.push_back(*id);
   }
   for (const graph::Node& node : g.nodes()) {
     if (node.op == "Variable") roots.push_back(node.id);

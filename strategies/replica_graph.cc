@@ -27,9 +27,9 @@ bool writes_state_from_replicas(const graph::OpRegistry& schemas, const Node& no
 
 Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
   const graph::Graph& g = program.graph;
-  Classification c{std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
+  Classification c{std::vector<bool>(g.size(), false), std::vector<int64_t>(g.size(), 0),
                    std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
-                   std::vector<bool>(g.size(), false)};
+                   std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false)};
   std::vector<bool>& from_batch = c.from_batch;
   std::vector<bool> step_state(g.size(), false), after_gradient(g.size(), false);
   for (NodeId id : program.step_state) step_state[id] = true;
@@ -39,10 +39,11 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
     const Node& node = g.node(id);
     if (node.op == "Placeholder") {
       const graph::Shape& shape = node.outputs[0].shape;
-      const std::vector<std::string>& declared = program.signature.batch_inputs;
-      c.batch_input[id] = from_batch[id] =
-          shape.rank() > 0 && (declared.empty() ? shape.dim(0) < 0
-                                                : std::find(declared.begin(), declared.end(), node.name) != declared.end());
+      const std::vector<runtime::training::BatchInput>& declared = program.signature.batch_inputs;
+      const auto found = std::find_if(declared.begin(), declared.end(),
+                                      [&](const runtime::training::BatchInput& input) { return input.name == node.name; });
+      c.batch_input[id] = from_batch[id] = shape.rank() > 0 && (declared.empty() ? shape.dim(0) < 0 : found != declared.end());
+      c.batch_axis[id] = found != declared.end() ? found->axis : 0;
       c.uniform[id] = !c.batch_input[id];
       continue;
     }

@@ -22,8 +22,9 @@ inline constexpr int kHost = -1;
 
 // Which nodes of the one-replica graph are cloned per replica.
 struct Classification {
-  // Placeholders whose dim 0 is the batch: the signature's batch inputs, or those with dim 0 unknown.
+  // Placeholders that carry the batch: the signature's batch inputs, or those with dim 0 unknown.
   std::vector<bool> batch_input;
+  std::vector<int64_t> batch_axis;  // by node: the axis a batch input carries the batch along
   std::vector<bool> from_batch;   // nodes that depend on a batch input (or on the gradients' seed)
   std::vector<bool> replicated;
   // Computed from state and aggregated gradients alone, so every replica's copy holds the same value

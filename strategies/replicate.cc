@@ -85,10 +85,15 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
   }
   MIRRA_ASSIGN_OR_RETURN(std::vector<graph::NodeId> order, p.graph.topological_order());
   ReplicaGraph r(p, plan, std::move(order));
-  for (const std::string& name : p.signature.batch_inputs) {
-    const auto id = p.graph.find(name);
+  for (const runtime::training::BatchInput& input : p.signature.batch_inputs) {
+    const auto id = p.graph.find(input.name);
     if (!id || p.graph.node(*id).op != "Placeholder" || p.graph.node(*id).outputs[0].shape.rank() == 0) {
-      return graph::invalid_argument("replicate: batch input '" + name + "' is not a placeholder with a batch dim");
+      return graph::invalid_argument("replicate: batch input '" + input.name + "' is not a placeholder with a batch dim");
+    }
+    const int64_t rank = p.graph.node(*id).outputs[0].shape.rank();
+    if (input.axis < 0 || input.axis >= rank) {
+      return graph::invalid_argument("replicate: batch input '" + input.name + "' has no axis " +
+                                     std::to_string(input.axis) + " (it has " + std::to_string(rank) + ")");
     }
   }
   if (!r.classification.batch_input[*features]) {

@@ -39,13 +39,21 @@ struct TrainingMetric {
   friend bool operator==(const TrainingMetric&, const TrainingMetric&) = default;
 };
 
+// A placeholder that carries the batch, and the axis it carries it along: 0 for [batch, ...], 1 for a
+// time-major sequence [time, batch, ...].
+struct BatchInput {
+  std::string name;
+  int64_t axis = 0;
+  friend bool operator==(const BatchInput&, const BatchInput&) = default;
+};
+
 struct TrainingGraph {
   std::string features = "images";  // placeholders fed from the batches
   std::string labels = "labels";
-  // The placeholders that carry the batch along dim 0, which a replicating strategy splits between
-  // its replicas (features among them); every other placeholder is fed whole to every replica. Empty:
-  // every placeholder whose dim 0 is unknown.
-  std::vector<std::string> batch_inputs;
+  // The placeholders that carry the batch, which a replicating strategy splits between its replicas
+  // along their axes (features among them); every other placeholder is fed whole to every replica.
+  // Empty: every placeholder whose dim 0 is unknown, along dim 0.
+  std::vector<BatchInput> batch_inputs;
   graph::ValueRef loss;                          // scalar: the batch's mean loss
   // What the loss averages over. Invalid (the default): the elements of its ReduceMean over the batch
   // (the examples, or the examples' tokens). Else a scalar count computed from the batch alone that

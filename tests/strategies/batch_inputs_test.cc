@@ -1,8 +1,10 @@
 // The signature's batch inputs (TrainingGraph::batch_inputs): only the declared placeholders are
 // split between the replicas, so a placeholder of unknown length that is not a batch (per-class
 // weights fed every step) reaches every replica whole, and Mirrored and CentralStorage over 2 and 3
-// replicas train as one device. A declared name that is no placeholder is refused, and so is a
-// signature whose features are not among its batch inputs.
+// replicas train as one device; a time-major input ([time, batch, features], batch axis 1) is split
+// along its axis and trains as one device too. A declared name that is no placeholder is refused,
+// and so are an axis the input does not have and a signature whose features are not among its batch
+// inputs.
 #include <doctest/doctest.h>
 
 #include "tests/strategies/strategy_test_util.h"
@@ -12,12 +14,13 @@ namespace {
 
 using graph::DType;
 using graph::ValueRef;
+using runtime::training::BatchInput;
 
 constexpr int64_t kFeatures = 4, kClasses = 3;
 
 // Cross-entropy weighted by the mean of the fed class weights (a scale that does not depend on the
 // batch), with the batch inputs declared or not.
-TrainingProgram build(std::vector<std::string> batch_inputs) {
+TrainingProgram build(std::vector<BatchInput> batch_inputs) {
   TrainingProgram program;
   graph::Builder b(program.graph, ops::registry(), /*seed=*/9);
   const ValueRef x = ops::placeholder(b, "images", DType::f64, {-1, kFeatures});
@@ -68,7 +71,7 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
 }
 
 TEST_CASE("Strategies.split_only_the_declared_batch_inputs") {
-  const TrainingProgram program = build({"images", "labels"});
+  const TrainingProgram program = build({{"images"}, {"labels"}});
   const Trained reference = train(program, "one_device", 1);
   for (const char* strategy : {"mirrored", "central_storage"}) {
     for (int replicas : {2, 3}) {
@@ -84,13 +87,88 @@ TEST_CASE("Strategies.split_only_the_declared_batch_inputs") {
   }
 }
 
+constexpr int64_t kTime = 3;
+
+// A time-major classifier: images [time, batch, features], each time step weighed by a trained
+// factor, averaged over time, then a dense layer and cross-entropy.
+TrainingProgram build_time_major() {
+  TrainingProgram program;
+  graph::Builder b(program.graph, ops::registry(), /*seed=*/11);
+  const ValueRef x = ops::placeholder(b, "images", DType::f64, {kTime, -1, kFeatures});
+  const ValueRef steps = ops::variable(b, "steps", {kTime, 1, 1}, ops::Initializer::glorot_uniform(), DType::f64);
+  const ValueRef w = ops::variable(b, "w", {kFeatures, kClasses}, ops::Initializer::glorot_uniform(), DType::f64);
+  const ValueRef pooled = ops::reduce_mean(b, ops::mul(b, x, steps), {0});
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, pooled, w));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::sgd(0.5));
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  program.signature = {.batch_inputs = {{"images", 1}, {"labels", 0}}, .loss = objective.loss,
+                       .correct = objective.correct, .train = train->train, .learning_rate = train->learning_rate};
+  program.variables_and_gradients = train->variables_and_gradients;
+  program.loss_gradient = train->loss_gradient;
+  program.step_state = train->step_state;
+  return program;
+}
+
+struct TrainedTimeMajor {
+  std::vector<double> losses, corrects;
+  std::map<std::string, std::vector<double>> variables;  // replica-free names
+};
+
+TrainedTimeMajor train_time_major(const std::string& strategy, int replicas) {
+  auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
+  REQUIRE(made.ok());
+  auto distributed = (*made)->distribute(build_time_major());
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+  runtime::Random rng(43);
+  TrainedTimeMajor out;
+  for (const int64_t size : {7, 5, 2, 4}) {
+    std::vector<double> x(static_cast<size_t>(kTime * size * kFeatures));
+    std::vector<int64_t> labels(static_cast<size_t>(size));
+    for (double& v : x) v = 2 * rng.uniform() - 1;
+    for (int64_t& v : labels) v = static_cast<int64_t>(rng.below(kClasses));
+    auto step = session.run(
+        {{"images", runtime::Tensor::from<double>(runtime::TensorShape({kTime, size, kFeatures}), std::span<const double>(x))},
+         {"labels", runtime::Tensor::from<int64_t>(runtime::TensorShape({size}), std::span<const int64_t>(labels))}},
+        {distributed->signature.loss, distributed->signature.correct}, {distributed->signature.train});
+    REQUIRE_MESSAGE(step.ok(), step.status().to_string());
+    out.losses.push_back((*step)[0].values<double>()[0]);
+    out.corrects.push_back((*step)[1].values<float>()[0]);
+  }
+  for (const auto& [name, value] : float_variables(session)) {
+    int replica = -1;
+    const std::string plain(replica_free_name(name, &replica));
+    if (replica <= 0) out.variables[plain] = value;
+  }
+  return out;
+}
+
+TEST_CASE("Strategies.split_a_time_major_batch_along_its_axis") {
+  const TrainedTimeMajor reference = train_time_major("one_device", 1);
+  for (const auto& [strategy, replicas] : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
+    const std::string strategy_name = strategy;
+    const int replica_count = replicas;  // a structured binding cannot be captured (C++20)
+    CAPTURE(strategy_name);
+    CAPTURE(replica_count);
+    const TrainedTimeMajor got = train_time_major(strategy, replicas);
+    for (size_t step = 0; step < got.losses.size(); ++step) {
+      CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
+      CHECK(got.corrects[step] == reference.corrects[step]);
+    }
+    for (const char* variable : {"steps", "w"}) check_within(variable, got.variables.at(variable), reference.variables.at(variable), 1e-12);
+  }
+}
+
 TEST_CASE("Strategies.refuse_batch_inputs_that_are_not_placeholders_or_leave_out_the_features") {
   auto made = make_strategy({.strategy = "mirrored", .devices = devices_of(graph::DeviceKind::cpu, 2)});
   REQUIRE(made.ok());
-  auto refused = (*made)->distribute(build({"images", "w"}));
+  auto refused = (*made)->distribute(build({{"images"}, {"w"}}));
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message() == "replicate: batch input 'w' is not a placeholder with a batch dim");
-  refused = (*made)->distribute(build({"labels"}));
+  refused = (*made)->distribute(build({{"images", 2}, {"labels"}}));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "replicate: batch input 'images' has no axis 2 (it has 2)");
+  refused = (*made)->distribute(build({{"labels"}}));
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message() == "replicate: 'images' is not a batch input (the signature's batch inputs)");
 }
