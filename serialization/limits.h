@@ -12,9 +12,9 @@ inline constexpr int kMaxRank = 8;
 inline constexpr int64_t kMaxDim = int64_t{1} << 31;
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;  // also for variables created from an initialiser
 inline constexpr size_t kMaxNodes = size_t{1} << 22;
-// Model files: this build writes version 2 and reads 1 and 2 (see Note [Model file versions] in
+// Model files: this build writes version 4 and reads 1 to 4 (see Note [Model file versions] in
 // model_reader.cc). Checkpoints: version 1.
-inline constexpr uint32_t kModelFormatVersion = 3;
+inline constexpr uint32_t kModelFormatVersion = 4;
 inline constexpr uint32_t kOldestModelFormatVersion = 1;
 inline constexpr uint32_t kCheckpointFormatVersion = 1;
 

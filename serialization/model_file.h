@@ -30,6 +30,13 @@ struct Metric {
   friend bool operator==(const Metric&, const Metric&) = default;
 };
 
+// A placeholder that carries the batch, and its axis, as runtime::training::BatchInput.
+struct BatchInput {
+  std::string placeholder;
+  int64_t axis = 0;
+  friend bool operator==(const BatchInput&, const BatchInput&) = default;
+};
+
 struct OptimizerSpec {
   std::string kind = "sgd";         // sgd, momentum, adam, adamw (ops::optimizer_from_spec reads it)
   graph::AttrMap hyper_parameters;  // learning_rate, momentum, ...
@@ -40,6 +47,9 @@ struct OptimizerSpec {
 struct TrainingSignature {
   std::string features = "images";  // Placeholder names
   std::string labels = "labels";
+  // The placeholders a replicating strategy splits, each along its axis (features among them); empty:
+  // every placeholder whose dim 0 is unknown (runtime::training::TrainingGraph::batch_inputs).
+  std::vector<BatchInput> batch_inputs;
   graph::ValueRef loss;             // scalar mean loss of a batch
   // What it averages over when not the elements of its mean over the batch: a scalar counted from the
   // batch (runtime::training::TrainingGraph::loss_weight); invalid: the elements.

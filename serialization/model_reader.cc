@@ -24,7 +24,10 @@
 // list for every axis, so reading a version 1 file drops a reduction's empty "axes". Version 3 added
 // the signature's state updates (writes of state the train step runs) and loss weight (what the loss
 // averages over); older files have none, which is what they meant: no such write, and a loss averaged
-// over the elements of its mean.
+// over the elements of its mean. Version 4 added the signature's batch inputs (the placeholders split
+// between replicas, each with its axis); an older file has none, which is the rule it was trained
+// under: every placeholder whose dim 0 is unknown, along dim 0. An older build refuses a newer file
+// rather than split it by the other rule.
 #include <set>
 
 #include "graph/op_schema.h"
@@ -163,11 +166,35 @@ class ModelReader {
     return model_.graph.node(index).name;
   }
 
+  // Each a Placeholder with the axis, once, and the features among them (when any is declared).
+  graph::Status read_batch_inputs(const fb::Signature& in) {
+    const auto* inputs = in.batch_inputs();
+    if (inputs == nullptr || inputs->size() == 0) return graph::Status();
+    TrainingSignature& out = model_.signature;
+    for (const fb::BatchInput* input : *inputs) {
+      MIRRA_ASSIGN_OR_RETURN(std::string name, placeholder(input->placeholder(), "batch input"));
+      const int64_t rank = model_.graph.node(input->placeholder()).outputs[0].shape.rank();
+      if (input->axis() >= rank) {
+        return error("the signature's batch input '" + name + "' has no axis " + std::to_string(input->axis()) +
+                     " (it has " + std::to_string(rank) + ")");
+      }
+      for (const BatchInput& earlier : out.batch_inputs) {
+        if (earlier.placeholder == name) return error("the signature's batch input '" + name + "' appears twice");
+      }
+      out.batch_inputs.push_back({std::move(name), static_cast<int64_t>(input->axis())});
+    }
+    for (const BatchInput& input : out.batch_inputs) {
+      if (input.placeholder == out.features) return graph::Status();
+    }
+    return error("the signature's batch inputs leave out the features '" + out.features + "'");
+  }
+
   graph::Status read_signature() {
     const fb::Signature& in = *file_.signature();
     TrainingSignature& out = model_.signature;
     MIRRA_ASSIGN_OR_RETURN(out.features, placeholder(in.features(), "features"));
     MIRRA_ASSIGN_OR_RETURN(out.labels, placeholder(in.labels(), "labels"));
+    MIRRA_RETURN_IF_ERROR(read_batch_inputs(in));
     MIRRA_ASSIGN_OR_RETURN(out.loss, value(in.loss(), "loss"));
     const graph::TensorType& loss = model_.graph.type(out.loss);
     if (!graph::is_floating(loss.dtype) || loss.shape.rank() != 0) {

@@ -1,5 +1,6 @@
 // serialize_model / save_model: the graph renumbered into topological order, weights 64-byte aligned.
 #include <ctime>
+#include <limits>
 #include <unordered_map>
 
 #include "serialization/attr_codec.h"
@@ -63,6 +64,15 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
   }
   MIRRA_ASSIGN_OR_RETURN(const uint32_t features, node_index(model.signature.features, "features"));
   MIRRA_ASSIGN_OR_RETURN(const uint32_t labels, node_index(model.signature.labels, "labels"));
+  std::vector<fb::BatchInput> batch_inputs;
+  for (const BatchInput& input : model.signature.batch_inputs) {
+    MIRRA_ASSIGN_OR_RETURN(const uint32_t index, node_index(input.placeholder, "batch input"));
+    if (input.axis < 0 || input.axis > std::numeric_limits<uint32_t>::max()) {
+      return graph::invalid_argument("the signature's batch input '" + input.placeholder + "' has axis " +
+                                     std::to_string(input.axis));
+    }
+    batch_inputs.emplace_back(index, static_cast<uint32_t>(input.axis));
+  }
   std::vector<uint32_t> state_updates;
   for (const std::string& update : model.signature.state_updates) {
     MIRRA_ASSIGN_OR_RETURN(const uint32_t index, node_index(update, "state update"));
@@ -103,7 +113,8 @@ graph::Expected<flatbuffers::DetachedBuffer> serialize_model(const Model& model)
       model.signature.loss_weight.valid() ? renumbered(index_of, model.signature.loss_weight) : fb::ValueRef();
   const auto signature = fb::CreateSignature(fbb, features, labels, &loss, fbb.CreateVector(metrics), optimizer,
                                              fbb.CreateVector(state_updates),
-                                             model.signature.loss_weight.valid() ? &loss_weight : nullptr);
+                                             model.signature.loss_weight.valid() ? &loss_weight : nullptr,
+                                             fbb.CreateVectorOfStructs(batch_inputs));
   const ModelMetadata& meta = model.metadata;
   const auto metadata = fb::CreateMetadata(
       fbb, fbb.CreateString(meta.producer.empty() ? "mirra 0.1.0" : meta.producer),

@@ -369,7 +369,7 @@ TEST_CASE("ModelFile.versions.reduction_axes_keep_their_meaning") {
   const graph::NodeId mean = *model.graph.find("objective/ReduceMean");  // the loss: a mean over the batch
   CHECK_FALSE(model.graph.node(mean).attrs.contains("axes"));
   std::vector<uint8_t> bytes = bytes_of(model);
-  CHECK(fb::GetModel(bytes.data())->format_version() == 3);
+  CHECK(fb::GetModel(bytes.data())->format_version() == 4);
   auto loaded = parse_model(bytes, ops::registry());
   REQUIRE(loaded.ok());
   CHECK(loaded->graph.type(loaded->signature.loss).to_string() == "f32[]");
@@ -383,8 +383,8 @@ TEST_CASE("ModelFile.versions.reduction_axes_keep_their_meaning") {
   REQUIRE(old.ok());  // version 1: over every axis
   CHECK(old->graph.type(old->signature.loss).to_string() == "f32[]");
   CHECK_FALSE(old->graph.node(mean).attrs.contains("axes"));
-  REQUIRE(mutable_model(bytes)->mutate_format_version(4));
-  require_rejected(bytes, "format version 4 is not supported (this build reads 1 to 3)");
+  REQUIRE(mutable_model(bytes)->mutate_format_version(5));
+  require_rejected(bytes, "format version 5 is not supported (this build reads 1 to 4)");
 }
 
 // Version 3's state updates: a moving mean the train step writes, kept with its variable's
@@ -422,6 +422,54 @@ TEST_CASE("ModelFile.state_updates.round_trip_and_are_checked") {
   SUBCASE("a name the writer cannot find") {
     model.signature.state_updates = {"stats/nothing"};
     CHECK(serialize_model(model).status().message() == "the signature's state update 'stats/nothing' is not a node of the graph");
+  }
+}
+
+// Version 4's batch inputs: kept with their axes when declared, none when not (an older file's rule:
+// every placeholder whose dim 0 is unknown); refused when one is no Placeholder, lacks its axis, appears
+// twice or the declaration leaves out the features.
+TEST_CASE("ModelFile.batch_inputs.round_trip_and_are_checked") {
+  Model model = testing::tiny_model();
+  std::vector<uint8_t> bytes = bytes_of(model);
+  REQUIRE(fb::GetModel(bytes.data())->signature()->batch_inputs() != nullptr);
+  CHECK(fb::GetModel(bytes.data())->signature()->batch_inputs()->size() == 0);
+  auto implicit = parse_model(bytes, ops::registry());
+  REQUIRE_MESSAGE(implicit.ok(), implicit.status().to_string());
+  CHECK(implicit->signature.batch_inputs.empty());
+
+  model.signature.batch_inputs = {{"images", 1}, {"labels", 0}};
+  bytes = bytes_of(model);
+  auto loaded = parse_model(bytes, ops::registry());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  require_same(model, *loaded);
+  CHECK(loaded->signature.batch_inputs == std::vector<BatchInput>{{"images", 1}, {"labels", 0}});
+
+  auto* inputs = mutable_model(bytes)->mutable_signature()->mutable_batch_inputs();
+  REQUIRE(inputs->size() == 2);
+  SUBCASE("no Placeholder") {
+    const uint32_t loss = node_index(bytes, model.graph.node(model.signature.loss.node).name);
+    inputs->GetMutableObject(1)->mutate_placeholder(loss);
+    require_rejected(bytes, "the signature's batch input (node " + std::to_string(loss) + ") is not a Placeholder");
+  }
+  SUBCASE("out of range") {
+    inputs->GetMutableObject(0)->mutate_placeholder(0xfffffff0u);
+    require_rejected(bytes, "the signature's batch input (node 4294967280) is not a Placeholder");
+  }
+  SUBCASE("an axis the placeholder lacks") {
+    inputs->GetMutableObject(0)->mutate_axis(4);
+    require_rejected(bytes, "the signature's batch input 'images' has no axis 4 (it has 4)");
+  }
+  SUBCASE("twice") {
+    inputs->GetMutableObject(1)->mutate_placeholder(node_index(bytes, "images"));
+    require_rejected(bytes, "the signature's batch input 'images' appears twice");
+  }
+  SUBCASE("without the features") {
+    model.signature.batch_inputs = {{"labels", 0}};
+    require_rejected(bytes_of(model), "the signature's batch inputs leave out the features 'images'");
+  }
+  SUBCASE("a name the writer cannot find") {
+    model.signature.batch_inputs = {{"images", 0}, {"nothing", 0}};
+    CHECK(serialize_model(model).status().message() == "the signature's batch input 'nothing' is not a node of the graph");
   }
 }
 

@@ -22,7 +22,7 @@ def main():
     if not Model.ModelBufferHasIdentifier(data, 0):
         sys.exit(f"{path}: no MIRA identifier")
     model = Model.GetRootAs(data, 0)
-    if model.FormatVersion() not in (1, 2, 3):
+    if model.FormatVersion() not in (1, 2, 3, 4):
         sys.exit(f"{path}: format version {model.FormatVersion()}")
     graph = model.Graph()
     ops = {}

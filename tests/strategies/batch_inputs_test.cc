@@ -4,10 +4,12 @@
 // replicas train as one device; a time-major input ([time, batch, features], batch axis 1) is split
 // along its axis and trains as one device too. A declared name that is no placeholder is refused,
 // and so are an axis the input does not have and a signature whose features are not among its batch
-// inputs.
+// inputs. The declaration is kept in model files.
 #include <doctest/doctest.h>
 
+#include "serialization/model_file.h"
 #include "tests/strategies/strategy_test_util.h"
+#include "tools/mirra/model_program.h"
 
 namespace mirra::strategies::test {
 namespace {
@@ -89,20 +91,35 @@ TEST_CASE("Strategies.split_only_the_declared_batch_inputs") {
 
 constexpr int64_t kTime = 3;
 
-// A time-major classifier: images [time, batch, features], each time step weighed by a trained
-// factor, averaged over time, then a dense layer and cross-entropy.
-TrainingProgram build_time_major() {
-  TrainingProgram program;
-  graph::Builder b(program.graph, ops::registry(), /*seed=*/11);
+// A time-major classifier as a model file holds it: images [time, batch, features], each time step
+// weighed by a trained factor, averaged over time, then a dense layer and cross-entropy.
+serialization::Model time_major_model() {
+  serialization::Model model;
+  graph::Builder b(model.graph, ops::registry(), /*seed=*/11);
   const ValueRef x = ops::placeholder(b, "images", DType::f64, {kTime, -1, kFeatures});
   const ValueRef steps = ops::variable(b, "steps", {kTime, 1, 1}, ops::Initializer::glorot_uniform(), DType::f64);
   const ValueRef w = ops::variable(b, "w", {kFeatures, kClasses}, ops::Initializer::glorot_uniform(), DType::f64);
   const ValueRef pooled = ops::reduce_mean(b, ops::mul(b, x, steps), {0});
   const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, pooled, w));
-  auto train = ops::minimize(b, objective.loss, ops::Optimizer::sgd(0.5));
+  REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
+  model.signature = {.batch_inputs = {{"images", 1}, {"labels", 0}},
+                     .loss = objective.loss,
+                     .metrics = {{"correct", objective.correct}},
+                     .optimizer = {.kind = "sgd", .hyper_parameters = {{"learning_rate", 0.5}}}};
+  return model;
+}
+
+// The same model built with the C++ API.
+TrainingProgram build_time_major() {
+  const serialization::Model model = time_major_model();
+  TrainingProgram program;
+  program.graph = model.graph;
+  graph::Builder b(program.graph, ops::registry());
+  auto train = ops::minimize(b, model.signature.loss, ops::Optimizer::sgd(0.5));
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
-  program.signature = {.batch_inputs = {{"images", 1}, {"labels", 0}}, .loss = objective.loss,
-                       .correct = objective.correct, .train = train->train, .learning_rate = train->learning_rate};
+  program.signature = {.batch_inputs = {{"images", 1}, {"labels", 0}}, .loss = model.signature.loss,
+                       .correct = model.signature.metric("correct"), .train = train->train,
+                       .learning_rate = train->learning_rate};
   program.variables_and_gradients = train->variables_and_gradients;
   program.loss_gradient = train->loss_gradient;
   program.step_state = train->step_state;
@@ -114,10 +131,10 @@ struct TrainedTimeMajor {
   std::map<std::string, std::vector<double>> variables;  // replica-free names
 };
 
-TrainedTimeMajor train_time_major(const std::string& strategy, int replicas) {
+TrainedTimeMajor train_time_major(const TrainingProgram& program, const std::string& strategy, int replicas) {
   auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
   REQUIRE(made.ok());
-  auto distributed = (*made)->distribute(build_time_major());
+  auto distributed = (*made)->distribute(program);
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
   runtime::Random rng(43);
@@ -143,20 +160,52 @@ TrainedTimeMajor train_time_major(const std::string& strategy, int replicas) {
   return out;
 }
 
-TEST_CASE("Strategies.split_a_time_major_batch_along_its_axis") {
-  const TrainedTimeMajor reference = train_time_major("one_device", 1);
+void check_time_major_trains_as_one_device(const TrainingProgram& program, const TrainedTimeMajor& reference) {
   for (const auto& [strategy, replicas] : {std::pair{"mirrored", 2}, std::pair{"mirrored", 3}, std::pair{"central_storage", 2}}) {
     const std::string strategy_name = strategy;
     const int replica_count = replicas;  // a structured binding cannot be captured (C++20)
     CAPTURE(strategy_name);
     CAPTURE(replica_count);
-    const TrainedTimeMajor got = train_time_major(strategy, replicas);
+    const TrainedTimeMajor got = train_time_major(program, strategy, replicas);
     for (size_t step = 0; step < got.losses.size(); ++step) {
       CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
       CHECK(got.corrects[step] == reference.corrects[step]);
     }
     for (const char* variable : {"steps", "w"}) check_within(variable, got.variables.at(variable), reference.variables.at(variable), 1e-12);
   }
+}
+
+TEST_CASE("Strategies.split_a_time_major_batch_along_its_axis") {
+  const TrainingProgram program = build_time_major();
+  check_time_major_trains_as_one_device(program, train_time_major(program, "one_device", 1));
+}
+
+// The declaration travels in the model file: the runner's program from the loaded file splits the
+// time-major batch as the C++ API's does. Without it, the implicit rule finds no batch input.
+TEST_CASE("Strategies.model_files_keep_the_batch_inputs") {
+  serialization::Model model = time_major_model();
+  auto bytes = serialization::serialize_model(model);
+  REQUIRE(bytes.ok());
+  auto loaded = serialization::parse_model({bytes->data(), bytes->size()}, ops::registry());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  CHECK(loaded->signature.batch_inputs == model.signature.batch_inputs);
+  auto from_file = runner::build_model_program(*loaded);
+  REQUIRE_MESSAGE(from_file.ok(), from_file.status().to_string());
+  CHECK(from_file->program.signature.batch_inputs == std::vector<BatchInput>{{"images", 1}, {"labels", 0}});
+  check_time_major_trains_as_one_device(from_file->program, train_time_major(build_time_major(), "one_device", 1));
+
+  model.signature.batch_inputs.clear();
+  bytes = serialization::serialize_model(model);
+  REQUIRE(bytes.ok());
+  loaded = serialization::parse_model({bytes->data(), bytes->size()}, ops::registry());
+  REQUIRE(loaded.ok());
+  from_file = runner::build_model_program(*loaded);
+  REQUIRE(from_file.ok());
+  auto made = make_strategy({.strategy = "mirrored", .devices = devices_of(graph::DeviceKind::cpu, 2)});
+  REQUIRE(made.ok());
+  const auto refused = (*made)->distribute(from_file->program);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "replicate: 'images' is not a batch input (dim 0 unknown)");
 }
 
 TEST_CASE("Strategies.refuse_batch_inputs_that_are_not_placeholders_or_leave_out_the_features") {

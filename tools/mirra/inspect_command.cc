@@ -78,6 +78,9 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
   const serialization::TrainingSignature& s = model.signature;
   std::printf("signature: features %s, labels %s, loss %s (%s)", s.features.c_str(), s.labels.c_str(),
               g.node(s.loss.node).name.c_str(), g.type(s.loss).to_string().c_str());
+  for (const serialization::BatchInput& input : s.batch_inputs) {
+    std::printf(", batch input %s (axis %lld)", input.placeholder.c_str(), static_cast<long long>(input.axis));
+  }
   for (const auto& m : s.metrics) {
     std::printf(", metric %s = %s (%s", m.name.c_str(), g.node(m.value.node).name.c_str(), m.reduction.c_str());
     if (m.weight.valid()) std::printf(" over %s", g.node(m.weight.node).name.c_str());

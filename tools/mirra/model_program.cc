@@ -13,6 +13,9 @@ graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serial
                                          .loss = signature.loss,
                                          .loss_weight = signature.loss_weight,
                                          .correct = correct};
+  for (const serialization::BatchInput& input : signature.batch_inputs) {
+    graph.batch_inputs.push_back({.name = input.placeholder, .axis = input.axis});
+  }
   for (const serialization::Metric& metric : signature.metrics) {
     if (metric.name == "correct") continue;
     graph.metrics.push_back({.name = metric.name,
