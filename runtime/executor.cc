@@ -3,7 +3,6 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <future>
 
@@ -17,10 +16,6 @@ using executor_detail::call_kernel;
 using executor_detail::invoke_kernel;
 using executor_detail::launch;
 using executor_detail::stream_of;
-
-int64_t steady_now_ns() {
-  return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
-}
 
 }  // namespace
 
@@ -91,9 +86,9 @@ Status Executor::run_node(StepState& step, uint32_t index) const {
   Tensor* outputs = step.values.data() + pn.first_output;
   const std::vector<bool> reusable = pn.reuses_inputs ? reusable_inputs(step, pn) : std::vector<bool>();
   KernelContext context = context_for(step, pn, reusable);
-  const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
+  if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
   const Status status = call_kernel(pn.fn, context);
-  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
+  if (step.observer != nullptr) step.observer->on_node_end(index, *pn.node);
   if (!status.ok()) return status.with_context(describe(pn));
   return check_outputs(pn, outputs);
 }
@@ -109,44 +104,35 @@ void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uin
   call->continuation = tasks.defer([this, &step, &tasks, index, call] {
     std::unique_ptr<AsyncNode> finished(call);
     const PlanNode& node = plan_.nodes[index];
-    if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, finished->start_ns, finished->end_ns};
-    Status status = finished->status;
-    if (!node.on_stream && step.capture == nullptr) {  // checked on its stream, or not run yet (recorded)
+    Status status = std::move(finished->status);
+    finished.reset();
+    if (!node.on_stream) {  // one on a stream was checked there
       status = status.ok() ? check_outputs(node, step.values.data() + node.first_output) : status.with_context(describe(node));
-    }
-    if (step.capture != nullptr) {
-      step.capture->keep(std::move(finished));  // its context is what the replays run
-    } else {
-      finished.reset();
     }
     if (!status.ok()) {
       step.record(status);
       return;
     }
+    release_inputs(step, node);
+    // A node on a stream handed its early consumers over when it was enqueued.
     std::vector<uint32_t> next;
-    if (step.capture == nullptr) release_inputs(step, node);  // a recorded step keeps its values
-    // A node on a stream handed its early consumers over when it was enqueued; a recorded one did not.
-    const bool handed_over = node.on_stream && step.capture == nullptr;
-    make_ready(step, handed_over ? plan_.late_consumers_of(index) : plan_.consumers_of(node), next, tasks);
+    make_ready(step, node.on_stream ? plan_.late_consumers_of(index) : plan_.consumers_of(node), next, tasks);
     process(step, std::move(next), tasks);
   });
-  const bool timed = step.timeline != nullptr;
-  KernelDone done = [call, arena = &*step.arena, timed, on_stream = pn.on_stream](Status status) {
-    if (timed && !on_stream) call->end_ns = steady_now_ns();
-    call->status = std::move(status);
-    arena->enqueue(std::move(call->continuation));
-  };
-  if (step.capture != nullptr) {
-    record_node(step, index, *call, std::move(done));
-    return;
-  }
   if (pn.on_stream) {
-    enqueue_on_stream(step, index, *call, std::move(done));
+    enqueue_on_stream(step, index, *call, [call, arena = &*step.arena](Status status) {
+      call->status = std::move(status);
+      arena->enqueue(std::move(call->continuation));
+    });
     make_ready(step, plan_.early_consumers_of(index), ready, tasks);
     return;
   }
-  call->start_ns = timed ? steady_now_ns() : 0;
-  launch(pn, call->context, std::move(done));
+  if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
+  launch(pn, call->context, [call, arena = &*step.arena, observer = step.observer, &pn, index](Status status) {
+    if (observer != nullptr) observer->on_node_end(index, *pn.node);
+    call->status = std::move(status);
+    arena->enqueue(std::move(call->continuation));
+  });
 }
 
 // The node's kernel as work on its stream, after the events of its producers on other streams (on
@@ -159,14 +145,13 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
   Stream& stream = stream_of(pn);
   if (pn.on_communication_stream) stream.wait(pn.device->compute_stream().record());
   for (uint32_t producer : plan_.stream_waits_of(index)) stream.wait(step.events[producer]);
-  stream.enqueue([this, &step, &pn, &call, done = std::move(done)] {
+  stream.enqueue([this, &step, &pn, &call, index, done = std::move(done)] {
     if (step.failed.load(std::memory_order_acquire)) return done(graph::aborted(describe(pn) + ": not run, the step failed"));
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
-    const bool timed = step.timeline != nullptr;
-    call.start_ns = timed ? steady_now_ns() : 0;
+    if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
     Status status = call_kernel(pn.fn, call.context);
-    call.end_ns = timed ? steady_now_ns() : 0;
+    if (step.observer != nullptr) step.observer->on_node_end(index, *pn.node);
     status = status.ok() ? check_outputs(pn, step.values.data() + pn.first_output) : status.with_context(describe(pn));
     if (!status.ok()) {
       step.record(status);
@@ -191,10 +176,10 @@ Status Executor::run_async_node_to_completion(StepState& step, uint32_t index) c
   KernelContext context = context_for(step, pn, reusable);
   std::promise<Status> finished;
   std::future<Status> result = finished.get_future();
-  const int64_t start = step.timeline != nullptr ? steady_now_ns() : 0;
+  if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
   launch(pn, context, [&finished](Status status) { finished.set_value(std::move(status)); });
   const Status status = result.get();
-  if (step.timeline != nullptr) (*step.timeline)[index] = {pn.node->id, start, steady_now_ns()};
+  if (step.observer != nullptr) step.observer->on_node_end(index, *pn.node);
   if (!status.ok()) return status.with_context(describe(pn));
   return check_outputs(pn, step.values.data() + pn.first_output);
 }
@@ -269,14 +254,8 @@ void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb
     ready.pop_back();
     if (step.failed.load(std::memory_order_acquire)) return;
     const PlanNode& pn = plan_.nodes[index];
-    if (step.capture != nullptr && !pn.device->asynchronous()) {
-      // A host node while the step records: before the devices' work it runs now, after it it waits
-      // for the replay.
-      if (const Status status = record_host_node(step, index); !status.ok()) {
-        step.record(status);
-        return;
-      }
-      make_ready(step, plan_.consumers_of(pn), ready, tasks);
+    if (step.capture != nullptr) {
+      record_ready_node(step, index, ready, tasks);
       continue;
     }
     if (pn.completes_later) {
@@ -355,7 +334,7 @@ void Executor::run_sequential(StepState& step) const {
       continue;
     }
     auto* call = new AsyncNode(*this, step, pn);
-    call->start_ns = step.timeline != nullptr ? steady_now_ns() : 0;
+    if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
     {
       std::lock_guard lock(mutex);
       ++in_flight;
@@ -363,7 +342,7 @@ void Executor::run_sequential(StepState& step) const {
     launch(pn, call->context, [this, &step, &mutex, &finished, &in_flight, &complete, index, call](Status status) {
       std::unique_ptr<AsyncNode> done(call);
       const PlanNode& node = plan_.nodes[index];
-      if (step.timeline != nullptr) (*step.timeline)[index] = {node.node->id, done->start_ns, steady_now_ns()};
+      if (step.observer != nullptr) step.observer->on_node_end(index, *node.node);
       status = status.ok() ? check_outputs(node, step.values.data() + node.first_output) : status.with_context(describe(node));
       const bool ok = status.ok();
       if (!ok) step.record(std::move(status));
@@ -377,27 +356,26 @@ void Executor::run_sequential(StepState& step) const {
   finished.wait(lock, [&] { return in_flight == 0; });
 }
 
-graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id,
-                                                   std::vector<NodeTiming>* timeline) {
+graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer) {
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
-  if (capture_ && timeline == nullptr) {
+  if (capture_ && observer == nullptr) {
     std::unique_lock lock(capture_mutex_);
     if (captured_ != nullptr && replayable_with(feeds)) return replay(std::move(feeds));
     if (captured_ == nullptr && capture_refusal_.empty() && ++uncaptured_steps_ > 1) {
       return capture(std::move(feeds), step_id);
     }
   }
-  return run_uncaptured(std::move(feeds), step_id, timeline);
+  return run_uncaptured(std::move(feeds), step_id, observer);
 }
 
 graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor> feeds, int64_t step_id,
-                                                              std::vector<NodeTiming>* timeline) {
+                                                              StepObserver* observer) {
   std::unique_ptr<StepState> step = acquire_state();
   step->step_id = step_id;
   step->collectives = &resources_.collectives;
   if (plan_.has_async_kernels && !step->arena) step->arena.emplace(oneapi::tbb::task_arena::attach{});
-  if (timeline != nullptr) timeline->assign(plan_.nodes.size(), {});
-  step->timeline = timeline;
+  if (observer != nullptr) observer->on_step_start(plan_.nodes.size());
+  step->observer = observer;
   for (size_t i = 0; i < feeds.size(); ++i) {
     if (plan_.fed_nodes[i] == kNotInPlan) continue;
     step->values[plan_.nodes[plan_.fed_nodes[i]].first_output] = std::move(feeds[i]);
@@ -407,7 +385,7 @@ graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor
   } else {
     run_parallel(*step);
   }
-  step->timeline = nullptr;
+  step->observer = nullptr;
   if (step->failed.load(std::memory_order_acquire)) {
     Status error = step->error;
     release_state(std::move(step));

@@ -10,9 +10,9 @@
 // before). The first error wins: the step stops scheduling, and the error names the node, its op
 // and its device. Values are released as soon as their last consumer has run. In deterministic mode
 // nodes run one at a time in plan order on the calling thread, but a collective may wait for peers
-// later in the plan (Note [Deterministic steps with peers]). With a timeline requested, each
-// node's start and end times are recorded (what ran when, and what overlapped). With capture on,
-// steps are recorded once and replayed (Note [Captured steps]).
+// later in the plan (Note [Deterministic steps with peers]). A step may be given an observer, told
+// when each kernel starts and ends (a StepTimeline records what ran when). With capture on, steps
+// are recorded once and replayed (Note [Captured steps]).
 #pragma once
 
 #include <cstdint>
@@ -24,14 +24,9 @@
 #include <oneapi/tbb/task_group.h>
 
 #include "runtime/execution_plan.h"
+#include "runtime/step_observer.h"
 
 namespace mirra::runtime {
-
-// When one node of a step ran, in nanoseconds of a steady clock.
-struct NodeTiming {
-  graph::NodeId node = graph::kInvalidNode;
-  int64_t start_ns = 0, end_ns = 0;
-};
 
 // Note [Captured steps]
 // A training step repeats the same work on the same shapes, so it can be recorded once and replayed:
@@ -51,8 +46,8 @@ struct NodeTiming {
 // between work of the devices, a kernel on a device that reads an input on the host when launched
 // (its replays would keep the recorded value; CopyFromHost copies at replay) or completes on the
 // host, streams that cannot record together, deterministic mode; a failed recording says what
-// failed. A step whose feeds differ in shape from the captured ones runs as usual, and so does a
-// traced step.
+// failed. A step whose feeds differ in shape from the captured ones runs as usual, and so does an
+// observed step.
 class Executor {
  public:
   // `resources` must outlive the executor.
@@ -61,9 +56,8 @@ class Executor {
 
   // One step, numbered `step_id` for the kernels (the instance of its collectives). `feeds` are in
   // the order of PlanRequest::fed; returns the fetches in request order. Call it from inside the
-  // session's task arena. With `timeline`, it receives every node's timing.
-  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, int64_t step_id,
-                                           std::vector<NodeTiming>* timeline = nullptr);
+  // session's task arena. An `observer` is told of every node the step runs.
+  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer = nullptr);
 
   // With capture on: why its steps are not replayed (empty while they are, or may yet be).
   std::string capture_refusal() const;
@@ -76,10 +70,11 @@ class Executor {
   struct StepState;
   struct AsyncNode;
   struct CapturedStep;
-  graph::Expected<std::vector<Tensor>> run_uncaptured(std::vector<Tensor> feeds, int64_t step_id,
-                                                      std::vector<NodeTiming>* timeline);
+  graph::Expected<std::vector<Tensor>> run_uncaptured(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer);
   struct CapturePlan;
   CapturePlan plan_capture() const;
+  void record_ready_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
+                         oneapi::tbb::task_group& tasks) const;
   Status record_host_node(StepState& step, uint32_t index) const;
   bool replayable_with(const std::vector<Tensor>& feeds) const;
   graph::Expected<std::vector<Tensor>> capture(std::vector<Tensor> feeds, int64_t step_id);

@@ -122,6 +122,33 @@ Executor::CapturePlan Executor::plan_capture() const {
   return capture;
 }
 
+// A ready node of the step being recorded, in place of running it: a host node runs now or waits
+// for the replays (record_host_node), a node on a device goes into the recording (record_node); its
+// consumers follow once it is recorded, and its context is kept for the replays.
+void Executor::record_ready_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
+                                 oneapi::tbb::task_group& tasks) const {
+  const PlanNode& pn = plan_.nodes[index];
+  if (!pn.device->asynchronous()) {
+    if (Status status = record_host_node(step, index); !status.ok()) return step.record(std::move(status));
+    return make_ready(step, plan_.consumers_of(pn), ready, tasks);
+  }
+  auto* call = new AsyncNode(*this, step, pn);
+  call->continuation = tasks.defer([this, &step, &tasks, index, call] {
+    std::unique_ptr<AsyncNode> recorded(call);
+    const PlanNode& node = plan_.nodes[index];
+    Status status = recorded->status;
+    step.capture->keep(std::move(recorded));
+    if (!status.ok()) return step.record(status.with_context(describe(node)));
+    std::vector<uint32_t> next;
+    make_ready(step, plan_.consumers_of(node), next, tasks);
+    process(step, std::move(next), tasks);
+  });
+  record_node(step, index, *call, [call, arena = &*step.arena](Status status) {
+    call->status = std::move(status);
+    arena->enqueue(std::move(call->continuation));
+  });
+}
+
 // While the step records: a host node before the devices' work runs, and the values it computes are
 // given buffers of the recording's own for the devices' copies to read; one after it waits.
 Status Executor::record_host_node(StepState& step, uint32_t index) const {

@@ -90,7 +90,7 @@ struct Executor::StepState {
   std::unique_ptr<std::atomic<int32_t>[]> pending;
   std::unique_ptr<std::atomic<int32_t>[]> uses;
   std::atomic<bool> failed{false};
-  std::vector<NodeTiming>* timeline = nullptr;  // sized to the plan when set
+  StepObserver* observer = nullptr;  // told of each node's kernel (Executor::run)
   std::mutex error_mutex;
   Status error;
   CapturedStep* capture = nullptr;  // while the step is recorded (Note [Captured steps])
@@ -119,7 +119,6 @@ struct Executor::AsyncNode {
 
   std::vector<bool> reusable;
   KernelContext context;
-  int64_t start_ns = 0, end_ns = 0;
   Status status;
   oneapi::tbb::task_handle continuation;
 };

@@ -205,15 +205,13 @@ graph::Expected<std::vector<Tensor>> Session::run_staged(StagedFeeds feeds, std:
   std::vector<Tensor> fed_values = std::move(feeds.values_);
   MIRRA_ASSIGN_OR_RETURN(Executor * executor, executor_for(fed, fetches, targets));
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
-  std::vector<NodeTiming> timeline;
-  const bool trace = trace_.load();
+  std::optional<StepTimeline> timeline;
+  if (trace_.load()) timeline.emplace();
   const int64_t step_id = steps_.fetch_add(1);
-  arena_->execute([&] { result = executor->run(std::move(fed_values), step_id, trace ? &timeline : nullptr); });
-  if (trace) {
-    // Fed nodes are in the plan but do not run.
-    std::erase_if(timeline, [](const NodeTiming& t) { return t.node == graph::kInvalidNode; });
+  arena_->execute([&] { result = executor->run(std::move(fed_values), step_id, timeline ? &*timeline : nullptr); });
+  if (timeline) {
     std::lock_guard lock(timeline_mutex_);
-    last_timeline_ = std::move(timeline);
+    last_timeline_ = std::move(*timeline).timings();
   }
   if (result.ok()) {
     try {

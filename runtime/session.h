@@ -28,6 +28,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
+#include "runtime/step_timeline.h"
 #include "runtime/variable_store.h"
 
 namespace mirra::runtime {
