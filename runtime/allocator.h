@@ -31,6 +31,25 @@ class FreedBlockHold {
   virtual void stop_collecting() = 0;
 };
 
+// The stream the allocations of this thread are for while it lives (null: the device's compute
+// stream), as PyTorch's caching allocator allocates for the current stream. A caching allocator hands
+// a freed block again only to allocations for the stream it was allocated for: a GPU kernel frees its
+// scratch as soon as it has launched, and only the next work of its own stream is ordered after that
+// launch. The executor sets it while a kernel runs on its device's communication stream.
+class ScopedAllocationStream {
+ public:
+  // Any address that names the stream (the Stream itself).
+  explicit ScopedAllocationStream(const void* stream) : outer_(current_) { current_ = stream; }
+  ~ScopedAllocationStream() { current_ = outer_; }
+  ScopedAllocationStream(const ScopedAllocationStream&) = delete;
+  ScopedAllocationStream& operator=(const ScopedAllocationStream&) = delete;
+  static const void* current() { return current_; }
+
+ private:
+  static inline thread_local const void* current_ = nullptr;
+  const void* outer_;
+};
+
 class Allocator {
  public:
   virtual ~Allocator() = default;

@@ -67,9 +67,8 @@ class Device {
   // Where the device's kernels run, in order.
   Stream& compute_stream() const { return *stream_; }
   // Where its collectives' own work runs (a GPU's NCCL calls, the return of sums staged through the
-  // host), so that the compute stream goes on meanwhile. Work there may write a buffer allocated
-  // since the compute stream last ran only after waiting for it (the allocator frees in the compute
-  // stream's order).
+  // host), so that the compute stream goes on meanwhile. Work there waits for the compute stream's
+  // work it reads, and allocates for its own stream (ScopedAllocationStream, runtime/allocator.h).
   Stream& communication_stream() const { return communication_ ? *communication_ : *stream_; }
   // True when its work runs on a stream thread of its own (kernels complete after enqueueing).
   bool asynchronous() const { return stream_->asynchronous(); }

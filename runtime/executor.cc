@@ -12,6 +12,7 @@ namespace mirra::runtime {
 
 namespace {
 
+using executor_detail::allocation_stream_of;
 using executor_detail::call_kernel;
 using executor_detail::invoke_kernel;
 using executor_detail::launch;
@@ -149,6 +150,7 @@ void Executor::enqueue_on_stream(StepState& step, uint32_t index, AsyncNode& cal
     if (step.failed.load(std::memory_order_acquire)) return done(graph::aborted(describe(pn) + ": not run, the step failed"));
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
+    ScopedAllocationStream allocating_for(allocation_stream_of(pn));
     if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
     Status status = call_kernel(pn.fn, call.context);
     if (step.observer != nullptr) step.observer->on_node_end(index, *pn.node);

@@ -12,6 +12,7 @@ namespace mirra::runtime {
 
 namespace {
 
+using executor_detail::allocation_stream_of;
 using executor_detail::call_kernel;
 using executor_detail::invoke_kernel;
 using executor_detail::launch;
@@ -325,6 +326,7 @@ void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, Ker
   stream.enqueue([this, &pn, &call, &captured, step_id = step.step_id] {
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
+    ScopedAllocationStream allocating_for(allocation_stream_of(pn));
     const Status status = run_to_completion(*pn.kernel, call.context);
     if (status.ok()) return;
     const Status failure = status.with_context(describe(pn));

@@ -57,6 +57,12 @@ inline Stream& stream_of(const PlanNode& pn) {
   return pn.on_communication_stream ? pn.device->communication_stream() : pn.device->compute_stream();
 }
 
+// What the node's kernel allocates for (ScopedAllocationStream): its device's communication stream
+// when it runs there, else the compute stream (null).
+inline const void* allocation_stream_of(const PlanNode& pn) {
+  return pn.on_communication_stream ? &pn.device->communication_stream() : nullptr;
+}
+
 // Reports a kernel's work on `stream` done once the device ran it (a GPU kernel only launched it),
 // with the device's error if it reported one.
 inline void report_when_device_done(Stream& stream, Status status, const KernelDone& done) {

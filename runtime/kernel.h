@@ -161,9 +161,9 @@ struct KernelDef {
   // communication stream instead of its compute stream and launches its device work there (a
   // collective among devices that share memory), so the compute stream goes on while it waits for
   // other devices. The executor has the communication stream wait for what the compute stream has
-  // queued first (the allocator reuses memory in the compute stream's order, and the kernel's outputs
-  // are new); the kernel itself must free no scratch memory, whose next user on the compute stream
-  // would not wait for it.
+  // queued first (what produced its inputs), and what the kernel allocates, outputs and scratch, is
+  // for the communication stream (ScopedAllocationStream): no block freed by compute work that may
+  // still be queued, and no block it frees goes to the compute stream's kernels.
   bool on_communication_stream = false;
   // An asynchronous kernel whose completion reads on the host what the device computed (a GPU's
   // CheckNumerics): a recorded step cannot hold it (Note [Captured steps], runtime/executor.h).

@@ -51,30 +51,38 @@ size_t CachingAllocator::size_class(size_t bytes) {
 CachingAllocator::~CachingAllocator() { release_cache(); }
 
 void* CachingAllocator::allocate(size_t bytes) {
-  const size_t size = size_class(bytes);
+  const Pool pool{size_class(bytes), ScopedAllocationStream::current()};
+  const size_t size = pool.size;
   {
     std::lock_guard lock(mutex_);
     ++stats_.allocations;
     stats_.bytes_in_use += size;
     stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-    auto it = free_blocks_.find(size);
+    auto it = free_blocks_.find(pool);
     if (it != free_blocks_.end() && !it->second.empty()) {
       void* block = it->second.back();
       it->second.pop_back();
       stats_.bytes_cached -= size;
       ++stats_.cache_hits;
+      if (pool.stream != nullptr) stream_of_.emplace(block, pool.stream);
       if (system_->host_addressable()) MIRRA_UNPOISON(block, size);
       return block;
     }
   }
+  void* block = nullptr;
   try {
-    return allocate_from_system(size);
+    block = allocate_from_system(size);
   } catch (const OutOfMemory&) {
     std::lock_guard lock(mutex_);
     --stats_.allocations;
     stats_.bytes_in_use -= size;
     throw;
   }
+  if (pool.stream != nullptr) {
+    std::lock_guard lock(mutex_);
+    stream_of_.emplace(block, pool.stream);
+  }
+  return block;
 }
 
 void* CachingAllocator::allocate_from_system(size_t size) {
@@ -111,7 +119,7 @@ class CachingAllocator::Hold final : public FreedBlockHold {
   explicit Hold(std::shared_ptr<CachingAllocator> allocator) : allocator_(std::move(allocator)) {}
   ~Hold() override {
     stop_collecting();
-    for (const auto& [data, size] : blocks_) allocator_->release(data, size);
+    for (const auto& [data, pool] : blocks_) allocator_->release(data, pool);
   }
 
   void stop_collecting() override {
@@ -119,11 +127,11 @@ class CachingAllocator::Hold final : public FreedBlockHold {
     std::erase(allocator_->collecting_, this);
   }
   // Under the allocator's mutex.
-  void collect(void* data, size_t size) { blocks_.emplace_back(data, size); }
+  void collect(void* data, Pool pool) { blocks_.emplace_back(data, pool); }
 
  private:
   std::shared_ptr<CachingAllocator> allocator_;
-  std::vector<std::pair<void*, size_t>> blocks_;
+  std::vector<std::pair<void*, Pool>> blocks_;
 };
 
 std::unique_ptr<FreedBlockHold> CachingAllocator::hold_freed_blocks() {
@@ -134,33 +142,39 @@ std::unique_ptr<FreedBlockHold> CachingAllocator::hold_freed_blocks() {
 }
 
 void CachingAllocator::deallocate(void* data, size_t bytes) {
-  const size_t size = size_class(bytes);
+  Pool pool{size_class(bytes), nullptr};
   {
     std::lock_guard lock(mutex_);
+    if (!stream_of_.empty()) {
+      if (auto it = stream_of_.find(data); it != stream_of_.end()) {
+        pool.stream = it->second;
+        stream_of_.erase(it);
+      }
+    }
     if (!collecting_.empty()) {
-      collecting_.back()->collect(data, size);
+      collecting_.back()->collect(data, pool);
       return;
     }
   }
-  release(data, size);
+  release(data, pool);
 }
 
-void CachingAllocator::release(void* data, size_t size) {
+void CachingAllocator::release(void* data, Pool pool) {
   if (free_after_) {
     // Work enqueued before this free may still use the block; it may be handed out again only
     // after that work ran. The queued return keeps the allocator alive.
-    free_after_->enqueue([self = shared_from_this(), data, size] { self->return_to_cache(data, size); });
+    free_after_->enqueue([self = shared_from_this(), data, pool] { self->return_to_cache(data, pool); });
     return;
   }
-  return_to_cache(data, size);
+  return_to_cache(data, pool);
 }
 
-void CachingAllocator::return_to_cache(void* data, size_t size) {
-  if (system_->host_addressable()) MIRRA_POISON(data, size);
+void CachingAllocator::return_to_cache(void* data, Pool pool) {
+  if (system_->host_addressable()) MIRRA_POISON(data, pool.size);
   std::lock_guard lock(mutex_);
-  stats_.bytes_in_use -= size;
-  stats_.bytes_cached += size;
-  free_blocks_[size].push_back(data);
+  stats_.bytes_in_use -= pool.size;
+  stats_.bytes_cached += pool.size;
+  free_blocks_[pool].push_back(data);
 }
 
 AllocatorStats CachingAllocator::stats() const {
@@ -170,12 +184,12 @@ AllocatorStats CachingAllocator::stats() const {
 
 void CachingAllocator::release_cache() {
   std::lock_guard lock(mutex_);
-  for (auto& [size, blocks] : free_blocks_) {
+  for (auto& [pool, blocks] : free_blocks_) {
     for (void* block : blocks) {
-      if (system_->host_addressable()) MIRRA_UNPOISON(block, size);
-      system_->free(block, size);
+      if (system_->host_addressable()) MIRRA_UNPOISON(block, pool.size);
+      system_->free(block, pool.size);
     }
-    if (budget_) budget_->release(static_cast<int64_t>(size * blocks.size()));
+    if (budget_) budget_->release(static_cast<int64_t>(pool.size * blocks.size()));
   }
   free_blocks_.clear();
   stats_.bytes_cached = 0;

@@ -2,7 +2,9 @@
 // a training loop stops calling the system allocator (or cudaMalloc) after its first step. Size classes are
 // 2^k and 1.5 * 2^k bytes (at least 64), so a block wastes at most a third of itself. For a device
 // with a stream of its own, freeing is stream-ordered: a freed block returns to the cache only once
-// the work enqueued on the stream before the free has run. A hold (hold_freed_blocks) keeps what is
+// the work enqueued on the stream before the free has run. A freed block is handed again only to
+// allocations for the stream it was allocated for (ScopedAllocationStream, runtime/allocator.h): work
+// on another stream is not ordered after the work that last used it. A hold (hold_freed_blocks) keeps what is
 // freed meanwhile out of the cache until it ends. Under AddressSanitizer cached blocks are poisoned,
 // so any use of a block after it was returned is reported.
 #pragma once
@@ -56,9 +58,19 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
  private:
   // A new block from the system, after the budget allows it; OutOfMemory when either refuses.
   void* allocate_from_system(size_t size);
-  void return_to_cache(void* data, size_t size);
+  // A block's place in the cache: its size class, and the stream it is for (null: the compute stream).
+  struct Pool {
+    size_t size = 0;
+    const void* stream = nullptr;
+    friend bool operator==(const Pool&, const Pool&) = default;
+  };
+  struct PoolHash {
+    size_t operator()(const Pool& pool) const { return pool.size ^ std::hash<const void*>()(pool.stream) * 31; }
+  };
+
+  void return_to_cache(void* data, Pool pool);
   // Back to the cache, in the stream's order when the allocator has one.
-  void release(void* data, size_t size);
+  void release(void* data, Pool pool);
 
   class Hold;
 
@@ -68,7 +80,8 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   std::shared_ptr<Stream> free_after_;
   std::shared_ptr<SystemMemory> system_;
   mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size class
+  std::unordered_map<Pool, std::vector<void*>, PoolHash> free_blocks_;
+  std::unordered_map<void*, const void*> stream_of_;  // blocks in use that are for another stream than the compute one
   std::vector<Hold*> collecting_;                                // holds still collecting, newest last
   AllocatorStats stats_;
 };
