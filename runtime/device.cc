@@ -11,14 +11,16 @@
 namespace mirra::runtime {
 
 Device::Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads,
-               std::shared_ptr<Stream> communication)
+               std::shared_ptr<Stream> communication, std::shared_ptr<Stream> copies)
     : id_(id),
       allocator_(std::move(allocator)),
       stream_(std::move(stream)),
       intra_op_threads_(intra_op_threads),
-      communication_(std::move(communication)) {}
+      communication_(std::move(communication)),
+      copies_(std::move(copies)) {}
 
 Device::~Device() {
+  if (copies_) copies_->synchronize();
   if (communication_) communication_->synchronize();
   stream_->synchronize();
 }
@@ -74,6 +76,18 @@ Tensor Device::copy_from_host(const Tensor& tensor) const {
   return copy_on_stream(tensor, allocator_, *stream_, memory_space());
 }
 
+Device::Staged Device::stage_from_host(const Tensor& tensor) const {
+  if (!copies_) return {copy_from_host(tensor), nullptr};
+  Tensor to = Tensor::empty(allocator_, tensor.dtype(), tensor.shape());
+  // After the compute work queued before the allocation, which may still use the block.
+  copies_->wait(stream_->record());
+  copies_->enqueue([from = tensor, to, space = memory_space()]() mutable {
+    ScopedMemoryAccess access(space, /*host_too=*/true);
+    if (from.byte_size() > 0) std::memcpy(to.mutable_raw_data(), from.raw_data(), from.byte_size());
+  });
+  return {std::move(to), copies_->record()};
+}
+
 graph::Status Device::enqueue_copy(const Tensor& from, Tensor to) const {
   MIRRA_CHECK(from.byte_size() == to.byte_size(), "a copy between tensors of different sizes");
   stream_->enqueue([from, to, space = memory_space()]() mutable {
@@ -95,7 +109,8 @@ DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::
       const MemorySpace space = MemorySpace::of_device(graph::memory_owner(id, gpu_options.logical_gpus_per_gpu));
       auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, space, stream);
       set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device,
-                                                      std::make_shared<WorkerStream>(id.to_string() + " communication")));
+                                                      std::make_shared<WorkerStream>(id.to_string() + " communication"),
+                                                      std::make_shared<WorkerStream>(id.to_string() + " copies")));
     } else if (id.kind == DeviceKind::gpu) {
       graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal, gpu_options);
       if (gpu.ok()) {

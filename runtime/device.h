@@ -47,9 +47,10 @@ class DeviceError : public std::runtime_error {
 
 class Device {
  public:
-  // `communication`: the communication stream, when not the compute stream.
+  // `communication`: the communication stream, when not the compute stream; `copies`: where feeds
+  // staged ahead are copied in (stage_from_host), when they are not copied at once.
   Device(DeviceId id, std::shared_ptr<Allocator> allocator, std::shared_ptr<Stream> stream, int intra_op_threads = 1,
-         std::shared_ptr<Stream> communication = nullptr);
+         std::shared_ptr<Stream> communication = nullptr, std::shared_ptr<Stream> copies = nullptr);
   // Finishes the work on its streams first.
   virtual ~Device();
 
@@ -85,13 +86,15 @@ class Device {
   // `tensor` (in host memory) copied into this device's memory; the caller waits for it.
   virtual Tensor copy_from_host(const Tensor& tensor) const;
   // A host tensor on its way into this device's memory, for work enqueued later: `tensor` holds the
-  // value once `ready` completes (no event: at once). A GPU copies on its copy stream, so the copy
-  // overlaps whatever its compute stream runs meanwhile; other devices copy at once.
+  // value once `ready` completes (no event: at once). A device with a copy stream (a GPU, a cpu_async
+  // device) copies there, after what its compute stream has queued, so the copy overlaps whatever the
+  // compute stream runs meanwhile; other devices copy at once. Every stream that reads `tensor` must
+  // wait for `ready` first.
   struct Staged {
     Tensor tensor;
     std::shared_ptr<Event> ready;
   };
-  virtual Staged stage_from_host(const Tensor& tensor) const { return {copy_from_host(tensor), nullptr}; }
+  virtual Staged stage_from_host(const Tensor& tensor) const;
   // Copies `from` into `to`'s buffer (the same size; each in this device's memory or the host's) on
   // the compute stream, after the work enqueued there so far; an error when the launch failed. The
   // caller keeps both alive until the stream has run it.
@@ -103,6 +106,7 @@ class Device {
   std::shared_ptr<Stream> stream_;  // shared with its allocator, which frees in stream order
   int intra_op_threads_;
   std::shared_ptr<Stream> communication_;  // null: the compute stream
+  std::shared_ptr<Stream> copies_;         // null: feeds are copied at once
 };
 
 class DeviceSet {

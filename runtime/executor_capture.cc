@@ -270,7 +270,7 @@ graph::Expected<std::vector<Tensor>> Executor::replay(std::vector<Tensor> feeds,
     const PlanNode& fed_node = plan_.nodes[plan_.fed_nodes[i]];
     Tensor& held = step.values[fed_node.first_output];
     const Tensor& fed = feeds[i];
-    if (fed.raw_data() == held.raw_data()) continue;
+    if (fed.same_bytes(held)) continue;
     if (held.memory_space().host) {
       if (fed.byte_size() > 0) std::memcpy(held.mutable_raw_data(), fed.raw_data(), fed.byte_size());
       continue;

@@ -182,7 +182,13 @@ graph::Expected<StagedFeeds> Session::stage(const Feeds& feeds) const {
     try {
       Device::Staged on_device = device.stage_from_host(value);
       staged.values_.push_back(std::move(on_device.tensor));
-      if (on_device.ready) staged.waits_.emplace_back(&device.compute_stream(), std::move(on_device.ready));
+      // Every device of that memory reads the value in place (logical devices of one GPU), each on
+      // its own stream: each waits for the copy (a stream on it waits for its compute stream).
+      if (on_device.ready) {
+        for (const auto& reader : devices_.devices()) {
+          if (reader->memory_space() == space) staged.waits_.emplace_back(&reader->compute_stream(), on_device.ready);
+        }
+      }
     } catch (const DeviceError& e) {
       return e.status().with_context("feed '" + name + "'");
     }

@@ -63,7 +63,8 @@ class StagedFeeds {
   const void* session_ = nullptr;
   std::vector<graph::NodeId> nodes_;
   std::vector<Tensor> values_;
-  // A device's stream must wait for its copy before the step's work.
+  // Streams that must wait for a feed's copy before the step's work: those of every device that
+  // shares the feed's memory.
   std::vector<std::pair<Stream*, std::shared_ptr<Event>>> waits_;
 };
 

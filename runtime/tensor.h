@@ -67,6 +67,10 @@ class Tensor {
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
 
   const MemorySpace& memory_space() const { return buffer_->memory_space(); }
+  // Whether both view the same bytes (no access to them needed).
+  bool same_bytes(const Tensor& other) const {
+    return defined() && other.defined() && buffer_->data() == other.buffer_->data() && offset_ == other.offset_;
+  }
   // The bytes, for a thread that may touch them (MemorySpaceError otherwise).
   const void* raw_data() const {
     check_access();

@@ -4,7 +4,8 @@
 // stream that received that block would write it while the compute stream may still use it, with
 // nothing ordering the two. cpu_async kernels finish their work before they free, so there the reuse
 // would be harmless, but it is the same reuse: these tests assert that it never happens, in the
-// allocator and through a session on cpu_async devices (the GPU's model).
+// allocator and through a session on cpu_async devices (the GPU's model). And a feed staged into
+// device memory is waited for by every device that shares that memory, in steps and their replays.
 #include <doctest/doctest.h>
 
 #include <mutex>
@@ -135,6 +136,62 @@ TEST_CASE("Devices.a_kernel_on_the_communication_stream.never_gets_a_block_freed
   for (const void* block : blocks.communication_outputs) {
     CAPTURE(block);
     CHECK(blocks.compute_scratch.count(block) == 0);
+  }
+}
+
+// Reads a feed's first and last element.
+Status reads_ends(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& out = ctx.allocate_output(0, DType::f32, TensorShape{2});
+  out.mutable_data<float>()[0] = x.data<float>()[0];
+  out.mutable_data<float>()[1] = x.data<float>()[x.num_elements() - 1];
+  return Status();
+}
+
+// A feed staged ahead into device memory (copied on the copy stream of the device that owns the
+// memory) is read on a logical sibling of that device, which shares the memory but not the streams:
+// its kernel waits for the copy as the owner's would. The feed is large, so that a read not ordered after the copy would
+// see the block before the copy reached its end.
+TEST_CASE("Session.a_staged_feed.is_waited_for_by_every_device_of_its_memory") {
+  static const struct ReadsEnds {
+    graph::OpRegistry schemas;
+    KernelRegistry kernels;
+    ReadsEnds() {
+      ops::register_builtin_ops(schemas, kernels);
+      schemas.add(graph::OpSchema{.name = "TestReadsEnds", .inputs = {"x"},
+                                  .infer = [](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
+                                    return std::vector<graph::TensorType>{{DType::f32, graph::Shape{2}}};
+                                  },
+                                  .summary = "test", .no_gradient = "test op"});
+      kernels.add("TestReadsEnds", DeviceKind::cpu_async, {.fn = reads_ends});
+    }
+  } tables;
+  constexpr int64_t kFed = int64_t{16} << 20;  // 64 MiB of f32
+  graph::Graph g;
+  graph::Builder b(g, tables.schemas);
+  b.set_device(graph::DeviceId{DeviceKind::cpu_async, 0});
+  auto x = ops::placeholder(b, "x", DType::f32, {kFed});
+  // A value in cpu_async:0's memory, fed in place of what computes it (a placeholder's own value
+  // is in host memory, copied in by the step).
+  auto in_device_memory = b.add_value({.op = "Identity", .inputs = {x}, .name = "in_device_memory"});
+  b.set_device(graph::DeviceId{DeviceKind::cpu_async, 1});
+  auto ends = b.add_value({.op = "TestReadsEnds", .inputs = {in_device_memory}});
+  REQUIRE(b.status().ok());
+  for (const bool captured : {false, true}) {  // replays copy the feed into the recorded buffer
+  CAPTURE(captured);
+  // cpu_async:1 is the second logical device of cpu_async:0's memory: it reads the value in place.
+  Session session(g, tables.kernels, {.threads = 2, .logical_gpus_per_gpu = 2, .capture_steps = captured});
+  for (int step = 1; step <= 4; ++step) {
+    CAPTURE(step);
+    Tensor fed = Tensor::empty(host_allocator(), DType::f32, TensorShape{kFed});
+    std::fill_n(fed.mutable_data<float>(), kFed, static_cast<float>(step));
+    auto staged = session.stage({{"in_device_memory", fed}});
+    REQUIRE_MESSAGE(staged.ok(), staged.status().to_string());
+    auto out = session.run_staged(std::move(*staged), std::vector<graph::ValueRef>{ends});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{static_cast<float>(step), static_cast<float>(step)});
+  }
+  if (captured) CHECK(session.replayed_steps() >= 2);
   }
 }
 
