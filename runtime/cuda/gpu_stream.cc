@@ -100,38 +100,26 @@ graph::Status GpuStream::capture_error() {
 
 void GpuStream::wait(std::shared_ptr<Event> event) {
   if (event->done()) return;
-  std::lock_guard lock(launch_mutex_);
-  (void)cudaSetDevice(ordinal_);
   const auto* gpu_event = dynamic_cast<const GpuEvent*>(event.get());
-  if (capturing_) {
-    if (gpu_event == nullptr) {
-      // A graph cannot wait for the host: the host waits now, before it launches what follows.
-      event->wait();
-      return;
-    }
-    // A recorded event never completes for the host: a wait the graph cannot hold fails the recording.
-    keep_capture_error(check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent")
-                           .with_context("stream " + name_));
+  if (gpu_event == nullptr) {
+    // A host event (a CPU stream's): the host waits now, before it launches what follows. The CUDA
+    // stream cannot wait for it in its queue: a host function must not wait for other work (CUDA may
+    // run host functions one after another, so a graph mixing CPU streams and GPUs could deadlock),
+    // and a graph being recorded cannot wait for the host at all.
+    event->wait();
     return;
   }
-  if (gpu_event != nullptr) {
-    // In the device's queue: nothing blocks on the host.
-    if (check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent").ok()) return;
+  std::lock_guard lock(launch_mutex_);
+  (void)cudaSetDevice(ordinal_);
+  // In the device's queue: nothing blocks on the host.
+  const graph::Status queued = check(cudaStreamWaitEvent(stream_, gpu_event->handle(), 0), "cudaStreamWaitEvent");
+  if (capturing_) {
+    // A recorded event never completes for the host: a wait the graph cannot hold fails the recording.
+    keep_capture_error(queued.with_context("stream " + name_));
+    return;
   }
-  // A host event (a CPU stream's): the CUDA stream waits in a host function for it.
-  auto* held = new std::shared_ptr<Event>(std::move(event));
-  const cudaError_t result = cudaLaunchHostFunc(
-      stream_,
-      [](void* data) {
-        std::unique_ptr<std::shared_ptr<Event>> waited(static_cast<std::shared_ptr<Event>*>(data));
-        (*waited)->wait();
-      },
-      held);
-  if (result != cudaSuccess) {
-    // Not queued: wait here instead, so the order still holds.
-    std::unique_ptr<std::shared_ptr<Event>> waited(held);
-    (*waited)->wait();
-  }
+  // Not queued: the host waits instead, so the order still holds.
+  if (!queued.ok()) event->wait();
 }
 
 namespace {

@@ -4,7 +4,7 @@
 // keep the order of enqueue and the device keeps the order of launches. Nothing waits for the
 // device there: record() gives a GpuEvent (a CUDA event, completed for the host by the stream's
 // completion thread), wait() makes the CUDA stream wait for another stream's event (in the device's
-// queue when it is a GPU's), and when_device_done() calls back from the completion thread once the
+// queue when it is a GPU's; a CPU stream's the host waits for before it launches more), and when_device_done() calls back from the completion thread once the
 // device reached that point, with the error the device reported. The completion thread waits once for
 // the newest event of what is pending and completes everything before it with it.
 #pragma once
