@@ -34,17 +34,6 @@ using graph::DeviceKind;
 
 class KernelRegistry;
 
-// A device failure where no Status can be returned (a copy, a kernel's allocation); the executor and
-// the session turn it back into its status.
-class DeviceError : public std::runtime_error {
- public:
-  explicit DeviceError(graph::Status status) : std::runtime_error(status.message()), status_(std::move(status)) {}
-  const graph::Status& status() const { return status_; }
-
- private:
-  graph::Status status_;
-};
-
 class Device {
  public:
   // `communication`: the communication stream, when not the compute stream; `copies`: where feeds

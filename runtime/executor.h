@@ -46,8 +46,10 @@ namespace mirra::runtime {
 // between work of the devices, a kernel on a device that reads an input on the host when launched
 // (its replays would keep the recorded value; CopyFromHost copies at replay) or completes on the
 // host, streams that cannot record together, deterministic mode; a failed recording says what
-// failed. A step whose feeds differ in shape from the captured ones runs as usual, and so does an
-// observed step.
+// failed. While a step is recorded nothing may wait for it on the host (Stream::synchronize refuses)
+// or give device memory back (an allocation past the memory fails the recording instead, and the
+// step runs as usual). A step whose feeds differ in shape from the captured ones runs as usual, and
+// so does an observed step.
 class Executor {
  public:
   // `resources` must outlive the executor.

@@ -60,7 +60,14 @@ void Stream::wait(std::shared_ptr<Event> event) {
   enqueue([event = std::move(event)] { event->wait(); });
 }
 
-void Stream::synchronize() { record()->wait(); }
+void Stream::synchronize() {
+  if (recording()) {
+    throw DeviceError(graph::failed_precondition(
+        "a host wait for a stream that a captured step is being recorded on would never return (its work runs only "
+        "in replays)"));
+  }
+  record()->wait();
+}
 
 std::unique_ptr<StepCapture> Stream::capture(const std::vector<Stream*>&) { return nullptr; }
 
@@ -145,6 +152,11 @@ std::shared_ptr<Event> WorkerStream::record() {
 std::unique_ptr<StepCapture> WorkerStream::capture(const std::vector<Stream*>& streams) {
   std::optional<std::vector<WorkerStream*>> workers = streams_of_kind<WorkerStream>(streams);
   return workers ? std::make_unique<WorkerStepCapture>(std::move(*workers)) : nullptr;
+}
+
+bool WorkerStream::recording() const {
+  std::lock_guard lock(mutex_);
+  return recording_ != nullptr;
 }
 
 void WorkerStream::start_recording(Recording* recording) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,17 @@ class Event {
   mutable std::condition_variable completed_;
   bool done_ = false;
   std::vector<std::function<void()>> callbacks_;
+};
+
+// A device failure where no Status can be returned (a copy, a kernel's allocation, a host wait for
+// a stream); the executor and the session turn it back into its status.
+class DeviceError : public std::runtime_error {
+ public:
+  explicit DeviceError(graph::Status status) : std::runtime_error(status.message()), status_(std::move(status)) {}
+  const graph::Status& status() const { return status_; }
+
+ private:
+  graph::Status status_;
 };
 
 class Stream;
@@ -81,8 +93,11 @@ class Stream {
   virtual std::shared_ptr<Event> record();
   // Work enqueued later waits for `event` (from any stream) first.
   virtual void wait(std::shared_ptr<Event> event);
-  // Blocks the caller until everything enqueued so far has run.
+  // Blocks the caller until everything enqueued so far has run. While the stream is being recorded
+  // that would never happen (what it records completes only in replays): DeviceError instead.
   void synchronize();
+  // Whether its work is being recorded into a captured step (StepCapture) now.
+  virtual bool recording() const { return false; }
   // Called from work on this stream: runs `callback` once that work and everything before it are
   // complete on the device, with the error the device reported, if any. Work on a CPU stream is
   // complete when it returns (so: at once); work on a GPU stream only launched the device's work.
@@ -121,6 +136,7 @@ class WorkerStream final : public Stream {
   std::shared_ptr<Event> record() override;
   // Worker streams record together: each keeps its work in order, and a replay runs it again.
   std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams) override;
+  bool recording() const override;
 
   // What a recording keeps of one stream: its work, and the events recorded on it.
   struct Recording {
@@ -136,7 +152,7 @@ class WorkerStream final : public Stream {
   void run();
 
   std::string name_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable has_work_;
   std::deque<std::function<void()>> queue_;
   Recording* recording_ = nullptr;

@@ -87,7 +87,9 @@ void* CachingAllocator::allocate(size_t bytes) {
 
 void* CachingAllocator::allocate_from_system(size_t size) {
   // Out of memory (or budget) with blocks cached: give them back and try once more, the cache may hold
-  // enough in other size classes.
+  // enough in other size classes. Not while a step is being captured (a hold collects): returning
+  // device memory then is illegal on a GPU (cudaFree during a capture), and a device-wide
+  // synchronisation otherwise; the capture fails instead and the step runs uncaptured.
   const auto bytes = static_cast<int64_t>(size);
   const auto try_once = [&]() -> void* {
     if (budget_ && !budget_->reserve(bytes)) return nullptr;
@@ -96,22 +98,31 @@ void* CachingAllocator::allocate_from_system(size_t size) {
     return block;
   };
   void* block = try_once();
+  bool capturing = false;
   if (block == nullptr) {
-    release_cache();
-    block = try_once();
+    {
+      std::lock_guard lock(mutex_);
+      capturing = !collecting_.empty();
+    }
+    if (!capturing) {
+      release_cache();
+      block = try_once();
+    }
   }
   if (block != nullptr) {
     std::lock_guard lock(mutex_);
     ++stats_.system_allocations;
     return block;
   }
+  const std::string unreleased = capturing ? ", its cache kept while a step is being captured" : "";
   if (budget_ && budget_->reserved() + bytes > budget_->limit()) {
     throw OutOfMemory(name_ + ": " + format_bytes(bytes) + " more would pass the memory limit of " +
-                      format_bytes(budget_->limit()) + " (" + format_bytes(budget_->reserved()) + " held)");
+                      format_bytes(budget_->limit()) + " (" + format_bytes(budget_->reserved()) + " held" + unreleased + ")");
   }
   const AllocatorStats now = stats();  // this request is counted in use already
   const auto held = static_cast<int64_t>(now.bytes_in_use + now.bytes_cached) - bytes;
-  throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes) + " (" + format_bytes(held) + " held)");
+  throw OutOfMemory(name_ + ": the system refused " + format_bytes(bytes) + " (" + format_bytes(held) + " held" +
+                    unreleased + ")");
 }
 
 class CachingAllocator::Hold final : public FreedBlockHold {

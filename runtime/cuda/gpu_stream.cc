@@ -93,6 +93,11 @@ void GpuStream::keep_capture_error(const graph::Status& status) {
   if (!status.ok() && capture_error_.ok()) capture_error_ = status;
 }
 
+bool GpuStream::recording() const {
+  std::lock_guard lock(launch_mutex_);
+  return capturing_;
+}
+
 graph::Status GpuStream::capture_error() {
   std::lock_guard lock(launch_mutex_);
   return capture_error_;

@@ -69,6 +69,7 @@ class GpuStream final : public Stream {
   void wait(std::shared_ptr<Event> event) override;
   void when_device_done(std::function<void(graph::Status)> callback) override;
   std::unique_ptr<StepCapture> capture(const std::vector<Stream*>& streams) override;
+  bool recording() const override;
 
   cudaStream_t handle() const { return stream_; }
   int ordinal() const { return ordinal_; }
@@ -94,7 +95,7 @@ class GpuStream final : public Stream {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
-  std::recursive_mutex launch_mutex_;  // recursive: launching work may free a buffer, which may record
+  mutable std::recursive_mutex launch_mutex_;  // recursive: launching work may free a buffer, which may record
   std::mutex pending_mutex_;
   std::condition_variable has_pending_;
   std::deque<Pending> pending_;

@@ -1,11 +1,12 @@
 // CachingAllocator and Tensor buffers: alignment, size classes, reuse, statistics, holds on freed
-// blocks, and buffers that outlive their session.
+// blocks (and the cache kept when out of memory under one), and buffers that outlive their session.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <new>
 
 #include "runtime/cpu/caching_allocator.h"
+#include "runtime/memory_budget.h"
 #include "runtime/tensor.h"
 
 namespace mirra::runtime {
@@ -102,6 +103,24 @@ TEST_CASE("CachingAllocator.a_hold_keeps_freed_blocks_from_reuse_until_it_ends")
   CHECK(allocator->allocate(256) == recorded);
   allocator->deallocate(recorded, 256);
   allocator->deallocate(other, 256);
+}
+
+// Out of memory with blocks cached, the allocator gives them back and tries again, but not while a
+// hold collects (a step being captured: cudaFree is illegal then), whose allocation fails instead.
+TEST_CASE("CachingAllocator.keeps_its_cache_when_out_of_memory_while_a_step_is_captured") {
+  auto allocator = std::make_shared<CachingAllocator>("test", std::make_shared<MemoryBudget>(4096));
+  allocator->deallocate(allocator->allocate(4096), 4096);  // the whole budget, cached
+  {
+    std::unique_ptr<FreedBlockHold> hold = allocator->hold_freed_blocks();
+    CHECK_THROWS_WITH_AS(allocator->allocate(1024),
+                         "test: 1.0 KiB more would pass the memory limit of 4.0 KiB (4.0 KiB held, its cache kept while "
+                         "a step is being captured)",
+                         OutOfMemory);
+    CHECK(allocator->stats().bytes_cached == 4096);
+  }
+  void* block = allocator->allocate(1024);  // no capture: the cache goes back, and this fits
+  CHECK(allocator->stats().bytes_cached == 0);
+  allocator->deallocate(block, 1024);
 }
 
 TEST_CASE("Tensor.buffers_are_shared_and_keep_their_allocator_alive") {

@@ -5,7 +5,8 @@
 // nothing ordering the two. cpu_async kernels finish their work before they free, so there the reuse
 // would be harmless, but it is the same reuse: these tests assert that it never happens, in the
 // allocator and through a session on cpu_async devices (the GPU's model). And a feed staged into
-// device memory is waited for by every device that shares that memory, in steps and their replays.
+// device memory is waited for by every device that shares that memory, in steps and their replays;
+// a host wait for a stream being recorded is refused instead of waiting for ever.
 #include <doctest/doctest.h>
 
 #include <mutex>
@@ -137,6 +138,25 @@ TEST_CASE("Devices.a_kernel_on_the_communication_stream.never_gets_a_block_freed
     CAPTURE(block);
     CHECK(blocks.compute_scratch.count(block) == 0);
   }
+}
+
+// A host wait for a stream being recorded would wait for ever (its work runs only in replays): it is
+// refused, and the stream waits as usual once the recording ended.
+TEST_CASE("Streams.a_host_wait_while_recording.is_refused") {
+  WorkerStream stream("recorded");
+  std::unique_ptr<StepCapture> capture = stream.capture({&stream});
+  REQUIRE(capture != nullptr);
+  REQUIRE(capture->begin().ok());
+  CHECK(stream.recording());
+  int runs = 0;
+  stream.enqueue([&runs] { ++runs; });
+  CHECK_THROWS_AS(stream.synchronize(), DeviceError);
+  REQUIRE(capture->end().ok());
+  CHECK(!stream.recording());
+  stream.synchronize();
+  CHECK(runs == 0);
+  REQUIRE(capture->replay().ok());
+  CHECK(runs == 1);
 }
 
 // Reads a feed's first and last element.
