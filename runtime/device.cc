@@ -79,8 +79,10 @@ Tensor Device::copy_from_host(const Tensor& tensor) const {
 Device::Staged Device::stage_from_host(const Tensor& tensor) const {
   if (!copies_) return {copy_from_host(tensor), nullptr};
   Tensor to = Tensor::empty(allocator_, tensor.dtype(), tensor.shape());
-  // After the compute work queued before the allocation, which may still use the block.
-  copies_->wait(stream_->record());
+  // After the compute work queued before the allocation, which may still use the block. While a step
+  // is recorded there is none (the recording began with the streams idle, and the blocks its work
+  // frees are held), and waiting for a recorded point would join the copy into the recording.
+  if (!stream_->recording()) copies_->wait(stream_->record());
   copies_->enqueue([from = tensor, to, space = memory_space()]() mutable {
     ScopedMemoryAccess access(space, /*host_too=*/true);
     if (from.byte_size() > 0) std::memcpy(to.mutable_raw_data(), from.raw_data(), from.byte_size());

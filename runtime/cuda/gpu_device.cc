@@ -145,7 +145,9 @@ Device::Staged GpuDevice::stage_from_host(const Tensor& tensor) const {
   // and block the caller).
   Tensor staging = Tensor::empty(pinned_, tensor.dtype(), tensor.shape());
   std::memcpy(staging.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
-  copy_stream_->wait(stream_->record());
+  // After the compute work queued before the allocation, which may still use the block; not while a
+  // step is recorded, when there is none and the wait would join the copy stream into the capture.
+  if (!stream_->recording()) copy_stream_->wait(stream_->record());
   graph::Status status;
   const MemorySpace space = memory_space();
   copy_stream_->enqueue([&] {

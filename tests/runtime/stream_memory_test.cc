@@ -6,9 +6,12 @@
 // would be harmless, but it is the same reuse: these tests assert that it never happens, in the
 // allocator and through a session on cpu_async devices (the GPU's model). And a feed staged into
 // device memory is waited for by every device that shares that memory, in steps and their replays;
-// a host wait for a stream being recorded is refused instead of waiting for ever.
+// a host wait for a stream being recorded is refused instead of waiting for ever, and a feed staged
+// meanwhile does not wait for the recording.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <future>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -157,6 +160,28 @@ TEST_CASE("Streams.a_host_wait_while_recording.is_refused") {
   CHECK(runs == 0);
   REQUIRE(capture->replay().ok());
   CHECK(runs == 1);
+}
+
+// A feed staged while the device's compute stream is being recorded is copied at once: the copy
+// stream waits for no recorded point, which only a replay would reach (a GPU's copy stream would
+// join the capture).
+TEST_CASE("Devices.a_feed_staged_while_a_step_is_recorded.is_copied_at_once") {
+  DeviceSet devices = DeviceSet::create({graph::DeviceId{DeviceKind::cpu_async, 0}});
+  Device& device = *devices.devices().front();
+  Stream& compute = device.compute_stream();
+  std::unique_ptr<StepCapture> capture = compute.capture({&compute});
+  REQUIRE(capture != nullptr);
+  REQUIRE(capture->begin().ok());
+  Device::Staged staged = device.stage_from_host(Tensor::from<float>({3}, {1, 2, 3}));
+  REQUIRE(staged.ready != nullptr);
+  auto copied = std::make_shared<std::promise<void>>();
+  std::future<void> done = copied->get_future();
+  staged.ready->then([copied] { copied->set_value(); });
+  const bool in_time = done.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  REQUIRE(capture->end().ok());
+  REQUIRE(capture->replay().ok());  // reaches what the copy might have waited for
+  CHECK(in_time);
+  CHECK(device.copy_to_host(staged.tensor).to_vector<float>() == std::vector<float>{1, 2, 3});
 }
 
 // Reads a feed's first and last element.
