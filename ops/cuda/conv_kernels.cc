@@ -25,6 +25,7 @@
 #include <optional>
 
 #include "ops/cuda/box_copy.h"
+#include "ops/cuda/cudnn_refusal.h"
 #include "ops/cuda/cudnn_window.h"
 #include "ops/kernel_shapes.h"
 #include "runtime/bounded_cache.h"
@@ -143,14 +144,18 @@ class ConvPlan {
   }
 
   // Whether cuDNN's fused forward with this activation was refused for the problem (then the
-  // kernel runs the convolution, BiasAdd and Relu apart).
+  // kernel runs the convolution, BiasAdd and Relu apart), or has run for it.
   bool fused_refused(bool relu) const {
     std::lock_guard lock(mutex_);
-    return fused_refused_[relu];
+    return fused_[relu] == Fused::refused;
   }
-  void refuse_fused(bool relu) {
+  bool fused_ran(bool relu) const {
     std::lock_guard lock(mutex_);
-    fused_refused_[relu] = true;
+    return fused_[relu] == Fused::ran;
+  }
+  void set_fused(bool relu, bool ran) {
+    std::lock_guard lock(mutex_);
+    fused_[relu] = ran ? Fused::ran : Fused::refused;
   }
 
   const TensorDescriptor& x() const { return x_; }
@@ -185,7 +190,8 @@ class ConvPlan {
   std::optional<cudnnConvolutionFwdAlgo_t> forward_;
   std::optional<cudnnConvolutionBwdDataAlgo_t> backward_data_;
   std::optional<cudnnConvolutionBwdFilterAlgo_t> backward_filter_;
-  bool fused_refused_[2] = {false, false};
+  enum class Fused : uint8_t { untried, ran, refused };
+  Fused fused_[2] = {Fused::untried, Fused::untried};
 };
 
 // What a convolution kernel keeps for its node: the plans of the problems it saw last.
@@ -260,11 +266,12 @@ graph::Expected<bool> fused_forward(const KernelContext& ctx, ConvPlan& plan, co
                                                    &none, plan.y().get(), output.raw_data(), plan.bias().get(), bias.raw_data(),
                                                    activation.get(), plan.y().get(), output.mutable_raw_data());
   }
-  if (status == CUDNN_STATUS_NOT_SUPPORTED) {
-    plan.refuse_fused(relu);
+  if (status != CUDNN_STATUS_SUCCESS && cudnn_refused(status, plan.fused_ran(relu))) {
+    plan.set_fused(relu, /*ran=*/false);
     return false;
   }
   MIRRA_RETURN_IF_ERROR(runtime::cuda::check(status, "cudnnConvolutionBiasActivationForward"));
+  plan.set_fused(relu, /*ran=*/true);
   return true;
 }
 
