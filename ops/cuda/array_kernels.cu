@@ -43,8 +43,7 @@ __global__ void one_hot_kernel(const I* indices, T* y, int64_t n, int64_t depth,
 
 template <class E>
 cudaError_t launch_copy_box(const void* from, void* to, const BoxCopy& box, cudaStream_t stream) {
-  copy_box_kernel<E><<<blocks_for(box.elements), kThreads, 0, stream>>>(static_cast<const E*>(from), static_cast<E*>(to), box);
-  return launched();
+  return launch(copy_box_kernel<E>, blocks_for(box.elements), kThreads, stream, static_cast<const E*>(from), static_cast<E*>(to), box);
 }
 
 }  // namespace
@@ -66,11 +65,10 @@ cudaError_t softmax(DType dtype, bool log, const void* x, void* y, int64_t rows,
     const auto* px = static_cast<const T*>(x);
     auto* py = static_cast<T*>(y);
     if (log) {
-      softmax_kernel<T, true><<<blocks_for(rows), kThreads, 0, stream>>>(px, py, rows, classes);
+      return launch(softmax_kernel<T, true>, blocks_for(rows), kThreads, stream, px, py, rows, classes);
     } else {
-      softmax_kernel<T, false><<<blocks_for(rows), kThreads, 0, stream>>>(px, py, rows, classes);
+      return launch(softmax_kernel<T, false>, blocks_for(rows), kThreads, stream, px, py, rows, classes);
     }
-    return launched();
   });
 }
 
@@ -79,9 +77,8 @@ cudaError_t one_hot(DType index_dtype, DType dtype, const void* indices, void* y
   if (n * depth == 0) return cudaSuccess;
   return visit<int32_t, int64_t>(index_dtype, [&]<class I>(I) {
     return visit<float, double>(dtype, [&]<class T>(T) {
-      one_hot_kernel<I, T><<<blocks_for(n * depth), kThreads, 0, stream>>>(static_cast<const I*>(indices), static_cast<T*>(y),
-                                                                           n, depth, static_cast<T>(on), static_cast<T>(off));
-      return launched();
+      return launch(one_hot_kernel<I, T>, blocks_for(n * depth), kThreads, stream, static_cast<const I*>(indices), static_cast<T*>(y),
+          n, depth, static_cast<T>(on), static_cast<T>(off));
     });
   });
 }

@@ -81,8 +81,7 @@ __global__ void count_non_finite_kernel(const T* x, int64_t n, unsigned long lon
 
 template <class Op, class T>
 cudaError_t launch_unary(const void* x, void* y, int64_t n, cudaStream_t stream) {
-  unary_kernel<Op, T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
-  return launched();
+  return launch(unary_kernel<Op, T>, blocks_for(n), kThreads, stream, static_cast<const T*>(x), static_cast<T*>(y), n);
 }
 
 template <class Op, class T>
@@ -94,11 +93,10 @@ cudaError_t launch_binary(const void* x, const void* y, void* out, const Broadca
   bool same_shape = true;
   for (int d = 0; d < g.rank; ++d) same_shape = same_shape && g.x_strides[d] == g.y_strides[d] && (g.dims[d] == 1 || g.x_strides[d] != 0);
   if (same_shape) {
-    same_shape_kernel<Op, T, Out><<<blocks_for(g.elements), kThreads, 0, stream>>>(px, py, po, g.elements);
+    return launch(same_shape_kernel<Op, T, Out>, blocks_for(g.elements), kThreads, stream, px, py, po, g.elements);
   } else {
-    broadcast_kernel<Op, T, Out><<<blocks_for(g.elements), kThreads, 0, stream>>>(px, py, po, g);
+    return launch(broadcast_kernel<Op, T, Out>, blocks_for(g.elements), kThreads, stream, px, py, po, g);
   }
-  return launched();
 }
 
 }  // namespace
@@ -124,9 +122,8 @@ cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cu
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    relu_grad_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(y),
-                                                               static_cast<T*>(dx), n);
-    return launched();
+    return launch(relu_grad_kernel<T>, blocks_for(n), kThreads, stream, static_cast<const T*>(dy), static_cast<const T*>(y),
+        static_cast<T*>(dx), n);
   });
 }
 
@@ -152,9 +149,8 @@ cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int6
                      cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    bias_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(bias),
-                                                              static_cast<T*>(y), n, channels, inner);
-    return launched();
+    return launch(bias_add_kernel<T>, blocks_for(n), kThreads, stream, static_cast<const T*>(x), static_cast<const T*>(bias),
+        static_cast<T*>(y), n, channels, inner);
   });
 }
 
@@ -163,8 +159,7 @@ cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaSt
   using graph::bfloat16, graph::float16;
   return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(from, [&]<class From>(From) {
     return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(to, [&]<class To>(To) {
-      cast_kernel<To, From><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const From*>(x), static_cast<To*>(y), n);
-      return launched();
+      return launch(cast_kernel<To, From>, blocks_for(n), kThreads, stream, static_cast<const From*>(x), static_cast<To*>(y), n);
     });
   });
 }
@@ -172,8 +167,7 @@ cudaError_t cast(DType from, DType to, const void* x, void* y, int64_t n, cudaSt
 cudaError_t count_non_finite(DType dtype, const void* x, int64_t n, unsigned long long* counts, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    count_non_finite_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), n, counts);
-    return launched();
+    return launch(count_non_finite_kernel<T>, blocks_for(n), kThreads, stream, static_cast<const T*>(x), n, counts);
   });
 }
 
@@ -181,8 +175,15 @@ cudaError_t fill(DType dtype, double value, void* y, int64_t n, cudaStream_t str
   if (n == 0) return cudaSuccess;
   using graph::bfloat16, graph::float16;
   return visit<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(dtype, [&]<class T>(T) {
-    fill_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(math::convert<T>(value), static_cast<T*>(y), n);
-    return launched();
+    // On the host; a 16-bit float through its float (math::convert is also device code, their
+    // constructors are host code).
+    T converted;
+    if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
+      converted = T(static_cast<float>(value));
+    } else {
+      converted = math::convert<T>(value);
+    }
+    return launch(fill_kernel<T>, blocks_for(n), kThreads, stream, converted, static_cast<T*>(y), n);
   });
 }
 

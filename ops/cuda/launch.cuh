@@ -1,9 +1,10 @@
 // What the CUDA kernel files share: grid-stride loops over int64 element counts, a launch shape for
-// n elements, and the dispatch from a run-time dtype to the element type.
+// n elements, the launch itself, and the dispatch from a run-time dtype to the element type.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include <cuda_runtime.h>
 
@@ -21,8 +22,15 @@ inline unsigned blocks_for(int64_t n) {
 __device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-// The launch's own error (a bad configuration) or none; n == 0 launches nothing.
-inline cudaError_t launched() { return cudaGetLastError(); }
+// Launches kernel<<<blocks, threads, 0, stream>>>(args...) and returns that launch's own error (a bad
+// configuration) or none. The error state is cleared first: an earlier call's error that its caller
+// ignored is not taken for this launch's.
+template <class... Params, class... Args>
+cudaError_t launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cudaStream_t stream, Args&&... args) {
+  (void)cudaGetLastError();
+  kernel<<<blocks, threads, 0, stream>>>(static_cast<Params>(std::forward<Args>(args))...);
+  return cudaGetLastError();
+}
 
 // Calls f(T{}) with the element type of `dtype` among Ts; cudaErrorNotSupported for another.
 template <class... Ts, class F>
@@ -40,6 +48,6 @@ using detail::blocks_for;
 using detail::first_index;
 using detail::grid_stride;
 using detail::kThreads;
-using detail::launched;
+using detail::launch;
 using detail::visit;
 }  // namespace mirra::ops::cuda

@@ -22,14 +22,12 @@ __global__ void update_loss_scale_kernel(float* scale, int64_t* good_steps, cons
 }  // namespace
 
 cudaError_t none_counted(const unsigned long long* counts, bool* finite, cudaStream_t stream) {
-  none_counted_kernel<<<1, 1, 0, stream>>>(counts, finite);
-  return launched();
+  return launch(none_counted_kernel, 1, 1, stream, counts, finite);
 }
 
 cudaError_t update_loss_scale(float* scale, int64_t* good_steps, const bool* finite, int64_t growth_steps,
                               cudaStream_t stream) {
-  update_loss_scale_kernel<<<1, 1, 0, stream>>>(scale, good_steps, finite, growth_steps);
-  return launched();
+  return launch(update_loss_scale_kernel, 1, 1, stream, scale, good_steps, finite, growth_steps);
 }
 
 }  // namespace mirra::ops::cuda

@@ -114,22 +114,20 @@ cudaError_t pool_forward(bool max, const float* x, float* y, const PoolGeometry&
   const int64_t outputs = g.batch * g.channels * g.out_height * g.out_width;
   if (outputs == 0) return cudaSuccess;
   if (max) {
-    pool_forward_kernel<true><<<blocks_for(outputs), kThreads, 0, stream>>>(x, y, g);
+    return launch(pool_forward_kernel<true>, blocks_for(outputs), kThreads, stream, x, y, g);
   } else {
-    pool_forward_kernel<false><<<blocks_for(outputs), kThreads, 0, stream>>>(x, y, g);
+    return launch(pool_forward_kernel<false>, blocks_for(outputs), kThreads, stream, x, y, g);
   }
-  return launched();
 }
 
 cudaError_t pool_backward(bool max, const float* x, const float* dy, float* dx, const PoolGeometry& g, cudaStream_t stream) {
   const int64_t inputs = g.batch * g.channels * g.height * g.width;
   if (inputs == 0) return cudaSuccess;
   if (max) {
-    pool_backward_kernel<true><<<blocks_for(inputs), kThreads, 0, stream>>>(x, dy, dx, g);
+    return launch(pool_backward_kernel<true>, blocks_for(inputs), kThreads, stream, x, dy, dx, g);
   } else {
-    pool_backward_kernel<false><<<blocks_for(inputs), kThreads, 0, stream>>>(x, dy, dx, g);
+    return launch(pool_backward_kernel<false>, blocks_for(inputs), kThreads, stream, x, dy, dx, g);
   }
-  return launched();
 }
 
 }  // namespace mirra::ops::cuda

@@ -85,19 +85,17 @@ cudaError_t reduce(ReduceOp op, DType dtype, const void* x, void* y, const Reduc
     const auto* px = static_cast<const T*>(x);
     auto* py = static_cast<T*>(y);
     if (op == ReduceOp::max) {
-      reduce_kernel<T, true><<<blocks, kThreads, 0, stream>>>(px, py, geometry, false);
+      return launch(reduce_kernel<T, true>, blocks, kThreads, stream, px, py, geometry, false);
     } else {
-      reduce_kernel<T, false><<<blocks, kThreads, 0, stream>>>(px, py, geometry, op == ReduceOp::mean);
+      return launch(reduce_kernel<T, false>, blocks, kThreads, stream, px, py, geometry, op == ReduceOp::mean);
     }
-    return launched();
   });
 }
 
 cudaError_t argmax(DType dtype, const void* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
   if (outer * inner == 0) return cudaSuccess;
   return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
-    argmax_kernel<T><<<detail::blocks_for(outer * inner), kThreads, 0, stream>>>(static_cast<const T*>(x), y, outer, n, inner);
-    return launched();
+    return launch(argmax_kernel<T>, detail::blocks_for(outer * inner), kThreads, stream, static_cast<const T*>(x), y, outer, n, inner);
   });
 }
 

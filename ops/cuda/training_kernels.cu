@@ -78,10 +78,9 @@ cudaError_t sparse_softmax_cross_entropy(DType dtype, DType label_dtype, const v
   if (batch == 0 || classes == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
     return visit<int32_t, int64_t>(label_dtype, [&]<class L>(L) {
-      sparse_xent_kernel<T, L><<<blocks_for(batch), kThreads, 0, stream>>>(
+      return launch(sparse_xent_kernel<T, L>, blocks_for(batch), kThreads, stream, 
           static_cast<const T*>(logits), static_cast<const L*>(labels), static_cast<T*>(loss), static_cast<T*>(backprop),
           batch, classes);
-      return launched();
     });
   });
 }
@@ -90,9 +89,8 @@ cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* grad
                                    const bool* gate, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    gradient_descent_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+    return launch(gradient_descent_kernel<T>, blocks_for(n), kThreads, stream, 
         static_cast<T*>(variable), static_cast<const T*>(gradient), static_cast<const T*>(learning_rate), gate, n);
-    return launched();
   });
 }
 
@@ -106,11 +104,10 @@ cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const
     const auto* rate = static_cast<const T*>(learning_rate);
     const T m = static_cast<T>(momentum);
     if (nesterov) {
-      momentum_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, rate, gate, m, n);
+      return launch(momentum_kernel<T, true>, blocks_for(n), kThreads, stream, v, a, g, rate, gate, m, n);
     } else {
-      momentum_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(v, a, g, rate, gate, m, n);
+      return launch(momentum_kernel<T, false>, blocks_for(n), kThreads, stream, v, a, g, rate, gate, m, n);
     }
-    return launched();
   });
 }
 
@@ -119,19 +116,17 @@ cudaError_t apply_adam(DType dtype, void* variable, void* first_moment, void* se
                        int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    adam_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+    return launch(adam_kernel<T>, blocks_for(n), kThreads, stream, 
         static_cast<T*>(variable), static_cast<T*>(first_moment), static_cast<T*>(second_moment),
         static_cast<const T*>(gradient), static_cast<const T*>(learning_rate), step, gate, parameters, n);
-    return launched();
   });
 }
 
 cudaError_t assign_add(DType dtype, void* variable, const void* delta, const bool* gate, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
-    assign_add_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(variable), static_cast<const T*>(delta),
-                                                                 gate, n);
-    return launched();
+    return launch(assign_add_kernel<T>, blocks_for(n), kThreads, stream, static_cast<T*>(variable), static_cast<const T*>(delta),
+        gate, n);
   });
 }
 
