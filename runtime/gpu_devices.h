@@ -35,6 +35,10 @@ struct GpuOptions {
   // Logical GPUs per physical GPU (graph/device_id.h): gpu:<i> runs on GPU i / k with a stream of its
   // own and, for k > 1, a memory limit of 1/k of the GPU's memory. cpu_async devices split the same way.
   int logical_gpus_per_gpu = 1;
+  // Only what gives the same bits every run (deterministic mode): cuDNN's deterministic convolution
+  // algorithms (some backward ones sum with atomics), and cuBLAS without reduced-precision
+  // reductions in split-K products.
+  bool deterministic = false;
 };
 
 struct GpuSoftware {

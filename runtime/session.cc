@@ -61,7 +61,9 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
     : graph_(graph), kernels_(kernels), options_(options), trace_(options.trace),
       devices_(DeviceSet::create(devices_needed(graph, options), session_threads(options),
                                  options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr,
-                                 {.allow_tf32 = options.allow_tf32, .logical_gpus_per_gpu = options.logical_gpus_per_gpu})),
+                                 {.allow_tf32 = options.allow_tf32,
+                                  .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
+                                  .deterministic = options.deterministic})),
       prepared_(devices_.status().ok()
                     ? prepare_graph(graph_, kernels, devices_, {options.default_device, options.soft_placement})
                     : devices_.status()),

@@ -35,7 +35,7 @@ namespace mirra::runtime {
 
 struct SessionOptions {
   int threads = 0;             // oneTBB threads for this session; 0: all cores
-  bool deterministic = false;  // one node at a time, in plan order, on one thread
+  bool deterministic = false;  // one node at a time, in plan order, on one thread; GPUs: deterministic algorithms
   graph::DeviceId default_device = {};  // for nodes with no device
   bool soft_placement = false;  // a node its device has no kernel for runs on cpu:0 instead of failing
   bool allow_tf32 = false;      // GPUs may run f32 products and convolutions in TF32 (GpuOptions)

@@ -25,7 +25,7 @@
 #include <optional>
 
 #include "ops/cuda/box_copy.h"
-#include "ops/cuda/cudnn_refusal.h"
+#include "ops/cuda/cudnn_choices.h"
 #include "ops/cuda/cudnn_window.h"
 #include "ops/kernel_shapes.h"
 #include "runtime/bounded_cache.h"
@@ -45,14 +45,15 @@ constexpr int64_t kKcrsToHwio[] = {2, 3, 1, 0};
 // cuDNN's fused forward runs ReLU only with this algorithm.
 constexpr cudnnConvolutionFwdAlgo_t kFusedAlgorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 
-// The first algorithm cuDNN's heuristics rank that it can run, from `count` results.
+// The first algorithm cuDNN's heuristics rank that it can run (and, `deterministic`, that is
+// deterministic), from `count` results.
 template <class Perf>
-graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int count, const char* what, DType data) {
-  for (int i = 0; i < count; ++i) {
-    if (results[i].status == CUDNN_STATUS_SUCCESS) return results[i].algo;
-  }
-  std::string message = std::string("cuDNN has no ") + what + " algorithm for this " + std::string(graph::dtype_name(data)) +
-                        " convolution";
+graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int count, const char* what, DType data,
+                                                    bool deterministic) {
+  if (const int i = first_usable_algorithm(results, count, deterministic); i >= 0) return results[i].algo;
+  std::string message = std::string("cuDNN has no ") + (deterministic ? "deterministic " : "") + what +
+                        " algorithm for this " + std::string(graph::dtype_name(data)) + " convolution";
+  if (deterministic) message += " (deterministic mode)";
   if (data != DType::f32) {
     message += " (16-bit convolutions run on the tensor cores: f16 from compute capability 7.0, bf16 from 8.0)";
   }
@@ -64,8 +65,9 @@ class ConvPlan {
  public:
   // Descriptors for `window` (over an input explicitly padded first where the padding is asymmetric)
   // and a filter of `out_channels`.
-  ConvPlan(const Window& window, int64_t out_channels, DType data, bool allow_tf32)
-      : window_(window), data_(data), pad_explicitly_(!window.symmetric()) {
+  // Deterministic: only algorithms that give the same bits every run.
+  ConvPlan(const Window& window, int64_t out_channels, DType data, bool allow_tf32, bool deterministic)
+      : window_(window), data_(data), deterministic_(deterministic), pad_explicitly_(!window.symmetric()) {
     Window& g = cudnn_window_;
     g = window;
     if (pad_explicitly_) {
@@ -121,7 +123,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "forward", data_);
+      return first_usable(results, count, "forward", data_, deterministic_);
     });
   }
   graph::Expected<cudnnConvolutionBwdDataAlgo_t> backward_data_algorithm(cudnnHandle_t handle) {
@@ -130,7 +132,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_.get(), y_.get(), conv_.get(), x_.get(),
                                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "backward data", data_);
+      return first_usable(results, count, "backward data", data_, deterministic_);
     });
   }
   graph::Expected<cudnnConvolutionBwdFilterAlgo_t> backward_filter_algorithm(cudnnHandle_t handle) {
@@ -139,7 +141,7 @@ class ConvPlan {
       int count = 0;
       MIRRA_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           handle, x_.get(), y_.get(), conv_.get(), w_.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results));
-      return first_usable(results, count, "backward filter", data_);
+      return first_usable(results, count, "backward filter", data_, deterministic_);
     });
   }
 
@@ -179,6 +181,7 @@ class ConvPlan {
 
   Window window_, cudnn_window_;
   DType data_;
+  bool deterministic_;
   bool pad_explicitly_;
   TensorShape padded_shape_;
   int64_t origin_[kMaxRank] = {};
@@ -215,7 +218,7 @@ graph::Expected<std::shared_ptr<ConvPlan>> plan_for(const KernelContext& ctx, co
                                        g.stride_w, g.dilation_h, g.dilation_w, g.pad_h, g.pad_w, g.pad_after_h, g.pad_after_w};
   runtime::BoundedCache<std::array<int64_t, 19>, ConvPlan>& plans = ctx.state<ConvKernelState>().plans;
   if (std::shared_ptr<ConvPlan> plan = plans.find(key)) return plan;
-  auto made = std::make_shared<ConvPlan>(g, filter.dim(3), data, tf32);
+  auto made = std::make_shared<ConvPlan>(g, filter.dim(3), data, tf32, gpu_of(ctx).deterministic());
   MIRRA_RETURN_IF_ERROR(made->status());
   return plans.insert(key, std::move(made));
 }

@@ -75,8 +75,12 @@ GpuDevice::GpuDevice(int ordinal, int physical, int64_t memory_limit, const GpuO
   try {
     MIRRA_CUDA_THROW_IF_ERROR(cublasCreate(&cublas_));
     MIRRA_CUDA_THROW_IF_ERROR(cublasSetStream(cublas_, stream_->handle()));
-    // FP32 products in FP32 unless TF32 is allowed (MatMul chooses per call; this is the default).
-    MIRRA_CUDA_THROW_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    // FP32 products in FP32 unless TF32 is allowed (MatMul chooses per call; this is the default);
+    // in deterministic mode no reduced-precision reductions either.
+    MIRRA_CUDA_THROW_IF_ERROR(cublasSetMathMode(
+        cublas_, options.deterministic
+                     ? static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                     : CUBLAS_DEFAULT_MATH));
     MIRRA_CUDA_THROW_IF_ERROR(cudnnCreate(&cudnn_));
     MIRRA_CUDA_THROW_IF_ERROR(cudnnSetStream(cudnn_, stream_->handle()));
   } catch (...) {

@@ -40,6 +40,7 @@ class GpuDevice final : public Device {
   cudnnHandle_t cudnn() const { return cudnn_; }
   // Whether f32 products and convolutions may use TF32 (GpuOptions).
   bool allow_tf32() const { return options_.allow_tf32; }
+  bool deterministic() const { return options_.deterministic; }
 
   // Pinned (page-locked) host memory, so copies between it and the GPU run asynchronously.
   const std::shared_ptr<Allocator>& host_memory_allocator() const override { return pinned_; }
