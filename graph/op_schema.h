@@ -98,6 +98,9 @@ struct OpSchema {
   // - how many leading inputs are the operands of a product (16-bit operands summed in f32): the
   //   mixed-precision pass casts them;
   size_t product_operands = 0;
+  // - of a convolution, the input holding its filter ([h, w, in, out]): the mixed-precision pass reads
+  //   its channel counts;
+  std::optional<size_t> filter_input;
   // - the inputs whose values output 0 holds unchanged (picked, rearranged or viewed), exact in any
   //   dtype: a 16-bit value passes through;
   std::vector<size_t> moves_values;

@@ -389,6 +389,7 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
                 {"data_format", AttrType::string, std::string("NHWC")},
                 {"f32_output", AttrType::boolean, false}},
       .product_operands = 3,
+      .filter_input = 1,
       .infer = [shape_from](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_ASSIGN_OR_RETURN(const DType output, product_output_dtype(ctx, 3));
         for (size_t i = 0; i < 3; ++i) MIRRA_RETURN_IF_ERROR(require_rank(ctx, i, 4));
@@ -447,6 +448,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
                 {"data_format", AttrType::string, std::string("NHWC")},
                 {"f32_output", AttrType::boolean, false}},
       .product_operands = 2,
+      .filter_input = 1,
       .infer = infer_conv2d,
       .summary = "2-D convolution with an HWIO filter.",
       .gradient = conv2d_grad});
@@ -461,6 +463,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
                 {"activation", AttrType::string, std::string("relu")},
                 {"f32_output", AttrType::boolean, false}},
       .product_operands = 2,  // the bias is added to the f32 sums
+      .filter_input = 1,
       .infer = infer_fused_conv2d,
       .summary = "Conv2D + BiasAdd (+ Relu) in one oneDNN call; formed by fuse_conv_bias_relu.",
       .no_gradient = "it is formed after differentiation (fuse_conv_bias_relu); build with Conv2D, BiasAdd, Relu"});

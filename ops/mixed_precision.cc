@@ -1,6 +1,7 @@
 // apply_mixed_precision: Casts in front of the products' operands, shared per value.
 #include "ops/mixed_precision.h"
 
+#include <algorithm>
 #include <map>
 
 #include "ops/cpu/widened_16_bit.h"
@@ -17,9 +18,16 @@ namespace {
 // A filter gradient over fewer than 8 input channels (a CNN's first layer) runs slower in oneDNN's
 // bf16 than in f32, and its dy would be cast for it alone: it stays f32.
 constexpr int64_t kFewestChannelsForFilterGradient = 8;
+// cuDNN's 16-bit convolutions run on the tensor cores, whose NHWC paths take channel counts in
+// multiples of 8; others may have no algorithm at all (one input channel): they stay f32 on GPUs.
+constexpr int64_t kTensorCoreChannels = 8;
 
-bool worth_16_bits(const graph::Graph& g, const Node& node) {
-  return node.op != "Conv2DBackpropFilter" || g.type(node.inputs[1]).shape.dim(2) >= kFewestChannelsForFilterGradient;
+bool worth_16_bits(const graph::Graph& g, const Node& node, const graph::OpSchema& schema, bool on_gpus) {
+  if (!schema.filter_input) return true;
+  const graph::Shape& filter = g.type(node.inputs[*schema.filter_input]).shape;
+  const int64_t in = filter.dim(2), out = filter.dim(3);
+  if (on_gpus && (in % kTensorCoreChannels != 0 || out % kTensorCoreChannels != 0)) return false;
+  return node.op != "Conv2DBackpropFilter" || in >= kFewestChannelsForFilterGradient;
 }
 
 }  // namespace
@@ -40,8 +48,11 @@ std::string_view mixed_precision_name(MixedPrecision mode) {
   return "?";
 }
 
-int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, MixedPrecision mode) {
+int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, MixedPrecision mode,
+                          const std::vector<graph::DeviceId>& devices) {
   if (mode == MixedPrecision::off) return 0;
+  const bool on_gpus = std::any_of(devices.begin(), devices.end(),
+                                   [](const graph::DeviceId& d) { return d.kind == graph::DeviceKind::gpu; });
   const DType low = mode == MixedPrecision::bf16 ? DType::bf16 : DType::f16;
   const std::string suffix = mode == MixedPrecision::bf16 ? "/to_bf16" : "/to_f16";
   std::map<ValueRef, ValueRef> casts;  // f32 value -> its 16-bit copy
@@ -67,7 +78,7 @@ int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, Mix
     const graph::OpSchema* schema = schemas.find(node.op);
     const size_t operands = schema != nullptr ? schema->product_operands : 0;
     if (operands == 0 || g.type(node.inputs[0]).dtype != DType::f32) continue;
-    if (!worth_16_bits(g, node)) continue;
+    if (!worth_16_bits(g, node, *schema, on_gpus)) continue;
     std::vector<ValueRef> inputs = node.inputs;
     for (size_t i = 0; i < operands; ++i) inputs[i] = cast_of(inputs[i], g.node(id));
     Node& rewrite = g.mutable_node(id);

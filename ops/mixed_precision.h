@@ -7,7 +7,9 @@
 // 16-bit type (one Cast per value, shared by every product that reads
 // it: a layer's weights serve its forward product and its input gradient) and f32_output, so its
 // result is the f32 sum of the 16-bit products; but a filter gradient over fewer than 8 input
-// channels stays f32 (slower in bf16). Variables, optimizer slots and updates (f32 master weights),
+// channels stays f32 (slower in bf16), and when the graph trains on GPUs so does every convolution
+// whose channel counts are not multiples of 8 (cuDNN's tensor cores take no others; one input
+// channel may have no 16-bit algorithm). Variables, optimizer slots and updates (f32 master weights),
 // biases, activations between the products, softmax, the loss and every reduction stay f32.
 //
 // REQUIRES: a structurally valid graph. ENSURES: every value keeps its dtype and meaning (rounded
@@ -16,6 +18,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "graph/graph.h"
 #include "graph/op_registry.h"
@@ -29,7 +32,9 @@ enum class MixedPrecision { off, bf16, fp16 };
 graph::Expected<MixedPrecision> parse_mixed_precision(std::string_view name);
 std::string_view mixed_precision_name(MixedPrecision mode);
 
-int apply_mixed_precision(graph::Graph& graph, const graph::OpRegistry& schemas, MixedPrecision mode);
+// `devices`: where the graph will train.
+int apply_mixed_precision(graph::Graph& graph, const graph::OpRegistry& schemas, MixedPrecision mode,
+                          const std::vector<graph::DeviceId>& devices = {});
 
 // True when this CPU multiplies bf16 on oneDNN's bf16 kernels (CPUs with AVX-512; AMX and AVX-512 BF16
 // where present). Elsewhere bf16 products on the CPU are computed in f32 on the bf16 operands and

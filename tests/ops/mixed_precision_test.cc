@@ -164,7 +164,7 @@ struct SmallNet {
   int rewritten = 0;
 };
 
-SmallNet small_net(ops::MixedPrecision mode) {
+SmallNet small_net(ops::MixedPrecision mode, const std::vector<graph::DeviceId>& devices = {}) {
   SmallNet net;
   graph::Builder b(net.graph, ops::registry(), 3);
   auto images = ops::placeholder(b, "images", DType::f32, {-1, 4, 4, 2});
@@ -182,7 +182,7 @@ SmallNet small_net(ops::MixedPrecision mode) {
   net.train = train->train;
   net.loss = objective.loss;
   ops::fuse_conv_bias_relu(net.graph);
-  net.rewritten = ops::apply_mixed_precision(net.graph, ops::registry(), mode);
+  net.rewritten = ops::apply_mixed_precision(net.graph, ops::registry(), mode, devices);
   return net;
 }
 
@@ -229,6 +229,31 @@ TEST_CASE("MixedPrecision.casts_each_operand_once_and_keeps_f32_elsewhere") {
     CHECK(net.rewritten == products);
     CHECK(net.rewritten == 9);
   }
+}
+
+// For GPUs, every convolution whose channel counts are not multiples of 8 stays f32 (cuDNN's 16-bit
+// paths are the tensor cores'): conv1 (2 -> 8) and conv2 (8 -> 4), forward and backward; the
+// products stay 16-bit.
+TEST_CASE("MixedPrecision.on_gpus_keeps_convolutions_the_tensor_cores_do_not_take_in_f32") {
+  const SmallNet net = small_net(ops::MixedPrecision::bf16, {graph::DeviceId{graph::DeviceKind::gpu, 0}});
+  int convolutions = 0, products = 0;
+  for (const graph::Node& node : net.graph.nodes()) {
+    CAPTURE(node.name);
+    if (node.op == "MatMul") {
+      CHECK(net.graph.type(node.inputs[0]).dtype == DType::bf16);
+      ++products;
+    } else if (node.op.starts_with("Conv2D") || node.op == "FusedConv2D") {
+      CHECK(net.graph.type(node.inputs[0]).dtype == DType::f32);
+      CHECK(*node.attrs.get<bool>("f32_output") == false);
+      ++convolutions;
+    }
+  }
+  // 2 forward (and the 2 they were fused from), 2 filter gradients, conv2's input gradient.
+  CHECK(convolutions == 7);
+  CHECK(products == 3);
+  CHECK(net.rewritten == products);
+  // Where no GPU trains it, the CPU's rule alone: only conv1's filter gradient stays f32.
+  CHECK(small_net(ops::MixedPrecision::bf16, {graph::DeviceId{graph::DeviceKind::cpu_async, 0}}).rewritten == 9);
 }
 
 TEST_CASE("MixedPrecision.bf16_trains_like_f32") {
