@@ -112,8 +112,8 @@ Executor::CapturePlan Executor::plan_capture() const {
       capture.refusal = describe(pn) + " reads an input on the host when it is launched, and its replays would keep that value";
       return capture;
     }
-    if (pn.kernel->completes_on_host) {
-      capture.refusal = describe(pn) + " completes on the host, after the device ran it";
+    if (pn.kernel->not_capturable != nullptr) {
+      capture.refusal = describe(pn) + " " + pn.kernel->not_capturable;
       return capture;
     }
   }

@@ -165,9 +165,10 @@ struct KernelDef {
   // for the communication stream (ScopedAllocationStream): no block freed by compute work that may
   // still be queued, and no block it frees goes to the compute stream's kernels.
   bool on_communication_stream = false;
-  // An asynchronous kernel whose completion reads on the host what the device computed (a GPU's
-  // CheckNumerics): a recorded step cannot hold it (Note [Captured steps], runtime/executor.h).
-  bool completes_on_host = false;
+  // Why a recorded step cannot hold the kernel (Note [Captured steps], runtime/executor.h), or null:
+  // an asynchronous kernel whose completion reads on the host what the device computed (a GPU's
+  // CheckNumerics), a collective whose replays would wait for its peers with no deadline (NCCL's).
+  const char* not_capturable = nullptr;
   // Set when the kernel keeps state per node (KernelContext::state).
   KernelPrepareFn prepare = nullptr;
 

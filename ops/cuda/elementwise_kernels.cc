@@ -143,7 +143,7 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   // Equal's output is bool; its dtype constraint (of output 0) would refuse it, so it takes any.
   kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
   kernels.add("CheckNumerics", DeviceKind::gpu,
-              {.async_fn = check_numerics_kernel, .dtypes = floats, .completes_on_host = true});
+              {.async_fn = check_numerics_kernel, .dtypes = floats, .not_capturable = "completes on the host, after the device ran it"});
   kernels.add("Cast", DeviceKind::gpu, {cast_kernel});
   kernels.add("Fill", DeviceKind::gpu, {fill_kernel});
   kernels.add("ZerosLike", DeviceKind::gpu, {zeros_like_kernel});

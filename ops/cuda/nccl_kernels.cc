@@ -444,11 +444,18 @@ void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({graph::DType::f32, graph::DType::f64});
   // bf16 (compressed gradients): NCCL adds them pairwise, rounding each partial sum to bf16.
   const uint32_t summable = floats | runtime::dtype_mask({graph::DType::bf16});
+  // A replay of a recorded step would wait for NCCL's peers with no deadline (a stuck rank hangs it in
+  // cudaStreamSynchronize), and no machine with several GPUs has run one yet: steps with NCCL are not
+  // recorded.
+  const char* no_deadline_in_replays = "meets its peers through NCCL, which a replay would wait for with no deadline";
   kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
-              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = summable});
+              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = summable,
+               .not_capturable = no_deadline_in_replays});
   kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
-              {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats});
-  kernels.add("PeerAllGather", graph::DeviceKind::gpu, {.expensive = true, .async_fn = peer_all_gather_kernel});
+              {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats,
+               .not_capturable = no_deadline_in_replays});
+  kernels.add("PeerAllGather", graph::DeviceKind::gpu,
+              {.expensive = true, .async_fn = peer_all_gather_kernel, .not_capturable = no_deadline_in_replays});
 }
 
 }  // namespace mirra::ops::cuda

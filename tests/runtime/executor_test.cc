@@ -1,10 +1,12 @@
 // The executor and session: random DAGs (wide, deep, diamond-heavy; 10k+ nodes) give bitwise the same
 // results as deterministic mode over many runs; a kernel error in a large graph is reported with node,
 // op and device, nothing hangs, and the session works for the next step; feeds are checked; pruning,
-// control edges and variables behave (values assigned and read are copies); subnormals are flushed unless the session asks otherwise.
+// control edges and variables behave (values assigned and read are copies); subnormals are flushed unless the session asks otherwise;
+// a kernel that a recorded step cannot hold keeps its steps uncaptured.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
+#include "ops/registry.h"
 #include "runtime/random.h"
 #include "runtime/session.h"
 
@@ -264,6 +266,46 @@ TEST_CASE("Session.flush_denormals.zeroes_subnormals_on_every_thread") {
     CHECK(all(r, flush ? 0.0f : subnormal));
     CHECK(all(w, flush ? 0.0f : 1e-38f));
   }
+}
+
+// A kernel that a recorded step cannot hold (KernelDef::not_capturable: NCCL's collectives, a GPU's
+// CheckNumerics) keeps its steps from being captured, and the refusal names the node and the reason.
+TEST_CASE("Session.a_kernel_that_cannot_be_recorded.keeps_its_steps_uncaptured_and_says_why") {
+  static const struct Tables {
+    graph::OpRegistry schemas;
+    KernelRegistry kernels;
+    Tables() {
+      ops::register_builtin_ops(schemas, kernels);
+      schemas.add(graph::OpSchema{.name = "TestNotRecorded", .inputs = {"x"},
+                                  .infer = [](const graph::InferContext& c) -> graph::Expected<std::vector<graph::TensorType>> {
+                                    return std::vector<graph::TensorType>{c.input(0)};
+                                  },
+                                  .summary = "test", .no_gradient = "test op"});
+      kernels.add("TestNotRecorded", graph::DeviceKind::cpu_async,
+                  {.fn = [](KernelContext& ctx) {
+                     ctx.set_output(0, ctx.input(0));
+                     return Status();
+                   },
+                   .not_capturable = "meets its peers with no deadline in replays"});
+    }
+  } tables;
+  graph::Graph g;
+  graph::Builder b(g, tables.schemas);
+  b.set_device(graph::DeviceId{graph::DeviceKind::cpu_async, 0});
+  auto x = ops::placeholder(b, "x", DType::f32, {2});
+  auto y = ops::neg(b, b.add_value({.op = "TestNotRecorded", .inputs = {ops::neg(b, x)}, .name = "meets"}));
+  REQUIRE(b.status().ok());
+  Session session(g, tables.kernels, {.capture_steps = true});
+  for (int step = 0; step < 3; ++step) {
+    auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {y});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{1, 2});
+  }
+  CHECK(session.replayed_steps() == 0);
+  const std::vector<std::string> refusals = session.capture_refusals();
+  REQUIRE(refusals.size() == 1);
+  CHECK(refusals[0].find("node 'meets' (TestNotRecorded) on cpu_async:0 meets its peers with no deadline in replays") !=
+        std::string::npos);
 }
 
 }  // namespace
