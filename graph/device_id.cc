@@ -22,17 +22,43 @@ int physical_ordinal(DeviceId id, int logical_per_physical) {
 
 DeviceId memory_owner(DeviceId id, int logical_per_physical) {
   if (!has_own_memory(id.kind)) return id;
-  return {id.kind, physical_ordinal(id, logical_per_physical) * logical_per_physical};
+  return {id.kind, physical_ordinal(id, logical_per_physical) * logical_per_physical, id.task};
 }
 
 std::string DeviceId::to_string() const {
-  return std::string(device_kind_name(kind)) + ":" + std::to_string(ordinal);
+  const std::string local = std::string(device_kind_name(kind)) + ":" + std::to_string(ordinal);
+  return task ? "/task:" + std::to_string(*task) + "/" + local : local;
 }
 
-Expected<DeviceId> DeviceId::parse(std::string_view text) {
+namespace {
+
+// A non-negative integer of at most `most`, the whole of `text`.
+std::optional<int> parse_number(std::string_view text, int most) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0 || value > most) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+Expected<DeviceId> DeviceId::parse(std::string_view whole) {
+  std::string_view text = whole;
+  std::optional<int> task;
+  if (constexpr std::string_view prefix = "/task:"; text.starts_with(prefix)) {
+    const size_t slash = text.find('/', prefix.size());
+    task = slash == std::string_view::npos ? std::nullopt : parse_number(text.substr(prefix.size(), slash - prefix.size()), 65535);
+    if (!task) {
+      return invalid_argument("device '" + std::string(whole) + "': a task is written /task:N/ with N in [0, 65535], then the device");
+    }
+    text = text.substr(slash + 1);
+  }
   const auto colon = text.find(':');
   const std::string_view kind_text = text.substr(0, colon);
   DeviceId id;
+  id.task = task;
   if (kind_text == "cpu") {
     id.kind = DeviceKind::cpu;
   } else if (kind_text == "cpu_async") {
@@ -40,15 +66,12 @@ Expected<DeviceId> DeviceId::parse(std::string_view text) {
   } else if (kind_text == "cuda" || kind_text == "gpu") {
     id.kind = DeviceKind::gpu;
   } else {
-    return invalid_argument("device '" + std::string(text) + "': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
+    return invalid_argument("device '" + std::string(whole) + "': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
   }
   if (colon == std::string_view::npos) return id;
-  const std::string_view number = text.substr(colon + 1);
-  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), id.ordinal);
-  if (number.empty() || error != std::errc() || end != number.data() + number.size() || id.ordinal < 0 ||
-      id.ordinal > 4095) {
-    return invalid_argument("device '" + std::string(text) + "': ordinal must be an integer in [0, 4095]");
-  }
+  const std::optional<int> ordinal = parse_number(text.substr(colon + 1), 4095);
+  if (!ordinal) return invalid_argument("device '" + std::string(whole) + "': ordinal must be an integer in [0, 4095]");
+  id.ordinal = *ordinal;
   return id;
 }
 

@@ -1,4 +1,5 @@
-// DeviceId: which device a node runs on ("cpu:0", "cpu_async:0", "gpu:1"), as a kind and an ordinal.
+// DeviceId: which device a node runs on ("cpu:0", "cpu_async:0", "gpu:1"), as a kind and an ordinal,
+// and for a device of another process, its task ("/task:1/gpu:0").
 // cpu devices run kernels inline in host memory; cpu_async devices run the same kernels on a stream
 // of their own, in memory of their own (runtime/device.h), the way a GPU does.
 //
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <compare>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,16 +22,26 @@ enum class DeviceKind : uint8_t { cpu, gpu, cpu_async };
 struct DeviceId {
   DeviceKind kind = DeviceKind::cpu;
   int ordinal = 0;
+  // The process it belongs to (TensorFlow's task: a worker's rank), or none: the process that runs
+  // the graph. A session takes its own task's devices as its own (SessionOptions::task).
+  std::optional<int> task;
 
-  // "cpu:0"
+  // "cpu:0", "/task:1/gpu:0"
   std::string to_string() const;
-  // Parses "cpu:0", "cpu_async:2" or "gpu:1" (also "cuda:1"); a kind alone means ordinal 0.
+  // Parses "cpu:0", "cpu_async:2" or "gpu:1" (also "cuda:1"), each maybe after "/task:N/"; a kind
+  // alone means ordinal 0.
   static Expected<DeviceId> parse(std::string_view text);
 
   friend auto operator<=>(const DeviceId&, const DeviceId&) = default;
 };
 
 std::string_view device_kind_name(DeviceKind kind);
+
+// `id` as a device of the process that is task `task`: without its task when it is that one.
+inline DeviceId local(DeviceId id, int task) {
+  if (id.task == task) id.task.reset();
+  return id;
+}
 
 // Whether devices of this kind have memory of their own (and so may be split into logical devices).
 bool has_own_memory(DeviceKind kind);

@@ -41,6 +41,11 @@ graph::Status place_nodes(graph::Graph& graph, const KernelRegistry& kernels, co
     graph::Node& node = graph.mutable_node(id);
     const graph::DeviceId wanted = node.device.value_or(options.default_device);
     const Device* device = devices.find(wanted);
+    if (device == nullptr && wanted.task) {
+      return graph::unimplemented("node '" + node.name + "' is placed on " + wanted.to_string() + ", a device of task " +
+                                  std::to_string(*wanted.task) +
+                                  " (another process): values do not cross between tasks yet");
+    }
     if (device == nullptr) {
       return graph::invalid_argument("node '" + node.name + "' is placed on " + wanted.to_string() +
                                      ", which this session does not have");

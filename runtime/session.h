@@ -51,6 +51,9 @@ struct SessionOptions {
   // The collective implementations its kernels may use, the first for "auto"; none given: one
   // InProcessCollective for the session's own devices.
   std::vector<std::shared_ptr<Collective>> collectives;
+  // The task this process is (a worker's rank): its devices may be named with it (/task:<task>/gpu:0)
+  // or without; a node placed on another task's device is refused (no values cross between tasks).
+  int task = 0;
 };
 
 using Feeds = std::map<std::string, Tensor, std::less<>>;

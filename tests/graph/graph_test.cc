@@ -233,6 +233,24 @@ TEST_CASE("DeviceId.parse_and_print") {
   CHECK_FALSE(DeviceId::parse("cpu:").ok());
 }
 
+TEST_CASE("DeviceId.a_device_of_another_task_names_its_task") {
+  const auto remote = DeviceId::parse("/task:1/gpu:0");
+  REQUIRE(remote.ok());
+  CHECK(remote->task == 1);
+  CHECK(remote->kind == DeviceKind::gpu);
+  CHECK(remote->to_string() == "/task:1/gpu:0");
+  CHECK(*remote != DeviceId{DeviceKind::gpu, 0});
+  CHECK(DeviceId::parse("/task:12/cpu")->to_string() == "/task:12/cpu:0");
+  CHECK(local(*remote, 1) == DeviceId{DeviceKind::gpu, 0});
+  CHECK(local(*remote, 0) == *remote);
+  CHECK(DeviceId::parse("/task:x/cpu:0").status().message() ==
+        "device '/task:x/cpu:0': a task is written /task:N/ with N in [0, 65535], then the device");
+  CHECK_FALSE(DeviceId::parse("/task:1").ok());
+  CHECK_FALSE(DeviceId::parse("/task:-1/cpu:0").ok());
+  CHECK(DeviceId::parse("/task:1/tpu:0").status().message() ==
+        "device '/task:1/tpu:0': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
+}
+
 TEST_CASE("Attr.values_print_stably") {
   CHECK(attr_to_string(AttrValue{int64_t{3}}) == "3");
   CHECK(attr_to_string(AttrValue{0.1}) == "0.1");

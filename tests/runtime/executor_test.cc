@@ -268,6 +268,37 @@ TEST_CASE("Session.flush_denormals.zeroes_subnormals_on_every_thread") {
   }
 }
 
+// A session is one task: devices named with its task are its own, a node on another task's device
+// is refused naming it.
+TEST_CASE("Session.devices_of_its_task_are_its_own_and_other_tasks_are_refused") {
+  for (const int task : {0, 3}) {
+    CAPTURE(task);
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    b.set_device(graph::DeviceId{graph::DeviceKind::cpu_async, 0, task});
+    auto x = ops::placeholder(b, "x", DType::f32, {2});
+    b.set_device(graph::DeviceId{graph::DeviceKind::cpu_async, 0});
+    auto y = ops::neg(b, ops::neg(b, x));  // the same device, named without the task
+    REQUIRE(b.status().ok());
+    Session session(g, ops::kernels(), {.task = task});
+    CHECK(session.devices().devices().size() == 2);  // cpu_async:0 and the default cpu:0
+    auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {y});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{1, 2});
+  }
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {2});
+  b.set_device(graph::DeviceId{graph::DeviceKind::cpu, 0, 1});
+  auto y = b.add_value({.op = "Neg", .inputs = {x}, .name = "elsewhere"});
+  REQUIRE(b.status().ok());
+  Session session(g, ops::kernels());
+  auto out = session.run({{"x", Tensor::from<float>({2}, {1, 2})}}, {y});
+  CHECK(out.status().message() ==
+        "node 'elsewhere' is placed on /task:1/cpu:0, a device of task 1 (another process): values do not cross between "
+        "tasks yet");
+}
+
 // A kernel that a recorded step cannot hold (KernelDef::not_capturable: NCCL's collectives, a GPU's
 // CheckNumerics) keeps its steps from being captured, and the refusal names the node and the reason.
 TEST_CASE("Session.a_kernel_that_cannot_be_recorded.keeps_its_steps_uncaptured_and_says_why") {
