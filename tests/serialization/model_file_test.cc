@@ -73,6 +73,19 @@ TEST_CASE("ModelFile.round_trip.is_exact") {
   }
 }
 
+// Nodes keep their devices, a device of another task included.
+TEST_CASE("ModelFile.round_trip.keeps_devices_and_their_tasks") {
+  Model model = testing::tiny_model();
+  REQUIRE(model.graph.size() >= 2);
+  model.graph.mutable_node(0).device = graph::DeviceId{graph::DeviceKind::gpu, 1, 2};
+  model.graph.mutable_node(1).device = graph::DeviceId{graph::DeviceKind::cpu_async, 0};
+  auto loaded = parse_model(bytes_of(model), ops::registry());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
+  CHECK(loaded->graph.node(0).device == graph::DeviceId{graph::DeviceKind::gpu, 1, 2});
+  CHECK(loaded->graph.node(1).device == graph::DeviceId{graph::DeviceKind::cpu_async, 0});
+  require_same(model, *loaded);
+}
+
 TEST_CASE("ModelFile.round_trip.every_attribute_kind") {
   const Model model = testing::tiny_cnn_model();  // strings, int lists, shapes, a tensor, optimizer state
   auto loaded = parse_model(bytes_of(model), ops::registry());
