@@ -20,7 +20,8 @@ namespace {
 // nodes (of this task; placement refuses the others'). The logical CPU devices cpu:0 .. cpu:N all
 // exist up to the highest one named.
 std::vector<graph::DeviceId> devices_needed(const graph::Graph& graph, const SessionOptions& options) {
-  std::set<graph::DeviceId> ids{local(options.default_device, options.task)};
+  std::set<graph::DeviceId> ids;
+  if (!options.default_device.task) ids.insert(options.default_device);
   if (options.soft_placement) ids.insert({DeviceKind::cpu, 0});
   for (const graph::Node& node : graph.nodes()) {
     if (node.device && !node.device->task) ids.insert(*node.device);
@@ -31,6 +32,12 @@ std::vector<graph::DeviceId> devices_needed(const graph::Graph& graph, const Ses
   }
   for (int i = 0; i < cpus; ++i) ids.insert({DeviceKind::cpu, i});
   return {ids.begin(), ids.end()};
+}
+
+// The options with the default device named as a local one when it is this task's.
+SessionOptions with_local_default(SessionOptions options) {
+  options.default_device = local(options.default_device, options.task);
+  return options;
 }
 
 // The graph with this task's devices named as local ones (no task), so that /task:0/gpu:0 and gpu:0
@@ -70,14 +77,15 @@ int session_threads(const SessionOptions& options) {
 }  // namespace
 
 Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, SessionOptions options)
-    : graph_(with_local_devices(graph, options.task)), kernels_(kernels), options_(options), trace_(options.trace),
-      devices_(DeviceSet::create(devices_needed(graph_, options), session_threads(options),
+    : graph_(with_local_devices(graph, options.task)), kernels_(kernels), options_(with_local_default(options)),
+      trace_(options.trace),
+      devices_(DeviceSet::create(devices_needed(graph_, options_), session_threads(options),
                                  options.memory_limit > 0 ? std::make_shared<MemoryBudget>(options.memory_limit) : nullptr,
                                  {.allow_tf32 = options.allow_tf32,
                                   .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
                                   .deterministic = options.deterministic})),
       prepared_(devices_.status().ok()
-                    ? prepare_graph(graph_, kernels, devices_, {local(options.default_device, options.task), options.soft_placement})
+                    ? prepare_graph(graph_, kernels, devices_, {options_.default_device, options.soft_placement})
                     : devices_.status()),
       collectives_(session_collectives(options)), resources_{variables_, collectives_},
       arena_(make_task_arena(session_threads(options), options.flush_denormals)) {}
@@ -161,7 +169,7 @@ graph::Expected<Executor*> Session::executor_for(const std::vector<graph::NodeId
   if (it != executors_.end()) return it->second.get();
   PlanRequest request{fed, {fetches.begin(), fetches.end()}, {targets.begin(), targets.end()}};
   MIRRA_ASSIGN_OR_RETURN(ExecutionPlan plan,
-                         build_plan(graph_, request, kernels_, devices_, local(options_.default_device, options_.task)));
+                         build_plan(graph_, request, kernels_, devices_, options_.default_device));
   auto executor = std::make_unique<Executor>(std::move(plan), resources_, options_.deterministic, options_.capture_steps);
   Executor* raw = executor.get();
   executors_.emplace(key, std::move(executor));

@@ -50,17 +50,16 @@ cudaError_t sum_over_replicas_of(const void* const* inputs, void* const* outputs
     for (int c = 0; c < count; ++c) sources.at[c] = static_cast<const T*>(inputs[begin + c]);
     const bool last = begin + count == replicas;
     const Accumulator<T> divisor = last && mean ? static_cast<Accumulator<T>>(replicas) : Accumulator<T>(1);
-    if (const cudaError_t error = launch(accumulate_kernel<T>, blocks_for(n), kThreads, stream, sources, count, begin == 0, divisor, acc, n); error != cudaSuccess) {
-      return error;
-    }
+    const cudaError_t error =
+        launch(accumulate_kernel<T>, blocks_for(n), kThreads, stream, sources, count, begin == 0, divisor, acc, n);
+    if (error != cudaSuccess) return error;
   }
   for (int begin = 1; begin < replicas; begin += kPointersPerPass) {
     const int count = std::min(kPointersPerPass, replicas - begin);
     Targets<T> targets{};
     for (int c = 0; c < count; ++c) targets.at[c] = static_cast<T*>(outputs[begin + c]);
-    if (const cudaError_t error = launch(copy_to_replicas_kernel<T>, blocks_for(n), kThreads, stream, targets, count, acc, n); error != cudaSuccess) {
-      return error;
-    }
+    const cudaError_t error = launch(copy_to_replicas_kernel<T>, blocks_for(n), kThreads, stream, targets, count, acc, n);
+    if (error != cudaSuccess) return error;
   }
   return cudaSuccess;
 }

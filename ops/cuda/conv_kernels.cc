@@ -53,7 +53,6 @@ graph::Expected<decltype(Perf{}.algo)> first_usable(const Perf* results, int cou
   if (const int i = first_usable_algorithm(results, count, deterministic); i >= 0) return results[i].algo;
   std::string message = std::string("cuDNN has no ") + (deterministic ? "deterministic " : "") + what +
                         " algorithm for this " + std::string(graph::dtype_name(data)) + " convolution";
-  if (deterministic) message += " (deterministic mode)";
   if (data != DType::f32) {
     message += " (16-bit convolutions run on the tensor cores: f16 from compute capability 7.0, bf16 from 8.0)";
   }

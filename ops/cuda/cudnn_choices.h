@@ -1,10 +1,11 @@
-// What the cuDNN kernels decide from cuDNN's answers. Whether cuDNN refused a problem (the caller
-// falls back to another way of computing it) or failed: cuDNN 9 reports a refusal with a sub-code of the NOT_SUPPORTED category (_SHAPE, _LAYOUT,
-// _DATA_TYPE, ...), grouped by CUDNN_STATUS_CATEGORY, and some configurations it rejects with
-// BAD_PARAM: that is a refusal too on the first try of a problem, but an error once the same call
-// has run for it. And which of the algorithms its heuristics rank to run: the first it can run, and in
-// deterministic mode the first of those that is deterministic (some backward algorithms sum with
-// atomics, in an order that changes from run to run).
+// What the cuDNN kernels decide from cuDNN's answers.
+// - Whether cuDNN refused a problem (the caller falls back to another way of computing it) or
+//   failed: cuDNN 9 reports a refusal with a sub-code of the NOT_SUPPORTED category (_SHAPE, _LAYOUT,
+//   _DATA_TYPE, ...), grouped by CUDNN_STATUS_CATEGORY, and rejects some configurations with
+//   BAD_PARAM: a refusal too on the first try of a problem, but an error once the call has run for it.
+// - Which of the algorithms its heuristics rank to run: the first it can run, and in deterministic
+//   mode the first of those that is deterministic (some backward algorithms sum with atomics, in an
+//   order that changes from run to run).
 #pragma once
 
 #include <cudnn.h>

@@ -297,6 +297,14 @@ TEST_CASE("Session.devices_of_its_task_are_its_own_and_other_tasks_are_refused")
   CHECK(out.status().message() ==
         "node 'elsewhere' is placed on /task:1/cpu:0, a device of task 1 (another process): values do not cross between "
         "tasks yet");
+  // A default device of another task is refused the same way, for the nodes that take it.
+  graph::Graph unplaced;
+  graph::Builder u(unplaced, ops::registry());
+  auto z = ops::placeholder(u, "z", DType::f32, {2});
+  REQUIRE(u.status().ok());
+  Session elsewhere(unplaced, ops::kernels(), {.default_device = graph::DeviceId{graph::DeviceKind::cpu, 0, 1}});
+  CHECK(elsewhere.run({{"z", Tensor::from<float>({2}, {1, 2})}}, {z}).status().message().find(
+            "is placed on /task:1/cpu:0, a device of task 1") != std::string::npos);
 }
 
 // A kernel that a recorded step cannot hold (KernelDef::not_capturable: NCCL's collectives, a GPU's

@@ -91,24 +91,39 @@ Status allocates_on_communication(KernelContext& ctx) {
   return Status();
 }
 
+// Reads a feed's first and last element.
+Status reads_ends(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& out = ctx.allocate_output(0, DType::f32, TensorShape{2});
+  out.mutable_data<float>()[0] = x.data<float>()[0];
+  out.mutable_data<float>()[1] = x.data<float>()[x.num_elements() - 1];
+  return Status();
+}
+
+// The builtin ops and this file's test ops, with their cpu_async kernels.
 struct Tables {
   graph::OpRegistry schemas;
   KernelRegistry kernels;
   Tables() {
     ops::register_builtin_ops(schemas, kernels);
-    const auto same_as_input = [](const graph::InferContext& c) -> graph::Expected<std::vector<graph::TensorType>> {
-      return std::vector<graph::TensorType>{c.input(0)};
+    const auto add_op = [&](const char* name, graph::InferFn infer, KernelDef kernel) {
+      schemas.add(graph::OpSchema{.name = name, .inputs = {"x"}, .infer = std::move(infer), .summary = "test",
+                                  .no_gradient = "test op"});
+      kernels.add(name, DeviceKind::cpu_async, kernel);
     };
-    schemas.add(graph::OpSchema{.name = "TestFreesScratch", .inputs = {"x"}, .infer = same_as_input, .summary = "test",
-                                .no_gradient = "test op"});
-    schemas.add(graph::OpSchema{.name = "TestAllocatesOnCommunication", .inputs = {"x"},
-                                .infer = [](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{{DType::f32, graph::Shape{kElements}}};
-                                },
-                                .summary = "test", .no_gradient = "test op"});
-    kernels.add("TestFreesScratch", DeviceKind::cpu_async, {.fn = frees_scratch});
-    kernels.add("TestAllocatesOnCommunication", DeviceKind::cpu_async,
-                {.fn = allocates_on_communication, .on_communication_stream = true});
+    const auto f32_of = [](int64_t elements) {
+      return [elements](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
+        return std::vector<graph::TensorType>{{DType::f32, graph::Shape{elements}}};
+      };
+    };
+    add_op("TestFreesScratch",
+           [](const graph::InferContext& c) -> graph::Expected<std::vector<graph::TensorType>> {
+             return std::vector<graph::TensorType>{c.input(0)};
+           },
+           {.fn = frees_scratch});
+    add_op("TestAllocatesOnCommunication", f32_of(kElements),
+           {.fn = allocates_on_communication, .on_communication_stream = true});
+    add_op("TestReadsEnds", f32_of(2), {.fn = reads_ends});
   }
 };
 
@@ -184,33 +199,12 @@ TEST_CASE("Devices.a_feed_staged_while_a_step_is_recorded.is_copied_at_once") {
   CHECK(device.copy_to_host(staged.tensor).to_vector<float>() == std::vector<float>{1, 2, 3});
 }
 
-// Reads a feed's first and last element.
-Status reads_ends(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  Tensor& out = ctx.allocate_output(0, DType::f32, TensorShape{2});
-  out.mutable_data<float>()[0] = x.data<float>()[0];
-  out.mutable_data<float>()[1] = x.data<float>()[x.num_elements() - 1];
-  return Status();
-}
-
 // A feed staged ahead into device memory (copied on the copy stream of the device that owns the
 // memory) is read on a logical sibling of that device, which shares the memory but not the streams:
-// its kernel waits for the copy as the owner's would. The feed is large, so that a read not ordered after the copy would
-// see the block before the copy reached its end.
+// its kernel waits for the copy as the owner's would. The feed is large, so that a read not ordered
+// after the copy would see the block before the copy reached its end.
 TEST_CASE("Session.a_staged_feed.is_waited_for_by_every_device_of_its_memory") {
-  static const struct ReadsEnds {
-    graph::OpRegistry schemas;
-    KernelRegistry kernels;
-    ReadsEnds() {
-      ops::register_builtin_ops(schemas, kernels);
-      schemas.add(graph::OpSchema{.name = "TestReadsEnds", .inputs = {"x"},
-                                  .infer = [](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
-                                    return std::vector<graph::TensorType>{{DType::f32, graph::Shape{2}}};
-                                  },
-                                  .summary = "test", .no_gradient = "test op"});
-      kernels.add("TestReadsEnds", DeviceKind::cpu_async, {.fn = reads_ends});
-    }
-  } tables;
+  static const Tables tables;
   constexpr int64_t kFed = int64_t{16} << 20;  // 64 MiB of f32
   graph::Graph g;
   graph::Builder b(g, tables.schemas);
@@ -223,20 +217,20 @@ TEST_CASE("Session.a_staged_feed.is_waited_for_by_every_device_of_its_memory") {
   auto ends = b.add_value({.op = "TestReadsEnds", .inputs = {in_device_memory}});
   REQUIRE(b.status().ok());
   for (const bool captured : {false, true}) {  // replays copy the feed into the recorded buffer
-  CAPTURE(captured);
-  // cpu_async:1 is the second logical device of cpu_async:0's memory: it reads the value in place.
-  Session session(g, tables.kernels, {.threads = 2, .logical_gpus_per_gpu = 2, .capture_steps = captured});
-  for (int step = 1; step <= 4; ++step) {
-    CAPTURE(step);
-    Tensor fed = Tensor::empty(host_allocator(), DType::f32, TensorShape{kFed});
-    std::fill_n(fed.mutable_data<float>(), kFed, static_cast<float>(step));
-    auto staged = session.stage({{"in_device_memory", fed}});
-    REQUIRE_MESSAGE(staged.ok(), staged.status().to_string());
-    auto out = session.run_staged(std::move(*staged), std::vector<graph::ValueRef>{ends});
-    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-    CHECK((*out)[0].to_vector<float>() == std::vector<float>{static_cast<float>(step), static_cast<float>(step)});
-  }
-  if (captured) CHECK(session.replayed_steps() >= 2);
+    CAPTURE(captured);
+    // cpu_async:1 is the second logical device of cpu_async:0's memory: it reads the value in place.
+    Session session(g, tables.kernels, {.threads = 2, .logical_gpus_per_gpu = 2, .capture_steps = captured});
+    for (int step = 1; step <= 4; ++step) {
+      CAPTURE(step);
+      Tensor fed = Tensor::empty(host_allocator(), DType::f32, TensorShape{kFed});
+      std::fill_n(fed.mutable_data<float>(), kFed, static_cast<float>(step));
+      auto staged = session.stage({{"in_device_memory", fed}});
+      REQUIRE_MESSAGE(staged.ok(), staged.status().to_string());
+      auto out = session.run_staged(std::move(*staged), std::vector<graph::ValueRef>{ends});
+      REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+      CHECK((*out)[0].to_vector<float>() == std::vector<float>{static_cast<float>(step), static_cast<float>(step)});
+    }
+    if (captured) CHECK(session.replayed_steps() >= 2);
   }
 }
 
