@@ -5,8 +5,9 @@
 // arrive. Implementations: in process (InProcessCollective: the participants are devices of this
 // process) and across worker processes over MPI (runtime/collectives/worker_collective.h), their
 // participants meeting at a Rendezvous (runtime/collectives/rendezvous.h). NCCL,
-// between the GPUs of one process, is not one: it is the GPU kernel of PeerAllReduce and its
-// siblings (ops/cuda/nccl_kernels.cc). CollectiveSet is a session's table of them.
+// between the GPUs of one process, is not one: its ranks are nodes of their own (PeerAllReduce and
+// its siblings), whose GPU kernels meet through PeerMeetings (runtime/collectives/peer_meetings.h).
+// CollectiveSet is a session's table of them.
 //
 //   collective.all_reduce({.group = "bucket_0", .instance = step, .participant = r, .group_size = n,
 //                          .deadline = deadline_after(timeout)},
