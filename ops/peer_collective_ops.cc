@@ -10,6 +10,7 @@
 
 #include "ops/collective_attrs.h"
 #include "ops/op_families.h"
+#include "runtime/allocator.h"
 #include "runtime/memory_space.h"
 
 namespace mirra::ops {
@@ -52,8 +53,7 @@ Tensor host_copy(const Tensor& t) {
 // the collective reads the inputs and writes the outputs themselves; on cpu_async devices, the GPU's
 // model, the inputs are staged through host memory and the results return on the device's
 // communication stream (beside the compute stream, as a GPU's NCCL calls run), so CI runs the graphs
-// GPUs run with NCCL (ops/cuda/nccl_kernels.cc). An output allocated by the kernel needs no wait
-// for the compute stream there: the allocator frees in its order.
+// GPUs run with NCCL (ops/cuda/nccl_kernels.cc).
 std::shared_ptr<RankCall> rank_call_of(KernelContext& ctx, std::vector<Tensor> outputs, runtime::KernelDone done) {
   auto call = std::make_shared<RankCall>();
   call->space = ctx.device().memory_space();
@@ -70,6 +70,12 @@ std::shared_ptr<RankCall> rank_call_of(KernelContext& ctx, std::vector<Tensor> o
   }
   call->outputs = std::move(outputs);
   return call;
+}
+
+// On a device with streams of its own the results return on its communication stream (rank_call_of),
+// so the outputs are allocated for that stream, as a GPU's NCCL outputs are.
+const void* output_stream(const KernelContext& ctx) {
+  return ctx.device().asynchronous() ? &ctx.device().communication_stream() : nullptr;
 }
 
 // What the collective calls back: the rank's node completes, once staged results are back in its
@@ -103,6 +109,7 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
   auto collective = node_collective(ctx);
   if (!collective.ok()) return done(collective.status());
   std::vector<Tensor> outputs;
+  const runtime::ScopedAllocationStream allocating(output_stream(ctx));
   for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.output_in_place_of_input(j));
   auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank sums on this thread
@@ -116,6 +123,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   if (!collective.ok()) return done(collective.status());
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
   std::vector<Tensor> outputs;
+  const runtime::ScopedAllocationStream allocating(output_stream(ctx));
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
     const Tensor& input = ctx.input(j);
     outputs.push_back(
@@ -133,6 +141,7 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
   if (!collective.ok()) return done(collective.status());
   const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
   std::vector<Tensor> outputs;
+  const runtime::ScopedAllocationStream allocating(output_stream(ctx));
   for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.allocate_output(j, ctx.input(j).dtype(), {elements[j]}));
   auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank gathers on this thread

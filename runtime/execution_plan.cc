@@ -110,6 +110,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       // stream has yet to produce.
       pn.reuses_inputs = pn.reuses_inputs && !pn.on_stream;
       plan.has_async_kernels |= pn.completes_later;
+      plan.has_stream_nodes |= pn.on_stream;
     }
     std::unique_ptr<KernelState>& state = plan.kernel_states.emplace_back();
     if (pn.kernel != nullptr && pn.kernel->prepare != nullptr) {

@@ -79,6 +79,7 @@ struct ExecutionPlan {
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
   std::vector<std::unique_ptr<KernelState>> kernel_states;  // by node: what its kernel prepared, or null
   bool has_async_kernels = false;  // a node completes_later
+  bool has_stream_nodes = false;   // a node is on_stream
 
   std::span<const uint32_t> inputs_of(const PlanNode& n) const {
     return {input_slots.data() + n.inputs_begin, n.inputs_end - n.inputs_begin};

@@ -250,10 +250,44 @@ void Executor::make_ready(StepState& step, std::span<const uint32_t> consumers, 
   }
 }
 
+// Note [The order nodes go onto streams]
+// Ready host nodes run depth first (the last made ready next), while their inputs are warm. A node
+// on a stream only goes into its stream's queue here, and a stream runs its queue in order, so
+// depth first would have a device run a whole chain of the backward pass (the input gradients down
+// to the first layer) before the weight and bias gradients that became ready beside it, and a
+// bucket's all-reduce, which waits for those, would wait for the whole pass. Nodes for streams are
+// therefore enqueued in the order they became ready (breadth first): a device finishes a layer's
+// gradients before it goes deeper.
 void Executor::process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const {
-  while (!ready.empty()) {
-    const uint32_t index = ready.back();
-    ready.pop_back();
+  std::vector<uint32_t> for_streams;  // in the order they became ready, the first `taken` gone
+  size_t taken = 0;
+  size_t scanned = 0;  // ready[0, scanned) holds no node for a stream
+  for (;;) {
+    if (plan_.has_stream_nodes) {
+      if (taken == for_streams.size()) {
+        for_streams.clear();
+        taken = 0;
+      }
+      const size_t first_new = scanned;
+      for (size_t i = first_new; i < ready.size(); ++i) {
+        if (plan_.nodes[ready[i]].on_stream) {
+          for_streams.push_back(ready[i]);
+        } else {
+          ready[scanned++] = ready[i];
+        }
+      }
+      ready.resize(scanned);
+    }
+    uint32_t index;
+    if (taken < for_streams.size()) {
+      index = for_streams[taken++];
+    } else if (!ready.empty()) {
+      index = ready.back();
+      ready.pop_back();
+      scanned = ready.size();
+    } else {
+      break;
+    }
     if (step.failed.load(std::memory_order_acquire)) return;
     const PlanNode& pn = plan_.nodes[index];
     if (step.capture != nullptr) {

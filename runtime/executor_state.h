@@ -70,12 +70,20 @@ inline void report_when_device_done(Stream& stream, Status status, const KernelD
   stream.when_device_done(done);
 }
 
-// Runs the node's kernel: on its device's stream when the device has one of its own (with access to
-// the device's memory, and the host's when the kernel declares host-memory arguments), else here.
+// Runs the node's kernel. On a device with streams of its own a synchronous kernel runs on its
+// stream (with access to the device's memory, and the host's when the kernel declares host-memory
+// arguments), reported done once the device ran it; an asynchronous kernel, whose inputs the device
+// has finished by then, runs here and reports done itself once the device ran its work, on whichever
+// stream it launched it (AsyncKernelFn): so it waits for nothing else the compute stream holds (a
+// bucket's all-reduce starts while the backward pass goes on). Elsewhere it runs here.
 inline void launch(const PlanNode& pn, KernelContext& context, KernelDone done) {
   if (!pn.device->asynchronous()) return invoke_kernel(*pn.kernel, context, done);
-  stream_of(pn).enqueue([&pn, &context, done = std::move(done)] {
-    const MemorySpace space = pn.device->memory_space();
+  const MemorySpace space = pn.device->memory_space();
+  if (pn.kernel->async_fn != nullptr) {
+    ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
+    return invoke_kernel(*pn.kernel, context, done);
+  }
+  stream_of(pn).enqueue([&pn, &context, space, done = std::move(done)] {
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
     invoke_kernel(*pn.kernel, context,
                   [&pn, done](Status status) { report_when_device_done(stream_of(pn), std::move(status), done); });

@@ -97,14 +97,18 @@ void check_numerics_kernel(KernelContext& ctx, runtime::KernelDone done) {
   Tensor counts = Tensor::empty(gpu.allocator(), DType::i64, TensorShape{2});
   Tensor on_host = Tensor::empty(gpu.host_memory_allocator(), DType::i64, TensorShape{2});
   auto* device_counts = static_cast<unsigned long long*>(counts.mutable_raw_data());
-  Status launch = runtime::cuda::check(cudaMemsetAsync(device_counts, 0, counts.byte_size(), gpu.stream()), "cudaMemsetAsync");
-  if (launch.ok()) launch = launched(count_non_finite(x.dtype(), x.raw_data(), x.num_elements(), device_counts, gpu.stream()),
-                                     "count_non_finite");
-  if (launch.ok()) {
-    launch = runtime::cuda::check(
-        cudaMemcpyAsync(on_host.mutable_raw_data(), device_counts, counts.byte_size(), cudaMemcpyDeviceToHost, gpu.stream()),
-        "cudaMemcpyAsync");
-  }
+  // Launched as the compute stream's work (at once, on this thread, with the GPU current).
+  Status launch;
+  gpu.gpu_stream().enqueue([&] {
+    launch = runtime::cuda::check(cudaMemsetAsync(device_counts, 0, counts.byte_size(), gpu.stream()), "cudaMemsetAsync");
+    if (launch.ok()) launch = launched(count_non_finite(x.dtype(), x.raw_data(), x.num_elements(), device_counts, gpu.stream()),
+                                       "count_non_finite");
+    if (launch.ok()) {
+      launch = runtime::cuda::check(
+          cudaMemcpyAsync(on_host.mutable_raw_data(), device_counts, counts.byte_size(), cudaMemcpyDeviceToHost, gpu.stream()),
+          "cudaMemcpyAsync");
+    }
+  });
   if (!launch.ok()) return done(launch);
   ctx.set_output(0, x);
   gpu.gpu_stream().when_device_done([counts = std::move(counts), on_host = std::move(on_host), done = std::move(done),

@@ -16,6 +16,7 @@
 
 #include "graph/check.h"
 #include "ops/cuda/gpu_kernel.h"
+#include "runtime/allocator.h"
 #include "runtime/collectives/peer_meetings.h"
 #include "runtime/stream.h"
 
@@ -77,14 +78,12 @@ runtime::PeerMeetings& nccl_meetings() {
 // Issues one rank's NCCL calls on `comm` and `stream`.
 using RankLaunch = std::function<Status(ncclComm_t comm, cudaStream_t stream)>;
 
-// What a kernel brings to its meeting besides its launch: an output not in place of its input is
-// a buffer just allocated, which work still queued on the compute stream may use until it runs (the
-// allocator frees in the order the compute stream runs its kernels): the communication stream then
-// waits for that work first.
-struct RankCalls {
-  RankLaunch launch;
-  bool allocated_outputs = false;
-};
+// The outputs a rank's calls write on its GPU's communication stream are allocated for that stream,
+// from the blocks freed there (a block freed by a compute kernel at the end of its launch may still be
+// in use by work queued on the compute stream, which the communication stream does not wait for).
+runtime::ScopedAllocationStream allocating_for_communication(const KernelContext& ctx) {
+  return runtime::ScopedAllocationStream(&gpu_of(ctx).communication_stream());
+}
 
 ncclDataType_t nccl_type(graph::DType dtype) {
   switch (dtype) {
@@ -103,16 +102,14 @@ Status check_sum(const KernelContext& ctx) {
   return graph::unimplemented("'" + ctx.node().name + "': GPUs sum among themselves; a mean is not built");
 }
 
-// The rank's calls join its group's meeting for this step.
-void arrive(KernelContext& ctx, RankCalls calls, runtime::KernelDone done) {
+// The rank's calls join its group's meeting for this step. The executor calls the kernel once its
+// GPU has finished the inputs, so the communication stream waits for nothing.
+void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
   const runtime::cuda::GpuDevice* gpu = &gpu_of(ctx);
   runtime::PeerPart part;
   part.device = gpu->id().to_string();
   part.physical = gpu->physical_ordinal();
-  if (calls.allocated_outputs) {
-    part.prepare = [gpu] { gpu->gpu_communication_stream().wait(gpu->gpu_stream().record()); };
-  }
-  part.launch = [gpu, launch = std::move(calls.launch)](runtime::PeerCommunicators& communicators, size_t rank) {
+  part.launch = [gpu, launch = std::move(launch)](runtime::PeerCommunicators& communicators, size_t rank) {
     return launch(static_cast<NcclCommunicators&>(communicators).comm(rank), gpu->gpu_communication_stream().handle());
   };
   part.when_device_done = [gpu](std::function<void(Status)> callback) {
@@ -137,20 +134,19 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
     ncclDataType_t type;
   };
   std::vector<Buffer> buffers;
-  RankCalls calls;
+  const runtime::ScopedAllocationStream allocating = allocating_for_communication(ctx);
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
     const Tensor& input = ctx.input(j);
     void* output = ctx.output_in_place_of_input(j).mutable_raw_data();
     buffers.push_back({input.raw_data(), output, static_cast<size_t>(input.num_elements()), nccl_type(input.dtype())});
-    calls.allocated_outputs = calls.allocated_outputs || output != input.raw_data();
   }
-  calls.launch = [buffers = std::move(buffers)](ncclComm_t comm, cudaStream_t stream) {
+  RankLaunch launch = [buffers = std::move(buffers)](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
       MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllReduce(b.input, b.output, b.count, b.type, ncclSum, comm, stream), "ncclAllReduce"));
     }
     return Status();
   };
-  arrive(ctx, std::move(calls), std::move(done));
+  arrive(ctx, std::move(launch), std::move(done));
 }
 
 // This rank's share of each tensor's sum: rank q's share (runtime::participant_share, rank order) is
@@ -166,6 +162,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
     ncclDataType_t type;
   };
   std::vector<Buffer> buffers;
+  const runtime::ScopedAllocationStream allocating = allocating_for_communication(ctx);
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
     const Tensor& input = ctx.input(j);
     const int64_t elements = input.num_elements();
@@ -173,8 +170,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
     buffers.push_back({static_cast<const std::byte*>(input.raw_data()), share.mutable_raw_data(), elements,
                        graph::dtype_size(input.dtype()), nccl_type(input.dtype())});
   }
-  RankCalls calls{.allocated_outputs = !buffers.empty()};
-  calls.launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
+  RankLaunch launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
       int64_t first = 0;
       for (int64_t root = 0; root < ranks; ++root) {
@@ -192,7 +188,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
     }
     return Status();
   };
-  arrive(ctx, std::move(calls), std::move(done));
+  arrive(ctx, std::move(launch), std::move(done));
 }
 
 // Every rank's share of each tensor, joined in rank order: ncclAllGather when the shares are equal,
@@ -207,14 +203,14 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
     size_t element_size;
   };
   std::vector<Buffer> buffers;
+  const runtime::ScopedAllocationStream allocating = allocating_for_communication(ctx);
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
     const Tensor& share = ctx.input(j);
     Tensor& gathered = ctx.allocate_output(j, share.dtype(), {elements[j]});
     buffers.push_back({share.raw_data(), static_cast<std::byte*>(gathered.mutable_raw_data()), elements[j],
                        graph::dtype_size(share.dtype())});
   }
-  RankCalls calls{.allocated_outputs = !buffers.empty()};
-  calls.launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
+  RankLaunch launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
       if (b.elements % ranks == 0) {
         const size_t bytes = static_cast<size_t>(b.elements / ranks) * b.element_size;
@@ -239,7 +235,7 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
     }
     return Status();
   };
-  arrive(ctx, std::move(calls), std::move(done));
+  arrive(ctx, std::move(launch), std::move(done));
 }
 
 }  // namespace

@@ -97,9 +97,6 @@ void PeerMeetings::issue(const std::shared_ptr<Meeting>& meeting) {
   {
     std::lock_guard use((*connection)->use);
     if (!(*connection)->aborted) {  // else the abort failed this meeting already
-      for (const PeerPart& rank : meeting->ranks) {
-        if (rank.prepare) rank.prepare();
-      }
       issued = library_.group_start();
       for (size_t r = 0; issued.ok() && r < meeting->ranks.size(); ++r) {
         issued = meeting->ranks[r].launch(*(*connection)->communicators, r);

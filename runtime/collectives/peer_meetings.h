@@ -72,9 +72,6 @@ class PeerLibrary {
 struct PeerPart {
   std::string device;  // "gpu:1", for messages
   int physical = 0;    // the device its communicator is made for
-  // Runs before the group call, when the communicators are there (may be empty): the rank orders
-  // its device's streams (its communication stream waits for what its outputs may still be used by).
-  std::function<void()> prepare;
   // Issues the rank's calls on communicator `rank` of `communicators`, inside the group call.
   std::function<graph::Status(PeerCommunicators& communicators, size_t rank)> launch;
   // Calls `callback` once the device has run what was issued so far, with the error it reported.

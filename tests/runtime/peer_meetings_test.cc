@@ -160,7 +160,6 @@ PeerPart part(Log& log, const RankSetup& setup) {
   PeerPart part;
   part.device = "gpu:" + std::to_string(setup.physical);
   part.physical = setup.physical;
-  part.prepare = [&log, device = part.device] { log.add("prepare " + device); };
   part.launch = [&log, setup](PeerCommunicators& communicators, size_t rank) {
     log.add("launch rank " + std::to_string(rank) + " on " + std::to_string(static_cast<FakeCommunicators&>(communicators).id()));
     return setup.launch_status;
@@ -187,8 +186,7 @@ TEST_CASE("PeerMeetings.the_last_rank_issues_every_rank_in_one_group_call_on_com
     CHECK(r0.wait() == "ok");
     CHECK(r1.wait() == "ok");
   }
-  const std::vector<std::string> once = {"prepare gpu:0", "prepare gpu:2", "group start", "launch rank 0 on 1",
-                                         "launch rank 1 on 1", "group end"};
+  const std::vector<std::string> once = {"group start", "launch rank 0 on 1", "launch rank 1 on 1", "group end"};
   std::vector<std::string> expected = {"connect 0 2"};
   expected.insert(expected.end(), once.begin(), once.end());
   expected.insert(expected.end(), once.begin(), once.end());
