@@ -61,6 +61,8 @@ class Allocator {
   virtual std::string name() const = 0;
   // Where its blocks live.
   virtual MemorySpace memory_space() const { return MemorySpace::host_memory(); }
+  // Whether its blocks are page-locked host memory, which a GPU copies to and from asynchronously.
+  virtual bool page_locked() const { return false; }
   // A hold collecting the blocks freed from now on; null for an allocator that hands no freed block
   // out again (it returns them to the system).
   virtual std::unique_ptr<FreedBlockHold> hold_freed_blocks() { return nullptr; }

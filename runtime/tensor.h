@@ -30,6 +30,7 @@ class Buffer {
   void* data() const { return data_; }
   size_t size() const { return bytes_; }
   const MemorySpace& memory_space() const { return space_; }
+  bool page_locked() const { return allocator_->page_locked(); }
 
  private:
   std::shared_ptr<Allocator> allocator_;

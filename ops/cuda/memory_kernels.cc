@@ -24,22 +24,19 @@ Status copy_to_host_kernel(KernelContext& ctx) {
   return Status();
 }
 
-// Pinned host memory (another GPU's copy to the host, a feed or host value a recorded step holds) is
-// copied from where it is, so a replay of a recorded step copies what is there then. Pageable memory
-// is copied into pinned staging memory first, so the copy to the device runs asynchronously (from
-// pageable memory CUDA would wait for the stream). Either host buffer is held until the device read it.
-bool pinned(const void* data) {
-  cudaPointerAttributes attributes{};
-  return cudaPointerGetAttributes(&attributes, data) == cudaSuccess && attributes.type == cudaMemoryTypeHost;
-}
-
+// Pinned host memory (a GPU allocator's page-locked blocks: another GPU's copy to the host, a feed or
+// host value a recorded step holds) is copied from where it is, so a replay of a recorded step copies
+// what is there then. Other host memory is copied into pinned staging memory first, so the copy to
+// the device runs asynchronously (from pageable memory CUDA would wait for the stream). Either host
+// buffer is held until the device read it. Whether a buffer is pinned is its allocator's to say: no
+// driver call per copy.
 Status copy_from_host_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   if (x.byte_size() == 0) return Status();
   const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
   Tensor source = x;
-  if (!pinned(x.raw_data())) {
+  if (!x.buffer()->page_locked()) {
     source = Tensor::empty(gpu.host_memory_allocator(), x.dtype(), x.shape());
     std::memcpy(source.mutable_raw_data(), x.raw_data(), x.byte_size());
   }

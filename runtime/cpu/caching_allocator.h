@@ -30,6 +30,8 @@ class SystemMemory {
   virtual void free(void* block, size_t bytes) noexcept = 0;
   // Whether the host can address the blocks (then cached blocks are poisoned under ASan).
   virtual bool host_addressable() const { return true; }
+  // Whether the blocks are page-locked host memory (Allocator::page_locked).
+  virtual bool page_locked() const { return false; }
 };
 
 class CachingAllocator final : public Allocator, public std::enable_shared_from_this<CachingAllocator> {
@@ -48,6 +50,7 @@ class CachingAllocator final : public Allocator, public std::enable_shared_from_
   AllocatorStats stats() const override;
   std::string name() const override { return name_; }
   MemorySpace memory_space() const override { return space_; }
+  bool page_locked() const override { return system_ != nullptr && system_->page_locked(); }
   // Holds may nest: a block freed goes to the newest one still collecting.
   std::unique_ptr<FreedBlockHold> hold_freed_blocks() override;
 

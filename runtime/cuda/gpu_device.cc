@@ -46,6 +46,7 @@ class PinnedMemory final : public SystemMemory {
     return block;
   }
   void free(void* block, size_t) noexcept override { (void)cudaFreeHost(block); }
+  bool page_locked() const override { return true; }
 };
 
 }  // namespace

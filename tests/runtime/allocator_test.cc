@@ -84,6 +84,30 @@ TEST_CASE("CachingAllocator.takes_blocks_from_its_system_memory_and_counts_them"
   CHECK(memory->held_ == 0);
 }
 
+// Page-locked system memory (a GPU's pinned host memory), as a copy to the device asks its tensor's
+// buffer.
+class PageLockedMemory final : public SystemMemory {
+ public:
+  void* allocate(size_t bytes) noexcept override {
+    return ::operator new(bytes, std::align_val_t{kTensorAlignment}, std::nothrow);
+  }
+  void free(void* block, size_t) noexcept override { ::operator delete(block, std::align_val_t{kTensorAlignment}); }
+  bool page_locked() const override { return true; }
+};
+
+TEST_CASE("CachingAllocator.says_whether_its_blocks_are_page_locked") {
+  auto pinned = std::make_shared<CachingAllocator>("pinned host", nullptr, MemorySpace::host_memory(), nullptr,
+                                                   std::make_shared<PageLockedMemory>());
+  const Tensor staged = Tensor::empty(pinned, graph::DType::f32, TensorShape{4});
+  CHECK(staged.buffer()->page_locked());
+  CHECK_FALSE(Tensor::empty(host_allocator(), graph::DType::f32, TensorShape{4}).buffer()->page_locked());
+  CHECK_FALSE(Tensor::empty(std::make_shared<CachingAllocator>("device", nullptr, MemorySpace::host_memory(), nullptr,
+                                                               std::make_shared<CountingMemory>(4096)),
+                            graph::DType::f32, TensorShape{4})
+                  .buffer()
+                  ->page_locked());
+}
+
 // What is freed while a hold collects (a recorded step's buffers) is handed out again only once the
 // hold ends; what is freed after it stopped collecting goes back to the cache at once.
 TEST_CASE("CachingAllocator.a_hold_keeps_freed_blocks_from_reuse_until_it_ends") {
