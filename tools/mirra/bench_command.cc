@@ -18,8 +18,10 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.executor = bench->add_subcommand("executor", "Executor per-node overhead vs a raw oneTBB flow graph");
   commands.executor->add_option("--nodes", commands.executor_options.nodes, "Nodes per shape")->check(CLI::Range(1, 10'000'000));
   commands.executor->add_option("--threads", commands.executor_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
-  commands.executor->add_option("--device", commands.executor_device, "cpu (logical CPU devices) or gpu:0 (against raw CUDA launches)")
-      ->check(CLI::IsMember({"cpu", "gpu:0"}));
+  commands.executor->add_option("--device", commands.executor_device,
+                                 "cpu (logical CPU devices), gpu:0 (against raw CUDA launches) or cpu_async:0 (the GPU's "
+                                 "model, against raw work on a worker stream)")
+      ->check(CLI::IsMember({"cpu", "gpu:0", "cpu_async:0"}));
   commands.executor->add_option("--repetitions", commands.executor_options.repetitions, "Runs per shape (the best counts)")
       ->check(CLI::Range(1, 1000));
   commands.training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
@@ -76,10 +78,12 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
 }
 
 int run_bench(const BenchCommands& commands) {
-  if (*commands.executor && commands.executor_device == "gpu:0") {
+  if (*commands.executor && commands.executor_device != "cpu") {
     const bench::ExecutorOverheadOptions& o = commands.executor_options;
-    auto result = bench::run_gpu_executor_overhead({.nodes = std::min(o.nodes, 100000), .threads = o.threads,
-                                                    .repetitions = o.repetitions});
+    auto device = graph::DeviceId::parse(commands.executor_device);
+    if (!device.ok()) return report_error(device.status());
+    auto result = bench::run_stream_executor_overhead(
+        {.device = *device, .nodes = std::min(o.nodes, 100000), .threads = o.threads, .repetitions = o.repetitions});
     if (!result.ok()) return report_error(result.status());
     std::cout << result->dump() << "\n";
   } else if (*commands.executor) {

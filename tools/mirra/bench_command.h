@@ -6,7 +6,7 @@
 
 #include "bench/all_reduce_bandwidth.h"
 #include "bench/executor_overhead.h"
-#include "bench/gpu_executor_overhead.h"
+#include "bench/stream_executor_overhead.h"
 #include "bench/file_io.h"
 #include "bench/on_device_all_reduce.h"
 #include "bench/time_to_accuracy.h"
@@ -21,7 +21,7 @@ struct BenchCommands {
   CLI::App* all_reduce = nullptr;
   CLI::App* files = nullptr;
   bench::ExecutorOverheadOptions executor_options;
-  std::string executor_device = "cpu";  // or gpu:0: the GPU variant
+  std::string executor_device = "cpu";  // or gpu:0, cpu_async:0: a chain on a device with streams
   bench::TrainingThroughputOptions training_options;
   bench::TimeToAccuracyOptions accuracy_options;
   bench::AllReduceBandwidthOptions all_reduce_options;
