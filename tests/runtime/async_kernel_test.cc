@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "ops/ops.h"
-#include "ops/registry.h"
 #include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
 
 namespace mirra::runtime {
 namespace {
@@ -62,28 +62,15 @@ Status step_id_kernel(KernelContext& ctx) {
   return Status();
 }
 
-struct TestTables {
-  graph::OpRegistry schemas;
-  KernelRegistry kernels;
+struct TestTables : TestOps {
   TestTables() {
-    ops::register_builtin_ops(schemas, kernels);
-    schemas.add(graph::OpSchema{
-        .name = "TestMeet",
-        .inputs = {"x"},
-        .attrs = {{"partner", AttrType::string, std::string()}, {"fail", AttrType::boolean, false}},
-        .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-          return std::vector<graph::TensorType>{ctx.input(0)};
-        },
-        .summary = "test: finishes once its partner started",
-        .no_gradient = "test op"});
-    kernels.add("TestMeet", graph::DeviceKind::cpu, {.async_fn = test_meet_kernel});
-    schemas.add(graph::OpSchema{.name = "TestStepId",
-                                .infer = [](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{{DType::i64, graph::Shape{}}};
-                                },
-                                .summary = "test: the step id",
-                                .no_gradient = "test op"});
-    kernels.add("TestStepId", graph::DeviceKind::cpu, {step_id_kernel});
+    add({.name = "TestMeet",
+         .inputs = {"x"},
+         .attrs = {{"partner", AttrType::string, std::string()}, {"fail", AttrType::boolean, false}},
+         .infer = infers_input_type(),
+         .summary = "test: finishes once its partner started"},
+        {.async_fn = test_meet_kernel});
+    add({.name = "TestStepId", .infer = infers({DType::i64, graph::Shape{}}), .summary = "test: the step id"}, {step_id_kernel});
   }
 };
 

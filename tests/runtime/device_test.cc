@@ -29,6 +29,7 @@
 #include "runtime/gpu_devices.h"
 #include "runtime/placement.h"
 #include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
 
 namespace mirra::runtime {
 namespace {
@@ -122,48 +123,32 @@ Status touches_host_memory_kernel(KernelContext& ctx) {
   return Status();
 }
 
-// The shape rule of the test ops that output what they read.
-graph::Expected<std::vector<graph::TensorType>> same_as_input(const graph::InferContext& ctx) {
-  return std::vector<graph::TensorType>{ctx.input(0)};
-}
-
-struct WrongKernelTables {
-  graph::OpRegistry schemas;
-  KernelRegistry kernels;
+struct WrongKernelTables : TestOps {
   WrongKernelTables() {
-    ops::register_builtin_ops(schemas, kernels);
-    schemas.add(graph::OpSchema{.name = "TestTouchesHost",
-                                .inputs = {"x"},
-                                .infer = same_as_input,
-                                .summary = "test: a kernel that touches host memory from a device",
-                                .no_gradient = "test op"});
-    kernels.add("TestTouchesHost", DeviceKind::cpu_async, {touches_host_memory_kernel});
-    schemas.add(graph::OpSchema{.name = "TestCpuOnly",
-                                .inputs = {"x"},
-                                .infer = same_as_input,
-                                .summary = "test: f32 only, CPU only",
-                                .no_gradient = "test op"});
-    kernels.add("TestCpuOnly", DeviceKind::cpu,
-                {.fn = [](KernelContext& ctx) {
-                   ctx.set_output(0, ctx.input(0));
-                   return Status();
-                 },
-                 .dtypes = dtype_mask({DType::f32})});
-    schemas.add(graph::OpSchema{.name = "TestWidens",
-                                .inputs = {"x"},
-                                .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{{DType::f64, ctx.input(0).shape}};
-                                },
-                                .summary = "test: any operand to f64, whose CPU kernel takes f32 operands only",
-                                .no_gradient = "test op"});
-    kernels.add("TestWidens", DeviceKind::cpu,
-                {.fn = [](KernelContext& ctx) {
-                   Tensor& out = ctx.allocate_output(0, DType::f64, ctx.input(0).shape());
-                   for (int64_t i = 0; i < out.num_elements(); ++i) out.mutable_data<double>()[i] = ctx.input(0).data<float>()[i];
-                   return Status();
-                 },
-                 .dtypes = dtype_mask({DType::f64}),
-                 .operand_dtypes = dtype_mask({DType::f32})});
+    add({.name = "TestTouchesHost",
+         .inputs = {"x"},
+         .infer = infers_input_type(),
+         .summary = "test: a kernel that touches host memory from a device"},
+        {touches_host_memory_kernel}, {DeviceKind::cpu_async});
+    add({.name = "TestCpuOnly", .inputs = {"x"}, .infer = infers_input_type(), .summary = "test: f32 only, CPU only"},
+        {.fn = [](KernelContext& ctx) {
+           ctx.set_output(0, ctx.input(0));
+           return Status();
+         },
+         .dtypes = dtype_mask({DType::f32})});
+    add({.name = "TestWidens",
+         .inputs = {"x"},
+         .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
+           return std::vector<graph::TensorType>{{DType::f64, ctx.input(0).shape}};
+         },
+         .summary = "test: any operand to f64, whose CPU kernel takes f32 operands only"},
+        {.fn = [](KernelContext& ctx) {
+           Tensor& out = ctx.allocate_output(0, DType::f64, ctx.input(0).shape());
+           for (int64_t i = 0; i < out.num_elements(); ++i) out.mutable_data<double>()[i] = ctx.input(0).data<float>()[i];
+           return Status();
+         },
+         .dtypes = dtype_mask({DType::f64}),
+         .operand_dtypes = dtype_mask({DType::f32})});
   }
 };
 
@@ -231,44 +216,43 @@ Status copy_input(KernelContext& ctx) {
   return Status();
 }
 
-struct CommunicationKernelTables {
-  graph::OpRegistry schemas;
-  KernelRegistry kernels;
+struct CommunicationKernelTables : TestOps {
   CommunicationKernelTables() {
-    ops::register_builtin_ops(schemas, kernels);
-    for (const char* op : {"TestSlow", "TestPauses", "TestStamps"}) {
-      schemas.add(graph::OpSchema{.name = op, .inputs = {"x"}, .infer = same_as_input, .summary = "test", .no_gradient = "test op"});
-    }
-    schemas.add(graph::OpSchema{.name = "TestSumsOnCommunication",
-                                .inputs = {"a", "b"},
-                                .infer = same_as_input,
-                                .summary = "test",
-                                .no_gradient = "test op"});
-    kernels.add("TestSlow", DeviceKind::cpu_async, {.fn = [](KernelContext& ctx) {
-                  std::this_thread::sleep_for(300ms);
-                  const Status status = copy_input(ctx);
-                  slow_end_ns = now_ns();
-                  return status;
-                }});
-    kernels.add("TestPauses", DeviceKind::cpu, {.fn = [](KernelContext& ctx) {
-                  std::this_thread::sleep_for(50ms);
-                  return copy_input(ctx);
-                }});
-    kernels.add("TestStamps", DeviceKind::cpu_async, {.fn = [](KernelContext& ctx) {
-                  stamp_ns = now_ns();
-                  stamping_thread = std::this_thread::get_id();
-                  return copy_input(ctx);
-                }});
-    kernels.add("TestSumsOnCommunication", DeviceKind::cpu_async,
-                {.fn =
-                     [](KernelContext& ctx) {
-                       summing_thread = std::this_thread::get_id();
-                       const Tensor &a = ctx.input(0), &b = ctx.input(1);
-                       Tensor& sum = ctx.allocate_output(0, a.dtype(), a.shape());
-                       for (int64_t i = 0; i < a.num_elements(); ++i) sum.mutable_data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
-                       return Status();
-                     },
-                 .on_communication_stream = true});
+    const auto add_op = [&](const char* op, const KernelDef& kernel, DeviceKind kind) {
+      add({.name = op, .inputs = {"x"}, .infer = infers_input_type()}, kernel, {kind});
+    };
+    add_op("TestSlow",
+           {.fn = [](KernelContext& ctx) {
+              std::this_thread::sleep_for(300ms);
+              const Status status = copy_input(ctx);
+              slow_end_ns = now_ns();
+              return status;
+            }},
+           DeviceKind::cpu_async);
+    add_op("TestPauses",
+           {.fn = [](KernelContext& ctx) {
+              std::this_thread::sleep_for(50ms);
+              return copy_input(ctx);
+            }},
+           DeviceKind::cpu);
+    add_op("TestStamps",
+           {.fn = [](KernelContext& ctx) {
+              stamp_ns = now_ns();
+              stamping_thread = std::this_thread::get_id();
+              return copy_input(ctx);
+            }},
+           DeviceKind::cpu_async);
+    add({.name = "TestSumsOnCommunication", .inputs = {"a", "b"}, .infer = infers_input_type()},
+        {.fn =
+             [](KernelContext& ctx) {
+               summing_thread = std::this_thread::get_id();
+               const Tensor &a = ctx.input(0), &b = ctx.input(1);
+               Tensor& sum = ctx.allocate_output(0, a.dtype(), a.shape());
+               for (int64_t i = 0; i < a.num_elements(); ++i) sum.mutable_data<float>()[i] = a.data<float>()[i] + b.data<float>()[i];
+               return Status();
+             },
+         .on_communication_stream = true},
+        {DeviceKind::cpu_async});
   }
 };
 

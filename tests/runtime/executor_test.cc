@@ -9,6 +9,7 @@
 #include "ops/registry.h"
 #include "runtime/random.h"
 #include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
 
 namespace mirra::runtime {
 namespace {
@@ -310,22 +311,15 @@ TEST_CASE("Session.devices_of_its_task_are_its_own_and_other_tasks_are_refused")
 // A kernel that a recorded step cannot hold (KernelDef::not_capturable: NCCL's collectives, a GPU's
 // CheckNumerics) keeps its steps from being captured, and the refusal names the node and the reason.
 TEST_CASE("Session.a_kernel_that_cannot_be_recorded.keeps_its_steps_uncaptured_and_says_why") {
-  static const struct Tables {
-    graph::OpRegistry schemas;
-    KernelRegistry kernels;
+  static const struct Tables : TestOps {
     Tables() {
-      ops::register_builtin_ops(schemas, kernels);
-      schemas.add(graph::OpSchema{.name = "TestNotRecorded", .inputs = {"x"},
-                                  .infer = [](const graph::InferContext& c) -> graph::Expected<std::vector<graph::TensorType>> {
-                                    return std::vector<graph::TensorType>{c.input(0)};
-                                  },
-                                  .summary = "test", .no_gradient = "test op"});
-      kernels.add("TestNotRecorded", graph::DeviceKind::cpu_async,
-                  {.fn = [](KernelContext& ctx) {
-                     ctx.set_output(0, ctx.input(0));
-                     return Status();
-                   },
-                   .not_capturable = "meets its peers with no deadline in replays"});
+      add({.name = "TestNotRecorded", .inputs = {"x"}, .infer = infers_input_type()},
+          {.fn = [](KernelContext& ctx) {
+             ctx.set_output(0, ctx.input(0));
+             return Status();
+           },
+           .not_capturable = "meets its peers with no deadline in replays"},
+          {graph::DeviceKind::cpu_async});
     }
   } tables;
   graph::Graph g;

@@ -6,9 +6,9 @@
 #include <atomic>
 
 #include "ops/ops.h"
-#include "ops/registry.h"
 #include "runtime/bounded_cache.h"
 #include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
 
 namespace mirra::runtime {
 namespace {
@@ -35,20 +35,13 @@ Status run_count_kernel(KernelContext& ctx) {
   return Status();
 }
 
-struct Tables {
-  graph::OpRegistry schemas;
-  KernelRegistry kernels;
+struct Tables : TestOps {
   Tables() {
-    ops::register_builtin_ops(schemas, kernels);
-    schemas.add(graph::OpSchema{.name = "TestRunCount",
-                                .attrs = {{"refuse", AttrType::boolean, false}},
-                                .infer = [](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
-                                  return std::vector<graph::TensorType>{{DType::i64, graph::Shape{}}};
-                                },
-                                .summary = "test: counts its node's runs",
-                                .no_gradient = "test op"});
-    kernels.add("TestRunCount", graph::DeviceKind::cpu, {.fn = run_count_kernel, .prepare = prepare_run_count});
-    kernels.share("TestRunCount", graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
+    add({.name = "TestRunCount",
+         .attrs = {{"refuse", AttrType::boolean, false}},
+         .infer = infers({DType::i64, graph::Shape{}}),
+         .summary = "test: counts its node's runs"},
+        {.fn = run_count_kernel, .prepare = prepare_run_count}, {graph::DeviceKind::cpu, graph::DeviceKind::cpu_async});
   }
 };
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "ops/ops.h"
-#include "ops/registry.h"
 #include "runtime/cpu/caching_allocator.h"
 #include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
 
 namespace mirra::runtime {
 namespace {
@@ -101,29 +101,15 @@ Status reads_ends(KernelContext& ctx) {
 }
 
 // The builtin ops and this file's test ops, with their cpu_async kernels.
-struct Tables {
-  graph::OpRegistry schemas;
-  KernelRegistry kernels;
+struct Tables : TestOps {
   Tables() {
-    ops::register_builtin_ops(schemas, kernels);
-    const auto add_op = [&](const char* name, graph::InferFn infer, KernelDef kernel) {
-      schemas.add(graph::OpSchema{.name = name, .inputs = {"x"}, .infer = std::move(infer), .summary = "test",
-                                  .no_gradient = "test op"});
-      kernels.add(name, DeviceKind::cpu_async, kernel);
+    const auto add_op = [&](const char* name, graph::InferFn infer, const KernelDef& kernel) {
+      add({.name = name, .inputs = {"x"}, .infer = std::move(infer)}, kernel, {DeviceKind::cpu_async});
     };
-    const auto f32_of = [](int64_t elements) {
-      return [elements](const graph::InferContext&) -> graph::Expected<std::vector<graph::TensorType>> {
-        return std::vector<graph::TensorType>{{DType::f32, graph::Shape{elements}}};
-      };
-    };
-    add_op("TestFreesScratch",
-           [](const graph::InferContext& c) -> graph::Expected<std::vector<graph::TensorType>> {
-             return std::vector<graph::TensorType>{c.input(0)};
-           },
-           {.fn = frees_scratch});
-    add_op("TestAllocatesOnCommunication", f32_of(kElements),
+    add_op("TestFreesScratch", infers_input_type(), {.fn = frees_scratch});
+    add_op("TestAllocatesOnCommunication", infers({DType::f32, graph::Shape{kElements}}),
            {.fn = allocates_on_communication, .on_communication_stream = true});
-    add_op("TestReadsEnds", f32_of(2), {.fn = reads_ends});
+    add_op("TestReadsEnds", infers({DType::f32, graph::Shape{2}}), {.fn = reads_ends});
   }
 };
 
