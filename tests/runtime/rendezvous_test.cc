@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,11 +18,28 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// What a participant heard, from whichever thread completed it (the deadline watchdog's, too).
+class Heard {
+ public:
+  void add(std::string line) {
+    std::lock_guard lock(mutex_);
+    lines_.push_back(std::move(line));
+  }
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
 // What a participant brings: its name, and where its completion's status goes.
 struct Part {
   std::string name;
-  std::shared_ptr<std::vector<std::string>> heard = std::make_shared<std::vector<std::string>>();
-  void done(const graph::Status& status) const { heard->push_back(status.ok() ? "ok" : status.message()); }
+  std::shared_ptr<Heard> heard = std::make_shared<Heard>();
+  void done(const graph::Status& status) const { heard->add(status.ok() ? "ok" : status.message()); }
 };
 
 constexpr auto kNever = CollectiveClock::time_point::max();
@@ -40,7 +58,7 @@ TEST_CASE("Rendezvous.the_last_participant_gets_every_part_in_order_and_scopes_n
   CHECK((*parts)[0].name == "a0");
   CHECK((*parts)[1].name == "a1");
   CHECK((*parts)[2].name == "a2");
-  CHECK((*parts)[0].heard->empty());  // completing them is the caller's
+  CHECK((*parts)[0].heard->lines().empty());  // completing them is the caller's
   const auto alone = meetings.arrive({nullptr, "solo", 1}, "solo", 0, 1, kNever, {"solo"});
   REQUIRE(alone.has_value());
   CHECK(alone->size() == 1);
@@ -50,14 +68,14 @@ TEST_CASE("Rendezvous.refusals_name_the_participant_in_its_noun") {
   Rendezvous<Part> meetings("rank");
   Part outside{"outside"}, twice{"twice"}, other_size{"other size"}, first{"first"};
   CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (step 1)", 3, 2, kNever, outside).has_value());
-  CHECK(*outside.heard == std::vector<std::string>{"PeerAllReduce 'g' (step 1): rank 3 is not in a group of 2"});
+  CHECK(outside.heard->lines() == std::vector<std::string>{"PeerAllReduce 'g' (step 1): rank 3 is not in a group of 2"});
   CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (step 1)", 0, 2, kNever, first).has_value());
   CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (step 1)", 0, 2, kNever, twice).has_value());
-  CHECK(*twice.heard == std::vector<std::string>{"PeerAllReduce 'g' (step 1): rank 0 arrived twice"});
+  CHECK(twice.heard->lines() == std::vector<std::string>{"PeerAllReduce 'g' (step 1): rank 0 arrived twice"});
   CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (step 1)", 1, 3, kNever, other_size).has_value());
-  CHECK(*other_size.heard ==
+  CHECK(other_size.heard->lines() ==
         std::vector<std::string>{"PeerAllReduce 'g' (step 1): rank 1 names a group of 3 where the first named 2"});
-  CHECK(first.heard->empty());  // still waiting
+  CHECK(first.heard->lines().empty());  // still waiting
 }
 
 TEST_CASE("Rendezvous.an_abandoned_instance_fails_its_parts_in_its_scope_until_forgotten") {
@@ -67,15 +85,15 @@ TEST_CASE("Rendezvous.an_abandoned_instance_fails_its_parts_in_its_scope_until_f
   meetings.arrive({&session, "g", 7}, "all_reduce 'g' (instance 7)", 0, 2, kNever, waiting);
   meetings.arrive({&other, "g", 7}, "all_reduce 'g' (instance 7)", 0, 2, kNever, elsewhere);
   meetings.abandon(&session, 7, graph::internal_error("replica 1's loss is NaN"));
-  CHECK(*waiting.heard == std::vector<std::string>{"all_reduce 'g' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
-  CHECK(elsewhere.heard->empty());
+  CHECK(waiting.heard->lines() == std::vector<std::string>{"all_reduce 'g' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
+  CHECK(elsewhere.heard->lines().empty());
   CHECK_FALSE(meetings.arrive({&session, "h", 7}, "all_reduce 'h' (instance 7)", 1, 2, kNever, later).has_value());
-  CHECK(*later.heard == std::vector<std::string>{"all_reduce 'h' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
+  CHECK(later.heard->lines() == std::vector<std::string>{"all_reduce 'h' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
   CHECK_FALSE(meetings.arrive({&session, "g", 8}, "all_reduce 'g' (instance 8)", 0, 2, kNever, next_step).has_value());
-  CHECK(next_step.heard->empty());
+  CHECK(next_step.heard->lines().empty());
   meetings.forget(&session);
   CHECK_FALSE(meetings.arrive({&session, "g", 7}, "all_reduce 'g' (instance 7)", 0, 2, kNever, after_forget).has_value());
-  CHECK(after_forget.heard->empty());  // a new session at the same address starts afresh
+  CHECK(after_forget.heard->lines().empty());  // a new session at the same address starts afresh
   CHECK(meetings.arrive({&other, "g", 7}, "all_reduce 'g' (instance 7)", 1, 2, kNever, {"other"}).has_value());
 }
 
@@ -84,12 +102,12 @@ TEST_CASE("Rendezvous.a_meeting_past_its_deadline_names_the_missing_and_a_late_o
   Part first{"first"}, late{"late"};
   const auto deadline = CollectiveClock::now() + 100ms;
   meetings.arrive({nullptr, "bucket", 3}, "all_reduce 'bucket' (instance 3)", 1, 4, deadline, first);
-  for (int i = 0; i < 3000 && first.heard->empty(); ++i) std::this_thread::sleep_for(1ms);
-  REQUIRE(first.heard->size() == 1);
-  CHECK(first.heard->front().starts_with("all_reduce 'bucket' (instance 3): participants 0, 2, 3 of 4 did not arrive within "));
-  CHECK(first.heard->front().ends_with(" (arrived: 1)"));
+  for (int i = 0; i < 3000 && first.heard->lines().empty(); ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(first.heard->lines().size() == 1);
+  CHECK(first.heard->lines().front().starts_with("all_reduce 'bucket' (instance 3): participants 0, 2, 3 of 4 did not arrive within "));
+  CHECK(first.heard->lines().front().ends_with(" (arrived: 1)"));
   CHECK_FALSE(meetings.arrive({nullptr, "bucket", 3}, "all_reduce 'bucket' (instance 3)", 0, 4, kNever, late).has_value());
-  CHECK(*late.heard ==
+  CHECK(late.heard->lines() ==
         std::vector<std::string>{"all_reduce 'bucket' (instance 3): participant 0 arrived after the deadline had passed for the others"});
 }
 
@@ -99,7 +117,7 @@ TEST_CASE("Rendezvous.destruction_fails_the_waiting") {
     Rendezvous<Part> meetings("rank");
     meetings.arrive({nullptr, "g", 1}, "PeerAllGather 'g' (step 1)", 0, 2, CollectiveClock::now() + 1h, waiting);
   }
-  CHECK(*waiting.heard ==
+  CHECK(waiting.heard->lines() ==
         std::vector<std::string>{"PeerAllGather 'g' (step 1): the collective was shut down before every rank arrived"});
 }
 
