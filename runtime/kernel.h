@@ -131,9 +131,10 @@ using KernelFn = Status (*)(KernelContext&);
 using KernelDone = std::function<void(Status)>;
 // Starts the node's work and returns without waiting for it. Until it calls `done` the context and
 // its tensors stay valid; after, the kernel must not touch them. It may throw (bad_alloc) only
-// before it calls or hands `done` to anyone. On a device with streams of its own it is called on an
-// executor thread once the device has finished its inputs, launches its device work on the streams
-// it uses itself, and calls `done` once the device has run it.
+// before it calls or hands `done` to anyone. On a device with streams of its own it is called once
+// the device has finished its inputs (in a step as it runs, on an executor thread; in a replay of a
+// recorded step, on its stream), launches its device work on the streams it uses itself, and calls
+// `done` once the device has run it.
 using AsyncKernelFn = void (*)(KernelContext&, KernelDone done);
 // Builds the node's KernelState on `device` when a plan is built; an error (an attribute the kernel
 // cannot take) refuses the plan, naming the node.
