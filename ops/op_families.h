@@ -15,6 +15,7 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
 void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_pool_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

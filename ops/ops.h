@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/array_ops.h"
+#include "ops/batch_norm_ops.h"
 #include "ops/check_numerics_ops.h"
 #include "ops/classification.h"
 #include "ops/conv_ops.h"

@@ -18,6 +18,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_softmax_ops(schemas, kernels);
   register_conv_ops(schemas, kernels);
   register_pool_ops(schemas, kernels);
+  register_batch_norm_ops(schemas, kernels);
   register_array_ops(schemas, kernels);
   register_slicing_ops(schemas, kernels);
   register_reduce_ops(schemas, kernels);

@@ -131,6 +131,17 @@ TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
   }
   cases.push_back({"BiasAdd", {rand64(rng, {3, 4}), rand64(rng, {4})}, {}, {0, 1}});
   cases.push_back({"BiasAdd", {rand64(rng, {2, 3, 2, 2}), rand64(rng, {3})}, {{"data_format", std::string("NCHW")}}, {0, 1}});
+  // Batch normalisation: y's gradient to x, scale and offset (TensorFlow's rule differentiates only y).
+  for (const char* format : {"NHWC", "NCHW"}) {
+    for (bool training : {true, false}) {
+      const TensorShape x = std::string(format) == "NHWC" ? TensorShape{2, 3, 2, 3} : TensorShape{2, 3, 3, 2};
+      cases.push_back({"FusedBatchNormV3",
+                       {rand64(rng, x), rand64(rng, {3}, 0.5, 1.5), rand64(rng, {3}), rand64(rng, {3}), rand64(rng, {3}, 0.5, 2)},
+                       {{"data_format", std::string(format)}, {"is_training", training}, {"epsilon", 1e-3}},
+                       {0, 1, 2},
+                       {0}});
+    }
+  }
   cases.push_back({"Softmax", {rand64(rng, {3, 5})}});
   cases.push_back({"LogSoftmax", {rand64(rng, {3, 5})}});
   cases.push_back({"SparseSoftmaxCrossEntropyWithLogits", {rand64(rng, {4, 5}), Tensor::from<int32_t>({4}, {0, 4, 2, 2})}, {}, {0}, {0}});

@@ -1,0 +1,386 @@
+// FusedBatchNormV3 and FusedBatchNormGradV3: schemas, builders, the gradient rule and CPU kernels.
+// A channel's sums are taken in two passes (the mean, then the squared deviations from it), so a
+// large mean costs no precision, and in double, over blocks of the input fixed by its shape, added in
+// block order: the same bits on any thread count.
+#include "ops/batch_norm_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/parallel.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using graph::DType;
+using graph::ValueRef;
+using runtime::KernelContext;
+using runtime::Tensor;
+
+namespace {
+
+// ---- The input's layout: (outer, channels, inner), channels at dim 1 or last ----
+
+bool channels_first(const std::string& format) { return format == "NCHW" || format == "NCDHW"; }
+
+// The data formats of a rank-`rank` input.
+bool format_fits(const std::string& format, int rank) {
+  if (rank == 4) return format == "NHWC" || format == "NCHW";
+  if (rank == 5) return format == "NDHWC" || format == "NCDHW";
+  return false;
+}
+
+int channel_dim(const std::string& format, int rank) { return channels_first(format) ? 1 : rank - 1; }
+
+struct Layout {
+  int64_t outer = 0, channels = 0, inner = 0;
+  int64_t count() const { return outer * inner; }  // the values of one channel
+};
+
+Layout layout_of(const Tensor& x, const std::string& format) {
+  const int c = channel_dim(format, x.rank());
+  Layout l{1, x.dim(c), 1};
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d < c) l.outer *= x.dim(d);
+    if (d > c) l.inner *= x.dim(d);
+  }
+  return l;
+}
+
+// ---- Per-channel sums over fixed blocks ----
+
+// Values per block of outer indices (at least one outer index); the blocks depend only on the shape.
+constexpr int64_t kBlockValues = 1 << 15;
+
+// sums[k][c] = the sum over channel c's values of term(k, index, c), for K terms; index is the flat
+// index of a value. Blocks of outer indices, and within a block each channel (channels last: all
+// channels at once), are tasks; their partial sums are added in block order.
+template <int K, class Term>
+std::array<std::vector<double>, K> channel_sums(const Layout& l, const Term& term) {
+  const int64_t row = std::max<int64_t>(l.channels * l.inner, 1);
+  const int64_t outer_per_block = std::max<int64_t>(1, kBlockValues / row);
+  const int64_t blocks = (l.outer + outer_per_block - 1) / outer_per_block;
+  // One task per (block, channel group): channels last sums every channel of a row in one sweep.
+  const int64_t group = l.inner == 1 ? l.channels : 1;
+  const int64_t groups = group == 0 ? 0 : l.channels / group;
+  std::vector<double> partial(static_cast<size_t>(blocks * K * l.channels), 0.0);
+  cpu::parallel_for(blocks * groups, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t block = task / groups, c0 = task % groups * group;
+      double* acc = partial.data() + block * K * l.channels;
+      const int64_t o_end = std::min(l.outer, (block + 1) * outer_per_block);
+      for (int64_t o = block * outer_per_block; o < o_end; ++o) {
+        for (int64_t c = c0; c < c0 + group; ++c) {
+          const int64_t base = (o * l.channels + c) * l.inner;
+          for (int64_t i = 0; i < l.inner; ++i) {
+            for (int k = 0; k < K; ++k) acc[k * l.channels + c] += term(k, base + i, c);
+          }
+        }
+      }
+    }
+  });
+  std::array<std::vector<double>, K> sums;
+  for (int k = 0; k < K; ++k) {
+    sums[static_cast<size_t>(k)].assign(static_cast<size_t>(l.channels), 0.0);
+    for (int64_t block = 0; block < blocks; ++block) {
+      for (int64_t c = 0; c < l.channels; ++c) {
+        sums[static_cast<size_t>(k)][static_cast<size_t>(c)] += partial[static_cast<size_t>((block * K + k) * l.channels + c)];
+      }
+    }
+  }
+  return sums;
+}
+
+// out[index] = f(index, channel) for every value, in parallel.
+template <class F>
+void for_each_value(const Layout& l, const F& f) {
+  const int64_t total = l.outer * l.channels * l.inner;
+  cpu::parallel_for(total, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t index = begin; index < end; ++index) f(index, index / l.inner % l.channels);
+  });
+}
+
+// The statistics' and parameters' type for an input of type T: double for double, else float.
+template <class T>
+using ParamOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// A value of x as a double (16-bit floats through float, exactly).
+template <class T>
+double wide(T value) {
+  return static_cast<double>(static_cast<ParamOf<T>>(value));
+}
+
+DType param_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+template <class U>
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.num_elements()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.data<U>()[i]);
+  return out;
+}
+
+template <class U>
+void write(Tensor& t, const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) t.mutable_data<U>()[i] = static_cast<U>(values[i]);
+}
+
+// The run-time checks the shapes the graph left unknown still need.
+Status check_parameter(const Tensor& t, const char* name, int64_t channels, bool may_be_empty) {
+  if (t.rank() == 1 && (t.dim(0) == channels || (may_be_empty && t.dim(0) == 0))) return Status();
+  return graph::invalid_argument(std::string(name) + " must have the same number of elements as the channels of x, got " +
+                                 t.shape().to_string() + " and " + std::to_string(channels));
+}
+
+// ---- FusedBatchNormV3 ----
+
+Status fused_batch_norm_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const std::string& format = ctx.attr<std::string>("data_format");
+  const double epsilon = ctx.attr<double>("epsilon"), factor = ctx.attr<double>("exponential_avg_factor");
+  const bool training = ctx.attr<bool>("is_training");
+  const Layout l = layout_of(x, format);
+  const bool given_statistics = !training || factor != 1.0;
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(1), "scale", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(2), "offset", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(3), "mean", l.channels, !given_statistics));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(4), "variance", l.channels, !given_statistics));
+  const DType u = param_dtype(x.dtype());
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  std::vector<Tensor*> statistics;
+  for (size_t i = 1; i <= 4; ++i) statistics.push_back(&ctx.allocate_output(i, u, {l.channels}));
+  ctx.allocate_output(5, u, {0});
+  return cpu::visit_dtype<float, double, graph::bfloat16, graph::float16>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    using U = ParamOf<T>;
+    const T* px = x.data<T>();
+    const std::vector<double> scale = as_doubles<U>(ctx.input(1)), offset = as_doubles<U>(ctx.input(2));
+    std::vector<double> mean, variance;  // what normalises
+    std::vector<double> moving_mean, moving_variance;
+    if (training) {
+      const double n = static_cast<double>(l.count());
+      mean = channel_sums<1>(l, [&](int, int64_t i, int64_t) { return wide(px[i]); })[0];
+      for (double& m : mean) m = n > 0 ? m / n : 0.0;
+      variance = channel_sums<1>(l, [&](int, int64_t i, int64_t c) {
+        const double d = wide(px[i]) - mean[static_cast<size_t>(c)];
+        return d * d;
+      })[0];
+      for (double& v : variance) v = n > 0 ? v / n : 0.0;
+      const double correction = n / std::max(n - 1.0, 1.0);  // n / (n - 1): the unbiased variance
+      const std::vector<double> old_mean = as_doubles<U>(ctx.input(3)), old_variance = as_doubles<U>(ctx.input(4));
+      for (int64_t c = 0; c < l.channels; ++c) {
+        const size_t k = static_cast<size_t>(c);
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double batch_mean = l.count() == 0 ? nan : mean[k];
+        const double batch_variance = l.count() == 0 ? nan : variance[k] * correction;
+        moving_mean.push_back(factor == 1.0 ? batch_mean : (1.0 - factor) * old_mean[k] + factor * batch_mean);
+        moving_variance.push_back(factor == 1.0 ? batch_variance : (1.0 - factor) * old_variance[k] + factor * batch_variance);
+      }
+    } else {
+      mean = moving_mean = as_doubles<U>(ctx.input(3));
+      variance = moving_variance = as_doubles<U>(ctx.input(4));
+    }
+    write<U>(*statistics[0], moving_mean);
+    write<U>(*statistics[1], moving_variance);
+    write<U>(*statistics[2], mean);
+    write<U>(*statistics[3], variance);
+    // y = (x - centre) * a + shift in U per channel, with a = scale / sqrt(variance + epsilon), centre
+    // the mean rounded to U and shift = offset - (mean - centre) * a: x - centre is exact for x near
+    // the mean, and shift makes up for centre's rounding, so a large mean costs no precision.
+    std::vector<U> centre(static_cast<size_t>(l.channels)), a(centre.size()), shift(centre.size());
+    for (size_t c = 0; c < centre.size(); ++c) {
+      const double ac = scale[c] / std::sqrt(variance[c] + epsilon);
+      centre[c] = static_cast<U>(mean[c]);
+      a[c] = static_cast<U>(ac);
+      shift[c] = static_cast<U>(offset[c] - (mean[c] - static_cast<double>(centre[c])) * ac);
+    }
+    T* py = y.mutable_data<T>();
+    for_each_value(l, [&](int64_t i, int64_t c) {
+      const auto k = static_cast<size_t>(c);
+      py[i] = static_cast<T>((static_cast<U>(px[i]) - centre[k]) * a[k] + shift[k]);
+    });
+    return Status();
+  });
+}
+
+// ---- FusedBatchNormGradV3 ----
+
+Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const std::string& format = ctx.attr<std::string>("data_format");
+  const double epsilon = ctx.attr<double>("epsilon");
+  const bool training = ctx.attr<bool>("is_training");
+  if (!(dy.shape() == x.shape())) {
+    return graph::invalid_argument("y_backprop " + dy.shape().to_string() + " and x " + x.shape().to_string() + " differ");
+  }
+  const Layout l = layout_of(x, format);
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(2), "scale", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(3), "reserve_space_1", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(4), "reserve_space_2", l.channels, false));
+  const DType u = param_dtype(x.dtype());
+  Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& dscale = ctx.allocate_output(1, u, {l.channels});
+  Tensor& doffset = ctx.allocate_output(2, u, {l.channels});
+  // Outputs 3 and 4 hold nothing; TensorFlow returns them as zero scalars.
+  for (size_t i = 3; i <= 4; ++i) std::memset(ctx.allocate_output(i, u, {}).mutable_raw_data(), 0, graph::dtype_size(u));
+  return cpu::visit_dtype<float, double, graph::bfloat16, graph::float16>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    using U = ParamOf<T>;
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    const std::vector<double> scale = as_doubles<U>(ctx.input(2)), mean = as_doubles<U>(ctx.input(3));
+    std::vector<double> inv = as_doubles<U>(ctx.input(4));  // 1 / sqrt(variance + epsilon)
+    for (double& v : inv) v = 1.0 / std::sqrt(v + epsilon);
+    // sum(dy) and sum(dy * (x - mean)) per channel.
+    const auto sums = channel_sums<2>(l, [&](int k, int64_t i, int64_t c) {
+      const double g = wide(pdy[i]);
+      return k == 0 ? g : g * (wide(px[i]) - mean[static_cast<size_t>(c)]);
+    });
+    const double n = static_cast<double>(std::max<int64_t>(l.count(), 1));
+    std::vector<double> dscale_values, doffset_values;
+    // dx = a * ((dy - mean(dy)) - (x - mean) * k) per channel, a = scale * inv and k = inv^2 *
+    // mean(dy * (x - mean)); in inference dx = a * dy. dy - mean(dy) comes first: the terms of dx
+    // nearly cancel, and this way they do so before rounding in U.
+    std::vector<U> a(static_cast<size_t>(l.channels)), mean_dy(a.size()), k(a.size()), centre(a.size());
+    for (size_t c = 0; c < a.size(); ++c) {
+      dscale_values.push_back(sums[1][c] * inv[c]);
+      doffset_values.push_back(sums[0][c]);
+      a[c] = static_cast<U>(scale[c] * inv[c]);
+      mean_dy[c] = static_cast<U>(training ? sums[0][c] / n : 0.0);
+      k[c] = static_cast<U>(training ? inv[c] * inv[c] * sums[1][c] / n : 0.0);
+      centre[c] = static_cast<U>(mean[c]);
+    }
+    write<U>(dscale, dscale_values);
+    write<U>(doffset, doffset_values);
+    T* pdx = dx.mutable_data<T>();
+    for_each_value(l, [&](int64_t i, int64_t channel) {
+      const auto c = static_cast<size_t>(channel);
+      pdx[i] = static_cast<T>(a[c] * ((static_cast<U>(pdy[i]) - mean_dy[c]) - (static_cast<U>(px[i]) - centre[c]) * k[c]));
+    });
+    return Status();
+  });
+}
+
+// ---- Schemas ----
+
+std::vector<graph::AttrSpec> batch_norm_attrs(bool with_factor) {
+  std::vector<graph::AttrSpec> attrs = {{"epsilon", AttrType::real, 1e-4},
+                                        {"data_format", AttrType::string, std::string("NHWC")},
+                                        {"is_training", AttrType::boolean, true}};
+  if (with_factor) attrs.push_back({"exponential_avg_factor", AttrType::real, 1.0});
+  return attrs;
+}
+
+// x (input `x_input`) and its data format; returns the channel count (-1: unknown).
+Expected<int64_t> check_input(const InferContext& ctx, size_t x_input) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, x_input, {DType::f32, DType::f64, DType::bf16, DType::f16}));
+  const std::string& format = ctx.attr<std::string>("data_format");
+  const graph::Shape& shape = ctx.input(x_input).shape;
+  if (!format_fits(format, shape.rank())) {
+    return ctx.error("x must be 4-D with data_format NHWC or NCHW, or 5-D with NDHWC or NCDHW; got rank " +
+                     std::to_string(shape.rank()) + " and " + format);
+  }
+  if (ctx.attr<double>("epsilon") < 0) return ctx.error("epsilon must not be negative");
+  return shape.dim(channel_dim(format, shape.rank()));
+}
+
+// Input i, `name`, is a rank-1 tensor of the statistics' dtype `u` with `channels` elements (or
+// none, where `may_be_empty`).
+Status check_parameter_type(const InferContext& ctx, size_t i, const char* name, DType u, int64_t channels,
+                            bool may_be_empty) {
+  const graph::TensorType& t = ctx.input(i);
+  if (t.dtype != u) return ctx.error(std::string(name) + " must be " + std::string(graph::dtype_name(u)) + " for this x");
+  if (t.shape.rank() != 1) return ctx.error(std::string(name) + " must be a vector, one value per channel");
+  const int64_t size = t.shape.dim(0);
+  if (size < 0 || channels < 0 || size == channels || (may_be_empty && size == 0)) return Status();
+  return ctx.error(std::string(name) + " must have the same number of elements as the channels of x, got " +
+                   std::to_string(size) + " and " + std::to_string(channels));
+}
+
+Expected<std::vector<TensorType>> infer_fused_batch_norm(const InferContext& ctx) {
+  MIRRA_ASSIGN_OR_RETURN(const int64_t channels, check_input(ctx, 0));
+  const double factor = ctx.attr<double>("exponential_avg_factor");
+  const bool given_statistics = !ctx.attr<bool>("is_training") || factor != 1.0;
+  if (factor < 0 || factor > 1) return ctx.error("exponential_avg_factor must be in [0, 1]");
+  const DType u = param_dtype(ctx.input(0).dtype);
+  const char* names[] = {"x", "scale", "offset", "mean", "variance"};
+  for (size_t i = 1; i <= 4; ++i) {
+    MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, i, names[i], u, channels, i >= 3 && !given_statistics));
+  }
+  const TensorType statistic{u, graph::Shape{channels}};
+  return std::vector<TensorType>{ctx.input(0), statistic, statistic, statistic, statistic, {u, graph::Shape{0}}};
+}
+
+Expected<std::vector<TensorType>> infer_fused_batch_norm_grad(const InferContext& ctx) {
+  MIRRA_ASSIGN_OR_RETURN(const int64_t channels, check_input(ctx, 1));
+  if (ctx.input(0).dtype != ctx.input(1).dtype || !ctx.input(0).shape.compatible_with(ctx.input(1).shape)) {
+    return ctx.error("y_backprop must have x's dtype and shape");
+  }
+  const DType u = param_dtype(ctx.input(1).dtype);
+  const char* names[] = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"};
+  for (size_t i = 2; i <= 4; ++i) MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, i, names[i], u, channels, false));
+  const TensorType per_channel{u, graph::Shape{channels}}, unused{u, graph::Shape{}};
+  return std::vector<TensorType>{ctx.input(1), per_channel, per_channel, unused, unused};
+}
+
+// TensorFlow's rule: y's gradient reaches x, scale and offset; the statistics outputs are not
+// differentiated, nor the given mean and variance (moving statistics, which nothing trains).
+std::vector<ValueRef> fused_batch_norm_gradient(graph::GradientContext& g) {
+  const BatchNormOptions options{.epsilon = g.attr<double>("epsilon"),
+                                 .data_format = g.attr<std::string>("data_format"),
+                                 .is_training = g.attr<bool>("is_training")};
+  if (!g.grad(0).valid()) return {};
+  // In inference the given statistics normalised, and the gradient reads them.
+  const ValueRef mean = options.is_training ? g.output(3) : g.input(3);
+  const ValueRef variance = options.is_training ? g.output(4) : g.input(4);
+  const BatchNormGrad grad = fused_batch_norm_grad(g.builder, g.grad(0), g.input(0), g.input(1), mean, variance, g.output(5), options);
+  return {grad.x, grad.scale, grad.offset, {}, {}};
+}
+
+}  // namespace
+
+void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{
+      .name = "FusedBatchNormV3",
+      .inputs = {"x", "scale", "offset", "mean", "variance"},
+      .attrs = batch_norm_attrs(true),
+      .infer = infer_fused_batch_norm,
+      .summary = "Batch normalisation per channel, with the batch's statistics (training) or the given ones.",
+      .gradient = fused_batch_norm_gradient});
+  kernels.add("FusedBatchNormV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel, .expensive = true});
+  schemas.add(graph::OpSchema{
+      .name = "FusedBatchNormGradV3",
+      .inputs = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"},
+      .attrs = batch_norm_attrs(false),
+      .infer = infer_fused_batch_norm_grad,
+      .summary = "The gradient of FusedBatchNormV3's y with respect to x, scale and offset.",
+      .no_gradient = "second derivatives of batch normalisation are not supported"});
+  kernels.add("FusedBatchNormGradV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_grad_kernel, .expensive = true});
+}
+
+BatchNorm fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueRef offset, ValueRef mean,
+                           ValueRef variance, const BatchNormOptions& options) {
+  const graph::NodeId id = b.add({.op = "FusedBatchNormV3",
+                                  .inputs = {x, scale, offset, mean, variance},
+                                  .attrs = {{"epsilon", options.epsilon},
+                                            {"exponential_avg_factor", options.exponential_avg_factor},
+                                            {"data_format", options.data_format},
+                                            {"is_training", options.is_training}}});
+  if (id == graph::kInvalidNode) return {};
+  return {{id, 0}, {id, 1}, {id, 2}, {id, 3}, {id, 4}, {id, 5}};
+}
+
+BatchNormGrad fused_batch_norm_grad(graph::Builder& b, ValueRef dy, ValueRef x, ValueRef scale, ValueRef reserve_space_1,
+                                    ValueRef reserve_space_2, ValueRef reserve_space_3, const BatchNormOptions& options) {
+  const graph::NodeId id = b.add({.op = "FusedBatchNormGradV3",
+                                  .inputs = {dy, x, scale, reserve_space_1, reserve_space_2, reserve_space_3},
+                                  .attrs = {{"epsilon", options.epsilon},
+                                            {"data_format", options.data_format},
+                                            {"is_training", options.is_training}}});
+  if (id == graph::kInvalidNode) return {};
+  return {{id, 0}, {id, 1}, {id, 2}};
+}
+
+}  // namespace mirra::ops

@@ -1,0 +1,187 @@
+// FusedBatchNormV3 and FusedBatchNormGradV3 against plain loops in double: training (the moving
+// update at factors 1 and 0.3) and inference, every layout, odd sizes, a batch of one, an empty batch,
+// inputs large enough to be summed in several blocks, and a large mean; at every dtype the schemas
+// accept (f32, f64, and bf16 and f16 activations with f32 statistics); and the refusals.
+#include <cmath>
+
+#include "tests/ops/op_test_util.h"
+
+namespace mirra::test {
+namespace {
+
+struct Layout {
+  std::string format;
+  TensorShape shape;
+  int64_t outer = 1, channels = 1, inner = 1;
+  int64_t count() const { return outer * inner; }
+  int64_t channel_of(int64_t i) const { return i / inner % channels; }
+};
+
+Layout layout(const std::string& format, TensorShape shape) {
+  Layout l{format, shape};
+  const bool first = format == "NCHW" || format == "NCDHW";
+  const int c = first ? 1 : static_cast<int>(shape.rank()) - 1;
+  l.channels = shape.dim(c);
+  for (int d = 0; d < static_cast<int>(shape.rank()); ++d) {
+    if (d < c) l.outer *= shape.dim(d);
+    if (d > c) l.inner *= shape.dim(d);
+  }
+  return l;
+}
+
+DType param_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+// Per-channel means of f(i) over the channel's values.
+std::vector<double> channel_means(const Layout& l, const std::function<double(int64_t)>& f) {
+  std::vector<double> sums(static_cast<size_t>(l.channels), 0.0);
+  const int64_t total = l.count() * l.channels;
+  for (int64_t i = 0; i < total; ++i) sums[static_cast<size_t>(l.channel_of(i))] += f(i);
+  for (double& s : sums) s /= static_cast<double>(std::max<int64_t>(l.count(), 1));
+  return sums;
+}
+
+struct Mode {
+  bool training = true;
+  double factor = 1.0;
+};
+
+OpCase forward_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mode, double shift = 0.0) {
+  const DType u = param_dtype(dtype);
+  const Tensor x = random_of(rng, dtype, l.shape, shift - 1.0, shift + 1.0);
+  const TensorShape c{l.channels};
+  const Tensor scale = random_of(rng, u, c, 0.5, 1.5), offset = random_of(rng, u, c);
+  const Tensor given_mean = random_of(rng, u, c), given_variance = random_of(rng, u, c, 0.5, 2.0);
+  const double epsilon = 1e-3;
+  std::vector<double> mean, variance, out_mean, out_variance;
+  if (mode.training) {
+    mean = channel_means(l, [&](int64_t i) { return element(x, i); });
+    variance = channel_means(l, [&](int64_t i) {
+      const double d = element(x, i) - mean[static_cast<size_t>(l.channel_of(i))];
+      return d * d;
+    });
+    const double n = static_cast<double>(l.count());
+    for (int64_t k = 0; k < l.channels; ++k) {
+      const size_t s = static_cast<size_t>(k);
+      const double batch_mean = l.count() == 0 ? NAN : mean[s];
+      const double batch_variance = l.count() == 0 ? NAN : variance[s] * n / std::max(n - 1, 1.0);
+      out_mean.push_back((1 - mode.factor) * element(given_mean, k) + mode.factor * batch_mean);
+      out_variance.push_back((1 - mode.factor) * element(given_variance, k) + mode.factor * batch_variance);
+    }
+  } else {
+    for (int64_t k = 0; k < l.channels; ++k) {
+      mean.push_back(element(given_mean, k));
+      variance.push_back(element(given_variance, k));
+    }
+    out_mean = mean;
+    out_variance = variance;
+  }
+  const auto at = [](const std::vector<double>& v) { return [&v](int64_t k) { return v[static_cast<size_t>(k)]; }; };
+  Tensor y = make_tensor(dtype, l.shape, [&](int64_t i) {
+    const size_t k = static_cast<size_t>(l.channel_of(i));
+    return (element(x, i) - mean[k]) / std::sqrt(variance[k] + epsilon) * element(scale, static_cast<int64_t>(k)) +
+           element(offset, static_cast<int64_t>(k));
+  });
+  return OpCase{{x, scale, offset, given_mean, given_variance},
+                {{"epsilon", epsilon}, {"exponential_avg_factor", mode.factor}, {"data_format", l.format},
+                 {"is_training", mode.training}},
+                {y, make_tensor(u, c, at(out_mean)), make_tensor(u, c, at(out_variance)), make_tensor(u, c, at(mean)),
+                 make_tensor(u, c, at(variance)), make_tensor(u, {0}, [](int64_t) { return 0.0; })}};
+}
+
+OpCase backward_case(runtime::Random& rng, DType dtype, const Layout& l, bool training) {
+  const DType u = param_dtype(dtype);
+  const Tensor dy = random_of(rng, dtype, l.shape), x = random_of(rng, dtype, l.shape);
+  const TensorShape c{l.channels};
+  const Tensor scale = random_of(rng, u, c, 0.5, 1.5), mean = random_of(rng, u, c, -0.2, 0.2);
+  const Tensor variance = random_of(rng, u, c, 0.5, 2.0);
+  const double epsilon = 1e-3;
+  const auto centred = [&](int64_t i) { return element(x, i) - element(mean, l.channel_of(i)); };
+  const std::vector<double> mean_dy = channel_means(l, [&](int64_t i) { return element(dy, i); });
+  const std::vector<double> mean_dy_xc = channel_means(l, [&](int64_t i) { return element(dy, i) * centred(i); });
+  const auto inv = [&](int64_t k) { return 1.0 / std::sqrt(element(variance, k) + epsilon); };
+  const double n = static_cast<double>(l.count());
+  Tensor dx = make_tensor(dtype, l.shape, [&](int64_t i) {
+    const int64_t k = l.channel_of(i);
+    const double a = element(scale, k) * inv(k);
+    if (!training) return a * element(dy, i);
+    return a * (element(dy, i) - mean_dy[static_cast<size_t>(k)] -
+                centred(i) * inv(k) * inv(k) * mean_dy_xc[static_cast<size_t>(k)]);
+  });
+  Tensor dscale = make_tensor(u, c, [&](int64_t k) { return mean_dy_xc[static_cast<size_t>(k)] * n * inv(k); });
+  Tensor doffset = make_tensor(u, c, [&](int64_t k) { return mean_dy[static_cast<size_t>(k)] * n; });
+  const Tensor zero = make_tensor(u, {}, [](int64_t) { return 0.0; });
+  return OpCase{{dy, x, scale, mean, variance, make_tensor(u, {0}, [](int64_t) { return 0.0; })},
+                {{"epsilon", epsilon}, {"data_format", l.format}, {"is_training", training}},
+                {dx, dscale, doffset, zero, zero}};
+}
+
+std::vector<Layout> layouts() {
+  return {layout("NHWC", {2, 3, 4, 5}),  layout("NCHW", {2, 3, 4, 5}),   layout("NHWC", {3, 5, 7, 1}),
+          layout("NHWC", {1, 1, 1, 3}),  layout("NCHW", {1, 3, 1, 1}),   layout("NHWC", {0, 2, 2, 3}),
+          layout("NCHW", {0, 3, 2, 2}),  layout("NDHWC", {2, 2, 3, 2, 3}), layout("NCDHW", {2, 3, 2, 2, 3}),
+          layout("NHWC", {8, 16, 16, 32}),  // several blocks of rows
+          layout("NCHW", {4, 8, 64, 64})};  // a block per image, a task per channel
+}
+
+TEST_CASE("Kernels.FusedBatchNormV3.matches_the_loops_in_training_and_inference") {
+  runtime::Random rng(31);
+  for (const Layout& l : layouts()) {
+    for (Mode mode : {Mode{true, 1.0}, Mode{true, 0.3}, Mode{false, 1.0}}) {
+      CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(mode.training); CAPTURE(mode.factor);
+      check_op_at_every_dtype("FusedBatchNormV3", [&](DType dtype) { return forward_case(rng, dtype, l, mode); });
+    }
+  }
+}
+
+TEST_CASE("Kernels.FusedBatchNormV3.a_large_mean_costs_no_precision") {
+  // Values 1000 +- 1 in f32: a one-pass sum of squares loses most digits of the variance there.
+  runtime::Random rng(32);
+  const OpCase c = forward_case(rng, DType::f32, layout("NHWC", {16, 8, 8, 4}), {}, 1000.0);
+  check_op("FusedBatchNormV3", c.inputs, c.attrs, c.expected, 1e-4);
+}
+
+TEST_CASE("Kernels.FusedBatchNormGradV3.matches_the_loops") {
+  runtime::Random rng(33);
+  for (const Layout& l : layouts()) {
+    for (bool training : {true, false}) {
+      CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(training);
+      check_op_at_every_dtype("FusedBatchNormGradV3", [&](DType dtype) { return backward_case(rng, dtype, l, training); });
+    }
+  }
+}
+
+// What the builder says of a FusedBatchNormV3 over x, with `scale` for scale and offset and `mean`
+// for the given mean and variance: empty when it accepts the node.
+std::string refusal(const graph::TensorType& x, const graph::TensorType& scale, const graph::TensorType& mean,
+                    const ops::BatchNormOptions& options = {}) {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto in = ops::placeholder(b, "x", x.dtype, x.shape);
+  const auto s = ops::placeholder(b, "scale", scale.dtype, scale.shape);
+  const auto m = ops::placeholder(b, "mean", mean.dtype, mean.shape);
+  ops::fused_batch_norm(b, in, s, s, m, m, options);
+  return b.status().ok() ? "" : b.status().message();
+}
+
+TEST_CASE("Kernels.FusedBatchNormV3.refuses_what_it_cannot_normalise") {
+  const graph::TensorType x{DType::f32, {-1, 4, 4, 3}}, c3{DType::f32, {3}}, empty{DType::f32, {0}};
+  const auto refused = [](const std::string& message, const std::string& words) {
+    CHECK_MESSAGE(message.find(words) != std::string::npos, message);
+  };
+  refused(refusal({DType::f32, {2, 3}}, c3, c3), "x must be 4-D with data_format NHWC or NCHW, or 5-D");
+  refused(refusal(x, c3, c3, {.data_format = "NCDHW"}), "got rank 4 and NCDHW");
+  refused(refusal(x, {DType::f32, {2}}, c3), "scale must have the same number of elements as the channels of x, got 2 and 3");
+  refused(refusal(x, c3, empty, {.is_training = false}), "mean must have the same number of elements as the channels of x");
+  refused(refusal(x, c3, empty, {.exponential_avg_factor = 0.5}), "mean must have the same number of elements");
+  refused(refusal(x, {DType::f64, {3}}, c3), "scale must be f32 for this x");
+  refused(refusal({DType::f64, {1, 2, 2, 3}}, c3, c3), "scale must be f64 for this x");
+  refused(refusal(x, c3, c3, {.exponential_avg_factor = 1.5}), "exponential_avg_factor must be in [0, 1]");
+  refused(refusal(x, c3, c3, {.epsilon = -1}), "epsilon must not be negative");
+  refused(refusal({DType::i32, {1, 2, 2, 3}}, c3, c3), "i32");
+  // Training with a factor of 1 needs no given statistics.
+  CHECK(refusal(x, c3, empty) == "");
+  CHECK(refusal({DType::bf16, {2, 3, 4, 4}}, c3, c3, {.data_format = "NCHW"}) == "");
+}
+
+}  // namespace
+}  // namespace mirra::test
