@@ -9,6 +9,7 @@
 
 #include "ops/array_ops.h"
 #include "ops/batch_norm_ops.h"
+#include "ops/batch_normalization.h"
 #include "ops/check_numerics_ops.h"
 #include "ops/classification.h"
 #include "ops/conv_ops.h"

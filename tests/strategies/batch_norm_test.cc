@@ -1,0 +1,153 @@
+// Batch normalisation under the strategies, in per-replica mode (TensorFlow's default): each replica
+// normalises with the statistics of its own share of the batch, so the loss differs from one
+// device's, and the moving statistics become the mean over the replicas of what each computed (an
+// ON_READ/MEAN variable), one value in every replica's copy. Checked against the statistics of each
+// share computed here, under Mirrored and CentralStorage over 2 and 3 replicas, even and uneven
+// shares.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/strategies/strategy_test_util.h"
+
+namespace mirra::strategies::test {
+namespace {
+
+using graph::DType;
+using graph::ValueRef;
+
+constexpr int64_t kHeight = 2, kWidth = 2, kChannels = 3, kClasses = 3;
+constexpr double kMomentum = 0.9;
+
+// images [?, 2, 2, 3] -> batch normalisation -> ReLU -> dense 3, in float64.
+TrainingProgram build() {
+  TrainingProgram program;
+  graph::Builder b(program.graph, ops::registry(), /*seed=*/4);
+  const ValueRef images = ops::placeholder(b, "images", DType::f64, {-1, kHeight, kWidth, kChannels});
+  ops::BatchNormalization bn;
+  {
+    auto scope = b.scope("bn");
+    bn = ops::batch_normalization(b, images, {.momentum = kMomentum});
+  }
+  const ValueRef flat = ops::reshape(b, ops::relu(b, bn.y), {-1, kHeight * kWidth * kChannels});
+  const ValueRef w =
+      ops::variable(b, "dense/w", {kHeight * kWidth * kChannels, kClasses}, ops::Initializer::glorot_uniform(), DType::f64);
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, flat, w));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9), {.state_updates = bn.state_updates});
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
+                       .learning_rate = train->learning_rate};
+  program.variables_and_gradients = train->variables_and_gradients;
+  program.loss_gradient = train->loss_gradient;
+  program.step_state = train->step_state;
+  return program;
+}
+
+Batch batch_of(int64_t size, uint64_t seed) {
+  runtime::Random rng(seed);
+  std::vector<double> x(static_cast<size_t>(size * kHeight * kWidth * kChannels));
+  std::vector<int64_t> labels(static_cast<size_t>(size));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 3 * rng.uniform() - 1 + 0.5 * static_cast<double>(i % kChannels);
+  for (int64_t& l : labels) l = static_cast<int64_t>(rng.below(kClasses));
+  return {runtime::Tensor::from<double>(runtime::TensorShape({size, kHeight, kWidth, kChannels}), std::span<const double>(x)),
+          runtime::Tensor::from<int64_t>(runtime::TensorShape({size}), std::span<const int64_t>(labels))};
+}
+
+// The mean and unbiased variance per channel of examples [first, first + count) of `images`.
+struct Statistics {
+  std::vector<double> mean, variance;
+};
+Statistics statistics_of(const runtime::Tensor& images, int64_t first, int64_t count) {
+  const std::span<const double> x = images.values<double>();
+  const int64_t per_example = kHeight * kWidth * kChannels;
+  const double n = static_cast<double>(count * kHeight * kWidth);
+  Statistics s{std::vector<double>(kChannels, 0.0), std::vector<double>(kChannels, 0.0)};
+  for (int64_t i = first * per_example; i < (first + count) * per_example; ++i) s.mean[static_cast<size_t>(i % kChannels)] += x[static_cast<size_t>(i)];
+  for (double& m : s.mean) m /= n;
+  for (int64_t i = first * per_example; i < (first + count) * per_example; ++i) {
+    const double d = x[static_cast<size_t>(i)] - s.mean[static_cast<size_t>(i % kChannels)];
+    s.variance[static_cast<size_t>(i % kChannels)] += d * d;
+  }
+  for (double& v : s.variance) v /= n - 1;
+  return s;
+}
+
+// The moving statistics after one step from (0, 1) over `replicas` shares of `batch`: each replica
+// moves them towards its own share's statistics, and the replicas' results are averaged.
+Statistics expected_moving_statistics(const Batch& batch, int replicas) {
+  Statistics moving{std::vector<double>(kChannels, 0.0), std::vector<double>(kChannels, 0.0)};
+  int64_t first = 0;
+  for (int r = 0; r < replicas; ++r) {
+    const int64_t share = ops::replica_share(batch.images.dim(0), replicas, r);
+    const Statistics s = statistics_of(batch.images, first, share);
+    first += share;
+    for (size_t c = 0; c < kChannels; ++c) {
+      moving.mean[c] += ((1 - kMomentum) * s.mean[c]) / replicas;
+      moving.variance[c] += (kMomentum * 1.0 + (1 - kMomentum) * s.variance[c]) / replicas;
+    }
+  }
+  return moving;
+}
+
+struct Stepped {
+  double loss = 0;
+  std::map<std::string, std::vector<double>> variables;  // replica 0's, by replica-free name
+};
+
+Stepped one_step(const TrainingProgram& program, const std::string& strategy, int replicas, const Batch& batch) {
+  auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
+  REQUIRE(made.ok());
+  auto distributed = (*made)->distribute(program);
+  REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+  runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+  auto step = session.run(feeds(*distributed, batch), {distributed->signature.loss}, {distributed->signature.train});
+  REQUIRE_MESSAGE(step.ok(), step.status().to_string());
+  Stepped out{.loss = (*step)[0].values<double>()[0]};
+  const std::map<std::string, std::vector<double>> variables = float_variables(session);
+  for (const auto& [name, value] : variables) {
+    int replica = -1;
+    const std::string plain(replica_free_name(name, &replica));
+    if (replica <= 0) {
+      out.variables[plain] = value;
+    } else if (plain.starts_with("bn/moving")) {
+      const std::string variable = name;
+      CAPTURE(variable);
+      CHECK(value == variables.at("replica_0/" + plain));  // one value in every replica's copy
+    }
+  }
+  return out;
+}
+
+TEST_CASE("BatchNorm.one_device_moves_the_statistics_towards_the_batch") {
+  const TrainingProgram program = build();
+  const Batch batch = batch_of(8, 1);
+  const Stepped got = one_step(program, "one_device", 1, batch);
+  const Statistics want = expected_moving_statistics(batch, 1);
+  check_within("bn/moving_mean", got.variables.at("bn/moving_mean"), want.mean, 1e-12);
+  check_within("bn/moving_variance", got.variables.at("bn/moving_variance"), want.variance, 1e-12);
+  CHECK(got.variables.at("bn/gamma") != std::vector<double>(kChannels, 1.0));  // trained
+}
+
+TEST_CASE("BatchNorm.per_replica_statistics_differ_from_one_device_and_the_moving_statistics_are_the_replicas_mean") {
+  const TrainingProgram program = build();
+  for (const int64_t size : {8, 7}) {
+    const Batch batch = batch_of(size, 2);
+    const Stepped reference = one_step(program, "one_device", 1, batch);
+    for (const char* strategy : {"mirrored", "central_storage"}) {
+      for (int replicas : {2, 3}) {
+        const std::string strategy_name = strategy;
+        CAPTURE(strategy_name); CAPTURE(replicas); CAPTURE(size);
+        const Stepped got = one_step(program, strategy, replicas, batch);
+        const Statistics want = expected_moving_statistics(batch, replicas);
+        check_within("bn/moving_mean", got.variables.at("bn/moving_mean"), want.mean, 1e-12);
+        check_within("bn/moving_variance", got.variables.at("bn/moving_variance"), want.variance, 1e-12);
+        // Each replica normalised with its own share's statistics, not the batch's.
+        CHECK(std::abs(got.loss - reference.loss) > 1e-9);
+        CHECK(std::abs(got.variables.at("bn/moving_variance")[0] - reference.variables.at("bn/moving_variance")[0]) > 1e-6);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mirra::strategies::test
