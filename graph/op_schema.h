@@ -106,6 +106,10 @@ struct OpSchema {
   std::vector<size_t> moves_values;
   // - the inputs of which the kernel reads only the shape, and whose dtype no output takes.
   std::vector<size_t> reads_only_shape;
+  // - the boolean attribute under which the op computes as in training (FusedBatchNormV3's
+  //   is_training: the batch's statistics), or empty: evaluation computes with it false
+  //   (ops/inference_mode.h).
+  std::string training_attr;
   InferFn infer;
   std::string summary;
   // Exactly one of these: the op's gradient rule, or why it has none (it outputs integers or

@@ -346,6 +346,7 @@ void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
       .name = "FusedBatchNormV3",
       .inputs = {"x", "scale", "offset", "mean", "variance"},
       .attrs = batch_norm_attrs(true),
+      .training_attr = "is_training",
       .infer = infer_fused_batch_norm,
       .summary = "Batch normalisation per channel, with the batch's statistics (training) or the given ones.",
       .gradient = fused_batch_norm_gradient});

@@ -16,6 +16,7 @@
 #include "ops/distribute_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/fusion.h"
+#include "ops/inference_mode.h"
 #include "ops/loss_scale_ops.h"
 #include "ops/matmul_ops.h"
 #include "ops/mixed_precision.h"

@@ -3,6 +3,8 @@
 // as one replicating strategy), and the factory.
 #include "strategies/strategy.h"
 
+#include "ops/inference_mode.h"
+
 #include "graph/verify.h"
 #include "runtime/gpu_devices.h"
 #include "strategies/bucket_hooks.h"
@@ -83,9 +85,13 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
   prune(pruned);
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram distributed, rewrite(pruned, part));
   prune(distributed);
+  // Evaluation's values in inference mode (the moving statistics), beside the training step's.
+  MIRRA_RETURN_IF_ERROR(ops::add_inference_values(distributed.graph, *distributed.ops, distributed.signature));
   const runtime::training::TrainingGraph& signature = distributed.signature;
+  const runtime::training::TrainingGraph evaluated = signature.for_evaluation();
   std::vector<graph::NodeId> run;
-  for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate}) {
+  for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate,
+                                 evaluated.loss.node, evaluated.correct.node}) {
     if (id < distributed.graph.size()) run.push_back(id);
   }
   if (const graph::Status valid = graph::verify_types(distributed.graph, *distributed.ops, run); !valid.ok()) {

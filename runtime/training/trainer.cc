@@ -134,6 +134,17 @@ graph::Status Trainer::set_learning_rate(double rate) {
   return graph::Status();
 }
 
+TrainingGraph TrainingGraph::for_evaluation() const {
+  TrainingGraph evaluated = *this;
+  if (inference) {
+    evaluated.loss = inference->loss;
+    evaluated.correct = inference->correct;
+    evaluated.loss_weight = inference->loss_weight;
+    evaluated.metrics = inference->metrics;
+  }
+  return evaluated;
+}
+
 graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training) {
   std::vector<graph::NodeId> roots;
   for (const graph::NodeId id : {signature.loss.node, signature.correct.node, training ? signature.train : graph::kInvalidNode,
@@ -288,17 +299,18 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
 }
 
 graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
-  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, /*training=*/false));
+  const TrainingGraph evaluated = graph_.for_evaluation();
+  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), evaluated, /*training=*/false));
   Totals totals;
   auto batches = data.epoch(0);
   while (auto batch = batches.next()) {
-    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, graph_, *batch));
-    MIRRA_RETURN_IF_ERROR(run_batch(session_, graph_, std::move(staged), {}, totals).status());
+    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, evaluated, *batch));
+    MIRRA_RETURN_IF_ERROR(run_batch(session_, evaluated, std::move(staged), {}, totals).status());
   }
   return Evaluation{.examples = totals.examples,
                     .accuracy = totals.accuracy(),
                     .mean_loss = totals.mean_loss(),
-                    .metrics = totals.metrics(graph_.metrics)};
+                    .metrics = totals.metrics(evaluated.metrics)};
 }
 
 }  // namespace mirra::runtime::training

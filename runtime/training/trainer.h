@@ -47,6 +47,14 @@ struct BatchInput {
   friend bool operator==(const BatchInput&, const BatchInput&) = default;
 };
 
+// What an evaluation fetches instead of the training values when ops of the graph compute
+// differently in inference (batch normalisation: the moving statistics instead of the batch's): the
+// same loss, correct count, loss weight and metrics, in inference mode (ops/inference_mode.h).
+struct InferenceValues {
+  graph::ValueRef loss, correct, loss_weight;
+  std::vector<TrainingMetric> metrics;
+};
+
 struct TrainingGraph {
   std::string features = "images";  // placeholders fed from the batches
   std::string labels = "labels";
@@ -68,6 +76,11 @@ struct TrainingGraph {
   // Target: add a micro-batch's gradients to the accumulators, no update (only with accumulation,
   // strategies::TrainingProgram::accumulate_gradients).
   graph::NodeId accumulate = graph::kInvalidNode;
+  // Absent: evaluation fetches the training values (no op of the graph has an inference mode).
+  std::optional<InferenceValues> inference;
+
+  // This signature with the inference values in place of the training ones, where it has them.
+  TrainingGraph for_evaluation() const;
 };
 
 // Whether the batches the Trainer feeds (signature.features and .labels) are every placeholder the

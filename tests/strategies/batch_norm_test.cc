@@ -3,11 +3,14 @@
 // device's, and the moving statistics become the mean over the replicas of what each computed (an
 // ON_READ/MEAN variable), one value in every replica's copy. Checked against the statistics of each
 // share computed here, under Mirrored and CentralStorage over 2 and 3 replicas, even and uneven
-// shares.
+// shares. Evaluation normalises with the moving statistics, so what it reports does not depend on
+// how the data is batched or split.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "runtime/data/dataset.h"
+#include "runtime/training/trainer.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies::test {
@@ -19,11 +22,11 @@ using graph::ValueRef;
 constexpr int64_t kHeight = 2, kWidth = 2, kChannels = 3, kClasses = 3;
 constexpr double kMomentum = 0.9;
 
-// images [?, 2, 2, 3] -> batch normalisation -> ReLU -> dense 3, in float64.
-TrainingProgram build() {
+// images [?, 2, 2, 3] -> batch normalisation -> ReLU -> dense 3, in float64 (or `dtype`).
+TrainingProgram build(DType dtype = DType::f64) {
   TrainingProgram program;
   graph::Builder b(program.graph, ops::registry(), /*seed=*/4);
-  const ValueRef images = ops::placeholder(b, "images", DType::f64, {-1, kHeight, kWidth, kChannels});
+  const ValueRef images = ops::placeholder(b, "images", dtype, {-1, kHeight, kWidth, kChannels});
   ops::BatchNormalization bn;
   {
     auto scope = b.scope("bn");
@@ -31,7 +34,7 @@ TrainingProgram build() {
   }
   const ValueRef flat = ops::reshape(b, ops::relu(b, bn.y), {-1, kHeight * kWidth * kChannels});
   const ValueRef w =
-      ops::variable(b, "dense/w", {kHeight * kWidth * kChannels, kClasses}, ops::Initializer::glorot_uniform(), DType::f64);
+      ops::variable(b, "dense/w", {kHeight * kWidth * kChannels, kClasses}, ops::Initializer::glorot_uniform(), dtype);
   const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, flat, w));
   auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9), {.state_updates = bn.state_updates});
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());
@@ -146,6 +149,48 @@ TEST_CASE("BatchNorm.per_replica_statistics_differ_from_one_device_and_the_movin
         CHECK(std::abs(got.variables.at("bn/moving_variance")[0] - reference.variables.at("bn/moving_variance")[0]) > 1e-6);
       }
     }
+  }
+}
+
+// 40 examples of bytes, as a data set of images [2, 2, 3] normalised to [0, 1], in batches of `batch`.
+runtime::data::Dataset dataset(int64_t batch) {
+  runtime::Random rng(9);
+  runtime::data::IdxArray images{{40, kHeight, kWidth, kChannels}, {}}, labels{{40}, {}};
+  for (int i = 0; i < 40 * kHeight * kWidth * kChannels; ++i) images.values.push_back(static_cast<uint8_t>(rng.below(256)));
+  for (int i = 0; i < 40; ++i) labels.values.push_back(static_cast<uint8_t>(rng.below(kClasses)));
+  auto made = runtime::data::Dataset::create(images, labels, {kHeight, kWidth, kChannels}, {.batch_size = batch, .shuffle = false});
+  REQUIRE_MESSAGE(made.ok(), made.status().to_string());
+  return std::move(*made);
+}
+
+TEST_CASE("BatchNorm.evaluation_normalises_with_the_moving_statistics") {
+  const TrainingProgram program = build(DType::f32);
+  for (const auto& [strategy, replicas] : {std::pair{"one_device", 1}, std::pair{"mirrored", 2}, std::pair{"central_storage", 3}}) {
+    const std::string strategy_name = strategy;
+    CAPTURE(strategy_name);
+    auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
+    REQUIRE(made.ok());
+    auto distributed = (*made)->distribute(program);
+    REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
+    REQUIRE(distributed->signature.inference.has_value());
+    runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
+    runtime::training::Trainer trainer(session, distributed->signature, {.epochs = 2});
+    const runtime::data::Dataset train = dataset(8);
+    REQUIRE(trainer.fit(train).ok());
+    // Twice the same data in batches of 8 and of 3: the same mean loss and accuracy.
+    auto by_8 = trainer.evaluate(dataset(8)), by_3 = trainer.evaluate(dataset(3));
+    REQUIRE(by_8.ok());
+    REQUIRE(by_3.ok());
+    CHECK(by_8->mean_loss == doctest::Approx(by_3->mean_loss).epsilon(1e-6));
+    CHECK(by_8->accuracy == by_3->accuracy);
+    // With the batch's statistics (the training values) the batching shows.
+    runtime::training::TrainingGraph training_values = distributed->signature;
+    training_values.inference.reset();
+    runtime::training::Trainer batch_statistics(session, training_values);
+    auto training_by_8 = batch_statistics.evaluate(dataset(8)), training_by_3 = batch_statistics.evaluate(dataset(3));
+    REQUIRE(training_by_8.ok());
+    REQUIRE(training_by_3.ok());
+    CHECK(std::abs(training_by_8->mean_loss - training_by_3->mean_loss) > 1e-3);
   }
 }
 

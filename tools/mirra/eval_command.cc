@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "ops/inference_mode.h"
 #include "ops/registry.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/training/trainer.h"
@@ -17,8 +18,11 @@ namespace mirra::runner {
 namespace {
 
 graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& command) {
-  MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
-  MIRRA_ASSIGN_OR_RETURN(const runtime::training::TrainingGraph signature, trainer_signature(model.signature));
+  MIRRA_ASSIGN_OR_RETURN(serialization::Model model, serialization::load_model(command.model, ops::registry()));
+  MIRRA_ASSIGN_OR_RETURN(runtime::training::TrainingGraph signature, trainer_signature(model.signature));
+  // Batch normalisation evaluates with its moving statistics.
+  MIRRA_RETURN_IF_ERROR(ops::add_inference_values(model.graph, ops::registry(), signature));
+  signature = signature.for_evaluation();
   if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, /*training=*/false); !fed.ok()) {
     return graph::invalid_argument("model '" + command.model + "': " + fed.message());
   }
