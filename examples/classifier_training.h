@@ -24,9 +24,12 @@ struct ClassifierTraining {
   Classifier model;
   ops::ClassifierObjective objective;
   ops::TrainOp train;
+  // Evaluation's values in inference mode (batch normalisation's moving statistics), where they differ.
+  std::optional<runtime::training::InferenceValues> inference;
 
   runtime::training::TrainingGraph training_graph() const;
-  // The same as a one-replica program, for a strategy to distribute (copies the graph).
+  // The same as a one-replica program, for a strategy to distribute (copies the graph; the strategy
+  // makes the inference values of its own graph).
   strategies::TrainingProgram program() const;
 };
 

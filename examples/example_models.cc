@@ -13,6 +13,8 @@ const std::vector<ExampleModel>& example_models() {
   static const std::vector<ExampleModel> models = {
       {"mlp", "MLP 784-256-128-10 with ReLU, for 28x28x1 images in 10 classes"},
       {"cnn", "CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dense 10 (the TensorFlow tutorial's)"},
+      {"resnet20", "ResNet-20 (He et al.'s CIFAR network: 3 stages of 3 basic blocks at 16, 32, 64 channels, batch "
+                   "normalisation, option-A shortcuts), for 28x28x1 images in 10 classes"},
   };
   return models;
 }
@@ -22,10 +24,12 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
   for (const ExampleModel& m : example_models()) {
     if (m.name == name) example = &m;
   }
-  if (example == nullptr) return graph::invalid_argument("example model '" + std::string(name) + "' is not known (mlp, cnn)");
+  if (example == nullptr) {
+    return graph::invalid_argument("example model '" + std::string(name) + "' is not known (" + model_names() + ")");
+  }
   serialization::Model model;
   graph::Builder b(model.graph, ops::registry(), seed);
-  const Classifier classifier = name == "mlp" ? build_mlp(b) : build_cnn(b);
+  const Classifier classifier = model_builder(name)(b);
   const ops::ClassifierObjective objective = ops::classifier_objective(b, classifier.logits);
   MIRRA_RETURN_IF_ERROR(b.status());
   const ops::Optimizer optimizer = benchmark_optimizer();
@@ -34,6 +38,7 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
                      .loss = objective.loss,
                      .metrics = {{"correct", objective.correct}},
                      .optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)}};
+  for (const graph::NodeId update : classifier.state_updates) model.signature.state_updates.push_back(model.graph.node(update).name);
   model.metadata.description = example->description;
 
   std::vector<graph::ValueRef> variables;

@@ -1,8 +1,12 @@
-// The benchmark models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU)
-// and the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
-// max-pool 2x2, dense 1024 + ReLU, dense 10). Both read images [batch, 28, 28, 1] from a placeholder
-// named "images" and produce logits [batch, 10].
+// The example models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU),
+// the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
+// max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc). Each reads images
+// [batch, 28, 28, 1] from a placeholder named "images" and produces logits [batch, 10].
 #pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "graph/builder.h"
 
@@ -11,10 +15,19 @@ namespace mirra::examples {
 struct Classifier {
   graph::ValueRef images;  // placeholder f32[?, 28, 28, 1]
   graph::ValueRef logits;  // f32[?, 10]
+  // What a training step also runs: the updates of batch normalisation's moving statistics.
+  std::vector<graph::NodeId> state_updates;
 };
 
 Classifier build_mlp(graph::Builder& b);
 Classifier build_cnn(graph::Builder& b);
+Classifier build_resnet20(graph::Builder& b);
+
+// The builder of the model called `name` ("mlp", "cnn", "resnet20"), or nullptr.
+using ModelBuilder = Classifier (*)(graph::Builder&);
+ModelBuilder model_builder(std::string_view name);
+// "mlp, cnn, resnet20": for messages.
+std::string model_names();
 
 // A fully connected layer x * w + b (w Glorot-uniform, b zeros), ReLU when `relu`, in scope `name`.
 graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu);

@@ -4,6 +4,7 @@
 // block order: the same bits on any thread count.
 #include "ops/batch_norm_ops.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -56,7 +57,26 @@ Layout layout_of(const Tensor& x, const std::string& format) {
 // Values per block of outer indices (at least one outer index); the blocks depend only on the shape.
 constexpr int64_t kBlockValues = 1 << 15;
 
-// sums[k][c] = the sum over channel c's values of term(k, index, c), for K terms; index is the flat
+// body(index, c) for each value of outer rows [o0, o1) and channels [c0, c1), in memory order; channels
+// last, the loop over the channels is innermost, so the compiler vectorises the body across them.
+template <class Body>
+void for_rows(const Layout& l, int64_t o0, int64_t o1, int64_t c0, int64_t c1, const Body& body) {
+  if (l.inner == 1) {
+    for (int64_t o = o0; o < o1; ++o) {
+      const int64_t base = o * l.channels;
+      for (int64_t c = c0; c < c1; ++c) body(base + c, c);
+    }
+    return;
+  }
+  for (int64_t o = o0; o < o1; ++o) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t base = (o * l.channels + c) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i) body(base + i, c);
+    }
+  }
+}
+
+// sums[k][c] = the sum over channel c's values of term(index, c)[k], for K terms; index is the flat
 // index of a value. Blocks of outer indices, and within a block each channel (channels last: all
 // channels at once), are tasks; their partial sums are added in block order.
 template <int K, class Term>
@@ -72,15 +92,11 @@ std::array<std::vector<double>, K> channel_sums(const Layout& l, const Term& ter
     for (int64_t task = begin; task < end; ++task) {
       const int64_t block = task / groups, c0 = task % groups * group;
       double* acc = partial.data() + block * K * l.channels;
-      const int64_t o_end = std::min(l.outer, (block + 1) * outer_per_block);
-      for (int64_t o = block * outer_per_block; o < o_end; ++o) {
-        for (int64_t c = c0; c < c0 + group; ++c) {
-          const int64_t base = (o * l.channels + c) * l.inner;
-          for (int64_t i = 0; i < l.inner; ++i) {
-            for (int k = 0; k < K; ++k) acc[k * l.channels + c] += term(k, base + i, c);
-          }
-        }
-      }
+      for_rows(l, block * outer_per_block, std::min(l.outer, (block + 1) * outer_per_block), c0, c0 + group,
+               [&](int64_t index, int64_t c) {
+                 const std::array<double, K> t = term(index, c);
+                 for (int k = 0; k < K; ++k) acc[k * l.channels + c] += t[static_cast<size_t>(k)];
+               });
     }
   });
   std::array<std::vector<double>, K> sums;
@@ -95,13 +111,12 @@ std::array<std::vector<double>, K> channel_sums(const Layout& l, const Term& ter
   return sums;
 }
 
-// out[index] = f(index, channel) for every value, in parallel.
+// f(index, channel) for every value, in parallel over rows.
 template <class F>
 void for_each_value(const Layout& l, const F& f) {
-  const int64_t total = l.outer * l.channels * l.inner;
-  cpu::parallel_for(total, cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t index = begin; index < end; ++index) f(index, index / l.inner % l.channels);
-  });
+  const int64_t row = std::max<int64_t>(l.channels * l.inner, 1);
+  cpu::parallel_for(l.outer, std::max<int64_t>(1, cpu::kElementwiseGrain / row),
+                    [&](int64_t begin, int64_t end) { for_rows(l, begin, end, 0, l.channels, f); });
 }
 
 // The statistics' and parameters' type for an input of type T: double for double, else float.
@@ -161,11 +176,12 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
     std::vector<double> moving_mean, moving_variance;
     if (training) {
       const double n = static_cast<double>(l.count());
-      mean = channel_sums<1>(l, [&](int, int64_t i, int64_t) { return wide(px[i]); })[0];
+      mean = channel_sums<1>(l, [&](int64_t i, int64_t) { return std::array<double, 1>{wide(px[i])}; })[0];
       for (double& m : mean) m = n > 0 ? m / n : 0.0;
-      variance = channel_sums<1>(l, [&](int, int64_t i, int64_t c) {
-        const double d = wide(px[i]) - mean[static_cast<size_t>(c)];
-        return d * d;
+      const double* centre = mean.data();
+      variance = channel_sums<1>(l, [&](int64_t i, int64_t c) {
+        const double d = wide(px[i]) - centre[c];
+        return std::array<double, 1>{d * d};
       })[0];
       for (double& v : variance) v = n > 0 ? v / n : 0.0;
       const double correction = n / std::max(n - 1.0, 1.0);  // n / (n - 1): the unbiased variance
@@ -197,10 +213,8 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
       shift[c] = static_cast<U>(offset[c] - (mean[c] - static_cast<double>(centre[c])) * ac);
     }
     T* py = y.mutable_data<T>();
-    for_each_value(l, [&](int64_t i, int64_t c) {
-      const auto k = static_cast<size_t>(c);
-      py[i] = static_cast<T>((static_cast<U>(px[i]) - centre[k]) * a[k] + shift[k]);
-    });
+    const U *pc = centre.data(), *pa = a.data(), *ps = shift.data();
+    for_each_value(l, [&](int64_t i, int64_t c) { py[i] = static_cast<T>((static_cast<U>(px[i]) - pc[c]) * pa[c] + ps[c]); });
     return Status();
   });
 }
@@ -234,9 +248,10 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
     std::vector<double> inv = as_doubles<U>(ctx.input(4));  // 1 / sqrt(variance + epsilon)
     for (double& v : inv) v = 1.0 / std::sqrt(v + epsilon);
     // sum(dy) and sum(dy * (x - mean)) per channel.
-    const auto sums = channel_sums<2>(l, [&](int k, int64_t i, int64_t c) {
+    const double* centre_of = mean.data();
+    const auto sums = channel_sums<2>(l, [&](int64_t i, int64_t c) {
       const double g = wide(pdy[i]);
-      return k == 0 ? g : g * (wide(px[i]) - mean[static_cast<size_t>(c)]);
+      return std::array<double, 2>{g, g * (wide(px[i]) - centre_of[c])};
     });
     const double n = static_cast<double>(std::max<int64_t>(l.count(), 1));
     std::vector<double> dscale_values, doffset_values;
@@ -255,9 +270,9 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
     write<U>(dscale, dscale_values);
     write<U>(doffset, doffset_values);
     T* pdx = dx.mutable_data<T>();
-    for_each_value(l, [&](int64_t i, int64_t channel) {
-      const auto c = static_cast<size_t>(channel);
-      pdx[i] = static_cast<T>(a[c] * ((static_cast<U>(pdy[i]) - mean_dy[c]) - (static_cast<U>(px[i]) - centre[c]) * k[c]));
+    const U *pa = a.data(), *pm = mean_dy.data(), *pk = k.data(), *pc = centre.data();
+    for_each_value(l, [&](int64_t i, int64_t c) {
+      pdx[i] = static_cast<T>(pa[c] * ((static_cast<U>(pdy[i]) - pm[c]) - (static_cast<U>(px[i]) - pc[c]) * pk[c]));
     });
     return Status();
   });

@@ -57,6 +57,11 @@ Status sum_to_shape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& like = ctx.input(1);
   MIRRA_ASSIGN_OR_RETURN(const std::vector<int> axes, sum_to_shape_axes(x, like));
+  // Nothing was broadcast (shapes the graph left unknown that agree): x itself.
+  if (x.shape() == like.shape()) {
+    ctx.set_output(0, x);
+    return Status();
+  }
   Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
   return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     cpu::reduce_into<T, cpu::Reduction::sum>(x, axes, y.mutable_data<T>());
@@ -138,6 +143,7 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   schemas.add(graph::OpSchema{
       .name = "SumToShape",
       .inputs = {"x", "like"},
+      .traits = graph::kForwardsInput,  // x itself where nothing was broadcast
       .reads_only_shape = {1},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));

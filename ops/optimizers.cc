@@ -19,11 +19,15 @@ namespace {
 
 // Every node that reads `variable`'s buffer: its consumers, and the consumers of those that forward
 // it (kForwardsInput: Identity, Reshape). Nodes further on read other buffers, so an update need not
-// wait for them: the last layer's update overlaps the rest of the backward pass.
+// wait for them: the last layer's update overlaps the rest of the backward pass. An input read only
+// for its shape (OpSchema::reads_only_shape: SumToShape's `like`) reads no buffer.
 std::vector<graph::NodeId> readers_of(const graph::Graph& g, const graph::OpRegistry& registry, graph::NodeId variable) {
   std::vector<std::vector<graph::NodeId>> consumers(g.size());
   for (const graph::Node& node : g.nodes()) {
-    for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
+    const graph::OpSchema* schema = registry.find(node.op);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (schema == nullptr || !schema->reads_only_shape_of(i)) consumers[node.inputs[i].node].push_back(node.id);
+    }
   }
   std::vector<bool> seen(g.size(), false);
   std::vector<graph::NodeId> stack = {variable}, readers;

@@ -51,6 +51,10 @@ Status sum_to_shape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& like = ctx.input(1);
   MIRRA_ASSIGN_OR_RETURN(const std::vector<int> axes, sum_to_shape_axes(x, like));
+  if (x.shape() == like.shape()) {  // nothing was broadcast: x itself
+    ctx.set_output(0, x);
+    return Status();
+  }
   Tensor& y = ctx.allocate_output(0, x.dtype(), like.shape());
   return launched(reduce(ReduceOp::sum, x.dtype(), x.raw_data(), y.mutable_raw_data(), reduce_geometry(x.shape(), axes),
                          stream_of(ctx)),

@@ -59,7 +59,7 @@ uint32_t node_index(const std::vector<uint8_t>& bytes, const std::string& name) 
 }  // namespace
 
 TEST_CASE("ModelFile.round_trip.is_exact") {
-  for (const char* name : {"mlp", "cnn"}) {
+  for (const char* name : {"mlp", "cnn", "resnet20"}) {
     CAPTURE(name);
     auto model = examples::build_example_model(name, 7);
     REQUIRE(model.ok());

@@ -25,7 +25,7 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.executor->add_option("--repetitions", commands.executor_options.repetitions, "Runs per shape (the best counts)")
       ->check(CLI::Range(1, 1000));
   commands.training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
-  commands.training->add_option("--model", commands.training_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  commands.training->add_option("--model", commands.training_options.model, "mlp, cnn or resnet20")->check(CLI::IsMember({"mlp", "cnn", "resnet20"}));
   commands.training->add_option("--threads", commands.training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
   commands.training->add_option("--strategy", commands.training_options.strategy, "one_device, mirrored or central_storage")
       ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));
@@ -52,7 +52,7 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_flag("--shard-optimizer-state", commands.training_options.shard_optimizer_state,
                               "mirrored: each replica keeps only its share of the optimizer slots");
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
-  commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  commands.accuracy->add_option("--model", commands.accuracy_options.model, "mlp, cnn or resnet20")->check(CLI::IsMember({"mlp", "cnn", "resnet20"}));
   commands.accuracy->add_option("--target", commands.accuracy_options.target, "Test accuracy to reach")->check(CLI::Range(0.0, 1.0));
   commands.accuracy->add_option("--max-epochs", commands.accuracy_options.max_epochs, "Give up after this many epochs")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
