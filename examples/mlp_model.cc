@@ -4,10 +4,11 @@
 
 namespace mirra::examples {
 
-graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu) {
+graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu,
+                      graph::DType dtype) {
   auto scope = b.scope(name);
-  auto w = ops::variable(b, "w", {in, out}, ops::Initializer::glorot_uniform());
-  auto bias = ops::variable(b, "b", {out});
+  auto w = ops::variable(b, "w", {in, out}, ops::Initializer::glorot_uniform(), dtype);
+  auto bias = ops::variable(b, "b", {out}, ops::Initializer::zeros(), dtype);
   auto y = ops::bias_add(b, ops::matmul(b, x, w), bias);
   return relu ? ops::relu(b, y) : y;
 }

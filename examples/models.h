@@ -23,6 +23,15 @@ Classifier build_mlp(graph::Builder& b);
 Classifier build_cnn(graph::Builder& b);
 Classifier build_resnet20(graph::Builder& b);
 
+// ResNet-20 at other sizes (the references test a narrow one in float64).
+struct ResNet20Options {
+  graph::DType dtype = graph::DType::f32;
+  int64_t width = 16;  // stage 1's channels; stages 2 and 3 have twice and four times as many
+  std::vector<int64_t> image = {28, 28, 1};  // height, width, channels
+  int64_t classes = 10;
+};
+Classifier build_resnet20(graph::Builder& b, const ResNet20Options& options);
+
 // The builder of the model called `name` ("mlp", "cnn", "resnet20"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);
 ModelBuilder model_builder(std::string_view name);
@@ -30,6 +39,7 @@ ModelBuilder model_builder(std::string_view name);
 std::string model_names();
 
 // A fully connected layer x * w + b (w Glorot-uniform, b zeros), ReLU when `relu`, in scope `name`.
-graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu);
+graph::ValueRef dense(graph::Builder& b, const char* name, graph::ValueRef x, int64_t in, int64_t out, bool relu,
+                      graph::DType dtype = graph::DType::f32);
 
 }  // namespace mirra::examples

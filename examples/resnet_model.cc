@@ -15,16 +15,28 @@ namespace {
 struct Stage {
   Classifier& model;
   graph::Builder& b;
+  graph::DType dtype;
 
   // Convolution 3x3 at `stride`, then batch normalisation; its moving statistics' updates are kept.
   graph::ValueRef conv_bn(const std::string& name, graph::ValueRef x, int64_t in, int64_t out, int64_t stride) {
     auto scope = b.scope(name);
-    auto filter = ops::variable(b, "filter", {3, 3, in, out}, ops::Initializer::he_normal());
+    auto filter = ops::variable(b, "filter", {3, 3, in, out}, ops::Initializer::he_normal(), dtype);
     auto y = ops::conv2d(b, x, filter, {.strides = {stride, stride}, .padding = "SAME"});
     auto scope_bn = b.scope("bn");
     ops::BatchNormalization bn = ops::batch_normalization(b, y);
     model.state_updates.insert(model.state_updates.end(), bn.state_updates.begin(), bn.state_updates.end());
     return bn.y;
+  }
+
+  // x[:, ::stride, ::stride, :] (NHWC): rows and columns padded to a multiple of the stride, each
+  // split into (index / stride, index % stride), and the first of each group kept.
+  graph::ValueRef subsample(graph::ValueRef x, int64_t stride) {
+    const graph::Shape& shape = b.type(x).shape;
+    const int64_t h = (shape.dim(1) + stride - 1) / stride, w = (shape.dim(2) + stride - 1) / stride, c = shape.dim(3);
+    x = ops::pad(b, x, {0, 0, 0, h * stride - shape.dim(1), 0, w * stride - shape.dim(2), 0, 0});
+    x = ops::reshape(b, x, {-1, h, stride, w, stride, c});
+    x = ops::slice(b, x, {0, 0, 0, 0, 0, 0}, {-1, h, 1, w, 1, c});
+    return ops::reshape(b, x, {-1, h, w, c});
   }
 
   // relu(x' + bn(conv(relu(bn(conv(x)))))), x' the shortcut.
@@ -33,7 +45,7 @@ struct Stage {
     graph::ValueRef y = ops::relu(b, conv_bn("conv1", x, in, out, stride));
     y = conv_bn("conv2", y, out, out, 1);
     graph::ValueRef shortcut = x;
-    if (stride != 1) shortcut = ops::max_pool(b, shortcut, {.ksize = {1, 1}, .strides = {stride, stride}});
+    if (stride != 1) shortcut = subsample(shortcut, stride);
     if (out != in) shortcut = ops::pad(b, shortcut, {0, 0, 0, 0, 0, 0, 0, out - in});
     return ops::relu(b, ops::add(b, y, shortcut));
   }
@@ -41,14 +53,18 @@ struct Stage {
 
 }  // namespace
 
-Classifier build_resnet20(graph::Builder& b) {
+Classifier build_resnet20(graph::Builder& b) { return build_resnet20(b, {}); }
+
+Classifier build_resnet20(graph::Builder& b, const ResNet20Options& options) {
   Classifier model;
-  model.images = ops::placeholder(b, "images", graph::DType::f32, {-1, 28, 28, 1});
-  Stage net{model, b};
-  graph::ValueRef x = ops::relu(b, net.conv_bn("stem", model.images, 1, 16, 1));  // [?, 28, 28, 16]
-  int64_t channels = 16;
+  const std::vector<int64_t>& image = options.image;
+  model.images = ops::placeholder(b, "images", options.dtype, {-1, image[0], image[1], image[2]});
+  Stage net{model, b, options.dtype};
+  const int64_t width = options.width;
+  graph::ValueRef x = ops::relu(b, net.conv_bn("stem", model.images, image[2], width, 1));  // [?, 28, 28, 16]
+  int64_t channels = width;
   for (int stage = 0; stage < 3; ++stage) {
-    const int64_t out = 16 << stage;
+    const int64_t out = width << stage;
     for (int block = 0; block < 3; ++block) {
       const int64_t stride = stage > 0 && block == 0 ? 2 : 1;
       x = net.basic_block("stage" + std::to_string(stage + 1) + "/block" + std::to_string(block + 1), x, channels, out, stride);
@@ -56,7 +72,7 @@ Classifier build_resnet20(graph::Builder& b) {
     }
   }  // [?, 7, 7, 64]
   x = ops::reduce_mean(b, x, {1, 2});  // global average pooling: [?, 64]
-  model.logits = dense(b, "logits", x, 64, 10, false);
+  model.logits = dense(b, "logits", x, channels, options.classes, false, options.dtype);
   return model;
 }
 

@@ -1,0 +1,84 @@
+// ResNet-20 (examples/resnet_model.cc) against PyTorch in float64: the loss and the gradient of every
+// trained variable for one batch, batch normalisation in training mode, within 1e-6 relative. The
+// reference is tests/strategies/reference/resnet20_torch.json, written once by the script beside it,
+// which states the network (narrow: 4 channels in stage 1, on 8x8x1 images), the weights' and inputs'
+// formulas, and how TensorFlow's SAME padding is reproduced.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "examples/models.h"
+#include "graph/gradients.h"
+#include "tests/strategies/strategy_test_util.h"
+
+namespace mirra::strategies::test {
+namespace {
+
+constexpr int64_t kWidth = 4, kSize = 8, kBatch = 5, kClasses = 10;
+
+// The script's formula for element j of the k-th trained variable (by sorted name).
+std::vector<double> initial_value(const std::string& name, const graph::Shape& shape, int k) {
+  const int64_t n = *shape.num_elements();
+  double offset = 0, scale = 0;
+  if (name.ends_with("gamma")) {
+    offset = 1, scale = 0.1;
+  } else if (name.ends_with("beta") || name.ends_with("/b")) {
+    scale = 0.1;
+  } else {
+    scale = std::sqrt(2.0 / static_cast<double>(n / shape.dims.back()));
+  }
+  std::vector<double> values;
+  for (int64_t j = 0; j < n; ++j) values.push_back(offset + scale * std::sin(1.3 * static_cast<double>(j) + 0.7 * k));
+  return values;
+}
+
+TEST_CASE("ResNet20.loss_and_every_gradient_match_pytorch_in_float64") {
+  std::ifstream file(MIRRA_SOURCE_DIR "/tests/strategies/reference/resnet20_torch.json");
+  REQUIRE(file.good());
+  const nlohmann::json reference = nlohmann::json::parse(file);
+
+  graph::Graph g;
+  graph::Builder b(g, ops::registry(), 1);
+  const examples::Classifier model =
+      examples::build_resnet20(b, {.dtype = graph::DType::f64, .width = kWidth, .image = {kSize, kSize, 1}, .classes = kClasses});
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, model.logits);
+  std::map<std::string, graph::ValueRef> trained;  // by name: sorted, as the script numbers them
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op == "Variable" && node.name.find("moving_") == std::string::npos) trained[node.name] = {node.id, 0};
+  }
+  std::vector<graph::ValueRef> variables;
+  for (const auto& [name, value] : trained) variables.push_back(value);
+  auto gradients = graph::gradients(b, objective.loss, variables);
+  REQUIRE_MESSAGE(gradients.ok(), gradients.status().to_string());
+  REQUIRE(trained.size() == reference["gradients"].size());
+
+  runtime::Session session(g, ops::kernels(), {.threads = 2});
+  int k = 0;
+  for (const auto& [name, value] : trained) {
+    const graph::Shape& shape = g.type(value).shape;
+    const std::vector<double> initial = initial_value(name, shape, k++);
+    session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
+  }
+  std::vector<double> images;
+  for (int64_t i = 0; i < kBatch * kSize * kSize; ++i) images.push_back(std::sin(0.37 * static_cast<double>(i)));
+  std::vector<int64_t> labels;
+  for (int64_t e = 0; e < kBatch; ++e) labels.push_back(3 * e % kClasses);
+  std::vector<graph::ValueRef> fetches = {objective.loss};
+  fetches.insert(fetches.end(), gradients->begin(), gradients->end());
+  auto out = session.run({{"images", runtime::Tensor::from<double>({kBatch, kSize, kSize, 1}, std::span<const double>(images))},
+                          {"labels", runtime::Tensor::from<int64_t>({kBatch}, std::span<const int64_t>(labels))}},
+                         fetches);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].values<double>()[0] == doctest::Approx(reference["loss"].get<double>()).epsilon(1e-9));
+  size_t i = 1;
+  for (const auto& [name, value] : trained) {
+    const std::span<const double> got = (*out)[i++].values<double>();
+    check_within(name, std::vector<double>(got.begin(), got.end()), reference["gradients"][name].get<std::vector<double>>(), 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace mirra::strategies::test
