@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/batch_norm_layout.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
 #include "ops/op_families.h"
@@ -24,9 +25,7 @@ using runtime::Tensor;
 
 namespace {
 
-// ---- The input's layout: (outer, channels, inner), channels at dim 1 or last ----
-
-bool channels_first(const std::string& format) { return format == "NCHW" || format == "NCDHW"; }
+using Layout = BatchNormLayout;
 
 // The data formats of a rank-`rank` input.
 bool format_fits(const std::string& format, int rank) {
@@ -36,21 +35,6 @@ bool format_fits(const std::string& format, int rank) {
 }
 
 int channel_dim(const std::string& format, int rank) { return channels_first(format) ? 1 : rank - 1; }
-
-struct Layout {
-  int64_t outer = 0, channels = 0, inner = 0;
-  int64_t count() const { return outer * inner; }  // the values of one channel
-};
-
-Layout layout_of(const Tensor& x, const std::string& format) {
-  const int c = channel_dim(format, x.rank());
-  Layout l{1, x.dim(c), 1};
-  for (int d = 0; d < x.rank(); ++d) {
-    if (d < c) l.outer *= x.dim(d);
-    if (d > c) l.inner *= x.dim(d);
-  }
-  return l;
-}
 
 // ---- Per-channel sums over fixed blocks ----
 
@@ -143,13 +127,6 @@ void write(Tensor& t, const std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) t.mutable_data<U>()[i] = static_cast<U>(values[i]);
 }
 
-// The run-time checks the shapes the graph left unknown still need.
-Status check_parameter(const Tensor& t, const char* name, int64_t channels, bool may_be_empty) {
-  if (t.rank() == 1 && (t.dim(0) == channels || (may_be_empty && t.dim(0) == 0))) return Status();
-  return graph::invalid_argument(std::string(name) + " must have the same number of elements as the channels of x, got " +
-                                 t.shape().to_string() + " and " + std::to_string(channels));
-}
-
 // ---- FusedBatchNormV3 ----
 
 Status fused_batch_norm_kernel(KernelContext& ctx) {
@@ -157,12 +134,12 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   const std::string& format = ctx.attr<std::string>("data_format");
   const double epsilon = ctx.attr<double>("epsilon"), factor = ctx.attr<double>("exponential_avg_factor");
   const bool training = ctx.attr<bool>("is_training");
-  const Layout l = layout_of(x, format);
+  const Layout l = batch_norm_layout(x, format);
   const bool given_statistics = !training || factor != 1.0;
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(1), "scale", l.channels, false));
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(2), "offset", l.channels, false));
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(3), "mean", l.channels, !given_statistics));
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(4), "variance", l.channels, !given_statistics));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(1), "scale", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(2), "offset", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(3), "mean", l.channels, !given_statistics));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(4), "variance", l.channels, !given_statistics));
   const DType u = param_dtype(x.dtype());
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   std::vector<Tensor*> statistics;
@@ -230,10 +207,10 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
   if (!(dy.shape() == x.shape())) {
     return graph::invalid_argument("y_backprop " + dy.shape().to_string() + " and x " + x.shape().to_string() + " differ");
   }
-  const Layout l = layout_of(x, format);
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(2), "scale", l.channels, false));
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(3), "reserve_space_1", l.channels, false));
-  MIRRA_RETURN_IF_ERROR(check_parameter(ctx.input(4), "reserve_space_2", l.channels, false));
+  const Layout l = batch_norm_layout(x, format);
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(2), "scale", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(3), "reserve_space_1", l.channels, false));
+  MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(4), "reserve_space_2", l.channels, false));
   const DType u = param_dtype(x.dtype());
   Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
   Tensor& dscale = ctx.allocate_output(1, u, {l.channels});

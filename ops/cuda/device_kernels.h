@@ -122,4 +122,24 @@ cudaError_t assign_add(DType dtype, void* variable, const void* delta, const boo
 cudaError_t sum_over_replicas(DType dtype, const void* const* inputs, void* const* outputs, int replicas, bool mean,
                               int64_t n, cudaStream_t stream);
 
+// Batch normalisation over x viewed as [outer, channels, inner] (NHWC: inner 1; NCHW: the image), one
+// block per channel summing in double over a fixed tree. x is f32, f64, bf16 or f16; the statistics
+// and parameters are U: f64 for f64 x, else f32.
+struct BatchNormGeometry {
+  int64_t outer = 0, channels = 0, inner = 0;
+  double epsilon = 0, factor = 1;  // factor: exponential_avg_factor
+  bool training = true;
+};
+// FusedBatchNormV3: y, and the statistics outputs (moving mean and variance, batch mean and biased
+// variance), from scale, offset and the given mean and variance (read when not training or factor != 1);
+// `scratch` holds 3 * channels U.
+cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, const void* offset, const void* mean,
+                             const void* variance, void* y, void* moving_mean, void* moving_variance, void* batch_mean,
+                             void* batch_variance, void* scratch, const BatchNormGeometry& geometry, cudaStream_t stream);
+// FusedBatchNormGradV3: dx, dscale and doffset from dy, x, scale and the reserve spaces' mean and
+// variance; `scratch` holds 4 * channels U.
+cudaError_t fused_batch_norm_grad(DType dtype, const void* dy, const void* x, const void* scale, const void* mean,
+                                  const void* variance, void* dx, void* dscale, void* doffset, void* scratch,
+                                  const BatchNormGeometry& geometry, cudaStream_t stream);
+
 }  // namespace mirra::ops::cuda
