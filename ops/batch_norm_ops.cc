@@ -127,8 +127,12 @@ void write(Tensor& t, const std::vector<double>& values) {
   for (size_t i = 0; i < values.size(); ++i) t.mutable_data<U>()[i] = static_cast<U>(values[i]);
 }
 
-// ---- FusedBatchNormV3 ----
+// ---- FusedBatchNormV3 and SyncFusedBatchNorm ----
 
+// FusedBatchNormV3's kernel, and with `synchronised` SyncFusedBatchNorm's: in training the batch's
+// mean and biased variance are then its inputs 5 and 6, taken over input 7's count of values per
+// channel, instead of this batch's own.
+template <bool kSynchronised>
 Status fused_batch_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const std::string& format = ctx.attr<std::string>("data_format");
@@ -140,6 +144,10 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(2), "offset", l.channels, false));
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(3), "mean", l.channels, !given_statistics));
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(4), "variance", l.channels, !given_statistics));
+  if constexpr (kSynchronised) {
+    MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(5), "batch_mean", l.channels, false));
+    MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(6), "batch_variance", l.channels, false));
+  }
   const DType u = param_dtype(x.dtype());
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   std::vector<Tensor*> statistics;
@@ -152,22 +160,28 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
     std::vector<double> mean, variance;  // what normalises
     std::vector<double> moving_mean, moving_variance;
     if (training) {
-      const double n = static_cast<double>(l.count());
-      mean = channel_sums<1>(l, [&](int64_t i, int64_t) { return std::array<double, 1>{wide(px[i])}; })[0];
-      for (double& m : mean) m = n > 0 ? m / n : 0.0;
-      const double* centre = mean.data();
-      variance = channel_sums<1>(l, [&](int64_t i, int64_t c) {
-        const double d = wide(px[i]) - centre[c];
-        return std::array<double, 1>{d * d};
-      })[0];
-      for (double& v : variance) v = n > 0 ? v / n : 0.0;
+      double n = static_cast<double>(l.count());
+      if constexpr (kSynchronised) {
+        mean = as_doubles<U>(ctx.input(5));
+        variance = as_doubles<U>(ctx.input(6));
+        n = as_doubles<U>(ctx.input(7))[0];
+      } else {
+        mean = channel_sums<1>(l, [&](int64_t i, int64_t) { return std::array<double, 1>{wide(px[i])}; })[0];
+        for (double& m : mean) m = n > 0 ? m / n : 0.0;
+        const double* centre = mean.data();
+        variance = channel_sums<1>(l, [&](int64_t i, int64_t c) {
+          const double d = wide(px[i]) - centre[c];
+          return std::array<double, 1>{d * d};
+        })[0];
+        for (double& v : variance) v = n > 0 ? v / n : 0.0;
+      }
       const double correction = n / std::max(n - 1.0, 1.0);  // n / (n - 1): the unbiased variance
       const std::vector<double> old_mean = as_doubles<U>(ctx.input(3)), old_variance = as_doubles<U>(ctx.input(4));
       for (int64_t c = 0; c < l.channels; ++c) {
         const size_t k = static_cast<size_t>(c);
         const double nan = std::numeric_limits<double>::quiet_NaN();
-        const double batch_mean = l.count() == 0 ? nan : mean[k];
-        const double batch_variance = l.count() == 0 ? nan : variance[k] * correction;
+        const double batch_mean = n == 0 ? nan : mean[k];
+        const double batch_variance = n == 0 ? nan : variance[k] * correction;
         moving_mean.push_back(factor == 1.0 ? batch_mean : (1.0 - factor) * old_mean[k] + factor * batch_mean);
         moving_variance.push_back(factor == 1.0 ? batch_variance : (1.0 - factor) * old_variance[k] + factor * batch_variance);
       }
@@ -301,6 +315,11 @@ Expected<std::vector<TensorType>> infer_fused_batch_norm(const InferContext& ctx
   for (size_t i = 1; i <= 4; ++i) {
     MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, i, names[i], u, channels, i >= 3 && !given_statistics));
   }
+  if (ctx.num_inputs() == 8) {  // SyncFusedBatchNorm: the batch's statistics and their count
+    MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, 5, "batch_mean", u, channels, false));
+    MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, 6, "batch_variance", u, channels, false));
+    if (ctx.input(7).dtype != u || ctx.input(7).shape.rank() != 0) return ctx.error("count must be a scalar of the statistics' dtype");
+  }
   const TensorType statistic{u, graph::Shape{channels}};
   return std::vector<TensorType>{ctx.input(0), statistic, statistic, statistic, statistic, {u, graph::Shape{0}}};
 }
@@ -342,7 +361,17 @@ void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
       .infer = infer_fused_batch_norm,
       .summary = "Batch normalisation per channel, with the batch's statistics (training) or the given ones.",
       .gradient = fused_batch_norm_gradient});
-  kernels.add("FusedBatchNormV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel, .expensive = true});
+  kernels.add("FusedBatchNormV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<false>, .expensive = true});
+  schemas.add(graph::OpSchema{
+      .name = "SyncFusedBatchNorm",
+      .inputs = {"x", "scale", "offset", "mean", "variance", "batch_mean", "batch_variance", "count"},
+      .attrs = batch_norm_attrs(true),
+      .training_attr = "is_training",
+      .infer = infer_fused_batch_norm,
+      .summary = "FusedBatchNormV3 whose training statistics are given: the mean and biased variance of the batch over "
+                 "every replica, taken over `count` values per channel (sync_batch_norm).",
+      .no_gradient = "the sync_batch_norm rewrite makes it after differentiation, with the gradient's collectives"});
+  kernels.add("SyncFusedBatchNorm", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<true>, .expensive = true});
   schemas.add(graph::OpSchema{
       .name = "FusedBatchNormGradV3",
       .inputs = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"},
@@ -357,6 +386,19 @@ BatchNorm fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueR
                            ValueRef variance, const BatchNormOptions& options) {
   const graph::NodeId id = b.add({.op = "FusedBatchNormV3",
                                   .inputs = {x, scale, offset, mean, variance},
+                                  .attrs = {{"epsilon", options.epsilon},
+                                            {"exponential_avg_factor", options.exponential_avg_factor},
+                                            {"data_format", options.data_format},
+                                            {"is_training", options.is_training}}});
+  if (id == graph::kInvalidNode) return {};
+  return {{id, 0}, {id, 1}, {id, 2}, {id, 3}, {id, 4}, {id, 5}};
+}
+
+BatchNorm sync_fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueRef offset, ValueRef mean,
+                                ValueRef variance, ValueRef batch_mean, ValueRef batch_variance, ValueRef count,
+                                const BatchNormOptions& options) {
+  const graph::NodeId id = b.add({.op = "SyncFusedBatchNorm",
+                                  .inputs = {x, scale, offset, mean, variance, batch_mean, batch_variance, count},
                                   .attrs = {{"epsilon", options.epsilon},
                                             {"exponential_avg_factor", options.exponential_avg_factor},
                                             {"data_format", options.data_format},

@@ -41,6 +41,15 @@ struct BatchNorm {
 BatchNorm fused_batch_norm(graph::Builder& b, graph::ValueRef x, graph::ValueRef scale, graph::ValueRef offset,
                            graph::ValueRef mean, graph::ValueRef variance, const BatchNormOptions& options = {});
 
+// SyncFusedBatchNorm (mirra's): FusedBatchNormV3 whose training statistics are given, the mean and
+// biased variance of the whole batch over every replica, taken over `count` (a scalar of the
+// statistics' dtype) values per channel; the moving statistics move towards them, the variance
+// corrected by count / (count - 1). In inference it is FusedBatchNormV3. The sync_batch_norm rewrite
+// (strategies/batch_norm_sync.h) makes it; it has no gradient rule of its own.
+BatchNorm sync_fused_batch_norm(graph::Builder& b, graph::ValueRef x, graph::ValueRef scale, graph::ValueRef offset,
+                                graph::ValueRef mean, graph::ValueRef variance, graph::ValueRef batch_mean,
+                                graph::ValueRef batch_variance, graph::ValueRef count, const BatchNormOptions& options = {});
+
 struct BatchNormGrad {
   graph::ValueRef x, scale, offset;
 };

@@ -37,6 +37,10 @@ struct StrategyConfig {
   // Mirrored and MultiWorkerMirrored: each replica keeps its share of the optimizer slots (ZeRO stage
   // 1; across workers, its share among every worker's replicas).
   bool shard_optimizer_state = false;
+  // Mirrored, CentralStorage and MultiWorkerMirrored: batch normalisation normalises with the
+  // statistics of the whole batch across the replicas and workers (the run config's
+  // training.sync_batch_norm), not each replica's share's.
+  bool sync_batch_norm = false;
 };
 
 inline constexpr int kMaxLogicalGpusPerGpu = 64;

@@ -108,16 +108,16 @@ graph::Expected<TrainingProgram> replicate(const TrainingProgram& p, const Repli
     const char* name;
     graph::Status (*run)(ReplicaGraph&);
   };
-  const Pass passes[] = {
-      {"clone_per_replica", clone_per_replica},
-      {"split_batch_inputs", split_batch_inputs},
+  std::vector<Pass> passes = {{"clone_per_replica", clone_per_replica}, {"split_batch_inputs", split_batch_inputs}};
+  if (plan.sync_batch_norm) passes.push_back({"synchronise_batch_norm", synchronise_batch_norm});
+  passes.insert(passes.end(), {
       {"weight_gradient_seeds", weight_gradient_seeds},
       {"aggregate_state", aggregate_state},
       plan.shard_optimizer_state ? Pass{"shard_optimizer_updates", shard_optimizer_updates}
                                  : Pass{"aggregate_gradients", aggregate_gradients},
       {"finish_signature", finish_signature},
       {"report_metrics", report_metrics},
-  };
+  });
   for (const Pass& pass : passes) {
     MIRRA_RETURN_IF_ERROR(pass.run(r));
     if (after_each_pass) after_each_pass(pass.name, r.graph);

@@ -64,6 +64,9 @@ struct ReplicationPlan {
   // What each gradient of Mirrored's buckets becomes on its way through the all-reduce (bf16
   // compression: strategies/bucket_hooks.h); none: the gradients as they are.
   std::shared_ptr<const BucketHook> bucket_hook;
+  // Batch normalisation in training normalises with the statistics of the whole batch, across every
+  // replica and worker (strategies/batch_norm_sync.cc), instead of each replica's share.
+  bool sync_batch_norm = false;
 };
 
 // Called after each pass with its name and the graph it left (the passes' golden tests).

@@ -2,12 +2,13 @@
 // golden text of the graph it leaves: tests/strategies/golden_test.cc):
 //   1. clone_per_replica         strategies/clone_replicas.cc
 //   2. split_batch_inputs        strategies/clone_replicas.cc
-//   3. weight_gradient_seeds     strategies/gradient_seeds.cc
-//   4. aggregate_state           strategies/state_aggregation.cc
-//   5. aggregate_gradients       strategies/gradient_aggregation.cc   (or, with sharded optimizer
+//   3. synchronise_batch_norm    strategies/batch_norm_sync.cc        (with sync_batch_norm only)
+//   4. weight_gradient_seeds     strategies/gradient_seeds.cc
+//   5. aggregate_state           strategies/state_aggregation.cc
+//   6. aggregate_gradients       strategies/gradient_aggregation.cc   (or, with sharded optimizer
 //      shard_optimizer_updates   strategies/sharded_updates.cc         state, this one instead)
-//   6. finish_signature          strategies/replicate.cc
-//   7. report_metrics            strategies/replica_metrics.cc
+//   7. finish_signature          strategies/replicate.cc
+//   8. report_metrics            strategies/replica_metrics.cc
 // Each returns an error naming what it cannot rewrite, and leaves what the next one reads.
 #pragma once
 
@@ -25,6 +26,12 @@ graph::Status clone_per_replica(ReplicaGraph& r);
 // example, the first B mod N replicas take the larger, a share may be empty) and has each replica's
 // clones read their share; nodes that exist once go on reading the whole batch. Sets shares.
 graph::Status split_batch_inputs(ReplicaGraph& r);
+
+// With ReplicationPlan::sync_batch_norm: every replica's batch normalisation in training mode takes
+// the mean and variance of the whole batch (two all-reduces per layer forward), as a
+// SyncFusedBatchNorm, and its gradient the sums of the whole batch (one all-reduce per layer
+// backward). Errors: 16-bit activations.
+graph::Status synchronise_batch_norm(ReplicaGraph& r);
 
 // Multiplies each replica's seed of its gradients by its share of the global batch (Note [Batch
 // shares]), or with accumulation by its share alone, the accumulated examples dividing later (Note

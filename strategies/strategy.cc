@@ -70,7 +70,8 @@ class ReplicatingStrategy final : public Strategy {
                                               .timeout_ms = static_cast<int64_t>(config_.all_reduce.timeout_s * 1000)},
                                .reduction = all_reduce_plan(),
                                .shard_optimizer_state = config_.shard_optimizer_state,
-                               .bucket_hook = config_.all_reduce.compression == "bf16" ? bf16_compression() : nullptr});
+                               .bucket_hook = config_.all_reduce.compression == "bf16" ? bf16_compression() : nullptr,
+                               .sync_batch_norm = config_.sync_batch_norm});
   }
 
   StrategyConfig config_;

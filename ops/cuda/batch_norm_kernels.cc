@@ -1,4 +1,4 @@
-// GPU kernels of FusedBatchNormV3 and FusedBatchNormGradV3, host side: the checks the CPU kernels
+// GPU kernels of FusedBatchNormV3, SyncFusedBatchNorm and FusedBatchNormGradV3, host side: the checks the CPU kernels
 // make (ops/batch_norm_layout.h), the outputs, and the launches of batch_norm_kernels.cu.
 #include "ops/batch_norm_layout.h"
 #include "ops/cuda/gpu_kernel.h"
@@ -21,6 +21,9 @@ BatchNormGeometry geometry_of(const BatchNormLayout& l, const KernelContext& ctx
           .training = ctx.attr<bool>("is_training")};
 }
 
+// FusedBatchNormV3, and with `kSynchronised` SyncFusedBatchNorm (inputs 5 to 7: the whole batch's
+// statistics and their count).
+template <bool kSynchronised>
 Status fused_batch_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const BatchNormLayout l = batch_norm_layout(x, ctx.attr<std::string>("data_format"));
@@ -30,6 +33,12 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(2), "offset", l.channels, false));
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(3), "mean", l.channels, !given_statistics));
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(4), "variance", l.channels, !given_statistics));
+  const void* given[3] = {nullptr, nullptr, nullptr};
+  if constexpr (kSynchronised) {
+    MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(5), "batch_mean", l.channels, false));
+    MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(6), "batch_variance", l.channels, false));
+    for (size_t i = 0; i < 3; ++i) given[i] = ctx.input(5 + i).raw_data();
+  }
   const DType u = param_dtype(x.dtype());
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   void* statistics[4];
@@ -38,7 +47,8 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   Tensor scratch = Tensor::empty(gpu_of(ctx).allocator(), u, TensorShape{3 * l.channels});
   return launched(fused_batch_norm(x.dtype(), x.raw_data(), ctx.input(1).raw_data(), ctx.input(2).raw_data(),
                                    ctx.input(3).raw_data(), ctx.input(4).raw_data(), y.mutable_raw_data(), statistics[0],
-                                   statistics[1], statistics[2], statistics[3], scratch.mutable_raw_data(), g, stream_of(ctx)),
+                                   statistics[1], statistics[2], statistics[3], scratch.mutable_raw_data(), given[0], given[1],
+                                   given[2], g, stream_of(ctx)),
                   "fused_batch_norm");
 }
 
@@ -72,7 +82,8 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_gpu_batch_norm_kernels(runtime::KernelRegistry& kernels) {
-  kernels.add("FusedBatchNormV3", DeviceKind::gpu, {.fn = fused_batch_norm_kernel, .expensive = true});
+  kernels.add("FusedBatchNormV3", DeviceKind::gpu, {.fn = fused_batch_norm_kernel<false>, .expensive = true});
+  kernels.add("SyncFusedBatchNorm", DeviceKind::gpu, {.fn = fused_batch_norm_kernel<true>, .expensive = true});
   kernels.add("FusedBatchNormGradV3", DeviceKind::gpu, {.fn = fused_batch_norm_grad_kernel, .expensive = true});
 }
 

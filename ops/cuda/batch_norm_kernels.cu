@@ -1,6 +1,7 @@
 // CUDA kernels of batch normalisation: per channel, one block takes the sums the CPU kernel takes (the
 // mean, then the squared deviations from it; dy and dy * (x - mean)) in double over a fixed tree in
-// shared memory, so the result never depends on scheduling, and writes the channel's statistics and
+// shared memory, so the result never depends on scheduling (SyncFusedBatchNorm: takes the whole
+// batch's, given), and writes the channel's statistics and
 // the factors of the element-wise pass that follows (the CPU's formulas, ops/batch_norm_ops.cc).
 #include <cmath>
 
@@ -43,13 +44,18 @@ template <class T>
 __global__ void batch_norm_statistics(const T* x, const ParamOf<T>* scale, const ParamOf<T>* offset,
                                       const ParamOf<T>* given_mean, const ParamOf<T>* given_variance,
                                       ParamOf<T>* moving_mean, ParamOf<T>* moving_variance, ParamOf<T>* batch_mean,
-                                      ParamOf<T>* batch_variance, ParamOf<T>* factors, BatchNormGeometry g) {
+                                      ParamOf<T>* batch_variance, ParamOf<T>* factors, const ParamOf<T>* given_batch_mean,
+                                      const ParamOf<T>* given_batch_variance, const ParamOf<T>* given_count,
+                                      BatchNormGeometry g) {
   using U = ParamOf<T>;
   __shared__ double partial[kThreads];
   const int64_t count = g.outer * g.inner;
   for (int64_t c = blockIdx.x; c < g.channels; c += gridDim.x) {
     double mean = 0, variance = 0;
-    if (g.training) {
+    if (g.training && given_batch_mean != nullptr) {  // SyncFusedBatchNorm: the whole batch's
+      mean = static_cast<double>(given_batch_mean[c]);
+      variance = static_cast<double>(given_batch_variance[c]);
+    } else if (g.training) {
       double sum = 0;
       for (int64_t n = threadIdx.x; n < count; n += blockDim.x) sum += wide(x[index_of(g, c, n)]);
       mean = count > 0 ? block_sum(sum, partial) / static_cast<double>(count) : 0.0;
@@ -65,10 +71,10 @@ __global__ void batch_norm_statistics(const T* x, const ParamOf<T>* scale, const
     }
     if (threadIdx.x != 0) continue;
     if (g.training) {
-      const double n = static_cast<double>(count);
+      const double n = given_count != nullptr ? static_cast<double>(*given_count) : static_cast<double>(count);
       const double nan = __longlong_as_double(0x7ff8000000000000LL);
-      const double new_mean = count == 0 ? nan : mean;
-      const double new_variance = count == 0 ? nan : variance * n / fmax(n - 1.0, 1.0);
+      const double new_mean = n == 0 ? nan : mean;
+      const double new_variance = n == 0 ? nan : variance * n / fmax(n - 1.0, 1.0);
       moving_mean[c] = static_cast<U>(g.factor == 1.0 ? new_mean : (1.0 - g.factor) * given_mean[c] + g.factor * new_mean);
       moving_variance[c] = static_cast<U>(g.factor == 1.0 ? new_variance
                                                          : (1.0 - g.factor) * given_variance[c] + g.factor * new_variance);
@@ -145,7 +151,9 @@ unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>(std::cl
 
 cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, const void* offset, const void* mean,
                              const void* variance, void* y, void* moving_mean, void* moving_variance, void* batch_mean,
-                             void* batch_variance, void* scratch, const BatchNormGeometry& g, cudaStream_t stream) {
+                             void* batch_variance, void* scratch, const void* given_batch_mean,
+                             const void* given_batch_variance, const void* given_count, const BatchNormGeometry& g,
+                             cudaStream_t stream) {
   if (g.channels == 0) return cudaSuccess;
   return visit<float, double, graph::bfloat16, graph::float16>(dtype, [&]<class T>(T) {
     using U = ParamOf<T>;
@@ -153,7 +161,9 @@ cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, cons
     cudaError_t e = launch(batch_norm_statistics<T>, channel_blocks(g.channels), kThreads, stream, static_cast<const T*>(x),
                            static_cast<const U*>(scale), static_cast<const U*>(offset), static_cast<const U*>(mean),
                            static_cast<const U*>(variance), static_cast<U*>(moving_mean), static_cast<U*>(moving_variance),
-                           static_cast<U*>(batch_mean), static_cast<U*>(batch_variance), factors, g);
+                           static_cast<U*>(batch_mean), static_cast<U*>(batch_variance), factors,
+                           static_cast<const U*>(given_batch_mean), static_cast<const U*>(given_batch_variance),
+                           static_cast<const U*>(given_count), g);
     const int64_t total = g.outer * g.channels * g.inner;
     if (e == cudaSuccess && total > 0) {
       e = launch(batch_norm_apply<T>, blocks_for(total), kThreads, stream, static_cast<const T*>(x),

@@ -132,10 +132,13 @@ struct BatchNormGeometry {
 };
 // FusedBatchNormV3: y, and the statistics outputs (moving mean and variance, batch mean and biased
 // variance), from scale, offset and the given mean and variance (read when not training or factor != 1);
-// `scratch` holds 3 * channels U.
+// `scratch` holds 3 * channels U. SyncFusedBatchNorm passes the whole batch's mean and biased
+// variance and their count (a U scalar) to train with; FusedBatchNormV3 nullptr for each.
 cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, const void* offset, const void* mean,
                              const void* variance, void* y, void* moving_mean, void* moving_variance, void* batch_mean,
-                             void* batch_variance, void* scratch, const BatchNormGeometry& geometry, cudaStream_t stream);
+                             void* batch_variance, void* scratch, const void* given_batch_mean,
+                             const void* given_batch_variance, const void* given_count, const BatchNormGeometry& geometry,
+                             cudaStream_t stream);
 // FusedBatchNormGradV3: dx, dscale and doffset from dy, x, scale and the reserve spaces' mean and
 // variance; `scratch` holds 4 * channels U.
 cudaError_t fused_batch_norm_grad(DType dtype, const void* dy, const void* x, const void* scale, const void* mean,

@@ -1,7 +1,8 @@
 // FusedBatchNormV3 and FusedBatchNormGradV3 against plain loops in double: training (the moving
 // update at factors 1 and 0.3) and inference, every layout, odd sizes, a batch of one, an empty batch,
 // inputs large enough to be summed in several blocks, and a large mean; at every dtype the schemas
-// accept (f32, f64, and bf16 and f16 activations with f32 statistics); and the refusals.
+// accept (f32, f64, and bf16 and f16 activations with f32 statistics); SyncFusedBatchNorm with given
+// statistics; and the refusals.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -115,6 +116,35 @@ OpCase backward_case(runtime::Random& rng, DType dtype, const Layout& l, bool tr
                 {dx, dscale, doffset, zero, zero}};
 }
 
+// SyncFusedBatchNorm: in training the given batch statistics, taken over `count` values, normalise.
+OpCase synchronised_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mode, double count) {
+  const DType u = param_dtype(dtype);
+  const Tensor x = random_of(rng, dtype, l.shape);
+  const TensorShape c{l.channels};
+  const Tensor scale = random_of(rng, u, c, 0.5, 1.5), offset = random_of(rng, u, c);
+  const Tensor moving_mean = random_of(rng, u, c), moving_variance = random_of(rng, u, c, 0.5, 2.0);
+  const Tensor batch_mean = random_of(rng, u, c), batch_variance = random_of(rng, u, c, 0.5, 2.0);
+  const double epsilon = 1e-3;
+  const Tensor& mean = mode.training ? batch_mean : moving_mean;
+  const Tensor& variance = mode.training ? batch_variance : moving_variance;
+  const auto moved = [&](const Tensor& old, const Tensor& batch, double correction) {
+    return make_tensor(u, c, [&](int64_t k) {
+      if (!mode.training) return element(old, k);
+      return (1 - mode.factor) * element(old, k) + mode.factor * element(batch, k) * correction;
+    });
+  };
+  Tensor y = make_tensor(dtype, l.shape, [&](int64_t i) {
+    const int64_t k = l.channel_of(i);
+    return (element(x, i) - element(mean, k)) / std::sqrt(element(variance, k) + epsilon) * element(scale, k) + element(offset, k);
+  });
+  return OpCase{{x, scale, offset, moving_mean, moving_variance, batch_mean, batch_variance,
+                 make_tensor(u, {}, [&](int64_t) { return count; })},
+                {{"epsilon", epsilon}, {"exponential_avg_factor", mode.factor}, {"data_format", l.format},
+                 {"is_training", mode.training}},
+                {y, moved(moving_mean, batch_mean, 1.0), moved(moving_variance, batch_variance, count / std::max(count - 1, 1.0)),
+                 as_dtype(mean, u), as_dtype(variance, u), make_tensor(u, {0}, [](int64_t) { return 0.0; })}};
+}
+
 std::vector<Layout> layouts() {
   return {layout("NHWC", {2, 3, 4, 5}),  layout("NCHW", {2, 3, 4, 5}),   layout("NHWC", {3, 5, 7, 1}),
           layout("NHWC", {1, 1, 1, 3}),  layout("NCHW", {1, 3, 1, 1}),   layout("NHWC", {0, 2, 2, 3}),
@@ -129,6 +159,18 @@ TEST_CASE("Kernels.FusedBatchNormV3.matches_the_loops_in_training_and_inference"
     for (Mode mode : {Mode{true, 1.0}, Mode{true, 0.3}, Mode{false, 1.0}}) {
       CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(mode.training); CAPTURE(mode.factor);
       check_op_at_every_dtype("FusedBatchNormV3", [&](DType dtype) { return forward_case(rng, dtype, l, mode); });
+    }
+  }
+}
+
+TEST_CASE("Kernels.SyncFusedBatchNorm.normalises_with_the_given_batch_statistics") {
+  runtime::Random rng(34);
+  for (const Layout& l : {layout("NHWC", {2, 3, 4, 5}), layout("NCHW", {3, 2, 2, 3}), layout("NHWC", {0, 2, 2, 3})}) {
+    for (Mode mode : {Mode{true, 1.0}, Mode{true, 0.3}, Mode{false, 1.0}}) {
+      for (double count : {1.0, 17.0}) {  // one value per channel: the variance is not corrected
+        CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(mode.training); CAPTURE(count);
+        check_op_at_every_dtype("SyncFusedBatchNorm", [&](DType dtype) { return synchronised_case(rng, dtype, l, mode, count); });
+      }
     }
   }
 }

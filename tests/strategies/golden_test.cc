@@ -6,8 +6,8 @@
 // Each pass of replicate (strategies/replicate_passes.h) is pinned too: the lines of the graph text it
 // adds or rewires, under Mirrored over 2 devices with bf16 compression and tiny buckets,
 // CentralStorage over 2, Mirrored over 3 with sharded optimizer state, Mirrored over 2
-// accumulating gradients, and Mirrored and CentralStorage over 2 writing a moving mean of the
-// features (tests/strategies/golden/passes/).
+// accumulating gradients, Mirrored and CentralStorage over 2 writing a moving mean of the features,
+// and Mirrored over 2 with synchronised batch normalisation (tests/strategies/golden/passes/).
 #include <doctest/doctest.h>
 
 #include <set>
@@ -85,6 +85,29 @@ TEST_CASE("Strategies.sharded_rewrite_matches_golden_text") {
   test::check_golden("tests/strategies/golden/mirrored_3_sharded.txt", graph::to_text(distributed->graph));
 }
 
+// Images [?, 1, 2, 2] through batch normalisation (channels first) into a dense layer of 2: the
+// program the synchronised passes are pinned on.
+TrainingProgram batch_norm_program() {
+  TrainingProgram program;
+  graph::Builder b(program.graph, ops::registry(), 1);
+  auto x = ops::placeholder(b, "images", graph::DType::f32, {-1, 2, 1, 2});
+  ops::BatchNormalization bn;
+  {
+    auto scope = b.scope("bn");
+    bn = ops::batch_normalization(b, x, {.data_format = "NCHW"});
+  }
+  auto w = ops::variable(b, "dense/w", {4, 2}, ops::Initializer::glorot_uniform());
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, bn.y, {-1, 4}), w));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::sgd(0.1), {.state_updates = bn.state_updates});
+  REQUIRE(train.ok());
+  program.signature = {.loss = objective.loss, .correct = objective.correct, .train = train->train,
+                       .learning_rate = train->learning_rate};
+  program.variables_and_gradients = train->variables_and_gradients;
+  program.loss_gradient = train->loss_gradient;
+  program.step_state = train->step_state;
+  return program;
+}
+
 ReplicationPlan plan_over(int replicas, bool mirror_state, bool sharded) {
   ReplicationPlan plan{.host = {graph::DeviceKind::cpu, 0}, .mirror_state = mirror_state, .shard_optimizer_state = sharded};
   for (int r = 0; r < replicas; ++r) plan.devices.push_back({graph::DeviceKind::cpu, r});
@@ -117,9 +140,10 @@ void check_passes(const std::string& name, const TrainingProgram& program, const
     before = text;
   });
   REQUIRE_MESSAGE(replicated.ok(), replicated.status().to_string());
-  const std::vector<std::string> every = {"clone_per_replica", "split_batch_inputs", "weight_gradient_seeds",
-                                          "aggregate_state", plan.shard_optimizer_state ? "shard_optimizer_updates" : "aggregate_gradients",
-                                          "finish_signature", "report_metrics"};
+  std::vector<std::string> every = {"clone_per_replica", "split_batch_inputs", "weight_gradient_seeds",
+                                    "aggregate_state", plan.shard_optimizer_state ? "shard_optimizer_updates" : "aggregate_gradients",
+                                    "finish_signature", "report_metrics"};
+  if (plan.sync_batch_norm) every.insert(every.begin() + 2, "synchronise_batch_norm");
   CHECK(passes == every);
 }
 
@@ -134,6 +158,9 @@ TEST_CASE("Replicate.each_pass_matches_golden_text") {
   check_passes("mirrored_2_accumulated", accumulating, plan_over(2, true, false));
   check_passes("mirrored_2_moving_mean", small_program(ops::Optimizer::sgd(0.1), true), plan_over(2, true, false));
   check_passes("central_storage_2_moving_mean", small_program(ops::Optimizer::sgd(0.1), true), plan_over(2, false, false));
+  ReplicationPlan synchronised = plan_over(2, true, false);
+  synchronised.sync_batch_norm = true;
+  check_passes("mirrored_2_sync_batch_norm", batch_norm_program(), synchronised);
 }
 
 TEST_CASE("Strategies.replicating_needs_the_seed_of_the_gradients") {

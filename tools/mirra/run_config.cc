@@ -84,7 +84,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
-          "cuda_graph", "mixed_precision"},
+          "cuda_graph", "mixed_precision", "sync_batch_norm"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
@@ -152,11 +152,17 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
                                      "training", "checkpoint"},
                                     source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
+  // A choice of the strategy's rewrite, written with the training settings (as Keras's layer flag is).
+  bool sync_batch_norm = false;
+  if (root.contains("training")) {
+    MIRRA_RETURN_IF_ERROR(read_boolean(root["training"], "sync_batch_norm", "training.sync_batch_norm", source, sync_batch_norm));
+  }
   if (root.contains("checkpoint")) MIRRA_RETURN_IF_ERROR(read_checkpoint(root["checkpoint"], source, config.checkpoint));
   config.devices_given = root.contains("devices");
   root.erase("training");
   root.erase("checkpoint");
   MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(root, source));
+  config.strategy.sync_batch_norm = sync_batch_norm;
   return config;
 }
 
@@ -181,7 +187,8 @@ std::string run_config_json(const RunConfig& c) {
                    {"soft_placement", c.training.soft_placement},
                    {"allow_tf32", c.training.allow_tf32},
                    {"cuda_graph", c.training.cuda_graph},
-                   {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)}};
+                   {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)},
+                   {"sync_batch_norm", c.strategy.sync_batch_norm}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},

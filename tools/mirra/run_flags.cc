@@ -37,6 +37,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "Most memory the run may plan to use, e.g. 16G (default: nine tenths of physical memory)");
   command.add_flag("--check-numerics", f.check_numerics,
                    "Stop at the first non-finite gradient, before it is applied (the loss is always checked)");
+  command.add_flag("--sync-batch-norm", f.sync_batch_norm,
+                   "Batch normalisation takes the statistics of the whole batch across replicas and workers, not "
+                   "each replica's share's");
   command.add_flag("--soft-placement", f.soft_placement,
                    "Run a node its device has no kernel for on cpu:0 instead of failing");
   command.add_flag("--allow-tf32", f.allow_tf32, "Let GPUs run f32 matrix products and convolutions in TF32 (faster, less exact)");
@@ -109,6 +112,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
     MIRRA_ASSIGN_OR_RETURN(config.training.memory_limit, parse_byte_size(*f.memory_limit, "--memory-limit"));
   }
   if (f.check_numerics) config.training.check_numerics = true;
+  if (f.sync_batch_norm) config.strategy.sync_batch_norm = true;
   if (f.soft_placement) config.training.soft_placement = true;
   if (f.allow_tf32) config.training.allow_tf32 = true;
   if (f.cuda_graph) config.training.cuda_graph = true;

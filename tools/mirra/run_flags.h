@@ -21,6 +21,7 @@ struct RunFlags {
   std::optional<int> threads, keep_checkpoints, logical_gpus_per_gpu;
   bool deterministic = false;
   bool check_numerics = false;
+  bool sync_batch_norm = false;
   bool soft_placement = false;
   bool allow_tf32 = false;
   bool cuda_graph = false;
