@@ -48,6 +48,16 @@ const std::string& mlp_file() {
   return path;
 }
 
+const std::string& resnet20_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "resnet20.mirra";
+    auto model = examples::build_example_model("resnet20", 1);
+    MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
 const std::string& brier_mlp_file() {
   static const std::string path = [] {
     const std::string p = workspace() / "brier_mlp.mirra";

@@ -26,6 +26,8 @@ const Workspace& workspace();
 
 // The MLP from mirra-examples (seed 1), written once.
 const std::string& mlp_file();
+// ResNet-20 from mirra-examples (seed 1), written once.
+const std::string& resnet20_file();
 // The same MLP trained on a loss over [batch, classes] plus a weight decay: the mean squared error of
 // its probabilities against the one-hot labels (a Brier score) + 1e-4 * sum(fc1/w ^ 2), written once.
 const std::string& brier_mlp_file();
