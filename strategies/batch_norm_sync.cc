@@ -181,9 +181,11 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
     const ValueRef slope = on(k, ops::mul(b, inv, grad_totals[s][1]));
     // x - mean again, not kept from the forward pass: it would hold a copy of x until now.
     const ValueRef deviation = on(k, ops::sub(b, inputs[s][0], on(k, layer.per_channel(b, mean[s], channels))));
-    const ValueRef correction =
-        on(k, ops::add(b, on(k, layer.per_channel(b, grad_totals[s][0], channels)),
-                       on(k, ops::mul(b, deviation, on(k, layer.per_channel(b, slope, channels))))));
+    // One node per statement: the order of a call's arguments would otherwise name the nodes.
+    const ValueRef spread_slope = on(k, layer.per_channel(b, slope, channels));
+    const ValueRef slope_term = on(k, ops::mul(b, deviation, spread_slope));
+    const ValueRef spread_totals = on(k, layer.per_channel(b, grad_totals[s][0], channels));
+    const ValueRef correction = on(k, ops::add(b, spread_totals, slope_term));
     const ValueRef dx = on(k, ops::sub(b, ValueRef{grads[s], 0},
                                        on(k, ops::mul(b, on(k, layer.per_channel(b, factor, channels)), correction))));
     MIRRA_RETURN_IF_ERROR(b.status());
