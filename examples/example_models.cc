@@ -19,7 +19,8 @@ const std::vector<ExampleModel>& example_models() {
   return models;
 }
 
-graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed) {
+graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed,
+                                                          const ExampleModelOptions& options) {
   const ExampleModel* example = nullptr;
   for (const ExampleModel& m : example_models()) {
     if (m.name == name) example = &m;
@@ -30,7 +31,7 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
   serialization::Model model;
   graph::Builder b(model.graph, ops::registry(), seed);
   const Classifier classifier = model_builder(name)(b);
-  const ops::ClassifierObjective objective = ops::classifier_objective(b, classifier.logits);
+  const ops::ClassifierObjective objective = ops::classifier_objective(b, classifier.logits, {.label_smoothing = options.label_smoothing});
   MIRRA_RETURN_IF_ERROR(b.status());
   const ops::Optimizer optimizer = benchmark_optimizer();
   model.signature = {.features = model.graph.node(classifier.images.node).name,

@@ -1,6 +1,6 @@
 // The example models as model files: each built with the C++ API (mlp_model.cc, cnn_model.cc), with
 // the classifier objective, the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its weights
-// initialised from `seed`. `mirra-examples write mlp mlp.mirra` writes one.
+// initialised from `seed`, and optionally label smoothing. `mirra-examples write mlp mlp.mirra` writes one.
 //
 //   MIRRA_ASSIGN_OR_RETURN(serialization::Model model, examples::build_example_model("cnn", /*seed=*/1));
 //   MIRRA_RETURN_IF_ERROR(serialization::save_model(model, "cnn.mirra"));
@@ -19,7 +19,12 @@ struct ExampleModel {
   std::string description;
 };
 
+struct ExampleModelOptions {
+  double label_smoothing = 0.0;  // of the cross-entropy (TensorFlow's label_smoothing), in [0, 1]
+};
+
 const std::vector<ExampleModel>& example_models();
-graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed = 1);
+graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed = 1,
+                                                          const ExampleModelOptions& options = {});
 
 }  // namespace mirra::examples

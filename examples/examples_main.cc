@@ -1,6 +1,6 @@
 // mirra-examples: writes the example models as model files for the runner.
 //   mirra-examples list                 names the examples
-//   mirra-examples write NAME OUT.mirra writes one (weights initialised from --seed)
+//   mirra-examples write NAME OUT.mirra writes one (weights initialised from --seed; --label-smoothing)
 // Exit codes: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
 
@@ -18,12 +18,16 @@ int main(int argc, char** argv) {
   write->add_option("NAME", name, "Example model (see list)")->required();
   write->add_option("OUT", out, "Model file to write (.mirra)")->required();
   write->add_option("--seed", seed, "Seed of the initial weights");
+  mirra::examples::ExampleModelOptions options;
+  write->add_option("--label-smoothing", options.label_smoothing,
+                    "Cross-entropy against (1 - s) * one-hot + s / classes (TensorFlow's label_smoothing; default 0)")
+      ->check(CLI::Range(0.0, 1.0));
   CLI11_PARSE(app, argc, argv);
   if (list->parsed()) {
     for (const auto& m : mirra::examples::example_models()) std::printf("%-6s %s\n", m.name.c_str(), m.description.c_str());
     return 0;
   }
-  auto model = mirra::examples::build_example_model(name, seed);
+  auto model = mirra::examples::build_example_model(name, seed, options);
   if (!model.ok()) {
     std::fprintf(stderr, "mirra-examples: %s\n", model.status().message().c_str());
     return mirra::graph::blames_input(model.status().code()) ? 2 : 1;

@@ -71,16 +71,35 @@ MIRRA_HOST_DEVICE To convert(From value) {
 // ---- Optimizer updates of one element (f32, f64) ----
 
 // Momentum: accumulator = momentum * accumulator + gradient; variable -= learning_rate * accumulator
-// (Nesterov: learning_rate * (gradient + momentum * accumulator)).
-template <class T, bool kNesterov>
+// (Nesterov: learning_rate * (gradient + momentum * accumulator)); with kDecay the variable is first
+// scaled by decay (decoupled weight decay, SGDW).
+template <class T, bool kNesterov, bool kDecay = false>
 struct MomentumUpdate {
   T learning_rate, momentum;
+  T decay = T(1);  // kDecay: the variable is scaled by it before the update
   MIRRA_HOST_DEVICE void apply(T& variable, T& accumulator, T gradient) const {
     const T accumulated = momentum * accumulator + gradient;
     accumulator = accumulated;
+    if constexpr (kDecay) variable *= decay;
     variable -= learning_rate * (kNesterov ? gradient + momentum * accumulated : accumulated);
   }
 };
+
+template <class T, bool kDecay = false>
+struct GradientDescentUpdate {
+  T learning_rate;
+  T decay = T(1);  // kDecay: the variable is scaled by it before the update
+  MIRRA_HOST_DEVICE void apply(T& variable, T gradient) const {
+    if constexpr (kDecay) variable *= decay;
+    variable -= learning_rate * gradient;
+  }
+};
+
+// 1 - learning_rate * weight_decay: what decoupled weight decay scales a variable by each step.
+template <class T>
+MIRRA_HOST_DEVICE T decay_factor(T learning_rate, double weight_decay) {
+  return static_cast<T>(1.0 - static_cast<double>(learning_rate) * weight_decay);
+}
 
 // Adam with bias correction folded into step_size = lr / (1 - beta1^t) and inverse_sqrt_correction2 =
 // 1 / sqrt(1 - beta2^t); decay = 1 - lr * weight_decay is AdamW's decoupled weight decay.

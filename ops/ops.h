@@ -26,6 +26,7 @@
 #include "ops/pool_ops.h"
 #include "ops/reduce_ops.h"
 #include "ops/registry.h"
+#include "ops/regularizers.h"
 #include "ops/sixteen_bit_activations.h"
 #include "ops/softmax_ops.h"
 #include "ops/source_ops.h"

@@ -28,15 +28,23 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
   if (update_gated_off(ctx, kGradientDescentGate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   const Tensor& gradient = ctx.input(1);
+  const double weight_decay = ctx.attr<double>("weight_decay");
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     const T lr = ctx.input(2).data<T>()[0];
     T* const v_data = variable.mutable_data<T>();
     const T* const g_data = gradient.data<T>();
-    cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      T* __restrict v = v_data;  // a variable and a gradient never share a buffer
-      const T* __restrict g = g_data;
-      for (int64_t i = begin; i < end; ++i) v[i] -= lr * g[i];
-    });
+    const auto run = [&](const auto& update) {
+      cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        T* __restrict v = v_data;  // a variable and a gradient never share a buffer
+        const T* __restrict g = g_data;
+        for (int64_t i = begin; i < end; ++i) update.apply(v[i], g[i]);
+      });
+    };
+    if (weight_decay != 0) {
+      run(math::GradientDescentUpdate<T, true>{lr, math::decay_factor(lr, weight_decay)});
+    } else {
+      run(math::GradientDescentUpdate<T, false>{lr});
+    }
     return Status();
   });
 }
@@ -48,9 +56,11 @@ Status apply_momentum_kernel(KernelContext& ctx) {
   Tensor& accumulator = ctx.input_for_update(1);
   const Tensor& gradient = ctx.input(2);
   const bool nesterov = ctx.attr<bool>("use_nesterov");
+  const double weight_decay = ctx.attr<double>("weight_decay");
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     const T lr = ctx.input(3).data<T>()[0];
     const T m = static_cast<T>(ctx.attr<double>("momentum"));
+    const T decay = math::decay_factor(lr, weight_decay);
     T* const v_data = variable.mutable_data<T>();
     T* const a_data = accumulator.mutable_data<T>();
     const T* const g_data = gradient.data<T>();
@@ -63,10 +73,10 @@ Status apply_momentum_kernel(KernelContext& ctx) {
         for (int64_t i = begin; i < end; ++i) update.apply(v[i], a[i], g[i]);
       });
     };
-    if (nesterov) {
-      run(math::MomentumUpdate<T, true>{lr, m});
+    if (weight_decay != 0) {
+      nesterov ? run(math::MomentumUpdate<T, true, true>{lr, m, decay}) : run(math::MomentumUpdate<T, false, true>{lr, m, decay});
     } else {
-      run(math::MomentumUpdate<T, false>{lr, m});
+      nesterov ? run(math::MomentumUpdate<T, true>{lr, m}) : run(math::MomentumUpdate<T, false>{lr, m});
     }
     return Status();
   });
@@ -89,7 +99,7 @@ Status apply_adam_kernel(KernelContext& ctx) {
     const double lr = static_cast<double>(ctx.input(4).data<T>()[0]);
     const T step_size = static_cast<T>(lr / correction1);
     const T inverse_sqrt_correction2 = static_cast<T>(1.0 / std::sqrt(correction2));
-    const T decay = static_cast<T>(1.0 - lr * ctx.attr<double>("weight_decay"));
+    const T decay = math::decay_factor(static_cast<T>(lr), ctx.attr<double>("weight_decay"));
     const math::AdamUpdate<T> update{static_cast<T>(beta1), static_cast<T>(beta2), step_size, inverse_sqrt_correction2,
                                      decay, static_cast<T>(ctx.attr<double>("epsilon"))};
     T* const v_data = variable.mutable_data<T>();
@@ -213,11 +223,13 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   schemas.add(graph::OpSchema{.name = "ApplyGradientDescent",
                               .inputs = {"variable", "gradient", "learning_rate", "apply"},
                               .optional_inputs = 1,
+                              .attrs = {{"weight_decay", AttrType::real, 0.0}},
                               .updates = {0},
                               .update_gradient = 1,
                               .infer = infer_apply(kGradientDescentGate),
-                              .summary = "variable -= learning_rate * gradient, in place (nothing when the optional "
-                                         "bool apply is false).",
+                              .summary = "variable -= learning_rate * gradient, in place, after variable *= 1 - "
+                                         "learning_rate * weight_decay (decoupled weight decay, SGDW); nothing when "
+                                         "the optional bool apply is false.",
                               .no_gradient = "it updates state and outputs nothing"});
   // The learning rate (and Adam's step, and the gates) stay in the device's memory, where the kernels
   // read them when they run: the host never waits for them, and a captured step reads each replay's.
@@ -225,13 +237,16 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
   schemas.add(graph::OpSchema{.name = "ApplyMomentum",
                               .inputs = {"variable", "accumulator", "gradient", "learning_rate", "apply"},
                               .optional_inputs = 1,
-                              .attrs = {{"momentum", AttrType::real, {}}, {"use_nesterov", AttrType::boolean, false}},
+                              .attrs = {{"momentum", AttrType::real, {}},
+                                        {"use_nesterov", AttrType::boolean, false},
+                                        {"weight_decay", AttrType::real, 0.0}},
                               .updates = {0, 1},
                               .update_gradient = 2,
                               .infer = infer_apply(kMomentumGate),
                               .summary = "accumulator = momentum * accumulator + gradient; variable -= learning_rate * "
-                                         "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)); "
-                                         "nothing when the optional bool apply is false.",
+                                         "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)), "
+                                         "after variable *= 1 - learning_rate * weight_decay (decoupled weight decay, "
+                                         "SGDW); nothing when the optional bool apply is false.",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {apply_momentum_kernel});
   schemas.add(graph::OpSchema{.name = "ApplyAdam",
@@ -244,7 +259,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .updates = {0, 1, 2},
                               .update_gradient = 3,
                               .infer = infer_apply_adam,
-                              .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay. step "
+                              .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay first. step "
                                          "counts the updates already applied; nothing when the optional bool apply is "
                                          "false.",
                               .no_gradient = "it updates state and outputs nothing"});
@@ -286,15 +301,20 @@ std::vector<ValueRef> gated(std::vector<ValueRef> inputs, ValueRef apply) {
 
 }  // namespace
 
-NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate, ValueRef apply) {
-  return b.add({.op = "ApplyGradientDescent", .inputs = gated({variable, gradient, learning_rate}, apply)});
+NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate,
+                              double weight_decay, ValueRef apply) {
+  return b.add({.op = "ApplyGradientDescent",
+                .inputs = gated({variable, gradient, learning_rate}, apply),
+                .attrs = {{"weight_decay", weight_decay}}});
 }
 
 NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
-                      double momentum, bool nesterov, ValueRef apply) {
+                      const MomentumSettings& settings, ValueRef apply) {
   return b.add({.op = "ApplyMomentum",
                 .inputs = gated({variable, accumulator, gradient, learning_rate}, apply),
-                .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}}});
+                .attrs = {{"momentum", settings.momentum},
+                          {"use_nesterov", settings.nesterov},
+                          {"weight_decay", settings.weight_decay}}});
 }
 
 NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,

@@ -1,6 +1,7 @@
 // Optimizer update ops, which change a variable in place and output nothing: ApplyGradientDescent
 // (v -= lr * g), ApplyMomentum (a = m * a + g; v -= lr * a, or with Nesterov v -= lr * (g + m * a)),
-// ApplyAdam (Adam, or AdamW with a weight decay), AssignAdd (step counters) and Assign.
+// ApplyAdam (Adam), AssignAdd (step counters) and Assign. With a weight_decay the first three decay
+// the variable first, v *= 1 - lr * weight_decay (SGDW, AdamW: decoupled from the gradient).
 // They take (variable, [slots,] gradient, learning rate), so a strategy can put an all-reduce between
 // a gradient and its update, and optionally a bool scalar `apply`: false makes the update change
 // nothing (loss scaling skips a step whose gradients overflowed). NoOp groups nodes under one target
@@ -27,9 +28,14 @@ using graph::NodeId;
 using graph::ValueRef;
 
 NodeId apply_gradient_descent(Builder& b, ValueRef variable, ValueRef gradient, ValueRef learning_rate,
-                              ValueRef apply = {});
+                              double weight_decay = 0.0, ValueRef apply = {});
+struct MomentumSettings {
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+};
 NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
-                      double momentum, bool nesterov, ValueRef apply = {});
+                      const MomentumSettings& settings, ValueRef apply = {});
 struct AdamOperands {
   ValueRef variable, m, v, gradient, learning_rate;
   ValueRef step;  // i64 scalar: updates applied so far

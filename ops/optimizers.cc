@@ -53,6 +53,11 @@ void order_after_readers(graph::Builder& b, graph::NodeId state, graph::NodeId u
   }
 }
 
+bool decays(const Optimizer& optimizer, std::string_view variable) {
+  return std::none_of(optimizer.exclude_from_weight_decay.begin(), optimizer.exclude_from_weight_decay.end(),
+                      [&](const std::string& part) { return variable.find(part) != std::string_view::npos; });
+}
+
 graph::Status check(const Optimizer& o) {
   static const char* const kKinds[] = {"sgd", "momentum", "adam", "adamw"};
   if (std::find(std::begin(kKinds), std::end(kKinds), o.kind) == std::end(kKinds)) {
@@ -64,7 +69,10 @@ graph::Status check(const Optimizer& o) {
     return graph::invalid_argument("adam's beta1 and beta2 must be in [0, 1)");
   }
   if (!(o.epsilon > 0)) return graph::invalid_argument("adam's epsilon must be positive");
-  if (!(o.weight_decay >= 0)) return graph::invalid_argument("weight decay must not be negative");
+  if (!(o.weight_decay >= 0 && o.weight_decay < 1e6)) return graph::invalid_argument("weight decay must be in [0, 1e6)");
+  for (const std::string& part : o.exclude_from_weight_decay) {
+    if (part.empty()) return graph::invalid_argument("exclude_from_weight_decay holds an empty name, which every variable contains");
+  }
   if (!(o.clip_global_norm >= 0)) return graph::invalid_argument("clip_global_norm must not be negative");
   return graph::Status();
 }
@@ -172,16 +180,17 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     auto slot = [&](const char* suffix) {
       return variable(b, name + "/" + suffix, type.shape, Initializer::zeros(), type.dtype, /*trainable=*/false);
     };
+    const double weight_decay = decays(optimizer, name) ? optimizer.weight_decay : 0.0;
     graph::NodeId update;
     if (optimizer.kind == "sgd") {
-      update = apply_gradient_descent(b, v, applied[i], result.learning_rate, finite);
+      update = apply_gradient_descent(b, v, applied[i], result.learning_rate, weight_decay, finite);
     } else if (optimizer.kind == "momentum") {
-      update = apply_momentum(b, v, slot("momentum"), applied[i], result.learning_rate, optimizer.momentum,
-                              optimizer.nesterov, finite);
+      update = apply_momentum(b, v, slot("momentum"), applied[i], result.learning_rate,
+                              {.momentum = optimizer.momentum, .nesterov = optimizer.nesterov, .weight_decay = weight_decay},
+                              finite);
     } else {
       update = apply_adam(b, {v, slot("m"), slot("v"), applied[i], result.learning_rate, result.iterations},
-                          optimizer.beta1, optimizer.beta2, optimizer.epsilon,
-                          optimizer.kind == "adamw" ? optimizer.weight_decay : 0.0, finite);
+                          optimizer.beta1, optimizer.beta2, optimizer.epsilon, weight_decay, finite);
     }
     if (update == graph::kInvalidNode) return b.status();
     order_after_readers(b, v.node, update);
@@ -232,7 +241,8 @@ graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer) {
   return {{"learning_rate", optimizer.learning_rate}, {"momentum", optimizer.momentum},
           {"nesterov", optimizer.nesterov},           {"beta1", optimizer.beta1},
           {"beta2", optimizer.beta2},                 {"epsilon", optimizer.epsilon},
-          {"weight_decay", optimizer.weight_decay},   {"clip_global_norm", optimizer.clip_global_norm}};
+          {"weight_decay", optimizer.weight_decay},   {"clip_global_norm", optimizer.clip_global_norm},
+          {"exclude_from_weight_decay", optimizer.exclude_from_weight_decay}};
 }
 
 graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind, const graph::AttrMap& hyper_parameters) {
@@ -249,6 +259,14 @@ graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind
       const double* real = std::get_if<double>(&value);
       if (real == nullptr) return graph::invalid_argument("optimizer hyper-parameter '" + name + "' must be a real number");
       *field = *real;
+      known = true;
+    }
+    if (name == "exclude_from_weight_decay") {
+      const auto* names = std::get_if<std::vector<std::string>>(&value);
+      if (names == nullptr) {
+        return graph::invalid_argument("optimizer hyper-parameter 'exclude_from_weight_decay' must be a list of strings");
+      }
+      o.exclude_from_weight_decay = *names;
       known = true;
     }
     if (name == "nesterov") {

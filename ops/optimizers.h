@@ -39,7 +39,13 @@ struct Optimizer {
   double momentum = 0.0;  // momentum
   bool nesterov = false;  // momentum
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7;  // adam, adamw
-  double weight_decay = 0.0;                           // adamw: decoupled, scaled by the learning rate
+  // Decoupled weight decay, every kind (SGDW, AdamW; Keras's optimizers' weight_decay): each step first
+  // scales a variable by 1 - learning_rate * weight_decay, then applies its update. L2 in the loss is
+  // ops::l2_regularization instead.
+  double weight_decay = 0.0;
+  // Variables whose name contains one of these are not decayed (Keras's exclude_from_weight_decay;
+  // {"gamma", "beta", "bias"} keeps batch normalisation's parameters and biases out).
+  std::vector<std::string> exclude_from_weight_decay;
   double clip_global_norm = 0.0;  // > 0: scale all gradients by min(1, clip / global norm) first
 
   static Optimizer sgd(double learning_rate) { return {"sgd", learning_rate}; }

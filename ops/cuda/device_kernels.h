@@ -102,10 +102,17 @@ cudaError_t pool_backward(bool max, const float* x, const float* dy, float* dx, 
 // Optimizer updates in place (f32, f64). Their scalars are read on the device: the learning rate (of
 // the variable's dtype), Adam's count of updates done, and the gate (null: none; false: no update),
 // so the host never waits for them and a captured step reads each replay's values.
+// A weight_decay scales the variable by 1 - learning_rate * weight_decay before the update (SGDW).
 cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, const void* learning_rate,
-                                   const bool* gate, int64_t n, cudaStream_t stream);
+                                   const bool* gate, double weight_decay, int64_t n, cudaStream_t stream);
+// ApplyMomentum's attributes.
+struct MomentumParameters {
+  double momentum;
+  bool nesterov;
+  double weight_decay;
+};
 cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, const void* learning_rate,
-                           const bool* gate, double momentum, bool nesterov, int64_t n, cudaStream_t stream);
+                           const bool* gate, const MomentumParameters& parameters, int64_t n, cudaStream_t stream);
 // ApplyAdam's attributes; the bias corrections come from the step on the device.
 struct AdamParameters {
   double beta1, beta2, weight_decay, epsilon;

@@ -34,7 +34,7 @@ Status apply_gradient_descent_kernel(KernelContext& ctx) {
   Tensor& variable = ctx.input_for_update(0);
   return launched(apply_gradient_descent(variable.dtype(), variable.mutable_raw_data(), ctx.input(1).raw_data(),
                                          ctx.input(2).raw_data(), gate_of(ctx, kGradientDescentGate),
-                                         variable.num_elements(), stream_of(ctx)),
+                                         ctx.attr<double>("weight_decay"), variable.num_elements(), stream_of(ctx)),
                   "apply_gradient_descent");
 }
 
@@ -44,8 +44,10 @@ Status apply_momentum_kernel(KernelContext& ctx) {
   Tensor& accumulator = ctx.input_for_update(1);
   return launched(apply_momentum(variable.dtype(), variable.mutable_raw_data(), accumulator.mutable_raw_data(),
                                  ctx.input(2).raw_data(), ctx.input(3).raw_data(), gate_of(ctx, kMomentumGate),
-                                 ctx.attr<double>("momentum"), ctx.attr<bool>("use_nesterov"), variable.num_elements(),
-                                 stream_of(ctx)),
+                                 {.momentum = ctx.attr<double>("momentum"),
+                                  .nesterov = ctx.attr<bool>("use_nesterov"),
+                                  .weight_decay = ctx.attr<double>("weight_decay")},
+                                 variable.num_elements(), stream_of(ctx)),
                   "apply_momentum");
 }
 

@@ -32,18 +32,21 @@ __global__ void sparse_xent_kernel(const T* logits, const L* labels, T* loss, T*
 // The updates' scalars are read on the device; a gate that is false leaves the variable alone.
 __device__ bool gated_off(const bool* gate) { return gate != nullptr && !*gate; }
 
-template <class T>
-__global__ void gradient_descent_kernel(T* variable, const T* gradient, const T* learning_rate, const bool* gate, int64_t n) {
+template <class T, bool kDecay>
+__global__ void gradient_descent_kernel(T* variable, const T* gradient, const T* learning_rate, const bool* gate,
+                                        double weight_decay, int64_t n) {
   if (gated_off(gate)) return;
   const T rate = *learning_rate;
-  for (int64_t i = first_index(); i < n; i += grid_stride()) variable[i] -= rate * gradient[i];
+  const math::GradientDescentUpdate<T, kDecay> update{rate, math::decay_factor(rate, weight_decay)};
+  for (int64_t i = first_index(); i < n; i += grid_stride()) update.apply(variable[i], gradient[i]);
 }
 
-template <class T, bool kNesterov>
+template <class T, bool kNesterov, bool kDecay>
 __global__ void momentum_kernel(T* variable, T* accumulator, const T* gradient, const T* learning_rate, const bool* gate,
-                                T momentum, int64_t n) {
+                                T momentum, double weight_decay, int64_t n) {
   if (gated_off(gate)) return;
-  const math::MomentumUpdate<T, kNesterov> update{*learning_rate, momentum};
+  const T rate = *learning_rate;
+  const math::MomentumUpdate<T, kNesterov, kDecay> update{rate, momentum, math::decay_factor(rate, weight_decay)};
   for (int64_t i = first_index(); i < n; i += grid_stride()) update.apply(variable[i], accumulator[i], gradient[i]);
 }
 
@@ -86,28 +89,30 @@ cudaError_t sparse_softmax_cross_entropy(DType dtype, DType label_dtype, const v
 }
 
 cudaError_t apply_gradient_descent(DType dtype, void* variable, const void* gradient, const void* learning_rate,
-                                   const bool* gate, int64_t n, cudaStream_t stream) {
+                                   const bool* gate, double weight_decay, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
-    return launch(gradient_descent_kernel<T>, blocks_for(n), kThreads, stream, 
-        static_cast<T*>(variable), static_cast<const T*>(gradient), static_cast<const T*>(learning_rate), gate, n);
+    auto* v = static_cast<T*>(variable);
+    const auto* g = static_cast<const T*>(gradient);
+    const auto* rate = static_cast<const T*>(learning_rate);
+    const auto kernel = weight_decay != 0 ? gradient_descent_kernel<T, true> : gradient_descent_kernel<T, false>;
+    return launch(kernel, blocks_for(n), kThreads, stream, v, g, rate, gate, weight_decay, n);
   });
 }
 
 cudaError_t apply_momentum(DType dtype, void* variable, void* accumulator, const void* gradient, const void* learning_rate,
-                           const bool* gate, double momentum, bool nesterov, int64_t n, cudaStream_t stream) {
+                           const bool* gate, const MomentumParameters& parameters, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
     auto* v = static_cast<T*>(variable);
     auto* a = static_cast<T*>(accumulator);
     const auto* g = static_cast<const T*>(gradient);
     const auto* rate = static_cast<const T*>(learning_rate);
-    const T m = static_cast<T>(momentum);
-    if (nesterov) {
-      return launch(momentum_kernel<T, true>, blocks_for(n), kThreads, stream, v, a, g, rate, gate, m, n);
-    } else {
-      return launch(momentum_kernel<T, false>, blocks_for(n), kThreads, stream, v, a, g, rate, gate, m, n);
-    }
+    const T m = static_cast<T>(parameters.momentum);
+    const bool decay = parameters.weight_decay != 0;
+    const auto kernel = parameters.nesterov ? (decay ? momentum_kernel<T, true, true> : momentum_kernel<T, true, false>)
+                                            : (decay ? momentum_kernel<T, false, true> : momentum_kernel<T, false, false>);
+    return launch(kernel, blocks_for(n), kThreads, stream, v, a, g, rate, gate, m, parameters.weight_decay, n);
   });
 }
 

@@ -35,6 +35,11 @@ graph::Expected<Dataset> Dataset::create(const IdxArray& examples, const IdxArra
                                    " does not exist");
   }
   if (!(options.normalization.stddev > 0)) return graph::invalid_argument("normalisation stddev must be positive");
+  MIRRA_RETURN_IF_ERROR(check_augmentation(options.augmentation));
+  if (options.augmentation.enabled() && example_shape.size() != 2 && example_shape.size() != 3) {
+    return graph::invalid_argument("image augmentation needs examples shaped (height, width[, channels]), not rank " +
+                                   std::to_string(example_shape.size()));
+  }
   if (labels.dims.size() != 1) return graph::invalid_argument("labels must be a vector");
   if (examples.dims.empty() || examples.dims[0] != labels.dims[0]) {
     return graph::invalid_argument("examples and labels disagree on the number of examples");
@@ -74,17 +79,17 @@ std::vector<int64_t> Dataset::order(int64_t epoch) const {
   return order;
 }
 
-Batch Dataset::batch_at(const std::vector<int64_t>& order, int64_t b) const {
+Batch Dataset::batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const {
   const int64_t first = b * options_.batch_size;
   const int64_t global = std::min(options_.batch_size, size() - first);
   int64_t skipped = 0;
   for (int64_t w = 0; w < options_.shard; ++w) skipped += participant_share(global, options_.shards, w);
-  Batch batch = assemble(order, first + skipped, participant_share(global, options_.shards, options_.shard));
+  Batch batch = assemble(order, epoch, first + skipped, participant_share(global, options_.shards, options_.shard));
   batch.global_size = global;
   return batch;
 }
 
-Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_t count) const {
+Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const {
   std::vector<int64_t> dims = {count};
   dims.insert(dims.end(), example_shape_.begin(), example_shape_.end());
   const TensorShape shape(dims);
@@ -95,6 +100,10 @@ Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_
   float* features = batch.features.mutable_data<float>();
   int64_t* labels = batch.labels.mutable_data<int64_t>();
   const auto example_at = [&](int64_t i) { return order[static_cast<size_t>(first + i)]; };
+  const ImageAugmentation& augmentation = options_.augmentation;
+  const ImageShape image{example_shape_.empty() ? 0 : example_shape_[0], example_shape_.size() < 2 ? 0 : example_shape_[1],
+                         example_shape_.size() == 3 ? example_shape_[2] : 1};
+  std::vector<uint8_t> augmented(augmentation.enabled() ? static_cast<size_t>(example_size_) : 0);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t example = example_at(i);
     // The examples are scattered over the data set: fetch the next one's bytes while this one converts.
@@ -102,7 +111,12 @@ Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t first, int64_
       const uint8_t* next = bytes_->data() + example_at(i + 1) * example_size_;
       for (int64_t line = 0; line < example_size_; line += kCacheLine) __builtin_prefetch(next + line);
     }
-    normalize_bytes(bytes_->data() + example * example_size_, features + i * example_size_, example_size_, scale, shift);
+    const uint8_t* bytes = bytes_->data() + example * example_size_;
+    if (augmentation.enabled()) {
+      augment_image(bytes, augmented.data(), image, augmentation, {.seed = options_.seed, .epoch = epoch, .example = example});
+      bytes = augmented.data();
+    }
+    normalize_bytes(bytes, features + i * example_size_, example_size_, scale, shift);
     labels[i] = labels_[static_cast<size_t>(example)];
   }
   return batch;
@@ -112,6 +126,7 @@ Dataset::Epoch Dataset::epoch(int64_t epoch, int64_t first_batch) const { return
 
 Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch, int64_t first_batch)
     : dataset_(dataset),
+      epoch_(epoch),
       order_(dataset.order(epoch)),
       batches_(dataset.batches_per_epoch()),
       next_batch_(std::clamp<int64_t>(first_batch, 0, batches_)) {
@@ -134,7 +149,7 @@ void Dataset::Epoch::produce() {
       changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });
       if (stopping_) return;
     }
-    Batch batch = dataset_.batch_at(order_, b);
+    Batch batch = dataset_.batch_at(order_, epoch_, b);
     {
       std::lock_guard lock(mutex_);
       ready_.push_back(std::move(batch));
@@ -145,7 +160,7 @@ void Dataset::Epoch::produce() {
 
 std::optional<Batch> Dataset::Epoch::next() {
   if (next_batch_ >= batches_) return std::nullopt;
-  if (!producer_.joinable()) return dataset_.batch_at(order_, next_batch_++);
+  if (!producer_.joinable()) return dataset_.batch_at(order_, epoch_, next_batch_++);
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty(); });
   Batch batch = std::move(ready_.front());

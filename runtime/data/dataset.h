@@ -1,8 +1,9 @@
 // Dataset: labelled examples held in memory as bytes (IDX images), served as batches of normalised
 // f32 features and i64 labels. Each epoch is shuffled from (seed, epoch), so a run is reproducible and
-// every epoch differs; the batch is the global batch; a partial last batch is kept or dropped. Batches
-// are assembled `prefetch` ahead on a background thread, so the training step never waits on the
-// conversion.
+// every epoch differs; the batch is the global batch; a partial last batch is kept or dropped. Images
+// may be augmented (random crop after padding, flip; image_augmentation.h), each example from (seed,
+// epoch, its index). Batches are assembled `prefetch` ahead on a background thread, so the training
+// step never waits on the conversion.
 //
 //   auto data = Dataset::create(train.images, train.labels, {28, 28, 1}, {.batch_size = 128, .seed = 7});
 //   auto epoch = data->epoch(0);
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "runtime/data/idx_file.h"
+#include "runtime/data/image_augmentation.h"
 #include "runtime/tensor.h"
 
 namespace mirra::runtime::data {
@@ -40,6 +42,8 @@ struct BatchingOptions {
   // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
   int64_t shard = 0, shards = 1;
   Normalization normalization;
+  // Of examples shaped (height, width[, channels]); the bytes are augmented, then normalised.
+  ImageAugmentation augmentation;
 };
 
 struct Batch {
@@ -69,9 +73,9 @@ class Dataset {
 
  private:
   Dataset() = default;
-  // Batch b of an epoch in `order`: this shard's rows of it.
-  Batch batch_at(const std::vector<int64_t>& order, int64_t b) const;
-  Batch assemble(const std::vector<int64_t>& order, int64_t first, int64_t count) const;
+  // Batch b of epoch `epoch`, visiting `order`: this shard's rows of it.
+  Batch batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const;
+  Batch assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const;
 
   std::shared_ptr<const std::vector<uint8_t>> bytes_;  // n * example_size
   std::vector<int64_t> labels_;
@@ -93,6 +97,7 @@ class Dataset::Epoch {
   void produce();
 
   const Dataset& dataset_;
+  const int64_t epoch_;
   const std::vector<int64_t> order_;
   const int64_t batches_;
   int64_t next_batch_ = 0;  // taken by next() (synchronous mode) or by the producer

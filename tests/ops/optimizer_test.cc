@@ -1,5 +1,6 @@
 // Optimizers: SGD, Momentum, Nesterov momentum, Adam and AdamW through minimize(), with and without
-// global-norm clipping, match the same updates written as plain loops; updates wait for every reader
+// global-norm clipping and decoupled weight decay (every kind, skipping excluded names), match the same
+// updates written as plain loops; updates wait for every reader
 // of their variable and for nothing else of the backward pass; the step counter counts; a small
 // classifier learns; Assign writes a value and a sharded optimizer slot (Variable with shard_of) is a
 // flat share of its whole.
@@ -41,6 +42,7 @@ void check_against_loop(const ops::Optimizer& optimizer, graph::DeviceKind kind)
     for (size_t i = 0; i < 3; ++i) {
       const double g_i = clip > 0 && norm > clip ? gradient[i] * clip / norm : gradient[i];
       const double lr = optimizer.learning_rate;
+      v[i] -= lr * optimizer.weight_decay * v[i];  // decoupled: the variable shrinks first
       if (optimizer.kind == "sgd") {
         v[i] -= lr * g_i;
       } else if (optimizer.kind == "momentum") {
@@ -51,7 +53,6 @@ void check_against_loop(const ops::Optimizer& optimizer, graph::DeviceKind kind)
         slot2[i] = optimizer.beta2 * slot2[i] + (1 - optimizer.beta2) * g_i * g_i;
         const double m_hat = slot1[i] / (1 - std::pow(optimizer.beta1, step));
         const double v_hat = slot2[i] / (1 - std::pow(optimizer.beta2, step));
-        v[i] -= lr * optimizer.weight_decay * v[i];
         v[i] -= lr * m_hat / (std::sqrt(v_hat) + optimizer.epsilon);
       }
     }
@@ -72,6 +73,12 @@ TEST_CASE("Optimizers.updates_match_plain_loops") {
     check_against_loop(ops::Optimizer::momentum_sgd(0.1, 0.9, /*nesterov=*/true), kind);
     check_against_loop(ops::Optimizer::adam(0.3), kind);
     check_against_loop(ops::Optimizer::adamw(0.3, 0.1), kind);
+    // SGDW: decoupled weight decay on plain and momentum SGD, and on Adam as on AdamW.
+    for (ops::Optimizer decayed : {ops::Optimizer::sgd(0.1), ops::Optimizer::momentum_sgd(0.1, 0.9),
+                                   ops::Optimizer::momentum_sgd(0.1, 0.9, /*nesterov=*/true), ops::Optimizer::adam(0.3)}) {
+      decayed.weight_decay = 0.2;
+      check_against_loop(decayed, kind);
+    }
     for (const char* op : ops_used) (kind == graph::DeviceKind::cpu ? checked_ops() : conformance_checked(kind)).insert(op);
   }
 }
@@ -128,28 +135,34 @@ TEST_CASE("Kernels.updates.at_every_dtype") {
   for (const bool open : {true, false}) {
     CAPTURE(open);
     const Tensor gate = Tensor::scalar<bool>(open);
-    check_op_at_every_dtype("ApplyGradientDescent", [&](DType dtype) {
-      const Tensor v = random_of(rng, dtype, shape, -4, 4), g = random_of(rng, dtype, shape, -4, 4);
-      return OpCase{.inputs = {v, g, scalar(dtype, lr), gate},
-                    .expected = {open ? elementwise(v, [&](int64_t i) { return element(v, i) - lr * element(g, i); }) : v},
-                    .variables = 1};
-    });
-    for (const bool nesterov : {false, true}) {
-      check_op_at_every_dtype("ApplyMomentum", [&](DType dtype) {
-        const double momentum = 0.9;
-        const Tensor v = random_of(rng, dtype, shape), a = random_of(rng, dtype, shape), g = random_of(rng, dtype, shape);
-        std::vector<double> v2(static_cast<size_t>(n)), a2(static_cast<size_t>(n));
-        for (int64_t i = 0; i < n; ++i) {
-          a2[static_cast<size_t>(i)] = momentum * element(a, i) + element(g, i);
-          v2[static_cast<size_t>(i)] =
-              element(v, i) - lr * (nesterov ? element(g, i) + momentum * a2[static_cast<size_t>(i)] : a2[static_cast<size_t>(i)]);
-        }
-        return OpCase{.inputs = {v, a, g, scalar(dtype, lr), gate},
-                      .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}},
-                      .expected = {open ? elementwise(v, [&](int64_t i) { return v2[static_cast<size_t>(i)]; }) : v,
-                                   open ? elementwise(a, [&](int64_t i) { return a2[static_cast<size_t>(i)]; }) : a},
-                      .variables = 2};
+    for (const double weight_decay : {0.0, 0.3}) {
+      CAPTURE(weight_decay);
+      const double decay = 1 - lr * weight_decay;
+      check_op_at_every_dtype("ApplyGradientDescent", [&](DType dtype) {
+        const Tensor v = random_of(rng, dtype, shape, -4, 4), g = random_of(rng, dtype, shape, -4, 4);
+        const auto updated = [&](int64_t i) { return decay * element(v, i) - lr * element(g, i); };
+        return OpCase{.inputs = {v, g, scalar(dtype, lr), gate},
+                      .attrs = {{"weight_decay", weight_decay}},
+                      .expected = {open ? elementwise(v, updated) : v},
+                      .variables = 1};
       });
+      for (const bool nesterov : {false, true}) {
+        check_op_at_every_dtype("ApplyMomentum", [&](DType dtype) {
+          const double momentum = 0.9;
+          const Tensor v = random_of(rng, dtype, shape), a = random_of(rng, dtype, shape), g = random_of(rng, dtype, shape);
+          std::vector<double> v2(static_cast<size_t>(n)), a2(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i) {
+            const auto k = static_cast<size_t>(i);
+            a2[k] = momentum * element(a, i) + element(g, i);
+            v2[k] = decay * element(v, i) - lr * (nesterov ? element(g, i) + momentum * a2[k] : a2[k]);
+          }
+          return OpCase{.inputs = {v, a, g, scalar(dtype, lr), gate},
+                        .attrs = {{"momentum", momentum}, {"use_nesterov", nesterov}, {"weight_decay", weight_decay}},
+                        .expected = {open ? elementwise(v, [&](int64_t i) { return v2[static_cast<size_t>(i)]; }) : v,
+                                     open ? elementwise(a, [&](int64_t i) { return a2[static_cast<size_t>(i)]; }) : a},
+                        .variables = 2};
+        });
+      }
     }
     check_op_at_every_dtype("ApplyAdam", [&](DType dtype) {
       const double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7, weight_decay = 0.01;
@@ -194,6 +207,42 @@ TEST_CASE("Kernels.updates.at_every_dtype") {
                   .expected = {make_tensor(dtype, shape, [&](int64_t i) { return element(whole, i); })},
                   .variables = 1};
   });
+}
+
+// Decoupled weight decay skips the variables whose name holds an excluded part (Keras's
+// exclude_from_weight_decay), and the exclusions travel with the other hyper-parameters.
+TEST_CASE("Optimizers.weight_decay_skips_excluded_names") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto kernel = ops::variable(b, "dense/kernel", {2}, ops::Initializer::constant(1.0), DType::f64);
+  auto gamma = ops::variable(b, "bn/gamma", {2}, ops::Initializer::constant(1.0), DType::f64);
+  // A loss whose gradient is zero: only the decay moves the variables.
+  auto loss = ops::mul(b, ops::scalar_of(b, 0.0, kernel), ops::reduce_sum(b, ops::add(b, kernel, gamma)));
+  ops::Optimizer optimizer = ops::Optimizer::momentum_sgd(0.5, 0.9);
+  optimizer.weight_decay = 0.1;
+  optimizer.exclude_from_weight_decay = {"gamma", "beta"};
+  auto train = ops::minimize(b, loss, optimizer);
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  runtime::Session session(g, ops::kernels(), {.threads = 1});
+  for (int step = 0; step < 2; ++step) REQUIRE(session.run({}, {}, {train->train}).ok());
+  const double decay = 1 - 0.5 * 0.1;  // 1 - lr * weight_decay, each step
+  CHECK(session.read_variable("dense/kernel")->to_vector<double>() == std::vector<double>(2, decay * decay));
+  CHECK(session.read_variable("bn/gamma")->to_vector<double>() == std::vector<double>(2, 1.0));
+
+  const graph::AttrMap stored = ops::optimizer_hyper_parameters(optimizer);
+  auto restored = ops::optimizer_from_hyper_parameters("momentum", stored);
+  REQUIRE(restored.ok());
+  CHECK(restored->weight_decay == 0.1);
+  CHECK(restored->exclude_from_weight_decay == std::vector<std::string>{"gamma", "beta"});
+  graph::AttrMap bad = stored;
+  bad.set("exclude_from_weight_decay", std::string("gamma"));
+  CHECK(ops::optimizer_from_hyper_parameters("momentum", bad).status().message() ==
+        "optimizer hyper-parameter 'exclude_from_weight_decay' must be a list of strings");
+  bad.set("exclude_from_weight_decay", std::vector<std::string>{"gamma", ""});
+  CHECK(ops::optimizer_from_hyper_parameters("momentum", bad).status().message().find("an empty name") != std::string::npos);
+  bad = stored;
+  bad.set("weight_decay", -1.0);
+  CHECK(ops::optimizer_from_hyper_parameters("momentum", bad).status().message() == "weight decay must be in [0, 1e6)");
 }
 
 TEST_CASE("Kernels.Variable.shard_of_holds_a_flat_share") {
@@ -302,7 +351,7 @@ TEST_CASE("Optimizers.bad_configurations_are_errors") {
   ops::Optimizer adam = ops::Optimizer::adam(0.1);
   adam.beta2 = 1.0;
   CHECK(ops::minimize(b, loss, adam).status().message() == "adam's beta1 and beta2 must be in [0, 1)");
-  CHECK(ops::minimize(b, loss, ops::Optimizer::adamw(0.1, -1)).status().message() == "weight decay must not be negative");
+  CHECK(ops::minimize(b, loss, ops::Optimizer::adamw(0.1, -1)).status().message() == "weight decay must be in [0, 1e6)");
 }
 
 TEST_CASE("Optimizers.a_small_classifier_learns") {

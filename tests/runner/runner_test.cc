@@ -662,6 +662,15 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
        "'training.epochs' appears twice"},
       {{"config", "--print", "--config", config_file("memory.json", R"({"training": {"memory_limit": "12Q"}})")},
        "'training.memory_limit' is '12Q'"},
+      {{"config", "--print", "--config", config_file("decay.json", R"({"training": {"weight_decay": -0.1}})")},
+       "'training.weight_decay' must be a number in [0, 1e6)"},
+      {{"config", "--print", "--config", config_file("exclude.json", R"({"training": {"exclude_from_weight_decay": "gamma"}})")},
+       "'training.exclude_from_weight_decay' must be a list of non-empty strings"},
+      {{"config", "--print", "--config", config_file("augment.json", R"({"training": {"augmentation": {"crop": 4}}})")},
+       "training.augmentation.crop"},
+      {{"config", "--print", "--config", config_file("padding.json", R"({"training": {"augmentation": {"crop_padding": -4}}})")},
+       "'training.augmentation.crop_padding' must be in [0, 1048576]"},
+      {{"config", "--print", "--exclude-from-weight-decay", "gamma,,beta"}, "holds an empty name"},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -682,7 +691,8 @@ namespace mirra::runner {
 TEST_CASE("Runner.config_print_round_trips_through_config") {
   const Run printed = run({"config", "--print", "--strategy", "central_storage", "--seed", "4611686018427387904", "--lr", "0.3",
                            "--memory-limit", "3G", "--check-numerics", "--soft-placement", "--allow-tf32", "--schedule", "cosine", "--decay-steps", "7",
-                           "--checkpoint-dir", "ckpts", "--keep-checkpoints", "1000", "--steps", "9"},
+                           "--checkpoint-dir", "ckpts", "--keep-checkpoints", "1000", "--steps", "9", "--weight-decay", "0.005",
+                           "--exclude-from-weight-decay", "gamma,beta", "--crop-padding", "2", "--horizontal-flip"},
                           "printed");
   REQUIRE(printed.code == 0);
   const std::string file = workspace() / "printed.json";
@@ -695,6 +705,9 @@ TEST_CASE("Runner.config_print_round_trips_through_config") {
   CHECK(config["training"]["check_numerics"] == true);
   CHECK(config["training"]["soft_placement"] == true);
   CHECK(config["training"]["allow_tf32"] == true);
+  CHECK(config["training"]["weight_decay"] == 0.005);
+  CHECK(config["training"]["exclude_from_weight_decay"] == nlohmann::json({"gamma", "beta"}));
+  CHECK(config["training"]["augmentation"] == nlohmann::json({{"crop_padding", 2}, {"horizontal_flip", true}}));
 }
 
 }  // namespace mirra::runner

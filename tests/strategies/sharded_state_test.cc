@@ -124,6 +124,11 @@ TEST_CASE("ShardedOptimizerState.equals_unsharded_and_one_device") {
       }
     }
   }
+  // Decoupled weight decay scales each share as it scales the whole variable.
+  ops::Optimizer sgdw = ops::Optimizer::momentum_sgd(0.05, 0.9);
+  sgdw.weight_decay = 0.5;
+  sgdw.exclude_from_weight_decay = {"bias"};
+  check_sharded("small_cnn", sgdw, 61, 3);
 }
 
 // Devices of one replica each (cpu_async, the GPU's model) reduce-scatter among themselves and gather

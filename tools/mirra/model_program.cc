@@ -32,6 +32,8 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   const serialization::OptimizerSpec& spec = model.signature.optimizer;
   graph::AttrMap hyper_parameters = spec.hyper_parameters;
   if (options.learning_rate) hyper_parameters.set("learning_rate", *options.learning_rate);
+  if (options.weight_decay) hyper_parameters.set("weight_decay", *options.weight_decay);
+  if (options.exclude_from_weight_decay) hyper_parameters.set("exclude_from_weight_decay", *options.exclude_from_weight_decay);
   ModelProgram out;
   MIRRA_ASSIGN_OR_RETURN(out.optimizer, ops::optimizer_from_hyper_parameters(spec.kind, hyper_parameters));
   strategies::TrainingProgram& program = out.program;

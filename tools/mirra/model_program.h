@@ -27,6 +27,8 @@ struct ModelProgramOptions {
   // and registers ops of its own passes its registry; the program keeps it (TrainingProgram::ops).
   const graph::OpRegistry* ops = &mirra::ops::registry();
   std::optional<double> learning_rate;  // unset: the model file's
+  std::optional<double> weight_decay;   // unset: the model file's
+  std::optional<std::vector<std::string>> exclude_from_weight_decay;  // unset: the model file's
   bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
   // Where the strategy will place the program: with bf16 on CPUs that multiply it natively, the

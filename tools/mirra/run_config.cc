@@ -79,14 +79,44 @@ graph::Status read_schedule(const json& s, std::string_view source, runtime::tra
   return graph::Status();
 }
 
+graph::Status read_augmentation(const json& a, std::string_view source, runtime::data::ImageAugmentation& out) {
+  if (!a.is_object()) return strategies::config_key_error(source, "training.augmentation", "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(a, {"crop_padding", "horizontal_flip"}, source, "training.augmentation."));
+  MIRRA_RETURN_IF_ERROR(read_integer(a, "crop_padding", "training.augmentation.crop_padding", source, 0, 1 << 20,
+                                     out.crop_padding));
+  return read_boolean(a, "horizontal_flip", "training.augmentation.horizontal_flip", source, out.horizontal_flip);
+}
+
+graph::Status read_weight_decay(const json& t, std::string_view source, TrainingConfig& out) {
+  if (t.contains("weight_decay")) {
+    const json& decay = t.at("weight_decay");
+    if (!decay.is_number() || !(decay.get<double>() >= 0) || !(decay.get<double>() < 1e6)) {
+      return strategies::config_key_error(source, "training.weight_decay", "must be a number in [0, 1e6)");
+    }
+    out.weight_decay = decay.get<double>();
+  }
+  if (t.contains("exclude_from_weight_decay")) {
+    const json& names = t.at("exclude_from_weight_decay");
+    const auto non_empty_string = [](const json& name) { return name.is_string() && !name.get<std::string>().empty(); };
+    if (!names.is_array() || !std::all_of(names.begin(), names.end(), non_empty_string)) {
+      return strategies::config_key_error(source, "training.exclude_from_weight_decay",
+                                          "must be a list of non-empty strings, like [\"gamma\", \"beta\"]");
+    }
+    out.exclude_from_weight_decay = names.get<std::vector<std::string>>();
+  }
+  return graph::Status();
+}
+
 graph::Status read_training(const json& t, std::string_view source, TrainingConfig& out) {
   if (!t.is_object()) return strategies::config_key_error(source, "training", "must be an object");
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
-          "cuda_graph", "mixed_precision", "sync_batch_norm"},
+          "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "augmentation"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
+  if (t.contains("augmentation")) MIRRA_RETURN_IF_ERROR(read_augmentation(t.at("augmentation"), source, out.augmentation));
+  MIRRA_RETURN_IF_ERROR(read_weight_decay(t, source, out));
   MIRRA_RETURN_IF_ERROR(read_string(t, "data", "training.data", source, out.data));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "epochs", "training.epochs", source, 0, 1'000'000, out.epochs));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "steps", "training.steps", source, 0, int64_t{1} << 40, out.steps));
@@ -190,6 +220,10 @@ std::string run_config_json(const RunConfig& c) {
                    {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)},
                    {"sync_batch_norm", c.strategy.sync_batch_norm}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
+  if (c.training.weight_decay) training["weight_decay"] = *c.training.weight_decay;
+  if (c.training.exclude_from_weight_decay) training["exclude_from_weight_decay"] = *c.training.exclude_from_weight_decay;
+  training["augmentation"] = {{"crop_padding", c.training.augmentation.crop_padding},
+                              {"horizontal_flip", c.training.augmentation.horizontal_flip}};
   const runtime::training::LearningRateSchedule& s = c.training.schedule;
   training["schedule"] = {{"kind", s.kind},
                           {"warmup_steps", s.warmup_steps},

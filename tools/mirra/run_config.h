@@ -11,9 +11,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "graph/status.h"
 #include "ops/mixed_precision.h"
+#include "runtime/data/image_augmentation.h"
 #include "runtime/training/learning_rate_schedule.h"
 #include "strategies/config.h"
 
@@ -28,7 +30,11 @@ struct TrainingConfig {
   int64_t batch_size = 128;             // global batch
   int64_t accumulation_steps = 1;       // batches per update (gradient accumulation): each step trains on k batches
   std::optional<double> learning_rate;  // unset: the model file's
+  // Decoupled weight decay (SGDW, AdamW) and the name parts it skips; unset: the model file's.
+  std::optional<double> weight_decay;
+  std::optional<std::vector<std::string>> exclude_from_weight_decay;
   runtime::training::LearningRateSchedule schedule;  // over the learning rate, by global step
+  runtime::data::ImageAugmentation augmentation;     // of the training images (never the evaluation's)
   uint64_t seed = 1;                    // shuffle seed
   bool deterministic = false;           // one node at a time: bitwise-reproducible runs and resumes
   int threads = 0;                      // oneTBB threads; 0: all cores

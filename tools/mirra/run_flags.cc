@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "strategies/config_json.h"
 
 namespace mirra::runner {
@@ -24,6 +26,17 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "Batches per update: gradients accumulated locally, all-reduced and applied once (default 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   command.add_option("--lr", f.learning_rate, "Learning rate (default: the model file's)")->check(CLI::Range(1e-12, 1e6));
+  command.add_option("--weight-decay", f.weight_decay,
+                     "Decoupled weight decay (SGDW, AdamW): each step scales a variable by 1 - lr * decay first "
+                     "(default: the model file's)")
+      ->check(CLI::Range(0.0, 1e6));
+  command.add_option("--exclude-from-weight-decay", f.exclude_from_weight_decay,
+                     "Comma-separated parts of variable names that are not decayed, e.g. gamma,beta,bias");
+  command.add_option("--crop-padding", f.crop_padding,
+                     "Augment the training images: pad each side with this many zero pixels and crop back at a "
+                     "random offset (default 0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  command.add_flag("--horizontal-flip", f.horizontal_flip, "Augment the training images: mirror half of them left to right");
   command.add_option("--schedule", f.schedule, "Learning-rate schedule: constant, step or cosine (default constant)")
       ->check(CLI::IsMember({"constant", "step", "cosine"}));
   command.add_option("--warmup-steps", f.warmup_steps, "Linear warmup steps before the schedule (default 0)")
@@ -102,6 +115,17 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.batch_size) config.training.batch_size = *f.batch_size;
   if (f.accumulation_steps) config.training.accumulation_steps = *f.accumulation_steps;
   if (f.learning_rate) config.training.learning_rate = *f.learning_rate;
+  if (f.weight_decay) config.training.weight_decay = *f.weight_decay;
+  if (f.exclude_from_weight_decay) {
+    std::vector<std::string> names = split_comma_list(*f.exclude_from_weight_decay);
+    if (std::find(names.begin(), names.end(), "") != names.end()) {
+      return graph::invalid_argument("--exclude-from-weight-decay '" + *f.exclude_from_weight_decay +
+                                     "' holds an empty name, which every variable contains");
+    }
+    config.training.exclude_from_weight_decay = std::move(names);
+  }
+  if (f.crop_padding) config.training.augmentation.crop_padding = *f.crop_padding;
+  if (f.horizontal_flip) config.training.augmentation.horizontal_flip = true;
   if (f.schedule) config.training.schedule.kind = *f.schedule;
   if (f.warmup_steps) config.training.schedule.warmup_steps = *f.warmup_steps;
   if (f.decay_steps) config.training.schedule.decay_steps = *f.decay_steps;

@@ -16,12 +16,14 @@ struct RunFlags {
   std::string config_file;
   std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule, memory_limit, mixed_precision;
   std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps;
-  std::optional<double> learning_rate;
-  std::optional<int64_t> seed;
+  std::optional<double> learning_rate, weight_decay;
+  std::optional<std::string> exclude_from_weight_decay;  // comma-separated name parts
+  std::optional<int64_t> seed, crop_padding;
   std::optional<int> threads, keep_checkpoints, logical_gpus_per_gpu;
   bool deterministic = false;
   bool check_numerics = false;
   bool sync_batch_norm = false;
+  bool horizontal_flip = false;
   bool soft_placement = false;
   bool allow_tf32 = false;
   bool cuda_graph = false;

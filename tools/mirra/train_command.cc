@@ -150,6 +150,8 @@ graph::Status TrainRun::run() {
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(program_,
                          build_model_program(model_, {.learning_rate = config_.training.learning_rate,
+                                                      .weight_decay = config_.training.weight_decay,
+                                                      .exclude_from_weight_decay = config_.training.exclude_from_weight_decay,
                                                       .check_numerics = config_.training.check_numerics,
                                                       .mixed_precision = config_.training.mixed_precision,
                                                       .devices = strategy_->config().devices}));
@@ -211,7 +213,8 @@ graph::Status TrainRun::run() {
                                                {.batch_size = config_.training.batch_size,
                                                 .seed = start_.data_seed,
                                                 .shard = rank,
-                                                .shards = workers}));
+                                                .shards = workers,
+                                                .augmentation = config_.training.augmentation}));
   std::optional<runtime::data::Dataset> test;
   if (command_.eval) {
     MIRRA_ASSIGN_OR_RETURN(test, runtime::data::fashion_mnist_dataset(

@@ -1,0 +1,136 @@
+// Image augmentation: each augmented image is the original shifted by a crop offset within the
+// padding (zeros where it reads outside), mirrored or not, every offset and flip drawn; the same
+// example in the same epoch gets the same bytes whatever the batch size and shard count, another epoch
+// other ones; bad settings are errors.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "runtime/data/dataset.h"
+#include "runtime/data/image_augmentation.h"
+
+namespace mirra::runtime::data {
+namespace {
+
+constexpr ImageShape kShape{.height = 5, .width = 6, .channels = 2};
+
+// Bytes 1..60, all distinct and none zero, so padding and every moved pixel can be told apart.
+std::vector<uint8_t> distinct_image() {
+  std::vector<uint8_t> image(static_cast<size_t>(kShape.height * kShape.width * kShape.channels));
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<uint8_t>(i + 1);
+  return image;
+}
+
+// The plain definition: out(y, x) = padded(y + p + dy, x' + p + dx) with x' mirrored when flipped.
+std::vector<uint8_t> reference(const std::vector<uint8_t>& image, int64_t dy, int64_t dx, bool flip) {
+  std::vector<uint8_t> out(image.size(), 0);
+  for (int64_t y = 0; y < kShape.height; ++y) {
+    for (int64_t x = 0; x < kShape.width; ++x) {
+      const int64_t sy = y + dy, sx = (flip ? kShape.width - 1 - x : x) + dx;
+      if (sy < 0 || sy >= kShape.height || sx < 0 || sx >= kShape.width) continue;
+      for (int64_t c = 0; c < kShape.channels; ++c) {
+        out[static_cast<size_t>((y * kShape.width + x) * kShape.channels + c)] =
+            image[static_cast<size_t>((sy * kShape.width + sx) * kShape.channels + c)];
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("ImageAugmentation.crops_and_flips_draw_every_offset") {
+  const std::vector<uint8_t> image = distinct_image();
+  for (const ImageAugmentation augmentation : {ImageAugmentation{.crop_padding = 2, .horizontal_flip = true},
+                                               ImageAugmentation{.crop_padding = 0, .horizontal_flip = true},
+                                               ImageAugmentation{.crop_padding = 7, .horizontal_flip = false}}) {
+    CAPTURE(augmentation.crop_padding);
+    CAPTURE(augmentation.horizontal_flip);
+    const int64_t p = augmentation.crop_padding;
+    std::map<std::tuple<int64_t, int64_t, bool>, int> seen;
+    for (int64_t example = 0; example < 3000; ++example) {
+      std::vector<uint8_t> out(image.size());
+      augment_image(image.data(), out.data(), kShape, augmentation, {.seed = 3, .epoch = 1, .example = example});
+      // Exactly the reference of one offset and flip; a crop beyond the image is all padding.
+      std::set<std::tuple<int64_t, int64_t, bool>> matches;
+      for (int64_t dy = -p; dy <= p; ++dy) {
+        for (int64_t dx = -p; dx <= p; ++dx) {
+          for (bool flip : {false, true}) {
+            if (flip && !augmentation.horizontal_flip) continue;
+            if (reference(image, dy, dx, flip) == out) matches.insert({dy, dx, flip});
+          }
+        }
+      }
+      REQUIRE(!matches.empty());
+      if (matches.size() == 1) ++seen[*matches.begin()];
+    }
+    // Every distinguishable outcome is drawn (those that leave pixels of the image are distinct).
+    int64_t distinct = 0;
+    for (int64_t dy = -p; dy <= p; ++dy) {
+      for (int64_t dx = -p; dx <= p; ++dx) {
+        if (std::abs(dy) < kShape.height && std::abs(dx) < kShape.width) distinct += augmentation.horizontal_flip ? 2 : 1;
+      }
+    }
+    CHECK(static_cast<int64_t>(seen.size()) == distinct);
+  }
+  // Without padding or flip nothing changes.
+  std::vector<uint8_t> out(image.size());
+  augment_image(image.data(), out.data(), kShape, {}, {.seed = 3, .epoch = 0, .example = 5});
+  CHECK(out == image);
+}
+
+// n examples of 5x6x2 bytes; example i's bytes are distinct from every other's.
+Dataset images(int64_t n, BatchingOptions options) {
+  IdxArray examples{{n, 5, 6, 2}, {}}, labels{{n}, {}};
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < 60; ++j) examples.values.push_back(static_cast<uint8_t>(1 + (7 * i + j) % 255));
+    labels.values.push_back(static_cast<uint8_t>(i % 10));
+  }
+  auto dataset = Dataset::create(examples, labels, {5, 6, 2}, options);
+  REQUIRE_MESSAGE(dataset.ok(), dataset.status().to_string());
+  return std::move(*dataset);
+}
+
+// Every batch of an epoch, joined (shards: each global batch's shards in order).
+std::vector<float> epoch_features(int64_t n, int64_t batch_size, int64_t shards, int64_t epoch) {
+  const ImageAugmentation augmentation{.crop_padding = 2, .horizontal_flip = true};
+  std::vector<std::vector<Batch>> per_shard;
+  for (int64_t shard = 0; shard < shards; ++shard) {
+    const Dataset dataset = images(n, {.batch_size = batch_size, .seed = 11, .prefetch = shard % 2 == 0 ? 2 : 0,
+                                       .shard = shard, .shards = shards, .augmentation = augmentation});
+    auto reader = dataset.epoch(epoch);
+    per_shard.emplace_back();
+    while (auto batch = reader.next()) per_shard.back().push_back(std::move(*batch));
+  }
+  std::vector<float> joined;
+  for (size_t b = 0; b < per_shard[0].size(); ++b) {
+    for (const std::vector<Batch>& batches : per_shard) {
+      const std::vector<float> f = batches[b].features.to_vector<float>();
+      joined.insert(joined.end(), f.begin(), f.end());
+    }
+  }
+  return joined;
+}
+
+TEST_CASE("ImageAugmentation.examples_do_not_depend_on_the_batching_or_the_shards") {
+  const std::vector<float> whole = epoch_features(37, 37, 1, 2);
+  CHECK(epoch_features(37, 8, 1, 2) == whole);
+  CHECK(epoch_features(37, 5, 3, 2) == whole);
+  CHECK(epoch_features(37, 16, 4, 2) == whole);
+  CHECK(epoch_features(37, 37, 1, 3) != whole);  // another epoch, other crops
+  // Not the unaugmented data.
+  const Dataset plain = images(37, {.batch_size = 37, .seed = 11});
+  CHECK(plain.epoch(2).next()->features.to_vector<float>() != whole);
+}
+
+TEST_CASE("ImageAugmentation.bad_settings_are_errors") {
+  IdxArray examples{{2, 6}, std::vector<uint8_t>(12, 1)}, labels{{2}, {0, 1}};
+  auto flat = Dataset::create(examples, labels, {6}, {.augmentation = {.horizontal_flip = true}});
+  CHECK(flat.status().message() == "image augmentation needs examples shaped (height, width[, channels]), not rank 1");
+  auto negative = Dataset::create(examples, labels, {2, 3}, {.augmentation = {.crop_padding = -1}});
+  CHECK(negative.status().message() == "crop padding -1 is not in [0, 1048576]");
+  CHECK(Dataset::create(examples, labels, {2, 3}, {.augmentation = {.crop_padding = 1}}).ok());
+}
+
+}  // namespace
+}  // namespace mirra::runtime::data
