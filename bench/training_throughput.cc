@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -11,8 +12,40 @@
 #include "ops/build_info.h"
 #include "ops/ops.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/random.h"
 
 namespace mirra::bench {
+
+namespace {
+
+// Fashion-MNIST's training split, or with `synthetic` random images of the model's shape (two batches'
+// worth, as tf_cnn_benchmarks feeds), labelled in turn by the classes.
+graph::Expected<runtime::data::Dataset> training_data(const TrainingThroughputOptions& options,
+                                                      const examples::ClassifierTraining& setup) {
+  const runtime::data::BatchingOptions batching{.batch_size = options.batch_size, .seed = 1};
+  const std::vector<int64_t>& image = setup.graph.type(setup.model.images).shape.dims;
+  if (!options.synthetic) {
+    if (image != std::vector<int64_t>{-1, 28, 28, 1}) {
+      return graph::invalid_argument("model '" + options.model + "' reads images of another shape than Fashion-MNIST's: "
+                                     "train it on --synthetic data");
+    }
+    const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
+    return runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train, batching);
+  }
+  const int64_t examples = 2 * options.batch_size, classes = setup.graph.type(setup.model.logits).shape.dim(1);
+  const std::vector<int64_t> example_shape(image.begin() + 1, image.end());
+  runtime::data::IdxArray pixels{{examples}, {}}, labels{{examples}, {}};
+  pixels.dims.insert(pixels.dims.end(), example_shape.begin(), example_shape.end());
+  runtime::Random rng(1);
+  int64_t size = examples;
+  for (const int64_t d : example_shape) size *= d;
+  pixels.values.resize(static_cast<size_t>(size));
+  for (uint8_t& byte : pixels.values) byte = static_cast<uint8_t>(rng.next() >> 56);
+  for (int64_t i = 0; i < examples; ++i) labels.values.push_back(static_cast<uint8_t>(i % std::min<int64_t>(classes, 256)));
+  return runtime::data::Dataset::create(pixels, labels, example_shape, batching);
+}
+
+}  // namespace
 
 graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options) {
   if (options.steps <= 0 || options.warmup_steps <= 0) return graph::invalid_argument("steps and warm-up steps must be positive");
@@ -21,10 +54,6 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
     return graph::invalid_argument("optimizer '" + options.optimizer + "' is not momentum or adam");
   }
   const ops::Optimizer optimizer = options.optimizer == "adam" ? ops::Optimizer::adam(0.001) : examples::benchmark_optimizer();
-  const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
-  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
-                         runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train,
-                                                              {.batch_size = options.batch_size, .seed = 1}));
   strategies::StrategyConfig config{.strategy = options.strategy,
                                     .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
                                     .shard_optimizer_state = options.shard_optimizer_state};
@@ -35,6 +64,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   MIRRA_ASSIGN_OR_RETURN(auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(auto setup, examples::build_classifier_training(options.model, optimizer, 1, mixed_precision,
                                                                          strategy->config().devices));
+  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train, training_data(options, setup));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram program, strategy->distribute(setup.program()));
   runtime::Session session(program.graph, ops::kernels(),
                            {.threads = options.threads,
@@ -72,6 +102,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
   nlohmann::json result{{"framework", "mirra"},
                         {"onednn", ops::onednn_description()},
                         {"model", options.model},
+                        {"data", options.synthetic ? "synthetic" : "fashion-mnist"},
                         {"strategy", strategy->describe()},
                         {"threads", options.threads},
                         {"logical_gpus_per_gpu", options.logical_gpus_per_gpu},

@@ -1,5 +1,6 @@
-// The training-throughput benchmark, mirra's side: trains a benchmark model (MLP or CNN, the
-// benchmark settings) on Fashion-MNIST through a strategy (one device by default), the Trainer and
+// The training-throughput benchmark, mirra's side: trains a benchmark model (MLP, CNN, ResNet-20 on
+// Fashion-MNIST, or ResNet-18 and ResNet-50 on synthetic ImageNet-shaped images; the benchmark
+// settings) through a strategy (one device by default), the Trainer and
 // the prefetching Dataset, and measures
 // examples/s over a steady-state window after some warm-up steps, the peak memory of each device's
 // allocator and the optimizer slots' bytes on each device (for the MLP on a GPU also the floor: its
@@ -18,7 +19,7 @@
 namespace mirra::bench {
 
 struct TrainingThroughputOptions {
-  std::string model = "mlp";  // mlp or cnn
+  std::string model = "mlp";  // mlp, cnn, resnet20, resnet18 or resnet50
   std::string strategy = "one_device";  // or mirrored, central_storage
   std::vector<std::string> devices;     // empty: the strategy's default devices
   int logical_gpus_per_gpu = 1;         // each GPU (and cpu_async device) split into this many devices
@@ -32,6 +33,7 @@ struct TrainingThroughputOptions {
   int64_t warmup_steps = 20;
   int64_t steps = 200;  // timed
   std::string data_dir;  // empty: Debian's dataset-fashion-mnist
+  bool synthetic = false;  // random images of the model's shape instead (what resnet18 and resnet50 train on)
 };
 
 graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options);

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Training throughput and peak memory, mirra next to PyTorch, in one run.
 
-For each model (MLP, CNN) and thread count (1, 2) it runs `mirra bench training` and the PyTorch peer
-(bench/peers/torch_training.py, same models, settings, data and timing window), each in its own
+For each model (MLP, CNN, ResNet-20 on Fashion-MNIST; ResNet-18 and ResNet-50 on synthetic 224x224x3
+images at batch 32) and thread count (1, 2) it runs `mirra bench training` and the PyTorch peer
+(bench/peers/torch_training.py, same models, settings, data and timing window; convolutional models
+also in channels-last memory, PyTorch's faster layout on a CPU, its best counting), each in its own
 process under /usr/bin/time -v, interleaved and repeated; it reports the median examples/s of every
 configuration, each framework at its best thread count, the throughput ratio (mirra / PyTorch, >1 is
 faster) and the peak-RSS ratio (mirra / PyTorch, <1 is leaner), as one JSON object.
@@ -15,7 +17,7 @@ With --baseline PATH it also runs the team's reference PyTorch script (torch_bas
 `{mlp|cnn} single --threads T --steps N`), and PyTorch's figure is the best of both peers.
 
 Needs: a built runner (build/release/tools/mirra/mirra, or --mirra), Debian's python3-torch and time.
-Usage: bench/training_vs_pytorch.py [--models mlp,cnn] [--repeats 3] [--mirra PATH] [--baseline PATH]
+Usage: bench/training_vs_pytorch.py [--models mlp,cnn,resnet20,resnet18,resnet50] [--repeats 3] [--mirra PATH] [--baseline PATH]
                                     [--mirrored]
 """
 import argparse
@@ -28,7 +30,15 @@ import peer_runs
 from peer_runs import summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEPS = {"mlp": 400, "cnn": 40}
+STEPS = {"mlp": 400, "cnn": 40, "resnet20": 40, "resnet18": 4, "resnet50": 3}
+# What both sides add for a model: the ImageNet-shaped ResNets train on synthetic images, batch 32.
+MODEL_ARGS = {"resnet18": ["--synthetic", "--batch-size", "32", "--warmup-steps", "2"],
+              "resnet50": ["--synthetic", "--batch-size", "32", "--warmup-steps", "2"]}
+CONVOLUTIONAL = {"cnn", "resnet20", "resnet18", "resnet50"}
+
+
+def model_args(model):
+    return MODEL_ARGS.get(model, [])
 
 
 def measure(command):
@@ -38,15 +48,20 @@ def measure(command):
 def mirrored_section(args, model, peers, single):
     """Mirrored over cpu:0, cpu:1 next to DDP over 2 processes, and against the single-device figures."""
     runs = {"mirra_mirrored": [], "pytorch_ddp": []}
-    ddp = {"pytorch_ddp": ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model,
-                           "--threads", "1", "--ddp", "2", "--steps", str(STEPS[model])]}
+    peer = ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1", "--ddp", "2",
+            "--steps", str(STEPS[model])] + model_args(model)
+    ddp = {"pytorch_ddp": peer}
+    if model in CONVOLUTIONAL:
+        ddp["pytorch_ddp_channels_last"] = peer + ["--channels-last"]
+        runs["pytorch_ddp_channels_last"] = []
     if args.baseline:
         ddp["pytorch_baseline_ddp"] = ["/usr/bin/python3", args.baseline, model, "ddp", "--threads", "1",
                                        "--world", "2", "--steps", str(STEPS[model])]
         runs["pytorch_baseline_ddp"] = []
     for _ in range(args.repeats):
         runs["mirra_mirrored"].append(measure([args.mirra, "bench", "training", "--model", model, "--strategy",
-                                               "mirrored", "--threads", "2", "--steps", str(STEPS[model])]))
+                                               "mirrored", "--threads", "2", "--steps", str(STEPS[model])] +
+                                              model_args(model)))
         for name, command in ddp.items():
             runs[name].append(measure(command))
     section = {name: summarise(r) for name, r in runs.items()}
@@ -74,23 +89,28 @@ def main():
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("training_vs_pytorch: PyTorch is missing (apt-get install python3-torch)")
 
-    report = {"benchmark": "one-device training throughput, Fashion-MNIST, batch 128, SGD momentum 0.9",
-              "window": "examples/s over the timed steps after 20 warm-up steps; medians over repeats",
+    report = {"benchmark": "one-device training throughput, SGD momentum 0.9: Fashion-MNIST at batch 128 (mlp, cnn, "
+                           "resnet20), synthetic 224x224x3 images at batch 32 (resnet18, resnet50)",
+              "window": "examples/s over the timed steps after 20 warm-up steps (2 for resnet18 and resnet50); "
+                        "medians over repeats",
               "models": {}}
     threads = [int(t) for t in args.threads.split(",")]
-    peers = {"pytorch": lambda model, t, steps: ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"),
-                                                  model, "--threads", str(t), "--steps", str(steps)]}
-    if args.baseline:
-        peers["pytorch_baseline"] = lambda model, t, steps: ["/usr/bin/python3", args.baseline, model, "single",
-                                                             "--threads", str(t), "--steps", str(steps)]
     for model in args.models.split(","):
+        peer = lambda t, model=model: ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model,
+                                       "--threads", str(t), "--steps", str(STEPS[model])] + model_args(model)
+        peers = {"pytorch": peer}
+        if model in CONVOLUTIONAL:
+            peers["pytorch_channels_last"] = lambda t, peer=peer: peer(t) + ["--channels-last"]
+        if args.baseline:
+            peers["pytorch_baseline"] = lambda t, model=model: ["/usr/bin/python3", args.baseline, model, "single",
+                                                                "--threads", str(t), "--steps", str(STEPS[model])]
         runs = {(name, t): [] for name in ["mirra"] + list(peers) for t in threads}
         for _ in range(args.repeats):
             for t in threads:
                 runs[("mirra", t)].append(measure([args.mirra, "bench", "training", "--model", model, "--threads", str(t),
-                                                   "--steps", str(STEPS[model])]))
+                                                   "--steps", str(STEPS[model])] + model_args(model)))
                 for name, command in peers.items():
-                    runs[(name, t)].append(measure(command(model, t, STEPS[model])))
+                    runs[(name, t)].append(measure(command(t)))
         entry = {}
         for framework in ["mirra"] + list(peers):
             configs = {f"threads_{t}": summarise(runs[(framework, t)]) for t in threads}

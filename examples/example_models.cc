@@ -15,6 +15,10 @@ const std::vector<ExampleModel>& example_models() {
       {"cnn", "CNN: conv 5x5x32, max-pool, conv 5x5x64, max-pool, dense 1024, dense 10 (the TensorFlow tutorial's)"},
       {"resnet20", "ResNet-20 (He et al.'s CIFAR network: 3 stages of 3 basic blocks at 16, 32, 64 channels, batch "
                    "normalisation, option-A shortcuts), for 28x28x1 images in 10 classes"},
+      {"resnet18", "ResNet-18 (torchvision's: 7x7 stem, max-pool, 4 stages of 2 basic blocks at 64-512 channels, "
+                   "projection shortcuts), for 224x224x3 images in 1000 classes; 11.7M parameters"},
+      {"resnet50", "ResNet-50 (torchvision's v1.5: 7x7 stem, max-pool, 3-4-6-3 bottleneck blocks to 2048 channels, "
+                   "projection shortcuts), for 224x224x3 images in 1000 classes; 25.6M parameters"},
   };
   return models;
 }

@@ -8,7 +8,8 @@ namespace mirra::examples {
 namespace {
 
 constexpr std::pair<std::string_view, ModelBuilder> kModels[] = {
-    {"mlp", build_mlp}, {"cnn", build_cnn}, {"resnet20", build_resnet20}};
+    {"mlp", build_mlp},           {"cnn", build_cnn},           {"resnet20", build_resnet20},
+    {"resnet18", build_resnet18}, {"resnet50", build_resnet50}};
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 // The example models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU),
 // the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
-// max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc). Each reads images
-// [batch, 28, 28, 1] from a placeholder named "images" and produces logits [batch, 10].
+// max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc), which read images
+// [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; and ResNet-18
+// and ResNet-50 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224, 224, 3], logits
+// [batch, 1000].
 #pragma once
 
 #include <string>
@@ -13,8 +15,8 @@
 namespace mirra::examples {
 
 struct Classifier {
-  graph::ValueRef images;  // placeholder f32[?, 28, 28, 1]
-  graph::ValueRef logits;  // f32[?, 10]
+  graph::ValueRef images;  // placeholder [?, height, width, channels]
+  graph::ValueRef logits;  // [?, classes]
   // What a training step also runs: the updates of batch normalisation's moving statistics.
   std::vector<graph::NodeId> state_updates;
 };
@@ -32,10 +34,22 @@ struct ResNet20Options {
 };
 Classifier build_resnet20(graph::Builder& b, const ResNet20Options& options);
 
-// The builder of the model called `name` ("mlp", "cnn", "resnet20"), or nullptr.
+// ResNet-18 and ResNet-50 (torchvision's), at ImageNet's shapes by default.
+struct ResNetOptions {
+  graph::DType dtype = graph::DType::f32;
+  int64_t width = 64;  // the stem's and stage 1's channels; stage k has 2^(k-1) times as many
+  std::vector<int64_t> image = {224, 224, 3};  // height, width, channels
+  int64_t classes = 1000;
+};
+Classifier build_resnet18(graph::Builder& b, const ResNetOptions& options);
+Classifier build_resnet50(graph::Builder& b, const ResNetOptions& options);
+Classifier build_resnet18(graph::Builder& b);
+Classifier build_resnet50(graph::Builder& b);
+
+// The builder of the model called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);
 ModelBuilder model_builder(std::string_view name);
-// "mlp, cnn, resnet20": for messages.
+// "mlp, cnn, resnet20, resnet18, resnet50": for messages.
 std::string model_names();
 
 // A fully connected layer x * w + b (w Glorot-uniform, b zeros), ReLU when `relu`, in scope `name`.

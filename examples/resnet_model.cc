@@ -6,6 +6,7 @@
 // subsampled at stride 2 and zero-padded in its channels, so they add no parameters (about 0.27M in
 // all). Convolutions have no bias (batch normalisation's beta is one) and start He-normal.
 #include "examples/models.h"
+#include "examples/resnet_layers.h"
 #include "ops/ops.h"
 
 namespace mirra::examples {
@@ -13,19 +14,12 @@ namespace mirra::examples {
 namespace {
 
 struct Stage {
-  Classifier& model;
+  ResNetLayers layers;
   graph::Builder& b;
-  graph::DType dtype;
 
-  // Convolution 3x3 at `stride`, then batch normalisation; its moving statistics' updates are kept.
+  // Convolution 3x3 (SAME) at `stride`, then batch normalisation.
   graph::ValueRef conv_bn(const std::string& name, graph::ValueRef x, int64_t in, int64_t out, int64_t stride) {
-    auto scope = b.scope(name);
-    auto filter = ops::variable(b, "filter", {3, 3, in, out}, ops::Initializer::he_normal(), dtype);
-    auto y = ops::conv2d(b, x, filter, {.strides = {stride, stride}, .padding = "SAME"});
-    auto scope_bn = b.scope("bn");
-    ops::BatchNormalization bn = ops::batch_normalization(b, y);
-    model.state_updates.insert(model.state_updates.end(), bn.state_updates.begin(), bn.state_updates.end());
-    return bn.y;
+    return layers.conv_bn(name, x, {.kernel = 3, .in = in, .out = out, .stride = stride});
   }
 
   // x[:, ::stride, ::stride, :] (NHWC): rows and columns padded to a multiple of the stride, each
@@ -59,7 +53,7 @@ Classifier build_resnet20(graph::Builder& b, const ResNet20Options& options) {
   Classifier model;
   const std::vector<int64_t>& image = options.image;
   model.images = ops::placeholder(b, "images", options.dtype, {-1, image[0], image[1], image[2]});
-  Stage net{model, b, options.dtype};
+  Stage net{{model, b, options.dtype}, b};
   const int64_t width = options.width;
   graph::ValueRef x = ops::relu(b, net.conv_bn("stem", model.images, image[2], width, 1));  // [?, 28, 28, 16]
   int64_t channels = width;

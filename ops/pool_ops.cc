@@ -1,8 +1,11 @@
 // MaxPool and AvgPool: schemas, builders and CPU kernels on f32 and bf16 (oneDNN pooling; the max over
-// NHWC 2x2 windows at stride 2, a CNN's, and the pooling gradients by loops of their own).
+// NHWC 2x2 windows at stride 2, a CNN's, and the pooling gradients by loops of their own) and f64
+// (loops).
 #include "ops/pool_ops.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "ops/cpu/dnnl_descriptors.h"
 #include "ops/cpu/dnnl_engine.h"
@@ -126,7 +129,41 @@ Status dnnl_pool(KernelContext& ctx, const cpu::WindowGeometry& g, const std::ve
                                         {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}}, ctx.device());
 }
 
-// MaxPool and AvgPool on f32 or bf16 (mixed precision's activations), writing the input's dtype.
+// MaxPool and AvgPool by a direct loop over the outputs (f64, where exactness matters more than
+// speed): the maximum, or the mean of each window's real (unpadded) elements, as TensorFlow's.
+template <bool kMax, class T>
+void pool_loops(const cpu::WindowGeometry& g, bool nchw, const std::vector<int64_t>& ksize,
+                const std::vector<int64_t>& strides, const T* x, T* y) {
+  const int64_t H = g.height, W = g.width, C = g.channels, OH = g.out_height, OW = g.out_width;
+  const auto at = [&](int64_t n, int64_t h, int64_t w, int64_t c, int64_t height, int64_t width) {
+    return nchw ? ((n * C + c) * height + h) * width + w : ((n * height + h) * width + w) * C + c;
+  };
+  cpu::parallel_for(g.batch * OH, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t n = row / OH, oy = row % OH;
+      const int64_t top = oy * strides[0] - g.pad_before[0];
+      const int64_t y0 = std::max<int64_t>(top, 0), y1 = std::min<int64_t>(top + ksize[0], H);
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        const int64_t left = ox * strides[1] - g.pad_before[1];
+        const int64_t x0 = std::max<int64_t>(left, 0), x1 = std::min<int64_t>(left + ksize[1], W);
+        for (int64_t c = 0; c < C; ++c) {
+          T result = kMax ? -std::numeric_limits<T>::infinity() : T(0);
+          for (int64_t iy = y0; iy < y1; ++iy) {
+            for (int64_t ix = x0; ix < x1; ++ix) {
+              const T v = x[at(n, iy, ix, c, H, W)];
+              result = kMax ? std::max(result, v) : result + v;
+            }
+          }
+          if (!kMax) result /= static_cast<T>((y1 - y0) * (x1 - x0));
+          y[at(n, oy, ox, c, OH, OW)] = result;
+        }
+      }
+    }
+  });
+}
+
+// MaxPool and AvgPool on f32 or bf16 (mixed precision's activations), writing the input's dtype, and
+// on f64 by loops.
 // oneDNN pools bf16 only on CPUs with AVX-512, so other windows than the 2x2 tiles pool bf16 in f32,
 // rounding the result (exact for the maximum).
 template <dnnl::algorithm kAlgorithm>
@@ -139,6 +176,11 @@ Status pool_kernel(KernelContext& ctx) {
                                            ctx.attr<std::string>("padding") == "SAME");
   Tensor& output = ctx.allocate_output(0, input.dtype(), g.output_shape(nchw, g.channels));
   if (output.num_elements() == 0) return Status();
+  if (input.dtype() == DType::f64) {
+    pool_loops<kAlgorithm == dnnl::algorithm::pooling_max, double>(g, nchw, ksize, strides, input.data<double>(),
+                                                                   output.mutable_data<double>());
+    return Status();
+  }
   const bool bf16 = input.dtype() == DType::bf16;
   if (kAlgorithm == dnnl::algorithm::pooling_max && tiles_2x2(g, nchw, ksize, strides)) {
     if (bf16) {
@@ -156,7 +198,7 @@ Status pool_kernel(KernelContext& ctx) {
 }
 
 Expected<std::vector<TensorType>> infer_pool(const InferContext& ctx) {
-  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::bf16}));
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::bf16, DType::f64}));
   MIRRA_RETURN_IF_ERROR(require_rank(ctx, 0, 4));
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "ksize"));
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));

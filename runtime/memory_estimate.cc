@@ -36,8 +36,8 @@ graph::Status check_bindings(const graph::Graph& graph, const DimBindings& dims)
   return graph::Status();
 }
 
-// Each output's type with the placeholders' dims bound and, given schemas, inferred again through the
-// nodes in `order` (a node whose inference fails keeps the graph's types).
+}  // namespace
+
 std::vector<std::vector<graph::TensorType>> bound_types(const graph::Graph& graph, const DimBindings& dims,
                                                         const std::vector<graph::NodeId>& order) {
   std::vector<std::vector<graph::TensorType>> types(graph.size());
@@ -64,8 +64,6 @@ std::vector<std::vector<graph::TensorType>> bound_types(const graph::Graph& grap
   }
   return types;
 }
-
-}  // namespace
 
 graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, const DimBindings& dims,
                                                 std::span<const graph::NodeId> roots) {

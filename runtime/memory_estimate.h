@@ -47,6 +47,12 @@ struct MemoryEstimate {
   std::vector<TensorEstimate> largest;  // the biggest values, largest first (at most five)
 };
 
+// Each output's type with the placeholders' dims bound and, given schemas, inferred again through the
+// nodes in `order` (a topological order; the types of nodes outside it stay empty; a node whose
+// inference fails keeps the graph's types).
+std::vector<std::vector<graph::TensorType>> bound_types(const graph::Graph& graph, const DimBindings& dims,
+                                                        const std::vector<graph::NodeId>& order);
+
 // Over the nodes `roots` need (every node when there are none), which are all a step that runs them
 // allocates. Errors: a cyclic graph; a binding that names no placeholder's unknown dim.
 graph::Expected<MemoryEstimate> estimate_memory(const graph::Graph& graph, const DimBindings& dims,

@@ -30,6 +30,18 @@ namespace {
 namespace fs = std::filesystem;
 using namespace test;
 
+// The variables of the newest checkpoint in `dir`, which `replicas` replicas wrote.
+std::map<std::string, graph::TensorValue> latest_checkpoint(const std::string& dir, int replicas) {
+  std::vector<std::string> warnings;
+  auto saved = serialization::CheckpointStore(dir, 3).load_latest(warnings);
+  REQUIRE(saved.ok());
+  REQUIRE(saved->has_value());
+  CHECK((*saved)->replicas == replicas);
+  std::map<std::string, graph::TensorValue> values;
+  for (const auto& v : (*saved)->variables) values[v.name] = v.value;
+  return values;
+}
+
 double max_difference(const std::map<std::string, graph::TensorValue>& a, const std::map<std::string, graph::TensorValue>& b) {
   REQUIRE(a.size() == b.size());
   double worst = 0;
@@ -79,13 +91,7 @@ TEST_CASE("Runner.resume.across_strategies_and_replica_counts") {
   REQUIRE(run(train_args({"--steps", "6", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--checkpoint-dir", ckpt}),
               "saved_by_two")
               .code == 0);
-  std::vector<std::string> warnings;
-  auto saved = serialization::CheckpointStore(ckpt, 3).load_latest(warnings);
-  REQUIRE(saved.ok());
-  REQUIRE(saved->has_value());
-  CHECK((*saved)->replicas == 2);
-  std::map<std::string, graph::TensorValue> checkpoint_values;
-  for (const auto& v : (*saved)->variables) checkpoint_values[v.name] = v.value;
+  const std::map<std::string, graph::TensorValue> checkpoint_values = latest_checkpoint(ckpt, 2);
 
   // Restored onto one device, untouched: the same bits.
   const std::string one = workspace() / "restored_one.mirra";
@@ -110,6 +116,35 @@ TEST_CASE("Runner.resume.across_strategies_and_replica_counts") {
     extra.insert(extra.end(), strategy.begin(), strategy.end());
     REQUIRE(run(train_args(extra), "continued_" + strategy[1]).code == 0);
     CHECK(max_difference(trained_values(out), trained_values(reference)) < 1e-5);
+  }
+}
+
+// A ResNet trained with synchronised batch normalisation on three replicas keeps one value of each
+// moving statistic in its checkpoint, which restores bit for bit onto one device and onto four
+// replicas (the moving statistics are mean-aggregated: every replica holds the same value).
+TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") {
+  const std::string ckpt = workspace() / "resnet_ckpt";
+  const std::vector<std::string> common = {"train", resnet20_file(), "--deterministic", "--threads", "2", "--batch-size", "30",
+                                           "--steps", "3", "--sync-batch-norm"};
+  const auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), common.begin(), common.end());
+    return extra;
+  };
+  REQUIRE(run(with({"--strategy", "mirrored", "--devices", "cpu:0,cpu:1,cpu:2", "--checkpoint-dir", ckpt}), "resnet_three").code == 0);
+  const std::map<std::string, graph::TensorValue> checkpoint_values = latest_checkpoint(ckpt, 3);
+  REQUIRE(checkpoint_values.contains("stem/bn/moving_variance"));
+  const std::span<const float> variance = checkpoint_values.at("stem/bn/moving_variance").values<float>();
+  CHECK(std::any_of(variance.begin(), variance.end(), [](float v) { return v != 1.0f; }));  // moved from its start
+  for (const auto& [name, replicas] : {std::pair<std::string, std::string>{"one", "cpu:0"}, {"four", "cpu:0,cpu:1,cpu:2,cpu:3"}}) {
+    CAPTURE(name);
+    const std::string dir = workspace() / ("resnet_ckpt_" + name), out = workspace() / ("resnet_restored_" + name + ".mirra");
+    fs::copy(ckpt, dir);
+    const std::vector<std::string> strategy = name == "one" ? std::vector<std::string>{"--strategy", "one_device"}
+                                                            : std::vector<std::string>{"--strategy", "mirrored", "--devices", replicas};
+    std::vector<std::string> extra = {"--checkpoint-dir", dir, "--resume", "--save", out};
+    extra.insert(extra.end(), strategy.begin(), strategy.end());
+    REQUIRE(run(with(extra), "resnet_restored_" + name).code == 0);
+    CHECK(trained_values(out) == checkpoint_values);  // every bit, the moving statistics too
   }
 }
 

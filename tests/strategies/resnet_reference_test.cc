@@ -1,17 +1,19 @@
-// ResNet-20 (examples/resnet_model.cc) against PyTorch in float64: the loss and the gradient of every
-// trained variable for one batch, batch normalisation in training mode, within 1e-6 relative. The
-// reference is tests/strategies/reference/resnet20_torch.json, written once by the script beside it,
-// which states the network (narrow: 4 channels in stage 1, on 8x8x1 images), the weights' and inputs'
-// formulas, and how TensorFlow's SAME padding is reproduced.
+// ResNet-20 (examples/resnet_model.cc), ResNet-18 and ResNet-50 (resnet_imagenet_model.cc) against
+// PyTorch in float64: the loss and the gradient of every trained variable for one batch, batch
+// normalisation in training mode, within 1e-6 relative. The references are
+// tests/strategies/reference/resnet*_torch.json, written once by the scripts beside them, which state
+// the networks (narrow, on small images), the weights' and inputs' formulas, and the padding.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "examples/models.h"
 #include "graph/gradients.h"
+#include "ops/model_cost.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies::test {
@@ -35,15 +37,17 @@ std::vector<double> initial_value(const std::string& name, const graph::Shape& s
   return values;
 }
 
-TEST_CASE("ResNet20.loss_and_every_gradient_match_pytorch_in_float64") {
-  std::ifstream file(MIRRA_SOURCE_DIR "/tests/strategies/reference/resnet20_torch.json");
+// A narrow network on `image`-shaped inputs: its loss and every trained variable's gradient for the
+// script's weights and batch against the reference file's.
+void check_against_reference(const std::string& reference_file, const std::vector<int64_t>& image,
+                             const std::function<examples::Classifier(graph::Builder&)>& build) {
+  std::ifstream file(MIRRA_SOURCE_DIR "/tests/strategies/reference/" + reference_file);
   REQUIRE(file.good());
   const nlohmann::json reference = nlohmann::json::parse(file);
 
   graph::Graph g;
   graph::Builder b(g, ops::registry(), 1);
-  const examples::Classifier model =
-      examples::build_resnet20(b, {.dtype = graph::DType::f64, .width = kWidth, .image = {kSize, kSize, 1}, .classes = kClasses});
+  const examples::Classifier model = build(b);
   const ops::ClassifierObjective objective = ops::classifier_objective(b, model.logits);
   std::map<std::string, graph::ValueRef> trained;  // by name: sorted, as the script numbers them
   for (const graph::Node& node : g.nodes()) {
@@ -62,22 +66,74 @@ TEST_CASE("ResNet20.loss_and_every_gradient_match_pytorch_in_float64") {
     const std::vector<double> initial = initial_value(name, shape, k++);
     session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
   }
+  const int64_t pixels = image[0] * image[1] * image[2];
   std::vector<double> images;
-  for (int64_t i = 0; i < kBatch * kSize * kSize; ++i) images.push_back(std::sin(0.37 * static_cast<double>(i)));
+  for (int64_t i = 0; i < kBatch * pixels; ++i) images.push_back(std::sin(0.37 * static_cast<double>(i)));
   std::vector<int64_t> labels;
   for (int64_t e = 0; e < kBatch; ++e) labels.push_back(3 * e % kClasses);
   std::vector<graph::ValueRef> fetches = {objective.loss};
   fetches.insert(fetches.end(), gradients->begin(), gradients->end());
-  auto out = session.run({{"images", runtime::Tensor::from<double>({kBatch, kSize, kSize, 1}, std::span<const double>(images))},
-                          {"labels", runtime::Tensor::from<int64_t>({kBatch}, std::span<const int64_t>(labels))}},
-                         fetches);
+  auto out = session.run(
+      {{"images", runtime::Tensor::from<double>({kBatch, image[0], image[1], image[2]}, std::span<const double>(images))},
+       {"labels", runtime::Tensor::from<int64_t>({kBatch}, std::span<const int64_t>(labels))}},
+      fetches);
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   CHECK((*out)[0].values<double>()[0] == doctest::Approx(reference["loss"].get<double>()).epsilon(1e-9));
+  // A gradient that is zero but for rounding is held to the network's scale: ResNet-50's stem's beta,
+  // whose every path meets a 1x1 convolution and batch normalisation, which give the stem's output a
+  // gradient that sums to zero over the positions of each channel.
+  double largest = 0;
+  for (const auto& [name, values] : reference["gradients"].items()) {
+    for (const double v : values) largest = std::max(largest, std::abs(v));
+  }
   size_t i = 1;
   for (const auto& [name, value] : trained) {
     const std::span<const double> got = (*out)[i++].values<double>();
-    check_within(name, std::vector<double>(got.begin(), got.end()), reference["gradients"][name].get<std::vector<double>>(), 1e-6);
+    check_within(name, std::vector<double>(got.begin(), got.end()), reference["gradients"][name].get<std::vector<double>>(),
+                 1e-6, 1e-9 * largest);
   }
+}
+
+TEST_CASE("ResNet20.loss_and_every_gradient_match_pytorch_in_float64") {
+  check_against_reference("resnet20_torch.json", {kSize, kSize, 1}, [](graph::Builder& b) {
+    return examples::build_resnet20(b, {.dtype = graph::DType::f64, .width = kWidth, .image = {kSize, kSize, 1}, .classes = kClasses});
+  });
+}
+
+// At ImageNet's shapes, the trainable parameters are torchvision's (its models' parameter counts),
+// and the forward pass's multiply-adds those of the architecture's formula (sum over convolutions of
+// output elements x kernel area x input channels, plus the dense layer): 1.81 G and 4.09 G.
+TEST_CASE("ResNet18_and_ResNet50.parameters_and_multiply_adds_are_torchvisions") {
+  const auto count = [](examples::Classifier (*build)(graph::Builder&), int64_t parameters, int64_t multiply_adds) {
+    graph::Graph g;
+    graph::Builder b(g, ops::registry(), 1);
+    const examples::Classifier model = build(b);
+    const ops::ClassifierObjective objective = ops::classifier_objective(b, model.logits);
+    REQUIRE(b.status().ok());
+    int64_t trainable = 0;
+    for (const graph::Node& node : g.nodes()) {
+      if (node.op == "Variable" && *node.attrs.get<bool>("trainable")) trainable += *node.outputs[0].shape.num_elements();
+    }
+    CHECK(trainable == parameters);
+    const auto cost = ops::forward_cost(g, std::span(&objective.loss.node, 1), ops::registry());
+    REQUIRE(cost.ok());
+    CHECK(cost->multiply_adds == multiply_adds);
+    CHECK(cost->matrix_products == 1);
+  };
+  count(examples::build_resnet18, 11'689'512, 1'814'073'344);
+  count(examples::build_resnet50, 25'557'032, 4'089'184'256);
+}
+
+// torchvision's ResNet-18 and ResNet-50 (symmetric padding, max-pooling, projection shortcuts,
+// bottlenecks with their stride on the 3x3 convolution), narrow, on 32x32x3 images.
+TEST_CASE("ResNet18_and_ResNet50.loss_and_every_gradient_match_pytorch_in_float64") {
+  const std::vector<int64_t> image = {32, 32, 3};
+  check_against_reference("resnet18_torch.json", image, [&](graph::Builder& b) {
+    return examples::build_resnet18(b, {.dtype = graph::DType::f64, .width = 4, .image = image, .classes = kClasses});
+  });
+  check_against_reference("resnet50_torch.json", image, [&](graph::Builder& b) {
+    return examples::build_resnet50(b, {.dtype = graph::DType::f64, .width = 2, .image = image, .classes = kClasses});
+  });
 }
 
 // The narrow ResNet-20 in float64 as a training program (momentum SGD, its moving statistics updated).

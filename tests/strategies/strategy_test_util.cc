@@ -144,7 +144,7 @@ std::map<std::string, std::vector<double>> float_variables(runtime::Session& ses
 }
 
 double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
-                    double relative) {
+                    double relative, double scale_floor) {
   CAPTURE(name);
   REQUIRE(got.size() == want.size());
   double scale = 0, diff = 0;
@@ -152,7 +152,7 @@ double check_within(const std::string& name, const std::vector<double>& got, con
     scale = std::max(scale, std::abs(want[i]));
     diff = std::max(diff, std::abs(got[i] - want[i]));
   }
-  CHECK(diff <= relative * std::max(scale, 1e-30));
+  CHECK(diff <= relative * std::max(scale, scale_floor));
   return diff;
 }
 

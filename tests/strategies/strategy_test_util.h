@@ -70,9 +70,10 @@ struct CapturedRun {
 CapturedRun check_replays_match(const TrainingProgram& program, const std::vector<Batch>& batches,
                                 const CaptureSetup& setup, double relative = 0);
 
-// Checks max |got - want| <= relative * max |want| over one variable's elements; returns max |got - want|.
+// Checks max |got - want| <= relative * max(max |want|, scale_floor) over one variable's elements (the
+// floor for a value that is zero but for rounding); returns max |got - want|.
 double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,
-                    double relative);
+                    double relative, double scale_floor = 1e-30);
 // check_within 1e-5.
 void check_close(const std::string& name, const std::vector<double>& got, const std::vector<double>& want);
 

@@ -25,7 +25,10 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.executor->add_option("--repetitions", commands.executor_options.repetitions, "Runs per shape (the best counts)")
       ->check(CLI::Range(1, 1000));
   commands.training = bench->add_subcommand("training", "One-device training throughput on Fashion-MNIST (JSON)");
-  commands.training->add_option("--model", commands.training_options.model, "mlp, cnn or resnet20")->check(CLI::IsMember({"mlp", "cnn", "resnet20"}));
+  commands.training->add_option("--model", commands.training_options.model, "mlp, cnn, resnet20, resnet18 or resnet50")
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet20", "resnet18", "resnet50"}));
+  commands.training->add_flag("--synthetic", commands.training_options.synthetic,
+                              "Random images of the model's shape instead of Fashion-MNIST (resnet18, resnet50)");
   commands.training->add_option("--threads", commands.training_options.threads, "oneTBB threads")->check(CLI::Range(1, 1024));
   commands.training->add_option("--strategy", commands.training_options.strategy, "one_device, mirrored or central_storage")
       ->check(CLI::IsMember({"one_device", "mirrored", "central_storage"}));

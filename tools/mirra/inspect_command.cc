@@ -1,5 +1,5 @@
-// mirra inspect: what a model file holds (ops, parameters, inputs, signature, metadata, the memory it
-// plans at a batch size), or, with a strategy, the training graph that strategy makes of it, as text or DOT.
+// mirra inspect: what a model file holds (ops, parameters, the forward pass's multiply-adds, inputs,
+// signature, metadata, the memory it plans at a batch size), or, with a strategy, the training graph that strategy makes of it, as text or DOT.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "graph/print.h"
+#include "ops/model_cost.h"
 #include "ops/registry.h"
 #include "ops/source_ops.h"
 #include "runtime/memory_estimate.h"
@@ -47,19 +48,35 @@ void print_memory(const InspectCommand& command, const serialization::Model& mod
   std::printf("\n");
 }
 
+// Multiply-adds per example of the loss's forward pass (ops/model_cost.h).
+void print_forward_cost(const serialization::Model& model) {
+  const graph::NodeId loss = model.signature.loss.node;
+  const auto cost = ops::forward_cost(model.graph, std::span(&loss, 1), ops::registry());
+  if (!cost.ok()) return;
+  std::printf("  forward pass: %.4g G multiply-adds per example (%lld convolutions, %lld matrix products; twice as "
+              "many FLOPs)\n",
+              static_cast<double>(cost->multiply_adds) * 1e-9, static_cast<long long>(cost->convolutions),
+              static_cast<long long>(cost->matrix_products));
+}
+
 void print_summary(const InspectCommand& command, const serialization::Model& model) {
   const graph::Graph& g = model.graph;
   std::map<std::string, int> ops;
-  int64_t parameters = 0;
+  int64_t parameters = 0, trainable = 0;
   for (const graph::Node& node : g.nodes()) {
     ++ops[node.op];
-    if (node.op == "Variable") parameters += node.outputs[0].shape.num_elements().value_or(0);
+    if (node.op != "Variable") continue;
+    const int64_t elements = node.outputs[0].shape.num_elements().value_or(0);
+    parameters += elements;
+    const bool* is_trainable = node.attrs.get<bool>("trainable");
+    if (is_trainable == nullptr || *is_trainable) trainable += elements;
   }
   std::printf("model %s\n", command.model.c_str());
   std::printf("  producer %s, created %s\n", model.metadata.producer.c_str(), model.metadata.created.c_str());
   if (!model.metadata.description.empty()) std::printf("  %s\n", model.metadata.description.c_str());
-  std::printf("  %zu nodes, %lld parameters in %zu stored weights\n", g.size(), static_cast<long long>(parameters),
-              model.weights.size());
+  std::printf("  %zu nodes, %lld parameters (%lld trainable) in %zu stored weights\n", g.size(),
+              static_cast<long long>(parameters), static_cast<long long>(trainable), model.weights.size());
+  print_forward_cost(model);
   std::printf("ops:");
   for (const auto& entry : ops) std::printf(" %s x%d", entry.first.c_str(), entry.second);
   std::printf("\ninputs:\n");

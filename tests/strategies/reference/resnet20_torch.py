@@ -7,8 +7,8 @@ file stays small: a 3x3 stem, three stages of three basic blocks (the first of s
 2), batch normalisation in training mode (epsilon 1e-3, the batch's biased variance), option-A
 shortcuts (the input subsampled at stride 2 and zero-padded in its channels), global average pooling,
 a dense layer of 10 and the mean softmax cross-entropy. TensorFlow's SAME padding at stride 2 puts the
-extra row and column after, so those convolutions pad (0, 1) explicitly. Weights and inputs come from
-formulas both sides compute, variable by variable in the order of their sorted names:
+extra row and column after, so those convolutions pad (0, 1) explicitly. Weights (reference_weights.py) and inputs come
+from formulas both sides compute, variable by variable in the order of their sorted names:
 
     element j of variable k: offset + scale * sin(1.3 * j + 0.7 * k)
 
@@ -24,6 +24,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+from reference_weights import initial_value
 
 WIDTH, SIZE, BATCH, CLASSES, EPSILON = 4, 8, 5, 10, 1e-3
 
@@ -48,18 +50,6 @@ def variable_shapes():
     shapes["logits/w"] = [channels, CLASSES]
     shapes["logits/b"] = [CLASSES]
     return shapes
-
-
-def initial_value(name, shape, k):
-    n = math.prod(shape)
-    if name.endswith("gamma"):
-        offset, scale = 1.0, 0.1
-    elif name.endswith(("beta", "/b")):
-        offset, scale = 0.0, 0.1
-    else:
-        offset, scale = 0.0, math.sqrt(2.0 / math.prod(shape[:-1]))
-    values = [offset + scale * math.sin(1.3 * j + 0.7 * k) for j in range(n)]
-    return torch.tensor(values, dtype=torch.float64).reshape(shape).requires_grad_()
 
 
 def main():
