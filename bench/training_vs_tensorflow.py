@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Training throughput and peak memory, mirra next to TensorFlow, in one run.
 
-For each model (MLP, CNN) and thread count (1, 2) it runs `mirra bench training` and the TensorFlow
+For each model (MLP, CNN, ResNet-20 on Fashion-MNIST; Keras's ResNet50 on synthetic 224x224x3 images
+at batch 32) and thread count (1, 2) it runs `mirra bench training` and the TensorFlow
 peer (bench/peers/tf_training.py: same models, settings, data and timing window; TensorFlow at its
 fastest, 10 steps per tf.function call, intra-op threads 1 or 2), each in its own process under
 /usr/bin/time -v, interleaved and repeated; it reports the median examples/s of every configuration,
@@ -16,7 +17,7 @@ TensorFlow comes from PyPI into a virtual environment this script makes on first
 build/tf-venv: `python3 -m venv`, then `pip install tensorflow-cpu==2.21.* numpy`).
 Needs: a built runner (build/release/tools/mirra/mirra, or --mirra), python3-venv, time, the network
 once (PyPI).
-Usage: bench/training_vs_tensorflow.py [--models mlp,cnn] [--repeats 3] [--threads 1,2] [--mirrored]
+Usage: bench/training_vs_tensorflow.py [--models mlp,cnn,resnet20,resnet50] [--repeats 3] [--threads 1,2] [--mirrored]
                                        [--mirra PATH] [--venv PATH]
 """
 import argparse
@@ -28,8 +29,12 @@ import peer_runs
 from peer_runs import best_of, summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEPS = {"mlp": 400, "cnn": 40}
+STEPS = {"mlp": 400, "cnn": 40, "resnet20": 40, "resnet50": 4}
 STEPS_PER_CALL = 10  # TensorFlow's fastest loop: several steps per tf.function call
+# What both sides add for a model (ResNet-50 trains on synthetic images, batch 32, 2 warm-up steps),
+# and TensorFlow's steps per call for it.
+MODEL_ARGS = {"resnet50": ["--synthetic", "--batch-size", "32", "--warmup-steps", "2"]}
+MODEL_STEPS_PER_CALL = {"resnet50": 2}
 
 
 def measure(command):
@@ -51,24 +56,26 @@ def main():
     python = peer_runs.tensorflow_python(args.venv, "training_vs_tensorflow")
     peer = [python, os.path.join(HERE, "peers", "tf_training.py")]
 
-    report = {"benchmark": "training throughput, Fashion-MNIST, global batch 128, SGD momentum 0.9",
-              "window": "examples/s over the timed steps after 20 warm-up steps; medians over repeats",
+    report = {"benchmark": "training throughput, SGD momentum 0.9: Fashion-MNIST at global batch 128 (mlp, cnn, "
+                           "resnet20), synthetic 224x224x3 images at batch 32 (resnet50)",
+              "window": "examples/s over the timed steps after 20 warm-up steps (2 for resnet50); medians over repeats",
               "models": {}}
     threads = [int(t) for t in args.threads.split(",")]
     for model in args.models.split(","):
-        steps = ["--steps", str(STEPS[model])]
+        steps = ["--steps", str(STEPS[model])] + MODEL_ARGS.get(model, [])
+        per_call = str(MODEL_STEPS_PER_CALL.get(model, STEPS_PER_CALL))
         commands = {}
         for t in threads:
             commands[f"mirra_threads_{t}"] = [args.mirra, "bench", "training", "--model", model, "--threads", str(t)] + steps
             commands[f"tensorflow_intra_{t}"] = peer + [model, "--intra", str(t), "--inter", "1",
-                                                        "--steps-per-call", str(STEPS_PER_CALL)] + steps
+                                                        "--steps-per-call", per_call] + steps
         if args.mirrored:
             commands["mirra_mirrored"] = [args.mirra, "bench", "training", "--model", model, "--strategy", "mirrored",
                                           "--threads", "2"] + steps
             for t in (1, 2):
                 commands[f"tensorflow_mirrored_intra_{t}"] = peer + [model, "--mirrored", "2", "--intra", str(t),
                                                                      "--inter", "2", "--steps-per-call",
-                                                                     str(STEPS_PER_CALL)] + steps
+                                                                     per_call] + steps
         runs = {name: [] for name in commands}
         for _ in range(args.repeats):
             for name, command in commands.items():

@@ -1,7 +1,8 @@
-"""TensorFlow peer of `mirra bench training`: the same two models (MLP 784-256-128-10 with ReLU; the TF
-tutorial CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10, NHWC), the same settings (SGD, momentum
-0.9, learning rate 0.05, global batch 128) on the same Fashion-MNIST files, timed over the same
-steady-state window (after warm-up steps). It runs TensorFlow at its fastest: a tf.function that takes
+"""TensorFlow peer of `mirra bench training`: the same models (MLP 784-256-128-10 with ReLU; the TF
+tutorial CNN conv5x5x32-pool-conv5x5x64-pool-fc1024-fc10, NHWC; ResNet-20 as examples/resnet_model.cc
+builds it; Keras's ResNet50 from keras.applications on synthetic 224x224x3 images with --synthetic),
+the same settings (SGD, momentum 0.9, learning rate 0.05, global batch 128) on the same Fashion-MNIST
+files, timed over the same steady-state window (after warm-up steps). It runs TensorFlow at its fastest: a tf.function that takes
 --steps-per-call steps per call, batches from a cached, prefetched tf.data pipeline, with --intra and
 --inter op threads; with
 --mirrored N, tf.distribute.MirroredStrategy over N logical CPU devices, each replica computing its
@@ -10,8 +11,8 @@ variables; the last layer's output in f32, as TensorFlow's mixed-precision guide
 one JSON line.
 
 Runs in the virtual environment bench/training_vs_tensorflow.py makes (tensorflow-cpu from PyPI).
-Usage: tf_training.py {mlp,cnn} [--intra T] [--inter T] [--steps N] [--warmup-steps W]
-                      [--steps-per-call K] [--batch-size B] [--mirrored N] [--bf16]
+Usage: tf_training.py {mlp,cnn,resnet20,resnet50} [--intra T] [--inter T] [--steps N] [--warmup-steps W]
+                      [--steps-per-call K] [--batch-size B] [--mirrored N] [--bf16] [--synthetic]
 """
 import argparse
 import json
@@ -27,8 +28,40 @@ import tensorflow as tf  # noqa: E402
 from fashion_mnist import DATA, read_idx  # noqa: E402
 
 
+def resnet20():
+    """He et al.'s CIFAR ResNet-20 for 28x28x1 images with option-A shortcuts, Keras's batch
+    normalisation (momentum 0.99, epsilon 1e-3), as examples/resnet_model.cc."""
+    layers = tf.keras.layers
+
+    def conv_bn(x, channels, stride):
+        x = layers.Conv2D(channels, 3, stride, padding="same", use_bias=False, kernel_initializer="he_normal")(x)
+        return layers.BatchNormalization()(x)
+
+    inputs = tf.keras.Input((28, 28, 1))
+    x = layers.ReLU()(conv_bn(inputs, 16, 1))
+    channels = 16
+    for stage in range(3):
+        out = 16 << stage
+        for block in range(3):
+            stride = 2 if stage > 0 and block == 0 else 1
+            y = conv_bn(layers.ReLU()(conv_bn(x, out, stride)), out, 1)
+            shortcut = x
+            if stride != 1 or out != channels:
+                shortcut = layers.Lambda(lambda t, s=stride, p=out - channels: tf.pad(
+                    t[:, ::s, ::s, :], [[0, 0], [0, 0], [0, 0], [0, p]]))(x)
+            x = layers.ReLU()(layers.Add()([y, shortcut]))
+            channels = out
+    x = layers.GlobalAveragePooling2D()(x)
+    return tf.keras.Model(inputs, layers.Dense(10, dtype="float32")(x))
+
+
 def build_model(name):
     layers = tf.keras.layers
+    if name == "resnet20":
+        return resnet20()
+    if name == "resnet50":
+        return tf.keras.applications.ResNet50(weights=None, input_shape=(224, 224, 3), classes=1000,
+                                              classifier_activation=None)
     if name == "mlp":
         body = [layers.Flatten(), layers.Dense(256, activation="relu"), layers.Dense(128, activation="relu")]
     else:
@@ -41,7 +74,7 @@ def build_model(name):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("model", choices=["mlp", "cnn"])
+    parser.add_argument("model", choices=["mlp", "cnn", "resnet20", "resnet50"])
     parser.add_argument("--intra", type=int, default=1, help="intra-op threads")
     parser.add_argument("--inter", type=int, default=1, help="inter-op threads")
     parser.add_argument("--steps", type=int, default=200)
@@ -50,7 +83,10 @@ def main():
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--mirrored", type=int, default=0, help="replicas of MirroredStrategy (0: none)")
     parser.add_argument("--bf16", action="store_true", help="Keras's mixed_bfloat16 policy")
+    parser.add_argument("--synthetic", action="store_true", help="random images of the model's shape")
     args = parser.parse_args()
+    if args.model == "resnet50" and not args.synthetic:
+        parser.error("resnet50 reads 224x224x3 images: pass --synthetic")
     if args.bf16:
         tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
     tf.config.threading.set_intra_op_parallelism_threads(args.intra)
@@ -64,8 +100,13 @@ def main():
         strategy = tf.distribute.get_strategy()  # the default: one device, no distribution
 
     tf.random.set_seed(1)
-    images = read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32).reshape(-1, 28, 28, 1) / 255.0
-    labels = read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64)
+    if args.synthetic:  # two batches of random images of the model's shape, as mirra's --synthetic
+        shape, classes = ((224, 224, 3), 1000) if args.model == "resnet50" else ((28, 28, 1), 10)
+        images = np.random.default_rng(1).random((2 * args.batch_size,) + shape, dtype=np.float32)
+        labels = np.arange(2 * args.batch_size, dtype=np.int64) % classes
+    else:
+        images = read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32).reshape(-1, 28, 28, 1) / 255.0
+        labels = read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64)
     # Shuffled once up front; batches cached in memory and prefetched: TensorFlow's fastest input path.
     order = np.random.default_rng(1).permutation(images.shape[0])
     batch = args.batch_size
@@ -106,6 +147,7 @@ def main():
     seconds = time.perf_counter() - start
     steps = calls * args.steps_per_call
     print(json.dumps({"framework": "tensorflow " + tf.__version__, "model": args.model, "intra": args.intra,
+                      "data": "synthetic" if args.synthetic else "fashion-mnist",
                       "inter": args.inter, "mirrored": args.mirrored, "bf16": args.bf16,
                       "steps_per_call": args.steps_per_call,
                       "batch": batch, "steps": steps, "seconds": seconds, "examples_per_s": steps * batch / seconds,
