@@ -135,7 +135,9 @@ TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") 
   REQUIRE(checkpoint_values.contains("stem/bn/moving_variance"));
   const std::span<const float> variance = checkpoint_values.at("stem/bn/moving_variance").values<float>();
   CHECK(std::any_of(variance.begin(), variance.end(), [](float v) { return v != 1.0f; }));  // moved from its start
-  for (const auto& [name, replicas] : {std::pair<std::string, std::string>{"one", "cpu:0"}, {"four", "cpu:0,cpu:1,cpu:2,cpu:3"}}) {
+  for (const auto& target : {std::pair<std::string, std::string>{"one", "cpu:0"}, {"four", "cpu:0,cpu:1,cpu:2,cpu:3"}}) {
+    const std::string& name = target.first;  // a structured binding cannot be captured by CAPTURE with clang 14
+    const std::string& replicas = target.second;
     CAPTURE(name);
     const std::string dir = workspace() / ("resnet_ckpt_" + name), out = workspace() / ("resnet_restored_" + name + ".mirra");
     fs::copy(ckpt, dir);
