@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   CLI11_PARSE(app, argc, argv);
   if (list->parsed()) {
-    for (const auto& m : mirra::examples::example_models()) std::printf("%-6s %s\n", m.name.c_str(), m.description.c_str());
+    for (const auto& m : mirra::examples::example_models()) std::printf("%-8s %s\n", m.name.c_str(), m.description.c_str());
     return 0;
   }
   auto model = mirra::examples::build_example_model(name, seed, options);

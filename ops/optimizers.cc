@@ -53,11 +53,6 @@ void order_after_readers(graph::Builder& b, graph::NodeId state, graph::NodeId u
   }
 }
 
-bool decays(const Optimizer& optimizer, std::string_view variable) {
-  return std::none_of(optimizer.exclude_from_weight_decay.begin(), optimizer.exclude_from_weight_decay.end(),
-                      [&](const std::string& part) { return variable.find(part) != std::string_view::npos; });
-}
-
 graph::Status check(const Optimizer& o) {
   static const char* const kKinds[] = {"sgd", "momentum", "adam", "adamw"};
   if (std::find(std::begin(kKinds), std::end(kKinds), o.kind) == std::end(kKinds)) {
@@ -133,8 +128,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   graph::Graph& g = b.graph();
   std::vector<graph::ValueRef> variables;
   for (const graph::Node& node : g.nodes()) {
-    const bool* trainable = node.attrs.get<bool>("trainable");
-    if (node.op == "Variable" && trainable != nullptr && *trainable) variables.push_back({node.id, 0});
+    if (is_trainable_variable(node)) variables.push_back({node.id, 0});
   }
   if (variables.empty()) return graph::invalid_argument("minimize: the graph has no trainable variables");
   const std::optional<ScaledLoss> scaled =
@@ -180,7 +174,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
     auto slot = [&](const char* suffix) {
       return variable(b, name + "/" + suffix, type.shape, Initializer::zeros(), type.dtype, /*trainable=*/false);
     };
-    const double weight_decay = decays(optimizer, name) ? optimizer.weight_decay : 0.0;
+    const double weight_decay = contains_any(name, optimizer.exclude_from_weight_decay) ? 0.0 : optimizer.weight_decay;
     graph::NodeId update;
     if (optimizer.kind == "sgd") {
       update = apply_gradient_descent(b, v, applied[i], result.learning_rate, weight_decay, finite);
@@ -235,6 +229,10 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   result.train = no_op(b, "train", updates);
   MIRRA_RETURN_IF_ERROR(b.status());
   return result;
+}
+
+bool contains_any(std::string_view name, const std::vector<std::string>& parts) {
+  return std::any_of(parts.begin(), parts.end(), [&](const std::string& part) { return name.find(part) != std::string_view::npos; });
 }
 
 graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer) {

@@ -99,6 +99,9 @@ std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::v
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer,
                                   const MinimizeOptions& options = {});
 
+// Whether `name` contains one of `parts`: how exclude_from_weight_decay (and kernel_variables) match.
+bool contains_any(std::string_view name, const std::vector<std::string>& parts);
+
 // The optimizer's settings as typed attributes (how model files store them), and back. Reading
 // rejects unknown names, wrong types and out-of-range values, naming the attribute.
 graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer);

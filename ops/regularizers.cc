@@ -1,9 +1,8 @@
 // l2_regularization and kernel_variables.
 #include "ops/regularizers.h"
 
-#include <algorithm>
-
 #include "ops/elementwise_ops.h"
+#include "ops/optimizers.h"
 #include "ops/reduce_ops.h"
 #include "ops/source_ops.h"
 
@@ -26,10 +25,7 @@ graph::ValueRef l2_regularization(graph::Builder& b, const std::vector<graph::Va
 std::vector<graph::ValueRef> kernel_variables(const graph::Graph& g, const std::vector<std::string>& excluded) {
   std::vector<graph::ValueRef> out;
   for (const graph::Node& node : g.nodes()) {
-    const bool* trainable = node.attrs.get<bool>("trainable");
-    if (node.op != "Variable" || trainable == nullptr || !*trainable) continue;
-    const auto in_name = [&](const std::string& part) { return node.name.find(part) != std::string::npos; };
-    if (std::none_of(excluded.begin(), excluded.end(), in_name)) out.push_back({node.id, 0});
+    if (is_trainable_variable(node) && !contains_any(node.name, excluded)) out.push_back({node.id, 0});
   }
   return out;
 }

@@ -176,6 +176,11 @@ std::optional<VariableAggregation> aggregation_from_name(std::string_view name) 
   return std::nullopt;
 }
 
+bool is_trainable_variable(const graph::Node& node) {
+  const bool* trainable = node.attrs.get<bool>("trainable");
+  return node.op == "Variable" && trainable != nullptr && *trainable;
+}
+
 VariableAggregation variable_aggregation(const graph::Node& variable) {
   const std::string* name = variable.attrs.get<std::string>("aggregation");
   return name != nullptr ? aggregation_from_name(*name).value_or(VariableAggregation::none) : VariableAggregation::none;

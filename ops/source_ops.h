@@ -35,6 +35,8 @@ std::string_view aggregation_name(VariableAggregation aggregation);  // "none", 
 std::optional<VariableAggregation> aggregation_from_name(std::string_view name);
 // A Variable node's aggregation (its "aggregation" attr; none when absent).
 VariableAggregation variable_aggregation(const graph::Node& variable);
+// Whether `node` is a Variable whose "trainable" attr is true: what optimizers update.
+bool is_trainable_variable(const graph::Node& node);
 
 // A variable of fully defined `shape`; random initialisers draw from b.next_seed(). Optimizers update
 // trainable ones; non-trainable ones hold other state (optimizer slots, counters, moving statistics).

@@ -13,11 +13,15 @@ class Random {
   explicit Random(uint64_t seed) {
     for (uint64_t& word : state_) {
       seed += 0x9E3779B97F4A7C15ull;
-      uint64_t z = seed;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      word = z ^ (z >> 31);
+      word = mix(seed);
     }
+  }
+
+  // splitmix64's finaliser: a well-mixed word from any word (seeds derived from several numbers).
+  static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
   }
 
   uint64_t next() {

@@ -11,13 +11,6 @@ namespace mirra::runtime::data {
 
 namespace {
 
-// splitmix64's finaliser: (seed, epoch, example) -> a well-mixed generator seed.
-uint64_t mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 constexpr uint64_t kAugmentationStream = 0x61756D656E74ull;  // apart from the shuffle's generator
 
 }  // namespace
@@ -32,6 +25,8 @@ graph::Status check_augmentation(const ImageAugmentation& augmentation) {
 
 void augment_image(const uint8_t* image, uint8_t* out, const ImageShape& shape, const ImageAugmentation& augmentation,
                    const AugmentationDraw& draw) {
+  // (seed, epoch, example) -> one well-mixed generator seed.
+  const auto mix = Random::mix;
   Random rng(mix(mix(mix(draw.seed ^ kAugmentationStream) + static_cast<uint64_t>(draw.epoch)) +
                  static_cast<uint64_t>(draw.example)));
   const int64_t p = augmentation.crop_padding;

@@ -19,7 +19,6 @@ struct ImageAugmentation {
   int64_t crop_padding = 0;
   bool horizontal_flip = false;  // mirror left to right with probability 1/2
   bool enabled() const { return crop_padding > 0 || horizontal_flip; }
-  friend bool operator==(const ImageAugmentation&, const ImageAugmentation&) = default;
 };
 
 struct ImageShape {

@@ -68,8 +68,7 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
     if (node.op != "Variable") continue;
     const int64_t elements = node.outputs[0].shape.num_elements().value_or(0);
     parameters += elements;
-    const bool* is_trainable = node.attrs.get<bool>("trainable");
-    if (is_trainable == nullptr || *is_trainable) trainable += elements;
+    if (ops::is_trainable_variable(node)) trainable += elements;
   }
   std::printf("model %s\n", command.model.c_str());
   std::printf("  producer %s, created %s\n", model.metadata.producer.c_str(), model.metadata.created.c_str());
