@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds mirra with the CUDA backend and packs what a machine with a GPU needs to check it, where none
 # of our Debian build dependencies are installed: the runner, the GPU test binaries, scripts/gpu-check.sh,
-# the GPU benchmark and its PyTorch peer, the exposed-communication reader, and the shared libraries
-# they use that such a machine lacks (mirra's own, oneTBB, oneDNN, OpenBLAS, the C++ and Fortran
-# runtimes), but not the NVIDIA driver or CUDA libraries, which the machine has (toolkit, or
-# NVIDIA's Python wheels). The programs in the bundle's bin/ find cuBLAS, cuDNN and NCCL and set their
-# own library path; run.sh runs a command (default: the whole GPU check) from the bundle's folder.
+# the GPU benchmark and its PyTorch peer, the exposed-communication reader, the files of the source
+# tree the op tests read, and the shared libraries they use that such a machine lacks (mirra's own,
+# oneTBB, oneDNN, OpenBLAS, the C++ and Fortran runtimes), but not the NVIDIA driver or CUDA
+# libraries, which the machine has (toolkit, or NVIDIA's Python wheels). The programs in the bundle's
+# bin/ find cuBLAS, cuDNN and NCCL and set their own library path; run.sh runs a command (default:
+# the whole GPU check) from the bundle's folder.
 #   scripts/gpu-bundle.sh OUT.tar.xz [--data]     # --data: add the Fashion-MNIST files (30 MB)
 # The bundle without the data must stay within 40 MB compressed.
 set -euo pipefail
@@ -29,6 +30,10 @@ mkdir -p "$stage/bin" "$stage/libexec" "$stage/lib" "$stage/scripts" "$stage/ben
 cp scripts/gpu-check.sh "$stage/scripts/"
 cp bench/gpu_training_vs_pytorch.py bench/exposed_communication.py "$stage/bench/"
 cp bench/peers/torch_gpu_training.py bench/peers/torch_training.py bench/peers/fashion_mnist.py "$stage/bench/peers/"
+# The files of the source tree the op tests read (golden texts, TensorFlow's reference values), found
+# through MIRRA_SOURCE_DIR.
+mkdir -p "$stage/source/tests/ops"
+cp -r tests/ops/golden tests/ops/tf_reference "$stage/source/tests/ops/"
 
 # Every library the binaries load, but the C runtime's and NVIDIA's.
 ldd "${binaries[@]/#/$build/}" | awk '/=> \// { print $3 }' | sort -u | while read -r library; do

@@ -1,4 +1,4 @@
-// check_golden: compare with, or rewrite, a file under MIRRA_SOURCE_DIR.
+// source_file, and check_golden: compare with, or rewrite, a file of the source tree.
 #include "tests/golden_file.h"
 
 #include <doctest/doctest.h>
@@ -10,8 +10,13 @@
 
 namespace mirra::test {
 
+std::string source_file(const std::string& path) {
+  const char* moved = std::getenv("MIRRA_SOURCE_DIR");
+  return std::string(moved != nullptr && *moved != '\0' ? moved : MIRRA_SOURCE_DIR) + "/" + path;
+}
+
 void check_golden(const std::string& path, const std::string& text) {
-  const std::string file = std::string(MIRRA_SOURCE_DIR) + "/" + path;
+  const std::string file = source_file(path);
   if (std::getenv("MIRRA_UPDATE_GOLDEN") != nullptr) {
     std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     std::ofstream(file) << text;

@@ -97,9 +97,12 @@ void check_numerics_kernel(KernelContext& ctx, runtime::KernelDone done) {
   Tensor counts = Tensor::empty(gpu.allocator(), DType::i64, TensorShape{2});
   Tensor on_host = Tensor::empty(gpu.host_memory_allocator(), DType::i64, TensorShape{2});
   auto* device_counts = static_cast<unsigned long long*>(counts.mutable_raw_data());
-  // Launched as the compute stream's work (at once, on this thread, with the GPU current).
+  // Launched as the compute stream's work (at once, on this thread, with the GPU current); the copy
+  // back writes the pinned host buffer, which a device kernel may touch only when it says so.
+  const runtime::MemorySpace space = gpu.memory_space();
   Status launch;
   gpu.gpu_stream().enqueue([&] {
+    const runtime::ScopedMemoryAccess host_too(space, /*host_too=*/true);
     launch = runtime::cuda::check(cudaMemsetAsync(device_counts, 0, counts.byte_size(), gpu.stream()), "cudaMemsetAsync");
     if (launch.ok()) launch = launched(count_non_finite(x.dtype(), x.raw_data(), x.num_elements(), device_counts, gpu.stream()),
                                        "count_non_finite");

@@ -1,11 +1,11 @@
 // PeerAllReduce, PeerReduceScatter and PeerAllGather on GPUs through NCCL: the ranks meet, issue in
 // one group call and are watched by runtime::PeerMeetings (runtime/collectives/peer_meetings.h), to
 // which NCCL is the PeerLibrary: one communicator per GPU of a set (ncclCommInitAll), its errors
-// (ncclCommGetAsyncError) and its abort (ncclCommAbort). An all-reduce is ncclAllReduce; a
-// reduce-scatter, whose shares may differ by one element (ncclReduceScatter takes equal ones), is one
-// ncclReduce per rank's share, rooted at that rank; an all-gather is ncclAllGather when the shares are
-// equal, else one ncclBroadcast per share. Each runs on its GPU's communication stream, so the
-// backward pass goes on beside it on the compute stream.
+// (ncclCommGetAsyncError) and its abort (ncclCommAbort). A sum is ncclSum, a mean ncclAvg. An
+// all-reduce is ncclAllReduce; a reduce-scatter, whose shares may differ by one element
+// (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank; an
+// all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share. Each runs
+// on its GPU's communication stream, so the backward pass goes on beside it on the compute stream.
 #include <nccl.h>
 
 #include <chrono>
@@ -96,11 +96,9 @@ ncclDataType_t nccl_type(graph::DType dtype) {
   return ncclFloat32;
 }
 
-// GPUs sum among themselves; a mean (the sum scaled after) is not built.
-Status check_sum(const KernelContext& ctx) {
-  if (ctx.attr<std::string>("reduction") == "sum") return Status();
-  return graph::unimplemented("'" + ctx.node().name + "': GPUs sum among themselves; a mean is not built");
-}
+// The reduction NCCL applies: a sum, or a mean (ncclAvg: the sum over the ranks divided by their
+// count, as the CPU's collectives take it, up to rounding).
+ncclRedOp_t nccl_reduction(const KernelContext& ctx) { return ctx.attr<std::string>("reduction") == "mean" ? ncclAvg : ncclSum; }
 
 // The rank's calls join its group's meeting for this step. The executor calls the kernel once its
 // GPU has finished the inputs, so the communication stream waits for nothing.
@@ -126,7 +124,7 @@ void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
 
 // This rank's bucket, summed in place where the executor allows.
 void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  if (Status sum = check_sum(ctx); !sum.ok()) return done(std::move(sum));
+  const ncclRedOp_t reduction = nccl_reduction(ctx);
   struct Buffer {
     const void* input;
     void* output;
@@ -140,9 +138,9 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
     void* output = ctx.output_in_place_of_input(j).mutable_raw_data();
     buffers.push_back({input.raw_data(), output, static_cast<size_t>(input.num_elements()), nccl_type(input.dtype())});
   }
-  RankLaunch launch = [buffers = std::move(buffers)](ncclComm_t comm, cudaStream_t stream) {
+  RankLaunch launch = [buffers = std::move(buffers), reduction](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
-      MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllReduce(b.input, b.output, b.count, b.type, ncclSum, comm, stream), "ncclAllReduce"));
+      MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllReduce(b.input, b.output, b.count, b.type, reduction, comm, stream), "ncclAllReduce"));
     }
     return Status();
   };
@@ -152,7 +150,7 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
 // This rank's share of each tensor's sum: rank q's share (runtime::participant_share, rank order) is
 // reduced to rank q by one ncclReduce, every rank taking part in every rank's.
 void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  if (Status sum = check_sum(ctx); !sum.ok()) return done(std::move(sum));
+  const ncclRedOp_t reduction = nccl_reduction(ctx);
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
   struct Buffer {
     const std::byte* input;
@@ -170,7 +168,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
     buffers.push_back({static_cast<const std::byte*>(input.raw_data()), share.mutable_raw_data(), elements,
                        graph::dtype_size(input.dtype()), nccl_type(input.dtype())});
   }
-  RankLaunch launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
+  RankLaunch launch = [buffers = std::move(buffers), rank, ranks, reduction](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
       int64_t first = 0;
       for (int64_t root = 0; root < ranks; ++root) {
@@ -180,7 +178,7 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
         void* received = root == rank ? b.share : const_cast<std::byte*>(sent);
         if (count > 0) {
           MIRRA_RETURN_IF_ERROR(nccl_status(
-              ncclReduce(sent, received, static_cast<size_t>(count), b.type, ncclSum, static_cast<int>(root), comm, stream),
+              ncclReduce(sent, received, static_cast<size_t>(count), b.type, reduction, static_cast<int>(root), comm, stream),
               "ncclReduce"));
         }
         first += count;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "graph/gradients.h"
+#include "tests/golden_file.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -97,7 +98,7 @@ std::vector<Tensor> gradients_of(const std::string& op, const std::vector<Tensor
 }
 
 TEST_CASE("TensorFlow.edge_cases.match_tensorflow") {
-  std::ifstream file(MIRRA_SOURCE_DIR "/tests/ops/tf_reference/cases.json");
+  std::ifstream file(source_file("tests/ops/tf_reference/cases.json"));
   REQUIRE(file.good());
   const json reference = json::parse(file);
   CHECK(reference["producer"].get<std::string>().starts_with("TensorFlow 2.21"));

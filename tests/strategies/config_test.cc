@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "strategies/config.h"
+#include "tests/golden_file.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies {
@@ -90,7 +91,7 @@ TEST_CASE("StrategyConfig.every_example_config_trains") {
   const auto batches = test::random_batches("small_cnn", 9, 3, 5);
   for (const char* file : {"one_device.json", "mirrored.json", "central_storage.json"}) {
     CAPTURE(file);
-    auto config = load_strategy_config(std::string(MIRRA_SOURCE_DIR) + "/examples/configs/" + file);
+    auto config = load_strategy_config(mirra::test::source_file(std::string("examples/configs/") + file));
     REQUIRE_MESSAGE(config.ok(), config.status().to_string());
     auto strategy = make_strategy(*config);
     REQUIRE(strategy.ok());

@@ -14,6 +14,7 @@
 #include "examples/models.h"
 #include "graph/gradients.h"
 #include "ops/model_cost.h"
+#include "tests/golden_file.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies::test {
@@ -41,7 +42,7 @@ std::vector<double> initial_value(const std::string& name, const graph::Shape& s
 // script's weights and batch against the reference file's.
 void check_against_reference(const std::string& reference_file, const std::vector<int64_t>& image,
                              const std::function<examples::Classifier(graph::Builder&)>& build) {
-  std::ifstream file(MIRRA_SOURCE_DIR "/tests/strategies/reference/" + reference_file);
+  std::ifstream file(mirra::test::source_file("tests/strategies/reference/" + reference_file));
   REQUIRE(file.good());
   const nlohmann::json reference = nlohmann::json::parse(file);
 
