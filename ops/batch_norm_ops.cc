@@ -1,10 +1,12 @@
-// FusedBatchNormV3 and FusedBatchNormGradV3: schemas, builders, the gradient rule and CPU kernels.
+// FusedBatchNormV3 and FusedBatchNormGradV3, and the fused forms the passes make (FusedBatchNormEx,
+// SyncFusedBatchNorm, FusedBatchNormGradEx): schemas, builders, the gradient rule and CPU kernels.
 // A channel's sums are taken in two passes (the mean, then the squared deviations from it), so a
 // large mean costs no precision, and in double, over blocks of the input fixed by its shape, added in
 // block order: the same bits on any thread count.
 #include "ops/batch_norm_ops.h"
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +14,7 @@
 #include "ops/batch_norm_layout.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/elementwise_math.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -22,6 +25,7 @@ using graph::DType;
 using graph::ValueRef;
 using runtime::KernelContext;
 using runtime::Tensor;
+using runtime::TensorShape;
 
 namespace {
 
@@ -129,10 +133,35 @@ void write(Tensor& t, const std::vector<double>& values) {
 
 // ---- FusedBatchNormV3 and SyncFusedBatchNorm ----
 
+// What a fused form does after normalising: add a side input (x's shape and dtype), then apply a
+// ReLU, each where asked.
+struct Epilogue {
+  const Tensor* side_input = nullptr;
+  bool relu = false;
+};
+
+// The epilogue of a kernel whose op has one (its `activation` attribute, and the optional input
+// `side_input_index`).
+Epilogue epilogue_of(const KernelContext& ctx, size_t side_input_index) {
+  return {.side_input = ctx.num_inputs() > side_input_index ? &ctx.input(side_input_index) : nullptr,
+          .relu = ctx.attr<std::string>("activation") == "relu"};
+}
+
+// f(std::bool_constant<a>, std::bool_constant<b>) with a and b known at compile time, so the
+// element loops test neither per value.
+template <class F>
+auto with_flags(bool a, bool b, const F& f) {
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (a) return b ? f(Yes{}, Yes{}) : f(Yes{}, No{});
+  return b ? f(No{}, Yes{}) : f(No{}, No{});
+}
+
 // FusedBatchNormV3's kernel, and with `synchronised` SyncFusedBatchNorm's: in training the batch's
 // mean and biased variance are then its inputs 5 and 6, taken over input 7's count of values per
-// channel, instead of this batch's own.
-template <bool kSynchronised>
+// channel, instead of this batch's own. With `kEpilogue` (FusedBatchNormEx, SyncFusedBatchNorm) the
+// normalised value takes the op's side input and activation before it is stored.
+template <bool kSynchronised, bool kEpilogue>
 Status fused_batch_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const std::string& format = ctx.attr<std::string>("data_format");
@@ -147,6 +176,12 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
   if constexpr (kSynchronised) {
     MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(5), "batch_mean", l.channels, false));
     MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(6), "batch_variance", l.channels, false));
+  }
+  Epilogue epilogue;
+  if constexpr (kEpilogue) epilogue = epilogue_of(ctx, kSynchronised ? 8 : 5);
+  if (epilogue.side_input != nullptr && !(epilogue.side_input->shape() == x.shape())) {
+    return graph::invalid_argument("side_input " + epilogue.side_input->shape().to_string() + " and x " +
+                                   x.shape().to_string() + " differ");
   }
   const DType u = param_dtype(x.dtype());
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -204,14 +239,35 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
       shift[c] = static_cast<U>(offset[c] - (mean[c] - static_cast<double>(centre[c])) * ac);
     }
     T* py = y.mutable_data<T>();
+    const T* side = epilogue.side_input != nullptr ? epilogue.side_input->data<T>() : nullptr;
     const U *pc = centre.data(), *pa = a.data(), *ps = shift.data();
-    for_each_value(l, [&](int64_t i, int64_t c) { py[i] = static_cast<T>((static_cast<U>(px[i]) - pc[c]) * pa[c] + ps[c]); });
+    with_flags(side != nullptr, epilogue.relu, [&](auto with_side, auto with_relu) {
+      for_each_value(l, [&](int64_t i, int64_t c) {
+        U v = (static_cast<U>(px[i]) - pc[c]) * pa[c] + ps[c];
+        if constexpr (decltype(with_side)::value) v += static_cast<U>(side[i]);
+        if constexpr (decltype(with_relu)::value) v = math::Relu::apply(v);
+        py[i] = static_cast<T>(v);
+      });
+    });
     return Status();
   });
 }
 
 // ---- FusedBatchNormGradV3 ----
 
+// `value` where `keep`, else +0, without a branch: a ReLU's mask is as good as random, and a branch on
+// it would be mispredicted half the time.
+template <class T>
+T kept_where(T value, bool keep) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>>;
+  const Bits mask = static_cast<Bits>(Bits{0} - static_cast<Bits>(keep));
+  return std::bit_cast<T>(static_cast<Bits>(std::bit_cast<Bits>(value) & mask));
+}
+
+// FusedBatchNormGradV3's kernel, and with `kThroughActivation` FusedBatchNormGradEx's: dy is then the
+// gradient of the activation's output y (input 6), which reaches the normalisation where y > 0 (ReLU),
+// and output 5 holds that masked dy when `side_input_backprop` (the side input's gradient).
+template <bool kThroughActivation>
 Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& x = ctx.input(1);
@@ -220,6 +276,14 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
   const bool training = ctx.attr<bool>("is_training");
   if (!(dy.shape() == x.shape())) {
     return graph::invalid_argument("y_backprop " + dy.shape().to_string() + " and x " + x.shape().to_string() + " differ");
+  }
+  bool relu = false, side_input_backprop = false;
+  if constexpr (kThroughActivation) {
+    relu = ctx.attr<std::string>("activation") == "relu";
+    side_input_backprop = ctx.attr<bool>("side_input_backprop");
+    if (!(ctx.input(6).shape() == x.shape())) {
+      return graph::invalid_argument("y " + ctx.input(6).shape().to_string() + " and x " + x.shape().to_string() + " differ");
+    }
   }
   const Layout l = batch_norm_layout(x, format);
   MIRRA_RETURN_IF_ERROR(check_per_channel(ctx.input(2), "scale", l.channels, false));
@@ -231,17 +295,32 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
   Tensor& doffset = ctx.allocate_output(2, u, {l.channels});
   // Outputs 3 and 4 hold nothing; TensorFlow returns them as zero scalars.
   for (size_t i = 3; i <= 4; ++i) std::memset(ctx.allocate_output(i, u, {}).mutable_raw_data(), 0, graph::dtype_size(u));
+  Tensor* masked = nullptr;  // dy through the activation, where asked for
+  if constexpr (kThroughActivation) {
+    masked = &ctx.allocate_output(5, x.dtype(), side_input_backprop ? x.shape() : TensorShape{0});
+  }
   return cpu::visit_dtype<float, double, graph::bfloat16, graph::float16>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     using U = ParamOf<T>;
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
+    const T* pactivated = kThroughActivation ? ctx.input(6).data<T>() : nullptr;
+    T* pmasked = side_input_backprop ? masked->mutable_data<T>() : nullptr;
+    return with_flags(relu, pmasked != nullptr, [&](auto with_relu, auto write_masked) {
+    constexpr bool kRelu = decltype(with_relu)::value, kWriteMasked = decltype(write_masked)::value;
+    // The gradient that reaches the normalisation at value i.
+    const auto reaching = [&](int64_t i) -> T {
+      if constexpr (kRelu) return kept_where(pdy[i], static_cast<U>(pactivated[i]) > U(0));
+      return pdy[i];
+    };
     const std::vector<double> scale = as_doubles<U>(ctx.input(2)), mean = as_doubles<U>(ctx.input(3));
     std::vector<double> inv = as_doubles<U>(ctx.input(4));  // 1 / sqrt(variance + epsilon)
     for (double& v : inv) v = 1.0 / std::sqrt(v + epsilon);
     // sum(dy) and sum(dy * (x - mean)) per channel.
     const double* centre_of = mean.data();
     const auto sums = channel_sums<2>(l, [&](int64_t i, int64_t c) {
-      const double g = wide(pdy[i]);
+      const T reached = reaching(i);
+      if constexpr (kWriteMasked) pmasked[i] = reached;  // each value is summed once
+      const double g = wide(reached);
       return std::array<double, 2>{g, g * (wide(px[i]) - centre_of[c])};
     });
     const double n = static_cast<double>(std::max<int64_t>(l.count(), 1));
@@ -262,10 +341,12 @@ Status fused_batch_norm_grad_kernel(KernelContext& ctx) {
     write<U>(doffset, doffset_values);
     T* pdx = dx.mutable_data<T>();
     const U *pa = a.data(), *pm = mean_dy.data(), *pk = k.data(), *pc = centre.data();
-    for_each_value(l, [&](int64_t i, int64_t c) {
-      pdx[i] = static_cast<T>(pa[c] * ((static_cast<U>(pdy[i]) - pm[c]) - (static_cast<U>(px[i]) - pc[c]) * pk[c]));
-    });
+    const auto dx_of = [&](int64_t i, int64_t c, T g) {
+      pdx[i] = static_cast<T>(pa[c] * ((static_cast<U>(g) - pm[c]) - (static_cast<U>(px[i]) - pc[c]) * pk[c]));
+    };
+    for_each_value(l, [&](int64_t i, int64_t c) { dx_of(i, c, kWriteMasked ? pmasked[i] : reaching(i)); });
     return Status();
+    });
   });
 }
 
@@ -305,7 +386,17 @@ Status check_parameter_type(const InferContext& ctx, size_t i, const char* name,
                    std::to_string(size) + " and " + std::to_string(channels));
 }
 
-Expected<std::vector<TensorType>> infer_fused_batch_norm(const InferContext& ctx) {
+// An epilogue's activation: relu or none.
+Status check_activation(const InferContext& ctx) {
+  const std::string& activation = ctx.attr<std::string>("activation");
+  if (activation != "relu" && activation != "none") return ctx.error("activation must be relu or none, got " + activation);
+  return Status();
+}
+
+// The forward ops' shape rule: FusedBatchNormV3 (5 inputs), FusedBatchNormEx (a side input may follow
+// as input 5) and SyncFusedBatchNorm (the batch's statistics and their count as inputs 5 to 7, a side
+// input as input 8).
+Expected<std::vector<TensorType>> infer_fused_batch_norm(const InferContext& ctx, bool synchronised, bool epilogue) {
   MIRRA_ASSIGN_OR_RETURN(const int64_t channels, check_input(ctx, 0));
   const double factor = ctx.attr<double>("exponential_avg_factor");
   const bool given_statistics = !ctx.attr<bool>("is_training") || factor != 1.0;
@@ -315,25 +406,42 @@ Expected<std::vector<TensorType>> infer_fused_batch_norm(const InferContext& ctx
   for (size_t i = 1; i <= 4; ++i) {
     MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, i, names[i], u, channels, i >= 3 && !given_statistics));
   }
-  if (ctx.num_inputs() == 8) {  // SyncFusedBatchNorm: the batch's statistics and their count
+  if (synchronised) {
     MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, 5, "batch_mean", u, channels, false));
     MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, 6, "batch_variance", u, channels, false));
     if (ctx.input(7).dtype != u || ctx.input(7).shape.rank() != 0) return ctx.error("count must be a scalar of the statistics' dtype");
+  }
+  if (epilogue) {
+    MIRRA_RETURN_IF_ERROR(check_activation(ctx));
+    const size_t side = synchronised ? 8 : 5;
+    if (ctx.num_inputs() > side && (ctx.input(side).dtype != ctx.input(0).dtype ||
+                                    !ctx.input(side).shape.compatible_with(ctx.input(0).shape))) {
+      return ctx.error("side_input must have x's dtype and shape");
+    }
   }
   const TensorType statistic{u, graph::Shape{channels}};
   return std::vector<TensorType>{ctx.input(0), statistic, statistic, statistic, statistic, {u, graph::Shape{0}}};
 }
 
-Expected<std::vector<TensorType>> infer_fused_batch_norm_grad(const InferContext& ctx) {
+// FusedBatchNormGradV3's shape rule, and with `through_activation` FusedBatchNormGradEx's (input 6, the
+// activation's output, and output 5, the side input's gradient or nothing).
+Expected<std::vector<TensorType>> infer_fused_batch_norm_grad(const InferContext& ctx, bool through_activation) {
   MIRRA_ASSIGN_OR_RETURN(const int64_t channels, check_input(ctx, 1));
-  if (ctx.input(0).dtype != ctx.input(1).dtype || !ctx.input(0).shape.compatible_with(ctx.input(1).shape)) {
-    return ctx.error("y_backprop must have x's dtype and shape");
-  }
+  const auto like_x = [&](size_t i) {
+    return ctx.input(i).dtype == ctx.input(1).dtype && ctx.input(i).shape.compatible_with(ctx.input(1).shape);
+  };
+  if (!like_x(0)) return ctx.error("y_backprop must have x's dtype and shape");
   const DType u = param_dtype(ctx.input(1).dtype);
   const char* names[] = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2"};
   for (size_t i = 2; i <= 4; ++i) MIRRA_RETURN_IF_ERROR(check_parameter_type(ctx, i, names[i], u, channels, false));
   const TensorType per_channel{u, graph::Shape{channels}}, unused{u, graph::Shape{}};
-  return std::vector<TensorType>{ctx.input(1), per_channel, per_channel, unused, unused};
+  std::vector<TensorType> outputs{ctx.input(1), per_channel, per_channel, unused, unused};
+  if (through_activation) {
+    MIRRA_RETURN_IF_ERROR(check_activation(ctx));
+    if (!like_x(6)) return ctx.error("y must have x's dtype and shape");
+    outputs.push_back(ctx.attr<bool>("side_input_backprop") ? ctx.input(1) : TensorType{ctx.input(1).dtype, graph::Shape{0}});
+  }
+  return outputs;
 }
 
 // TensorFlow's rule: y's gradient reaches x, scale and offset; the statistics outputs are not
@@ -353,33 +461,65 @@ std::vector<ValueRef> fused_batch_norm_gradient(graph::GradientContext& g) {
 }  // namespace
 
 void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  const auto forward_rule = [](bool synchronised, bool epilogue) {
+    return [=](const InferContext& ctx) { return infer_fused_batch_norm(ctx, synchronised, epilogue); };
+  };
+  const auto with_activation = [](std::vector<graph::AttrSpec> attrs, const char* activation) {
+    attrs.push_back({"activation", AttrType::string, std::string(activation)});
+    return attrs;
+  };
+  const char* fused_after_differentiation = "the fusion passes make it after differentiation, from ops that have gradients";
   schemas.add(graph::OpSchema{
       .name = "FusedBatchNormV3",
       .inputs = {"x", "scale", "offset", "mean", "variance"},
       .attrs = batch_norm_attrs(true),
       .training_attr = "is_training",
-      .infer = infer_fused_batch_norm,
+      .infer = forward_rule(false, false),
       .summary = "Batch normalisation per channel, with the batch's statistics (training) or the given ones.",
       .gradient = fused_batch_norm_gradient});
-  kernels.add("FusedBatchNormV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<false>, .expensive = true});
+  kernels.add("FusedBatchNormV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<false, false>, .expensive = true});
+  schemas.add(graph::OpSchema{
+      .name = "FusedBatchNormEx",
+      .inputs = {"x", "scale", "offset", "mean", "variance", "side_input"},
+      .optional_inputs = 1,
+      .attrs = with_activation(batch_norm_attrs(true), "relu"),
+      .training_attr = "is_training",
+      .infer = forward_rule(false, true),
+      .summary = "FusedBatchNormV3, then + side_input (when given) and the activation (relu or none), in one sweep.",
+      .no_gradient = fused_after_differentiation});
+  kernels.add("FusedBatchNormEx", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<false, true>, .expensive = true});
   schemas.add(graph::OpSchema{
       .name = "SyncFusedBatchNorm",
-      .inputs = {"x", "scale", "offset", "mean", "variance", "batch_mean", "batch_variance", "count"},
-      .attrs = batch_norm_attrs(true),
+      .inputs = {"x", "scale", "offset", "mean", "variance", "batch_mean", "batch_variance", "count", "side_input"},
+      .optional_inputs = 1,
+      .attrs = with_activation(batch_norm_attrs(true), "none"),
       .training_attr = "is_training",
-      .infer = infer_fused_batch_norm,
+      .infer = forward_rule(true, true),
       .summary = "FusedBatchNormV3 whose training statistics are given: the mean and biased variance of the batch over "
-                 "every replica, taken over `count` values per channel (sync_batch_norm).",
+                 "every replica, taken over `count` values per channel (sync_batch_norm); then FusedBatchNormEx's "
+                 "side input and activation.",
       .no_gradient = "the sync_batch_norm rewrite makes it after differentiation, with the gradient's collectives"});
-  kernels.add("SyncFusedBatchNorm", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<true>, .expensive = true});
+  kernels.add("SyncFusedBatchNorm", graph::DeviceKind::cpu, {.fn = fused_batch_norm_kernel<true, true>, .expensive = true});
   schemas.add(graph::OpSchema{
       .name = "FusedBatchNormGradV3",
       .inputs = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3"},
       .attrs = batch_norm_attrs(false),
-      .infer = infer_fused_batch_norm_grad,
+      .infer = [](const InferContext& ctx) { return infer_fused_batch_norm_grad(ctx, false); },
       .summary = "The gradient of FusedBatchNormV3's y with respect to x, scale and offset.",
       .no_gradient = "second derivatives of batch normalisation are not supported"});
-  kernels.add("FusedBatchNormGradV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_grad_kernel, .expensive = true});
+  kernels.add("FusedBatchNormGradV3", graph::DeviceKind::cpu, {.fn = fused_batch_norm_grad_kernel<false>, .expensive = true});
+  std::vector<graph::AttrSpec> grad_ex_attrs = with_activation(batch_norm_attrs(false), "relu");
+  grad_ex_attrs.push_back({"side_input_backprop", AttrType::boolean, false});
+  schemas.add(graph::OpSchema{
+      .name = "FusedBatchNormGradEx",
+      .inputs = {"y_backprop", "x", "scale", "reserve_space_1", "reserve_space_2", "reserve_space_3", "y"},
+      .attrs = std::move(grad_ex_attrs),
+      .infer = [](const InferContext& ctx) { return infer_fused_batch_norm_grad(ctx, true); },
+      .summary = "The gradient of FusedBatchNormEx: y_backprop is the gradient of its output y, which passes the "
+                 "activation where y > 0 (relu); output 5 is that gradient (the side input's) when "
+                 "side_input_backprop, else empty.",
+      .no_gradient = fused_after_differentiation});
+  kernels.add("FusedBatchNormGradEx", graph::DeviceKind::cpu, {.fn = fused_batch_norm_grad_kernel<true>, .expensive = true});
 }
 
 BatchNorm fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueRef offset, ValueRef mean,
@@ -396,13 +536,16 @@ BatchNorm fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueR
 
 BatchNorm sync_fused_batch_norm(graph::Builder& b, ValueRef x, ValueRef scale, ValueRef offset, ValueRef mean,
                                 ValueRef variance, ValueRef batch_mean, ValueRef batch_variance, ValueRef count,
-                                const BatchNormOptions& options) {
+                                const BatchNormOptions& options, const BatchNormEpilogue& epilogue) {
+  std::vector<ValueRef> inputs = {x, scale, offset, mean, variance, batch_mean, batch_variance, count};
+  if (epilogue.side_input.valid()) inputs.push_back(epilogue.side_input);
   const graph::NodeId id = b.add({.op = "SyncFusedBatchNorm",
-                                  .inputs = {x, scale, offset, mean, variance, batch_mean, batch_variance, count},
+                                  .inputs = std::move(inputs),
                                   .attrs = {{"epsilon", options.epsilon},
                                             {"exponential_avg_factor", options.exponential_avg_factor},
                                             {"data_format", options.data_format},
-                                            {"is_training", options.is_training}}});
+                                            {"is_training", options.is_training},
+                                            {"activation", epilogue.activation}}});
   if (id == graph::kInvalidNode) return {};
   return {{id, 0}, {id, 1}, {id, 2}, {id, 3}, {id, 4}, {id, 5}};
 }

@@ -41,6 +41,16 @@ struct BatchNorm {
 BatchNorm fused_batch_norm(graph::Builder& b, graph::ValueRef x, graph::ValueRef scale, graph::ValueRef offset,
                            graph::ValueRef mean, graph::ValueRef variance, const BatchNormOptions& options = {});
 
+// What FusedBatchNormEx and SyncFusedBatchNorm (mirra's) do with the normalised value before they
+// store it: add `side_input` (x's dtype and shape; invalid: none), then apply `activation` (relu or
+// none). FusedBatchNormEx is what ops::fuse_batch_norm_activation makes of a FusedBatchNormV3 read
+// only by a ReLU, or by an Add of another value of its shape that a ReLU reads (a residual block's
+// sum); FusedBatchNormGradEx is then its gradient.
+struct BatchNormEpilogue {
+  graph::ValueRef side_input;
+  std::string activation = "none";
+};
+
 // SyncFusedBatchNorm (mirra's): FusedBatchNormV3 whose training statistics are given, the mean and
 // biased variance of the whole batch over every replica, taken over `count` (a scalar of the
 // statistics' dtype) values per channel; the moving statistics move towards them, the variance
@@ -48,7 +58,8 @@ BatchNorm fused_batch_norm(graph::Builder& b, graph::ValueRef x, graph::ValueRef
 // (strategies/batch_norm_sync.h) makes it; it has no gradient rule of its own.
 BatchNorm sync_fused_batch_norm(graph::Builder& b, graph::ValueRef x, graph::ValueRef scale, graph::ValueRef offset,
                                 graph::ValueRef mean, graph::ValueRef variance, graph::ValueRef batch_mean,
-                                graph::ValueRef batch_variance, graph::ValueRef count, const BatchNormOptions& options = {});
+                                graph::ValueRef batch_variance, graph::ValueRef count, const BatchNormOptions& options = {},
+                                const BatchNormEpilogue& epilogue = {});
 
 struct BatchNormGrad {
   graph::ValueRef x, scale, offset;

@@ -3,7 +3,10 @@
 #include "ops/fusion.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+
+#include "ops/registry.h"
 
 namespace mirra::ops {
 
@@ -23,32 +26,74 @@ std::vector<int> data_consumer_counts(const graph::Graph& g) {
   return counts;
 }
 
-// Adds `fused`, which computes what output 0 of `last` did, in place of the chain `replaced` (last
-// included): readers of that output read the fused node's, control edges to or from the chain move to
-// the fused node, and the chain is left without readers.
-void replace_chain(graph::Graph& g, Node fused, const std::set<NodeId>& replaced, NodeId last) {
-  for (const NodeId id : replaced) {
-    for (NodeId control : g.node(id).control_inputs) {
-      if (std::find(fused.control_inputs.begin(), fused.control_inputs.end(), control) == fused.control_inputs.end()) {
-        fused.control_inputs.push_back(control);
-      }
+// Every (node, input slot) that reads each value.
+using Readers = std::map<ValueRef, std::vector<std::pair<NodeId, size_t>>>;
+
+Readers value_readers(const graph::Graph& g) {
+  Readers readers;
+  for (const Node& node : g.nodes()) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) readers[node.inputs[i]].emplace_back(node.id, i);
+  }
+  return readers;
+}
+
+const std::vector<std::pair<NodeId, size_t>>& readers_of(const Readers& readers, ValueRef value) {
+  static const std::vector<std::pair<NodeId, size_t>> none;
+  const auto found = readers.find(value);
+  return found == readers.end() ? none : found->second;
+}
+
+// Whether a reader takes only its input's shape there (OpSchema::reads_only_shape: SumToShape's
+// `like`), so that any value of that shape may stand in.
+bool reads_only_shape(const graph::Graph& g, NodeId reader, size_t slot) {
+  const graph::OpSchema* schema = registry().find(g.node(reader).op);
+  return schema != nullptr && schema->reads_only_shape_of(slot);
+}
+
+// Whether `value`'s buffer is read by `reader` and by no other node (others may take its shape).
+bool read_only_by(const graph::Graph& g, const Readers& readers, ValueRef value, NodeId reader) {
+  bool read = false;
+  for (const auto& [node, slot] : readers_of(readers, value)) {
+    if (node == reader) {
+      read = true;
+    } else if (!reads_only_shape(g, node, slot)) {
+      return false;
     }
   }
-  const NodeId fused_id = g.add_node(std::move(fused));
-  g.replace_all_uses({last, 0}, {fused_id, 0});
+  return read;
+}
+
+// Control edges to or from the nodes `replaced` move to `into`.
+void take_over_control_edges(graph::Graph& g, NodeId into, const std::set<NodeId>& replaced) {
+  std::vector<NodeId> inherited;
+  for (const NodeId id : replaced) {
+    for (NodeId control : g.node(id).control_inputs) inherited.push_back(control);
+  }
+  std::vector<NodeId>& own = g.mutable_node(into).control_inputs;
+  own.insert(own.end(), inherited.begin(), inherited.end());
   for (NodeId id = 0; id < g.size(); ++id) {
     std::vector<NodeId>& controls = g.mutable_node(id).control_inputs;
-    bool waits = false;
+    bool changed = id == into;
     for (NodeId& control : controls) {
       if (replaced.count(control) == 0) continue;
-      control = fused_id;
-      waits = true;
+      control = into;
+      changed = true;
     }
-    if (!waits) continue;
+    if (!changed) continue;
     std::sort(controls.begin(), controls.end());
     controls.erase(std::unique(controls.begin(), controls.end()), controls.end());
-    if (id == fused_id) controls.erase(std::remove(controls.begin(), controls.end(), fused_id), controls.end());
+    if (id == into) controls.erase(std::remove(controls.begin(), controls.end(), into), controls.end());
   }
+}
+
+// Adds `fused`, which computes what output 0 of `last` did, in place of the chain `replaced` (last
+// included): readers of that output read the fused node's, control edges to or from the chain move to
+// the fused node, and the chain is left without readers. Returns the fused node.
+NodeId replace_chain(graph::Graph& g, Node fused, const std::set<NodeId>& replaced, NodeId last) {
+  const NodeId fused_id = g.add_node(std::move(fused));
+  g.replace_all_uses({last, 0}, {fused_id, 0});
+  take_over_control_edges(g, fused_id, replaced);
+  return fused_id;
 }
 
 }  // namespace
@@ -76,6 +121,107 @@ int fuse_conv_bias_relu(graph::Graph& g) {
     node.outputs = relu.outputs;
     node.device = conv.device;
     replace_chain(g, std::move(node), {conv.id, bias_add.id, relu_id}, relu_id);
+    ++fused;
+  }
+  return fused;
+}
+
+int fuse_batch_norm_activation(graph::Graph& g) {
+  const Readers readers = value_readers(g);
+  const size_t original = g.size();
+  int fused = 0;
+  for (NodeId relu_id = 0; relu_id < original; ++relu_id) {
+    const Node relu = g.node(relu_id);
+    if (relu.op != "Relu") continue;
+    ValueRef normalised = relu.inputs[0], side_input;
+    NodeId add_id = graph::kInvalidNode;
+    const Node& sum = g.node(normalised.node);
+    if (sum.op == "Add" && read_only_by(g, readers, normalised, relu_id) && sum.device == relu.device &&
+        g.type(sum.inputs[0]) == g.type(sum.inputs[1]) && sum.inputs[0] != sum.inputs[1]) {
+      // The batch normalisation is either term; the other is the side input.
+      for (size_t k = 0; k < 2 && add_id == graph::kInvalidNode; ++k) {
+        const ValueRef term = sum.inputs[k];
+        if (g.node(term.node).op != "FusedBatchNormV3" || term.output != 0 || !read_only_by(g, readers, term, sum.id)) continue;
+        normalised = term;
+        side_input = sum.inputs[1 - k];
+        add_id = sum.id;
+      }
+      if (add_id == graph::kInvalidNode) continue;
+    } else if (!read_only_by(g, readers, normalised, relu_id)) {
+      continue;
+    }
+    const Node& bn = g.node(normalised.node);
+    if (bn.op != "FusedBatchNormV3" || normalised.output != 0 || bn.device != relu.device) continue;
+
+    Node node;
+    node.op = "FusedBatchNormEx";
+    node.name = g.unique_name(relu.name + "/FusedBatchNormEx");
+    node.inputs = bn.inputs;
+    if (side_input.valid()) node.inputs.push_back(side_input);
+    node.attrs = bn.attrs;
+    node.attrs.set("activation", std::string("relu"));
+    node.outputs = bn.outputs;
+    node.outputs[0] = relu.outputs[0];
+    node.device = bn.device;
+    std::set<NodeId> chain = {bn.id, relu_id};
+    if (add_id != graph::kInvalidNode) chain.insert(add_id);
+    // Those that took the shape of the normalised value or of the sum take the ReLU's, which is theirs.
+    std::vector<std::pair<NodeId, size_t>> shape_readers = readers_of(readers, normalised);
+    if (add_id != graph::kInvalidNode) {
+      const auto& of_sum = readers_of(readers, {add_id, 0});
+      shape_readers.insert(shape_readers.end(), of_sum.begin(), of_sum.end());
+    }
+    const NodeId bn_id = bn.id;  // `bn` dangles once the graph grows
+    const uint16_t outputs = static_cast<uint16_t>(bn.outputs.size());
+    const NodeId fused_id = replace_chain(g, std::move(node), chain, relu_id);
+    for (uint16_t output = 1; output < outputs; ++output) g.replace_all_uses({bn_id, output}, {fused_id, output});
+    for (const auto& [reader, slot] : shape_readers) {
+      if (chain.count(reader) == 0) g.mutable_node(reader).inputs[slot] = {fused_id, 0};
+    }
+    ++fused;
+  }
+  return fused;
+}
+
+int fuse_batch_norm_grad_activation(graph::Graph& g) {
+  const Readers readers = value_readers(g);
+  const size_t original = g.size();
+  int fused = 0;
+  for (NodeId grad_id = 0; grad_id < original; ++grad_id) {
+    const Node grad = g.node(grad_id);
+    if (grad.op != "FusedBatchNormGradV3") continue;
+    // dy, or a SumToShape of it to a value of its own type (the gradient of a residual sum's term).
+    ValueRef dy = grad.inputs[0];
+    NodeId sum_id = graph::kInvalidNode;
+    if (const Node& sum = g.node(dy.node); sum.op == "SumToShape") {
+      if (g.type(sum.inputs[0]) != g.type(sum.inputs[1]) || !read_only_by(g, readers, dy, grad_id)) continue;
+      sum_id = sum.id;
+      dy = sum.inputs[0];
+    }
+    const Node& relu_grad = g.node(dy.node);
+    if (relu_grad.op != "ReluGrad" || relu_grad.device != grad.device || g.type(dy) != g.type(grad.inputs[1])) continue;
+    // Whoever else read the ReLU's gradient (the side input's path) reads output 5.
+    std::vector<std::pair<NodeId, size_t>> others;
+    for (const auto& reader : readers_of(readers, dy)) {
+      if (reader.first != grad_id && reader.first != sum_id) others.push_back(reader);
+    }
+
+    // The gradient node becomes the fused one, so that whoever holds its outputs (the optimizer's
+    // list of gradients, which the strategies aggregate) still finds them.
+    const std::set<NodeId> absorbed = sum_id == graph::kInvalidNode ? std::set<NodeId>{relu_grad.id}
+                                                                    : std::set<NodeId>{relu_grad.id, sum_id};
+    const graph::TensorType side_input_gradient =
+        others.empty() ? graph::TensorType{g.type(dy).dtype, graph::Shape{0}} : g.type(dy);
+    const ValueRef upstream = relu_grad.inputs[0], activated = relu_grad.inputs[1];
+    Node& node = g.mutable_node(grad_id);
+    node.op = "FusedBatchNormGradEx";
+    node.inputs[0] = upstream;
+    node.inputs.push_back(activated);
+    node.attrs.set("activation", std::string("relu"));
+    node.attrs.set("side_input_backprop", !others.empty());
+    node.outputs.push_back(side_input_gradient);
+    take_over_control_edges(g, grad_id, absorbed);
+    for (const auto& [reader, slot] : others) g.mutable_node(reader).inputs[slot] = {grad_id, 5};
     ++fused;
   }
   return fused;
@@ -130,7 +276,8 @@ int fuse_max_pool_grad_bias_grad(graph::Graph& g) {
 }
 
 int fuse_for_training(graph::Graph& g) {
-  return fuse_conv_bias_relu(g) + fuse_max_pool_grad_relu_grad(g) + fuse_max_pool_grad_bias_grad(g);
+  return fuse_conv_bias_relu(g) + fuse_batch_norm_activation(g) + fuse_max_pool_grad_relu_grad(g) +
+         fuse_batch_norm_grad_activation(g) + fuse_max_pool_grad_bias_grad(g);
 }
 
 }  // namespace mirra::ops

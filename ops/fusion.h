@@ -11,7 +11,16 @@
 //     windows), instead of another sweep over its output. The ReduceSum becomes an Identity of the
 //     MaxPoolGrad's output 1, so whoever holds its value (the optimizer's list of gradients) still
 //     finds it.
-//   - fuse_for_training runs the three, in that order.
+//   - fuse_batch_norm_activation turns Relu(FusedBatchNormV3(x)), and Relu(Add(FusedBatchNormV3(x),
+//     s)) with s of the same type (a residual block's sum, either term), where nothing else reads the
+//     normalised value or the sum but for its shape, into one FusedBatchNormEx with s as its side
+//     input: one sweep writes the ReLU's output, and neither the normalised value nor the sum is kept.
+//   - fuse_batch_norm_grad_activation turns FusedBatchNormGradV3(ReluGrad(dr, r)), or of a SumToShape
+//     of that to a value of the same type, into one FusedBatchNormGradEx(dr, ..., r): the gradient
+//     passes the ReLU as the sums are taken; whoever else read the ReLU's gradient (the side input's
+//     path) reads the fused node's output 5. Shapes the graph leaves unknown must agree at run time:
+//     the fused kernels refuse tensors of other shapes than x's, never broadcast them.
+//   - fuse_for_training runs them all: the two forward fusions, then the three gradient fusions.
 //
 // REQUIRES: a structurally valid graph. ENSURES: every value that was read still exists with the same
 // meaning (the chain's last output is the fused node's); the replaced nodes stay in the graph but
@@ -24,6 +33,8 @@
 namespace mirra::ops {
 
 int fuse_conv_bias_relu(graph::Graph& graph);
+int fuse_batch_norm_activation(graph::Graph& graph);
+int fuse_batch_norm_grad_activation(graph::Graph& graph);
 int fuse_max_pool_grad_relu_grad(graph::Graph& graph);
 int fuse_max_pool_grad_bias_grad(graph::Graph& graph);
 int fuse_for_training(graph::Graph& graph);

@@ -7,7 +7,8 @@
 // mean, then of its squared deviations from that mean, giving the biased variance. Two passes, as the
 // CPU kernel takes them, so a large mean costs no precision (a sum of squares minus the squared mean
 // would lose it). Each replica's FusedBatchNormV3 becomes a SyncFusedBatchNorm given those statistics
-// (its inference mode is FusedBatchNormV3's: evaluation still uses the moving statistics).
+// (its inference mode is FusedBatchNormV3's: evaluation still uses the moving statistics); a
+// FusedBatchNormEx keeps its side input and activation in it.
 //
 // Backward, per layer, one all-reduce: each replica's FusedBatchNormGradV3 runs in inference mode
 // (dx = scale * inv * dy with the global statistics, dscale and doffset its own sums, which the
@@ -75,6 +76,17 @@ std::vector<std::vector<ValueRef>> summed(ReplicaGraph& r, const std::vector<std
   return out;
 }
 
+// A batch normalisation the pass synchronises: FusedBatchNormV3, or the FusedBatchNormEx the fusion
+// passes made of one (its gradient a FusedBatchNormGradEx).
+bool is_batch_norm(const Node& node) { return node.op == "FusedBatchNormV3" || node.op == "FusedBatchNormEx"; }
+
+// What a FusedBatchNormEx adds and applies after normalising, reading a replica's `inputs`.
+ops::BatchNormEpilogue epilogue(const Node& original, const std::vector<ValueRef>& inputs) {
+  if (original.op != "FusedBatchNormEx") return {};
+  return {.side_input = inputs.size() > 5 ? inputs[5] : ValueRef{},
+          .activation = graph::checked_attr<std::string>(original, "activation")};
+}
+
 graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
   graph::Builder& b = r.builder;
   const graph::TensorType x_type = r.program.graph.type(original.inputs[0]);
@@ -133,7 +145,7 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
     variance[s] = on(k, ops::div(b, square_totals[s][0], count[s]));
     const std::vector<ValueRef>& in = inputs[s];
     const ops::BatchNorm bn =
-        ops::sync_fused_batch_norm(b, in[0], in[1], in[2], in[3], in[4], mean[s], variance[s], count[s], options);
+        ops::sync_fused_batch_norm(b, in[0], in[1], in[2], in[3], in[4], mean[s], variance[s], count[s], options, epilogue(original, in));
     MIRRA_RETURN_IF_ERROR(b.status());
     on(k, bn.y);
     synchronised[s] = bn.y.node;
@@ -152,7 +164,7 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
   // Backward: the gradient nodes reading a replica's statistics (its reserve spaces).
   std::vector<NodeId> grads(static_cast<size_t>(replicas), graph::kInvalidNode);
   for (const Node& node : r.graph.nodes()) {
-    if (node.op != "FusedBatchNormGradV3") continue;
+    if (node.op != "FusedBatchNormGradV3" && node.op != "FusedBatchNormGradEx") continue;
     for (size_t k = 0; k < grads.size(); ++k) {
       if (node.inputs[4] == ValueRef{synchronised[k], 4}) grads[k] = node.id;
     }
@@ -200,7 +212,7 @@ graph::Status synchronise_batch_norm(ReplicaGraph& r) {
   if (r.replicas == 1 && !r.plan.across_workers) return graph::Status();  // one replica's statistics are the batch's
   for (NodeId id : r.order) {
     const Node& node = r.program.graph.node(id);
-    if (node.op != "FusedBatchNormV3" || !r.classification.replicated[id]) continue;
+    if (!is_batch_norm(node) || !r.classification.replicated[id]) continue;
     if (!graph::checked_attr<bool>(node, "is_training")) continue;
     MIRRA_RETURN_IF_ERROR(synchronise_layer(r, node));
   }

@@ -1,8 +1,9 @@
-// CUDA kernels of batch normalisation: per channel, one block takes the sums the CPU kernel takes (the
-// mean, then the squared deviations from it; dy and dy * (x - mean)) in double over a fixed tree in
-// shared memory, so the result never depends on scheduling (SyncFusedBatchNorm: takes the whole
-// batch's, given), and writes the channel's statistics and
-// the factors of the element-wise pass that follows (the CPU's formulas, ops/batch_norm_ops.cc).
+// CUDA kernels of batch normalisation and of its fused forms (a side input and a ReLU after it; the
+// gradient through that ReLU): per channel, one block takes the sums the CPU kernel takes (the mean,
+// then the squared deviations from it; dy and dy * (x - mean)) in double over a fixed tree in shared
+// memory, so the result never depends on scheduling (SyncFusedBatchNorm: takes the whole batch's,
+// given), and writes the channel's statistics and the factors of the element-wise pass that follows
+// (the CPU's formulas, ops/batch_norm_ops.cc).
 #include <cmath>
 
 #include "ops/cuda/launch.cuh"
@@ -92,22 +93,33 @@ __global__ void batch_norm_statistics(const T* x, const ParamOf<T>* scale, const
   }
 }
 
+// y = (x - centre) * a + shift, plus the side input where given, through the ReLU where asked.
 template <class T>
-__global__ void batch_norm_apply(const T* x, const ParamOf<T>* factors, T* y, BatchNormGeometry g) {
+__global__ void batch_norm_apply(const T* x, const ParamOf<T>* factors, const T* side_input, T* y, BatchNormGeometry g) {
   using U = ParamOf<T>;
   const int64_t total = g.outer * g.channels * g.inner;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t c = i / g.inner % g.channels;
     const U v = static_cast<U>(accumulated(x[i]));
-    y[i] = stored<T>(static_cast<Accumulator<T>>((v - factors[c]) * factors[g.channels + c] + factors[2 * g.channels + c]));
+    U out = (v - factors[c]) * factors[g.channels + c] + factors[2 * g.channels + c];
+    if (side_input != nullptr) out += static_cast<U>(accumulated(side_input[i]));
+    if (g.relu) out = out > U(0) ? out : U(0);
+    y[i] = stored<T>(static_cast<Accumulator<T>>(out));
   }
+}
+
+// The gradient that reaches the normalisation at value i: dy, where the activation passes it.
+template <class T>
+__device__ T reaching(const T* dy, const T* activated, const BatchNormGeometry& g, int64_t i) {
+  if (!g.relu || activated == nullptr || accumulated(activated[i]) > 0) return dy[i];
+  return stored<T>(Accumulator<T>(0));
 }
 
 // Per channel: dscale, doffset, and dx = a * ((dy - mean_dy) - (x - centre) * k)'s factors.
 template <class T>
 __global__ void batch_norm_grad_statistics(const T* dy, const T* x, const ParamOf<T>* scale, const ParamOf<T>* mean,
-                                           const ParamOf<T>* variance, ParamOf<T>* dscale, ParamOf<T>* doffset,
-                                           ParamOf<T>* factors, BatchNormGeometry g) {
+                                           const ParamOf<T>* variance, const T* activated, ParamOf<T>* dscale,
+                                           ParamOf<T>* doffset, T* masked, ParamOf<T>* factors, BatchNormGeometry g) {
   using U = ParamOf<T>;
   __shared__ double partial[kThreads];
   const int64_t count = g.outer * g.inner;
@@ -116,7 +128,9 @@ __global__ void batch_norm_grad_statistics(const T* dy, const T* x, const ParamO
     double sum_dy = 0, sum_dy_xc = 0;
     for (int64_t n = threadIdx.x; n < count; n += blockDim.x) {
       const int64_t i = index_of(g, c, n);
-      const double d = wide(dy[i]);
+      const T reached = reaching(dy, activated, g, i);
+      if (masked != nullptr) masked[i] = reached;
+      const double d = wide(reached);
       sum_dy += d;
       sum_dy_xc += d * (wide(x[i]) - centre);
     }
@@ -135,12 +149,13 @@ __global__ void batch_norm_grad_statistics(const T* dy, const T* x, const ParamO
 }
 
 template <class T>
-__global__ void batch_norm_grad_apply(const T* dy, const T* x, const ParamOf<T>* factors, T* dx, BatchNormGeometry g) {
+__global__ void batch_norm_grad_apply(const T* dy, const T* x, const T* activated, const ParamOf<T>* factors, T* dx,
+                                      BatchNormGeometry g) {
   using U = ParamOf<T>;
   const int64_t total = g.outer * g.channels * g.inner, C = g.channels;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t c = i / g.inner % C;
-    const U d = static_cast<U>(accumulated(dy[i])), v = static_cast<U>(accumulated(x[i]));
+    const U d = static_cast<U>(accumulated(reaching(dy, activated, g, i))), v = static_cast<U>(accumulated(x[i]));
     dx[i] = stored<T>(static_cast<Accumulator<T>>(factors[C + c] * ((d - factors[2 * C + c]) - (v - factors[c]) * factors[3 * C + c])));
   }
 }
@@ -152,8 +167,8 @@ unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>(std::cl
 cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, const void* offset, const void* mean,
                              const void* variance, void* y, void* moving_mean, void* moving_variance, void* batch_mean,
                              void* batch_variance, void* scratch, const void* given_batch_mean,
-                             const void* given_batch_variance, const void* given_count, const BatchNormGeometry& g,
-                             cudaStream_t stream) {
+                             const void* given_batch_variance, const void* given_count, const void* side_input,
+                             const BatchNormGeometry& g, cudaStream_t stream) {
   if (g.channels == 0) return cudaSuccess;
   return visit<float, double, graph::bfloat16, graph::float16>(dtype, [&]<class T>(T) {
     using U = ParamOf<T>;
@@ -167,27 +182,28 @@ cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, cons
     const int64_t total = g.outer * g.channels * g.inner;
     if (e == cudaSuccess && total > 0) {
       e = launch(batch_norm_apply<T>, blocks_for(total), kThreads, stream, static_cast<const T*>(x),
-                 static_cast<const U*>(factors), static_cast<T*>(y), g);
+                 static_cast<const U*>(factors), static_cast<const T*>(side_input), static_cast<T*>(y), g);
     }
     return e;
   });
 }
 
 cudaError_t fused_batch_norm_grad(DType dtype, const void* dy, const void* x, const void* scale, const void* mean,
-                                  const void* variance, void* dx, void* dscale, void* doffset, void* scratch,
-                                  const BatchNormGeometry& g, cudaStream_t stream) {
+                                  const void* variance, const void* activated, void* dx, void* dscale, void* doffset,
+                                  void* masked, void* scratch, const BatchNormGeometry& g, cudaStream_t stream) {
   if (g.channels == 0) return cudaSuccess;
   return visit<float, double, graph::bfloat16, graph::float16>(dtype, [&]<class T>(T) {
     using U = ParamOf<T>;
     auto* factors = static_cast<U*>(scratch);
     cudaError_t e = launch(batch_norm_grad_statistics<T>, channel_blocks(g.channels), kThreads, stream,
                            static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const U*>(scale),
-                           static_cast<const U*>(mean), static_cast<const U*>(variance), static_cast<U*>(dscale),
-                           static_cast<U*>(doffset), factors, g);
+                           static_cast<const U*>(mean), static_cast<const U*>(variance), static_cast<const T*>(activated),
+                           static_cast<U*>(dscale), static_cast<U*>(doffset), static_cast<T*>(masked), factors, g);
     const int64_t total = g.outer * g.channels * g.inner;
     if (e == cudaSuccess && total > 0) {
       e = launch(batch_norm_grad_apply<T>, blocks_for(total), kThreads, stream, static_cast<const T*>(dy),
-                 static_cast<const T*>(x), static_cast<const U*>(factors), static_cast<T*>(dx), g);
+                 static_cast<const T*>(x), static_cast<const T*>(activated), static_cast<const U*>(factors),
+                 static_cast<T*>(dx), g);
     }
     return e;
   });

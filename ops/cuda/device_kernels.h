@@ -136,20 +136,24 @@ struct BatchNormGeometry {
   int64_t outer = 0, channels = 0, inner = 0;
   double epsilon = 0, factor = 1;  // factor: exponential_avg_factor
   bool training = true;
+  bool relu = false;  // FusedBatchNormEx's and SyncFusedBatchNorm's activation; FusedBatchNormGradEx's
 };
 // FusedBatchNormV3: y, and the statistics outputs (moving mean and variance, batch mean and biased
 // variance), from scale, offset and the given mean and variance (read when not training or factor != 1);
 // `scratch` holds 3 * channels U. SyncFusedBatchNorm passes the whole batch's mean and biased
-// variance and their count (a U scalar) to train with; FusedBatchNormV3 nullptr for each.
+// variance and their count (a U scalar) to train with; FusedBatchNormV3 nullptr for each. The
+// normalised value then takes `side_input` (x's shape; nullptr: none) and geometry.relu.
 cudaError_t fused_batch_norm(DType dtype, const void* x, const void* scale, const void* offset, const void* mean,
                              const void* variance, void* y, void* moving_mean, void* moving_variance, void* batch_mean,
                              void* batch_variance, void* scratch, const void* given_batch_mean,
-                             const void* given_batch_variance, const void* given_count, const BatchNormGeometry& geometry,
-                             cudaStream_t stream);
+                             const void* given_batch_variance, const void* given_count, const void* side_input,
+                             const BatchNormGeometry& geometry, cudaStream_t stream);
 // FusedBatchNormGradV3: dx, dscale and doffset from dy, x, scale and the reserve spaces' mean and
-// variance; `scratch` holds 4 * channels U.
+// variance; `scratch` holds 4 * channels U. FusedBatchNormGradEx passes `activated`, the
+// activation's output: with geometry.relu dy passes where it is > 0, and `masked` (x's shape;
+// nullptr: not written) receives what passed.
 cudaError_t fused_batch_norm_grad(DType dtype, const void* dy, const void* x, const void* scale, const void* mean,
-                                  const void* variance, void* dx, void* dscale, void* doffset, void* scratch,
-                                  const BatchNormGeometry& geometry, cudaStream_t stream);
+                                  const void* variance, const void* activated, void* dx, void* dscale, void* doffset,
+                                  void* masked, void* scratch, const BatchNormGeometry& geometry, cudaStream_t stream);
 
 }  // namespace mirra::ops::cuda

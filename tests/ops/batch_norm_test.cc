@@ -2,7 +2,8 @@
 // update at factors 1 and 0.3) and inference, every layout, odd sizes, a batch of one, an empty batch,
 // inputs large enough to be summed in several blocks, and a large mean; at every dtype the schemas
 // accept (f32, f64, and bf16 and f16 activations with f32 statistics); SyncFusedBatchNorm with given
-// statistics; and the refusals.
+// statistics; FusedBatchNormEx and SyncFusedBatchNorm with a side input and a ReLU, and
+// FusedBatchNormGradEx, against the same loops through the ReLU; and the refusals.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -41,6 +42,8 @@ std::vector<double> channel_means(const Layout& l, const std::function<double(in
   return sums;
 }
 
+constexpr double kEpsilon = 1e-3;
+
 struct Mode {
   bool training = true;
   double factor = 1.0;
@@ -52,7 +55,7 @@ OpCase forward_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mod
   const TensorShape c{l.channels};
   const Tensor scale = random_of(rng, u, c, 0.5, 1.5), offset = random_of(rng, u, c);
   const Tensor given_mean = random_of(rng, u, c), given_variance = random_of(rng, u, c, 0.5, 2.0);
-  const double epsilon = 1e-3;
+  const double epsilon = kEpsilon;
   std::vector<double> mean, variance, out_mean, out_variance;
   if (mode.training) {
     mean = channel_means(l, [&](int64_t i) { return element(x, i); });
@@ -89,19 +92,17 @@ OpCase forward_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mod
                  make_tensor(u, c, at(variance)), make_tensor(u, {0}, [](int64_t) { return 0.0; })}};
 }
 
-OpCase backward_case(runtime::Random& rng, DType dtype, const Layout& l, bool training) {
-  const DType u = param_dtype(dtype);
-  const Tensor dy = random_of(rng, dtype, l.shape), x = random_of(rng, dtype, l.shape);
+// FusedBatchNormGradV3's outputs for these inputs, in double.
+std::vector<Tensor> backward_expected(const Tensor& dy, const Tensor& x, const Tensor& scale, const Tensor& mean,
+                                      const Tensor& variance, const Layout& l, bool training) {
+  const DType u = param_dtype(x.dtype());
   const TensorShape c{l.channels};
-  const Tensor scale = random_of(rng, u, c, 0.5, 1.5), mean = random_of(rng, u, c, -0.2, 0.2);
-  const Tensor variance = random_of(rng, u, c, 0.5, 2.0);
-  const double epsilon = 1e-3;
   const auto centred = [&](int64_t i) { return element(x, i) - element(mean, l.channel_of(i)); };
   const std::vector<double> mean_dy = channel_means(l, [&](int64_t i) { return element(dy, i); });
   const std::vector<double> mean_dy_xc = channel_means(l, [&](int64_t i) { return element(dy, i) * centred(i); });
-  const auto inv = [&](int64_t k) { return 1.0 / std::sqrt(element(variance, k) + epsilon); };
+  const auto inv = [&](int64_t k) { return 1.0 / std::sqrt(element(variance, k) + kEpsilon); };
   const double n = static_cast<double>(l.count());
-  Tensor dx = make_tensor(dtype, l.shape, [&](int64_t i) {
+  Tensor dx = make_tensor(x.dtype(), l.shape, [&](int64_t i) {
     const int64_t k = l.channel_of(i);
     const double a = element(scale, k) * inv(k);
     if (!training) return a * element(dy, i);
@@ -111,9 +112,18 @@ OpCase backward_case(runtime::Random& rng, DType dtype, const Layout& l, bool tr
   Tensor dscale = make_tensor(u, c, [&](int64_t k) { return mean_dy_xc[static_cast<size_t>(k)] * n * inv(k); });
   Tensor doffset = make_tensor(u, c, [&](int64_t k) { return mean_dy[static_cast<size_t>(k)] * n; });
   const Tensor zero = make_tensor(u, {}, [](int64_t) { return 0.0; });
+  return {dx, dscale, doffset, zero, zero};
+}
+
+OpCase backward_case(runtime::Random& rng, DType dtype, const Layout& l, bool training) {
+  const DType u = param_dtype(dtype);
+  const Tensor dy = random_of(rng, dtype, l.shape), x = random_of(rng, dtype, l.shape);
+  const TensorShape c{l.channels};
+  const Tensor scale = random_of(rng, u, c, 0.5, 1.5), mean = random_of(rng, u, c, -0.2, 0.2);
+  const Tensor variance = random_of(rng, u, c, 0.5, 2.0);
   return OpCase{{dy, x, scale, mean, variance, make_tensor(u, {0}, [](int64_t) { return 0.0; })},
-                {{"epsilon", epsilon}, {"data_format", l.format}, {"is_training", training}},
-                {dx, dscale, doffset, zero, zero}};
+                {{"epsilon", kEpsilon}, {"data_format", l.format}, {"is_training", training}},
+                backward_expected(dy, x, scale, mean, variance, l, training)};
 }
 
 // SyncFusedBatchNorm: in training the given batch statistics, taken over `count` values, normalise.
@@ -124,7 +134,7 @@ OpCase synchronised_case(runtime::Random& rng, DType dtype, const Layout& l, Mod
   const Tensor scale = random_of(rng, u, c, 0.5, 1.5), offset = random_of(rng, u, c);
   const Tensor moving_mean = random_of(rng, u, c), moving_variance = random_of(rng, u, c, 0.5, 2.0);
   const Tensor batch_mean = random_of(rng, u, c), batch_variance = random_of(rng, u, c, 0.5, 2.0);
-  const double epsilon = 1e-3;
+  const double epsilon = kEpsilon;
   const Tensor& mean = mode.training ? batch_mean : moving_mean;
   const Tensor& variance = mode.training ? batch_variance : moving_variance;
   const auto moved = [&](const Tensor& old, const Tensor& batch, double correction) {
@@ -143,6 +153,40 @@ OpCase synchronised_case(runtime::Random& rng, DType dtype, const Layout& l, Mod
                  {"is_training", mode.training}},
                 {y, moved(moving_mean, batch_mean, 1.0), moved(moving_variance, batch_variance, count / std::max(count - 1, 1.0)),
                  as_dtype(mean, u), as_dtype(variance, u), make_tensor(u, {0}, [](int64_t) { return 0.0; })}};
+}
+
+// What a side input and a ReLU make of a forward case's y (output 0): relu(y + side) where `relu`,
+// with the side input appended to the inputs where given.
+struct Epilogue {
+  bool side_input = false, relu = false;
+};
+
+OpCase with_epilogue(runtime::Random& rng, OpCase c, Epilogue e) {
+  const bool side_input = e.side_input, relu = e.relu;
+  const Tensor y = c.expected[0];
+  const Tensor side = random_of(rng, y.dtype(), y.shape());
+  if (side_input) c.inputs.push_back(side);
+  c.attrs.set("activation", std::string(relu ? "relu" : "none"));
+  c.expected[0] = make_tensor(y.dtype(), y.shape(), [&](int64_t i) {
+    const double v = element(y, i) + (side_input ? element(side, i) : 0.0);
+    return relu ? std::max(v, 0.0) : v;
+  });
+  return c;
+}
+
+// FusedBatchNormGradEx: the upstream dy reaches the normalisation where y (the ReLU's output, about
+// half of it zero) is positive; output 5 holds what reached it, where asked.
+OpCase through_relu_case(runtime::Random& rng, DType dtype, const Layout& l, bool training, bool side_input_backprop) {
+  OpCase c = backward_case(rng, dtype, l, training);
+  const Tensor upstream = c.inputs[0];
+  const Tensor y = make_tensor(dtype, l.shape, [&](int64_t) { return rng.uniform() < 0.5 ? 0.0 : 0.5 + rng.uniform(); });
+  const Tensor reached = make_tensor(dtype, l.shape, [&](int64_t i) { return element(y, i) > 0 ? element(upstream, i) : 0.0; });
+  c.inputs.push_back(y);
+  c.attrs.set("activation", std::string("relu"));
+  c.attrs.set("side_input_backprop", side_input_backprop);
+  c.expected = backward_expected(reached, c.inputs[1], c.inputs[2], c.inputs[3], c.inputs[4], l, training);
+  c.expected.push_back(side_input_backprop ? reached : make_tensor(dtype, {0}, [](int64_t) { return 0.0; }));
+  return c;
 }
 
 std::vector<Layout> layouts() {
@@ -170,6 +214,40 @@ TEST_CASE("Kernels.SyncFusedBatchNorm.normalises_with_the_given_batch_statistics
       for (double count : {1.0, 17.0}) {  // one value per channel: the variance is not corrected
         CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(mode.training); CAPTURE(count);
         check_op_at_every_dtype("SyncFusedBatchNorm", [&](DType dtype) { return synchronised_case(rng, dtype, l, mode, count); });
+      }
+    }
+  }
+}
+
+TEST_CASE("Kernels.FusedBatchNormEx.adds_the_side_input_and_applies_the_relu") {
+  runtime::Random rng(35);
+  for (const Layout& l : {layout("NHWC", {2, 3, 4, 5}), layout("NCHW", {2, 3, 4, 5}), layout("NHWC", {0, 2, 2, 3}),
+                          layout("NHWC", {8, 16, 16, 32})}) {
+    for (Mode mode : {Mode{true, 1.0}, Mode{true, 0.3}, Mode{false, 1.0}}) {
+      for (const Epilogue e : {Epilogue{true, true}, Epilogue{false, true}, Epilogue{true, false}}) {
+        CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(mode.training); CAPTURE(e.side_input); CAPTURE(e.relu);
+        check_op_at_every_dtype("FusedBatchNormEx", [&](DType dtype) {
+          return with_epilogue(rng, forward_case(rng, dtype, l, mode), e);
+        });
+        if (!mode.training || mode.factor != 1.0) continue;
+        check_op_at_every_dtype("SyncFusedBatchNorm", [&](DType dtype) {
+          return with_epilogue(rng, synchronised_case(rng, dtype, l, mode, 17.0), e);
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("Kernels.FusedBatchNormGradEx.passes_the_gradient_where_the_relu_did") {
+  runtime::Random rng(36);
+  for (const Layout& l : {layout("NHWC", {2, 3, 4, 5}), layout("NCHW", {2, 3, 4, 5}), layout("NHWC", {0, 2, 2, 3}),
+                          layout("NHWC", {8, 16, 16, 32})}) {
+    for (bool training : {true, false}) {
+      for (bool side_input_backprop : {false, true}) {
+        CAPTURE(l.format); CAPTURE(l.shape.to_string()); CAPTURE(training); CAPTURE(side_input_backprop);
+        check_op_at_every_dtype("FusedBatchNormGradEx", [&](DType dtype) {
+          return through_relu_case(rng, dtype, l, training, side_input_backprop);
+        });
       }
     }
   }

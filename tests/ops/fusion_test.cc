@@ -1,7 +1,7 @@
 // FusedConv2D against Conv2D + bias + ReLU computed separately, MaxPoolGrad through a ReLU against
 // MaxPoolGrad then ReluGrad, MaxPoolGrad's channel sums against its output summed per channel; the
 // fusion passes on a training graph: the replaced nodes never run, and training gives the same
-// weights.
+// weights (a residual block's batch normalisations fused with their ReLU and sum included).
 #include <algorithm>
 #include <set>
 
@@ -245,6 +245,69 @@ TEST_CASE("Fusion.max_pool_grad_sums_the_bias_gradient") {
   CHECK(fused.ran.count("ReduceSum") + 1 == chained.ran.count("ReduceSum"));
   CHECK(fused.ran.count("Identity") == chained.ran.count("Identity") + 1);
   for (const auto& entry : chained.weights) {
+    const std::string& name = entry.first;
+    CAPTURE(name);
+    for (size_t i = 0; i < entry.second.size(); ++i) {
+      CHECK(fused.weights.at(name)[i] == doctest::Approx(entry.second[i]).epsilon(1e-5));
+    }
+  }
+}
+
+// A residual block: conv -> batch norm -> ReLU -> conv -> batch norm, + the first ReLU's output, ->
+// ReLU, then a dense head; five steps of SGD momentum, the moving statistics updated. With `fuse` the
+// batch normalisations are fused with what follows them, forward and backward.
+Trained train_residual_block(bool fuse) {
+  graph::Graph graph;
+  graph::Builder b(graph, ops::registry(), 5);
+  auto images = ops::placeholder(b, "images", DType::f32, {-1, 6, 6, 2});
+  std::vector<graph::NodeId> state_updates;
+  const auto conv_bn = [&](const std::string& name, graph::ValueRef x, int64_t in) {
+    auto scope = b.scope(name);
+    auto filter = ops::variable(b, "filter", {3, 3, in, 3}, ops::Initializer::glorot_uniform());
+    ops::BatchNormalization bn = ops::batch_normalization(b, ops::conv2d(b, x, filter, {.padding = "SAME"}));
+    state_updates.insert(state_updates.end(), bn.state_updates.begin(), bn.state_updates.end());
+    return bn.y;
+  };
+  auto first = ops::relu(b, conv_bn("conv1", images, 2));
+  auto block = ops::relu(b, ops::add(b, conv_bn("conv2", first, 3), first));
+  auto w = ops::variable(b, "w", {6 * 6 * 3, 4}, ops::Initializer::glorot_uniform());
+  auto objective = ops::classifier_objective(b, ops::matmul(b, ops::reshape(b, block, {-1, 6 * 6 * 3}), w));
+  auto train = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9), {.state_updates = state_updates});
+  REQUIRE(train.ok());
+  if (fuse) {
+    CHECK(ops::fuse_batch_norm_activation(graph) == 2);
+    CHECK(ops::fuse_batch_norm_grad_activation(graph) == 2);
+  }
+  const std::vector<graph::NodeId> run = {train->train};
+  const graph::Status valid = graph::verify_types(graph, ops::registry(), run);
+  CHECK_MESSAGE(valid.ok(), valid.to_string());
+
+  runtime::Random rng(3);
+  const Tensor images_value = random_tensor<float>(rng, {5, 6, 6, 2});
+  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
+  runtime::Session session(graph, ops::kernels(), {.trace = true});
+  for (int step = 0; step < 5; ++step) {
+    REQUIRE(session.run({{"images", images_value}, {"labels", labels}}, {}, {train->train}).ok());
+  }
+  Trained trained;
+  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(graph.node(t.node).op);
+  for (const std::string& name : session.variables().names()) {
+    const Tensor value = *session.variables().find(name);
+    if (value.dtype() == DType::f32) trained.weights[name] = value.to_vector<float>();
+  }
+  return trained;
+}
+
+TEST_CASE("Fusion.batch_norm_with_relu_and_residual_sum_trains_like_the_unfused_graph") {
+  const Trained unfused = train_residual_block(false), fused = train_residual_block(true);
+  for (const char* op : {"FusedBatchNormV3", "FusedBatchNormGradV3", "Relu", "ReluGrad"}) {
+    CHECK(unfused.ran.count(op) == 2u);
+    CHECK(fused.ran.count(op) == 0u);
+  }
+  CHECK(fused.ran.count("FusedBatchNormEx") == 2u);
+  CHECK(fused.ran.count("FusedBatchNormGradEx") == 2u);
+  REQUIRE(fused.weights.size() == unfused.weights.size());
+  for (const auto& entry : unfused.weights) {
     const std::string& name = entry.first;
     CAPTURE(name);
     for (size_t i = 0; i < entry.second.size(); ++i) {

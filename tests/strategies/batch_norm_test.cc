@@ -46,6 +46,14 @@ TrainingProgram build(DType dtype = DType::f64) {
   return program;
 }
 
+// The program with its batch normalisation and ReLU fused, forward and backward, as the runner
+// trains it (ops::fuse_for_training).
+TrainingProgram fused(TrainingProgram program) {
+  REQUIRE(ops::fuse_batch_norm_activation(program.graph) == 1);
+  REQUIRE(ops::fuse_batch_norm_grad_activation(program.graph) == 1);
+  return program;
+}
+
 Batch batch_of(int64_t size, uint64_t seed) {
   runtime::Random rng(seed);
   std::vector<double> x(static_cast<size_t>(size * kHeight * kWidth * kChannels));
@@ -134,7 +142,7 @@ TEST_CASE("BatchNorm.one_device_moves_the_statistics_towards_the_batch") {
 }
 
 TEST_CASE("BatchNorm.per_replica_statistics_differ_from_one_device_and_the_moving_statistics_are_the_replicas_mean") {
-  const TrainingProgram program = build();
+  const TrainingProgram program = build(), fused_program = fused(build());  // 3 replicas: fused
   for (const int64_t size : {8, 7}) {
     const Batch batch = batch_of(size, 2);
     const Stepped reference = one_step(program, "one_device", 1, batch);
@@ -142,7 +150,7 @@ TEST_CASE("BatchNorm.per_replica_statistics_differ_from_one_device_and_the_movin
       for (int replicas : {2, 3}) {
         const std::string strategy_name = strategy;
         CAPTURE(strategy_name); CAPTURE(replicas); CAPTURE(size);
-        const Stepped got = one_step(program, strategy, replicas, batch);
+        const Stepped got = one_step(replicas == 2 ? program : fused_program, strategy, replicas, batch);
         const Statistics want = expected_moving_statistics(batch, replicas);
         check_within("bn/moving_mean", got.variables.at("bn/moving_mean"), want.mean, 1e-12);
         check_within("bn/moving_variance", got.variables.at("bn/moving_variance"), want.variance, 1e-12);
@@ -183,17 +191,19 @@ Run synchronised_run(const TrainingProgram& program, const std::string& strategy
 }
 
 TEST_CASE("BatchNorm.synchronised_replicas_compute_what_one_device_computes") {
-  const TrainingProgram program = build();
+  const TrainingProgram program = build(), fused_program = fused(build());
   std::vector<Batch> batches;
   for (int64_t size : {8, 7, 61, 5, 3}) batches.push_back(batch_of(size, static_cast<uint64_t>(size)));
   const Run reference = synchronised_run(program, "one_device", 1, batches);
   for (const char* strategy : {"mirrored", "central_storage"}) {
     for (int replicas : {1, 2, 3, 4}) {
-      const std::string strategy_name = strategy;
-      CAPTURE(strategy_name); CAPTURE(replicas);
-      const Run got = synchronised_run(program, strategy, replicas, batches);
-      for (size_t step = 0; step < batches.size(); ++step) CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
-      for (const auto& [name, value] : reference.variables) check_within(name, got.variables.at(name), value, 1e-10);
+      for (bool fusion : {false, true}) {
+        const std::string strategy_name = strategy;
+        CAPTURE(strategy_name); CAPTURE(replicas); CAPTURE(fusion);
+        const Run got = synchronised_run(fusion ? fused_program : program, strategy, replicas, batches);
+        for (size_t step = 0; step < batches.size(); ++step) CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
+        for (const auto& [name, value] : reference.variables) check_within(name, got.variables.at(name), value, 1e-10);
+      }
     }
   }
   // Per replica the same steps differ: the test above can fail.
