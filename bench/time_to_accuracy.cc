@@ -14,10 +14,12 @@ graph::Expected<nlohmann::json> run_time_to_accuracy(const TimeToAccuracyOptions
   MIRRA_ASSIGN_OR_RETURN(auto setup,
                          examples::build_classifier_training(options.model, examples::benchmark_optimizer(), options.seed));
   const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
+  const runtime::training::TrainingGraph signature = setup.training_graph();
+  const runtime::data::ClassifierFeeds feeds{.images = signature.features, .labels = signature.labels};
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset train,
-                         runtime::data::fashion_mnist_dataset(dir, Split::train, {.batch_size = 128, .seed = options.seed}));
+                         runtime::data::fashion_mnist_dataset(dir, Split::train, {.batch_size = 128, .seed = options.seed}, feeds));
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset test,
-                         runtime::data::fashion_mnist_dataset(dir, Split::test, {.batch_size = 128, .shuffle = false}));
+                         runtime::data::fashion_mnist_dataset(dir, Split::test, {.batch_size = 128, .shuffle = false}, feeds));
   runtime::Session session(setup.graph, ops::kernels(), {.threads = options.threads});
   nlohmann::json epochs = nlohmann::json::array();
   double seconds = 0;

@@ -23,6 +23,8 @@ namespace {
 graph::Expected<runtime::data::Dataset> training_data(const TrainingThroughputOptions& options,
                                                       const examples::ClassifierTraining& setup) {
   const runtime::data::BatchingOptions batching{.batch_size = options.batch_size, .seed = 1};
+  const runtime::training::TrainingGraph signature = setup.training_graph();
+  const runtime::data::ClassifierFeeds feeds{.images = signature.features, .labels = signature.labels};
   const std::vector<int64_t>& image = setup.graph.type(setup.model.images).shape.dims;
   if (!options.synthetic) {
     if (image != std::vector<int64_t>{-1, 28, 28, 1}) {
@@ -30,7 +32,7 @@ graph::Expected<runtime::data::Dataset> training_data(const TrainingThroughputOp
                                      "train it on --synthetic data");
     }
     const std::string dir = options.data_dir.empty() ? runtime::data::kFashionMnistDir : options.data_dir;
-    return runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train, batching);
+    return runtime::data::fashion_mnist_dataset(dir, runtime::data::Split::train, batching, feeds);
   }
   const int64_t examples = 2 * options.batch_size, classes = setup.graph.type(setup.model.logits).shape.dim(1);
   const std::vector<int64_t> example_shape(image.begin() + 1, image.end());
@@ -42,7 +44,8 @@ graph::Expected<runtime::data::Dataset> training_data(const TrainingThroughputOp
   pixels.values.resize(static_cast<size_t>(size));
   for (uint8_t& byte : pixels.values) byte = static_cast<uint8_t>(rng.next() >> 56);
   for (int64_t i = 0; i < examples; ++i) labels.values.push_back(static_cast<uint8_t>(i % std::min<int64_t>(classes, 256)));
-  return runtime::data::Dataset::create(pixels, labels, example_shape, batching);
+  return runtime::data::labelled_images_dataset({std::move(pixels), std::move(labels)}, "synthetic images", example_shape,
+                                                batching, feeds);
 }
 
 }  // namespace

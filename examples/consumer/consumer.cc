@@ -76,10 +76,11 @@ graph::Expected<double> train_and_save(const std::string& path, int64_t steps, c
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram mirrored, strategy->distribute(program));
 
   using runtime::data::Split;
+  const runtime::data::ClassifierFeeds feeds{.images = program.signature.features, .labels = program.signature.labels};
   MIRRA_ASSIGN_OR_RETURN(const auto train_data,
-                         runtime::data::fashion_mnist_dataset(data, Split::train, {.batch_size = 128, .seed = kSeed}));
+                         runtime::data::fashion_mnist_dataset(data, Split::train, {.batch_size = 128, .seed = kSeed}, feeds));
   MIRRA_ASSIGN_OR_RETURN(const auto test_data,
-                         runtime::data::fashion_mnist_dataset(data, Split::test, {.batch_size = 1000, .shuffle = false}));
+                         runtime::data::fashion_mnist_dataset(data, Split::test, {.batch_size = 1000, .shuffle = false}, feeds));
   runtime::Session session(mirrored.graph, ops::kernels());
   runtime::training::Trainer trainer(session, mirrored.signature, {.max_steps = steps});
   MIRRA_RETURN_IF_ERROR(trainer.fit(train_data).status());

@@ -1,66 +1,148 @@
-// Dataset: validation, per-epoch shuffled order, batch assembly and the prefetching producer.
+// Dataset: the feeds' checks and plan, the per-epoch shuffled order, batch assembly on a thread arena,
+// and the prefetching producer.
 #include "runtime/data/dataset.h"
+
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <numeric>
-#include <string>
+#include <set>
 
+#include "graph/check.h"
 #include "runtime/allocator.h"
 #include "runtime/collectives/collective.h"
 #include "runtime/random.h"
-#include "runtime/vector_clones.h"
 
 namespace mirra::runtime::data {
 
 namespace {
 
-// An example's bytes as normalised floats, vectorised (this file is compiled at -O3) for the CPU's
-// widest vectors. The producer thread assembles each batch beside the training step, whose threads
-// it takes a core from: with the next example's bytes prefetched, a batch of 128 Fashion-MNIST images
-// takes 30 us instead of 150.
-MIRRA_VECTOR_CLONES void normalize_bytes(const uint8_t* bytes, float* out, int64_t n, float scale, float shift) {
-  for (int64_t j = 0; j < n; ++j) out[j] = static_cast<float>(bytes[j]) * scale + shift;
+constexpr int64_t kCacheLine = 64;
+// Examples a thread of the arena converts at a time: small enough to share a batch of 128 out.
+constexpr int64_t kExamplesPerTask = 16;
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i > 0 ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
 }
 
-constexpr int64_t kCacheLine = 64;
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
 
 }  // namespace
 
-graph::Expected<Dataset> Dataset::create(const IdxArray& examples, const IdxArray& labels,
-                                         std::vector<int64_t> example_shape, BatchingOptions options) {
+struct Dataset::Plan {
+  struct Step {
+    size_t field = 0;  // in the source
+    Field from;
+    ValueConversion conversion;
+    std::vector<int64_t> shape;  // the placeholder's, per example
+    int64_t out_elements = 0;
+    size_t out_bytes = 0;
+    ImageAugmentation augmentation;
+    ImageShape image;
+  };
+  std::vector<Step> steps;  // one per feed
+  std::vector<bool> needed;  // per source field: read by a feed
+  bool all_in_memory = true;  // every needed field has rows (no read() copies)
+  std::unique_ptr<tbb::task_arena> arena;  // with threads > 1
+};
+
+const Tensor& Batch::operator[](std::string_view placeholder) const {
+  for (const auto& [name, tensor] : tensors) {
+    if (name == placeholder) return tensor;
+  }
+  MIRRA_CHECK(false, "the batch feeds no placeholder '" + std::string(placeholder) + "'");
+  return tensors.front().second;
+}
+
+Feeds Batch::feeds() const {
+  Feeds out;
+  for (const auto& [name, tensor] : tensors) out.emplace(name, tensor);
+  return out;
+}
+
+graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> source, std::vector<Feed> feeds,
+                                         BatchingOptions options) {
+  if (source == nullptr) return graph::invalid_argument("a data set needs a source");
   if (options.batch_size <= 0) return graph::invalid_argument("batch size must be positive");
   if (options.prefetch < 0) return graph::invalid_argument("prefetch must not be negative");
+  if (options.threads < 1 || options.threads > 1024) {
+    return graph::invalid_argument("data threads must be in [1, 1024], not " + std::to_string(options.threads));
+  }
   if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
     return graph::invalid_argument("shard " + std::to_string(options.shard) + " of " + std::to_string(options.shards) +
                                    " does not exist");
   }
-  if (!(options.normalization.stddev > 0)) return graph::invalid_argument("normalisation stddev must be positive");
-  MIRRA_RETURN_IF_ERROR(check_augmentation(options.augmentation));
-  if (options.augmentation.enabled() && example_shape.size() != 2 && example_shape.size() != 3) {
-    return graph::invalid_argument("image augmentation needs examples shaped (height, width[, channels]), not rank " +
-                                   std::to_string(example_shape.size()));
+  if (feeds.empty()) return graph::invalid_argument(source->name() + ": no placeholder is fed from it");
+  auto plan = std::make_shared<Plan>();
+  plan->needed.assign(source->fields().size(), false);
+  std::set<std::string> fed;
+  for (const Feed& feed : feeds) {
+    const std::string what = source->name() + ", field '" + feed.field + "' feeding '" + feed.placeholder + "'";
+    if (!fed.insert(feed.placeholder).second) return graph::invalid_argument("placeholder '" + feed.placeholder + "' is fed twice");
+    MIRRA_ASSIGN_OR_RETURN(const size_t f, source->field_index(feed.field));
+    Plan::Step step{.field = f, .from = source->fields()[f], .augmentation = feed.augmentation};
+    step.conversion = {.from = step.from.type, .to = feed.dtype, .scale = feed.scale, .shift = feed.shift, .one_hot = feed.one_hot};
+    if (step.conversion.shift.empty() && !step.conversion.scale.empty()) step.conversion.shift.assign(feed.scale.size(), 0.0);
+    if (step.conversion.scale.empty() && !step.conversion.shift.empty()) step.conversion.scale.assign(feed.shift.size(), 1.0);
+    MIRRA_RETURN_IF_ERROR(check_conversion(step.conversion, what));
+    const int64_t values = step.from.elements() * std::max<int64_t>(feed.one_hot, 1);
+    step.shape = feed.shape;
+    if (step.shape.empty()) {
+      step.shape = step.from.shape;
+      if (feed.one_hot > 0) step.shape.push_back(feed.one_hot);
+    }
+    if (std::any_of(step.shape.begin(), step.shape.end(), [](int64_t d) { return d < 0; }) || product(step.shape) != values) {
+      return graph::invalid_argument(what + ": the field's " + std::to_string(values) + " values per example (" +
+                                     step.from.to_string() + (feed.one_hot > 0 ? ", one-hot" : "") + ") do not make " +
+                                     shape_string(step.shape));
+    }
+    const size_t channels = step.conversion.scale.size();
+    if (channels > 1 && (step.shape.empty() || step.shape.back() != static_cast<int64_t>(channels))) {
+      return graph::invalid_argument(what + ": " + std::to_string(channels) + " normalisation channels, but the last dim of " +
+                                     shape_string(step.shape) + " is not that");
+    }
+    MIRRA_RETURN_IF_ERROR(check_augmentation(feed.augmentation).with_context(what));
+    if (feed.augmentation.enabled()) {
+      const std::vector<int64_t>& s = step.from.shape;
+      if (step.from.type != ElementType::u8 || (s.size() != 2 && s.size() != 3)) {
+        return graph::invalid_argument(what + ": image augmentation needs a u8 field shaped (height, width[, channels]), not " +
+                                       step.from.to_string());
+      }
+      step.image = {s[0], s[1], s.size() == 3 ? s[2] : 1};
+    }
+    step.out_elements = values;
+    step.out_bytes = static_cast<size_t>(values) * graph::dtype_size(feed.dtype);
+    plan->needed[f] = true;
+    plan->steps.push_back(std::move(step));
   }
-  if (labels.dims.size() != 1) return graph::invalid_argument("labels must be a vector");
-  if (examples.dims.empty() || examples.dims[0] != labels.dims[0]) {
-    return graph::invalid_argument("examples and labels disagree on the number of examples");
+  for (size_t f = 0; f < plan->needed.size(); ++f) {
+    if (plan->needed[f] && source->size() > 0 && source->row(f, 0) == nullptr) plan->all_in_memory = false;
   }
-  int64_t example_size = 1;
-  for (int64_t d : example_shape) {
-    if (d <= 0) return graph::invalid_argument("example dims must be positive");
-    example_size *= d;
-  }
-  const int64_t n = labels.dims[0];
-  if (static_cast<int64_t>(examples.values.size()) != n * example_size) {
-    return graph::invalid_argument("examples hold " + std::to_string(examples.values.size()) + " bytes, not " +
-                                   std::to_string(n) + " x " + std::to_string(example_size));
-  }
+  // No more than the process allows (tbb::global_control: the runner's --threads), which TBB would
+  // otherwise warn of.
+  const int threads = std::min<int>(options.threads, static_cast<int>(tbb::global_control::active_value(
+                                                         tbb::global_control::max_allowed_parallelism)));
+  if (threads > 1) plan->arena = std::make_unique<tbb::task_arena>(threads);
   Dataset dataset;
-  dataset.bytes_ = std::make_shared<const std::vector<uint8_t>>(examples.values);
-  dataset.labels_.assign(labels.values.begin(), labels.values.end());
-  dataset.example_shape_ = std::move(example_shape);
-  dataset.example_size_ = example_size;
+  dataset.source_ = std::move(source);
+  dataset.feeds_ = std::move(feeds);
+  dataset.plan_ = std::move(plan);
   dataset.options_ = options;
   return dataset;
+}
+
+std::vector<std::string> Dataset::placeholders() const {
+  std::vector<std::string> out;
+  for (const Feed& feed : feeds_) out.push_back(feed.placeholder);
+  return out;
 }
 
 int64_t Dataset::batches_per_epoch() const {
@@ -79,46 +161,90 @@ std::vector<int64_t> Dataset::order(int64_t epoch) const {
   return order;
 }
 
-Batch Dataset::batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const {
+graph::Expected<Batch> Dataset::batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const {
   const int64_t first = b * options_.batch_size;
   const int64_t global = std::min(options_.batch_size, size() - first);
   int64_t skipped = 0;
   for (int64_t w = 0; w < options_.shard; ++w) skipped += participant_share(global, options_.shards, w);
-  Batch batch = assemble(order, epoch, first + skipped, participant_share(global, options_.shards, options_.shard));
+  MIRRA_ASSIGN_OR_RETURN(Batch batch,
+                         assemble(order, epoch, first + skipped, participant_share(global, options_.shards, options_.shard)));
   batch.global_size = global;
   return batch;
 }
 
-Batch Dataset::assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const {
-  std::vector<int64_t> dims = {count};
-  dims.insert(dims.end(), example_shape_.begin(), example_shape_.end());
-  const TensorShape shape(dims);
-  Batch batch{Tensor::empty(host_allocator(), graph::DType::f32, shape),
-              Tensor::empty(host_allocator(), graph::DType::i64, TensorShape{count}), count, count};
-  const Normalization& norm = options_.normalization;
-  const float scale = static_cast<float>(norm.scale / norm.stddev), shift = static_cast<float>(-norm.mean / norm.stddev);
-  float* features = batch.features.mutable_data<float>();
-  int64_t* labels = batch.labels.mutable_data<int64_t>();
-  const auto example_at = [&](int64_t i) { return order[static_cast<size_t>(first + i)]; };
-  const ImageAugmentation& augmentation = options_.augmentation;
-  const ImageShape image{example_shape_.empty() ? 0 : example_shape_[0], example_shape_.size() < 2 ? 0 : example_shape_[1],
-                         example_shape_.size() == 3 ? example_shape_[2] : 1};
-  std::vector<uint8_t> augmented(augmentation.enabled() ? static_cast<size_t>(example_size_) : 0);
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t example = example_at(i);
-    // The examples are scattered over the data set: fetch the next one's bytes while this one converts.
-    if (i + 1 < count) {
-      const uint8_t* next = bytes_->data() + example_at(i + 1) * example_size_;
-      for (int64_t line = 0; line < example_size_; line += kCacheLine) __builtin_prefetch(next + line);
-    }
-    const uint8_t* bytes = bytes_->data() + example * example_size_;
-    if (augmentation.enabled()) {
-      augment_image(bytes, augmented.data(), image, augmentation, {.seed = options_.seed, .epoch = epoch, .example = example});
-      bytes = augmented.data();
-    }
-    normalize_bytes(bytes, features + i * example_size_, example_size_, scale, shift);
-    labels[i] = labels_[static_cast<size_t>(example)];
+graph::Expected<Batch> Dataset::assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first,
+                                         int64_t count) const {
+  const Plan& plan = *plan_;
+  Batch batch{.size = count, .global_size = count};
+  std::vector<std::byte*> outputs;
+  for (size_t k = 0; k < feeds_.size(); ++k) {
+    std::vector<int64_t> dims = {count};
+    dims.insert(dims.end(), plan.steps[k].shape.begin(), plan.steps[k].shape.end());
+    Tensor tensor = Tensor::empty(host_allocator(), feeds_[k].dtype, TensorShape(dims));
+    outputs.push_back(static_cast<std::byte*>(tensor.mutable_raw_data()));
+    batch.tensors.emplace_back(feeds_[k].placeholder, std::move(tensor));
   }
+  const std::vector<Field>& fields = source_->fields();
+  const auto example_at = [&](int64_t i) { return order[static_cast<size_t>(first + i)]; };
+
+  // Examples [begin, end) of the batch; the first error, by example, wins.
+  const auto convert_range = [&](int64_t begin, int64_t end) -> graph::Status {
+    std::vector<std::vector<std::byte>> copies(fields.size());  // read() copies, per field
+    std::vector<std::byte*> destinations(fields.size(), nullptr);
+    if (!plan.all_in_memory) {
+      for (size_t f = 0; f < fields.size(); ++f) {
+        if (!plan.needed[f] || source_->row(f, 0) != nullptr) continue;
+        copies[f].resize(fields[f].bytes());
+        destinations[f] = copies[f].data();
+      }
+    }
+    std::vector<uint8_t> augmented;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t example = example_at(i);
+      if (plan.all_in_memory && i + 1 < end) {
+        // The examples are scattered over the data set: fetch the next one's values while this one converts.
+        for (const Plan::Step& step : plan.steps) {
+          const std::byte* next = source_->row(step.field, example_at(i + 1));
+          for (size_t line = 0; line < step.from.bytes(); line += kCacheLine) __builtin_prefetch(next + line);
+        }
+      }
+      if (!plan.all_in_memory) {
+        if (const graph::Status read = source_->read(example, epoch, destinations); !read.ok()) {
+          return read.with_context(source_->name() + ", example " + std::to_string(example));
+        }
+      }
+      for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const Plan::Step& step = plan.steps[k];
+        const std::byte* values = copies[step.field].empty() ? source_->row(step.field, example) : copies[step.field].data();
+        if (step.augmentation.enabled()) {
+          augmented.resize(step.from.bytes());
+          augment_image(reinterpret_cast<const uint8_t*>(values), augmented.data(), step.image, step.augmentation,
+                        {.seed = options_.seed, .epoch = epoch, .example = example});
+          values = reinterpret_cast<const std::byte*>(augmented.data());
+        }
+        const graph::Status converted = convert_values(step.conversion, values, step.from.elements(),
+                                                       outputs[k] + static_cast<size_t>(i) * step.out_bytes);
+        if (!converted.ok()) {
+          return graph::invalid_argument(source_->name() + ", example " + std::to_string(example) + ", field '" +
+                                         step.from.name + "' (feeding '" + feeds_[k].placeholder + "'): " + converted.message());
+        }
+      }
+    }
+    return graph::Status();
+  };
+
+  if (plan.arena == nullptr || count <= kExamplesPerTask) {
+    MIRRA_RETURN_IF_ERROR(convert_range(0, count));
+    return batch;
+  }
+  const int64_t tasks = (count + kExamplesPerTask - 1) / kExamplesPerTask;
+  std::vector<graph::Status> failures(static_cast<size_t>(tasks));
+  plan.arena->execute([&] {
+    tbb::parallel_for(int64_t{0}, tasks, [&](int64_t t) {
+      failures[static_cast<size_t>(t)] = convert_range(t * kExamplesPerTask, std::min(count, (t + 1) * kExamplesPerTask));
+    });
+  });
+  for (const graph::Status& failure : failures) MIRRA_RETURN_IF_ERROR(failure);
   return batch;
 }
 
@@ -130,7 +256,7 @@ Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch, int64_t first_batch
       order_(dataset.order(epoch)),
       batches_(dataset.batches_per_epoch()),
       next_batch_(std::clamp<int64_t>(first_batch, 0, batches_)) {
-  if (dataset_.options_.prefetch > 0 && batches_ > 0) producer_ = std::thread([this] { produce(); });
+  if (dataset_.options_.prefetch > 0 && next_batch_ < batches_) producer_ = std::thread([this] { produce(); });
 }
 
 Dataset::Epoch::~Epoch() {
@@ -149,26 +275,36 @@ void Dataset::Epoch::produce() {
       changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });
       if (stopping_) return;
     }
-    Batch batch = dataset_.batch_at(order_, epoch_, b);
+    graph::Expected<Batch> batch = dataset_.batch_at(order_, epoch_, b);
+    const bool failed = !batch.ok();
     {
       std::lock_guard lock(mutex_);
       ready_.push_back(std::move(batch));
     }
     changed_.notify_all();
+    if (failed) return;  // next() reports it; nothing after it is read
   }
 }
 
-std::optional<Batch> Dataset::Epoch::next() {
-  if (next_batch_ >= batches_) return std::nullopt;
-  if (!producer_.joinable()) return dataset_.batch_at(order_, epoch_, next_batch_++);
+graph::Expected<std::optional<Batch>> Dataset::Epoch::next() {
+  if (next_batch_ >= batches_) return std::optional<Batch>();
+  if (!producer_.joinable()) {
+    MIRRA_ASSIGN_OR_RETURN(Batch batch, dataset_.batch_at(order_, epoch_, next_batch_));
+    ++next_batch_;
+    return std::optional<Batch>(std::move(batch));
+  }
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty(); });
-  Batch batch = std::move(ready_.front());
+  graph::Expected<Batch> batch = std::move(ready_.front());
   ready_.pop_front();
-  ++next_batch_;
   lock.unlock();
   changed_.notify_all();
-  return batch;
+  if (!batch.ok()) {
+    next_batch_ = batches_;  // the producer has stopped
+    return batch.status();
+  }
+  ++next_batch_;
+  return std::optional<Batch>(std::move(*batch));
 }
 
 }  // namespace mirra::runtime::data

@@ -1,13 +1,17 @@
-// Dataset: labelled examples held in memory as bytes (IDX images), served as batches of normalised
-// f32 features and i64 labels. Each epoch is shuffled from (seed, epoch), so a run is reproducible and
-// every epoch differs; the batch is the global batch; a partial last batch is kept or dropped. Images
-// may be augmented (random crop after padding, flip; image_augmentation.h), each example from (seed,
-// epoch, its index). Batches are assembled `prefetch` ahead on a background thread, so the training
-// step never waits on the conversion.
+// Dataset: the input pipeline over an ExampleSource: batches of named tensors, one per placeholder the
+// data feeds (Feed: which field, converted and shaped as the placeholder takes it, normalised,
+// one-hot encoded, images augmented). Each epoch visits the examples in an order drawn from (seed,
+// epoch), so a run is reproducible and every epoch differs; the batch is the global batch, of which a
+// worker takes its shard; a partial last batch is kept or dropped. Batches are assembled `prefetch`
+// ahead on a background thread, their examples spread over `threads` threads, so the training step
+// does not wait for them.
 //
-//   auto data = Dataset::create(train.images, train.labels, {28, 28, 1}, {.batch_size = 128, .seed = 7});
+//   auto data = Dataset::create(source, {{.placeholder = "images", .field = "image", .dtype = DType::f32,
+//                                         .shape = {28, 28, 1}, .scale = {1 / 255.0}},
+//                                        {.placeholder = "labels", .field = "label", .dtype = DType::i64}},
+//                               {.batch_size = 128, .seed = 7});
 //   auto epoch = data->epoch(0);
-//   while (auto batch = epoch.next()) session.run({{"images", batch->features}, {"labels", batch->labels}}, ...);
+//   while (auto batch = epoch.next()) session.run(batch->feeds(), ...);
 #pragma once
 
 #include <condition_variable>
@@ -16,20 +20,35 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
-#include "runtime/data/idx_file.h"
+#include "graph/dtype.h"
+#include "runtime/data/example_source.h"
 #include "runtime/data/image_augmentation.h"
+#include "runtime/data/value_conversion.h"
+#include "runtime/session.h"
 #include "runtime/tensor.h"
 
 namespace mirra::runtime::data {
 
-// feature = (byte * scale - mean) / stddev
-struct Normalization {
-  double scale = 1.0 / 255.0;
-  double mean = 0.0;
-  double stddev = 1.0;
+// How one placeholder is fed from a field of the source.
+struct Feed {
+  std::string placeholder;
+  std::string field;
+  graph::DType dtype = graph::DType::f32;  // the placeholder's
+  // The placeholder's shape of one example: the field's values in order, as many of them (with
+  // one_hot, the field's values times one_hot). Empty: the field's own shape (and [one_hot] after it).
+  std::vector<int64_t> shape;
+  // Normalisation into a floating placeholder, value * scale[c] + shift[c] (c the channel: the index
+  // along the last dim of `shape`; one entry applies to all): (v / 255 - mean) / stddev is
+  // scale = 1 / (255 * stddev), shift = -mean / stddev. Empty: the values as they are.
+  std::vector<double> scale, shift;
+  int64_t one_hot = 0;  // > 0: an integer field becomes a one-hot encoding of this many classes
+  // Random crop and flip of u8 images shaped (height, width[, channels]), before the conversion.
+  ImageAugmentation augmentation;
 };
 
 struct BatchingOptions {
@@ -38,32 +57,38 @@ struct BatchingOptions {
   uint64_t seed = 0;
   bool drop_remainder = false;  // drop a last batch smaller than batch_size
   int prefetch = 2;             // batches prepared ahead on a background thread; 0: on the caller's thread
+  int threads = 1;              // threads that assemble one batch's examples (reading, decoding, converting)
   // Shard `shard` of `shards` (a worker of a multi-worker run): its share of every global batch, by
   // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
   int64_t shard = 0, shards = 1;
-  Normalization normalization;
-  // Of examples shaped (height, width[, channels]); the bytes are augmented, then normalised.
-  ImageAugmentation augmentation;
 };
 
 struct Batch {
-  Tensor features;  // f32 [size, example_shape...]
-  Tensor labels;    // i64 [size]
+  std::vector<std::pair<std::string, Tensor>> tensors;  // by placeholder, in the order of the feeds
   int64_t size = 0;
   int64_t global_size = 0;  // of the global batch this is a shard of (size, unsharded)
+
+  // The tensor fed to `placeholder` (which must be one of the feeds).
+  const Tensor& operator[](std::string_view placeholder) const;
+  Feeds feeds() const;
 };
 
 class Dataset {
  public:
   class Epoch;
 
-  // `examples` holds u8 [n, ...] with example_shape's element count per example; `labels` u8 [n].
-  static graph::Expected<Dataset> create(const IdxArray& examples, const IdxArray& labels,
-                                         std::vector<int64_t> example_shape, BatchingOptions options);
+  // Refuses feeds that name no field of the source or one placeholder twice, conversions that cannot
+  // be made (check_conversion), shapes that do not hold the field's values, and bad options.
+  static graph::Expected<Dataset> create(std::shared_ptr<const ExampleSource> source, std::vector<Feed> feeds,
+                                         BatchingOptions options);
 
-  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
+  int64_t size() const { return source_->size(); }
   int64_t batches_per_epoch() const;
   const BatchingOptions& options() const { return options_; }
+  const ExampleSource& source() const { return *source_; }
+  const std::vector<Feed>& feeds() const { return feeds_; }
+  // The placeholders the batches feed, in order.
+  std::vector<std::string> placeholders() const;
 
   // The batches of epoch `epoch` (0-based) from batch `first_batch` on (to resume mid-epoch); the
   // Dataset must outlive it.
@@ -72,15 +97,16 @@ class Dataset {
   std::vector<int64_t> order(int64_t epoch) const;
 
  private:
+  struct Plan;  // what each feed reads and converts, fixed when the Dataset is made
+
   Dataset() = default;
   // Batch b of epoch `epoch`, visiting `order`: this shard's rows of it.
-  Batch batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const;
-  Batch assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const;
+  graph::Expected<Batch> batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const;
+  graph::Expected<Batch> assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const;
 
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;  // n * example_size
-  std::vector<int64_t> labels_;
-  std::vector<int64_t> example_shape_;
-  int64_t example_size_ = 0;
+  std::shared_ptr<const ExampleSource> source_;
+  std::vector<Feed> feeds_;
+  std::shared_ptr<const Plan> plan_;
   BatchingOptions options_;
 };
 
@@ -90,8 +116,9 @@ class Dataset::Epoch {
   Epoch(Epoch&&) = delete;
   ~Epoch();
 
-  // The next batch, or nullopt after the last.
-  std::optional<Batch> next();
+  // The next batch, nullopt after the last, or an error naming the data set and the example that
+  // could not be read or converted.
+  graph::Expected<std::optional<Batch>> next();
 
  private:
   void produce();
@@ -104,7 +131,7 @@ class Dataset::Epoch {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<Batch> ready_;
+  std::deque<graph::Expected<Batch>> ready_;
   bool stopping_ = false;
   std::thread producer_;
 };

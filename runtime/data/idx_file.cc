@@ -1,4 +1,4 @@
-// IDX parsing and (gzip-aware) file reading through zlib.
+// IDX parsing and (gzip-aware) file reading through zlib, and an IDX array as a field of a data set.
 #include "runtime/data/idx_file.h"
 
 #include <zlib.h>
@@ -75,6 +75,12 @@ graph::Expected<IdxArray> read_idx_file(const std::string& path) {
     bytes.insert(bytes.end(), chunk, chunk + got);
   }
   return parse_idx(bytes, path);
+}
+
+ArrayField idx_field(std::string name, IdxArray array) {
+  Field field{.name = std::move(name), .type = ElementType::u8,
+              .shape = std::vector<int64_t>(array.dims.begin() + (array.dims.empty() ? 0 : 1), array.dims.end())};
+  return owned_array(std::move(field), std::move(array.values));
 }
 
 }  // namespace mirra::runtime::data

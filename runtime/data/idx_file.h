@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "runtime/data/example_source.h"
 
 namespace mirra::runtime::data {
 
@@ -25,5 +26,8 @@ inline constexpr size_t kMaxIdxBytes = size_t{1} << 30;  // decompressed; larger
 graph::Expected<IdxArray> parse_idx(std::span<const uint8_t> bytes, std::string_view name);
 // Reads and parses `path`; gzip is detected from its magic bytes.
 graph::Expected<IdxArray> read_idx_file(const std::string& path);
+// The array as the field `name` of a data set: u8 values shaped as its dims after the first, which
+// counts the examples.
+ArrayField idx_field(std::string name, IdxArray array);
 
 }  // namespace mirra::runtime::data

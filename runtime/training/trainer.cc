@@ -1,6 +1,7 @@
 // Trainer: fit (epochs, steps, schedule, metrics) and evaluate.
 #include "runtime/training/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -62,14 +63,14 @@ struct Totals {
   double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
 };
 
-// A batch whose features and labels are on their way to the devices.
+// A batch whose tensors are on their way to the devices.
 struct StagedBatch {
   StagedFeeds feeds;
   int64_t size = 0;  // of the global batch (a worker's batch is its shard of it)
 };
 
-graph::Expected<StagedBatch> stage_batch(const Session& session, const TrainingGraph& graph, const data::Batch& batch) {
-  MIRRA_ASSIGN_OR_RETURN(StagedFeeds feeds, session.stage({{graph.features, batch.features}, {graph.labels, batch.labels}}));
+graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Batch& batch) {
+  MIRRA_ASSIGN_OR_RETURN(StagedFeeds feeds, session.stage(batch.feeds()));
   return StagedBatch{std::move(feeds), batch.global_size};
 }
 
@@ -145,7 +146,8 @@ TrainingGraph TrainingGraph::for_evaluation() const {
   return evaluated;
 }
 
-graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training) {
+graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature,
+                                   const std::vector<std::string>& fed, bool training) {
   std::vector<graph::NodeId> roots;
   for (const graph::NodeId id : {signature.loss.node, signature.correct.node, training ? signature.train : graph::kInvalidNode,
                                  training ? signature.accumulate : graph::kInvalidNode}) {
@@ -160,17 +162,19 @@ graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGrap
   std::string unfed;
   int count = 0;
   for (const graph::Node& node : graph.nodes()) {
-    if (!needed[node.id] || node.op != "Placeholder" || node.name == signature.features || node.name == signature.labels) continue;
+    if (!needed[node.id] || node.op != "Placeholder" || std::find(fed.begin(), fed.end(), node.name) != fed.end()) continue;
     unfed += (count++ == 0 ? "" : ", ") + ("'" + node.name + "' (" + node.outputs[0].to_string() + ")");
   }
   if (count == 0) return graph::Status();
+  std::string fed_names;
+  for (size_t i = 0; i < fed.size(); ++i) fed_names += (i == 0 ? "'" : ", '") + fed[i] + "'";
   return graph::invalid_argument("the " + std::string(training ? "training" : "evaluation") + " step needs placeholder" +
-                                 (count > 1 ? "s " : " ") + unfed + ", which nothing feeds: the batches feed only the features '" +
-                                 signature.features + "' and the labels '" + signature.labels + "'");
+                                 (count > 1 ? "s " : " ") + unfed + ", which nothing feeds: the batches feed " +
+                                 (fed.empty() ? std::string("nothing") : fed_names));
 }
 
 graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& train, const data::Dataset* test) {
-  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, /*training=*/true));
+  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, train.placeholders(), /*training=*/true));
   MIRRA_RETURN_IF_ERROR(options_.schedule.check());
   if (options_.epochs <= 0 && options_.max_steps <= 0) return graph::invalid_argument("train for at least one epoch or step");
   const bool scheduled = !options_.schedule.is_constant();
@@ -203,9 +207,9 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     // The batch of the next step is fetched and staged before this step runs, so its copy into a
     // GPU overlaps this step.
     const auto next_batch = [&]() -> graph::Expected<std::optional<StagedBatch>> {
-      auto batch = batches.next();
+      MIRRA_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches.next());
       if (!batch) return std::optional<StagedBatch>();
-      MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, graph_, *batch));
+      MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch));
       return std::optional<StagedBatch>(std::move(staged));
     };
     auto data_start = Clock::now();  // since when this step waits for data
@@ -300,11 +304,13 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
 
 graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
   const TrainingGraph evaluated = graph_.for_evaluation();
-  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), evaluated, /*training=*/false));
+  MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), evaluated, data.placeholders(), /*training=*/false));
   Totals totals;
   auto batches = data.epoch(0);
-  while (auto batch = batches.next()) {
-    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, evaluated, *batch));
+  for (;;) {
+    MIRRA_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches.next());
+    if (!batch) break;
+    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch));
     MIRRA_RETURN_IF_ERROR(run_batch(session_, evaluated, std::move(staged), {}, totals).status());
   }
   return Evaluation{.examples = totals.examples,

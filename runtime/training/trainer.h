@@ -1,7 +1,9 @@
 // Trainer: the training loop over a Session whose graph has a loss, a count of correct predictions
 // and a train target (ops::minimize and ops::classifier_objective build them). It feeds batches from
-// a Dataset (staging each batch to the devices while the step before it runs), sets the learning rate of each step from its schedule, reports every step (loss,
-// examples/s) and every epoch (mean loss, accuracy, throughput, and an evaluation on held-out data).
+// a Dataset (staging each batch to the devices while the step before it runs), sets the learning
+// rate of each step from its schedule, reports every step (loss, examples/s) and every epoch (mean
+// loss, accuracy, throughput, and an evaluation on held-out data). A batch the data set cannot read
+// or convert ends training with its error.
 //
 //   training::Trainer trainer(session, {.loss = objective.loss, .correct = objective.correct,
 //                                       .train = train_op.train, .learning_rate = train_op.learning_rate},
@@ -56,8 +58,8 @@ struct InferenceValues {
 };
 
 struct TrainingGraph {
-  std::string features = "images";  // placeholders fed from the batches
-  std::string labels = "labels";
+  std::string features = "images";  // the placeholders of the examples and of their labels (the batches
+  std::string labels = "labels";    // feed these, and may feed others)
   // The placeholders that carry the batch, which a replicating strategy splits between its replicas
   // along their axes (features among them); every other placeholder is fed whole to every replica.
   // Empty: every placeholder whose dim 0 is unknown, along dim 0.
@@ -83,11 +85,12 @@ struct TrainingGraph {
   TrainingGraph for_evaluation() const;
 };
 
-// Whether the batches the Trainer feeds (signature.features and .labels) are every placeholder the
-// steps need: those the loss, correct count and metrics read, and with `training` those of the train and
-// accumulate targets too. An invalid_argument error names each other one with its type, so a program
-// that could not run its first step is refused before it starts.
-graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature, bool training);
+// Whether the placeholders the batches feed (`fed`) are every placeholder the steps need: those the
+// loss, correct count and metrics read, and with `training` those of the train and accumulate targets
+// too. An invalid_argument error names each other one with its type, so a program that could not run
+// its first step is refused before it starts.
+graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature,
+                                   const std::vector<std::string>& fed, bool training);
 
 struct StepMetrics {
   int64_t step = 0;  // counted from 0 over the whole training (from first_step when resumed)

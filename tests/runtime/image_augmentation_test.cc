@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "runtime/data/dataset.h"
+#include "runtime/data/fashion_mnist.h"
 #include "runtime/data/image_augmentation.h"
 
 namespace mirra::runtime::data {
@@ -80,15 +81,30 @@ TEST_CASE("ImageAugmentation.crops_and_flips_draw_every_offset") {
 }
 
 // n examples of 5x6x2 bytes; example i's bytes are distinct from every other's.
-Dataset images(int64_t n, BatchingOptions options) {
-  IdxArray examples{{n, 5, 6, 2}, {}}, labels{{n}, {}};
+LabelledImages labelled(int64_t n) {
+  LabelledImages data{{{n, 5, 6, 2}, {}}, {{n}, {}}};
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < 60; ++j) examples.values.push_back(static_cast<uint8_t>(1 + (7 * i + j) % 255));
-    labels.values.push_back(static_cast<uint8_t>(i % 10));
+    for (int64_t j = 0; j < 60; ++j) data.images.values.push_back(static_cast<uint8_t>(1 + (7 * i + j) % 255));
+    data.labels.values.push_back(static_cast<uint8_t>(i % 10));
   }
-  auto dataset = Dataset::create(examples, labels, {5, 6, 2}, options);
+  return data;
+}
+
+Dataset images(int64_t n, BatchingOptions options, ImageAugmentation augmentation = {}) {
+  auto dataset = labelled_images_dataset(labelled(n), "images", {5, 6, 2}, options, {.augmentation = augmentation});
   REQUIRE_MESSAGE(dataset.ok(), dataset.status().to_string());
   return std::move(*dataset);
+}
+
+std::vector<Batch> all_batches(const Dataset& dataset, int64_t epoch) {
+  std::vector<Batch> batches;
+  auto reader = dataset.epoch(epoch);
+  for (;;) {
+    auto batch = reader.next();
+    REQUIRE(batch.ok());
+    if (!*batch) return batches;
+    batches.push_back(std::move(**batch));
+  }
 }
 
 // Every batch of an epoch, joined (shards: each global batch's shards in order).
@@ -97,15 +113,14 @@ std::vector<float> epoch_features(int64_t n, int64_t batch_size, int64_t shards,
   std::vector<std::vector<Batch>> per_shard;
   for (int64_t shard = 0; shard < shards; ++shard) {
     const Dataset dataset = images(n, {.batch_size = batch_size, .seed = 11, .prefetch = shard % 2 == 0 ? 2 : 0,
-                                       .shard = shard, .shards = shards, .augmentation = augmentation});
-    auto reader = dataset.epoch(epoch);
-    per_shard.emplace_back();
-    while (auto batch = reader.next()) per_shard.back().push_back(std::move(*batch));
+                                       .threads = shard % 2 == 0 ? 1 : 2, .shard = shard, .shards = shards},
+                                   augmentation);
+    per_shard.push_back(all_batches(dataset, epoch));
   }
   std::vector<float> joined;
   for (size_t b = 0; b < per_shard[0].size(); ++b) {
     for (const std::vector<Batch>& batches : per_shard) {
-      const std::vector<float> f = batches[b].features.to_vector<float>();
+      const std::vector<float> f = batches[b]["images"].to_vector<float>();
       joined.insert(joined.end(), f.begin(), f.end());
     }
   }
@@ -120,16 +135,19 @@ TEST_CASE("ImageAugmentation.examples_do_not_depend_on_the_batching_or_the_shard
   CHECK(epoch_features(37, 37, 1, 3) != whole);  // another epoch, other crops
   // Not the unaugmented data.
   const Dataset plain = images(37, {.batch_size = 37, .seed = 11});
-  CHECK(plain.epoch(2).next()->features.to_vector<float>() != whole);
+  CHECK(all_batches(plain, 2)[0]["images"].to_vector<float>() != whole);
 }
 
 TEST_CASE("ImageAugmentation.bad_settings_are_errors") {
-  IdxArray examples{{2, 6}, std::vector<uint8_t>(12, 1)}, labels{{2}, {0, 1}};
-  auto flat = Dataset::create(examples, labels, {6}, {.augmentation = {.horizontal_flip = true}});
-  CHECK(flat.status().message() == "image augmentation needs examples shaped (height, width[, channels]), not rank 1");
-  auto negative = Dataset::create(examples, labels, {2, 3}, {.augmentation = {.crop_padding = -1}});
-  CHECK(negative.status().message() == "crop padding -1 is not in [0, 1048576]");
-  CHECK(Dataset::create(examples, labels, {2, 3}, {.augmentation = {.crop_padding = 1}}).ok());
+  LabelledImages data{{{2, 6}, std::vector<uint8_t>(12, 1)}, {{2}, {0, 1}}};
+  auto flat = labelled_images_dataset(data, "flat", {6}, {}, {.augmentation = {.horizontal_flip = true}});
+  CHECK(flat.status().message() ==
+        "flat, field 'image' feeding 'images': image augmentation needs a u8 field shaped (height, width[, channels]), not "
+        "image: u8[6]");
+  data.images.dims = {2, 2, 3};
+  auto negative = labelled_images_dataset(data, "negative", {2, 3}, {}, {.augmentation = {.crop_padding = -1}});
+  CHECK(negative.status().message() == "negative, field 'image' feeding 'images': crop padding -1 is not in [0, 1048576]");
+  CHECK(labelled_images_dataset(data, "padded", {2, 3}, {}, {.augmentation = {.crop_padding = 1}}).ok());
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "runtime/data/dataset.h"
+#include "runtime/data/fashion_mnist.h"
 #include "runtime/training/trainer.h"
 #include "tests/strategies/strategy_test_util.h"
 
@@ -216,7 +216,8 @@ runtime::data::Dataset dataset(int64_t batch) {
   runtime::data::IdxArray images{{40, kHeight, kWidth, kChannels}, {}}, labels{{40}, {}};
   for (int i = 0; i < 40 * kHeight * kWidth * kChannels; ++i) images.values.push_back(static_cast<uint8_t>(rng.below(256)));
   for (int i = 0; i < 40; ++i) labels.values.push_back(static_cast<uint8_t>(rng.below(kClasses)));
-  auto made = runtime::data::Dataset::create(images, labels, {kHeight, kWidth, kChannels}, {.batch_size = batch, .shuffle = false});
+  auto made = runtime::data::labelled_images_dataset({std::move(images), std::move(labels)}, "random bytes",
+                                                     {kHeight, kWidth, kChannels}, {.batch_size = batch, .shuffle = false});
   REQUIRE_MESSAGE(made.ok(), made.status().to_string());
   return std::move(*made);
 }

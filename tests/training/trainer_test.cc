@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
+#include "runtime/data/fashion_mnist.h"
 #include "runtime/random.h"
 #include "runtime/session.h"
 #include "runtime/training/trainer.h"
@@ -48,9 +49,10 @@ std::unique_ptr<Blobs> make_blobs(int64_t n, const ops::Optimizer& optimizer) {
 }
 
 data::Dataset dataset(const Blobs& blobs, data::BatchingOptions options) {
-  options.normalization = {.scale = 1.0 / 255.0, .mean = 0.5, .stddev = 0.25};  // the blobs at -0.5 and +0.5
-  auto d = data::Dataset::create(blobs.examples, blobs.labels, {4}, options);
-  REQUIRE(d.ok());
+  // (byte / 255 - 0.5) / 0.25: the blobs at -0.5 and +0.5.
+  auto d = data::labelled_images_dataset({blobs.examples, blobs.labels}, "blobs", {4}, options,
+                                         {.scale = {1.0 / (255.0 * 0.25)}, .shift = {-0.5 / 0.25}});
+  REQUIRE_MESSAGE(d.ok(), d.status().to_string());
   return std::move(*d);
 }
 
@@ -116,8 +118,7 @@ TEST_CASE("Trainer.refuses_a_placeholder_the_batches_do_not_feed") {
     REQUIRE_FALSE(fitted.ok());
     CHECK(fitted.status().code() == graph::StatusCode::invalid_argument);
     CHECK(fitted.status().message() ==
-          "the training step needs placeholder 'aux' (f32[]), which nothing feeds: the batches feed only the features "
-          "'images' and the labels 'labels'");
+          "the training step needs placeholder 'aux' (f32[]), which nothing feeds: the batches feed 'images', 'labels'");
     CHECK(trainer.steps_taken() == 0);
     CHECK(trainer.evaluate(data).ok() == !loss_reads_it);
   }

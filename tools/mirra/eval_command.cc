@@ -23,12 +23,15 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
   // Batch normalisation evaluates with its moving statistics.
   MIRRA_RETURN_IF_ERROR(ops::add_inference_values(model.graph, ops::registry(), signature));
   signature = signature.for_evaluation();
-  if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, /*training=*/false); !fed.ok()) {
-    return graph::invalid_argument("model '" + command.model + "': " + fed.message());
-  }
   MIRRA_ASSIGN_OR_RETURN(const auto test, runtime::data::fashion_mnist_dataset(
                                               command.data, runtime::data::Split::test,
-                                              {.batch_size = command.batch_size, .shuffle = false}));
+                                              {.batch_size = command.batch_size, .shuffle = false},
+                                              {.images = signature.features, .labels = signature.labels}));
+  if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, test.placeholders(),
+                                                                        /*training=*/false);
+      !fed.ok()) {
+    return graph::invalid_argument("model '" + command.model + "': " + fed.message());
+  }
   const int64_t memory_limit = memory_limit_bytes(command.memory_limit);
   const graph::NodeId evaluated[] = {signature.loss.node, signature.correct.node};
   MIRRA_RETURN_IF_ERROR(check_memory(model.graph, ops::registry(), command.batch_size, memory_limit, evaluated));

@@ -81,7 +81,9 @@ graph::Status check_before_training(const TrainCommand& command, const strategie
       !g.node(*labels).outputs[0].shape.accepts(label_shape)) {
     return graph::invalid_argument("the model's labels '" + program.signature.labels + "' must take i64[batch]");
   }
-  if (const graph::Status fed = runtime::training::check_fed_by_batches(g, program.signature, /*training=*/true); !fed.ok()) {
+  if (const graph::Status fed = runtime::training::check_fed_by_batches(
+          g, program.signature, {program.signature.features, program.signature.labels}, /*training=*/true);
+      !fed.ok()) {
     return graph::invalid_argument("model '" + command.model + "': " + fed.message());
   }
   return graph::Status();
@@ -208,12 +210,15 @@ graph::Status TrainRun::run() {
   iterations_at_start_ = applied_updates();
   using runtime::data::Split;
   // Each worker feeds its shard of every global batch.
+  const runtime::training::TrainingGraph& signature = program_.program.signature;
   MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
                                                config_.training.data, Split::train,
                                                {.batch_size = config_.training.batch_size,
                                                 .seed = start_.data_seed,
                                                 .shard = rank,
-                                                .shards = workers,
+                                                .shards = workers},
+                                               {.images = signature.features,
+                                                .labels = signature.labels,
                                                 .augmentation = config_.training.augmentation}));
   std::optional<runtime::data::Dataset> test;
   if (command_.eval) {
@@ -222,7 +227,8 @@ graph::Status TrainRun::run() {
                                      {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
                                       .shuffle = false,
                                       .shard = rank,
-                                      .shards = workers}));
+                                      .shards = workers},
+                                     {.images = signature.features, .labels = signature.labels}));
   }
   if (!command_.metrics.empty() && rank == 0) {
     metrics_.open(command_.metrics);
