@@ -10,6 +10,12 @@ find_path(MIRRA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openbla
 add_library(mirra_openblas INTERFACE)
 target_link_libraries(mirra_openblas INTERFACE ${MIRRA_OPENBLAS_LIBRARY})
 target_include_directories(mirra_openblas SYSTEM INTERFACE ${MIRRA_CBLAS_INCLUDE_DIR})
+# minizip (zlib's contrib; Debian's libminizip-dev): the .npz archives of NumPy data sets.
+find_library(MIRRA_MINIZIP_LIBRARY NAMES minizip REQUIRED)
+find_path(MIRRA_MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip REQUIRED)
+add_library(mirra_minizip INTERFACE)
+target_link_libraries(mirra_minizip INTERFACE ${MIRRA_MINIZIP_LIBRARY})
+target_include_directories(mirra_minizip SYSTEM INTERFACE ${MIRRA_MINIZIP_INCLUDE_DIR})
 if(MIRRA_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()

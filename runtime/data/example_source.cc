@@ -1,6 +1,7 @@
 // ExampleSource's field lookup, and ArraySource: checks when made, row copies when read.
 #include "runtime/data/example_source.h"
 
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -35,7 +36,10 @@ graph::Expected<std::shared_ptr<const ArraySource>> ArraySource::create(std::str
   auto source = std::shared_ptr<ArraySource>(new ArraySource());
   source->name_ = std::move(name);
   source->size_ = size;
-  for (const ArrayField& array : arrays) source->fields_.push_back(array.field);
+  for (const ArrayField& array : arrays) {
+    source->fields_.push_back(array.field);
+    source->aligned_.push_back(reinterpret_cast<uintptr_t>(array.data) % element_size(array.field.type) == 0);
+  }
   source->arrays_ = std::move(arrays);
   return std::shared_ptr<const ArraySource>(std::move(source));
 }

@@ -65,8 +65,10 @@ class ArraySource final : public ExampleSource {
   const std::vector<Field>& fields() const override { return fields_; }
   int64_t size() const override { return size_; }
   graph::Status read(int64_t index, int64_t epoch, std::span<std::byte* const> out) const override;
+  // In place where the array is aligned for its elements; a misaligned one (an npz member after its
+  // zip header) is copied by read().
   const std::byte* row(size_t field, int64_t index) const override {
-    return arrays_[field].data + static_cast<size_t>(index) * fields_[field].bytes();
+    return aligned_[field] ? arrays_[field].data + static_cast<size_t>(index) * fields_[field].bytes() : nullptr;
   }
 
   // Every example's values of field f at once ([size, shape...]): for checks over a whole field.
@@ -78,6 +80,7 @@ class ArraySource final : public ExampleSource {
   std::string name_;
   std::vector<ArrayField> arrays_;
   std::vector<Field> fields_;
+  std::vector<bool> aligned_;
   int64_t size_ = 0;
 };
 

@@ -1,23 +1,29 @@
 // Writes the fuzzers' seed corpus: valid model files (tiny ones, so mutations reach every field),
-// a checkpoint, and run configs for each strategy with every key.
-//   write_seed_corpus MODEL_DIR CONFIG_DIR
+// a checkpoint, run configs for each strategy with every key, and data files (an .npy and an .npz,
+// each behind the byte that picks its reader in data_file_fuzzer).
+//   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/data/numpy_file.h"
 #include "serialization/checkpoint.h"
 #include "tests/serialization/tiny_model.h"
 #include "tools/mirra/run_config.h"
 
 int main(int argc, char** argv) {
   using namespace mirra;
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: write_seed_corpus MODEL_DIR CONFIG_DIR\n");
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR\n");
     return 2;
   }
-  const std::filesystem::path models(argv[1]), configs(argv[2]);
-  std::filesystem::create_directories(models);
-  std::filesystem::create_directories(configs);
+  const std::filesystem::path models(argv[1]), configs(argv[2]), data(argv[3]);
+  for (const auto& dir : {models, configs, data}) std::filesystem::create_directories(dir);
   for (const auto& [name, model] : {std::pair{"tiny_mlp.mirra", testing::tiny_model()},
                                     std::pair{"tiny_cnn.mirra", testing::tiny_cnn_model()},
                                     std::pair{"tiny_sized.mirra", testing::tiny_sized_model()}}) {
@@ -38,6 +44,18 @@ int main(int argc, char** argv) {
     config.training.learning_rate = 0.05;
     config.checkpoint.dir = "ckpts";
     std::ofstream(configs / (std::string(strategy) + ".json")) << runner::run_config_json(config);
+  }
+  const std::vector<float> values = {1.5f, -2, 0.25f, 8, 3, -1};
+  const runtime::data::NumpyValues array{.type = runtime::data::ElementType::f32, .shape = {3, 2},
+                                         .data = std::as_bytes(std::span(values))};
+  const std::filesystem::path npy = data / "array.npy.raw", npz = data / "arrays.npz.raw";
+  if (!runtime::data::write_npy(npy.string(), array).ok() || !runtime::data::write_npz(npz.string(), {{"x", array}}).ok()) return 1;
+  // The picking byte first: 0 for the .npy reader, 1 for the .npz one.
+  for (const auto& [file, reader] : {std::pair{npy, '\0'}, std::pair{npz, '\1'}}) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(data / file.stem(), std::ios::binary) << reader << contents;
+    std::filesystem::remove(file);
   }
   return 0;
 }

@@ -1,0 +1,47 @@
+// libFuzzer target: arbitrary bytes as a data file. The first byte picks the reader (even: the bytes
+// as an .npy file; odd: the rest written to a file and read as an .npz archive, through minizip); a
+// file that reads must read every value it claims within its bytes, and one that does not must be an
+// error, never a crash.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <span>
+#include <string>
+
+#include "runtime/data/numpy_file.h"
+
+namespace {
+
+// Reads every byte of the array's values, so that one past its bytes trips the address sanitizer.
+uint8_t touch(const mirra::runtime::data::NumpyArray& array) {
+  uint8_t sum = 0;
+  const size_t bytes = static_cast<size_t>(array.elements()) * mirra::runtime::data::element_size(array.type);
+  for (size_t i = 0; i < bytes; ++i) sum = static_cast<uint8_t>(sum + static_cast<uint8_t>(array.data[i]));
+  return sum;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace mirra::runtime::data;
+  if (size == 0) return 0;
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
+  volatile uint8_t sink = 0;
+  if (data[0] % 2 == 0) {
+    auto array = parse_npy(bytes, nullptr, "fuzz input");
+    if (array.ok()) sink = touch(*array);
+    return 0;
+  }
+  static const std::string path = "/tmp/mirra_data_fuzzer_" + std::to_string(::getpid()) + ".npz";
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()),
+                                                                 static_cast<std::streamsize>(bytes.size()));
+  auto members = read_npz(path);
+  if (members.ok()) {
+    for (const auto& [name, array] : *members) sink = static_cast<uint8_t>(sink + touch(array));
+  }
+  (void)sink;
+  return 0;
+}
