@@ -145,6 +145,12 @@ std::vector<std::string> Dataset::placeholders() const {
   return out;
 }
 
+Dataset Dataset::reseeded(uint64_t seed) const {
+  Dataset copy = *this;
+  copy.options_.seed = seed;
+  return copy;
+}
+
 int64_t Dataset::batches_per_epoch() const {
   const int64_t full = size() / options_.batch_size;
   return options_.drop_remainder || size() % options_.batch_size == 0 ? full : full + 1;

@@ -89,6 +89,8 @@ class Dataset {
   const std::vector<Feed>& feeds() const { return feeds_; }
   // The placeholders the batches feed, in order.
   std::vector<std::string> placeholders() const;
+  // This data set shuffled from another seed (a resumed run continues its checkpoint's order).
+  Dataset reseeded(uint64_t seed) const;
 
   // The batches of epoch `epoch` (0-based) from batch `first_batch` on (to resume mid-epoch); the
   // Dataset must outlive it.

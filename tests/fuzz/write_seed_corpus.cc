@@ -1,5 +1,5 @@
 // Writes the fuzzers' seed corpus: valid model files (tiny ones, so mutations reach every field),
-// a checkpoint, run configs for each strategy with every key, and data files (an .npy and an .npz,
+// a checkpoint, run configs for each strategy with every key (a data set's among them), and data files (an .npy and an .npz,
 // each behind the byte that picks its reader in data_file_fuzzer).
 //   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR
 #include <cstdio>
@@ -43,6 +43,11 @@ int main(int argc, char** argv) {
     config.strategy.devices = strategies::default_devices(strategy);
     config.training.learning_rate = 0.05;
     config.checkpoint.dir = "ckpts";
+    config.data.train = runner::DataSpec{.format = "numpy",
+                                         .files = {"train.npz"},
+                                         .fields = {{"images", {.field = "x", .scale = 0.5, .mean = {0.25}, .stddev = {2}}},
+                                                    {"labels", {.field = "y", .one_hot = 10}}}};
+    config.data.threads = 2;
     std::ofstream(configs / (std::string(strategy) + ".json")) << runner::run_config_json(config);
   }
   const std::vector<float> values = {1.5f, -2, 0.25f, 8, 3, -1};

@@ -27,9 +27,10 @@ struct TrainCommand {
 
 struct EvalCommand {
   std::string model;
-  std::string data;
+  std::string data;  // the evaluation data's shorthand (data_spec.h); a Fashion-MNIST directory gives its test split
   int64_t batch_size = 1000;
   int threads = 0;
+  int data_threads = 1;
   int64_t memory_limit = 0;  // bytes; 0: nine tenths of physical memory
   bool json = false;
 };

@@ -1,16 +1,17 @@
-// mirra eval: the model's test accuracy and mean loss on the Fashion-MNIST test split, on one device.
+// mirra eval: the model's accuracy, mean loss and metrics on evaluation data (by default the Fashion-MNIST
+// test split), on one device.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 
 #include "ops/inference_mode.h"
 #include "ops/registry.h"
-#include "runtime/data/fashion_mnist.h"
 #include "runtime/training/trainer.h"
 #include "serialization/model_file.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/metrics_json.h"
 #include "tools/mirra/model_program.h"
+#include "tools/mirra/program_data.h"
 #include "tools/mirra/variables_io.h"
 
 namespace mirra::runner {
@@ -23,10 +24,10 @@ graph::Expected<runtime::training::Evaluation> evaluate(const EvalCommand& comma
   // Batch normalisation evaluates with its moving statistics.
   MIRRA_RETURN_IF_ERROR(ops::add_inference_values(model.graph, ops::registry(), signature));
   signature = signature.for_evaluation();
-  MIRRA_ASSIGN_OR_RETURN(const auto test, runtime::data::fashion_mnist_dataset(
-                                              command.data, runtime::data::Split::test,
-                                              {.batch_size = command.batch_size, .shuffle = false},
-                                              {.images = signature.features, .labels = signature.labels}));
+  MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, parse_data_shorthand(command.data, "--data"));
+  MIRRA_ASSIGN_OR_RETURN(const auto test, program_dataset(spec, model.graph, signature, DataUse::eval,
+                                                          {.batch_size = command.batch_size, .shuffle = false,
+                                                           .threads = command.data_threads}));
   if (const graph::Status fed = runtime::training::check_fed_by_batches(model.graph, signature, test.placeholders(),
                                                                         /*training=*/false);
       !fed.ok()) {

@@ -52,7 +52,10 @@ int main(int argc, char** argv) {
   eval.data = mirra::runtime::data::kFashionMnistDir;
   auto* eval_app = app.add_subcommand("eval", "Test accuracy and loss of a model file");
   eval_app->add_option("MODEL", eval.model, "Model file (.mirra)")->required();
-  eval_app->add_option("--data", eval.data, "Directory with the Fashion-MNIST IDX files");
+  eval_app->add_option("--data", eval.data,
+                       "Evaluation data: a directory of Fashion-MNIST's IDX files (its test split), or .npy/.npz files "
+                       "(comma-separated) whose arrays are named as the model's placeholders");
+  eval_app->add_option("--data-threads", eval.data_threads, "Threads that assemble each batch (default 1)")->check(CLI::Range(1, 1024));
   eval_app->add_option("--batch-size", eval.batch_size, "Examples per batch")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   eval_app->add_option("--threads", eval.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
   eval_app->add_flag("--json", eval.json, "Print the result as JSON");

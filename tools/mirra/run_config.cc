@@ -173,13 +173,18 @@ RunConfig default_run_config() {
   return config;
 }
 
+graph::Expected<DataSpec> training_data_spec(const RunConfig& config) {
+  if (config.data.train) return *config.data.train;
+  return parse_data_shorthand(config.training.data, "training data");
+}
+
 graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::string_view source) {
   MIRRA_ASSIGN_OR_RETURN(json root, strategies::parse_config_object(json_text, source));
   RunConfig config = default_run_config();
   MIRRA_RETURN_IF_ERROR(
       strategies::check_config_keys(root,
                                     {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state",
-                                     "training", "checkpoint"},
+                                     "training", "data", "checkpoint"},
                                     source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   // A choice of the strategy's rewrite, written with the training settings (as Keras's layer flag is).
@@ -188,8 +193,12 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
     MIRRA_RETURN_IF_ERROR(read_boolean(root["training"], "sync_batch_norm", "training.sync_batch_norm", source, sync_batch_norm));
   }
   if (root.contains("checkpoint")) MIRRA_RETURN_IF_ERROR(read_checkpoint(root["checkpoint"], source, config.checkpoint));
+  if (root.contains("data")) {
+    MIRRA_ASSIGN_OR_RETURN(config.data, data_config_from_json(root["data"], source));
+  }
   config.devices_given = root.contains("devices");
   root.erase("training");
+  root.erase("data");
   root.erase("checkpoint");
   MIRRA_ASSIGN_OR_RETURN(config.strategy, strategies::strategy_config_from_json(root, source));
   config.strategy.sync_batch_norm = sync_batch_norm;
@@ -242,6 +251,7 @@ std::string run_config_json(const RunConfig& c) {
         {"compression", c.strategy.all_reduce.compression}}},
       {"shard_optimizer_state", c.strategy.shard_optimizer_state},
       {"training", training},
+      {"data", data_config_json(c.data)},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
   return root.dump(2);
 }

@@ -1,9 +1,10 @@
 // RunConfig: everything `mirra train` needs besides the model, resolved as defaults < config file <
-// flags. The file is the strategy config (strategies/config.h) plus "training" and "checkpoint"
-// objects; every key is documented in docs/config.md, and an unknown key, a wrong type or a bad value
+// flags. The file is the strategy config (strategies/config.h) plus "training", "data" and
+// "checkpoint" objects; every key is documented in docs/config.md, and an unknown key, a wrong type or a bad value
 // is an error naming the key and the file.
 //
 //   {"strategy": "mirrored", "training": {"epochs": 5, "batch_size": 256},
+//    "data": {"train": {"files": ["train.npz"]}, "eval": {"files": ["test.npz"]}},
 //    "checkpoint": {"dir": "ckpts", "keep": 3, "every_steps": 100}}
 #pragma once
 
@@ -18,13 +19,14 @@
 #include "runtime/data/image_augmentation.h"
 #include "runtime/training/learning_rate_schedule.h"
 #include "strategies/config.h"
+#include "tools/mirra/data_spec.h"
 
 namespace mirra::runner {
 
 inline constexpr int64_t kMaxSeed = int64_t{1} << 62;  // shuffle seeds, from the config and --seed
 
 struct TrainingConfig {
-  std::string data;                     // Fashion-MNIST IDX directory
+  std::string data;                     // the training data's shorthand (data_spec.h); data.train wins
   int64_t epochs = 3;
   int64_t steps = 0;                    // > 0: train this many steps in all instead of whole epochs
   int64_t batch_size = 128;             // global batch
@@ -56,12 +58,15 @@ struct CheckpointConfig {
 struct RunConfig {
   strategies::StrategyConfig strategy;
   TrainingConfig training;
+  DataConfig data;
   CheckpointConfig checkpoint;
   bool devices_given = false;  // the devices were named, not defaulted from the strategy
 };
 
 // The defaults (data from the Debian Fashion-MNIST package, Mirrored over the local devices).
 RunConfig default_run_config();
+// The training data: data.train, or training.data's shorthand.
+graph::Expected<DataSpec> training_data_spec(const RunConfig& config);
 // `source` names the text in errors ("train.json").
 graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::string_view source);
 graph::Expected<RunConfig> load_run_config(const std::string& path);

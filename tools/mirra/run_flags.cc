@@ -16,7 +16,10 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--logical-gpus-per-gpu", f.logical_gpus_per_gpu,
                      "Split each GPU into this many logical GPUs, each a replica of its own (default 1)")
       ->check(CLI::Range(1, strategies::kMaxLogicalGpusPerGpu));
-  command.add_option("--data", f.data, "Directory with the Fashion-MNIST IDX files");
+  command.add_option("--data", f.data,
+                     "Training data: a directory of Fashion-MNIST's IDX files, or .npy/.npz files (comma-separated) "
+                     "whose arrays are named as the model's placeholders (default: Debian's Fashion-MNIST)");
+  command.add_option("--data-threads", f.data_threads, "Threads that assemble each batch (default 1)")->check(CLI::Range(1, 1024));
   auto* epochs = command.add_option("--epochs", f.epochs, "Epochs to train in all (default 3)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   command.add_option("--steps", f.steps, "Steps to train in all, instead of epochs")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
@@ -106,7 +109,11 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
     config.devices_given = config.devices_given || f.devices.has_value();
   }
   if (f.shard_optimizer_state) config.strategy.shard_optimizer_state = true;
-  if (f.data) config.training.data = *f.data;
+  if (f.data) {
+    config.training.data = *f.data;
+    config.data.train.reset();  // the flag names the training data
+  }
+  if (f.data_threads) config.data.threads = *f.data_threads;
   if (f.epochs) {
     config.training.epochs = *f.epochs;
     config.training.steps = 0;

@@ -16,7 +16,6 @@
 #include "ops/mixed_precision.h"
 #include "ops/optimizer_ops.h"
 #include "ops/registry.h"
-#include "runtime/data/fashion_mnist.h"
 #include "runtime/memory_estimate.h"
 #include "serialization/checkpoint.h"
 #include "serialization/file_io.h"
@@ -24,6 +23,7 @@
 #include "tools/mirra/metrics_json.h"
 #include "tools/mirra/interrupts.h"
 #include "tools/mirra/model_program.h"
+#include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
 #include "tools/mirra/trace_writer.h"
 #include "tools/mirra/variables_io.h"
@@ -51,9 +51,9 @@ TrainingPosition position_after(const runtime::training::StepMetrics& step, cons
 }
 
 // Problems that would otherwise surface only after training: unusable output paths, a model whose
-// inputs do not take the data set's batches.
+// steps need a placeholder the training data does not feed.
 graph::Status check_before_training(const TrainCommand& command, const strategies::TrainingProgram& program,
-                                    int64_t batch_size) {
+                                    const runtime::data::Dataset& train) {
   MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.save, "--save"));
   MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.trace, "--trace"));
   // The metrics are a stream: a pipe or a terminal may take them, so only their directory is checked.
@@ -66,23 +66,8 @@ graph::Status check_before_training(const TrainCommand& command, const strategie
     return graph::invalid_argument("cannot create checkpoint directory '" + dir + "': " + ec.message());
   }
   if (!dir.empty()) MIRRA_RETURN_IF_ERROR(serialization::check_writable_directory(dir, "checkpoint directory"));
-  const graph::Graph& g = program.graph;
-  const auto features = g.find(program.signature.features);
-  const auto labels = g.find(program.signature.labels);
-  const int64_t images[] = {batch_size, 28, 28, 1};
-  const int64_t label_shape[] = {batch_size};
-  if (!features || g.node(*features).outputs[0].dtype != graph::DType::f32 ||
-      !g.node(*features).outputs[0].shape.accepts(images)) {
-    return graph::invalid_argument("the model's features '" + program.signature.features + "' take " +
-                                   (features ? g.node(*features).outputs[0].to_string() : std::string("nothing")) +
-                                   ", but Fashion-MNIST batches are f32[" + std::to_string(batch_size) + ",28,28,1]");
-  }
-  if (!labels || g.node(*labels).outputs[0].dtype != graph::DType::i64 ||
-      !g.node(*labels).outputs[0].shape.accepts(label_shape)) {
-    return graph::invalid_argument("the model's labels '" + program.signature.labels + "' must take i64[batch]");
-  }
-  if (const graph::Status fed = runtime::training::check_fed_by_batches(
-          g, program.signature, {program.signature.features, program.signature.labels}, /*training=*/true);
+  if (const graph::Status fed = runtime::training::check_fed_by_batches(program.graph, program.signature, train.placeholders(),
+                                                                        /*training=*/true);
       !fed.ok()) {
     return graph::invalid_argument("model '" + command.model + "': " + fed.message());
   }
@@ -99,6 +84,8 @@ class TrainRun {
   runtime::WorkerCollective* workers() const { return workers_.get(); }
 
  private:
+  // The training data (each worker's shard of every global batch) and, with --eval, the evaluation data.
+  graph::Status open_data(int rank, int workers);
   graph::Status restore();
   // Every variable, whole; in a multi-worker run a collective call of every worker (gather_variables).
   graph::Expected<std::vector<serialization::NamedTensor>> read_all_variables();
@@ -127,6 +114,7 @@ class TrainRun {
   std::string all_reduce_plan_;  // where the gradients are summed, in words
   std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
+  std::optional<runtime::data::Dataset> train_, test_;
   std::unique_ptr<serialization::CheckpointStore> store_;
   // The values restore() wrote: the checkpoint's (if any) first, so a search by name finds them
   // before the model file's they replaced.
@@ -157,11 +145,13 @@ graph::Status TrainRun::run() {
                                                       .check_numerics = config_.training.check_numerics,
                                                       .mixed_precision = config_.training.mixed_precision,
                                                       .devices = strategy_->config().devices}));
-  MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, config_.training.batch_size));
   all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
   }
+  const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
+  MIRRA_RETURN_IF_ERROR(open_data(rank, workers));
+  MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, *train_));
   program_.program.accumulate_gradients = config_.training.accumulation_steps > 1;
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program, worker_part()));
   MIRRA_RETURN_IF_ERROR(check_memory(distributed_.graph, *distributed_.ops, config_.training.batch_size,
@@ -184,7 +174,6 @@ graph::Status TrainRun::run() {
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .collectives = std::move(collectives)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
-  const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
   if ((!command_.json || terminal) && rank == 0) {
     const ops::MixedPrecision mixed = config_.training.mixed_precision;
     const std::string precision =
@@ -208,28 +197,7 @@ graph::Status TrainRun::run() {
                                                        config_.strategy.all_reduce.timeout_s, restored_, saves_));
   }
   iterations_at_start_ = applied_updates();
-  using runtime::data::Split;
-  // Each worker feeds its shard of every global batch.
-  const runtime::training::TrainingGraph& signature = program_.program.signature;
-  MIRRA_ASSIGN_OR_RETURN(const auto train, runtime::data::fashion_mnist_dataset(
-                                               config_.training.data, Split::train,
-                                               {.batch_size = config_.training.batch_size,
-                                                .seed = start_.data_seed,
-                                                .shard = rank,
-                                                .shards = workers},
-                                               {.images = signature.features,
-                                                .labels = signature.labels,
-                                                .augmentation = config_.training.augmentation}));
-  std::optional<runtime::data::Dataset> test;
-  if (command_.eval) {
-    MIRRA_ASSIGN_OR_RETURN(test, runtime::data::fashion_mnist_dataset(
-                                     config_.training.data, Split::test,
-                                     {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
-                                      .shuffle = false,
-                                      .shard = rank,
-                                      .shards = workers},
-                                     {.images = signature.features, .labels = signature.labels}));
-  }
+  if (start_.data_seed != train_->options().seed) train_ = train_->reseeded(start_.data_seed);  // the checkpoint's
   if (!command_.metrics.empty() && rank == 0) {
     metrics_.open(command_.metrics);
     if (!metrics_) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
@@ -265,7 +233,7 @@ graph::Status TrainRun::run() {
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
          .should_stop = [this] { return interrupt_signal() != 0 || !step_error_.ok(); },
          .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
-    auto fit = trainer.fit(train, test ? &*test : nullptr);
+    auto fit = trainer.fit(*train_, test_ ? &*test_ : nullptr);
     MIRRA_RETURN_IF_ERROR(step_error_);
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
     if (metrics_.is_open()) metrics_.flush();
@@ -284,6 +252,27 @@ graph::Status TrainRun::run() {
   }
   // Training and every save went through; the metrics file is short, which a script must hear of.
   return metrics_error_;
+}
+
+graph::Status TrainRun::open_data(int rank, int workers) {
+  const runtime::training::TrainingGraph& signature = program_.program.signature;
+  MIRRA_ASSIGN_OR_RETURN(const DataSpec train_spec, training_data_spec(config_));
+  MIRRA_ASSIGN_OR_RETURN(train_, program_dataset(train_spec, program_.program.graph, signature, DataUse::train,
+                                                 {.batch_size = config_.training.batch_size,
+                                                  .seed = config_.training.seed,
+                                                  .threads = config_.data.threads,
+                                                  .shard = rank,
+                                                  .shards = workers},
+                                                 config_.training.augmentation));
+  if (!command_.eval) return graph::Status();
+  MIRRA_ASSIGN_OR_RETURN(const DataSpec eval_spec, evaluation_spec(config_.data.eval, train_spec));
+  MIRRA_ASSIGN_OR_RETURN(test_, program_dataset(eval_spec, program_.program.graph, signature, DataUse::eval,
+                                                {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
+                                                 .shuffle = false,
+                                                 .threads = config_.data.threads,
+                                                 .shard = rank,
+                                                 .shards = workers}));
+  return graph::Status();
 }
 
 void TrainRun::note_metrics_error() {

@@ -1,0 +1,120 @@
+// The runner on data sets of the user's own: Fashion-MNIST written by numpy as .npz archives trains
+// to the very losses of its IDX files (the same images in the same order, scaled the same way), on
+// one device and Mirrored over two; evaluates from a deflated archive whose fields the config maps;
+// and every mistake in naming the data is an error that names it, before any step runs.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "runtime/data/fashion_mnist.h"
+#include "tests/runner/runner_process.h"
+
+namespace mirra::runner {
+namespace {
+
+using test::run;
+using test::Run;
+using test::workspace;
+
+// train.npz and test.npz, written by numpy once.
+const std::string& npz_dir() {
+  static const std::string dir = [] {
+    const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/fashion_mnist_npz.py " +
+                                runtime::data::kFashionMnistDir + " " + workspace().dir.string();
+    REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+    return workspace().dir.string();
+  }();
+  return dir;
+}
+
+std::string config_file(const std::string& name, const std::string& text) {
+  const std::string path = workspace() / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The images scaled by 1/255 as the IDX files' are, the labels as they are.
+std::string npz_config() {
+  return config_file("npz.json", R"({"data": {"train": {"files": [")" + npz_dir() + R"(/train.npz"],
+    "fields": {"images": {"field": "images", "scale": 0.00392156862745098}, "labels": "labels"}},
+    "eval": {"format": "numpy", "files": [")" + npz_dir() + R"(/test.npz"], "fields": {"images": "x", "labels": "y"}},
+    "threads": 2}})");
+}
+
+TEST_CASE("Runner.data.an_npz_trains_as_the_idx_files_of_the_same_images") {
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const std::string tag = std::string("npz_") + strategy;
+    const Run idx = run(test::train_args({"--strategy", strategy, "--steps", "30", "--json"}), tag + "_idx");
+    const Run npz = run(test::train_args({"--strategy", strategy, "--steps", "30", "--json", "--config", npz_config()}), tag);
+    REQUIRE_MESSAGE(idx.code == 0, idx.err);
+    REQUIRE_MESSAGE(npz.code == 0, npz.err);
+    const auto loss = [](const Run& r) { return nlohmann::json::parse(test::last_line(r.out)).at("final_loss").get<double>(); };
+    CHECK(loss(npz) == loss(idx));
+  }
+}
+
+TEST_CASE("Runner.data.evaluation_reads_a_deflated_archive_through_the_configs_fields") {
+  const Run trained = run(test::train_args({"--steps", "40", "--eval", "--json", "--config", npz_config(),
+                                            "--save", workspace() / "npz_trained.mirra"}),
+                          "npz_eval");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  const nlohmann::json summary = nlohmann::json::parse(test::last_line(trained.out));
+  CHECK(summary.at("test_accuracy").get<double>() > 0.6);
+  // mirra eval on the same data, named by --data (its arrays named x and y are not placeholders: refused),
+  // and on the IDX files' test split, which holds the same examples.
+  const Run unnamed = run({"eval", workspace() / "npz_trained.mirra", "--data", npz_dir() + "/test.npz"}, "npz_eval_unnamed");
+  CHECK(unnamed.code == 2);
+  CHECK(unnamed.err.find("none of its fields (x: f32[28,28,1], y: i64[]) is named as a placeholder of the model") != std::string::npos);
+  const Run idx = run({"eval", workspace() / "npz_trained.mirra", "--json"}, "npz_eval_idx");
+  REQUIRE_MESSAGE(idx.code == 0, idx.err);
+  CHECK(nlohmann::json::parse(test::last_line(idx.out)).at("test_accuracy").get<double>() ==
+        doctest::Approx(summary.at("test_accuracy").get<double>()).epsilon(1e-6));
+}
+
+TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") {
+  const std::string train = npz_dir() + "/train.npz";
+  struct Case {
+    std::string config;
+    std::vector<std::string> extra;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {R"({"data": {"train": {"files": [")" + train + R"("], "fields": {"images": "pixels", "labels": "labels"}}}})", {},
+       "has no field 'pixels' (its fields: images: u8[28,28,1], labels: u8[])"},
+      {R"({"data": {"train": {"files": [")" + train + R"("], "fields": {"inputs": "images", "labels": "labels"}}}})", {},
+       "field 'images' feeding 'inputs': the model has no placeholder 'inputs' (its placeholders: 'images' (f32[?,28,28,1]), "
+       "'labels' (i64[?]))"},
+      {R"({"data": {"train": {"files": [")" + train + R"("], "fields": {"labels": "labels"}}}})", {},
+       "the training step needs placeholder 'images' (f32[?,28,28,1]), which nothing feeds: the batches feed 'labels'"},
+      {R"({"data": {"train": {"files": [")" + train + R"("], "fields": {"images": {"field": "labels", "one_hot": 10}, "labels": "labels"}}}})", {},
+       "field 'labels' feeding 'images': the field's 10 values per example (labels: u8[], one-hot) do not make [28,28,1]"},
+      {R"({"data": {"train": {"files": [")" + train + R"("]}}})", {"--eval"},
+       "evaluation needs its own data set: name it in the config's data.eval"},
+      {R"({"data": {"train": {"files": ["x.csv"]}}})", {}, "'data.train.format' is needed"},
+      {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {}, "'data.train.format' must be \"fashion_mnist\" or \"numpy\""},
+      {R"({"data": {"train": {"files": []}}})", {}, "'data.train.files' must name at least one file"},
+      {R"({"data": {"train": {"files": ["a.npz"], "fields": {"images": {"field": "x", "stddev": [0]}}}}})", {},
+       "'data.train.fields.images.stddev' must be a positive number"},
+      {R"({"data": {"training": {}}})", {}, "unknown key 'data.training'"},
+      {R"({"data": {"threads": 0}})", {}, "'data.threads' must be an integer in [1, 1024]"},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.message);
+    std::vector<std::string> args = test::train_args({"--steps", "1", "--config", config_file("bad_data_" + std::to_string(index) + ".json", c.config)});
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const Run r = run(args, "bad_data_" + std::to_string(index++));
+    CHECK(r.code == 2);
+    CHECK(r.err.find(c.message) != std::string::npos);
+  }
+  const Run shorthand = run(test::train_args({"--steps", "1", "--data", workspace() / "table.csv"}), "bad_data_shorthand");
+  CHECK(shorthand.code == 2);
+  CHECK(shorthand.err.find("is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz files") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mirra::runner

@@ -1,0 +1,196 @@
+// DataSpec: the shorthand, and the config's "data" object read strictly (every key named in its
+// error) and printed back.
+#include "tools/mirra/data_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "strategies/config_json.h"
+
+namespace mirra::runner {
+
+namespace {
+
+using nlohmann::json;
+using strategies::config_key_error;
+
+// The format files of these names hold, or empty when their extensions do not say one.
+std::string format_of_files(const std::vector<std::string>& files) {
+  if (files.size() == 1 && std::filesystem::is_directory(files[0])) return "fashion_mnist";
+  const bool numpy = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
+    return f.ends_with(".npy") || f.ends_with(".npz");
+  });
+  return numpy ? "numpy" : "";
+}
+
+graph::Status check_spec(const DataSpec& spec, std::string_view source, const std::string& key) {
+  if (spec.files.empty()) return config_key_error(source, key + ".files", "must name at least one file");
+  if (spec.format == "fashion_mnist" && spec.files.size() != 1) {
+    return config_key_error(source, key + ".files", "must be one directory for fashion_mnist");
+  }
+  return graph::Status();
+}
+
+graph::Expected<std::vector<double>> read_channels(const json& value, std::string_view source, const std::string& key,
+                                                   bool positive) {
+  const json list = value.is_array() ? value : json::array({value});
+  std::vector<double> out;
+  for (const json& v : list) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || (positive && !(v.get<double>() > 0))) {
+      return config_key_error(source, key, positive ? "must be a positive number or a list of them, one per channel"
+                                                    : "must be a number or a list of them, one per channel");
+    }
+    out.push_back(v.get<double>());
+  }
+  if (out.empty()) return config_key_error(source, key, "must hold at least one number");
+  return out;
+}
+
+graph::Expected<FieldFeed> read_field_feed(const json& value, std::string_view source, const std::string& key) {
+  FieldFeed feed;
+  if (value.is_string()) {
+    feed.field = value.get<std::string>();
+    if (feed.field.empty()) return config_key_error(source, key, "must name a field");
+    return feed;
+  }
+  if (!value.is_object()) return config_key_error(source, key, "must be a field's name or an object with \"field\"");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"field", "scale", "mean", "stddev", "one_hot"}, source, key + "."));
+  if (!value.contains("field") || !value.at("field").is_string() || value.at("field").get<std::string>().empty()) {
+    return config_key_error(source, key + ".field", "must name a field");
+  }
+  feed.field = value.at("field").get<std::string>();
+  if (value.contains("scale")) {
+    const json& scale = value.at("scale");
+    if (!scale.is_number() || !std::isfinite(scale.get<double>()) || scale.get<double>() == 0) {
+      return config_key_error(source, key + ".scale", "must be a finite, non-zero number");
+    }
+    feed.scale = scale.get<double>();
+  }
+  if (value.contains("mean")) {
+    MIRRA_ASSIGN_OR_RETURN(feed.mean, read_channels(value.at("mean"), source, key + ".mean", false));
+  }
+  if (value.contains("stddev")) {
+    MIRRA_ASSIGN_OR_RETURN(feed.stddev, read_channels(value.at("stddev"), source, key + ".stddev", true));
+  }
+  if (value.contains("one_hot")) {
+    const json& depth = value.at("one_hot");
+    if (!depth.is_number_integer() || depth.get<int64_t>() < 1 || depth.get<int64_t>() > (int64_t{1} << 24)) {
+      return config_key_error(source, key + ".one_hot", "must be a number of classes in [1, 16777216]");
+    }
+    feed.one_hot = depth.get<int64_t>();
+    if (value.contains("scale") || value.contains("mean") || value.contains("stddev")) {
+      return config_key_error(source, key + ".one_hot", "does not combine with a normalisation");
+    }
+  }
+  return feed;
+}
+
+graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, const std::string& key) {
+  if (!value.is_object()) return config_key_error(source, key, "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "fields"}, source, key + "."));
+  DataSpec spec;
+  if (value.contains("files")) {
+    const json& files = value.at("files");
+    const auto non_empty = [](const json& f) { return f.is_string() && !f.get<std::string>().empty(); };
+    if (!files.is_array() || !std::all_of(files.begin(), files.end(), non_empty)) {
+      return config_key_error(source, key + ".files", "must be a list of paths");
+    }
+    spec.files = files.get<std::vector<std::string>>();
+  }
+  if (value.contains("format")) {
+    const json& format = value.at("format");
+    const auto known = [&](const std::string& f) { return std::find(std::begin(kDataFormats), std::end(kDataFormats), f) != std::end(kDataFormats); };
+    if (!format.is_string() || !known(format.get<std::string>())) {
+      return config_key_error(source, key + ".format", "must be \"fashion_mnist\" or \"numpy\", not " + format.dump());
+    }
+    spec.format = format.get<std::string>();
+  } else {
+    spec.format = format_of_files(spec.files);
+    if (spec.format.empty() && !spec.files.empty()) {
+      return config_key_error(source, key + ".format", "is needed: the files' names do not say it (.npy, .npz or a directory)");
+    }
+  }
+  if (value.contains("fields")) {
+    const json& fields = value.at("fields");
+    if (!fields.is_object()) return config_key_error(source, key + ".fields", "must map placeholders to fields");
+    for (const auto& [placeholder, feed] : fields.items()) {
+      MIRRA_ASSIGN_OR_RETURN(spec.fields[placeholder], read_field_feed(feed, source, key + ".fields." + placeholder));
+    }
+  }
+  MIRRA_RETURN_IF_ERROR(check_spec(spec, source, key));
+  return spec;
+}
+
+json field_feed_json(const FieldFeed& feed) {
+  json out = {{"field", feed.field}};
+  if (feed.scale != 1) out["scale"] = feed.scale;
+  if (!feed.mean.empty()) out["mean"] = feed.mean;
+  if (!feed.stddev.empty()) out["stddev"] = feed.stddev;
+  if (feed.one_hot > 0) out["one_hot"] = feed.one_hot;
+  return out;
+}
+
+}  // namespace
+
+graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::string_view what) {
+  DataSpec spec;
+  const std::string list(text);
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    spec.files.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (std::find(spec.files.begin(), spec.files.end(), "") != spec.files.end()) {
+    return graph::invalid_argument(std::string(what) + " '" + list + "' holds an empty path");
+  }
+  spec.format = format_of_files(spec.files);
+  if (spec.format.empty()) {
+    return graph::invalid_argument(std::string(what) + " '" + list +
+                                   "' is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz files (a config's "
+                                   "\"data\" names other formats)");
+  }
+  if (spec.format == "fashion_mnist" && spec.files.size() != 1) {
+    return graph::invalid_argument(std::string(what) + ": one Fashion-MNIST directory at a time");
+  }
+  return spec;
+}
+
+graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_view source) {
+  if (!data.is_object()) return config_key_error(source, "data", "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads"}, source, "data."));
+  DataConfig config;
+  if (data.contains("train")) {
+    MIRRA_ASSIGN_OR_RETURN(config.train, read_spec(data.at("train"), source, "data.train"));
+  }
+  if (data.contains("eval")) {
+    MIRRA_ASSIGN_OR_RETURN(config.eval, read_spec(data.at("eval"), source, "data.eval"));
+  }
+  if (data.contains("threads")) {
+    const json& threads = data.at("threads");
+    if (!threads.is_number_integer() || threads.get<int64_t>() < 1 || threads.get<int64_t>() > 1024) {
+      return config_key_error(source, "data.threads", "must be an integer in [1, 1024]");
+    }
+    config.threads = threads.get<int>();
+  }
+  return config;
+}
+
+json data_spec_json(const DataSpec& spec) {
+  json out = {{"format", spec.format}, {"files", spec.files}};
+  if (!spec.fields.empty()) {
+    json fields = json::object();
+    for (const auto& [placeholder, feed] : spec.fields) fields[placeholder] = field_feed_json(feed);
+    out["fields"] = fields;
+  }
+  return out;
+}
+
+json data_config_json(const DataConfig& config) {
+  json out = {{"threads", config.threads}};
+  if (config.train) out["train"] = data_spec_json(*config.train);
+  if (config.eval) out["eval"] = data_spec_json(*config.eval);
+  return out;
+}
+
+}  // namespace mirra::runner

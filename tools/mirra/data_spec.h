@@ -1,0 +1,62 @@
+// DataSpec: a data set as the config and the flags name it: its format, its files, and which field
+// feeds which placeholder of the model, with the field's normalisation or one-hot encoding. Written
+// in a config's "data" object ("train", "eval") or as --data's shorthand (a directory of Fashion-MNIST
+// IDX files, or comma-separated .npy/.npz files whose arrays are named as the placeholders).
+//
+//   "data": {"train": {"format": "numpy", "files": ["train.npz"],
+//                      "fields": {"images": {"field": "x", "scale": 0.00392, "mean": [0.286], "stddev": [0.353]},
+//                                 "labels": "y"}},
+//            "eval": {"files": ["test.npz"]}, "threads": 2}
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/status.h"
+
+namespace mirra::runner {
+
+// How one placeholder is fed: from `field`, as (value * scale - mean[c]) / stddev[c] into a floating
+// placeholder (c the channel, the last dim; one entry applies to all), or one-hot encoded.
+struct FieldFeed {
+  std::string field;
+  double scale = 1;
+  std::vector<double> mean, stddev;
+  int64_t one_hot = 0;
+  friend bool operator==(const FieldFeed&, const FieldFeed&) = default;
+};
+
+struct DataSpec {
+  // "fashion_mnist" (files: one directory of its IDX files) or "numpy" (.npy and .npz files).
+  std::string format;
+  std::vector<std::string> files;
+  // By placeholder. Empty: Fashion-MNIST's images and labels feed the model's features and labels;
+  // other formats feed each placeholder of the model from the field of its name.
+  std::map<std::string, FieldFeed> fields;
+  friend bool operator==(const DataSpec&, const DataSpec&) = default;
+};
+
+struct DataConfig {
+  std::optional<DataSpec> train;  // unset: training.data's shorthand
+  std::optional<DataSpec> eval;   // unset: Fashion-MNIST's test split beside its training split
+  int threads = 1;                // threads that assemble a batch's examples
+  friend bool operator==(const DataConfig&, const DataConfig&) = default;
+};
+
+inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy"};
+
+// --data's shorthand: a directory is Fashion-MNIST's; otherwise comma-separated files, whose format
+// their extensions say (.npy, .npz). Errors name `what`.
+graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::string_view what);
+// The "data" object of a config file; `source` names the file in errors.
+graph::Expected<DataConfig> data_config_from_json(const nlohmann::json& data, std::string_view source);
+nlohmann::json data_config_json(const DataConfig& config);
+nlohmann::json data_spec_json(const DataSpec& spec);
+
+}  // namespace mirra::runner
