@@ -1,6 +1,6 @@
 // Writes the fuzzers' seed corpus: valid model files (tiny ones, so mutations reach every field),
-// a checkpoint, run configs for each strategy with every key (a data set's among them), and data files (an .npy and an .npz,
-// each behind the byte that picks its reader in data_file_fuzzer).
+// a checkpoint, run configs for each strategy with every key (a data set's among them), and data
+// files (an .npy and an .npz, each behind the byte that picks its reader in data_file_fuzzer).
 //   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR
 #include <cstdio>
 #include <filesystem>
