@@ -31,15 +31,15 @@ graph::Expected<nlohmann::json> run_time_to_accuracy(const TimeToAccuracyOptions
          seconds += m.seconds;
          epochs.push_back({{"epoch", m.epoch + 1},
                            {"train_loss", m.mean_loss},
-                           {"train_accuracy", m.accuracy},
-                           {"test_accuracy", m.evaluation->accuracy},
+                           {"train_accuracy", m.accuracy.value_or(0.0)},
+                           {"test_accuracy", m.evaluation->accuracy.value_or(0.0)},
                            {"examples_per_s", m.examples_per_second},
                            {"training_seconds_so_far", seconds}});
          std::fprintf(stderr, "epoch %lld: test accuracy %.4f, %.0f examples/s\n", static_cast<long long>(m.epoch + 1),
-                      m.evaluation->accuracy, m.examples_per_second);
+                      m.evaluation->accuracy.value_or(0.0), m.examples_per_second);
        }});
   MIRRA_ASSIGN_OR_RETURN(const auto history, trainer.fit(train, &test));
-  const double reached = history.back().evaluation->accuracy;
+  const double reached = history.back().evaluation->accuracy.value_or(0.0);  // a classifier's
   return nlohmann::json{{"benchmark", "time to accuracy"},
                         {"model", options.model},
                         {"target", options.target},

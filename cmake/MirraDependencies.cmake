@@ -10,6 +10,12 @@ find_path(MIRRA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openbla
 add_library(mirra_openblas INTERFACE)
 target_link_libraries(mirra_openblas INTERFACE ${MIRRA_OPENBLAS_LIBRARY})
 target_include_directories(mirra_openblas SYSTEM INTERFACE ${MIRRA_CBLAS_INCLUDE_DIR})
+# libcsv (Debian's libcsv-dev): CSV data sets.
+find_library(MIRRA_CSV_LIBRARY NAMES csv REQUIRED)
+find_path(MIRRA_CSV_INCLUDE_DIR csv.h REQUIRED)
+add_library(mirra_csv INTERFACE)
+target_link_libraries(mirra_csv INTERFACE ${MIRRA_CSV_LIBRARY})
+target_include_directories(mirra_csv SYSTEM INTERFACE ${MIRRA_CSV_INCLUDE_DIR})
 # minizip (zlib's contrib; Debian's libminizip-dev): the .npz archives of NumPy data sets.
 find_library(MIRRA_MINIZIP_LIBRARY NAMES minizip REQUIRED)
 find_path(MIRRA_MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip REQUIRED)

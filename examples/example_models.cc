@@ -19,6 +19,7 @@ const std::vector<ExampleModel>& example_models() {
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 11.7M parameters"},
       {"resnet50", "ResNet-50 (torchvision's v1.5: 7x7 stem, max-pool, 3-4-6-3 bottleneck blocks to 2048 channels, "
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 25.6M parameters"},
+      {"linear", "Linear regression: inputs [features] -> targets [outputs] (--features, --outputs), mean squared error"},
   };
   return models;
 }
@@ -34,16 +35,29 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
   }
   serialization::Model model;
   graph::Builder b(model.graph, ops::registry(), seed);
-  const Classifier classifier = model_builder(name)(b);
-  const ops::ClassifierObjective objective = ops::classifier_objective(b, classifier.logits, {.label_smoothing = options.label_smoothing});
-  MIRRA_RETURN_IF_ERROR(b.status());
   const ops::Optimizer optimizer = benchmark_optimizer();
-  model.signature = {.features = model.graph.node(classifier.images.node).name,
-                     .labels = model.graph.node(objective.labels.node).name,
-                     .loss = objective.loss,
-                     .metrics = {{"correct", objective.correct}},
-                     .optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)}};
-  for (const graph::NodeId update : classifier.state_updates) model.signature.state_updates.push_back(model.graph.node(update).name);
+  model.signature.optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)};
+  if (name == "linear") {
+    if (options.features < 1 || options.outputs < 1) {
+      return graph::invalid_argument("linear regression needs at least one feature and one output");
+    }
+    const Regressor regressor = build_linear(b, options.features, options.outputs);
+    const ops::RegressionObjective objective = ops::regression_objective(b, regressor.predictions);
+    MIRRA_RETURN_IF_ERROR(b.status());
+    model.signature.features = model.graph.node(regressor.inputs.node).name;
+    model.signature.labels = model.graph.node(objective.targets.node).name;
+    model.signature.loss = objective.loss;
+  } else {
+    const Classifier classifier = model_builder(name)(b);
+    const ops::ClassifierObjective objective =
+        ops::classifier_objective(b, classifier.logits, {.label_smoothing = options.label_smoothing});
+    MIRRA_RETURN_IF_ERROR(b.status());
+    model.signature.features = model.graph.node(classifier.images.node).name;
+    model.signature.labels = model.graph.node(objective.labels.node).name;
+    model.signature.loss = objective.loss;
+    model.signature.metrics = {{"correct", objective.correct}};
+    for (const graph::NodeId update : classifier.state_updates) model.signature.state_updates.push_back(model.graph.node(update).name);
+  }
   model.metadata.description = example->description;
 
   std::vector<graph::ValueRef> variables;

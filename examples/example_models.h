@@ -1,6 +1,7 @@
-// The example models as model files: each built with the C++ API (mlp_model.cc, cnn_model.cc), with
-// the classifier objective, the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its weights
-// initialised from `seed`, and optionally label smoothing. `mirra-examples write mlp mlp.mirra` writes one.
+// The example models as model files: each built with the C++ API (mlp_model.cc, cnn_model.cc, ...),
+// the classifiers with the classifier objective (optionally label smoothing) and linear regression
+// with the mean squared error, each with the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its
+// weights initialised from `seed`. `mirra-examples write mlp mlp.mirra` writes one.
 //
 //   MIRRA_ASSIGN_OR_RETURN(serialization::Model model, examples::build_example_model("cnn", /*seed=*/1));
 //   MIRRA_RETURN_IF_ERROR(serialization::save_model(model, "cnn.mirra"));
@@ -21,6 +22,7 @@ struct ExampleModel {
 
 struct ExampleModelOptions {
   double label_smoothing = 0.0;  // of the cross-entropy (TensorFlow's label_smoothing), in [0, 1]
+  int64_t features = 8, outputs = 1;  // of linear regression
 };
 
 const std::vector<ExampleModel>& example_models();

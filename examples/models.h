@@ -1,9 +1,9 @@
 // The example models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU),
 // the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
 // max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc), which read images
-// [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; and ResNet-18
+// [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18
 // and ResNet-50 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224, 224, 3], logits
-// [batch, 1000].
+// [batch, 1000]; and linear regression (linear_model.cc).
 #pragma once
 
 #include <string>
@@ -46,7 +46,15 @@ Classifier build_resnet50(graph::Builder& b, const ResNetOptions& options);
 Classifier build_resnet18(graph::Builder& b);
 Classifier build_resnet50(graph::Builder& b);
 
-// The builder of the model called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
+// A regressor: inputs [?, features], predictions [?, outputs].
+struct Regressor {
+  graph::ValueRef inputs;       // placeholder "inputs"
+  graph::ValueRef predictions;
+};
+// Linear regression (linear_model.cc): predictions = inputs * w + b, w and b starting at zero.
+Regressor build_linear(graph::Builder& b, int64_t features, int64_t outputs);
+
+// The builder of the classifier called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);
 ModelBuilder model_builder(std::string_view name);
 // "mlp, cnn, resnet20, resnet18, resnet50": for messages.

@@ -25,6 +25,7 @@
 #include "ops/peer_collective_ops.h"
 #include "ops/pool_ops.h"
 #include "ops/reduce_ops.h"
+#include "ops/regression.h"
 #include "ops/registry.h"
 #include "ops/regularizers.h"
 #include "ops/sixteen_bit_activations.h"

@@ -79,9 +79,10 @@ graph::Status report_metrics(ReplicaGraph& r) {
   graph::Builder& b = r.builder;
   auto scope = b.scope("metrics");
   Mean loss{r.batch_mean, p.signature.loss_weight};
-  ValueRef correct;
+  ValueRef correct;  // a classifier's count; none for other objectives
   for (int replica = 0; replica < r.replicas; ++replica) {
     add_replica(r, loss, replica);
+    if (!p.signature.correct.valid()) continue;
     const ValueRef replica_correct = r.copy_on(p.signature.correct, replica);
     correct = replica == 0 ? replica_correct : r.on(kHost, ops::add(b, correct, replica_correct));
   }
@@ -103,7 +104,8 @@ graph::Status report_metrics(ReplicaGraph& r) {
     sums.push_back(sum);
   }
   if (r.plan.across_workers) {
-    std::vector<ValueRef> parts = {loss.sum, loss.count, correct};
+    std::vector<ValueRef> parts = {loss.sum, loss.count};
+    if (correct.valid()) parts.push_back(correct);
     for (size_t i = 0; i < means.size(); ++i) {
       if (means[i].sum.valid()) parts.insert(parts.end(), {means[i].sum, means[i].count});
       if (sums[i].valid()) parts.push_back(sums[i]);
@@ -113,7 +115,7 @@ graph::Status report_metrics(ReplicaGraph& r) {
     size_t next = 0;
     loss.sum = reduced[next++];
     loss.count = reduced[next++];
-    correct = reduced[next++];
+    if (correct.valid()) correct = reduced[next++];
     for (size_t i = 0; i < means.size(); ++i) {
       if (means[i].sum.valid()) {
         means[i].sum = reduced[next++];

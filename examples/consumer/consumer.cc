@@ -111,7 +111,7 @@ graph::Expected<double> train_and_save(const std::string& path, int64_t steps, c
   }
   file.metadata.description = "mirra consumer example: dense 64 + ReLU, dense 10";
   MIRRA_RETURN_IF_ERROR(serialization::save_model(file, path));
-  return evaluation.accuracy;
+  return evaluation.accuracy.value_or(0.0);  // a classifier's
 }
 
 }  // namespace

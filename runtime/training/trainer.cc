@@ -60,7 +60,11 @@ struct Totals {
     }
     return values;
   }
-  double accuracy() const { return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0; }
+  // The fraction classified correctly, where the signature counts them (`classified`).
+  std::optional<double> accuracy(bool classified) const {
+    if (!classified) return std::nullopt;
+    return examples > 0 ? correct_sum / static_cast<double>(examples) : 0.0;
+  }
 };
 
 // A batch whose tensors are on their way to the devices.
@@ -74,13 +78,14 @@ graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Bat
   return StagedBatch{std::move(feeds), batch.global_size};
 }
 
-// Runs one batch (with `targets`, an update) and adds its loss and correct count to `totals`;
-// returns the batch's mean loss.
+// Runs one batch (with `targets`, an update) and adds its loss and correct count (where the
+// signature has one) to `totals`; returns the batch's mean loss.
 graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
                                   std::span<const graph::NodeId> targets, Totals& totals) {
-  // The loss, the correct count, then each metric's value and its weight where one is declared, then
-  // the loss's weight.
-  std::vector<graph::ValueRef> fetches = {graph.loss, graph.correct};
+  // The loss, the correct count where there is one, then each metric's value and its weight where one
+  // is declared, then the loss's weight.
+  std::vector<graph::ValueRef> fetches = {graph.loss};
+  if (graph.correct.valid()) fetches.push_back(graph.correct);
   for (const TrainingMetric& metric : graph.metrics) {
     fetches.push_back(metric.value);
     if (metric.weight.valid()) fetches.push_back(metric.weight);
@@ -88,14 +93,17 @@ graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, 
   if (graph.loss_weight.valid()) fetches.push_back(graph.loss_weight);
   MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
   MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
-  MIRRA_ASSIGN_OR_RETURN(const double correct, scalar_value(out[1], "the correct count"));
+  double correct = 0;
+  size_t next = 1;
+  if (graph.correct.valid()) {
+    MIRRA_ASSIGN_OR_RETURN(correct, scalar_value(out[next++], "the correct count"));
+  }
   const auto weighted = [&](Tensor value, double weight, double& sum, double& total) -> graph::Status {
     MIRRA_ASSIGN_OR_RETURN(const double v, scalar_value(value, "a metric"));
     total += weight;
     if (weight > 0) sum += v * weight;  // a batch of no weight has a mean of 0 / 0
     return graph::Status();
   };
-  size_t next = 2;
   totals.metric_sums.resize(graph.metrics.size());
   totals.metric_weights.resize(graph.metrics.size());
   for (size_t i = 0; i < graph.metrics.size(); ++i) {
@@ -287,15 +295,15 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     metrics.seconds = seconds_since(epoch_start);
     metrics.examples = totals.examples;
     metrics.mean_loss = totals.mean_loss();
-    metrics.accuracy = totals.accuracy();
+    metrics.accuracy = totals.accuracy(graph_.correct.valid());
     metrics.metrics = totals.metrics(graph_.metrics);
     if (metrics.examples > 0) metrics.examples_per_second = static_cast<double>(metrics.examples) / metrics.seconds;
     if (test != nullptr && !stopped) {
       MIRRA_ASSIGN_OR_RETURN(metrics.evaluation, evaluate(*test));
     }
     if (options_.on_epoch) options_.on_epoch(metrics);
-    const bool reached = options_.stop_at_accuracy > 0 && metrics.evaluation &&
-                         metrics.evaluation->accuracy >= options_.stop_at_accuracy;
+    const bool reached = options_.stop_at_accuracy > 0 && metrics.evaluation && metrics.evaluation->accuracy &&
+                         *metrics.evaluation->accuracy >= options_.stop_at_accuracy;
     history.push_back(std::move(metrics));
     if (reached) break;
   }
@@ -314,7 +322,7 @@ graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
     MIRRA_RETURN_IF_ERROR(run_batch(session_, evaluated, std::move(staged), {}, totals).status());
   }
   return Evaluation{.examples = totals.examples,
-                    .accuracy = totals.accuracy(),
+                    .accuracy = totals.accuracy(evaluated.correct.valid()),
                     .mean_loss = totals.mean_loss(),
                     .metrics = totals.metrics(evaluated.metrics)};
 }

@@ -1,9 +1,9 @@
-// Trainer: the training loop over a Session whose graph has a loss, a count of correct predictions
-// and a train target (ops::minimize and ops::classifier_objective build them). It feeds batches from
-// a Dataset (staging each batch to the devices while the step before it runs), sets the learning
-// rate of each step from its schedule, reports every step (loss, examples/s) and every epoch (mean
-// loss, accuracy, throughput, and an evaluation on held-out data). A batch the data set cannot read
-// or convert ends training with its error.
+// Trainer: the training loop over a Session whose graph has a loss, a train target and, for a
+// classifier, a count of correct predictions (ops::minimize and ops::classifier_objective build them).
+// It feeds batches from a Dataset (staging each batch to the devices while the step before it runs),
+// sets the learning rate of each step from its schedule, reports every step (loss, examples/s) and
+// every epoch (mean loss, accuracy, metrics, throughput, and an evaluation on held-out data). A batch
+// the data set cannot read or convert ends training with its error.
 //
 //   training::Trainer trainer(session, {.loss = objective.loss, .correct = objective.correct,
 //                                       .train = train_op.train, .learning_rate = train_op.learning_rate},
@@ -71,7 +71,7 @@ struct TrainingGraph {
   // loss, Div(ReduceSum(losses * mask), ReduceSum(mask))); a replicating strategy then divides every
   // replica's sum by the count over the whole batch.
   graph::ValueRef loss_weight;
-  graph::ValueRef correct;                       // scalar: correctly classified examples in the batch
+  graph::ValueRef correct;  // scalar: correctly classified examples in the batch (invalid: no accuracy, a regression)
   std::vector<TrainingMetric> metrics;           // reported too, each by name
   graph::NodeId train = graph::kInvalidNode;     // target: one update
   graph::ValueRef learning_rate;                 // the variable a schedule writes (only needed with one)
@@ -113,7 +113,7 @@ using MetricValues = std::vector<std::pair<std::string, double>>;
 
 struct Evaluation {
   int64_t examples = 0;
-  double accuracy = 0;
+  std::optional<double> accuracy;  // where the signature counts correct predictions (a classifier)
   double mean_loss = 0;  // over examples, so a partial last batch weighs what it holds
   MetricValues metrics;
 };
@@ -123,7 +123,7 @@ struct EpochMetrics {
   int64_t steps = 0;
   int64_t examples = 0;
   double mean_loss = 0;
-  double accuracy = 0;
+  std::optional<double> accuracy;  // as Evaluation's
   double seconds = 0;
   double examples_per_second = 0;
   MetricValues metrics;
@@ -143,7 +143,7 @@ struct TrainerOptions {
   // with the gradient of the mean loss over all k. An epoch's last step takes the batches that are
   // left. Steps, max_steps, the schedule and on_step count updates; positions count batches.
   int64_t accumulation_steps = 1;
-  double stop_at_accuracy = 0;  // > 0: stop after the first epoch whose evaluation reaches it
+  double stop_at_accuracy = 0;  // > 0: stop after the first epoch whose evaluation reaches it (classifiers)
   LearningRateSchedule schedule;
   // The rate the schedule scales; unset: the learning-rate variable's value before training.
   std::optional<double> base_learning_rate;

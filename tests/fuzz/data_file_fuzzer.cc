@@ -1,16 +1,19 @@
-// libFuzzer target: arbitrary bytes as a data file. The first byte picks the reader (even: the bytes
-// as an .npy file; odd: the rest written to a file and read as an .npz archive, through minizip); a
-// file that reads must read every value it claims within its bytes, and one that does not must be an
-// error, never a crash.
+// libFuzzer target: arbitrary bytes as a data file. The first byte picks the reader (modulo 3: 0, the
+// rest as an .npy file; 1, written to a file and read as an .npz archive, through minizip; 2, as a CSV
+// file, through libcsv, its fields read example by example); a file that reads must read every value it
+// claims within its bytes, and one that does not must be an error, never a crash.
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "runtime/data/csv_file.h"
 #include "runtime/data/numpy_file.h"
 
 namespace {
@@ -30,9 +33,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
   volatile uint8_t sink = 0;
-  if (data[0] % 2 == 0) {
+  if (data[0] % 3 == 0) {
     auto array = parse_npy(bytes, nullptr, "fuzz input");
     if (array.ok()) sink = touch(*array);
+    return 0;
+  }
+  if (data[0] % 3 == 2) {
+    auto csv = csv_source_from_text(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "fuzz input");
+    if (!csv.ok()) return 0;
+    const ExampleSource& source = **csv;
+    std::vector<std::vector<std::byte>> values;
+    std::vector<std::byte*> targets;
+    for (const Field& field : source.fields()) values.emplace_back(field.bytes());
+    for (auto& v : values) targets.push_back(v.data());
+    for (int64_t i = 0; i < source.size(); ++i) {
+      if (!source.read(i, 0, targets).ok()) std::abort();
+    }
     return 0;
   }
   static const std::string path = "/tmp/mirra_data_fuzzer_" + std::to_string(::getpid()) + ".npz";

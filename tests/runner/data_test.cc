@@ -1,7 +1,9 @@
 // The runner on data sets of the user's own: Fashion-MNIST written by numpy as .npz archives trains
 // to the very losses of its IDX files (the same images in the same order, scaled the same way), on
 // one device and Mirrored over two; evaluates from a deflated archive whose fields the config maps;
-// and every mistake in naming the data is an error that names it, before any step runs.
+// linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
+// device and Mirrored; and every mistake in naming the data is an error that names it, before any
+// step runs.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "examples/example_models.h"
 #include "runtime/data/fashion_mnist.h"
 #include "tests/runner/runner_process.h"
 
@@ -75,6 +78,35 @@ TEST_CASE("Runner.data.evaluation_reads_a_deflated_archive_through_the_configs_f
         doctest::Approx(summary.at("test_accuracy").get<double>()).epsilon(1e-6));
 }
 
+TEST_CASE("Runner.data.linear_regression_on_a_csv_file_reaches_the_least_squares_solution") {
+  const std::string dir = workspace().dir.string();
+  const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/regression_csv.py " + dir;
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  auto linear = examples::build_example_model("linear", 1, {.features = 3});
+  REQUIRE(linear.ok());
+  REQUIRE(serialization::save_model(*linear, workspace() / "linear.mirra").ok());
+  // Full batches: gradient descent on a convex quadratic, which converges to its one minimum.
+  const std::string csv = R"({"files": [")" + dir + R"(/regression.csv"], "columns": {"inputs": ["x1", "x2", "x3"], "targets": ["y"]}})";
+  const std::string config = config_file("regression.json", R"({"data": {"train": )" + csv + R"(, "eval": )" + csv + R"(},
+    "training": {"batch_size": 1000, "epochs": 400, "learning_rate": 0.05}})");
+  std::ifstream solution_file(dir + "/least_squares.json");
+  const nlohmann::json solution = nlohmann::json::parse(solution_file);
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const std::string saved = workspace() / (std::string("linear_") + strategy + ".mirra");
+    const Run r = run({"train", workspace() / "linear.mirra", "--config", config, "--strategy", strategy, "--save", saved, "--eval", "--json"},
+                      std::string("linear_") + strategy);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const nlohmann::json summary = nlohmann::json::parse(test::last_line(r.out));
+    CHECK_FALSE(summary.contains("test_accuracy"));  // a regression counts no correct predictions
+    CHECK(summary.at("test_loss").get<double>() < 0.011);   // the noise's variance, 0.01, and a little
+    const auto trained = test::trained_values(saved);
+    const std::span<const float> w = trained.at("linear/w").values<float>(), b = trained.at("linear/b").values<float>();
+    for (size_t i = 0; i < 3; ++i) CHECK(w[i] == doctest::Approx(solution["w"][i].get<double>()).epsilon(1e-3));
+    CHECK(b[0] == doctest::Approx(solution["b"].get<double>()).epsilon(1e-3));
+  }
+}
+
 TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") {
   const std::string train = npz_dir() + "/train.npz";
   struct Case {
@@ -94,8 +126,9 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
        "field 'labels' feeding 'images': the field's 10 values per example (labels: u8[], one-hot) do not make [28,28,1]"},
       {R"({"data": {"train": {"files": [")" + train + R"("]}}})", {"--eval"},
        "evaluation needs its own data set: name it in the config's data.eval"},
-      {R"({"data": {"train": {"files": ["x.csv"]}}})", {}, "'data.train.format' is needed"},
-      {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {}, "'data.train.format' must be \"fashion_mnist\" or \"numpy\""},
+      {R"({"data": {"train": {"files": ["x.txt"]}}})", {}, "'data.train.format' is needed"},
+      {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {}, "'data.train.format' must be \"fashion_mnist\", \"numpy\" or \"csv\""},
+      {R"({"data": {"train": {"files": ["a.npz"], "columns": {"x": ["a"]}}}})", {}, "'data.train.columns' applies to csv files only"},
       {R"({"data": {"train": {"files": []}}})", {}, "'data.train.files' must name at least one file"},
       {R"({"data": {"train": {"files": ["a.npz"], "fields": {"images": {"field": "x", "stddev": [0]}}}}})", {},
        "'data.train.fields.images.stddev' must be a positive number"},
@@ -111,9 +144,12 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
     CHECK(r.code == 2);
     CHECK(r.err.find(c.message) != std::string::npos);
   }
-  const Run shorthand = run(test::train_args({"--steps", "1", "--data", workspace() / "table.csv"}), "bad_data_shorthand");
+  const Run shorthand = run(test::train_args({"--steps", "1", "--data", workspace() / "table.txt"}), "bad_data_shorthand");
   CHECK(shorthand.code == 2);
-  CHECK(shorthand.err.find("is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz files") != std::string::npos);
+  CHECK(shorthand.err.find("is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz or .csv files") != std::string::npos);
+  const Run missing = run(test::train_args({"--steps", "1", "--data", workspace() / "table.csv"}), "bad_data_missing");
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("cannot open '" + (workspace() / "table.csv") + "': No such file or directory") != std::string::npos);
 }
 
 }  // namespace

@@ -37,14 +37,14 @@ double train_to(const char* model, double target, int64_t epochs = 5,
       session, setup->training_graph(),
       {.epochs = epochs, .stop_at_accuracy = target, .on_epoch = [&](const runtime::training::EpochMetrics& m) {
          std::printf("%s epoch %lld: loss %.4f, train accuracy %.4f, test accuracy %.4f, %.0f examples/s\n", model,
-                     static_cast<long long>(m.epoch + 1), m.mean_loss, m.accuracy, m.evaluation->accuracy,
+                     static_cast<long long>(m.epoch + 1), m.mean_loss, m.accuracy.value(), m.evaluation->accuracy.value(),
                      m.examples_per_second);
          std::fflush(stdout);
        }});
   auto history = trainer.fit(train, &test);
   REQUIRE_MESSAGE(history.ok(), history.status().to_string());
   double best = 0;
-  for (const auto& m : *history) best = std::max(best, m.evaluation->accuracy);
+  for (const auto& m : *history) best = std::max(best, m.evaluation->accuracy.value());
   return best;
 }
 

@@ -86,7 +86,7 @@ void check_learns_and_reports(graph::DeviceId device) {
     CHECK(m.evaluation->examples == 500);
   }
   CHECK(history->front().mean_loss > history->back().mean_loss);
-  CHECK(history->back().evaluation->accuracy > 0.95);
+  CHECK(history->back().evaluation->accuracy.value() > 0.95);
 }
 
 TEST_CASE("Trainer.learns_and_reports") {
@@ -132,8 +132,8 @@ TEST_CASE("Trainer.stops_at_a_target_accuracy") {
   auto history = trainer.fit(dataset(*blobs, {.batch_size = 32}), &test);
   REQUIRE(history.ok());
   CHECK(history->size() < 50u);
-  CHECK(history->back().evaluation->accuracy >= 0.9);
-  for (size_t i = 0; i + 1 < history->size(); ++i) CHECK((*history)[i].evaluation->accuracy < 0.9);
+  CHECK(history->back().evaluation->accuracy.value() >= 0.9);
+  for (size_t i = 0; i + 1 < history->size(); ++i) CHECK((*history)[i].evaluation->accuracy.value() < 0.9);
 }
 
 TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
@@ -145,7 +145,7 @@ TEST_CASE("Trainer.evaluation_is_exact_over_a_partial_batch") {
   REQUIRE(whole.ok());
   REQUIRE(batched.ok());
   CHECK(batched->examples == 101);
-  CHECK(batched->accuracy == doctest::Approx(whole->accuracy).epsilon(1e-12));
+  CHECK(batched->accuracy.value() == doctest::Approx(whole->accuracy.value()).epsilon(1e-12));
   CHECK(batched->mean_loss == doctest::Approx(whole->mean_loss).epsilon(1e-6));
 }
 

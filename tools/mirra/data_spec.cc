@@ -18,10 +18,10 @@ using strategies::config_key_error;
 // The format files of these names hold, or empty when their extensions do not say one.
 std::string format_of_files(const std::vector<std::string>& files) {
   if (files.size() == 1 && std::filesystem::is_directory(files[0])) return "fashion_mnist";
-  const bool numpy = !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) {
-    return f.ends_with(".npy") || f.ends_with(".npz");
-  });
-  return numpy ? "numpy" : "";
+  const auto all = [&](auto pred) { return !files.empty() && std::all_of(files.begin(), files.end(), pred); };
+  if (all([](const std::string& f) { return f.ends_with(".npy") || f.ends_with(".npz"); })) return "numpy";
+  if (all([](const std::string& f) { return f.ends_with(".csv"); })) return "csv";
+  return "";
 }
 
 graph::Status check_spec(const DataSpec& spec, std::string_view source, const std::string& key) {
@@ -88,7 +88,7 @@ graph::Expected<FieldFeed> read_field_feed(const json& value, std::string_view s
 
 graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, const std::string& key) {
   if (!value.is_object()) return config_key_error(source, key, "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "fields"}, source, key + "."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "fields"}, source, key + "."));
   DataSpec spec;
   if (value.contains("files")) {
     const json& files = value.at("files");
@@ -102,13 +102,26 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
     const json& format = value.at("format");
     const auto known = [&](const std::string& f) { return std::find(std::begin(kDataFormats), std::end(kDataFormats), f) != std::end(kDataFormats); };
     if (!format.is_string() || !known(format.get<std::string>())) {
-      return config_key_error(source, key + ".format", "must be \"fashion_mnist\" or \"numpy\", not " + format.dump());
+      return config_key_error(source, key + ".format", "must be \"fashion_mnist\", \"numpy\" or \"csv\", not " + format.dump());
     }
     spec.format = format.get<std::string>();
   } else {
     spec.format = format_of_files(spec.files);
     if (spec.format.empty() && !spec.files.empty()) {
-      return config_key_error(source, key + ".format", "is needed: the files' names do not say it (.npy, .npz or a directory)");
+      return config_key_error(source, key + ".format", "is needed: the files' names do not say it (.npy, .npz, .csv or a directory)");
+    }
+  }
+  if (value.contains("columns")) {
+    const json& columns = value.at("columns");
+    const auto names = [](const json& list) {
+      return list.is_array() && !list.empty() &&
+             std::all_of(list.begin(), list.end(), [](const json& c) { return c.is_string() && !c.get<std::string>().empty(); });
+    };
+    if (spec.format != "csv") return config_key_error(source, key + ".columns", "applies to csv files only");
+    if (!columns.is_object()) return config_key_error(source, key + ".columns", "must map fields to lists of columns");
+    for (const auto& [field, list] : columns.items()) {
+      if (!names(list)) return config_key_error(source, key + ".columns." + field, "must be a list of column names");
+      spec.columns[field] = list.get<std::vector<std::string>>();
     }
   }
   if (value.contains("fields")) {
@@ -147,8 +160,8 @@ graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::strin
   spec.format = format_of_files(spec.files);
   if (spec.format.empty()) {
     return graph::invalid_argument(std::string(what) + " '" + list +
-                                   "' is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz files (a config's "
-                                   "\"data\" names other formats)");
+                                   "' is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz or .csv files "
+                                   "(a config's \"data\" can name the format)");
   }
   if (spec.format == "fashion_mnist" && spec.files.size() != 1) {
     return graph::invalid_argument(std::string(what) + ": one Fashion-MNIST directory at a time");
@@ -178,6 +191,7 @@ graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_
 
 json data_spec_json(const DataSpec& spec) {
   json out = {{"format", spec.format}, {"files", spec.files}};
+  if (!spec.columns.empty()) out["columns"] = spec.columns;
   if (!spec.fields.empty()) {
     json fields = json::object();
     for (const auto& [placeholder, feed] : spec.fields) fields[placeholder] = field_feed_json(feed);

@@ -1,7 +1,8 @@
 // DataSpec: a data set as the config and the flags name it: its format, its files, and which field
 // feeds which placeholder of the model, with the field's normalisation or one-hot encoding. Written
 // in a config's "data" object ("train", "eval") or as --data's shorthand (a directory of Fashion-MNIST
-// IDX files, or comma-separated .npy/.npz files whose arrays are named as the placeholders).
+// IDX files, or comma-separated .npy/.npz or .csv files whose arrays or columns are named as the
+// placeholders).
 //
 //   "data": {"train": {"format": "numpy", "files": ["train.npz"],
 //                      "fields": {"images": {"field": "x", "scale": 0.00392, "mean": [0.286], "stddev": [0.353]},
@@ -33,9 +34,13 @@ struct FieldFeed {
 };
 
 struct DataSpec {
-  // "fashion_mnist" (files: one directory of its IDX files) or "numpy" (.npy and .npz files).
+  // "fashion_mnist" (files: one directory of its IDX files), "numpy" (.npy and .npz files) or "csv"
+  // (files with a header, of numbers).
   std::string format;
   std::vector<std::string> files;
+  // csv: fields that join several columns, in order (a regression's inputs); every other column is a
+  // field of its own.
+  std::map<std::string, std::vector<std::string>> columns;
   // By placeholder. Empty: Fashion-MNIST's images and labels feed the model's features and labels;
   // other formats feed each placeholder of the model from the field of its name.
   std::map<std::string, FieldFeed> fields;
@@ -49,10 +54,10 @@ struct DataConfig {
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
-inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy"};
+inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv"};
 
 // --data's shorthand: a directory is Fashion-MNIST's; otherwise comma-separated files, whose format
-// their extensions say (.npy, .npz). Errors name `what`.
+// their extensions say (.npy, .npz; .csv). Errors name `what`.
 graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::string_view what);
 // The "data" object of a config file; `source` names the file in errors.
 graph::Expected<DataConfig> data_config_from_json(const nlohmann::json& data, std::string_view source);

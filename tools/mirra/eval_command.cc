@@ -48,14 +48,14 @@ int run_eval(const EvalCommand& command) {
   const auto result = evaluate(command);
   if (!result.ok()) return report_error(result.status());
   if (command.json) {
-    nlohmann::json summary = {{"model", command.model},
-                              {"examples", result->examples},
-                              {"test_accuracy", result->accuracy},
-                              {"test_loss", result->mean_loss}};
+    nlohmann::json summary = {{"model", command.model}, {"examples", result->examples}, {"test_loss", result->mean_loss}};
+    if (result->accuracy) summary["test_accuracy"] = *result->accuracy;
     if (!result->metrics.empty()) summary["test_metrics"] = metrics_json(result->metrics);
     std::printf("%s\n", summary.dump().c_str());
   } else {
-    std::printf("%s: test accuracy %.4f, test loss %.4f", command.model.c_str(), result->accuracy, result->mean_loss);
+    std::printf("%s:", command.model.c_str());
+    if (result->accuracy) std::printf(" test accuracy %.4f,", *result->accuracy);
+    std::printf(" test loss %.4f", result->mean_loss);
     for (const auto& [name, value] : result->metrics) std::printf(", test %s %.4g", name.c_str(), value);
     std::printf(" over %lld examples\n", static_cast<long long>(result->examples));
   }

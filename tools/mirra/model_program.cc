@@ -6,8 +6,8 @@
 namespace mirra::runner {
 
 graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serialization::TrainingSignature& signature) {
+  // A classifier counts its correct predictions as the metric "correct"; other objectives have none.
   const graph::ValueRef correct = signature.metric("correct");
-  if (!correct.valid()) return graph::invalid_argument("the model's signature has no \"correct\" metric");
   runtime::training::TrainingGraph graph{.features = signature.features,
                                          .labels = signature.labels,
                                          .loss = signature.loss,
@@ -49,8 +49,9 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
     minimize_options.state_updates.push_back(*program.graph.find(update));  // the reader checked it
   }
   MIRRA_ASSIGN_OR_RETURN(const ops::TrainOp train, ops::minimize(b, model.signature.loss, out.optimizer, minimize_options));
-  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, *options.ops, options.mixed_precision, options.devices,
-                                                  {train.train, model.signature.loss.node, program.signature.correct.node}));
+  std::vector<graph::NodeId> fetched = {train.train, model.signature.loss.node};
+  if (program.signature.correct.valid()) fetched.push_back(program.signature.correct.node);
+  MIRRA_RETURN_IF_ERROR(ops::rewrite_for_training(program.graph, *options.ops, options.mixed_precision, options.devices, fetched));
   program.signature.train = train.train;
   program.signature.learning_rate = train.learning_rate;
   program.variables_and_gradients = train.variables_and_gradients;

@@ -40,7 +40,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                                                   const ModelProgramOptions& options = {});
 
 // What the Trainer runs of a model file's signature: its batch inputs, loss, loss weight, "correct"
-// metric (an error without one) and its other metrics; no train target.
+// metric (a classifier's; other objectives have none) and its other metrics; no train target.
 graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serialization::TrainingSignature& signature);
 
 }  // namespace mirra::runner

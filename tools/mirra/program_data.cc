@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "runtime/data/csv_file.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/data/numpy_file.h"
 
@@ -18,7 +19,8 @@ graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source
                                                                                         : runtime::data::Split::test);
   }
   if (spec.format == "numpy") return runtime::data::numpy_source(spec.files);
-  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy)");
+  if (spec.format == "csv") return runtime::data::csv_source(spec.files, {.fields = spec.columns});
+  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv)");
 }
 
 std::string placeholder_names(const graph::Graph& graph) {

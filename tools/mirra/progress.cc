@@ -52,12 +52,15 @@ void ProgressReporter::on_epoch(const runtime::training::EpochMetrics& epoch) {
   if (out_ == nullptr) return;
   if (terminal_) std::fputs("\r\033[K", out_);
   const std::string epochs = total_epochs_ > 0 ? "/" + std::to_string(total_epochs_) : "";
-  std::fprintf(out_, "epoch %lld%s: %lld steps, loss %.4f, accuracy %.4f, %.0f examples/s, %.1f s",
-               static_cast<long long>(epoch.epoch + 1), epochs.c_str(), static_cast<long long>(epoch.steps),
-               epoch.mean_loss, epoch.accuracy, epoch.examples_per_second, epoch.seconds);
+  std::fprintf(out_, "epoch %lld%s: %lld steps, loss %.4f", static_cast<long long>(epoch.epoch + 1), epochs.c_str(),
+               static_cast<long long>(epoch.steps), epoch.mean_loss);
+  if (epoch.accuracy) std::fprintf(out_, ", accuracy %.4f", *epoch.accuracy);
+  std::fprintf(out_, ", %.0f examples/s, %.1f s", epoch.examples_per_second, epoch.seconds);
   for (const auto& [name, value] : epoch.metrics) std::fprintf(out_, ", %s %.4g", name.c_str(), value);
   if (epoch.evaluation) {
-    std::fprintf(out_, "; test accuracy %.4f, test loss %.4f", epoch.evaluation->accuracy, epoch.evaluation->mean_loss);
+    std::fprintf(out_, ";");
+    if (epoch.evaluation->accuracy) std::fprintf(out_, " test accuracy %.4f,", *epoch.evaluation->accuracy);
+    std::fprintf(out_, " test loss %.4f", epoch.evaluation->mean_loss);
     for (const auto& [name, value] : epoch.evaluation->metrics) std::fprintf(out_, ", test %s %.4g", name.c_str(), value);
   }
   std::fputc('\n', out_);

@@ -438,7 +438,8 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
     std::printf("trained %lld steps (%lld examples) in %.1f s, %.0f examples/s, final loss %.4f", static_cast<long long>(steps),
                 static_cast<long long>(examples_), seconds, seconds > 0 ? static_cast<double>(examples_) / seconds : 0.0,
                 last_loss_);
-    if (evaluation) std::printf(", test accuracy %.4f", evaluation->accuracy);
+    if (evaluation && evaluation->accuracy) std::printf(", test accuracy %.4f", *evaluation->accuracy);
+    if (evaluation && !evaluation->accuracy) std::printf(", test loss %.4f", evaluation->mean_loss);
     if (scaling) {
       std::printf(", loss scale %g (%lld step%s skipped)", scaling->scale, static_cast<long long>(scaling->skipped_steps),
                   scaling->skipped_steps == 1 ? "" : "s");
@@ -463,7 +464,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                             {"final_loss", last_loss_}};
   if (!history.empty() && !history.back().metrics.empty()) summary["metrics"] = metrics_json(history.back().metrics);
   if (evaluation) {
-    summary["test_accuracy"] = evaluation->accuracy;
+    if (evaluation->accuracy) summary["test_accuracy"] = *evaluation->accuracy;
     summary["test_loss"] = evaluation->mean_loss;
     if (!evaluation->metrics.empty()) summary["test_metrics"] = metrics_json(evaluation->metrics);
   }
