@@ -2,16 +2,22 @@
 // to the very losses of its IDX files (the same images in the same order, scaled the same way), on
 // one device and Mirrored over two; evaluates from a deflated archive whose fields the config maps;
 // linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
-// device and Mirrored; and every mistake in naming the data is an error that names it, before any
-// step runs.
+// device and Mirrored; mirra predict writes what a session computes, on one device or split over two;
+// and every mistake in naming the data is an error that names it, before any step runs.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "examples/example_models.h"
+#include "ops/ops.h"
+#include "runtime/data/numpy_file.h"
+#include "runtime/session.h"
+#include "serialization/model_file.h"
+#include "tools/mirra/variables_io.h"
 #include "runtime/data/fashion_mnist.h"
 #include "tests/runner/runner_process.h"
 
@@ -105,6 +111,62 @@ TEST_CASE("Runner.data.linear_regression_on_a_csv_file_reaches_the_least_squares
     for (size_t i = 0; i < 3; ++i) CHECK(w[i] == doctest::Approx(solution["w"][i].get<double>()).epsilon(1e-3));
     CHECK(b[0] == doctest::Approx(solution["b"].get<double>()).epsilon(1e-3));
   }
+}
+
+// The first `n` test images of Fashion-MNIST as the classifiers take them.
+runtime::Tensor test_images(int64_t n) {
+  auto data = runtime::data::load_fashion_mnist(runtime::data::kFashionMnistDir, runtime::data::Split::test);
+  REQUIRE(data.ok());
+  std::vector<float> pixels(static_cast<size_t>(n * 784));
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(data->images.values[i]) * static_cast<float>(1.0 / 255.0);
+  return runtime::Tensor::from<float>({n, 28, 28, 1}, pixels);
+}
+
+TEST_CASE("Runner.predict.writes_what_a_session_computes_on_one_device_or_several") {
+  const std::string model_path = workspace() / "predicted.mirra";
+  const Run trained = run(test::train_args({"--steps", "20", "--save", model_path}), "predict_train");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  const Run one = run({"predict", model_path, "--outputs", "logits/BiasAdd", "--out", workspace() / "logits.npy", "--batch-size", "768"},
+                      "predict_one");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  CHECK(one.out.find("wrote 1 output of 10000 examples to") != std::string::npos);
+  const Run two = run({"predict", model_path, "--outputs", "logits/BiasAdd,objective/ArgMax", "--out", workspace() / "both.npz",
+                       "--devices", "cpu:0,cpu:1"},
+                      "predict_two");
+  REQUIRE_MESSAGE(two.code == 0, two.err);
+
+  // The same logits from a session of the saved model, in this process.
+  auto model = serialization::load_model(model_path, ops::registry());
+  REQUIRE(model.ok());
+  runtime::Session session(model->graph, ops::kernels());
+  REQUIRE(write_variables(session, model->weights, /*require_all=*/false, "the saved model").ok());
+  const graph::ValueRef logits{*model->graph.find("logits/BiasAdd"), 0};
+  auto want = session.run({{"images", test_images(1000)}}, {logits});
+  REQUIRE(want.ok());
+  auto written = runtime::data::read_npy(workspace() / "logits.npy");
+  REQUIRE(written.ok());
+  CHECK(written->shape == std::vector<int64_t>{10000, 10});
+  CHECK(std::memcmp(written->data, (*want)[0].raw_data(), (*want)[0].byte_size()) == 0);
+  auto both = runtime::data::read_npz(workspace() / "both.npz");
+  REQUIRE(both.ok());
+  REQUIRE(both->size() == 2u);
+  CHECK((*both)[0].first == "logits/BiasAdd");
+  CHECK(std::memcmp((*both)[0].second.data, written->data, 10000 * 10 * sizeof(float)) == 0);
+  CHECK((*both)[1].second.type == runtime::data::ElementType::i64);
+  CHECK((*both)[1].second.shape == std::vector<int64_t>{10000});
+
+  const auto refused = [&](std::vector<std::string> args, const std::string& message) {
+    CAPTURE(message);
+    args.insert(args.begin(), {"predict", model_path});
+    const Run r = run(args, "predict_refused");
+    CHECK(r.code == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  };
+  refused({"--outputs", "logits/BiasAdd", "--out", workspace() / "p.txt"}, "must name an .npy or .npz file");
+  refused({"--outputs", "logits/Softmax", "--out", workspace() / "p.npy"}, "--outputs: the model has no node 'logits/Softmax'");
+  refused({"--outputs", "logits/BiasAdd:3", "--out", workspace() / "p.npy"}, "has 1 outputs, not an output 3");
+  refused({"--outputs", "objective/ReduceMean", "--out", workspace() / "p.npy"}, "not one row per example");
+  refused({"--outputs", "logits/BiasAdd,objective/ArgMax", "--out", workspace() / "p.npy"}, "an .npy file holds one output");
 }
 
 TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") {

@@ -35,6 +35,19 @@ struct EvalCommand {
   bool json = false;
 };
 
+struct PredictCommand {
+  std::string model;
+  std::string data;                  // the data's shorthand (data_spec.h); a Fashion-MNIST directory gives its test split
+  std::vector<std::string> outputs;  // values of the graph: "node" or "node:k"
+  std::string out;                   // .npy (one output) or .npz
+  std::vector<std::string> devices;  // empty: one device (the first GPU, else cpu:0); several: each batch split between them
+  int64_t batch_size = 1000;
+  int threads = 0;
+  int data_threads = 1;
+  int64_t memory_limit = 0;
+  bool json = false;
+};
+
 struct InspectCommand {
   std::string model;
   std::string strategy;  // empty: the model as stored
@@ -52,6 +65,7 @@ struct DevicesCommand {
 
 int run_train(const TrainCommand& command);
 int run_eval(const EvalCommand& command);
+int run_predict(const PredictCommand& command);
 int run_inspect(const InspectCommand& command);
 int run_devices(const DevicesCommand& command);
 

@@ -1,6 +1,8 @@
-// mirra: the runner. Trains, evaluates and inspects model files with a strategy chosen by flag or
-// config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every command.
+// mirra: the runner. Trains, evaluates, predicts with and inspects model files with a strategy chosen
+// by flag or config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every
+// command.
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
+//   mirra predict MODEL --outputs NAME[,NAME] --out FILE.npy|.npz [--data SPEC] [--devices LIST]
 //   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L [--mixed-precision M]
 //                             [--shard-optimizer-state]] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
@@ -62,6 +64,23 @@ int main(int argc, char** argv) {
   std::string eval_memory_limit;
   eval_app->add_option("--memory-limit", eval_memory_limit, "Most memory evaluation may plan to use, e.g. 16G");
 
+  runner::PredictCommand predict;
+  predict.data = mirra::runtime::data::kFashionMnistDir;
+  std::string predict_outputs, predict_devices, predict_memory_limit;
+  auto* predict_app = app.add_subcommand("predict", "Write a model's outputs over a data set to an .npy or .npz file");
+  predict_app->add_option("MODEL", predict.model, "Model file (.mirra)")->required();
+  predict_app->add_option("--data", predict.data,
+                          "The examples: a directory of Fashion-MNIST's IDX files (its test split), or .npy/.npz or .csv "
+                          "files (comma-separated) whose arrays or columns are named as the model's placeholders");
+  predict_app->add_option("--outputs", predict_outputs, "Comma-separated values of the graph to write, e.g. logits/BiasAdd")->required();
+  predict_app->add_option("--out", predict.out, "The .npy file (one output) or .npz file to write")->required();
+  predict_app->add_option("--devices", predict_devices, "Comma-separated devices that share each batch (default: one)");
+  predict_app->add_option("--batch-size", predict.batch_size, "Examples per batch")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  predict_app->add_option("--threads", predict.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
+  predict_app->add_option("--data-threads", predict.data_threads, "Threads that assemble each batch (default 1)")->check(CLI::Range(1, 1024));
+  predict_app->add_option("--memory-limit", predict_memory_limit, "Most memory prediction may plan to use, e.g. 16G");
+  predict_app->add_flag("--json", predict.json, "Print a JSON summary");
+
   runner::InspectCommand inspect;
   std::string inspect_devices;
   auto* inspect_app = app.add_subcommand("inspect", "Ops, parameters and shapes of a model file, or a strategy's rewrite of it");
@@ -113,6 +132,16 @@ int main(int argc, char** argv) {
         eval.memory_limit = *limit;
       }
       return runner::run_eval(eval);
+    }
+    if (*predict_app) {
+      if (!predict_memory_limit.empty()) {
+        auto limit = runner::parse_byte_size(predict_memory_limit, "--memory-limit");
+        if (!limit.ok()) return runner::report_error(limit.status());
+        predict.memory_limit = *limit;
+      }
+      predict.outputs = runner::split_comma_list(predict_outputs);
+      predict.devices = runner::split_comma_list(predict_devices);
+      return runner::run_predict(predict);
     }
     if (*inspect_app) {
       inspect.devices = runner::split_comma_list(inspect_devices);
