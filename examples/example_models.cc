@@ -20,6 +20,7 @@ const std::vector<ExampleModel>& example_models() {
       {"resnet50", "ResNet-50 (torchvision's v1.5: 7x7 stem, max-pool, 3-4-6-3 bottleneck blocks to 2048 channels, "
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 25.6M parameters"},
       {"linear", "Linear regression: inputs [features] -> targets [outputs] (--features, --outputs), mean squared error"},
+      {"bigram", "Bigram language model: token ids [context] -> the next tokens (--vocab, --context), cross-entropy per token"},
   };
   return models;
 }
@@ -47,6 +48,17 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
     model.signature.features = model.graph.node(regressor.inputs.node).name;
     model.signature.labels = model.graph.node(objective.targets.node).name;
     model.signature.loss = objective.loss;
+  } else if (name == "bigram") {
+    if (options.vocab < 1 || options.context < 1) return graph::invalid_argument("a language model needs a vocabulary and a context");
+    const LanguageModel lm = build_bigram(b, options.vocab, options.context);
+    const graph::ValueRef targets = ops::placeholder(b, "targets", graph::DType::i64, {-1, options.context});
+    auto scope = b.scope("objective");
+    const graph::ValueRef loss =
+        ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, lm.logits, ops::reshape(b, targets, {-1})).loss);
+    MIRRA_RETURN_IF_ERROR(b.status());
+    model.signature.features = model.graph.node(lm.inputs.node).name;
+    model.signature.labels = model.graph.node(targets.node).name;
+    model.signature.loss = loss;
   } else {
     const Classifier classifier = model_builder(name)(b);
     const ops::ClassifierObjective objective =

@@ -1,6 +1,6 @@
 // The example models as model files: each built with the C++ API (mlp_model.cc, cnn_model.cc, ...),
-// the classifiers with the classifier objective (optionally label smoothing) and linear regression
-// with the mean squared error, each with the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its
+// the classifiers with the classifier objective (optionally label smoothing), linear regression with
+// the mean squared error and the bigram language model with the mean cross-entropy per token, each with the benchmark optimizer (SGD, momentum 0.9, lr 0.05) and its
 // weights initialised from `seed`. `mirra-examples write mlp mlp.mirra` writes one.
 //
 //   MIRRA_ASSIGN_OR_RETURN(serialization::Model model, examples::build_example_model("cnn", /*seed=*/1));
@@ -23,6 +23,7 @@ struct ExampleModel {
 struct ExampleModelOptions {
   double label_smoothing = 0.0;  // of the cross-entropy (TensorFlow's label_smoothing), in [0, 1]
   int64_t features = 8, outputs = 1;  // of linear regression
+  int64_t vocab = 256, context = 64;  // of the bigram language model
 };
 
 const std::vector<ExampleModel>& example_models();

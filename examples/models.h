@@ -3,7 +3,7 @@
 // max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc), which read images
 // [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18
 // and ResNet-50 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224, 224, 3], logits
-// [batch, 1000]; and linear regression (linear_model.cc).
+// [batch, 1000]; linear regression (linear_model.cc) and a bigram language model (bigram_model.cc).
 #pragma once
 
 #include <string>
@@ -53,6 +53,14 @@ struct Regressor {
 };
 // Linear regression (linear_model.cc): predictions = inputs * w + b, w and b starting at zero.
 Regressor build_linear(graph::Builder& b, int64_t features, int64_t outputs);
+
+// A language model: token ids [?, context] in, the next tokens' logits [? x context, vocab] out.
+struct LanguageModel {
+  graph::ValueRef inputs;  // placeholder "inputs", i64
+  graph::ValueRef logits;
+};
+// A bigram model (bigram_model.cc): the logits of each next token a row of a [vocab, vocab] table.
+LanguageModel build_bigram(graph::Builder& b, int64_t vocab, int64_t context);
 
 // The builder of the classifier called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);

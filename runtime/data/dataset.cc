@@ -215,7 +215,7 @@ graph::Expected<Batch> Dataset::assemble(const std::vector<int64_t>& order, int6
         }
       }
       if (!plan.all_in_memory) {
-        if (const graph::Status read = source_->read(example, epoch, destinations); !read.ok()) {
+        if (const graph::Status read = source_->read(example, {.seed = options_.seed, .epoch = epoch}, destinations); !read.ok()) {
           return read.with_context(source_->name() + ", example " + std::to_string(example));
         }
       }

@@ -44,7 +44,7 @@ graph::Expected<std::shared_ptr<const ArraySource>> ArraySource::create(std::str
   return std::shared_ptr<const ArraySource>(std::move(source));
 }
 
-graph::Status ArraySource::read(int64_t index, int64_t /*epoch*/, std::span<std::byte* const> out) const {
+graph::Status ArraySource::read(int64_t index, const Draw& /*draw*/, std::span<std::byte* const> out) const {
   if (index < 0 || index >= size_) {
     return graph::invalid_argument(name_ + ": example " + std::to_string(index) + " of " + std::to_string(size_) +
                                    " does not exist");

@@ -5,7 +5,7 @@
 //
 //   auto source = ArraySource::create("npz 'train.npz'", {images, labels}, 60000);
 //   std::byte* out[] = {image_buffer, nullptr};      // only the fields asked for
-//   (*source)->read(123, /*epoch=*/0, out);
+//   (*source)->read(123, {.seed = 7, .epoch = 0}, out);
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,13 @@
 
 namespace mirra::runtime::data {
 
+// Which draw of an example is read: the data set's seed and the epoch (sources whose examples differ
+// from epoch to epoch, such as windows at random offsets, draw from them).
+struct Draw {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
 class ExampleSource {
  public:
   virtual ~ExampleSource() = default;
@@ -30,9 +37,8 @@ class ExampleSource {
   virtual const std::vector<Field>& fields() const = 0;
   virtual int64_t size() const = 0;
   // Copies example `index`'s value of each field f whose out[f] is not null into out[f]
-  // (fields()[f].bytes() bytes); `epoch` is the epoch it is read for (sources whose examples differ
-  // from epoch to epoch, such as windows at random offsets). Called from any thread.
-  virtual graph::Status read(int64_t index, int64_t epoch, std::span<std::byte* const> out) const = 0;
+  // (fields()[f].bytes() bytes), as `draw` draws it. Called from any thread.
+  virtual graph::Status read(int64_t index, const Draw& draw, std::span<std::byte* const> out) const = 0;
   // Where example `index`'s value of field f already lies in memory, for every epoch (arrays), so a
   // batch converts it from there without a copy; null: read() copies it.
   virtual const std::byte* row(size_t /*field*/, int64_t /*index*/) const { return nullptr; }
@@ -64,7 +70,7 @@ class ArraySource final : public ExampleSource {
   const std::string& name() const override { return name_; }
   const std::vector<Field>& fields() const override { return fields_; }
   int64_t size() const override { return size_; }
-  graph::Status read(int64_t index, int64_t epoch, std::span<std::byte* const> out) const override;
+  graph::Status read(int64_t index, const Draw& draw, std::span<std::byte* const> out) const override;
   // In place where the array is aligned for its elements; a misaligned one (an npz member after its
   // zip header) is copied by read().
   const std::byte* row(size_t field, int64_t index) const override {

@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const Field& field : source.fields()) values.emplace_back(field.bytes());
     for (auto& v : values) targets.push_back(v.data());
     for (int64_t i = 0; i < source.size(); ++i) {
-      if (!source.read(i, 0, targets).ok()) std::abort();
+      if (!source.read(i, {}, targets).ok()) std::abort();
     }
     return 0;
   }

@@ -2,7 +2,8 @@
 // to the very losses of its IDX files (the same images in the same order, scaled the same way), on
 // one device and Mirrored over two; evaluates from a deflated archive whose fields the config maps;
 // linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
-// device and Mirrored; mirra predict writes what a session computes, on one device or split over two;
+// device and Mirrored; a bigram language model learns a token file written by numpy, Mirrored as on
+// one device; mirra predict writes what a session computes, on one device or split over two;
 // and every mistake in naming the data is an error that names it, before any step runs.
 #include <doctest/doctest.h>
 
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "examples/example_models.h"
 #include "ops/ops.h"
@@ -111,6 +113,29 @@ TEST_CASE("Runner.data.linear_regression_on_a_csv_file_reaches_the_least_squares
     for (size_t i = 0; i < 3; ++i) CHECK(w[i] == doctest::Approx(solution["w"][i].get<double>()).epsilon(1e-3));
     CHECK(b[0] == doctest::Approx(solution["b"].get<double>()).epsilon(1e-3));
   }
+}
+
+TEST_CASE("Runner.data.a_language_model_trains_on_token_windows_as_one_device_does") {
+  const std::string dir = workspace().dir.string();
+  const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/tokens_bin.py " + dir;
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  auto bigram = examples::build_example_model("bigram", 1, {.vocab = 50, .context = 16});
+  REQUIRE(bigram.ok());
+  REQUIRE(serialization::save_model(*bigram, workspace() / "bigram.mirra").ok());
+  const std::string tokens = R"({"format": "tokens", "files": [")" + dir + R"(/tokens.bin"], "tokens": {"type": "u16", "context": 16}})";
+  const std::string config = config_file("tokens.json", R"({"data": {"train": )" + tokens + R"(, "eval": )" + tokens + R"(},
+    "training": {"batch_size": 32, "steps": 150, "learning_rate": 0.5}})");
+  std::map<std::string, double> final_loss;
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const Run r = run({"train", workspace() / "bigram.mirra", "--config", config, "--strategy", strategy, "--eval", "--json"},
+                      std::string("bigram_") + strategy);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const nlohmann::json summary = nlohmann::json::parse(test::last_line(r.out));
+    final_loss[strategy] = summary.at("final_loss").get<double>();
+    CHECK(summary.at("test_loss").get<double>() < 0.1);  // from ln 50 = 3.9: it learned the sequence
+  }
+  CHECK(final_loss["mirrored"] == doctest::Approx(final_loss["one_device"]).epsilon(1e-5));
 }
 
 // The first `n` test images of Fashion-MNIST as the classifiers take them.

@@ -25,7 +25,7 @@ T value(const ExampleSource& source, int64_t example, const std::string& field, 
   T out[8];
   std::vector<std::byte*> targets(source.fields().size(), nullptr);
   targets[f] = reinterpret_cast<std::byte*>(out);
-  REQUIRE(source.read(example, 0, targets).ok());
+  REQUIRE(source.read(example, {}, targets).ok());
   return out[k];
 }
 

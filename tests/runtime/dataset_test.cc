@@ -132,7 +132,7 @@ class Readings final : public ExampleSource {
   const std::string& name() const override { return name_; }
   const std::vector<Field>& fields() const override { return fields_; }
   int64_t size() const override { return n_; }
-  graph::Status read(int64_t index, int64_t /*epoch*/, std::span<std::byte* const> out) const override {
+  graph::Status read(int64_t index, const Draw& /*draw*/, std::span<std::byte* const> out) const override {
     if (index == broken_) return graph::invalid_argument("record " + std::to_string(index) + " is corrupt");
     for (size_t f = 0; f < fields_.size(); ++f) {
       if (out[f] != nullptr) std::memcpy(out[f], place(f, index), fields_[f].bytes());

@@ -86,9 +86,34 @@ graph::Expected<FieldFeed> read_field_feed(const json& value, std::string_view s
   return feed;
 }
 
+graph::Status read_tokens(const json& value, std::string_view source, const std::string& key, TokenSpec& out) {
+  if (!value.is_object()) return config_key_error(source, key, "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"type", "context", "sampling"}, source, key + "."));
+  if (value.contains("type")) {
+    const json& type = value.at("type");
+    if (!type.is_string() || (type != "u8" && type != "u16" && type != "u32")) {
+      return config_key_error(source, key + ".type", "must be \"u8\" (text as bytes), \"u16\" or \"u32\"");
+    }
+    out.type = type.get<std::string>();
+  }
+  if (!value.contains("context") || !value.at("context").is_number_integer() || value.at("context").get<int64_t>() < 1 ||
+      value.at("context").get<int64_t>() > (int64_t{1} << 24)) {
+    return config_key_error(source, key + ".context", "must be a number of tokens in [1, 16777216]");
+  }
+  out.context = value.at("context").get<int64_t>();
+  if (value.contains("sampling")) {
+    const json& sampling = value.at("sampling");
+    if (!sampling.is_string() || (sampling != "random" && sampling != "sequential")) {
+      return config_key_error(source, key + ".sampling", "must be \"random\" or \"sequential\"");
+    }
+    out.sampling = sampling.get<std::string>();
+  }
+  return graph::Status();
+}
+
 graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, const std::string& key) {
   if (!value.is_object()) return config_key_error(source, key, "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "fields"}, source, key + "."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "tokens", "fields"}, source, key + "."));
   DataSpec spec;
   if (value.contains("files")) {
     const json& files = value.at("files");
@@ -102,7 +127,7 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
     const json& format = value.at("format");
     const auto known = [&](const std::string& f) { return std::find(std::begin(kDataFormats), std::end(kDataFormats), f) != std::end(kDataFormats); };
     if (!format.is_string() || !known(format.get<std::string>())) {
-      return config_key_error(source, key + ".format", "must be \"fashion_mnist\", \"numpy\" or \"csv\", not " + format.dump());
+      return config_key_error(source, key + ".format", "must be \"fashion_mnist\", \"numpy\", \"csv\" or \"tokens\", not " + format.dump());
     }
     spec.format = format.get<std::string>();
   } else {
@@ -124,6 +149,11 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
       spec.columns[field] = list.get<std::vector<std::string>>();
     }
   }
+  if (value.contains("tokens") != (spec.format == "tokens")) {
+    return config_key_error(source, key + ".tokens", spec.format == "tokens" ? "must say how the token file is cut into windows"
+                                                                             : "applies to token files only");
+  }
+  if (value.contains("tokens")) MIRRA_RETURN_IF_ERROR(read_tokens(value.at("tokens"), source, key + ".tokens", spec.tokens));
   if (value.contains("fields")) {
     const json& fields = value.at("fields");
     if (!fields.is_object()) return config_key_error(source, key + ".fields", "must map placeholders to fields");
@@ -192,6 +222,7 @@ graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_
 json data_spec_json(const DataSpec& spec) {
   json out = {{"format", spec.format}, {"files", spec.files}};
   if (!spec.columns.empty()) out["columns"] = spec.columns;
+  if (spec.format == "tokens") out["tokens"] = {{"type", spec.tokens.type}, {"context", spec.tokens.context}, {"sampling", spec.tokens.sampling}};
   if (!spec.fields.empty()) {
     json fields = json::object();
     for (const auto& [placeholder, feed] : spec.fields) fields[placeholder] = field_feed_json(feed);

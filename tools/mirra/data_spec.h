@@ -33,14 +33,23 @@ struct FieldFeed {
   friend bool operator==(const FieldFeed&, const FieldFeed&) = default;
 };
 
+// How a token file is cut into windows (runtime/data/token_file.h).
+struct TokenSpec {
+  std::string type = "u16";          // u8 (text as bytes), u16 or u32
+  int64_t context = 0;               // tokens per window (inputs; targets are the next ones)
+  std::string sampling = "random";   // "random" offsets (nanoGPT's) or "sequential" windows
+  friend bool operator==(const TokenSpec&, const TokenSpec&) = default;
+};
+
 struct DataSpec {
-  // "fashion_mnist" (files: one directory of its IDX files), "numpy" (.npy and .npz files) or "csv"
-  // (files with a header, of numbers).
+  // "fashion_mnist" (files: one directory of its IDX files), "numpy" (.npy and .npz files), "csv"
+  // (files with a header, of numbers) or "tokens" (one file of token ids, cut into windows).
   std::string format;
   std::vector<std::string> files;
   // csv: fields that join several columns, in order (a regression's inputs); every other column is a
   // field of its own.
   std::map<std::string, std::vector<std::string>> columns;
+  TokenSpec tokens;  // tokens only
   // By placeholder. Empty: Fashion-MNIST's images and labels feed the model's features and labels;
   // other formats feed each placeholder of the model from the field of its name.
   std::map<std::string, FieldFeed> fields;
@@ -54,7 +63,7 @@ struct DataConfig {
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
-inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv"};
+inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv", "tokens"};
 
 // --data's shorthand: a directory is Fashion-MNIST's; otherwise comma-separated files, whose format
 // their extensions say (.npy, .npz; .csv). Errors name `what`.

@@ -6,6 +6,7 @@
 #include "runtime/data/csv_file.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/data/numpy_file.h"
+#include "runtime/data/token_file.h"
 
 namespace mirra::runner {
 
@@ -20,7 +21,14 @@ graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source
   }
   if (spec.format == "numpy") return runtime::data::numpy_source(spec.files);
   if (spec.format == "csv") return runtime::data::csv_source(spec.files, {.fields = spec.columns});
-  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv)");
+  if (spec.format == "tokens") {
+    if (spec.files.size() != 1) return graph::invalid_argument("a token data set is one file, not " + std::to_string(spec.files.size()));
+    // Evaluation reads the windows in order, whatever training samples.
+    return runtime::data::token_windows(spec.files[0], {.type = *runtime::data::parse_element_type(spec.tokens.type),
+                                                        .context = spec.tokens.context,
+                                                        .random_offsets = use == DataUse::train && spec.tokens.sampling == "random"});
+  }
+  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens)");
 }
 
 std::string placeholder_names(const graph::Graph& graph) {
