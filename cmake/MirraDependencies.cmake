@@ -10,6 +10,20 @@ find_path(MIRRA_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openbla
 add_library(mirra_openblas INTERFACE)
 target_link_libraries(mirra_openblas INTERFACE ${MIRRA_OPENBLAS_LIBRARY})
 target_include_directories(mirra_openblas SYSTEM INTERFACE ${MIRRA_CBLAS_INCLUDE_DIR})
+# TFRecord data sets: protobuf parses their Examples (runtime/data/example.proto), ISA-L computes their
+# CRC-32C, libpng and libjpeg-turbo's TurboJPEG decode the images they hold.
+find_package(Protobuf REQUIRED)
+find_package(PNG REQUIRED)
+find_library(MIRRA_ISAL_LIBRARY NAMES isal REQUIRED)
+find_path(MIRRA_ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)
+find_library(MIRRA_TURBOJPEG_LIBRARY NAMES turbojpeg REQUIRED)
+find_path(MIRRA_TURBOJPEG_INCLUDE_DIR turbojpeg.h REQUIRED)
+add_library(mirra_image_codecs INTERFACE)
+target_link_libraries(mirra_image_codecs INTERFACE PNG::PNG ${MIRRA_TURBOJPEG_LIBRARY})
+target_include_directories(mirra_image_codecs SYSTEM INTERFACE ${MIRRA_TURBOJPEG_INCLUDE_DIR})
+add_library(mirra_isal INTERFACE)
+target_link_libraries(mirra_isal INTERFACE ${MIRRA_ISAL_LIBRARY})
+target_include_directories(mirra_isal SYSTEM INTERFACE ${MIRRA_ISAL_INCLUDE_DIR})
 # libcsv (Debian's libcsv-dev): CSV data sets.
 find_library(MIRRA_CSV_LIBRARY NAMES csv REQUIRED)
 find_path(MIRRA_CSV_INCLUDE_DIR csv.h REQUIRED)

@@ -1,7 +1,7 @@
 // Writes the fuzzers' seed corpus: valid model files (tiny ones, so mutations reach every field),
 // a checkpoint, run configs for each strategy with every key (a data set's among them), and data
-// files (an .npy, an .npz and a CSV file, each behind the byte that picks its reader in
-// data_file_fuzzer).
+// files (an .npy, an .npz, a CSV file and TensorFlow's TFRecord file, each behind the byte that
+// picks its reader in data_file_fuzzer).
 //   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR
 #include <cstdio>
 #include <filesystem>
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
                                          .data = std::as_bytes(std::span(values))};
   const std::filesystem::path npy = data / "array.npy.raw", npz = data / "arrays.npz.raw";
   if (!runtime::data::write_npy(npy.string(), array).ok() || !runtime::data::write_npz(npz.string(), {{"x", array}}).ok()) return 1;
-  // The picking byte first: 0 for the .npy reader, 1 for the .npz one, 2 for CSV.
+  // The picking byte first: 0 for the .npy reader, 1 for the .npz one, 2 for CSV, 3 for TFRecord.
   for (const auto& [file, reader] : {std::pair{npy, '\0'}, std::pair{npz, '\1'}}) {
     std::ifstream in(file, std::ios::binary);
     const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -64,5 +64,8 @@ int main(int argc, char** argv) {
     std::filesystem::remove(file);
   }
   std::ofstream(data / "table.csv", std::ios::binary) << '\2' << "x1,x2,\"y, m\"\n1,2.5,3\n-4,5e3,\"6\"\n";
+  // TensorFlow's records (every feature kind, PNG and JPEG images among them), behind byte 3.
+  std::ifstream records(MIRRA_SOURCE_DIR "/tests/runtime/tfrecord_reference/every_kind.tfrecord", std::ios::binary);
+  std::ofstream(data / "records.tfrecord", std::ios::binary) << '\3' << records.rdbuf();
   return 0;
 }

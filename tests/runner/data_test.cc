@@ -1,6 +1,7 @@
 // The runner on data sets of the user's own: Fashion-MNIST written by numpy as .npz archives trains
 // to the very losses of its IDX files (the same images in the same order, scaled the same way), on
-// one device and Mirrored over two; evaluates from a deflated archive whose fields the config maps;
+// one device and Mirrored over two, and so does a TFRecord file of PNG images TensorFlow wrote;
+// evaluates from a deflated archive whose fields the config maps;
 // linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
 // device and Mirrored; a bigram language model learns a token file written by numpy, Mirrored as on
 // one device; mirra predict writes what a session computes, on one device or split over two;
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "examples/example_models.h"
@@ -66,6 +68,48 @@ TEST_CASE("Runner.data.an_npz_trains_as_the_idx_files_of_the_same_images") {
     const auto loss = [](const Run& r) { return nlohmann::json::parse(test::last_line(r.out)).at("final_loss").get<double>(); };
     CHECK(loss(npz) == loss(idx));
   }
+}
+
+TEST_CASE("Runner.data.a_tfrecord_file_written_by_tensorflow_trains_as_the_same_examples_in_an_npz") {
+  const std::string dir = workspace().dir.string();
+  const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/fashion_mnist_600_npz.py " +
+                              runtime::data::kFashionMnistDir + " " + dir;
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  const std::string tfrecord = std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord";
+  const std::string from_tfrecord = config_file("tfrecord.json", R"({"data": {"train": {"files": [")" + tfrecord + R"("],
+    "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"}, "label": {"type": "int64"}},
+    "fields": {"images": {"field": "image", "scale": 0.00392156862745098}, "labels": "label"}}}})");
+  const std::string from_npz = config_file("npz_600.json", R"({"data": {"train": {"files": [")" + dir + R"(/fashion_mnist_600.npz"],
+    "fields": {"images": {"field": "images", "scale": 0.00392156862745098}, "labels": "labels"}}}})");
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const Run a = run(test::train_args({"--strategy", strategy, "--epochs", "2", "--json", "--config", from_tfrecord}), "tfrecord_600");
+    const Run b = run(test::train_args({"--strategy", strategy, "--epochs", "2", "--json", "--config", from_npz}), "npz_600");
+    REQUIRE_MESSAGE(a.code == 0, a.err);
+    REQUIRE_MESSAGE(b.code == 0, b.err);
+    const auto summary = [](const Run& r) { return nlohmann::json::parse(test::last_line(r.out)); };
+    CHECK(summary(a).at("examples").get<int64_t>() == 1200);
+    CHECK(summary(a).at("final_loss").get<double>() == summary(b).at("final_loss").get<double>());
+  }
+  // A flipped byte in the data of a record: training stops at it, naming it, or leaves it out with
+  // data.skip_corrupt and says so.
+  std::ifstream in(tfrecord, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes[1000] ^= 0x20;
+  std::ofstream(dir + "/damaged.tfrecord", std::ios::binary) << bytes;
+  std::string damaged = test::read_text(from_tfrecord);
+  damaged.replace(damaged.find(tfrecord), tfrecord.size(), dir + "/damaged.tfrecord");
+  const Run stopped = run(test::train_args({"--epochs", "1", "--config", config_file("damaged.json", damaged)}), "tfrecord_damaged");
+  CHECK(stopped.code == 2);
+  CHECK(stopped.err.find("damaged.tfrecord', record 1 at byte ") != std::string::npos);
+  CHECK(stopped.err.find(": corrupt (its data's CRC-32C does not match)") != std::string::npos);
+  damaged.replace(damaged.find("\"data\": {"), 9, "\"data\": {\"skip_corrupt\": true, ");
+  const Run skipping = run(test::train_args({"--epochs", "1", "--json", "--config", config_file("skipping.json", damaged)}),
+                           "tfrecord_skipping");
+  REQUIRE_MESSAGE(skipping.code == 0, skipping.err);
+  CHECK(skipping.err.find("warning: 1 corrupt record left out of the data (data.skip_corrupt)") != std::string::npos);
+  CHECK(nlohmann::json::parse(test::last_line(skipping.out)).at("skipped_records").get<int64_t>() == 1);
+  CHECK(nlohmann::json::parse(test::last_line(skipping.out)).at("examples").get<int64_t>() == 599);
 }
 
 TEST_CASE("Runner.data.evaluation_reads_a_deflated_archive_through_the_configs_fields") {

@@ -21,6 +21,7 @@ std::string format_of_files(const std::vector<std::string>& files) {
   const auto all = [&](auto pred) { return !files.empty() && std::all_of(files.begin(), files.end(), pred); };
   if (all([](const std::string& f) { return f.ends_with(".npy") || f.ends_with(".npz"); })) return "numpy";
   if (all([](const std::string& f) { return f.ends_with(".csv"); })) return "csv";
+  if (all([](const std::string& f) { return f.ends_with(".tfrecord") || f.ends_with(".tfrecords"); })) return "tfrecord";
   return "";
 }
 
@@ -111,9 +112,42 @@ graph::Status read_tokens(const json& value, std::string_view source, const std:
   return graph::Status();
 }
 
+graph::Status read_features(const json& value, std::string_view source, const std::string& key,
+                            std::map<std::string, runtime::data::TfFeature>& out) {
+  if (!value.is_object() || value.empty()) return config_key_error(source, key, "must map feature names to their types and shapes");
+  for (const auto& [name, spec] : value.items()) {
+    const std::string where = key + "." + name;
+    if (!spec.is_object()) return config_key_error(source, where, "must be an object with \"type\" and \"shape\"");
+    MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(spec, {"type", "shape", "decode"}, source, where + "."));
+    runtime::data::TfFeature feature;
+    if (!spec.contains("type") || !spec.at("type").is_string() ||
+        (spec.at("type") != "int64" && spec.at("type") != "float" && spec.at("type") != "bytes")) {
+      return config_key_error(source, where + ".type", "must be \"int64\", \"float\" or \"bytes\"");
+    }
+    feature.type = spec.at("type").get<std::string>();
+    const json shape = spec.value("shape", json::array());
+    if (!shape.is_array() || !std::all_of(shape.begin(), shape.end(), [](const json& d) {
+          return d.is_number_integer() && d.get<int64_t>() >= 0 && d.get<int64_t>() <= (int64_t{1} << 31);
+        })) {
+      return config_key_error(source, where + ".shape", "must be a list of non-negative dims (empty: one value)");
+    }
+    feature.shape = shape.get<std::vector<int64_t>>();
+    if (spec.contains("decode")) {
+      const json& decode = spec.at("decode");
+      if (!decode.is_string() || (decode != "raw" && decode != "image")) {
+        return config_key_error(source, where + ".decode", "must be \"raw\" (the bytes as u8 values) or \"image\" (PNG or JPEG)");
+      }
+      feature.decode = decode.get<std::string>();
+    }
+    out[name] = std::move(feature);
+  }
+  return graph::Status();
+}
+
 graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, const std::string& key) {
   if (!value.is_object()) return config_key_error(source, key, "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "tokens", "fields"}, source, key + "."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "tokens", "features", "compression", "fields"},
+                                                       source, key + "."));
   DataSpec spec;
   if (value.contains("files")) {
     const json& files = value.at("files");
@@ -127,13 +161,15 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
     const json& format = value.at("format");
     const auto known = [&](const std::string& f) { return std::find(std::begin(kDataFormats), std::end(kDataFormats), f) != std::end(kDataFormats); };
     if (!format.is_string() || !known(format.get<std::string>())) {
-      return config_key_error(source, key + ".format", "must be \"fashion_mnist\", \"numpy\", \"csv\" or \"tokens\", not " + format.dump());
+      return config_key_error(source, key + ".format",
+                              "must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\" or \"tfrecord\", not " + format.dump());
     }
     spec.format = format.get<std::string>();
   } else {
     spec.format = format_of_files(spec.files);
     if (spec.format.empty() && !spec.files.empty()) {
-      return config_key_error(source, key + ".format", "is needed: the files' names do not say it (.npy, .npz, .csv or a directory)");
+      return config_key_error(source, key + ".format",
+                              "is needed: the files' names do not say it (.npy, .npz, .csv, .tfrecord or a directory)");
     }
   }
   if (value.contains("columns")) {
@@ -154,6 +190,19 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
                                                                              : "applies to token files only");
   }
   if (value.contains("tokens")) MIRRA_RETURN_IF_ERROR(read_tokens(value.at("tokens"), source, key + ".tokens", spec.tokens));
+  if (value.contains("features") != (spec.format == "tfrecord")) {
+    return config_key_error(source, key + ".features", spec.format == "tfrecord" ? "must name the features a TFRecord data set reads"
+                                                                                 : "applies to TFRecord files only");
+  }
+  if (value.contains("features")) MIRRA_RETURN_IF_ERROR(read_features(value.at("features"), source, key + ".features", spec.features));
+  if (value.contains("compression")) {
+    const json& compression = value.at("compression");
+    if (spec.format != "tfrecord") return config_key_error(source, key + ".compression", "applies to TFRecord files only");
+    if (!compression.is_string() || (compression != "gzip" && compression != "none")) {
+      return config_key_error(source, key + ".compression", "must be \"gzip\" or \"none\"");
+    }
+    spec.gzip = compression == "gzip";
+  }
   if (value.contains("fields")) {
     const json& fields = value.at("fields");
     if (!fields.is_object()) return config_key_error(source, key + ".fields", "must map placeholders to fields");
@@ -196,12 +245,16 @@ graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::strin
   if (spec.format == "fashion_mnist" && spec.files.size() != 1) {
     return graph::invalid_argument(std::string(what) + ": one Fashion-MNIST directory at a time");
   }
+  if (spec.format == "tfrecord") {
+    return graph::invalid_argument(std::string(what) + " '" + list + "': TFRecord files need the features they hold named, in a "
+                                   "config's data (docs/data.md)");
+  }
   return spec;
 }
 
 graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_view source) {
   if (!data.is_object()) return config_key_error(source, "data", "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads"}, source, "data."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads", "skip_corrupt"}, source, "data."));
   DataConfig config;
   if (data.contains("train")) {
     MIRRA_ASSIGN_OR_RETURN(config.train, read_spec(data.at("train"), source, "data.train"));
@@ -216,6 +269,10 @@ graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_
     }
     config.threads = threads.get<int>();
   }
+  if (data.contains("skip_corrupt")) {
+    if (!data.at("skip_corrupt").is_boolean()) return config_key_error(source, "data.skip_corrupt", "must be true or false");
+    config.skip_corrupt = data.at("skip_corrupt").get<bool>();
+  }
   return config;
 }
 
@@ -223,6 +280,14 @@ json data_spec_json(const DataSpec& spec) {
   json out = {{"format", spec.format}, {"files", spec.files}};
   if (!spec.columns.empty()) out["columns"] = spec.columns;
   if (spec.format == "tokens") out["tokens"] = {{"type", spec.tokens.type}, {"context", spec.tokens.context}, {"sampling", spec.tokens.sampling}};
+  if (spec.format == "tfrecord") {
+    json features = json::object();
+    for (const auto& [name, feature] : spec.features) {
+      features[name] = {{"type", feature.type}, {"shape", feature.shape}, {"decode", feature.decode}};
+    }
+    out["features"] = features;
+    out["compression"] = spec.gzip ? "gzip" : "none";
+  }
   if (!spec.fields.empty()) {
     json fields = json::object();
     for (const auto& [placeholder, feed] : spec.fields) fields[placeholder] = field_feed_json(feed);
@@ -232,7 +297,7 @@ json data_spec_json(const DataSpec& spec) {
 }
 
 json data_config_json(const DataConfig& config) {
-  json out = {{"threads", config.threads}};
+  json out = {{"threads", config.threads}, {"skip_corrupt", config.skip_corrupt}};
   if (config.train) out["train"] = data_spec_json(*config.train);
   if (config.eval) out["eval"] = data_spec_json(*config.eval);
   return out;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "runtime/data/tfrecord_file.h"
 
 namespace mirra::runner {
 
@@ -43,13 +44,17 @@ struct TokenSpec {
 
 struct DataSpec {
   // "fashion_mnist" (files: one directory of its IDX files), "numpy" (.npy and .npz files), "csv"
-  // (files with a header, of numbers) or "tokens" (one file of token ids, cut into windows).
+  // (files with a header, of numbers), "tokens" (one file of token ids, cut into windows) or
+  // "tfrecord" (files of tf.train.Example).
   std::string format;
   std::vector<std::string> files;
   // csv: fields that join several columns, in order (a regression's inputs); every other column is a
   // field of its own.
   std::map<std::string, std::vector<std::string>> columns;
   TokenSpec tokens;  // tokens only
+  // tfrecord: the features read (runtime/data/tfrecord_file.h), and whether the files are GZIP.
+  std::map<std::string, runtime::data::TfFeature> features;
+  bool gzip = false;
   // By placeholder. Empty: Fashion-MNIST's images and labels feed the model's features and labels;
   // other formats feed each placeholder of the model from the field of its name.
   std::map<std::string, FieldFeed> fields;
@@ -60,10 +65,11 @@ struct DataConfig {
   std::optional<DataSpec> train;  // unset: training.data's shorthand
   std::optional<DataSpec> eval;   // unset: Fashion-MNIST's test split beside its training split
   int threads = 1;                // threads that assemble a batch's examples
+  bool skip_corrupt = false;      // TFRecord: leave out records whose CRC does not match (counted), not fail
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
-inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv", "tokens"};
+inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv", "tokens", "tfrecord"};
 
 // --data's shorthand: a directory is Fashion-MNIST's; otherwise comma-separated files, whose format
 // their extensions say (.npy, .npz; .csv). Errors name `what`.

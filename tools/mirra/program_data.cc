@@ -6,6 +6,7 @@
 #include "runtime/data/csv_file.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/data/numpy_file.h"
+#include "runtime/data/tfrecord_file.h"
 #include "runtime/data/token_file.h"
 
 namespace mirra::runner {
@@ -14,7 +15,8 @@ namespace {
 
 using runtime::data::Feed;
 
-graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source(const DataSpec& spec, DataUse use) {
+graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source(const DataSpec& spec, DataUse use,
+                                                                                CorruptRecords corrupt) {
   if (spec.format == "fashion_mnist") {
     return runtime::data::fashion_mnist_source(spec.files.at(0), use == DataUse::train ? runtime::data::Split::train
                                                                                         : runtime::data::Split::test);
@@ -28,7 +30,14 @@ graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source
                                                         .context = spec.tokens.context,
                                                         .random_offsets = use == DataUse::train && spec.tokens.sampling == "random"});
   }
-  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens)");
+  if (spec.format == "tfrecord") {
+    MIRRA_ASSIGN_OR_RETURN(runtime::data::TfRecordSource records,
+                           runtime::data::tfrecord_source(spec.files, {.features = spec.features, .gzip = spec.gzip,
+                                                                       .skip_corrupt = corrupt.skip}));
+    if (corrupt.skipped != nullptr) *corrupt.skipped += records.skipped;
+    return records.source;
+  }
+  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens, tfrecord)");
 }
 
 std::string placeholder_names(const graph::Graph& graph) {
@@ -85,8 +94,9 @@ graph::Expected<Feed> feed_of(const graph::Graph& graph, const runtime::training
 graph::Expected<runtime::data::Dataset> program_dataset(const DataSpec& spec, const graph::Graph& graph,
                                                         const runtime::training::TrainingGraph& signature, DataUse use,
                                                         runtime::data::BatchingOptions options,
-                                                        const runtime::data::ImageAugmentation& augmentation) {
-  MIRRA_ASSIGN_OR_RETURN(auto source, open_source(spec, use));
+                                                        const runtime::data::ImageAugmentation& augmentation,
+                                                        CorruptRecords corrupt) {
+  MIRRA_ASSIGN_OR_RETURN(auto source, open_source(spec, use, corrupt));
   std::map<std::string, FieldFeed> fields = spec.fields;
   if (fields.empty() && spec.format == "fashion_mnist") {
     fields[signature.features] = {.field = "image", .scale = 1.0 / 255.0};

@@ -128,6 +128,7 @@ class TrainRun {
   graph::Status step_error_;  // a failed periodic checkpoint: training stops after that step and reports it
   graph::Status metrics_error_;  // reported after training, which goes on without the metrics
   bool summary_printed_ = false;
+  int64_t skipped_records_ = 0;  // corrupt records the data sets left out (data.skip_corrupt)
   int64_t examples_ = 0;
   int64_t iterations_at_start_ = 0;  // the optimizer's count of applied updates when training began
   double last_loss_ = 0;
@@ -151,6 +152,10 @@ graph::Status TrainRun::run() {
   }
   const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
   MIRRA_RETURN_IF_ERROR(open_data(rank, workers));
+  if (skipped_records_ > 0 && rank == 0) {
+    std::fprintf(stderr, "mirra: warning: %lld corrupt record%s left out of the data (data.skip_corrupt)\n",
+                 static_cast<long long>(skipped_records_), skipped_records_ == 1 ? "" : "s");
+  }
   MIRRA_RETURN_IF_ERROR(check_before_training(command_, program_.program, *train_));
   program_.program.accumulate_gradients = config_.training.accumulation_steps > 1;
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy_->distribute(program_.program, worker_part()));
@@ -263,7 +268,8 @@ graph::Status TrainRun::open_data(int rank, int workers) {
                                                   .threads = config_.data.threads,
                                                   .shard = rank,
                                                   .shards = workers},
-                                                 config_.training.augmentation));
+                                                 config_.training.augmentation,
+                                                 {.skip = config_.data.skip_corrupt, .skipped = &skipped_records_}));
   if (!command_.eval) return graph::Status();
   MIRRA_ASSIGN_OR_RETURN(const DataSpec eval_spec, evaluation_spec(config_.data.eval, train_spec));
   MIRRA_ASSIGN_OR_RETURN(test_, program_dataset(eval_spec, program_.program.graph, signature, DataUse::eval,
@@ -271,7 +277,8 @@ graph::Status TrainRun::open_data(int rank, int workers) {
                                                  .shuffle = false,
                                                  .threads = config_.data.threads,
                                                  .shard = rank,
-                                                 .shards = workers}));
+                                                 .shards = workers},
+                                                {}, {.skip = config_.data.skip_corrupt, .skipped = &skipped_records_}));
   return graph::Status();
 }
 
@@ -476,6 +483,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
     summary["replayed_steps"] = session_->replayed_steps();  // recorded steps' replays (evaluation's too)
     summary["not_replayed_because"] = session_->capture_refusals();
   }
+  if (skipped_records_ > 0) summary["skipped_records"] = skipped_records_;
   if (!metrics_error_.ok()) summary["error"] = metrics_error_.message();
   std::printf("%s\n", summary.dump().c_str());
   summary_printed_ = true;
