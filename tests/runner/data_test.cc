@@ -258,7 +258,12 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
       {R"({"data": {"train": {"files": [")" + train + R"("]}}})", {"--eval"},
        "evaluation needs its own data set: name it in the config's data.eval"},
       {R"({"data": {"train": {"files": ["x.txt"]}}})", {}, "'data.train.format' is needed"},
-      {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {}, "'data.train.format' must be \"fashion_mnist\", \"numpy\", \"csv\" or \"tokens\""},
+      {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {},
+       "'data.train.format' must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\" or \"tfrecord\""},
+      {R"({"data": {"train": {"files": ["a.tfrecord"]}}})", {}, "'data.train.features' must name the features a TFRecord data set reads"},
+      {R"({"data": {"train": {"files": ["a.tfrecord"], "features": {"x": {"type": "string"}}}}})", {},
+       "'data.train.features.x.type' must be \"int64\", \"float\" or \"bytes\""},
+      {R"({"data": {"train": {"files": ["a.npz"], "compression": "gzip"}}})", {}, "'data.train.compression' applies to TFRecord files only"},
       {R"({"data": {"train": {"format": "tokens", "files": ["x.bin"]}}})", {}, "'data.train.tokens' must say how the token file is cut into windows"},
       {R"({"data": {"train": {"format": "tokens", "files": ["x.bin"], "tokens": {"type": "u16"}}}})", {}, "'data.train.tokens.context' must be a number of tokens"},
       {R"({"data": {"train": {"files": ["a.npz"], "tokens": {"context": 4}}}})", {}, "'data.train.tokens' applies to token files only"},
@@ -281,6 +286,9 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
   const Run shorthand = run(test::train_args({"--steps", "1", "--data", workspace() / "table.txt"}), "bad_data_shorthand");
   CHECK(shorthand.code == 2);
   CHECK(shorthand.err.find("is neither a directory of Fashion-MNIST's IDX files nor .npy/.npz or .csv files") != std::string::npos);
+  const Run records = run(test::train_args({"--steps", "1", "--data", workspace() / "a.tfrecord"}), "bad_data_records");
+  CHECK(records.code == 2);
+  CHECK(records.err.find("TFRecord files need the features they hold named, in a config's data") != std::string::npos);
   const Run missing = run(test::train_args({"--steps", "1", "--data", workspace() / "table.csv"}), "bad_data_missing");
   CHECK(missing.code == 2);
   CHECK(missing.err.find("cannot open '" + (workspace() / "table.csv") + "': No such file or directory") != std::string::npos);
