@@ -1,7 +1,8 @@
 // Encoded images (PNG through libpng, JPEG through libjpeg-turbo's TurboJPEG), told apart by their
 // magic bytes, decoded into u8 pixels of `channels` channels (1 gray, 3 RGB, 4 RGBA; other images
-// converted), height x width x channels in row order. JPEG takes the fast integer inverse DCT, as
-// TensorFlow's tf.io.decode_jpeg does by default, so the pixels are TensorFlow's.
+// converted as TensorFlow converts them: alpha dropped or made opaque, colour to gray with ITU-R 601's
+// weights), height x width x channels in row order. JPEG takes the fast integer inverse DCT, as
+// tf.io.decode_jpeg does by default, so the pixels are TensorFlow's.
 //
 //   auto image = decode_image(bytes, 3);   // image->height, ->width, ->pixels
 #pragma once

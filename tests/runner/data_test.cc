@@ -1,6 +1,7 @@
 // The runner on data sets of the user's own: Fashion-MNIST written by numpy as .npz archives trains
 // to the very losses of its IDX files (the same images in the same order, scaled the same way), on
-// one device and Mirrored over two, and so does a TFRecord file of PNG images TensorFlow wrote;
+// one device and Mirrored over two, and so does a TFRecord file of PNG images TensorFlow wrote; a
+// folder of images by class trains a classifier;
 // evaluates from a deflated archive whose fields the config maps;
 // linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
 // device and Mirrored; a bigram language model learns a token file written by numpy, Mirrored as on
@@ -110,6 +111,19 @@ TEST_CASE("Runner.data.a_tfrecord_file_written_by_tensorflow_trains_as_the_same_
   CHECK(skipping.err.find("warning: 1 corrupt record left out of the data (data.skip_corrupt)") != std::string::npos);
   CHECK(nlohmann::json::parse(test::last_line(skipping.out)).at("skipped_records").get<int64_t>() == 1);
   CHECK(nlohmann::json::parse(test::last_line(skipping.out)).at("examples").get<int64_t>() == 599);
+}
+
+TEST_CASE("Runner.data.a_folder_of_images_by_class_trains_a_classifier") {
+  const std::string folder = std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/image_folder_reference/images";
+  const std::string config = config_file("images.json", R"({"data": {"train": {"files": [")" + folder + R"("],
+    "images": {"size": [28, 28], "channels": 1}}}})");
+  const Run r = run(test::train_args({"--epochs", "3", "--json", "--config", config}), "image_folder");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const nlohmann::json summary = nlohmann::json::parse(test::last_line(r.out));
+  CHECK(summary.at("examples").get<int64_t>() == 15);  // 5 images, 3 epochs
+  const Run shorthand = run(test::train_args({"--steps", "1", "--data", folder}), "image_folder_shorthand");
+  CHECK(shorthand.code == 2);
+  CHECK(shorthand.err.find("holds no Fashion-MNIST files; as a folder of images by class it needs the size") != std::string::npos);
 }
 
 TEST_CASE("Runner.data.evaluation_reads_a_deflated_archive_through_the_configs_fields") {
@@ -259,7 +273,10 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
        "evaluation needs its own data set: name it in the config's data.eval"},
       {R"({"data": {"train": {"files": ["x.txt"]}}})", {}, "'data.train.format' is needed"},
       {R"({"data": {"train": {"format": "parquet", "files": ["x"]}}})", {},
-       "'data.train.format' must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\" or \"tfrecord\""},
+       "'data.train.format' must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\", \"tfrecord\" or \"images\""},
+      {R"({"data": {"train": {"format": "images", "files": ["x"]}}})", {}, "'data.train.images' must say the size the images are resized to"},
+      {R"({"data": {"train": {"format": "images", "files": ["x"], "images": {"size": [0, 3]}}}})", {},
+       "'data.train.images.size' must be [height, width], each in [1, 65536]"},
       {R"({"data": {"train": {"files": ["a.tfrecord"]}}})", {}, "'data.train.features' must name the features a TFRecord data set reads"},
       {R"({"data": {"train": {"files": ["a.tfrecord"], "features": {"x": {"type": "string"}}}}})", {},
        "'data.train.features.x.type' must be \"int64\", \"float\" or \"bytes\""},

@@ -17,7 +17,10 @@ using strategies::config_key_error;
 
 // The format files of these names hold, or empty when their extensions do not say one.
 std::string format_of_files(const std::vector<std::string>& files) {
-  if (files.size() == 1 && std::filesystem::is_directory(files[0])) return "fashion_mnist";
+  // A directory holding Fashion-MNIST's files is its; any other is a folder of images by class.
+  if (files.size() == 1 && std::filesystem::is_directory(files[0])) {
+    return std::filesystem::exists(std::filesystem::path(files[0]) / "train-images-idx3-ubyte.gz") ? "fashion_mnist" : "images";
+  }
   const auto all = [&](auto pred) { return !files.empty() && std::all_of(files.begin(), files.end(), pred); };
   if (all([](const std::string& f) { return f.ends_with(".npy") || f.ends_with(".npz"); })) return "numpy";
   if (all([](const std::string& f) { return f.ends_with(".csv"); })) return "csv";
@@ -27,8 +30,8 @@ std::string format_of_files(const std::vector<std::string>& files) {
 
 graph::Status check_spec(const DataSpec& spec, std::string_view source, const std::string& key) {
   if (spec.files.empty()) return config_key_error(source, key + ".files", "must name at least one file");
-  if (spec.format == "fashion_mnist" && spec.files.size() != 1) {
-    return config_key_error(source, key + ".files", "must be one directory for fashion_mnist");
+  if ((spec.format == "fashion_mnist" || spec.format == "images") && spec.files.size() != 1) {
+    return config_key_error(source, key + ".files", "must be one directory for " + spec.format);
   }
   return graph::Status();
 }
@@ -112,6 +115,26 @@ graph::Status read_tokens(const json& value, std::string_view source, const std:
   return graph::Status();
 }
 
+graph::Status read_images(const json& value, std::string_view source, const std::string& key, ImageSpec& out) {
+  if (!value.is_object()) return config_key_error(source, key, "must be an object");
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"size", "channels"}, source, key + "."));
+  const json size = value.value("size", json());
+  const auto dim = [](const json& d) { return d.is_number_integer() && d.get<int64_t>() >= 1 && d.get<int64_t>() <= 65536; };
+  if (!size.is_array() || size.size() != 2 || !dim(size[0]) || !dim(size[1])) {
+    return config_key_error(source, key + ".size", "must be [height, width], each in [1, 65536]");
+  }
+  out.height = size[0].get<int64_t>();
+  out.width = size[1].get<int64_t>();
+  if (value.contains("channels")) {
+    const json& channels = value.at("channels");
+    if (!channels.is_number_integer() || (channels != 1 && channels != 3 && channels != 4)) {
+      return config_key_error(source, key + ".channels", "must be 1 (gray), 3 (RGB) or 4 (RGBA)");
+    }
+    out.channels = channels.get<int64_t>();
+  }
+  return graph::Status();
+}
+
 graph::Status read_features(const json& value, std::string_view source, const std::string& key,
                             std::map<std::string, runtime::data::TfFeature>& out) {
   if (!value.is_object() || value.empty()) return config_key_error(source, key, "must map feature names to their types and shapes");
@@ -146,8 +169,8 @@ graph::Status read_features(const json& value, std::string_view source, const st
 
 graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, const std::string& key) {
   if (!value.is_object()) return config_key_error(source, key, "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(value, {"format", "files", "columns", "tokens", "features", "compression", "fields"},
-                                                       source, key + "."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
+      value, {"format", "files", "columns", "tokens", "features", "compression", "images", "fields"}, source, key + "."));
   DataSpec spec;
   if (value.contains("files")) {
     const json& files = value.at("files");
@@ -162,7 +185,8 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
     const auto known = [&](const std::string& f) { return std::find(std::begin(kDataFormats), std::end(kDataFormats), f) != std::end(kDataFormats); };
     if (!format.is_string() || !known(format.get<std::string>())) {
       return config_key_error(source, key + ".format",
-                              "must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\" or \"tfrecord\", not " + format.dump());
+                              "must be \"fashion_mnist\", \"numpy\", \"csv\", \"tokens\", \"tfrecord\" or \"images\", not " +
+                                  format.dump());
     }
     spec.format = format.get<std::string>();
   } else {
@@ -190,6 +214,11 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
                                                                              : "applies to token files only");
   }
   if (value.contains("tokens")) MIRRA_RETURN_IF_ERROR(read_tokens(value.at("tokens"), source, key + ".tokens", spec.tokens));
+  if (value.contains("images") != (spec.format == "images")) {
+    return config_key_error(source, key + ".images", spec.format == "images" ? "must say the size the images are resized to"
+                                                                             : "applies to folders of images only");
+  }
+  if (value.contains("images")) MIRRA_RETURN_IF_ERROR(read_images(value.at("images"), source, key + ".images", spec.images));
   if (value.contains("features") != (spec.format == "tfrecord")) {
     return config_key_error(source, key + ".features", spec.format == "tfrecord" ? "must name the features a TFRecord data set reads"
                                                                                  : "applies to TFRecord files only");
@@ -249,6 +278,10 @@ graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::strin
     return graph::invalid_argument(std::string(what) + " '" + list + "': TFRecord files need the features they hold named, in a "
                                    "config's data (docs/data.md)");
   }
+  if (spec.format == "images") {
+    return graph::invalid_argument(std::string(what) + " '" + list + "' holds no Fashion-MNIST files; as a folder of images by "
+                                   "class it needs the size they are resized to, in a config's data (docs/data.md)");
+  }
   return spec;
 }
 
@@ -280,6 +313,7 @@ json data_spec_json(const DataSpec& spec) {
   json out = {{"format", spec.format}, {"files", spec.files}};
   if (!spec.columns.empty()) out["columns"] = spec.columns;
   if (spec.format == "tokens") out["tokens"] = {{"type", spec.tokens.type}, {"context", spec.tokens.context}, {"sampling", spec.tokens.sampling}};
+  if (spec.format == "images") out["images"] = {{"size", {spec.images.height, spec.images.width}}, {"channels", spec.images.channels}};
   if (spec.format == "tfrecord") {
     json features = json::object();
     for (const auto& [name, feature] : spec.features) {

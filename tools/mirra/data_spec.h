@@ -34,6 +34,13 @@ struct FieldFeed {
   friend bool operator==(const FieldFeed&, const FieldFeed&) = default;
 };
 
+// How the images of a folder by class are decoded and resized (runtime/data/image_folder.h).
+struct ImageSpec {
+  int64_t height = 0, width = 0;  // required
+  int64_t channels = 3;           // 1 gray, 3 RGB, 4 RGBA
+  friend bool operator==(const ImageSpec&, const ImageSpec&) = default;
+};
+
 // How a token file is cut into windows (runtime/data/token_file.h).
 struct TokenSpec {
   std::string type = "u16";          // u8 (text as bytes), u16 or u32
@@ -44,14 +51,15 @@ struct TokenSpec {
 
 struct DataSpec {
   // "fashion_mnist" (files: one directory of its IDX files), "numpy" (.npy and .npz files), "csv"
-  // (files with a header, of numbers), "tokens" (one file of token ids, cut into windows) or
-  // "tfrecord" (files of tf.train.Example).
+  // (files with a header, of numbers), "tokens" (one file of token ids, cut into windows),
+  // "tfrecord" (files of tf.train.Example) or "images" (files: one folder of images by class).
   std::string format;
   std::vector<std::string> files;
   // csv: fields that join several columns, in order (a regression's inputs); every other column is a
   // field of its own.
   std::map<std::string, std::vector<std::string>> columns;
   TokenSpec tokens;  // tokens only
+  ImageSpec images;  // images only
   // tfrecord: the features read (runtime/data/tfrecord_file.h), and whether the files are GZIP.
   std::map<std::string, runtime::data::TfFeature> features;
   bool gzip = false;
@@ -69,7 +77,7 @@ struct DataConfig {
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };
 
-inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv", "tokens", "tfrecord"};
+inline constexpr const char* kDataFormats[] = {"fashion_mnist", "numpy", "csv", "tokens", "tfrecord", "images"};
 
 // --data's shorthand: a directory is Fashion-MNIST's; otherwise comma-separated files, whose format
 // their extensions say (.npy, .npz; .csv). Errors name `what`.

@@ -5,6 +5,7 @@
 
 #include "runtime/data/csv_file.h"
 #include "runtime/data/fashion_mnist.h"
+#include "runtime/data/image_folder.h"
 #include "runtime/data/numpy_file.h"
 #include "runtime/data/tfrecord_file.h"
 #include "runtime/data/token_file.h"
@@ -37,7 +38,14 @@ graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source
     if (corrupt.skipped != nullptr) *corrupt.skipped += records.skipped;
     return records.source;
   }
-  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens, tfrecord)");
+  if (spec.format == "images") {
+    MIRRA_ASSIGN_OR_RETURN(runtime::data::ImageFolder folder,
+                           runtime::data::image_folder_source(spec.files[0], {.height = spec.images.height,
+                                                                              .width = spec.images.width,
+                                                                              .channels = spec.images.channels}));
+    return folder.source;
+  }
+  return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens, tfrecord, images)");
 }
 
 std::string placeholder_names(const graph::Graph& graph) {
@@ -100,6 +108,9 @@ graph::Expected<runtime::data::Dataset> program_dataset(const DataSpec& spec, co
   std::map<std::string, FieldFeed> fields = spec.fields;
   if (fields.empty() && spec.format == "fashion_mnist") {
     fields[signature.features] = {.field = "image", .scale = 1.0 / 255.0};
+    fields[signature.labels] = {.field = "label"};
+  } else if (fields.empty() && spec.format == "images") {
+    fields[signature.features] = {.field = "image"};  // 0 to 255, as Keras gives them
     fields[signature.labels] = {.field = "label"};
   } else if (fields.empty()) {
     // Every placeholder from the field of its name.

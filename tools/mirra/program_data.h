@@ -1,5 +1,5 @@
 // The data sets a model program trains and evaluates on: a DataSpec opened as its format's source
-// (Fashion-MNIST's split, NumPy, CSV, token or TFRecord files), and its fields fed to the model's placeholders as their
+// (Fashion-MNIST's split, NumPy, CSV, token or TFRecord files, a folder of images), and its fields fed to the model's placeholders as their
 // dtypes and per-example shapes say (runtime/data/dataset.h). Errors name the data set, the field and
 // the placeholder before any step runs: a field that is missing, a placeholder that is not one, a
 // dtype that cannot be converted, values that do not make the placeholder's shape.
