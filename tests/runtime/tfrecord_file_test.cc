@@ -33,7 +33,9 @@ void check_every_kind(const ExampleSource& source) {
   auto expected = read_npz(reference("expected.npz"));
   REQUIRE_MESSAGE(expected.ok(), expected.status().to_string());
   REQUIRE(source.size() == 6);
-  for (const auto& [name, array] : *expected) {
+  for (const auto& member : *expected) {
+    const std::string& name = member.first;
+    const NumpyArray& array = member.second;
     CAPTURE(name);
     const size_t f = source.field_index(name).value();
     const size_t bytes = source.fields()[f].bytes();
