@@ -4,7 +4,8 @@
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
 // with a weight decay too, and for a loss over a declared weight), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
-// ResNet-20 with synchronised batch normalisation trains as one device does;
+// ResNet-20 with synchronised batch normalisation trains as one device does; a TFRecord and an npz
+// data set shard across workers as one device trains on them;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
 // error naming it; 1,000 short steps with many small buckets finish (no deadlock); a worker killed
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -99,6 +101,47 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
           CHECK(last_line(r.out).find("\"strategy\":\"multi_worker_mirrored\"") != std::string::npos);
           check_close(trained_values(saved), want, 1e-5);
         }
+      }
+    }
+  }
+}
+
+// The data sets users bring shard across workers as Fashion-MNIST's files do: TensorFlow's TFRecord
+// file of 600 PNG images and the same examples in an npz written by numpy, 2 and 3 workers of 1 and 2
+// devices against one device, 20 steps of 61 examples.
+TEST_CASE("MultiWorker.a_tfrecord_and_an_npz_data_set_train_as_one_device") {
+  const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/fashion_mnist_600_npz.py " +
+                              "/usr/share/datasets/fashion-mnist " + workspace().dir.string();
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  const std::string scale = R"("scale": 0.00392156862745098)";
+  const std::string tfrecord = R"({"data": {"train": {"files": [")" + std::string(MIRRA_SOURCE_DIR) +
+                               R"(/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord"], "features": {"image": {"type": "bytes",
+    "shape": [28, 28, 1], "decode": "image"}, "label": {"type": "int64"}}, "fields": {"images": {"field": "image", )" + scale +
+                               R"(}, "labels": "label"}}}})";
+  const std::string npz = R"({"data": {"train": {"files": [")" + (workspace() / "fashion_mnist_600.npz") +
+                          R"("], "fields": {"images": {"field": "images", )" + scale + R"(}, "labels": "labels"}}}})";
+  for (const auto& [name, text] : {std::pair{"tfrecord", tfrecord}, std::pair{"npz", npz}}) {
+    const std::string config = workspace() / (std::string(name) + "_data.json");
+    std::ofstream(config) << text;
+    const std::vector<std::string> common = {"train", mlp_file(), "--config", config, "--steps", "20", "--batch-size", "61",
+                                             "--threads", "1", "--json"};
+    std::vector<std::string> reference = common;
+    const std::string reference_file = workspace() / "data_reference.mirra";
+    reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+    const Run one = run(reference, "data_reference");
+    REQUIRE_MESSAGE(one.code == 0, one.err);
+    const auto want = trained_values(reference_file);
+    for (int workers : {2, 3}) {
+      for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
+        CAPTURE(name);
+        CAPTURE(workers);
+        CAPTURE(devices);
+        const std::string saved = workspace() / "data_multi_worker.mirra";
+        std::vector<std::string> args = common;
+        args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", devices, "--save", saved});
+        const Run r = run_program(mpirun(workers, args), "data_multi_worker");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        check_close(trained_values(saved), want, 1e-5);
       }
     }
   }

@@ -6,11 +6,13 @@
 // linear regression on a CSV file written by numpy reaches numpy's least-squares solution, on one
 // device and Mirrored; a bigram language model learns a token file written by numpy, Mirrored as on
 // one device; mirra predict writes what a session computes, on one device or split over two;
-// and every mistake in naming the data is an error that names it, before any step runs.
+// a model of two inputs trains on CSV columns, Mirrored as on one device; and every mistake in naming
+// the data is an error that names it, before any step runs.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -194,6 +196,60 @@ TEST_CASE("Runner.data.a_language_model_trains_on_token_windows_as_one_device_do
     CHECK(summary.at("test_loss").get<double>() < 0.1);  // from ln 50 = 3.9: it learned the sequence
   }
   CHECK(final_loss["mirrored"] == doctest::Approx(final_loss["one_device"]).epsilon(1e-5));
+}
+
+// A model of two inputs, prediction = a * wa + b * wb over a [?, 3] and b [?, 2], trained on the mean
+// squared error against y [?, 1]: every placeholder carries the batch.
+std::string two_input_model() {
+  serialization::Model model;
+  graph::Builder b(model.graph, ops::registry(), 1);
+  const graph::ValueRef a = ops::placeholder(b, "a", graph::DType::f32, {-1, 3});
+  const graph::ValueRef c = ops::placeholder(b, "b", graph::DType::f32, {-1, 2});
+  const graph::ValueRef prediction =
+      ops::add(b, ops::matmul(b, a, ops::variable(b, "wa", {3, 1}, ops::Initializer::zeros())),
+               ops::matmul(b, c, ops::variable(b, "wb", {2, 1}, ops::Initializer::zeros())));
+  const ops::RegressionObjective objective = ops::regression_objective(b, prediction, "y");
+  REQUIRE(b.status().ok());
+  const ops::Optimizer optimizer = ops::Optimizer::sgd(0.1);
+  model.signature = {.features = "a", .labels = "y", .loss = objective.loss,
+                     .optimizer = {.kind = optimizer.kind, .hyper_parameters = ops::optimizer_hyper_parameters(optimizer)}};
+  for (const char* name : {"wa", "wb"}) {
+    model.weights.push_back({name, graph::TensorValue::from<float>(model.graph.type({*model.graph.find(name), 0}).shape,
+                                                                   std::vector<float>(name == std::string("wa") ? 3 : 2, 0.0f))});
+  }
+  const std::string path = workspace() / "two_inputs.mirra";
+  REQUIRE(serialization::save_model(model, path).ok());
+  return path;
+}
+
+TEST_CASE("Runner.data.a_model_of_two_inputs_trains_on_csv_columns_as_one_device_does") {
+  const std::string csv = workspace() / "two_inputs.csv";
+  {
+    std::ofstream out(csv);
+    out << "a1,a2,a3,b1,b2,y\n";
+    for (int i = 0; i < 200; ++i) {
+      const double a1 = std::sin(i), a2 = std::cos(3 * i), a3 = (i % 7) / 7.0, b1 = std::sin(0.5 * i), b2 = (i % 3) - 1.0;
+      out << a1 << "," << a2 << "," << a3 << "," << b1 << "," << b2 << "," << (0.5 * a1 - a2 + 2 * a3 + 1.5 * b1 - 0.25 * b2) << "\n";
+    }
+  }
+  const std::string config = config_file("two_inputs.json", R"({"data": {"train": {"files": [")" + csv + R"("],
+    "columns": {"a": ["a1", "a2", "a3"], "b": ["b1", "b2"], "y": ["y"]}}}, "training": {"batch_size": 20, "epochs": 30}})");
+  const std::string model = two_input_model();
+  std::map<std::string, std::map<std::string, graph::TensorValue>> trained;
+  for (const char* strategy : {"one_device", "mirrored"}) {
+    CAPTURE(strategy);
+    const std::string saved = workspace() / (std::string("two_inputs_") + strategy + ".mirra");
+    const Run r = run({"train", model, "--config", config, "--strategy", strategy, "--save", saved, "--deterministic"},
+                      std::string("two_inputs_") + strategy);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    trained[strategy] = test::trained_values(saved);
+  }
+  test::check_close(trained["mirrored"], trained["one_device"], 1e-5);
+  // The weights that made y, learned.
+  const std::span<const float> wa = trained["one_device"].at("wa").values<float>(), wb = trained["one_device"].at("wb").values<float>();
+  CHECK(wa[0] == doctest::Approx(0.5).epsilon(1e-2));
+  CHECK(wa[2] == doctest::Approx(2.0).epsilon(1e-2));
+  CHECK(wb[0] == doctest::Approx(1.5).epsilon(1e-2));
 }
 
 // The first `n` test images of Fashion-MNIST as the classifiers take them.
