@@ -9,6 +9,8 @@
 #include "graph/attr.h"
 #include "ops/registry.h"
 #include "tools/mirra/commands.h"
+#include "tools/mirra/program_data.h"
+#include "tools/mirra/run_config.h"
 
 namespace mirra::runner {
 
@@ -61,6 +63,11 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   commands.accuracy->add_option("--threads", commands.accuracy_options.threads, "oneTBB threads (0: all cores)")->check(CLI::Range(0, 1024));
   commands.accuracy->add_option("--data", commands.accuracy_options.data_dir, "Directory with the Fashion-MNIST IDX files");
+  commands.data = bench->add_subcommand("data", "Input pipeline throughput on a config's training data (JSON)");
+  commands.data->add_option("--config", commands.data_config, "Config file whose data.train (or training.data) is read")->required();
+  commands.data->add_option("--batch-size", commands.data_options.batch_size, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  commands.data->add_option("--batches", commands.data_options.batches, "Timed batches")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  commands.data->add_option("--data-threads", commands.data_options.threads, "Threads that assemble each batch")->check(CLI::Range(1, 1024));
   commands.all_reduce = bench->add_subcommand("allreduce", "In-process all-reduce vs the streaming-memory bound (JSON)");
   commands.all_reduce->add_option("--replicas", commands.all_reduce_options.replicas, "Replica counts")->check(CLI::Range(1, 64));
   commands.all_reduce->add_option("--sizes-mib", commands.all_reduce_options.sizes_mib, "Buffer sizes per replica, MiB")
@@ -109,6 +116,17 @@ int run_bench(const BenchCommands& commands) {
     std::cout << result->dump() << "\n";
   } else if (*commands.all_reduce) {
     std::cout << bench::run_all_reduce_bandwidth(commands.all_reduce_options).dump() << "\n";
+  }
+  if (*commands.data) {
+    auto config = load_run_config(commands.data_config);
+    if (!config.ok()) return report_error(config.status());
+    auto spec = training_data_spec(*config);
+    if (!spec.ok()) return report_error(spec.status());
+    auto source = open_data_source(*spec, DataUse::train);
+    if (!source.ok()) return report_error(source.status());
+    auto result = bench::run_input_pipeline(*source, commands.data_options);
+    if (!result.ok()) return report_error(result.status());
+    std::cout << result->dump() << "\n";
   }
   if (*commands.training || *commands.accuracy) {
     auto result = *commands.training ? bench::run_training_throughput(commands.training_options)

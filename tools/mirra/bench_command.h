@@ -9,6 +9,7 @@
 #include "bench/stream_executor_overhead.h"
 #include "bench/file_io.h"
 #include "bench/on_device_all_reduce.h"
+#include "bench/input_pipeline.h"
 #include "bench/time_to_accuracy.h"
 #include "bench/training_throughput.h"
 
@@ -20,6 +21,9 @@ struct BenchCommands {
   CLI::App* accuracy = nullptr;
   CLI::App* all_reduce = nullptr;
   CLI::App* files = nullptr;
+  CLI::App* data = nullptr;
+  bench::InputPipelineOptions data_options;
+  std::string data_config;  // the config file whose training data is read
   bench::ExecutorOverheadOptions executor_options;
   std::string executor_device = "cpu";  // or gpu:0, cpu_async:0: a chain on a device with streams
   bench::TrainingThroughputOptions training_options;

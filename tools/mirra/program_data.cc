@@ -1,4 +1,5 @@
-// program_dataset: the source of a spec's format, and a Feed per placeholder from the model's types.
+// open_data_source: the source of a spec's format; program_dataset: a Feed per placeholder from the
+// model's types.
 #include "tools/mirra/program_data.h"
 
 #include <algorithm>
@@ -12,12 +13,10 @@
 
 namespace mirra::runner {
 
-namespace {
-
 using runtime::data::Feed;
 
-graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source(const DataSpec& spec, DataUse use,
-                                                                                CorruptRecords corrupt) {
+graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_data_source(const DataSpec& spec, DataUse use,
+                                                                                     CorruptRecords corrupt) {
   if (spec.format == "fashion_mnist") {
     return runtime::data::fashion_mnist_source(spec.files.at(0), use == DataUse::train ? runtime::data::Split::train
                                                                                         : runtime::data::Split::test);
@@ -47,6 +46,8 @@ graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_source
   }
   return graph::invalid_argument("data format '" + spec.format + "' is not known (fashion_mnist, numpy, csv, tokens, tfrecord, images)");
 }
+
+namespace {
 
 std::string placeholder_names(const graph::Graph& graph) {
   std::string names;
@@ -104,7 +105,7 @@ graph::Expected<runtime::data::Dataset> program_dataset(const DataSpec& spec, co
                                                         runtime::data::BatchingOptions options,
                                                         const runtime::data::ImageAugmentation& augmentation,
                                                         CorruptRecords corrupt) {
-  MIRRA_ASSIGN_OR_RETURN(auto source, open_source(spec, use, corrupt));
+  MIRRA_ASSIGN_OR_RETURN(auto source, open_data_source(spec, use, corrupt));
   std::map<std::string, FieldFeed> fields = spec.fields;
   if (fields.empty() && spec.format == "fashion_mnist") {
     fields[signature.features] = {.field = "image", .scale = 1.0 / 255.0};

@@ -24,6 +24,10 @@ struct CorruptRecords {
   int64_t* skipped = nullptr;
 };
 
+// The spec's data set as its format's source: its fields as the files hold them.
+graph::Expected<std::shared_ptr<const runtime::data::ExampleSource>> open_data_source(const DataSpec& spec, DataUse use,
+                                                                                     CorruptRecords corrupt = {});
+
 graph::Expected<runtime::data::Dataset> program_dataset(const DataSpec& spec, const graph::Graph& graph,
                                                         const runtime::training::TrainingGraph& signature, DataUse use,
                                                         runtime::data::BatchingOptions options,
