@@ -120,7 +120,8 @@ TEST_CASE("MultiWorker.a_tfrecord_and_an_npz_data_set_train_as_one_device") {
                                R"(}, "labels": "label"}}}})";
   const std::string npz = R"({"data": {"train": {"files": [")" + (workspace() / "fashion_mnist_600.npz") +
                           R"("], "fields": {"images": {"field": "images", )" + scale + R"(}, "labels": "labels"}}}})";
-  for (const auto& [name, text] : {std::pair{"tfrecord", tfrecord}, std::pair{"npz", npz}}) {
+  for (const auto& data_set : {std::pair{"tfrecord", tfrecord}, std::pair{"npz", npz}}) {
+    const std::string name = data_set.first, text = data_set.second;
     const std::string config = workspace() / (std::string(name) + "_data.json");
     std::ofstream(config) << text;
     const std::vector<std::string> common = {"train", mlp_file(), "--config", config, "--steps", "20", "--batch-size", "61",
