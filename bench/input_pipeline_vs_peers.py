@@ -2,8 +2,9 @@
 """Input pipeline throughput, mirra next to tf.data and PyTorch's DataLoader, in one run.
 
 On the same files (Fashion-MNIST's 60,000 training images, written once by TensorFlow into
-build/input-pipeline-data: png.tfrecord, the images as PNG bytes; floats.tfrecord, as 784 floats;
-images.npz) it times 200 batches of 128 after 10 warm-up batches: `mirra bench data` (shuffled,
+build/input-pipeline-data: png.tfrecord, the images as PNG bytes; png.tfrecord.gz, the same
+GZIP-compressed, read as a stream through a shuffle buffer of 10,000 records; floats.tfrecord, as
+784 floats; images.npz) it times 200 batches of 128 after 10 warm-up batches: `mirra bench data` (shuffled,
 converted, prefetched, assembled on --data-threads T), tf.data (TFRecordDataset, shuffle, parse and
 decode with num_parallel_calls T, batch, prefetch; the npz as from_tensor_slices) at T and at
 AUTOTUNE, and for the npz PyTorch's DataLoader (num_workers 0, 1, 2; Debian's python3-torch, where
@@ -22,11 +23,13 @@ import peer_runs
 from peer_runs import summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KINDS = ["png", "floats", "npz"]
-# mirra's configs of the three files: every field as it is.
+KINDS = ["png", "png_gzip", "floats", "npz"]
+# mirra's configs of the four files: every field as it is.
 SPECS = {
     "png": {"format": "tfrecord", "files": ["png.tfrecord"],
             "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"}, "label": {"type": "int64"}}},
+    "png_gzip": {"format": "tfrecord", "files": ["png.tfrecord.gz"], "compression": "gzip",
+                 "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"}, "label": {"type": "int64"}}},
     "floats": {"format": "tfrecord", "files": ["floats.tfrecord"],
                "features": {"image": {"type": "float", "shape": [784]}, "label": {"type": "int64"}}},
     "npz": {"format": "numpy", "files": ["images.npz"]},
@@ -47,7 +50,7 @@ def main():
     python = peer_runs.tensorflow_python(args.venv, "input_pipeline_vs_peers")
     tf_peer = [python, os.path.join(HERE, "peers", "tf_input_pipeline.py")]
     data = os.path.abspath(args.data)
-    if not os.path.exists(os.path.join(data, "images.npz")):
+    if not all(os.path.exists(os.path.join(data, f)) for f in ("images.npz", "png.tfrecord.gz")):
         os.makedirs(data, exist_ok=True)
         subprocess.run(tf_peer + ["write", data], check=True)
     has_torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0

@@ -1,5 +1,5 @@
-// Dataset: the feeds' checks and plan, the per-epoch shuffled order, batch assembly on a thread arena,
-// and the prefetching producer.
+// Dataset: the feeds' checks and plan, the per-epoch shuffled order (or shuffled stream), batch
+// assembly on a thread arena, and the prefetching producer.
 #include "runtime/data/dataset.h"
 
 #include <tbb/global_control.h>
@@ -73,6 +73,9 @@ graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> so
   if (source == nullptr) return graph::invalid_argument("a data set needs a source");
   if (options.batch_size <= 0) return graph::invalid_argument("batch size must be positive");
   if (options.prefetch < 0) return graph::invalid_argument("prefetch must not be negative");
+  if (options.shuffle_buffer < 1 || options.shuffle_buffer_bytes < 1) {
+    return graph::invalid_argument("a shuffle buffer holds at least one record");
+  }
   if (options.threads < 1 || options.threads > 1024) {
     return graph::invalid_argument("data threads must be in [1, 1024], not " + std::to_string(options.threads));
   }
@@ -167,20 +170,50 @@ std::vector<int64_t> Dataset::order(int64_t epoch) const {
   return order;
 }
 
+Dataset::Share Dataset::share_of(int64_t b) const {
+  Share share{.global = std::min(options_.batch_size, size() - b * options_.batch_size)};
+  for (int64_t w = 0; w < options_.shard; ++w) share.skipped += participant_share(share.global, options_.shards, w);
+  share.count = participant_share(share.global, options_.shards, options_.shard);
+  return share;
+}
+
 graph::Expected<Batch> Dataset::batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const {
-  const int64_t first = b * options_.batch_size;
-  const int64_t global = std::min(options_.batch_size, size() - first);
-  int64_t skipped = 0;
-  for (int64_t w = 0; w < options_.shard; ++w) skipped += participant_share(global, options_.shards, w);
-  MIRRA_ASSIGN_OR_RETURN(Batch batch,
-                         assemble(order, epoch, first + skipped, participant_share(global, options_.shards, options_.shard)));
-  batch.global_size = global;
+  const Share share = share_of(b);
+  MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(std::span(order).subspan(static_cast<size_t>(b * options_.batch_size + share.skipped),
+                                                                        static_cast<size_t>(share.count)),
+                                               epoch));
+  batch.global_size = share.global;
   return batch;
 }
 
-graph::Expected<Batch> Dataset::assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first,
-                                         int64_t count) const {
+graph::Expected<Batch> Dataset::stream_batch_at(ShuffledRecords& records, int64_t epoch, int64_t b) const {
+  const Share share = share_of(b);
+  const int64_t first = b * options_.batch_size;
+  std::vector<StreamRecord> rows(static_cast<size_t>(share.count));
+  std::vector<int64_t> examples(rows.size());
+  const auto ended = [&](int64_t position) {
+    return graph::invalid_argument(source_->name() + ": the data ended at example " + std::to_string(position) + " of " +
+                                   std::to_string(size()) + " (did its files change since it was opened?)");
+  };
+  // Every shard reads every record of the stream, and keeps its own.
+  MIRRA_ASSIGN_OR_RETURN(bool more, records.skip(share.skipped));
+  if (!more) return ended(first);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    examples[i] = first + share.skipped + static_cast<int64_t>(i);
+    MIRRA_ASSIGN_OR_RETURN(more, records.next(rows[i]));
+    if (!more) return ended(examples[i]);
+  }
+  MIRRA_ASSIGN_OR_RETURN(more, records.skip(share.global - share.skipped - share.count));
+  if (!more) return ended(first + share.global);
+  MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(examples, epoch, &rows));
+  batch.global_size = share.global;
+  return batch;
+}
+
+graph::Expected<Batch> Dataset::assemble(std::span<const int64_t> examples, int64_t epoch,
+                                         const std::vector<StreamRecord>* records) const {
   const Plan& plan = *plan_;
+  const auto count = static_cast<int64_t>(examples.size());
   Batch batch{.size = count, .global_size = count};
   std::vector<std::byte*> outputs;
   for (size_t k = 0; k < feeds_.size(); ++k) {
@@ -191,7 +224,7 @@ graph::Expected<Batch> Dataset::assemble(const std::vector<int64_t>& order, int6
     batch.tensors.emplace_back(feeds_[k].placeholder, std::move(tensor));
   }
   const std::vector<Field>& fields = source_->fields();
-  const auto example_at = [&](int64_t i) { return order[static_cast<size_t>(first + i)]; };
+  const auto example_at = [&](int64_t i) { return examples[static_cast<size_t>(i)]; };
 
   // Examples [begin, end) of the batch; the first error, by example, wins.
   const auto convert_range = [&](int64_t begin, int64_t end) -> graph::Status {
@@ -214,7 +247,9 @@ graph::Expected<Batch> Dataset::assemble(const std::vector<int64_t>& order, int6
           for (size_t line = 0; line < step.from.bytes(); line += kCacheLine) __builtin_prefetch(next + line);
         }
       }
-      if (!plan.all_in_memory) {
+      if (records != nullptr) {
+        MIRRA_RETURN_IF_ERROR(source_->stream()->decode((*records)[static_cast<size_t>(i)], destinations));
+      } else if (!plan.all_in_memory) {
         if (const graph::Status read = source_->read(example, {.seed = options_.seed, .epoch = epoch}, destinations); !read.ok()) {
           return read.with_context(source_->name() + ", example " + std::to_string(example));
         }
@@ -259,7 +294,7 @@ Dataset::Epoch Dataset::epoch(int64_t epoch, int64_t first_batch) const { return
 Dataset::Epoch::Epoch(const Dataset& dataset, int64_t epoch, int64_t first_batch)
     : dataset_(dataset),
       epoch_(epoch),
-      order_(dataset.order(epoch)),
+      order_(dataset.source().stream() != nullptr ? std::vector<int64_t>() : dataset.order(epoch)),
       batches_(dataset.batches_per_epoch()),
       next_batch_(std::clamp<int64_t>(first_batch, 0, batches_)) {
   if (dataset_.options_.prefetch > 0 && next_batch_ < batches_) producer_ = std::thread([this] { produce(); });
@@ -281,7 +316,7 @@ void Dataset::Epoch::produce() {
       changed_.wait(lock, [&] { return stopping_ || static_cast<int64_t>(ready_.size()) < dataset_.options_.prefetch; });
       if (stopping_) return;
     }
-    graph::Expected<Batch> batch = dataset_.batch_at(order_, epoch_, b);
+    graph::Expected<Batch> batch = this->batch(b);
     const bool failed = !batch.ok();
     {
       std::lock_guard lock(mutex_);
@@ -292,10 +327,27 @@ void Dataset::Epoch::produce() {
   }
 }
 
+graph::Expected<Batch> Dataset::Epoch::batch(int64_t b) {
+  const StreamSource* stream = dataset_.source().stream();
+  if (stream == nullptr) return dataset_.batch_at(order_, epoch_, b);
+  if (!records_) {
+    const BatchingOptions& options = dataset_.options_;
+    const ShuffleBufferSize buffer{.records = static_cast<size_t>(options.shuffle_buffer),
+                                   .bytes = static_cast<size_t>(options.shuffle_buffer_bytes)};
+    MIRRA_ASSIGN_OR_RETURN(ShuffledRecords records,
+                           ShuffledRecords::open(*stream, {.seed = options.seed, .epoch = epoch_}, buffer, options.shuffle));
+    records_.emplace(std::move(records));
+    // A resumed epoch passes over the batches before it.
+    MIRRA_ASSIGN_OR_RETURN(const bool more, records_->skip(b * options.batch_size));
+    if (!more) return graph::invalid_argument(stream->name() + ": the data ended before batch " + std::to_string(b));
+  }
+  return dataset_.stream_batch_at(*records_, epoch_, b);
+}
+
 graph::Expected<std::optional<Batch>> Dataset::Epoch::next() {
   if (next_batch_ >= batches_) return std::optional<Batch>();
   if (!producer_.joinable()) {
-    MIRRA_ASSIGN_OR_RETURN(Batch batch, dataset_.batch_at(order_, epoch_, next_batch_));
+    MIRRA_ASSIGN_OR_RETURN(Batch batch, this->batch(next_batch_));
     ++next_batch_;
     return std::optional<Batch>(std::move(batch));
   }

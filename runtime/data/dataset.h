@@ -1,10 +1,12 @@
 // Dataset: the input pipeline over an ExampleSource: batches of named tensors, one per placeholder the
 // data feeds (Feed: which field, converted and shaped as the placeholder takes it, normalised,
 // one-hot encoded, images augmented). Each epoch visits the examples in an order drawn from (seed,
-// epoch), so a run is reproducible and every epoch differs; the batch is the global batch, of which a
-// worker takes its shard; a partial last batch is kept or dropped. Batches are assembled `prefetch`
-// ahead on a background thread, their examples spread over `threads` threads, so the training step
-// does not wait for them.
+// epoch), so a run is reproducible and every epoch differs: a permutation of all of them where the
+// source reads at random, and for a stream (runtime/data/stream_source.h) its files shuffled and its
+// records drawn through a shuffle buffer. The batch is the global batch, of which a worker takes its
+// shard (of a stream, every worker reads every record and decodes only its own); a partial last batch
+// is kept or dropped. Batches are assembled `prefetch` ahead on a background thread, their examples
+// spread over `threads` threads, so the training step does not wait for them.
 //
 //   auto data = Dataset::create(source, {{.placeholder = "images", .field = "image", .dtype = DType::f32,
 //                                         .shape = {28, 28, 1}, .scale = {1 / 255.0}},
@@ -20,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,6 +31,7 @@
 #include "graph/dtype.h"
 #include "runtime/data/example_source.h"
 #include "runtime/data/image_augmentation.h"
+#include "runtime/data/shuffle_buffer.h"
 #include "runtime/data/value_conversion.h"
 #include "runtime/session.h"
 #include "runtime/tensor.h"
@@ -58,6 +62,10 @@ struct BatchingOptions {
   bool drop_remainder = false;  // drop a last batch smaller than batch_size
   int prefetch = 2;             // batches prepared ahead on a background thread; 0: on the caller's thread
   int threads = 1;              // threads that assemble one batch's examples (reading, decoding, converting)
+  // What a stream's shuffle draws from: at most this many records, and no more bytes than
+  // shuffle_buffer_bytes (one record at least).
+  int64_t shuffle_buffer = 10'000;
+  int64_t shuffle_buffer_bytes = int64_t{256} << 20;
   // Shard `shard` of `shards` (a worker of a multi-worker run): its share of every global batch, by
   // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
   int64_t shard = 0, shards = 1;
@@ -95,16 +103,25 @@ class Dataset {
   // The batches of epoch `epoch` (0-based) from batch `first_batch` on (to resume mid-epoch); the
   // Dataset must outlive it.
   Epoch epoch(int64_t epoch, int64_t first_batch = 0) const;
-  // The order in which epoch `epoch` visits the examples.
+  // The order in which epoch `epoch` visits the examples of a source read at random.
   std::vector<int64_t> order(int64_t epoch) const;
 
  private:
   struct Plan;  // what each feed reads and converts, fixed when the Dataset is made
 
   Dataset() = default;
+  // The examples this shard takes of global batch b: [first, first + count) of the epoch's order.
+  struct Share {
+    int64_t global = 0, skipped = 0, count = 0;
+  };
+  Share share_of(int64_t b) const;
   // Batch b of epoch `epoch`, visiting `order`: this shard's rows of it.
   graph::Expected<Batch> batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const;
-  graph::Expected<Batch> assemble(const std::vector<int64_t>& order, int64_t epoch, int64_t first, int64_t count) const;
+  // Batch b of a stream's epoch, its records the next ones `records` gives.
+  graph::Expected<Batch> stream_batch_at(ShuffledRecords& records, int64_t epoch, int64_t b) const;
+  // The batch of `examples` (for a stream, the epoch's positions of `records`).
+  graph::Expected<Batch> assemble(std::span<const int64_t> examples, int64_t epoch,
+                                  const std::vector<StreamRecord>* records = nullptr) const;
 
   std::shared_ptr<const ExampleSource> source_;
   std::vector<Feed> feeds_;
@@ -124,10 +141,12 @@ class Dataset::Epoch {
 
  private:
   void produce();
+  graph::Expected<Batch> batch(int64_t b);
 
   const Dataset& dataset_;
   const int64_t epoch_;
-  const std::vector<int64_t> order_;
+  const std::vector<int64_t> order_;        // of a source read at random
+  std::optional<ShuffledRecords> records_;  // of a stream, opened at its first batch
   const int64_t batches_;
   int64_t next_batch_ = 0;  // taken by next() (synchronous mode) or by the producer
 

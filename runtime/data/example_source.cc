@@ -1,5 +1,7 @@
-// ExampleSource's field lookup, and ArraySource: checks when made, row copies when read.
+// ExampleSource's field lookup, a StreamSource's refusal to read at random, and ArraySource: checks when made, row copies when read.
 #include "runtime/data/example_source.h"
+
+#include "runtime/data/stream_source.h"
 
 #include <cstdint>
 #include <cstring>
@@ -16,6 +18,11 @@ graph::Expected<size_t> ExampleSource::field_index(std::string_view field) const
   }
   return graph::invalid_argument(name() + " has no field '" + std::string(field) + "' (its fields: " +
                                  (names.empty() ? std::string("none") : names) + ")");
+}
+
+graph::Status StreamSource::read(int64_t index, const Draw& /*draw*/, std::span<std::byte* const> /*out*/) const {
+  return graph::unimplemented(name() + ": example " + std::to_string(index) +
+                              " cannot be read at random: the data set is read in order");
 }
 
 graph::Expected<std::shared_ptr<const ArraySource>> ArraySource::create(std::string name, std::vector<ArrayField> arrays,

@@ -1,4 +1,5 @@
-// ExampleSource: a data set whose examples are read at random, by index, each a value of every field.
+// ExampleSource: a data set whose examples are read at random, by index, each a value of every field
+// (or, for a StreamSource, only in order).
 // ArraySource is the common kind: each field one array of all the examples ([size, shape...],
 // contiguous), in memory or mapped from a file (IDX, npy, npz members, CSV columns), so a file larger
 // than memory is read as the batches need it.
@@ -42,6 +43,9 @@ class ExampleSource {
   // Where example `index`'s value of field f already lies in memory, for every epoch (arrays), so a
   // batch converts it from there without a copy; null: read() copies it.
   virtual const std::byte* row(size_t /*field*/, int64_t /*index*/) const { return nullptr; }
+  // The source as a stream, where its records are read only in order (runtime/data/stream_source.h);
+  // null: read() reads any example.
+  virtual const class StreamSource* stream() const { return nullptr; }
 
   // The index of the field called `field`, or an error naming the data set and listing its fields.
   graph::Expected<size_t> field_index(std::string_view field) const;

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
                                          .fields = {{"images", {.field = "x", .scale = 0.5, .mean = {0.25}, .stddev = {2}}},
                                                     {"labels", {.field = "y", .one_hot = 10}}}};
     config.data.threads = 2;
+    config.data.shuffle_buffer = 64;
     std::ofstream(configs / (std::string(strategy) + ".json")) << runner::run_config_json(config);
   }
   const std::vector<float> values = {1.5f, -2, 0.25f, 8, 3, -1};
@@ -67,5 +68,8 @@ int main(int argc, char** argv) {
   // TensorFlow's records (every feature kind, PNG and JPEG images among them), behind byte 3.
   std::ifstream records(MIRRA_SOURCE_DIR "/tests/runtime/tfrecord_reference/every_kind.tfrecord", std::ios::binary);
   std::ofstream(data / "records.tfrecord", std::ios::binary) << '\3' << records.rdbuf();
+  // The same records GZIP-compressed, read as a stream, behind byte 4.
+  std::ifstream compressed(MIRRA_SOURCE_DIR "/tests/runtime/tfrecord_reference/every_kind.tfrecord.gz", std::ios::binary);
+  std::ofstream(data / "records.tfrecord.gz", std::ios::binary) << '\4' << compressed.rdbuf();
   return 0;
 }

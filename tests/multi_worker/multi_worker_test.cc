@@ -107,8 +107,9 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
 }
 
 // The data sets users bring shard across workers as Fashion-MNIST's files do: TensorFlow's TFRecord
-// file of 600 PNG images and the same examples in an npz written by numpy, 2 and 3 workers of 1 and 2
-// devices against one device, 20 steps of 61 examples.
+// file of 600 PNG images, the same file GZIP-compressed (a stream, shuffled through a buffer), and the
+// same examples in an npz written by numpy, 2 and 3 workers of 1 and 2 devices against one device, 20
+// steps of 61 examples (two epochs and part of a third).
 TEST_CASE("MultiWorker.a_tfrecord_and_an_npz_data_set_train_as_one_device") {
   const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/fashion_mnist_600_npz.py " +
                               "/usr/share/datasets/fashion-mnist " + workspace().dir.string();
@@ -120,7 +121,13 @@ TEST_CASE("MultiWorker.a_tfrecord_and_an_npz_data_set_train_as_one_device") {
                                R"(}, "labels": "label"}}}})";
   const std::string npz = R"({"data": {"train": {"files": [")" + (workspace() / "fashion_mnist_600.npz") +
                           R"("], "fields": {"images": {"field": "images", )" + scale + R"(}, "labels": "labels"}}}})";
-  for (const auto& data_set : {std::pair{"tfrecord", tfrecord}, std::pair{"npz", npz}}) {
+  const std::string gzip_command = "gzip -c " + std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord > " +
+                                   (workspace() / "fashion_mnist_600.tfrecord.gz");
+  REQUIRE_MESSAGE(std::system(gzip_command.c_str()) == 0, gzip_command);
+  const std::string gzip = R"({"data": {"shuffle_buffer": 50, "train": {"files": [")" + (workspace() / "fashion_mnist_600.tfrecord.gz") +
+                           R"("], "compression": "gzip", "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"},
+    "label": {"type": "int64"}}, "fields": {"images": {"field": "image", )" + scale + R"(}, "labels": "label"}}}})";
+  for (const auto& data_set : {std::pair{"tfrecord", tfrecord}, std::pair{"tfrecord_gzip", gzip}, std::pair{"npz", npz}}) {
     const std::string name = data_set.first, text = data_set.second;
     const std::string config = workspace() / (std::string(name) + "_data.json");
     std::ofstream(config) << text;

@@ -27,6 +27,7 @@
 #include "tools/mirra/variables_io.h"
 #include "runtime/data/fashion_mnist.h"
 #include "tests/runner/runner_process.h"
+#include "tests/tfrecord_writer.h"
 
 namespace mirra::runner {
 namespace {
@@ -34,6 +35,10 @@ namespace {
 using test::run;
 using test::Run;
 using test::workspace;
+using test::Process;
+using test::read_text;
+using test::spawn_program;
+using test::wait_for;
 
 // train.npz and test.npz, written by numpy once.
 const std::string& npz_dir() {
@@ -173,6 +178,61 @@ TEST_CASE("Runner.data.linear_regression_on_a_csv_file_reaches_the_least_squares
     for (size_t i = 0; i < 3; ++i) CHECK(w[i] == doctest::Approx(solution["w"][i].get<double>()).epsilon(1e-3));
     CHECK(b[0] == doctest::Approx(solution["b"].get<double>()).epsilon(1e-3));
   }
+}
+
+// Sanitizer runtimes reserve terabytes of shadow memory, which no data limit admits.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+constexpr bool kSanitized = __has_feature(address_sanitizer);
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("Runner.data.a_gzip_tfrecord_data_set_larger_than_the_memory_limit_streams_and_trains" * doctest::skip(kSanitized)) {
+  // 5,120 examples of 65,536 floats (1.25 GiB inflated, a few MB compressed), each with 8 features set
+  // among 512 places; the target is those features weighted, a linear function to learn.
+  constexpr int64_t kFeatures = 65536, kExamples = 5120, kLimitMiB = 512;
+  const std::string data = workspace() / "large.tfrecord.gz";
+  {
+    ::mirra::test::TfRecordWriter out(data, true);
+    std::vector<float> x(kFeatures, 0.0f);
+    for (int64_t i = 0; i < kExamples; ++i) {
+      float y = 0;
+      std::vector<int64_t> set;
+      for (int64_t k = 0; k < 8; ++k) {
+        const int64_t place = ((i * 8 + k) * 37 % 512) * (kFeatures / 512);
+        x[static_cast<size_t>(place)] = static_cast<float>(1 + k % 3);
+        y += static_cast<float>((place / 128 % 7) - 3) * 0.1f * x[static_cast<size_t>(place)];
+        set.push_back(place);
+      }
+      const float target[] = {y};
+      out.write(::mirra::test::TfExampleBuilder().floats("x", x).floats("y", target).bytes());
+      for (int64_t place : set) x[static_cast<size_t>(place)] = 0.0f;
+    }
+  }
+  auto linear = examples::build_example_model("linear", 1, {.features = kFeatures});
+  REQUIRE(linear.ok());
+  REQUIRE(serialization::save_model(*linear, workspace() / "wide_linear.mirra").ok());
+  // Its name says the format and the compression.
+  const std::string config = config_file("large.json", R"({"data": {"train": {"files": [")" + data + R"("],
+      "features": {"x": {"type": "float", "shape": [65536]}, "y": {"type": "float", "shape": [1]}},
+      "fields": {"inputs": "x", "targets": "y"}}, "shuffle_buffer": 64},
+    "training": {"batch_size": 64, "epochs": 1, "learning_rate": 0.02}})");
+  // The limit holds: a program that touches more than it is stopped.
+  const auto limited = [&](std::vector<std::string> argv, const std::string& tag) {
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "ulimit -d " + std::to_string(kLimitMiB * 1024) + " && exec \"$0\" \"$@\""});
+    const Process p = spawn_program(argv, tag);
+    return std::make_pair(wait_for(p), read_text(p.err));
+  };
+  CHECK(limited({MIRRA_SYSTEM_PYTHON, "-c", "b = bytearray(1 << 30)"}, "over_the_limit").first != 0);
+  const std::string metrics = workspace() / "large_metrics.jsonl";
+  const auto [code, err] = limited({MIRRA_RUNNER, "train", workspace() / "wide_linear.mirra", "--config", config, "--metrics", metrics},
+                                   "larger_than_memory");
+  REQUIRE_MESSAGE(code == 0, err);
+  const std::vector<double> losses = test::step_losses(metrics);
+  REQUIRE(losses.size() == kExamples / 64);
+  CHECK(losses.back() < 0.2 * losses.front());
 }
 
 TEST_CASE("Runner.data.a_language_model_trains_on_token_windows_as_one_device_does") {
@@ -346,6 +406,7 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
        "'data.train.fields.images.stddev' must be a positive number"},
       {R"({"data": {"training": {}}})", {}, "unknown key 'data.training'"},
       {R"({"data": {"threads": 0}})", {}, "'data.threads' must be an integer in [1, 1024]"},
+      {R"({"data": {"shuffle_buffer": 0}})", {}, "'data.shuffle_buffer' must be a positive integer (records)"},
   };
   int index = 0;
   for (const Case& c : cases) {

@@ -24,8 +24,17 @@ std::string format_of_files(const std::vector<std::string>& files) {
   const auto all = [&](auto pred) { return !files.empty() && std::all_of(files.begin(), files.end(), pred); };
   if (all([](const std::string& f) { return f.ends_with(".npy") || f.ends_with(".npz"); })) return "numpy";
   if (all([](const std::string& f) { return f.ends_with(".csv"); })) return "csv";
-  if (all([](const std::string& f) { return f.ends_with(".tfrecord") || f.ends_with(".tfrecords"); })) return "tfrecord";
+  if (all([](const std::string& f) {
+        return f.ends_with(".tfrecord") || f.ends_with(".tfrecords") || f.ends_with(".tfrecord.gz") || f.ends_with(".tfrecords.gz");
+      })) {
+    return "tfrecord";
+  }
   return "";
+}
+
+// TFRecord files all named .gz are GZIP-compressed unless the spec says otherwise.
+bool gzip_names(const std::vector<std::string>& files) {
+  return !files.empty() && std::all_of(files.begin(), files.end(), [](const std::string& f) { return f.ends_with(".gz"); });
 }
 
 graph::Status check_spec(const DataSpec& spec, std::string_view source, const std::string& key) {
@@ -193,7 +202,7 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
     spec.format = format_of_files(spec.files);
     if (spec.format.empty() && !spec.files.empty()) {
       return config_key_error(source, key + ".format",
-                              "is needed: the files' names do not say it (.npy, .npz, .csv, .tfrecord or a directory)");
+                              "is needed: the files' names do not say it (.npy, .npz, .csv, .tfrecord, .tfrecord.gz or a directory)");
     }
   }
   if (value.contains("columns")) {
@@ -231,6 +240,8 @@ graph::Expected<DataSpec> read_spec(const json& value, std::string_view source, 
       return config_key_error(source, key + ".compression", "must be \"gzip\" or \"none\"");
     }
     spec.gzip = compression == "gzip";
+  } else if (spec.format == "tfrecord") {
+    spec.gzip = gzip_names(spec.files);
   }
   if (value.contains("fields")) {
     const json& fields = value.at("fields");
@@ -287,7 +298,7 @@ graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::strin
 
 graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_view source) {
   if (!data.is_object()) return config_key_error(source, "data", "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads", "skip_corrupt"}, source, "data."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads", "shuffle_buffer", "skip_corrupt"}, source, "data."));
   DataConfig config;
   if (data.contains("train")) {
     MIRRA_ASSIGN_OR_RETURN(config.train, read_spec(data.at("train"), source, "data.train"));
@@ -301,6 +312,13 @@ graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_
       return config_key_error(source, "data.threads", "must be an integer in [1, 1024]");
     }
     config.threads = threads.get<int>();
+  }
+  if (data.contains("shuffle_buffer")) {
+    const json& buffer = data.at("shuffle_buffer");
+    if (!buffer.is_number_integer() || buffer.get<int64_t>() < 1) {
+      return config_key_error(source, "data.shuffle_buffer", "must be a positive integer (records)");
+    }
+    config.shuffle_buffer = buffer.get<int64_t>();
   }
   if (data.contains("skip_corrupt")) {
     if (!data.at("skip_corrupt").is_boolean()) return config_key_error(source, "data.skip_corrupt", "must be true or false");
@@ -331,7 +349,7 @@ json data_spec_json(const DataSpec& spec) {
 }
 
 json data_config_json(const DataConfig& config) {
-  json out = {{"threads", config.threads}, {"skip_corrupt", config.skip_corrupt}};
+  json out = {{"threads", config.threads}, {"shuffle_buffer", config.shuffle_buffer}, {"skip_corrupt", config.skip_corrupt}};
   if (config.train) out["train"] = data_spec_json(*config.train);
   if (config.eval) out["eval"] = data_spec_json(*config.eval);
   return out;

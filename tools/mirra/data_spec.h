@@ -73,6 +73,7 @@ struct DataConfig {
   std::optional<DataSpec> train;  // unset: training.data's shorthand
   std::optional<DataSpec> eval;   // unset: Fashion-MNIST's test split beside its training split
   int threads = 1;                // threads that assemble a batch's examples
+  int64_t shuffle_buffer = 10'000;  // records a stream's shuffle draws from (GZIP TFRecord files)
   bool skip_corrupt = false;      // TFRecord: leave out records whose CRC does not match (counted), not fail
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

@@ -266,6 +266,7 @@ graph::Status TrainRun::open_data(int rank, int workers) {
                                                  {.batch_size = config_.training.batch_size,
                                                   .seed = config_.training.seed,
                                                   .threads = config_.data.threads,
+                                                  .shuffle_buffer = config_.data.shuffle_buffer,
                                                   .shard = rank,
                                                   .shards = workers},
                                                  config_.training.augmentation,
