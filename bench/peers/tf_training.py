@@ -7,12 +7,15 @@ files, timed over the same steady-state window (after warm-up steps). It runs Te
 --inter op threads; with
 --mirrored N, tf.distribute.MirroredStrategy over N logical CPU devices, each replica computing its
 share of every global batch. With --bf16, Keras's "mixed_bfloat16" policy (bf16 computation, f32
-variables; the last layer's output in f32, as TensorFlow's mixed-precision guide advises). Prints
-one JSON line.
+variables; the last layer's output in f32, as TensorFlow's mixed-precision guide advises). With
+--files png|png_gzip|npz DIR, the batches come from those files instead of memory, as tf.data reads
+them at its fastest (bench/peers/tf_input_pipeline.py: shuffled, parsed and decoded with AUTOTUNE,
+batched, prefetched). Prints one JSON line.
 
 Runs in the virtual environment bench/training_vs_tensorflow.py makes (tensorflow-cpu from PyPI).
 Usage: tf_training.py {mlp,cnn,resnet20,resnet50} [--intra T] [--inter T] [--steps N] [--warmup-steps W]
                       [--steps-per-call K] [--batch-size B] [--mirrored N] [--bf16] [--synthetic]
+                      [--files png|png_gzip|npz DIR]
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import tf_input_pipeline  # noqa: E402
 from fashion_mnist import DATA, read_idx  # noqa: E402
 
 
@@ -84,6 +88,7 @@ def main():
     parser.add_argument("--mirrored", type=int, default=0, help="replicas of MirroredStrategy (0: none)")
     parser.add_argument("--bf16", action="store_true", help="Keras's mixed_bfloat16 policy")
     parser.add_argument("--synthetic", action="store_true", help="random images of the model's shape")
+    parser.add_argument("--files", nargs=2, metavar=("KIND", "DIR"), help="batches read from files by tf.data")
     args = parser.parse_args()
     if args.model == "resnet50" and not args.synthetic:
         parser.error("resnet50 reads 224x224x3 images: pass --synthetic")
@@ -100,18 +105,25 @@ def main():
         strategy = tf.distribute.get_strategy()  # the default: one device, no distribution
 
     tf.random.set_seed(1)
-    if args.synthetic:  # two batches of random images of the model's shape, as mirra's --synthetic
-        shape, classes = ((224, 224, 3), 1000) if args.model == "resnet50" else ((28, 28, 1), 10)
-        images = np.random.default_rng(1).random((2 * args.batch_size,) + shape, dtype=np.float32)
-        labels = np.arange(2 * args.batch_size, dtype=np.int64) % classes
-    else:
-        images = read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32).reshape(-1, 28, 28, 1) / 255.0
-        labels = read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64)
-    # Shuffled once up front; batches cached in memory and prefetched: TensorFlow's fastest input path.
-    order = np.random.default_rng(1).permutation(images.shape[0])
     batch = args.batch_size
-    dataset = (tf.data.Dataset.from_tensor_slices((images[order], labels[order])).batch(batch, drop_remainder=True)
-               .cache().repeat().prefetch(tf.data.AUTOTUNE))
+    if args.files:
+        # The files as tf.data reads them at its best, images scaled to [0, 1] as below.
+        kind, directory = args.files
+        images_of = tf_input_pipeline.batches_of(kind, directory, 0, batch)
+        dataset = images_of.map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, tf.cast(y, tf.int64)),
+                                num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    else:
+        if args.synthetic:  # two batches of random images of the model's shape, as mirra's --synthetic
+            shape, classes = ((224, 224, 3), 1000) if args.model == "resnet50" else ((28, 28, 1), 10)
+            images = np.random.default_rng(1).random((2 * args.batch_size,) + shape, dtype=np.float32)
+            labels = np.arange(2 * args.batch_size, dtype=np.int64) % classes
+        else:
+            images = read_idx(f"{DATA}/train-images-idx3-ubyte.gz").astype(np.float32).reshape(-1, 28, 28, 1) / 255.0
+            labels = read_idx(f"{DATA}/train-labels-idx1-ubyte.gz").astype(np.int64)
+        # Shuffled once up front; batches cached in memory and prefetched: TensorFlow's fastest input path.
+        order = np.random.default_rng(1).permutation(images.shape[0])
+        dataset = (tf.data.Dataset.from_tensor_slices((images[order], labels[order])).batch(batch, drop_remainder=True)
+                   .cache().repeat().prefetch(tf.data.AUTOTUNE))
     iterator = iter(strategy.experimental_distribute_dataset(dataset))  # each replica gets its share
     with strategy.scope():
         model = build_model(args.model)
@@ -147,7 +159,7 @@ def main():
     seconds = time.perf_counter() - start
     steps = calls * args.steps_per_call
     print(json.dumps({"framework": "tensorflow " + tf.__version__, "model": args.model, "intra": args.intra,
-                      "data": "synthetic" if args.synthetic else "fashion-mnist",
+                      "data": args.files[0] if args.files else "synthetic" if args.synthetic else "fashion-mnist",
                       "inter": args.inter, "mirrored": args.mirrored, "bf16": args.bf16,
                       "steps_per_call": args.steps_per_call,
                       "batch": batch, "steps": steps, "seconds": seconds, "examples_per_s": steps * batch / seconds,

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -550,11 +551,14 @@ TEST_CASE("Runner.json_metrics_and_trace") {
   std::ifstream lines(metrics);
   std::string line, last;
   int count = 0;
+  std::vector<double> waits;  // for each step's batch, in ms
   while (std::getline(lines, line)) {
     last = line;
     ++count;
+    waits.push_back(nlohmann::json::parse(line).at("data_wait_ms").get<double>());
   }
   CHECK(count == 5);
+  CHECK(std::all_of(waits.begin(), waits.end(), [](double ms) { return ms >= 0; }));
   // The summary's loss is the last step's, digit for digit: numbers keep full precision.
   CHECK(nlohmann::json::parse(last)["loss"].get<double>() == summary["final_loss"].get<double>());
 
@@ -576,6 +580,13 @@ TEST_CASE("Runner.json_metrics_and_trace") {
     CHECK_MESSAGE(tracks.contains(t), t);
   }
   for (const char* c : {"kernel", "collective", "data", "step", "wait"}) CHECK_MESSAGE(categories.contains(c), c);
+  // The input pipeline's track holds each step's wait for its batch, as the metrics file has it.
+  std::vector<double> traced_waits;
+  for (const auto& e : events) {
+    if (e["ph"] == "X" && e["name"] == "wait for batch") traced_waits.push_back(e["dur"].get<double>() / 1e3);
+  }
+  REQUIRE(traced_waits.size() == waits.size());
+  for (size_t i = 0; i < waits.size(); ++i) CHECK(traced_waits[i] == doctest::Approx(waits[i]).epsilon(1e-6));
   for (const auto& e : events) {
     if (e["ph"] != "X") continue;
     const bool on_communication = e["tid"] == tracks["device cpu:0 communication"];

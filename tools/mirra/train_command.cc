@@ -358,6 +358,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
                            {"learning_rate", config_.training.schedule.is_constant() ? program_.optimizer.learning_rate
                                                                                      : step.learning_rate},
                            {"examples_per_s", step.examples_per_second},
+                           {"data_wait_ms", static_cast<double>(step.step_start_ns - step.data_start_ns) / 1e6},
                            {"seconds", elapsed}};
     if (!step.metrics.empty()) line["metrics"] = metrics_json(step.metrics);
     metrics_ << line.dump() << '\n';
