@@ -56,9 +56,15 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
     const graph::ValueRef loss =
         ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, lm.logits, ops::reshape(b, targets, {-1})).loss);
     MIRRA_RETURN_IF_ERROR(b.status());
+    // The tokens the loss averages over (a sum), and the perplexity: the exponential of the mean
+    // cross-entropy per token over an epoch or an evaluation.
+    const graph::ValueRef tokens = ops::reduce_sum(b, ops::cast(b, ops::equal(b, targets, targets), graph::DType::f32));
+    MIRRA_RETURN_IF_ERROR(b.status());
     model.signature.features = model.graph.node(lm.inputs.node).name;
     model.signature.labels = model.graph.node(targets.node).name;
     model.signature.loss = loss;
+    model.signature.metrics = {{.name = "perplexity", .value = loss, .reduction = "exp_mean"},
+                               {.name = "tokens", .value = tokens, .reduction = "sum"}};
   } else {
     const Classifier classifier = model_builder(name)(b);
     const ops::ClassifierObjective objective =

@@ -23,8 +23,8 @@ namespace mirra::serialization {
 struct Metric {
   std::string name;
   graph::ValueRef value;
-  // "sum" or "mean", and for a mean the weight it divides by (invalid: the elements it averages), as
-  // runtime::training::TrainingMetric.
+  // "sum", "mean" or "exp_mean", and for a mean the weight it divides by (invalid: the elements it
+  // averages), as runtime::training::TrainingMetric.
   std::string reduction = "sum";
   graph::ValueRef weight;
   friend bool operator==(const Metric&, const Metric&) = default;

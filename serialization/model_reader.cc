@@ -208,8 +208,8 @@ class ModelReader {
         Metric metric{.name = name};
         MIRRA_ASSIGN_OR_RETURN(metric.value, value(m.value(), "metric '" + name + "'"));
         if (m.reduction() != nullptr) metric.reduction = m.reduction()->str();
-        if (metric.reduction != "sum" && metric.reduction != "mean") {
-          return error("metric '" + name + "' has reduction '" + metric.reduction + "' (sum or mean)");
+        if (metric.reduction != "sum" && metric.reduction != "mean" && metric.reduction != "exp_mean") {
+          return error("metric '" + name + "' has reduction '" + metric.reduction + "' (sum, mean or exp_mean)");
         }
         if (m.weight() != nullptr) {
           MIRRA_ASSIGN_OR_RETURN(metric.weight, value(m.weight(), "weight of metric '" + name + "'"));

@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -29,10 +30,53 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
+// A stream's record as one number: its file above bit 40, its number in the file below.
+int64_t stream_record_key(const StreamRecord& record) { return (record.file << 40) | record.number; }
+
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+// A stream sharded by file: the files this shard reads, and the batches of an epoch (as many as the
+// shard whose files hold the fewest full shares has). No files: every shard reads every file.
+struct FileShards {
+  std::vector<int64_t> files;
+  int64_t batches = 0;
+};
+
+graph::Expected<FileShards> deal_files(const ExampleSource& source, const BatchingOptions& options) {
+  if (options.shards == 1 || options.shard_policy == ShardPolicy::example) return FileShards{};
+  const StreamSource* stream = source.stream();
+  const bool dealt = stream != nullptr && stream->file_count() >= options.shards;
+  if (options.shard_policy == ShardPolicy::file && !dealt) {
+    return graph::invalid_argument(
+        stream == nullptr ? source.name() + " is read at random, so it shards by example (each worker reads only its own examples)"
+                          : source.name() + ": " + std::to_string(stream->file_count()) + " files cannot be dealt to " +
+                                std::to_string(options.shards) + " workers by file");
+  }
+  if (!dealt) return FileShards{};  // automatic, with fewer files than shards
+  FileShards out{.batches = std::numeric_limits<int64_t>::max()};
+  for (int64_t w = 0; w < options.shards; ++w) {
+    int64_t examples = 0;
+    for (int64_t f = w; f < stream->file_count(); f += options.shards) {
+      examples += stream->file_size(f);
+      if (w == options.shard) out.files.push_back(f);
+    }
+    const int64_t share = participant_share(options.batch_size, options.shards, w);
+    if (share == 0) {
+      return graph::invalid_argument("a batch of " + std::to_string(options.batch_size) + " cannot be shared among " +
+                                     std::to_string(options.shards) + " workers");
+    }
+    if (examples < share) {
+      return graph::invalid_argument(source.name() + ": the files of worker " + std::to_string(w) + " hold " +
+                                     std::to_string(examples) + " examples, less than its share (" + std::to_string(share) +
+                                     ") of a batch of " + std::to_string(options.batch_size));
+    }
+    out.batches = std::min(out.batches, examples / share);
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,11 +159,11 @@ graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> so
     MIRRA_RETURN_IF_ERROR(check_augmentation(feed.augmentation).with_context(what));
     if (feed.augmentation.enabled()) {
       const std::vector<int64_t>& s = step.from.shape;
-      if (step.from.type != ElementType::u8 || (s.size() != 2 && s.size() != 3)) {
-        return graph::invalid_argument(what + ": image augmentation needs a u8 field shaped (height, width[, channels]), not " +
+      if (s.size() != 2 && s.size() != 3) {
+        return graph::invalid_argument(what + ": image augmentation needs a field shaped (height, width[, channels]), not " +
                                        step.from.to_string());
       }
-      step.image = {s[0], s[1], s.size() == 3 ? s[2] : 1};
+      step.image = {s[0], s[1], s.size() == 3 ? s[2] : 1, static_cast<int64_t>(element_size(step.from.type))};
     }
     step.out_elements = values;
     step.out_bytes = static_cast<size_t>(values) * graph::dtype_size(feed.dtype);
@@ -129,6 +173,7 @@ graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> so
   for (size_t f = 0; f < plan->needed.size(); ++f) {
     if (plan->needed[f] && source->size() > 0 && source->row(f, 0) == nullptr) plan->all_in_memory = false;
   }
+  MIRRA_ASSIGN_OR_RETURN(FileShards dealt, deal_files(*source, options));
   // No more than the process allows (tbb::global_control: the runner's --threads), which TBB would
   // otherwise warn of.
   const int threads = std::min<int>(options.threads, static_cast<int>(tbb::global_control::active_value(
@@ -139,6 +184,8 @@ graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> so
   dataset.feeds_ = std::move(feeds);
   dataset.plan_ = std::move(plan);
   dataset.options_ = options;
+  dataset.shard_files_ = std::move(dealt.files);
+  dataset.file_sharded_batches_ = dealt.batches;
   return dataset;
 }
 
@@ -155,6 +202,7 @@ Dataset Dataset::reseeded(uint64_t seed) const {
 }
 
 int64_t Dataset::batches_per_epoch() const {
+  if (!shard_files_.empty()) return file_sharded_batches_;
   const int64_t full = size() / options_.batch_size;
   return options_.drop_remainder || size() % options_.batch_size == 0 ? full : full + 1;
 }
@@ -171,6 +219,10 @@ std::vector<int64_t> Dataset::order(int64_t epoch) const {
 }
 
 Dataset::Share Dataset::share_of(int64_t b) const {
+  if (!shard_files_.empty()) {
+    // Every batch is whole, and this shard's part of it is all of what it reads.
+    return {.global = options_.batch_size, .count = participant_share(options_.batch_size, options_.shards, options_.shard)};
+  }
   Share share{.global = std::min(options_.batch_size, size() - b * options_.batch_size)};
   for (int64_t w = 0; w < options_.shard; ++w) share.skipped += participant_share(share.global, options_.shards, w);
   share.count = participant_share(share.global, options_.shards, options_.shard);
@@ -195,16 +247,20 @@ graph::Expected<Batch> Dataset::stream_batch_at(ShuffledRecords& records, int64_
     return graph::invalid_argument(source_->name() + ": the data ended at example " + std::to_string(position) + " of " +
                                    std::to_string(size()) + " (did its files change since it was opened?)");
   };
-  // Every shard reads every record of the stream, and keeps its own.
-  MIRRA_ASSIGN_OR_RETURN(bool more, records.skip(share.skipped));
-  if (!more) return ended(first);
+  // Sharded by example, every shard reads every record of the stream and keeps its own; by file, all
+  // it reads is its own.
+  const bool own_files = !shard_files_.empty();
+  const int64_t before = own_files ? 0 : share.skipped, after = own_files ? 0 : share.global - share.skipped - share.count;
+  const int64_t start = own_files ? b * share.count : first + share.skipped;  // of this shard's rows, in what it reads
+  MIRRA_ASSIGN_OR_RETURN(bool more, records.skip(before));
+  if (!more) return ended(start);
   for (size_t i = 0; i < rows.size(); ++i) {
-    examples[i] = first + share.skipped + static_cast<int64_t>(i);
+    examples[i] = start + static_cast<int64_t>(i);
     MIRRA_ASSIGN_OR_RETURN(more, records.next(rows[i]));
     if (!more) return ended(examples[i]);
   }
-  MIRRA_ASSIGN_OR_RETURN(more, records.skip(share.global - share.skipped - share.count));
-  if (!more) return ended(first + share.global);
+  MIRRA_ASSIGN_OR_RETURN(more, records.skip(after));
+  if (!more) return ended(start + share.count);
   MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(examples, epoch, &rows));
   batch.global_size = share.global;
   return batch;
@@ -259,8 +315,10 @@ graph::Expected<Batch> Dataset::assemble(std::span<const int64_t> examples, int6
         const std::byte* values = copies[step.field].empty() ? source_->row(step.field, example) : copies[step.field].data();
         if (step.augmentation.enabled()) {
           augmented.resize(step.from.bytes());
+          // A stream's record is known by its file and number, whoever reads it and wherever the shuffle puts it.
+          const int64_t drawn = records == nullptr ? example : stream_record_key((*records)[static_cast<size_t>(i)]);
           augment_image(reinterpret_cast<const uint8_t*>(values), augmented.data(), step.image, step.augmentation,
-                        {.seed = options_.seed, .epoch = epoch, .example = example});
+                        {.seed = options_.seed, .epoch = epoch, .example = drawn});
           values = reinterpret_cast<const std::byte*>(augmented.data());
         }
         const graph::Status converted = convert_values(step.conversion, values, step.from.elements(),
@@ -334,11 +392,17 @@ graph::Expected<Batch> Dataset::Epoch::batch(int64_t b) {
     const BatchingOptions& options = dataset_.options_;
     const ShuffleBufferSize buffer{.records = static_cast<size_t>(options.shuffle_buffer),
                                    .bytes = static_cast<size_t>(options.shuffle_buffer_bytes)};
-    MIRRA_ASSIGN_OR_RETURN(ShuffledRecords records,
-                           ShuffledRecords::open(*stream, {.seed = options.seed, .epoch = epoch_}, buffer, options.shuffle));
+    std::vector<int64_t> files = dataset_.shard_files_;
+    if (files.empty()) {
+      files.resize(static_cast<size_t>(stream->file_count()));
+      std::iota(files.begin(), files.end(), int64_t{0});
+    }
+    MIRRA_ASSIGN_OR_RETURN(ShuffledRecords records, ShuffledRecords::open(*stream, std::move(files), {.seed = options.seed, .epoch = epoch_},
+                                                                          buffer, options.shuffle));
     records_.emplace(std::move(records));
-    // A resumed epoch passes over the batches before it.
-    MIRRA_ASSIGN_OR_RETURN(const bool more, records_->skip(b * options.batch_size));
+    // A resumed epoch passes over the batches before it (of a shard's own files, its shares of them).
+    const int64_t per_batch = dataset_.shard_files_.empty() ? options.batch_size : dataset_.share_of(0).count;
+    MIRRA_ASSIGN_OR_RETURN(const bool more, records_->skip(b * per_batch));
     if (!more) return graph::invalid_argument(stream->name() + ": the data ended before batch " + std::to_string(b));
   }
   return dataset_.stream_batch_at(*records_, epoch_, b);

@@ -55,6 +55,20 @@ struct Feed {
   ImageAugmentation augmentation;
 };
 
+// How the workers of a multi-worker run divide the data (TensorFlow's AutoShardPolicy).
+enum class ShardPolicy {
+  // Every worker takes its share of every global batch, so W workers compute what one device computes.
+  // A worker reads only its own examples of a source read at random; of a stream, it reads every
+  // record and decodes its own.
+  example,
+  // A stream's files dealt to the workers (file f to worker f mod W), each reading only its own: less
+  // to inflate, but a batch mixes other examples than one device's would, and an epoch ends when the
+  // worker with the fewest examples has no full share of a batch left. Streams only.
+  file,
+  // file for a stream of at least as many files as workers, else example (TensorFlow's AUTO).
+  automatic,
+};
+
 struct BatchingOptions {
   int64_t batch_size = 128;
   bool shuffle = true;
@@ -69,6 +83,7 @@ struct BatchingOptions {
   // Shard `shard` of `shards` (a worker of a multi-worker run): its share of every global batch, by
   // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
   int64_t shard = 0, shards = 1;
+  ShardPolicy shard_policy = ShardPolicy::example;
 };
 
 struct Batch {
@@ -86,11 +101,15 @@ class Dataset {
   class Epoch;
 
   // Refuses feeds that name no field of the source or one placeholder twice, conversions that cannot
-  // be made (check_conversion), shapes that do not hold the field's values, and bad options.
+  // be made (check_conversion), shapes that do not hold the field's values, bad options, and sharding
+  // by file where the source is no stream, has fewer files than shards, or a shard's files hold less
+  // than its share of one batch.
   static graph::Expected<Dataset> create(std::shared_ptr<const ExampleSource> source, std::vector<Feed> feeds,
                                          BatchingOptions options);
 
   int64_t size() const { return source_->size(); }
+  // The files of a stream this shard reads alone (ShardPolicy::file), or empty: it reads them all.
+  const std::vector<int64_t>& shard_files() const { return shard_files_; }
   int64_t batches_per_epoch() const;
   const BatchingOptions& options() const { return options_; }
   const ExampleSource& source() const { return *source_; }
@@ -127,6 +146,8 @@ class Dataset {
   std::vector<Feed> feeds_;
   std::shared_ptr<const Plan> plan_;
   BatchingOptions options_;
+  std::vector<int64_t> shard_files_;
+  int64_t file_sharded_batches_ = 0;  // per epoch, with shard_files_
 };
 
 class Dataset::Epoch {

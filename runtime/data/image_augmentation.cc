@@ -34,7 +34,7 @@ void augment_image(const uint8_t* image, uint8_t* out, const ImageShape& shape, 
   const int64_t dy = p > 0 ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * p + 1))) - p : 0;
   const int64_t dx = p > 0 ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * p + 1))) - p : 0;
   const bool flip = augmentation.horizontal_flip && (rng.next() >> 63) != 0;
-  const int64_t c = shape.channels, row_bytes = shape.width * c;
+  const int64_t c = shape.channels * shape.value_bytes, row_bytes = shape.width * c;  // bytes per pixel, per row
   // The output columns [first, last) read the image's columns x + dx; the rest are padding.
   const int64_t first = std::clamp<int64_t>(-dx, 0, shape.width), last = std::clamp<int64_t>(shape.width - dx, 0, shape.width);
   for (int64_t y = 0; y < shape.height; ++y) {

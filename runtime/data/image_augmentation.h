@@ -22,7 +22,8 @@ struct ImageAugmentation {
 };
 
 struct ImageShape {
-  int64_t height = 0, width = 0, channels = 1;  // bytes in height x width x channels order
+  int64_t height = 0, width = 0, channels = 1;  // values in height x width x channels order
+  int64_t value_bytes = 1;                      // of each value: 1 for u8 pixels, 4 for f32 ones
 };
 
 // Which draw: the data set's seed, the epoch and the example's index in the data set.
@@ -35,7 +36,8 @@ struct AugmentationDraw {
 // The padding must be at most 1 << 20 pixels.
 graph::Status check_augmentation(const ImageAugmentation& augmentation);
 
-// Writes the augmented image into `out` (as many bytes as `image`; they must not overlap).
+// Writes the augmented image into `out` (as many bytes as `image`; they must not overlap). Padding is
+// zero bytes: 0 for integers, 0.0 for floats.
 void augment_image(const uint8_t* image, uint8_t* out, const ImageShape& shape, const ImageAugmentation& augmentation,
                    const AugmentationDraw& draw);
 

@@ -1,17 +1,14 @@
 // ShuffledRecords: the epoch's file order, and the buffer that draws each next record at random.
 #include "runtime/data/shuffle_buffer.h"
 
-#include <numeric>
 #include <utility>
 
 namespace mirra::runtime::data {
 
-graph::Expected<ShuffledRecords> ShuffledRecords::open(const StreamSource& stream, const Draw& draw, ShuffleBufferSize buffer,
-                                                       bool shuffle) {
+graph::Expected<ShuffledRecords> ShuffledRecords::open(const StreamSource& stream, std::vector<int64_t> files, const Draw& draw,
+                                                       ShuffleBufferSize buffer, bool shuffle) {
   if (shuffle && buffer.records == 0) return graph::invalid_argument(stream.name() + ": a shuffle buffer holds at least one record");
   const uint64_t seed = Random::mix(draw.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(draw.epoch) + 1);
-  std::vector<int64_t> files(static_cast<size_t>(stream.file_count()));
-  std::iota(files.begin(), files.end(), int64_t{0});
   if (shuffle) {
     Random rng(seed);
     for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[rng.below(i)]);

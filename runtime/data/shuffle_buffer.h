@@ -1,12 +1,13 @@
 // ShuffledRecords: a stream's records in the order an epoch visits them (tf.data's shuffle of a
-// stream): its files in an order drawn from (seed, epoch), their records passed through a buffer from
+// stream): its files (all, or a worker's) in an order drawn from (seed, epoch), their records passed
+// through a buffer from
 // which each next one is drawn at random, by a generator also seeded by (seed, epoch). The buffer
 // fills up to a number of records and of bytes, whichever comes first (always one record), so large
 // records do not fill memory. A record thus leaves at most `records` places before it entered; a
 // buffer as large as the data set is a full permutation. Without shuffling, the files' records in
 // order.
 //
-//   auto records = ShuffledRecords::open(stream, {.seed = 7, .epoch = 2}, {.records = 10'000}, true);
+//   auto records = ShuffledRecords::open(stream, {0, 1, 2}, {.seed = 7, .epoch = 2}, {.records = 10'000}, true);
 //   StreamRecord record;
 //   while (*records->next(record)) ...
 #pragma once
@@ -28,7 +29,9 @@ struct ShuffleBufferSize {
 
 class ShuffledRecords {
  public:
-  static graph::Expected<ShuffledRecords> open(const StreamSource& stream, const Draw& draw, ShuffleBufferSize buffer, bool shuffle);
+  // The records of `files` (indices into the stream's files).
+  static graph::Expected<ShuffledRecords> open(const StreamSource& stream, std::vector<int64_t> files, const Draw& draw,
+                                               ShuffleBufferSize buffer, bool shuffle);
 
   // The next record into `record` (true), or false after the last.
   graph::Expected<bool> next(StreamRecord& record);

@@ -42,6 +42,8 @@ class RecordReader {
 class StreamSource : public ExampleSource {
  public:
   virtual int64_t file_count() const = 0;
+  // The records of file f (counted when the source opened).
+  virtual int64_t file_size(int64_t f) const = 0;
   // A pass over the files `files` (indices into the source's files), each read whole, in that order.
   virtual graph::Expected<std::unique_ptr<RecordReader>> open(std::vector<int64_t> files) const = 0;
   // Copies the record's value of each field f whose out[f] is not null into out[f]

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <memory>
+#include <numeric>
 
 #include "runtime/data/gzip_reader.h"
 #include "runtime/data/stream_source.h"
@@ -108,13 +109,19 @@ class Pass final : public RecordReader {
 
 class GzipTfRecords final : public StreamSource {
  public:
-  GzipTfRecords(std::string name, std::vector<std::string> paths, int64_t size, TfRecordOptions options)
-      : name_(std::move(name)), paths_(std::move(paths)), size_(size), options_(options), decoder_(options.features) {}
+  GzipTfRecords(std::string name, std::vector<std::string> paths, std::vector<int64_t> file_sizes, TfRecordOptions options)
+      : name_(std::move(name)),
+        paths_(std::move(paths)),
+        file_sizes_(std::move(file_sizes)),
+        size_(std::accumulate(file_sizes_.begin(), file_sizes_.end(), int64_t{0})),
+        options_(options),
+        decoder_(options.features) {}
 
   const std::string& name() const override { return name_; }
   const std::vector<Field>& fields() const override { return decoder_.fields(); }
   int64_t size() const override { return size_; }
   int64_t file_count() const override { return static_cast<int64_t>(paths_.size()); }
+  int64_t file_size(int64_t f) const override { return file_sizes_.at(static_cast<size_t>(f)); }
 
   graph::Expected<std::unique_ptr<RecordReader>> open(std::vector<int64_t> files) const override {
     for (int64_t f : files) {
@@ -131,6 +138,7 @@ class GzipTfRecords final : public StreamSource {
  private:
   std::string name_;
   std::vector<std::string> paths_;
+  std::vector<int64_t> file_sizes_;  // records, per file
   int64_t size_;
   TfRecordOptions options_;
   TfExampleDecoder decoder_;
@@ -140,7 +148,8 @@ class GzipTfRecords final : public StreamSource {
 
 graph::Expected<TfRecordSource> gzip_tfrecord_stream(const std::vector<std::string>& paths, const TfRecordOptions& options,
                                                      std::string name) {
-  int64_t size = 0, skipped = 0;
+  std::vector<int64_t> file_sizes(paths.size(), 0);
+  int64_t skipped = 0;
   StreamRecord record;
   for (size_t f = 0; f < paths.size(); ++f) {
     MIRRA_ASSIGN_OR_RETURN(RecordFile file, RecordFile::open(paths[f], static_cast<int64_t>(f)));
@@ -149,7 +158,7 @@ graph::Expected<TfRecordSource> gzip_tfrecord_stream(const std::vector<std::stri
       MIRRA_ASSIGN_OR_RETURN(const bool more, file.next(record, intact));
       if (!more) break;
       if (intact) {
-        ++size;
+        ++file_sizes[f];
       } else if (options.skip_corrupt) {
         ++skipped;
       } else {
@@ -158,7 +167,7 @@ graph::Expected<TfRecordSource> gzip_tfrecord_stream(const std::vector<std::stri
       }
     }
   }
-  auto source = std::make_shared<GzipTfRecords>(std::move(name), paths, size, options);
+  auto source = std::make_shared<GzipTfRecords>(std::move(name), paths, std::move(file_sizes), options);
   return TfRecordSource{.source = std::move(source), .skipped = skipped};
 }
 

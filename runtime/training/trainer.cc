@@ -53,10 +53,11 @@ struct Totals {
   MetricValues metrics(const std::vector<TrainingMetric>& signature) const {
     MetricValues values;
     for (size_t i = 0; i < signature.size() && i < metric_sums.size(); ++i) {
-      const bool sum = signature[i].reduction == MetricReduction::sum;
-      values.emplace_back(signature[i].name, sum                     ? metric_sums[i]
-                                             : metric_weights[i] > 0 ? metric_sums[i] / metric_weights[i]
-                                                                     : 0.0);
+      const MetricReduction reduction = signature[i].reduction;
+      const double mean = metric_weights[i] > 0 ? metric_sums[i] / metric_weights[i] : 0.0;
+      values.emplace_back(signature[i].name, reduction == MetricReduction::sum        ? metric_sums[i]
+                                             : reduction == MetricReduction::exp_mean ? std::exp(mean)
+                                                                                      : mean);
     }
     return values;
   }

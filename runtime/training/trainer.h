@@ -27,8 +27,9 @@ namespace mirra::runtime::training {
 // How a metric's values combine across replicas, workers and the batches of an epoch: summed (a
 // count), or averaged as the loss is, over the elements of its ReduceMean over the batch or over a
 // declared weight its sum is divided by (Keras's Mean metrics: a mean absolute error, a token
-// accuracy).
-enum class MetricReduction { sum, mean };
+// accuracy); exp_mean averages so and reports the mean's exponential (a language model's perplexity,
+// the exponential of its mean cross-entropy per token, which no mean of per-batch perplexities gives).
+enum class MetricReduction { sum, mean, exp_mean };
 
 // A figure reported besides the loss and accuracy.
 struct TrainingMetric {

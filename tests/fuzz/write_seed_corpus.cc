@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
                                                     {"labels", {.field = "y", .one_hot = 10}}}};
     config.data.threads = 2;
     config.data.shuffle_buffer = 64;
+    config.data.shard = runtime::data::ShardPolicy::automatic;
     std::ofstream(configs / (std::string(strategy) + ".json")) << runner::run_config_json(config);
   }
   const std::vector<float> values = {1.5f, -2, 0.25f, 8, 3, -1};

@@ -155,6 +155,37 @@ TEST_CASE("MultiWorker.a_tfrecord_and_an_npz_data_set_train_as_one_device") {
   }
 }
 
+// A stream of two GZIP files sharded by file: each of 2 workers reads its own file (300 examples,
+// 10 batches of 60 split 30 / 30) and the run trains, the epochs as long as the files say; 3 workers
+// cannot share 2 files and are told so before any step.
+TEST_CASE("MultiWorker.a_stream_sharded_by_file_trains_each_worker_on_its_own_files") {
+  const std::string source = std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord";
+  const std::string split = std::string(MIRRA_SYSTEM_PYTHON) + " -c \"import gzip, struct, sys\n"
+                            "data = open(sys.argv[1], 'rb').read(); records = []; at = 0\n"
+                            "while at < len(data):\n"
+                            "    n = struct.unpack_from('<Q', data, at)[0]; records.append(data[at:at + 16 + n]); at += 16 + n\n"
+                            "for part in range(2):\n"
+                            "    gzip.open(sys.argv[2] + str(part) + '.tfrecord.gz', 'wb').write(b''.join(records[part::2]))\" " +
+                            source + " " + (workspace() / "part");
+  REQUIRE_MESSAGE(std::system(split.c_str()) == 0, split);
+  const std::string config = workspace() / "by_file.json";
+  std::ofstream(config) << R"({"data": {"shard": "file", "train": {"files": [")" + (workspace() / "part0.tfrecord.gz") + R"(", ")" +
+                               (workspace() / "part1.tfrecord.gz") +
+                               R"("], "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"},
+    "label": {"type": "int64"}}, "fields": {"images": {"field": "image", "scale": 0.00392156862745098}, "labels": "label"}}}})";
+  const std::vector<std::string> args = {"train", mlp_file(), "--config", config, "--epochs", "2", "--batch-size", "60",
+                                         "--threads", "1", "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--json"};
+  const Run r = run_program(mpirun(2, args), "by_file");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  CHECK(summary.at("steps") == 20);
+  CHECK(summary.at("examples") == 1200);
+  CHECK(std::isfinite(summary.at("final_loss").get<double>()));
+  const Run three = run_program(mpirun(3, args), "by_file_three");
+  CHECK(three.code == 2);
+  CHECK(three.err.find("2 files cannot be dealt to 3 workers by file") != std::string::npos);
+}
+
 // ResNet-20 with synchronised batch normalisation over 2 workers x 2 devices, 61 examples a step
 // split unevenly, reports the losses one device reports; per replica it does not. (ResNet-20 in f32
 // amplifies roundings from step to step, as one device does between thread counts: float64 holds

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -254,6 +255,12 @@ TEST_CASE("Runner.data.a_language_model_trains_on_token_windows_as_one_device_do
     const nlohmann::json summary = nlohmann::json::parse(test::last_line(r.out));
     final_loss[strategy] = summary.at("final_loss").get<double>();
     CHECK(summary.at("test_loss").get<double>() < 0.1);  // from ln 50 = 3.9: it learned the sequence
+    // The perplexity is the exponential of the mean loss per token, over the tokens it counts: every
+    // window's 16 targets.
+    CHECK(summary.at("test_metrics").at("perplexity").get<double>() ==
+          doctest::Approx(std::exp(summary.at("test_loss").get<double>())).epsilon(1e-12));
+    const auto windows = static_cast<double>((std::filesystem::file_size(dir + "/tokens.bin") / 2 - 1) / 16);
+    CHECK(summary.at("test_metrics").at("tokens").get<double>() == windows * 16);
   }
   CHECK(final_loss["mirrored"] == doctest::Approx(final_loss["one_device"]).epsilon(1e-5));
 }
@@ -407,6 +414,7 @@ TEST_CASE("Runner.data.mistakes_in_naming_the_data_are_errors_before_training") 
       {R"({"data": {"training": {}}})", {}, "unknown key 'data.training'"},
       {R"({"data": {"threads": 0}})", {}, "'data.threads' must be an integer in [1, 1024]"},
       {R"({"data": {"shuffle_buffer": 0}})", {}, "'data.shuffle_buffer' must be a positive integer (records)"},
+      {R"({"data": {"shard": "files"}})", {}, "'data.shard' must be \"example\", \"file\" or \"auto\""},
   };
   int index = 0;
   for (const Case& c : cases) {

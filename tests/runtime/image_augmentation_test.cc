@@ -1,7 +1,7 @@
 // Image augmentation: each augmented image is the original shifted by a crop offset within the
-// padding (zeros where it reads outside), mirrored or not, every offset and flip drawn; the same
-// example in the same epoch gets the same bytes whatever the batch size and shard count, another epoch
-// other ones; bad settings are errors.
+// padding (zeros where it reads outside), mirrored or not, every offset and flip drawn; float images
+// move as u8 ones; the same example in the same epoch gets the same bytes whatever the batch size and
+// shard count, another epoch other ones; bad settings are errors.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -127,6 +127,24 @@ std::vector<float> epoch_features(int64_t n, int64_t batch_size, int64_t shards,
   return joined;
 }
 
+TEST_CASE("ImageAugmentation.float_images_move_as_u8_ones_do_padded_with_zeros") {
+  const std::vector<uint8_t> image = distinct_image();
+  const std::vector<float> floats(image.begin(), image.end());
+  ImageShape float_shape = kShape;
+  float_shape.value_bytes = sizeof(float);
+  for (int64_t example = 0; example < 200; ++example) {
+    CAPTURE(example);
+    const AugmentationDraw draw{.seed = 3, .epoch = 2, .example = example};
+    const ImageAugmentation augmentation{.crop_padding = 2, .horizontal_flip = true};
+    std::vector<uint8_t> out(image.size());
+    augment_image(image.data(), out.data(), kShape, augmentation, draw);
+    std::vector<float> float_out(floats.size(), -1.0f);
+    augment_image(reinterpret_cast<const uint8_t*>(floats.data()), reinterpret_cast<uint8_t*>(float_out.data()), float_shape,
+                  augmentation, draw);
+    CHECK(float_out == std::vector<float>(out.begin(), out.end()));
+  }
+}
+
 TEST_CASE("ImageAugmentation.examples_do_not_depend_on_the_batching_or_the_shards") {
   const std::vector<float> whole = epoch_features(37, 37, 1, 2);
   CHECK(epoch_features(37, 8, 1, 2) == whole);
@@ -142,7 +160,7 @@ TEST_CASE("ImageAugmentation.bad_settings_are_errors") {
   LabelledImages data{{{2, 6}, std::vector<uint8_t>(12, 1)}, {{2}, {0, 1}}};
   auto flat = labelled_images_dataset(data, "flat", {6}, {}, {.augmentation = {.horizontal_flip = true}});
   CHECK(flat.status().message() ==
-        "flat, field 'image' feeding 'images': image augmentation needs a u8 field shaped (height, width[, channels]), not "
+        "flat, field 'image' feeding 'images': image augmentation needs a field shaped (height, width[, channels]), not "
         "image: u8[6]");
   data.images.dims = {2, 2, 3};
   auto negative = labelled_images_dataset(data, "negative", {2, 3}, {}, {.augmentation = {.crop_padding = -1}});

@@ -2,8 +2,8 @@
 // file, number and byte offset; damaged files refused when the data set opens (naming the record) or
 // their corrupt records skipped; the shuffle buffer's order (a permutation, reproducible from (seed,
 // epoch), each record drawn at most `buffer` places before it entered, the buffer bounded in records
-// and in bytes); and the Dataset's batches of a stream, sharded, resumed and prefetched, as its order
-// says.
+// and in bytes); and the Dataset's batches of a stream, sharded by example or by file, resumed and
+// prefetched, as its order says.
 #include <doctest/doctest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -183,7 +183,7 @@ TEST_CASE("TfRecordStream.damaged_files_are_refused_when_opened_or_their_corrupt
 // The labels in the order ShuffledRecords gives them.
 std::vector<int64_t> shuffled(const StreamSource& stream, const Draw& draw, size_t buffer, bool shuffle = true,
                               size_t bytes = size_t{256} << 20) {
-  auto records = ShuffledRecords::open(stream, draw, {.records = buffer, .bytes = bytes}, shuffle);
+  auto records = ShuffledRecords::open(stream, iota(0, stream.file_count()), draw, {.records = buffer, .bytes = bytes}, shuffle);
   REQUIRE_MESSAGE(records.ok(), records.status().to_string());
   std::vector<int64_t> labels;
   StreamRecord record;
@@ -231,7 +231,7 @@ TEST_CASE("ShuffledRecords.draws_a_reproducible_permutation_each_record_within_i
   const size_t record_bytes = shuffled_record_bytes(stream);
   CHECK(shuffled(stream, {.seed = 5, .epoch = 1}, 1000, true, 7 * record_bytes) == shuffled(stream, {.seed = 5, .epoch = 1}, 7));
   CHECK(shuffled(stream, {.seed = 5, .epoch = 1}, 1000, true, 1) == iota(0, 200));
-  CHECK(ShuffledRecords::open(stream, {}, {.records = 0}, true).status().message() ==
+  CHECK(ShuffledRecords::open(stream, {0}, {}, {.records = 0}, true).status().message() ==
         stream.name() + ": a shuffle buffer holds at least one record");
 
   // Files are visited in an order drawn from (seed, epoch), each whole with a buffer of one.
@@ -343,6 +343,58 @@ TEST_CASE("Dataset.batches_a_stream_in_its_shuffled_order_sharded_resumed_and_pr
   CHECK(odd_epoch.next().ok());
   CHECK(odd_epoch.next().status().message() ==
         "TFRecord file '" + odd + "', record 4 at byte " + std::to_string(odd_offset) + " has no feature 'y' (its features: x)");
+}
+
+TEST_CASE("Dataset.shards_a_stream_by_file_each_worker_reading_its_own_files") {
+  const Scratch scratch;
+  // Five files of 10, 12, 9, 11 and 8 examples, labelled 100 * file + number.
+  std::vector<std::string> files;
+  const int64_t sizes[] = {10, 12, 9, 11, 8};
+  for (int64_t f = 0; f < 5; ++f) files.push_back(scratch.records("f" + std::to_string(f) + ".gz", 100 * f, sizes[f]));
+  auto opened = tfrecord_source(files, kSpec);
+  REQUIRE(opened.ok());
+  CHECK(opened->source->stream()->file_size(1) == 12);
+  const std::vector<Feed> feeds = {{.placeholder = "inputs", .field = "x", .dtype = graph::DType::f64},
+                                   {.placeholder = "labels", .field = "y", .dtype = graph::DType::i64}};
+  const auto make = [&](int64_t shard, int64_t shards, ShardPolicy policy, int64_t batch = 8) {
+    return Dataset::create(opened->source, feeds,
+                           {.batch_size = batch, .seed = 2, .shuffle_buffer = 6, .shard = shard, .shards = shards, .shard_policy = policy});
+  };
+  for (const ShardPolicy policy : {ShardPolicy::file, ShardPolicy::automatic}) {
+    std::vector<std::set<int64_t>> seen(2);
+    for (int64_t shard = 0; shard < 2; ++shard) {
+      CAPTURE(shard);
+      auto data = make(shard, 2, policy);
+      REQUIRE_MESSAGE(data.ok(), data.status().to_string());
+      // Worker 0 reads files 0, 2, 4 (27 examples), worker 1 files 1, 3 (23): 5 batches of 4 each.
+      CHECK(data->shard_files() == (shard == 0 ? std::vector<int64_t>{0, 2, 4} : std::vector<int64_t>{1, 3}));
+      CHECK(data->batches_per_epoch() == 5);
+      const std::vector<std::vector<int64_t>> batches = epoch_labels(*data, 0);
+      REQUIRE(batches.size() == 5);
+      for (const auto& batch : batches) {
+        CHECK(batch.size() == 4);
+        for (const int64_t label : batch) {
+          CHECK((label / 100) % 2 == shard);
+          CHECK(seen[static_cast<size_t>(shard)].insert(label).second);
+        }
+      }
+      CHECK(epoch_labels(*data, 0, 2) == std::vector<std::vector<int64_t>>(batches.begin() + 2, batches.end()));
+      CHECK(epoch_labels(*data, 1) != batches);
+    }
+  }
+  // Fewer files than workers: AUTO shards by example, as one device reads; by file is refused.
+  auto by_example = make(1, 6, ShardPolicy::automatic);
+  REQUIRE(by_example.ok());
+  CHECK(by_example->shard_files().empty());
+  CHECK(by_example->batches_per_epoch() == 7);
+  CHECK(make(1, 6, ShardPolicy::file).status().message() == opened->source->name() + ": 5 files cannot be dealt to 6 workers by file");
+  CHECK(make(1, 2, ShardPolicy::file, 50).status().message() ==
+        opened->source->name() + ": the files of worker 1 hold 23 examples, less than its share (25) of a batch of 50");
+  auto plain = tfrecord_source({scratch.records("plain.tfrecord", 0, 10, false)}, {.features = kSpec.features});
+  REQUIRE(plain.ok());
+  CHECK(Dataset::create(plain->source, feeds, {.shard = 0, .shards = 2, .shard_policy = ShardPolicy::file}).status().message() ==
+        plain->source->name() + " is read at random, so it shards by example (each worker reads only its own examples)");
+  CHECK(Dataset::create(plain->source, feeds, {.shard = 0, .shards = 2, .shard_policy = ShardPolicy::automatic})->shard_files().empty());
 }
 
 }  // namespace

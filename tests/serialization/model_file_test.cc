@@ -515,7 +515,7 @@ TEST_CASE("ModelFile.loss_weight.round_trips_and_is_checked") {
     auto* reduction = mutable_model(bytes)->mutable_signature()->mutable_metrics()->GetMutableObject(1)->mutable_reduction();
     REQUIRE(reduction->str() == "mean");
     reduction->data()[3] = 'x';
-    require_rejected(bytes, "metric 'per_example' has reduction 'meax' (sum or mean)");
+    require_rejected(bytes, "metric 'per_example' has reduction 'meax' (sum, mean or exp_mean)");
   }
   SUBCASE("a metric's weight out of range") {
     mutable_model(bytes)->mutable_signature()->mutable_metrics()->GetMutableObject(1)->mutable_weight()->mutate_node(1u << 30);

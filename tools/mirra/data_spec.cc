@@ -298,7 +298,7 @@ graph::Expected<DataSpec> parse_data_shorthand(std::string_view text, std::strin
 
 graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_view source) {
   if (!data.is_object()) return config_key_error(source, "data", "must be an object");
-  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads", "shuffle_buffer", "skip_corrupt"}, source, "data."));
+  MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(data, {"train", "eval", "threads", "shuffle_buffer", "shard", "skip_corrupt"}, source, "data."));
   DataConfig config;
   if (data.contains("train")) {
     MIRRA_ASSIGN_OR_RETURN(config.train, read_spec(data.at("train"), source, "data.train"));
@@ -319,6 +319,18 @@ graph::Expected<DataConfig> data_config_from_json(const json& data, std::string_
       return config_key_error(source, "data.shuffle_buffer", "must be a positive integer (records)");
     }
     config.shuffle_buffer = buffer.get<int64_t>();
+  }
+  if (data.contains("shard")) {
+    const json& shard = data.at("shard");
+    if (shard == "example") {
+      config.shard = runtime::data::ShardPolicy::example;
+    } else if (shard == "file") {
+      config.shard = runtime::data::ShardPolicy::file;
+    } else if (shard == "auto") {
+      config.shard = runtime::data::ShardPolicy::automatic;
+    } else {
+      return config_key_error(source, "data.shard", "must be \"example\", \"file\" or \"auto\"");
+    }
   }
   if (data.contains("skip_corrupt")) {
     if (!data.at("skip_corrupt").is_boolean()) return config_key_error(source, "data.skip_corrupt", "must be true or false");
@@ -349,7 +361,10 @@ json data_spec_json(const DataSpec& spec) {
 }
 
 json data_config_json(const DataConfig& config) {
-  json out = {{"threads", config.threads}, {"shuffle_buffer", config.shuffle_buffer}, {"skip_corrupt", config.skip_corrupt}};
+  const char* shard = config.shard == runtime::data::ShardPolicy::example ? "example"
+                      : config.shard == runtime::data::ShardPolicy::file  ? "file"
+                                                                          : "auto";
+  json out = {{"threads", config.threads}, {"shuffle_buffer", config.shuffle_buffer}, {"shard", shard}, {"skip_corrupt", config.skip_corrupt}};
   if (config.train) out["train"] = data_spec_json(*config.train);
   if (config.eval) out["eval"] = data_spec_json(*config.eval);
   return out;

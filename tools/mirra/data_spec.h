@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "runtime/data/dataset.h"
 #include "runtime/data/tfrecord_file.h"
 
 namespace mirra::runner {
@@ -74,6 +75,9 @@ struct DataConfig {
   std::optional<DataSpec> eval;   // unset: Fashion-MNIST's test split beside its training split
   int threads = 1;                // threads that assemble a batch's examples
   int64_t shuffle_buffer = 10'000;  // records a stream's shuffle draws from (GZIP TFRecord files)
+  // How a multi-worker run divides the training data: by example (exact), or a stream's files dealt to
+  // the workers.
+  runtime::data::ShardPolicy shard = runtime::data::ShardPolicy::example;
   bool skip_corrupt = false;      // TFRecord: leave out records whose CRC does not match (counted), not fail
   friend bool operator==(const DataConfig&, const DataConfig&) = default;
 };

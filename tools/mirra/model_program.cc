@@ -20,8 +20,9 @@ graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serial
     if (metric.name == "correct") continue;
     graph.metrics.push_back({.name = metric.name,
                              .value = metric.value,
-                             .reduction = metric.reduction == "sum" ? runtime::training::MetricReduction::sum
-                                                                    : runtime::training::MetricReduction::mean,
+                             .reduction = metric.reduction == "sum"        ? runtime::training::MetricReduction::sum
+                                          : metric.reduction == "exp_mean" ? runtime::training::MetricReduction::exp_mean
+                                                                           : runtime::training::MetricReduction::mean,
                              .weight = metric.weight});
   }
   return graph;

@@ -268,7 +268,8 @@ graph::Status TrainRun::open_data(int rank, int workers) {
                                                   .threads = config_.data.threads,
                                                   .shuffle_buffer = config_.data.shuffle_buffer,
                                                   .shard = rank,
-                                                  .shards = workers},
+                                                  .shards = workers,
+                                                  .shard_policy = config_.data.shard},
                                                  config_.training.augmentation,
                                                  {.skip = config_.data.skip_corrupt, .skipped = &skipped_records_}));
   if (!command_.eval) return graph::Status();
