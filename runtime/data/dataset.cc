@@ -14,6 +14,7 @@
 #include "graph/check.h"
 #include "runtime/allocator.h"
 #include "runtime/collectives/collective.h"
+#include "runtime/data/shuffle_buffer.h"
 #include "runtime/random.h"
 
 namespace mirra::runtime::data {
@@ -399,7 +400,7 @@ graph::Expected<Batch> Dataset::Epoch::batch(int64_t b) {
     }
     MIRRA_ASSIGN_OR_RETURN(ShuffledRecords records, ShuffledRecords::open(*stream, std::move(files), {.seed = options.seed, .epoch = epoch_},
                                                                           buffer, options.shuffle));
-    records_.emplace(std::move(records));
+    records_ = std::make_unique<ShuffledRecords>(std::move(records));
     // A resumed epoch passes over the batches before it (of a shard's own files, its shares of them).
     const int64_t per_batch = dataset_.shard_files_.empty() ? options.batch_size : dataset_.share_of(0).count;
     MIRRA_ASSIGN_OR_RETURN(const bool more, records_->skip(b * per_batch));

@@ -31,12 +31,14 @@
 #include "graph/dtype.h"
 #include "runtime/data/example_source.h"
 #include "runtime/data/image_augmentation.h"
-#include "runtime/data/shuffle_buffer.h"
+#include "runtime/data/stream_source.h"
 #include "runtime/data/value_conversion.h"
 #include "runtime/session.h"
 #include "runtime/tensor.h"
 
 namespace mirra::runtime::data {
+
+class ShuffledRecords;  // runtime/data/shuffle_buffer.h
 
 // How one placeholder is fed from a field of the source.
 struct Feed {
@@ -167,7 +169,7 @@ class Dataset::Epoch {
   const Dataset& dataset_;
   const int64_t epoch_;
   const std::vector<int64_t> order_;        // of a source read at random
-  std::optional<ShuffledRecords> records_;  // of a stream, opened at its first batch
+  std::unique_ptr<ShuffledRecords> records_;  // of a stream, opened at its first batch
   const int64_t batches_;
   int64_t next_batch_ = 0;  // taken by next() (synchronous mode) or by the producer
 
