@@ -1,4 +1,4 @@
-// Binary element-wise ops with NumPy broadcasting: arithmetic (same dtype in and out) and Equal
+// Binary element-wise ops with NumPy broadcasting: arithmetic (same dtype in and out) and comparisons
 // (to bool). Integer division by zero is an error, never a trap.
 #include <algorithm>
 
@@ -23,12 +23,18 @@ namespace {
 using math::Add;
 using math::Div;
 using math::Equal;
+using math::Greater;
+using math::GreaterEqual;
+using math::Less;
+using math::LessEqual;
 using math::Maximum;
+using math::Minimum;
 using math::Mul;
+using math::NotEqual;
 using math::Sub;
 
 template <class Op>
-inline constexpr bool kToBool = std::is_same_v<Op, Equal>;
+inline constexpr bool kToBool = math::kComparison<Op>;
 
 template <class Op>
 Status binary_kernel(KernelContext& ctx) {
@@ -94,12 +100,15 @@ Grads div_grad(GradientContext& g) {  // d(x/y) = dy/y, -dy*x/y^2
   const ValueRef y2 = square(b, y);
   return {dx, sum_to_shape(b, neg(b, div(b, dy_x, y2)), y)};
 }
-Grads maximum_grad(GradientContext& g) {  // to x where x >= y (ties go to x), else to y
+// Maximum and Minimum: to x where the output is x (ties go to x), else to y.
+Grads extremum_grad(GradientContext& g) {
   auto& b = g.builder;
   const ValueRef x = g.input(0), y = g.input(1), dy = g.grad(0);
   const graph::DType dtype = b.type(x).dtype;
   const ValueRef x_wins = b.add_value({.op = "Cast", .inputs = {equal(b, g.output(0), x)}, .attrs = {{"dtype", dtype}}});
-  return {sum_to_shape(b, mul(b, dy, x_wins), x), sum_to_shape(b, mul(b, dy, sub(b, scalar_of(b, 1.0, x), x_wins)), y)};
+  const ValueRef to_x = sum_to_shape(b, mul(b, dy, x_wins), x);
+  const ValueRef y_wins = sub(b, scalar_of(b, 1.0, x), x_wins);
+  return {to_x, sum_to_shape(b, mul(b, dy, y_wins), y)};
 }
 
 template <class Op>
@@ -108,7 +117,7 @@ graph::GradientFn gradient_of() {
   if constexpr (std::is_same_v<Op, Sub>) return sub_grad;
   if constexpr (std::is_same_v<Op, Mul>) return mul_grad;
   if constexpr (std::is_same_v<Op, Div>) return div_grad;
-  if constexpr (std::is_same_v<Op, Maximum>) return maximum_grad;
+  if constexpr (std::is_same_v<Op, Maximum> || std::is_same_v<Op, Minimum>) return extremum_grad;
   return {};
 }
 
@@ -139,7 +148,13 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   register_binary<Mul>("Mul", schemas, kernels);
   register_binary<Div>("Div", schemas, kernels);
   register_binary<Maximum>("Maximum", schemas, kernels);
+  register_binary<Minimum>("Minimum", schemas, kernels);
   register_binary<Equal>("Equal", schemas, kernels);
+  register_binary<NotEqual>("NotEqual", schemas, kernels);
+  register_binary<Less>("Less", schemas, kernels);
+  register_binary<LessEqual>("LessEqual", schemas, kernels);
+  register_binary<Greater>("Greater", schemas, kernels);
+  register_binary<GreaterEqual>("GreaterEqual", schemas, kernels);
   schemas.add(graph::OpSchema{
       .name = "SumToShape",
       .inputs = {"x", "like"},
@@ -166,6 +181,12 @@ ValueRef sub(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Su
 ValueRef mul(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Mul", .inputs = {x, y}}); }
 ValueRef div(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Div", .inputs = {x, y}}); }
 ValueRef maximum(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Maximum", .inputs = {x, y}}); }
+ValueRef minimum(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Minimum", .inputs = {x, y}}); }
 ValueRef equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Equal", .inputs = {x, y}}); }
+ValueRef not_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "NotEqual", .inputs = {x, y}}); }
+ValueRef less(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Less", .inputs = {x, y}}); }
+ValueRef less_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "LessEqual", .inputs = {x, y}}); }
+ValueRef greater(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Greater", .inputs = {x, y}}); }
+ValueRef greater_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "GreaterEqual", .inputs = {x, y}}); }
 
 }  // namespace mirra::ops

@@ -26,6 +26,36 @@ struct Square { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { retur
 struct Relu { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return x > T(0) ? x : T(0); } };
 struct Sigmoid { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return T(1) / (T(1) + std::exp(-x)); } };
 struct Tanh { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::tanh(x); } };
+struct Abs { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::fabs(x); } };
+// -1, 0 or 1 (+0 for either zero); NaN stays NaN.
+struct Sign {
+  template <class T>
+  MIRRA_HOST_DEVICE static T apply(T x) {
+    return x > T(0) ? T(1) : x < T(0) ? T(-1) : x == x ? T(0) : x;
+  }
+};
+struct Erf { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::erf(x); } };
+// log(1 + e^x), as max(x, 0) + log1p(e^-|x|): no overflow for large x, no lost digits for small.
+struct Softplus {
+  template <class T>
+  MIRRA_HOST_DEVICE static T apply(T x) {
+    return (x > T(0) ? x : T(0)) + std::log1p(std::exp(-std::fabs(x)));
+  }
+};
+// GELU, x * P(X <= x) for a standard normal X: exactly, with erf (TensorFlow's approximate=False,
+// PyTorch's default), or with tanh (approximate=True, GPT-2's).
+struct Gelu {
+  template <class T>
+  MIRRA_HOST_DEVICE static T apply(T x) {
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+};
+struct GeluTanh {
+  template <class T>
+  MIRRA_HOST_DEVICE static T apply(T x) {
+    return T(0.5) * x * (T(1) + std::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
+  }
+};
 
 // The gradient of Relu from its output: dy where y > 0.
 template <class T>
@@ -49,7 +79,18 @@ struct Div {
 };
 // NaN wins, as in TensorFlow.
 struct Maximum { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return (x < y || y != y) ? y : x; } };
+struct Minimum { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return (y < x || y != y) ? y : x; } };
+// Comparisons, to bool; any comparison with NaN is false but NotEqual's.
 struct Equal { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x == y; } };
+struct NotEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x != y; } };
+struct Less { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x < y; } };
+struct LessEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x <= y; } };
+struct Greater { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x > y; } };
+struct GreaterEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x >= y; } };
+
+// Whether a binary op's output is bool (a comparison) rather than its inputs' dtype.
+template <class Op>
+inline constexpr bool kComparison = std::is_same_v<decltype(Op::template apply<float>(0.0f, 0.0f)), bool>;
 
 // ---- Cast ----
 

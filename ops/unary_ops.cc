@@ -1,6 +1,8 @@
-// Unary element-wise ops: one functor each (ops/elementwise_math.h), one shared schema and kernel template.
+// Unary element-wise ops: one functor each (ops/elementwise_math.h), one shared schema and kernel template;
+// Gelu's attribute picks its functor.
 #include <cmath>
 
+#include "ops/array_ops.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_math.h"
@@ -25,6 +27,19 @@ using math::Sigmoid;
 using math::Sqrt;
 using math::Square;
 using math::Tanh;
+using math::Abs;
+using math::Erf;
+using math::Gelu;
+using math::GeluTanh;
+using math::Sign;
+using math::Softplus;
+
+template <class Op>
+Status unary_kernel(KernelContext& ctx);
+
+Status gelu_kernel(KernelContext& ctx) {
+  return ctx.attr<bool>("approximate") ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
+}
 
 template <class Op>
 Status unary_kernel(KernelContext& ctx) {
@@ -92,6 +107,45 @@ Grads tanh_grad(GradientContext& g) {  // dy * (1 - y^2)
   return {mul(b, g.grad(0), sub(b, one, square(b, y)))};
 }
 
+Grads abs_grad(GradientContext& g) { return {mul(g.builder, g.grad(0), sign(g.builder, g.input(0)))}; }
+Grads sign_grad(GradientContext& g) { return {zeros_like(g.builder, g.input(0))}; }  // TensorFlow's: zero
+Grads erf_grad(GradientContext& g) {  // dy * 2 / sqrt(pi) * exp(-x^2)
+  // One node per statement: the order of evaluating a call's arguments is unspecified.
+  auto& b = g.builder;
+  const ValueRef x = g.input(0);
+  const ValueRef x2 = square(b, x);
+  const ValueRef density = exp(b, neg(b, x2));
+  const ValueRef two_over_root_pi = scalar_of(b, 1.12837916709551257390, x);
+  return {mul(b, g.grad(0), mul(b, two_over_root_pi, density))};
+}
+Grads softplus_grad(GradientContext& g) { return {mul(g.builder, g.grad(0), sigmoid(g.builder, g.input(0)))}; }
+Grads gelu_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const ValueRef x = g.input(0);
+  const auto c = [&](double v) { return scalar_of(b, v, x); };
+  const ValueRef one = c(1.0), half = c(0.5);
+  const ValueRef x2 = square(b, x);
+  ValueRef slope;
+  if (g.attr<bool>("approximate")) {
+    // y = x/2 (1 + t), t = tanh(u), u = k (x + a x^3): y' = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3a x^2).
+    const ValueRef k = c(0.79788456080286535588), a = c(0.044715), three_a = c(3 * 0.044715);
+    const ValueRef inner = add(b, one, mul(b, a, x2));
+    const ValueRef t = tanh(b, mul(b, k, mul(b, x, inner)));
+    const ValueRef du = mul(b, k, add(b, one, mul(b, three_a, x2)));
+    const ValueRef half_one_plus_t = mul(b, half, add(b, one, t));
+    const ValueRef one_minus_t2 = sub(b, one, square(b, t));
+    const ValueRef half_x = mul(b, half, x);
+    slope = add(b, half_one_plus_t, mul(b, half_x, mul(b, one_minus_t2, du)));
+  } else {
+    // y = x Phi(x): y' = Phi(x) + x phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, phi(x) = e^(-x^2/2) / sqrt(2 pi).
+    const ValueRef root_half = c(0.70710678118654752440), minus_half = c(-0.5), root_2pi_inverse = c(0.39894228040143267794);
+    const ValueRef cdf = mul(b, half, add(b, one, erf(b, mul(b, root_half, x))));
+    const ValueRef pdf = mul(b, root_2pi_inverse, exp(b, mul(b, minus_half, x2)));
+    slope = add(b, cdf, mul(b, x, pdf));
+  }
+  return {mul(b, g.grad(0), slope)};
+}
+
 template <class Op>
 void register_unary(const char* name, graph::GradientFn gradient, graph::OpRegistry& schemas,
                     runtime::KernelRegistry& kernels) {
@@ -119,6 +173,21 @@ void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
   register_unary<Relu>("Relu", relu_grad, schemas, kernels);
   register_unary<Sigmoid>("Sigmoid", sigmoid_grad, schemas, kernels);
   register_unary<Tanh>("Tanh", tanh_grad, schemas, kernels);
+  register_unary<Abs>("Abs", abs_grad, schemas, kernels);
+  register_unary<Sign>("Sign", sign_grad, schemas, kernels);
+  register_unary<Erf>("Erf", erf_grad, schemas, kernels);
+  register_unary<Softplus>("Softplus", softplus_grad, schemas, kernels);
+  schemas.add(graph::OpSchema{
+      .name = "Gelu",
+      .inputs = {"x"},
+      .attrs = {{"approximate", graph::AttrType::boolean, false}},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "x * P(X <= x) for a standard normal X, exactly with erf or (approximate) with tanh, as tf.nn.gelu.",
+      .gradient = gelu_grad});
+  kernels.add("Gelu", graph::DeviceKind::cpu, {gelu_kernel});
   schemas.add(graph::OpSchema{
       .name = "ReluGrad",
       .inputs = {"dy", "y"},
@@ -141,5 +210,12 @@ ValueRef square(Builder& b, ValueRef x) { return b.add_value({.op = "Square", .i
 ValueRef relu(Builder& b, ValueRef x) { return b.add_value({.op = "Relu", .inputs = {x}}); }
 ValueRef sigmoid(Builder& b, ValueRef x) { return b.add_value({.op = "Sigmoid", .inputs = {x}}); }
 ValueRef tanh(Builder& b, ValueRef x) { return b.add_value({.op = "Tanh", .inputs = {x}}); }
+ValueRef abs(Builder& b, ValueRef x) { return b.add_value({.op = "Abs", .inputs = {x}}); }
+ValueRef sign(Builder& b, ValueRef x) { return b.add_value({.op = "Sign", .inputs = {x}}); }
+ValueRef erf(Builder& b, ValueRef x) { return b.add_value({.op = "Erf", .inputs = {x}}); }
+ValueRef softplus(Builder& b, ValueRef x) { return b.add_value({.op = "Softplus", .inputs = {x}}); }
+ValueRef gelu(Builder& b, ValueRef x, bool approximate) {
+  return b.add_value({.op = "Gelu", .inputs = {x}, .attrs = {{"approximate", approximate}}});
+}
 
 }  // namespace mirra::ops

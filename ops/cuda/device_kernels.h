@@ -16,8 +16,10 @@ using graph::DType;
 
 inline constexpr int kMaxRank = 8;
 
-enum class UnaryOp : uint8_t { neg, exp, log, sqrt, rsqrt, square, relu, sigmoid, tanh };
-enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, equal };
+enum class UnaryOp : uint8_t { neg, exp, log, sqrt, rsqrt, square, relu, sigmoid, tanh, abs, sign, erf, softplus, gelu, gelu_tanh };
+enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, equal, not_equal, less, less_equal, greater, greater_equal };
+// Whether a binary op's output is bool (a comparison).
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::equal; }
 enum class ReduceOp : uint8_t { sum, mean, max };
 
 // NumPy broadcasting of x and y to the output's dims: each input's strides over them (0 where it is

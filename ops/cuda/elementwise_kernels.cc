@@ -18,6 +18,10 @@ Status unary_kernel(KernelContext& ctx) {
   return launched(unary(kOp, x.dtype(), x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)), "unary");
 }
 
+Status gelu_kernel(KernelContext& ctx) {
+  return ctx.attr<bool>("approximate") ? unary_kernel<UnaryOp::gelu_tanh>(ctx) : unary_kernel<UnaryOp::gelu>(ctx);
+}
+
 Status relu_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& y = ctx.input(1);
@@ -53,7 +57,7 @@ Status binary_kernel(KernelContext& ctx) {
   if (!shape) {
     return graph::invalid_argument("shapes " + x.shape().to_string() + " and " + y.shape().to_string() + " do not broadcast");
   }
-  Tensor& out = ctx.allocate_output(0, kOp == BinaryOp::equal ? DType::boolean : x.dtype(), *shape);
+  Tensor& out = ctx.allocate_output(0, is_comparison(kOp) ? DType::boolean : x.dtype(), *shape);
   return launched(binary(kOp, x.dtype(), x.raw_data(), y.raw_data(), out.mutable_raw_data(),
                          broadcast_geometry(x.shape(), y.shape(), *shape), stream_of(ctx)),
                   "binary");
@@ -138,6 +142,11 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   add_for_floats("Relu", unary_kernel<UnaryOp::relu>);
   add_for_floats("Sigmoid", unary_kernel<UnaryOp::sigmoid>);
   add_for_floats("Tanh", unary_kernel<UnaryOp::tanh>);
+  add_for_floats("Abs", unary_kernel<UnaryOp::abs>);
+  add_for_floats("Sign", unary_kernel<UnaryOp::sign>);
+  add_for_floats("Erf", unary_kernel<UnaryOp::erf>);
+  add_for_floats("Softplus", unary_kernel<UnaryOp::softplus>);
+  add_for_floats("Gelu", gelu_kernel);
   add_for_floats("ReluGrad", relu_grad_kernel);
   add_for_floats("BiasAdd", bias_add_kernel);
   kernels.add("Add", DeviceKind::gpu, {binary_kernel<BinaryOp::add>});
@@ -147,8 +156,14 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   // stays on the CPU (soft placement moves it there).
   add_for_floats("Div", binary_kernel<BinaryOp::div>);
   kernels.add("Maximum", DeviceKind::gpu, {binary_kernel<BinaryOp::maximum>});
-  // Equal's output is bool; its dtype constraint (of output 0) would refuse it, so it takes any.
+  kernels.add("Minimum", DeviceKind::gpu, {binary_kernel<BinaryOp::minimum>});
+  // A comparison's output is bool; a dtype constraint (of output 0) would refuse it, so they take any.
   kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
+  kernels.add("NotEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::not_equal>});
+  kernels.add("Less", DeviceKind::gpu, {binary_kernel<BinaryOp::less>});
+  kernels.add("LessEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::less_equal>});
+  kernels.add("Greater", DeviceKind::gpu, {binary_kernel<BinaryOp::greater>});
+  kernels.add("GreaterEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::greater_equal>});
   kernels.add("CheckNumerics", DeviceKind::gpu,
               {.async_fn = check_numerics_kernel, .dtypes = floats, .not_capturable = "completes on the host, after the device ran it"});
   kernels.add("Cast", DeviceKind::gpu, {cast_kernel});

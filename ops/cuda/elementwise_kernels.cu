@@ -86,7 +86,7 @@ cudaError_t launch_unary(const void* x, void* y, int64_t n, cudaStream_t stream)
 
 template <class Op, class T>
 cudaError_t launch_binary(const void* x, const void* y, void* out, const BroadcastGeometry& g, cudaStream_t stream) {
-  using Out = std::conditional_t<std::is_same_v<Op, math::Equal>, bool, T>;
+  using Out = std::conditional_t<math::kComparison<Op>, bool, T>;
   const auto* px = static_cast<const T*>(x);
   const auto* py = static_cast<const T*>(y);
   auto* po = static_cast<Out*>(out);
@@ -114,6 +114,12 @@ cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cu
       case UnaryOp::relu: return launch_unary<math::Relu, T>(x, y, n, stream);
       case UnaryOp::sigmoid: return launch_unary<math::Sigmoid, T>(x, y, n, stream);
       case UnaryOp::tanh: return launch_unary<math::Tanh, T>(x, y, n, stream);
+      case UnaryOp::abs: return launch_unary<math::Abs, T>(x, y, n, stream);
+      case UnaryOp::sign: return launch_unary<math::Sign, T>(x, y, n, stream);
+      case UnaryOp::erf: return launch_unary<math::Erf, T>(x, y, n, stream);
+      case UnaryOp::softplus: return launch_unary<math::Softplus, T>(x, y, n, stream);
+      case UnaryOp::gelu: return launch_unary<math::Gelu, T>(x, y, n, stream);
+      case UnaryOp::gelu_tanh: return launch_unary<math::GeluTanh, T>(x, y, n, stream);
     }
     return cudaErrorNotSupported;
   });
@@ -139,7 +145,13 @@ cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void*
         if constexpr (std::is_floating_point_v<T>) return launch_binary<math::Div, T>(x, y, out, geometry, stream);
         return cudaErrorNotSupported;
       case BinaryOp::maximum: return launch_binary<math::Maximum, T>(x, y, out, geometry, stream);
+      case BinaryOp::minimum: return launch_binary<math::Minimum, T>(x, y, out, geometry, stream);
       case BinaryOp::equal: return launch_binary<math::Equal, T>(x, y, out, geometry, stream);
+      case BinaryOp::not_equal: return launch_binary<math::NotEqual, T>(x, y, out, geometry, stream);
+      case BinaryOp::less: return launch_binary<math::Less, T>(x, y, out, geometry, stream);
+      case BinaryOp::less_equal: return launch_binary<math::LessEqual, T>(x, y, out, geometry, stream);
+      case BinaryOp::greater: return launch_binary<math::Greater, T>(x, y, out, geometry, stream);
+      case BinaryOp::greater_equal: return launch_binary<math::GreaterEqual, T>(x, y, out, geometry, stream);
     }
     return cudaErrorNotSupported;
   });

@@ -1,6 +1,6 @@
 // Element-wise kernels against plain loops: every unary op on several shapes (zero batch, size 1, odd
-// sizes) at every dtype its schema accepts; binary ops with NumPy broadcasting in every direction, at
-// every dtype; integer division by zero.
+// sizes) at every dtype its schema accepts, Gelu in both forms; binary ops and comparisons with NumPy
+// broadcasting in every direction, at every dtype; integer division by zero.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -26,6 +26,10 @@ const UnaryCase kUnary[] = {
     {"Relu", [](double x) { return x > 0 ? x : 0; }, -3, 3},
     {"Sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -6, 6},
     {"Tanh", [](double x) { return std::tanh(x); }, -3, 3},
+    {"Abs", [](double x) { return std::fabs(x); }, -3, 3},
+    {"Sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, -3, 3},
+    {"Erf", [](double x) { return std::erf(x); }, -3, 3},
+    {"Softplus", [](double x) { return std::log(1 + std::exp(x)); }, -20, 20},
 };
 
 TEST_CASE("Kernels.unary.match_reference") {
@@ -36,6 +40,25 @@ TEST_CASE("Kernels.unary.match_reference") {
       check_op_at_every_dtype(c.op, [&](DType dtype) {
         Tensor x = random_of(rng, dtype, shape, c.low, c.high);
         return OpCase{{x}, {}, {make_tensor(dtype, shape, [&](int64_t i) { return c.reference(element(x, i)); })}};
+      });
+    }
+  }
+}
+
+// Gelu's two forms, by their textbook definitions: x * Phi(x), and Hendrycks and Gimpel's tanh form.
+TEST_CASE("Kernels.Gelu.matches_both_definitions") {
+  runtime::Random rng(4);
+  const double pi = 3.14159265358979323846;
+  for (const bool approximate : {false, true}) {
+    for (const TensorShape& shape : kShapes) {
+      CAPTURE(shape.to_string());
+      check_op_at_every_dtype("Gelu", [&](DType dtype) {
+        Tensor x = random_of(rng, dtype, shape, -5, 5);
+        const auto gelu = [&](double v) {
+          return approximate ? 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)))
+                             : v * 0.5 * std::erfc(-v / std::sqrt(2.0));
+        };
+        return OpCase{{x}, {{"approximate", approximate}}, {make_tensor(dtype, shape, [&](int64_t i) { return gelu(element(x, i)); })}};
       });
     }
   }
@@ -52,6 +75,7 @@ const BinaryCase kBinary[] = {
     {"Mul", [](double a, double b) { return a * b; }},
     {"Div", [](double a, double b) { return a / b; }},
     {"Maximum", [](double a, double b) { return a < b ? b : a; }},
+    {"Minimum", [](double a, double b) { return b < a ? b : a; }},
 };
 
 // out[i] for broadcast inputs, by explicit index arithmetic.
@@ -99,16 +123,30 @@ TEST_CASE("Kernels.binary.match_reference_with_broadcasting") {
   }
 }
 
-TEST_CASE("Kernels.Equal.broadcasts_to_bool") {
+struct ComparisonCase {
+  const char* op;
+  bool (*reference)(double, double);
+};
+
+const ComparisonCase kComparisons[] = {
+    {"Equal", [](double a, double b) { return a == b; }},     {"NotEqual", [](double a, double b) { return a != b; }},
+    {"Less", [](double a, double b) { return a < b; }},       {"LessEqual", [](double a, double b) { return a <= b; }},
+    {"Greater", [](double a, double b) { return a > b; }},    {"GreaterEqual", [](double a, double b) { return a >= b; }},
+};
+
+TEST_CASE("Kernels.comparisons.broadcast_to_bool") {
   runtime::Random rng(3);
-  for (const auto& pair : kBroadcastPairs) {
-    const TensorShape &sa = pair.first, &sb = pair.second;  // not structured bindings: lambdas take them
-    check_op_at_every_dtype("Equal", [&](DType dtype) {
-      // Few distinct values, so that some are equal.
-      Tensor a = make_tensor(dtype, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });
-      Tensor b = make_tensor(dtype, sb, [&](int64_t) { return std::floor(rng.uniform() * 3); });
-      return OpCase{{a, b}, {}, {broadcast_reference(a, b, DType::boolean, [](double x, double y) { return x == y; })}};
-    });
+  for (const ComparisonCase& c : kComparisons) {
+    CAPTURE(c.op);
+    for (const auto& pair : kBroadcastPairs) {
+      const TensorShape &sa = pair.first, &sb = pair.second;  // not structured bindings: lambdas take them
+      check_op_at_every_dtype(c.op, [&](DType dtype) {
+        // Few distinct values, so that some are equal.
+        Tensor a = make_tensor(dtype, sa, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+        Tensor b = make_tensor(dtype, sb, [&](int64_t) { return std::floor(rng.uniform() * 3); });
+        return OpCase{{a, b}, {}, {broadcast_reference(a, b, DType::boolean, [&](double x, double y) { return c.reference(x, y); })}};
+      });
+    }
   }
 }
 

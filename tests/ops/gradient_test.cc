@@ -113,9 +113,15 @@ Tensor spaced32(runtime::Random& rng, const TensorShape& shape) {
 TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
   runtime::Random rng(7);
   std::vector<GradientCase> cases;
-  for (const char* op : {"Neg", "Exp", "Square", "Relu", "Sigmoid", "Tanh"}) cases.push_back({op, {rand64(rng, {3, 4})}});
+  for (const char* op : {"Neg", "Exp", "Square", "Relu", "Sigmoid", "Tanh", "Erf", "Softplus"}) cases.push_back({op, {rand64(rng, {3, 4})}});
+  for (bool approximate : {false, true}) cases.push_back({"Gelu", {rand64(rng, {3, 4}, -3, 3)}, {{"approximate", approximate}}});
+  // Abs and Sign away from their kink at 0.
+  for (const char* op : {"Abs", "Sign"}) {
+    cases.push_back({op, {rand64(rng, {3, 4}, 0.1, 2)}});
+    cases.push_back({op, {rand64(rng, {3, 4}, -2, -0.1)}});
+  }
   for (const char* op : {"Log", "Sqrt", "Rsqrt"}) cases.push_back({op, {rand64(rng, {3, 4}, 0.5, 2)}});
-  for (const char* op : {"Add", "Sub", "Mul", "Maximum"}) {
+  for (const char* op : {"Add", "Sub", "Mul", "Maximum", "Minimum"}) {
     cases.push_back({op, {rand64(rng, {3, 4}), rand64(rng, {3, 4})}, {}, {0, 1}});
     cases.push_back({op, {rand64(rng, {3, 4}), rand64(rng, {4})}, {}, {0, 1}});
     cases.push_back({op, {rand64(rng, {2, 1, 3}), rand64(rng, {4, 1})}, {}, {0, 1}});

@@ -146,6 +146,37 @@ def main():
                       lambda x, y: tf.raw_ops.Maximum(x=x, y=y)))
     cases.append(case("Maximum broadcasts", "Maximum", {}, [f23, tensor("f32", [3], [0, 0, 4])],
                       lambda x, y: tf.raw_ops.Maximum(x=x, y=y), differentiate=True))
+    # The ops transformers need: Minimum as Maximum, comparisons with NaN and broadcasting, Abs and Sign
+    # at the zeros and NaN, Erf, Softplus far out on both sides, Gelu both ways.
+    cases.append(case("Minimum ties send the gradient to x", "Minimum", {},
+                      [tensor("f32", [4], [1, 2, 3, -1]), tensor("f32", [4], [1, 3, 2, -1])],
+                      lambda x, y: tf.raw_ops.Minimum(x=x, y=y), differentiate=True))
+    cases.append(case("Minimum with NaN", "Minimum", {},
+                      [tensor("f32", [3], ["nan", 1, "nan"]), tensor("f32", [3], [1, "nan", "nan"])],
+                      lambda x, y: tf.raw_ops.Minimum(x=x, y=y)))
+    cases.append(case("Minimum broadcasts", "Minimum", {}, [f23, tensor("f32", [3], [0, 0, 4])],
+                      lambda x, y: tf.raw_ops.Minimum(x=x, y=y), differentiate=True))
+    nan_pairs = [tensor("f32", [2, 3], [1, "nan", 2, 3, "-inf", 0]), tensor("f32", [3], [1, "nan", "inf"])]
+    for op, raw in [("Equal", tf.raw_ops.Equal), ("NotEqual", tf.raw_ops.NotEqual), ("Less", tf.raw_ops.Less),
+                    ("LessEqual", tf.raw_ops.LessEqual), ("Greater", tf.raw_ops.Greater), ("GreaterEqual", tf.raw_ops.GreaterEqual)]:
+        cases.append(case(f"{op} with NaN and infinities, broadcast", op, {}, nan_pairs, lambda x, y, r=raw: r(x=x, y=y)))
+        cases.append(case(f"{op} of i64", op, {}, [tensor("i64", [3], [-2, 0, 5]), tensor("i64", [], [0])],
+                          lambda x, y, r=raw: r(x=x, y=y)))
+    signed = tensor("f32", [6], [-2.5, -0.0, 0, 3, "nan", "-inf"])
+    cases.append(case("Abs of zeros, NaN and infinity", "Abs", {}, [signed], lambda x: tf.raw_ops.Abs(x=x)))
+    cases.append(case("Abs's gradient is the sign", "Abs", {}, [tensor("f64", [3], [-2, 0.5, 3])],
+                      lambda x: tf.raw_ops.Abs(x=x), differentiate=True))
+    cases.append(case("Sign of zeros, NaN and infinity", "Sign", {}, [signed], lambda x: tf.raw_ops.Sign(x=x)))
+    spread = tensor("f64", [7], [-30, -4, -0.5, 0, 0.5, 4, 30])
+    cases.append(case("Erf", "Erf", {}, [spread], lambda x: tf.raw_ops.Erf(x=x), differentiate=True))
+    cases.append(case("Softplus far out on both sides", "Softplus", {}, [tensor("f32", [7], [-100, -20, -1, 0, 1, 20, 100])],
+                      lambda x: tf.raw_ops.Softplus(features=x), differentiate=True))
+    cases.append(case("Softplus in f64", "Softplus", {}, [spread], lambda x: tf.raw_ops.Softplus(features=x), differentiate=True))
+    for approximate in (False, True):
+        for dtype in ("f32", "f64"):
+            cases.append(case(f"Gelu approximate={approximate} {dtype}", "Gelu", {"approximate": approximate},
+                              [tensor(dtype, [9], [-10, -3, -1, -0.1, 0, 0.1, 1, 3, 10])],
+                              lambda x, a=approximate: tf.nn.gelu(x, approximate=a), differentiate=True))
     cases.append(case("Relu's gradient at 0 is 0", "Relu", {}, [tensor("f32", [3], [-1, 0, 1])],
                       lambda x: tf.raw_ops.Relu(features=x), differentiate=True))
     cases.append(case("Div of i32 truncates toward 0", "Div", {},
