@@ -1,4 +1,4 @@
-// An op a program registers itself (Erf: schema, CPU kernel and gradient in its own tables, outside
+// An op a program registers itself (Asinh, which mirra does not have: schema, CPU kernel and gradient in its own tables, outside
 // the built-in ones) trains under one_device, mirrored and central_storage as one device trains it,
 // and its model file saves, loads with that registry (and is refused, naming the op, without it), and
 // trains again through the runner's model program, as ops/README.md's "Ops outside the tree"
@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <numbers>
 
 #include "serialization/model_file.h"
 #include "tests/strategies/strategy_test_util.h"
@@ -19,41 +18,42 @@ namespace {
 using graph::DType;
 using graph::ValueRef;
 
-graph::Status erf_kernel(runtime::KernelContext& ctx) {
+graph::Status asinh_kernel(runtime::KernelContext& ctx) {
   const runtime::Tensor& x = ctx.input(0);
   runtime::Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     if (x.dtype() == DType::f64) {
-      y.mutable_data<double>()[i] = std::erf(x.data<double>()[i]);
+      y.mutable_data<double>()[i] = std::asinh(x.data<double>()[i]);
     } else {
-      y.mutable_data<float>()[i] = std::erf(x.data<float>()[i]);
+      y.mutable_data<float>()[i] = std::asinh(x.data<float>()[i]);
     }
   }
   return graph::Status();
 }
 
-// The built-in tables and Erf, as a program that embeds mirra would make them.
+// The built-in tables and Asinh, as a program that embeds mirra would make them.
 struct UserTables {
   graph::OpRegistry schemas = ops::registry();
   runtime::KernelRegistry kernels = ops::kernels();
 
   UserTables() {
     schemas.add(graph::OpSchema{
-        .name = "Erf",
+        .name = "Asinh",
         .inputs = {"x"},
         .infer = [](const graph::InferContext& ctx) -> graph::Expected<std::vector<graph::TensorType>> {
-          if (ctx.input(0).dtype != DType::f32 && ctx.input(0).dtype != DType::f64) return ctx.error("Erf takes f32 or f64");
+          if (ctx.input(0).dtype != DType::f32 && ctx.input(0).dtype != DType::f64) return ctx.error("Asinh takes f32 or f64");
           return std::vector<graph::TensorType>{ctx.input(0)};
         },
-        .summary = "The Gauss error function, element-wise.",
-        .gradient = [](graph::GradientContext& g) -> std::vector<ValueRef> {  // 2 / sqrt(pi) exp(-x^2) dy
+        .summary = "The inverse hyperbolic sine, element-wise.",
+        .gradient = [](graph::GradientContext& g) -> std::vector<ValueRef> {  // dy / sqrt(1 + x^2)
           graph::Builder& b = g.builder;
           const ValueRef x = g.input(0);
-          const ValueRef slope = ops::mul(b, ops::scalar_of(b, 2 / std::sqrt(std::numbers::pi), x), ops::exp(b, ops::neg(b, ops::square(b, x))));
+          const ValueRef one = ops::scalar_of(b, 1.0, x);
+          const ValueRef slope = ops::rsqrt(b, ops::add(b, one, ops::square(b, x)));
           return {ops::mul(b, g.grad(0), slope)};
         }});
-    kernels.add("Erf", graph::DeviceKind::cpu, {erf_kernel});
-    kernels.share("Erf", graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
+    kernels.add("Asinh", graph::DeviceKind::cpu, {asinh_kernel});
+    kernels.share("Asinh", graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
   }
 };
 
@@ -62,14 +62,14 @@ const UserTables& tables() {
   return t;
 }
 
-// images [?, 6] -> Erf(images W1) -> logits, a classifier's objective: the model file's graph.
-serialization::Model erf_model() {
+// images [?, 6] -> Asinh(images W1) -> logits, a classifier's objective: the model file's graph.
+serialization::Model asinh_model() {
   serialization::Model model;
   graph::Builder b(model.graph, tables().schemas, /*seed=*/9);
   const ValueRef images = ops::placeholder(b, "images", DType::f64, {-1, 6});
   const ValueRef w1 = ops::variable(b, "w1", {6, 5}, ops::Initializer::glorot_uniform(), DType::f64);
   const ValueRef w2 = ops::variable(b, "w2", {5, 4}, ops::Initializer::glorot_uniform(), DType::f64);
-  const ValueRef hidden = b.add_value({.op = "Erf", .inputs = {ops::matmul(b, images, w1)}});
+  const ValueRef hidden = b.add_value({.op = "Asinh", .inputs = {ops::matmul(b, images, w1)}});
   const ops::ClassifierObjective objective = ops::classifier_objective(b, ops::matmul(b, hidden, w2));
   REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
   model.signature = {.features = "images",
@@ -80,7 +80,7 @@ serialization::Model erf_model() {
   return model;
 }
 
-std::vector<Batch> erf_batches() {
+std::vector<Batch> asinh_batches() {
   runtime::Random rng(3);
   std::vector<Batch> batches;
   for (int64_t size : {7, 8, 2, 5}) {
@@ -119,7 +119,7 @@ std::pair<std::vector<double>, std::map<std::string, std::vector<double>>> train
 }
 
 void check_strategies_train_as_one_device(const TrainingProgram& program) {
-  const std::vector<Batch> batches = erf_batches();
+  const std::vector<Batch> batches = asinh_batches();
   const auto [want_losses, want] = train(program, "one_device", 1, batches);
   for (const char* strategy : {"mirrored", "central_storage"}) {
     for (int replicas : {2, 3}) {
@@ -135,7 +135,7 @@ void check_strategies_train_as_one_device(const TrainingProgram& program) {
 
 TEST_CASE("UserOps.train_under_every_strategy_and_round_trip_through_a_model_file") {
   // Built with the C++ API and minimize, in the program's own registry.
-  serialization::Model model = erf_model();
+  serialization::Model model = asinh_model();
   TrainingProgram program;
   program.graph = model.graph;
   program.ops = &tables().schemas;
@@ -149,12 +149,12 @@ TEST_CASE("UserOps.train_under_every_strategy_and_round_trip_through_a_model_fil
   program.step_state = train_op->step_state;
   check_strategies_train_as_one_device(program);
 
-  // Saved, and loaded with the registry that has Erf; without it, the loader names the op.
+  // Saved, and loaded with the registry that has Asinh; without it, the loader names the op.
   const std::string path = (std::filesystem::temp_directory_path() / ("mirra_user_op_" + std::to_string(::getpid()) + ".mirra")).string();
   REQUIRE(serialization::save_model(model, path).ok());
   auto refused = serialization::load_model(path, ops::registry());
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().message().find("'Erf'") != std::string::npos);
+  CHECK(refused.status().message().find("'Asinh'") != std::string::npos);
   auto loaded = serialization::load_model(path, tables().schemas);
   std::filesystem::remove(path);
   REQUIRE_MESSAGE(loaded.ok(), loaded.status().to_string());
