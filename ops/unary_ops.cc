@@ -18,28 +18,21 @@ using runtime::Tensor;
 
 namespace {
 
+using math::Abs;
+using math::Erf;
 using math::Exp;
+using math::Gelu;
+using math::GeluTanh;
 using math::Log;
 using math::Neg;
 using math::Relu;
 using math::Rsqrt;
 using math::Sigmoid;
+using math::Sign;
+using math::Softplus;
 using math::Sqrt;
 using math::Square;
 using math::Tanh;
-using math::Abs;
-using math::Erf;
-using math::Gelu;
-using math::GeluTanh;
-using math::Sign;
-using math::Softplus;
-
-template <class Op>
-Status unary_kernel(KernelContext& ctx);
-
-Status gelu_kernel(KernelContext& ctx) {
-  return ctx.attr<bool>("approximate") ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
-}
 
 template <class Op>
 Status unary_kernel(KernelContext& ctx) {
@@ -53,6 +46,10 @@ Status unary_kernel(KernelContext& ctx) {
     });
     return Status();
   });
+}
+
+Status gelu_kernel(KernelContext& ctx) {
+  return ctx.attr<bool>("approximate") ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
 }
 
 Status relu_grad_kernel(KernelContext& ctx) {
