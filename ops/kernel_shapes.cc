@@ -164,4 +164,91 @@ bool update_gated_off(const KernelContext& ctx, size_t gate) {
   return ctx.num_inputs() > gate && !ctx.input(gate).data<bool>()[0];
 }
 
+GatherGeometry gather_geometry(const TensorShape& params, const TensorShape& indices, int64_t axis) {
+  const int a = *normalize_axis(axis, params.rank());
+  GatherGeometry g;
+  std::vector<int64_t> out;
+  for (int d = 0; d < a; ++d) {
+    g.outer *= params.dim(d);
+    out.push_back(params.dim(d));
+  }
+  g.axis_size = params.dim(a);
+  g.indices = indices.num_elements();
+  for (int64_t dim : indices.to_vector()) out.push_back(dim);
+  for (int d = a + 1; d < params.rank(); ++d) {
+    g.inner *= params.dim(d);
+    out.push_back(params.dim(d));
+  }
+  g.output = TensorShape(out);
+  return g;
+}
+
+graph::Expected<SegmentGeometry> segment_geometry(const TensorShape& data, const TensorShape& ids, int64_t segments) {
+  if (ids.rank() > data.rank()) {
+    return graph::invalid_argument("segment_ids " + ids.to_string() + " has a higher rank than data " + data.to_string());
+  }
+  for (int d = 0; d < ids.rank(); ++d) {
+    if (ids.dim(d) != data.dim(d)) {
+      return graph::invalid_argument("segment_ids " + ids.to_string() + " is not a prefix of data's shape " + data.to_string());
+    }
+  }
+  SegmentGeometry g;
+  g.rows = ids.num_elements();
+  std::vector<int64_t> out{segments};
+  for (int d = ids.rank(); d < data.rank(); ++d) {
+    g.inner *= data.dim(d);
+    out.push_back(data.dim(d));
+  }
+  g.output = TensorShape(out);
+  return g;
+}
+
+graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& y = ctx.input(1);
+  BatchMatMulGeometry g;
+  g.adj_x = ctx.attr<bool>("adj_x");
+  g.adj_y = ctx.attr<bool>("adj_y");
+  const int xr = x.rank(), yr = y.rank();
+  g.m = x.dim(xr - (g.adj_x ? 1 : 2));
+  g.k = x.dim(xr - (g.adj_x ? 2 : 1));
+  const int64_t ky = y.dim(yr - (g.adj_y ? 1 : 2));
+  g.n = y.dim(yr - (g.adj_y ? 2 : 1));
+  if (g.k != ky) return graph::invalid_argument("inner dimensions differ: " + x.type_string() + " x " + y.type_string());
+  // The batch dims, aligned at the right; each operand's matrix strides over them (0 where broadcast).
+  const int rank = std::max(xr, yr) - 2;
+  std::vector<int64_t> dims(static_cast<size_t>(rank)), x_strides(dims.size()), y_strides(dims.size());
+  int64_t x_stride = 1, y_stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int xd = d - (rank - (xr - 2)), yd = d - (rank - (yr - 2));
+    const int64_t xs = xd >= 0 ? x.dim(xd) : 1, ys = yd >= 0 ? y.dim(yd) : 1;
+    if (xs != ys && xs != 1 && ys != 1) {
+      return graph::invalid_argument("batch dimensions of " + x.type_string() + " and " + y.type_string() + " do not broadcast");
+    }
+    dims[static_cast<size_t>(d)] = xs == 1 ? ys : xs;
+    x_strides[static_cast<size_t>(d)] = xs == 1 ? 0 : x_stride;
+    y_strides[static_cast<size_t>(d)] = ys == 1 ? 0 : y_stride;
+    x_stride *= xs;
+    y_stride *= ys;
+    g.batch *= dims[static_cast<size_t>(d)];
+  }
+  g.x_batch.resize(static_cast<size_t>(g.batch));
+  g.y_batch.resize(static_cast<size_t>(g.batch));
+  for (int64_t i = 0; i < g.batch; ++i) {
+    int64_t rest = i, xi = 0, yi = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t c = rest % dims[static_cast<size_t>(d)];
+      rest /= dims[static_cast<size_t>(d)];
+      xi += c * x_strides[static_cast<size_t>(d)];
+      yi += c * y_strides[static_cast<size_t>(d)];
+    }
+    g.x_batch[static_cast<size_t>(i)] = xi;
+    g.y_batch[static_cast<size_t>(i)] = yi;
+  }
+  dims.push_back(g.m);
+  dims.push_back(g.n);
+  g.output = TensorShape(dims);
+  return g;
+}
+
 }  // namespace mirra::ops

@@ -39,6 +39,29 @@ struct BiasGeometry {
 };
 graph::Expected<BiasGeometry> bias_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& bias);
 
+// GatherV2: params seen as [outer, axis_size, inner], `indices` indices, the output's shape.
+struct GatherGeometry {
+  int64_t outer = 1, axis_size = 0, inner = 1, indices = 0;
+  TensorShape output;
+};
+GatherGeometry gather_geometry(const TensorShape& params, const TensorShape& indices, int64_t axis);
+// UnsortedSegmentSum: data seen as [rows, inner] (rows: one per segment id), the output's shape.
+struct SegmentGeometry {
+  int64_t rows = 0, inner = 1;
+  TensorShape output;
+};
+graph::Expected<SegmentGeometry> segment_geometry(const TensorShape& data, const TensorShape& ids, int64_t segments);
+
+// BatchMatMulV2: each output matrix's operand matrices (indices into x's and y's matrices after the
+// batch dims broadcast), the sizes of op(x) [m, k] and op(y) [k, n], the output's shape.
+struct BatchMatMulGeometry {
+  bool adj_x = false, adj_y = false;
+  int64_t m = 0, k = 0, n = 0, batch = 1;
+  std::vector<int64_t> x_batch, y_batch;
+  TensorShape output;
+};
+graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& ctx);
+
 // Conv2D and FusedConv2D: the filter matches the input's channels (in NCHW or NHWC); a bias (may be
 // null) its outputs, and the node's input 2 is f32 or `output`, the node's output dtype.
 graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias,

@@ -13,6 +13,9 @@ void register_loss_scale_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
 void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_batch_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_gather_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_layer_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

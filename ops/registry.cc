@@ -15,6 +15,9 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_loss_scale_ops(schemas, kernels);
   register_binary_ops(schemas, kernels);
   register_matmul_ops(schemas, kernels);
+  register_batch_matmul_ops(schemas, kernels);
+  register_gather_ops(schemas, kernels);
+  register_layer_norm_ops(schemas, kernels);
   register_softmax_ops(schemas, kernels);
   register_conv_ops(schemas, kernels);
   register_pool_ops(schemas, kernels);

@@ -27,19 +27,6 @@ __device__ inline int64_t index_of(const BatchNormGeometry& g, int64_t c, int64_
   return ((n / g.inner) * g.channels + c) * g.inner + n % g.inner;
 }
 
-// The block's sum of `mine` (one value per thread), on every thread.
-__device__ double block_sum(double mine, double* partial) {
-  partial[threadIdx.x] = mine;
-  __syncthreads();
-  for (int width = kThreads / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
-    __syncthreads();
-  }
-  const double sum = partial[0];
-  __syncthreads();
-  return sum;
-}
-
 // Per channel (a block each): the statistics outputs, and y = (x - centre) * a + shift's factors.
 template <class T>
 __global__ void batch_norm_statistics(const T* x, const ParamOf<T>* scale, const ParamOf<T>* offset,

@@ -18,6 +18,7 @@ void register_cuda_kernels(runtime::KernelRegistry& kernels) {
   cuda::register_gpu_matmul_kernels(kernels);
   cuda::register_gpu_memory_kernels(kernels);
   cuda::register_gpu_pool_kernels(kernels);
+  cuda::register_gpu_sequence_kernels(kernels);
 }
 
 }  // namespace mirra::ops

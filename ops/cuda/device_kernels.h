@@ -88,6 +88,36 @@ cudaError_t softmax(DType dtype, bool log, const void* x, void* y, int64_t rows,
 cudaError_t one_hot(DType index_dtype, DType dtype, const void* indices, void* y, int64_t n, int64_t depth, double on,
                     double off, cudaStream_t stream);
 
+// GatherV2: params seen as [outer, axis_size, inner] elements of `element_size` bytes, y as [outer,
+// indices, inner]. An index (i32 or i64) outside [0, axis_size) gives a zero row and adds 1 to *bad.
+struct GatherRows {
+  int64_t outer = 1, axis_size = 0, inner = 1, indices = 0;
+};
+cudaError_t gather(size_t element_size, DType index_dtype, const void* params, const void* indices, void* y, const GatherRows& g,
+                   unsigned long long* bad, cudaStream_t stream);
+// UnsortedSegmentSum's device scratch: `rows` ids and row numbers sorted (sorted_ids, order), the row
+// numbers before (rows), segments + 1 starts, and CUB's sort space of segment_sum_scratch_bytes.
+struct SegmentScratch {
+  void* sorted_ids = nullptr;
+  int64_t* rows = nullptr;
+  int64_t* order = nullptr;
+  int64_t* starts = nullptr;
+  void* sort = nullptr;
+  size_t sort_bytes = 0;
+};
+size_t segment_sum_scratch_bytes(DType id_dtype, int64_t rows);
+// y [segments, inner] = data [rows, inner]'s rows added by id (i32 or i64) in row order; negative ids
+// dropped, each id >= segments adds 1 to *bad (f32, f64, i32, i64).
+cudaError_t unsorted_segment_sum(DType dtype, DType id_dtype, const void* data, const void* ids, void* y, int64_t rows,
+                                 int64_t inner, int64_t segments, const SegmentScratch& scratch, unsigned long long* bad,
+                                 cudaStream_t stream);
+// LayerNorm over the rows of x [rows, columns]: y, and each row's mean and rstd (f32, f64).
+cudaError_t layer_norm(DType dtype, const void* x, const void* scale, const void* offset, void* y, void* mean, void* rstd,
+                       int64_t rows, int64_t columns, double epsilon, cudaStream_t stream);
+// LayerNormGrad: dx per row, dscale and doffset per column (the rows added in order).
+cudaError_t layer_norm_grad(DType dtype, const void* dy, const void* x, const void* scale, const void* mean, const void* rstd,
+                            void* dx, void* dscale, void* doffset, int64_t rows, int64_t columns, cudaStream_t stream);
+
 // 2-D pooling geometry: NHWC or NCHW, the window, its strides and the padding before (the window is
 // clipped to the input after).
 struct PoolGeometry {

@@ -41,5 +41,6 @@ void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_memory_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_pool_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops::cuda

@@ -1,5 +1,5 @@
 // What the CUDA kernel files share: grid-stride loops over int64 element counts, a launch shape for
-// n elements, the launch itself, and the dispatch from a run-time dtype to the element type.
+// n elements, a block's deterministic sum, the launch itself, and the dispatch from a run-time dtype to the element type.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +32,20 @@ cudaError_t launch(void (*kernel)(Params...), unsigned blocks, unsigned threads,
   return cudaGetLastError();
 }
 
+// The sum of `mine` over a block of kThreads threads (one value each), on every thread: a fixed tree
+// in `partial` (kThreads doubles of shared memory), so the bits never depend on scheduling.
+__device__ inline double block_sum(double mine, double* partial) {
+  partial[threadIdx.x] = mine;
+  __syncthreads();
+  for (int width = kThreads / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+    __syncthreads();
+  }
+  const double sum = partial[0];
+  __syncthreads();
+  return sum;
+}
+
 // Calls f(T{}) with the element type of `dtype` among Ts; cudaErrorNotSupported for another.
 template <class... Ts, class F>
 cudaError_t visit(DType dtype, F&& f) {
@@ -44,6 +58,7 @@ cudaError_t visit(DType dtype, F&& f) {
 
 namespace mirra::ops::cuda {
 // Every kernel file launches with these.
+using detail::block_sum;
 using detail::blocks_for;
 using detail::first_index;
 using detail::grid_stride;

@@ -136,6 +136,25 @@ TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
     }
   }
   cases.push_back({"BiasAdd", {rand64(rng, {3, 4}), rand64(rng, {4})}, {}, {0, 1}});
+  // Batched products: adjoints and broadcast batch dims (the gradient summed over them).
+  for (bool ax : {false, true}) {
+    for (bool ay : {false, true}) {
+      cases.push_back({"BatchMatMulV2", {rand64(rng, ax ? TensorShape{2, 4, 3} : TensorShape{2, 3, 4}), rand64(rng, ay ? TensorShape{2, 2, 4} : TensorShape{2, 4, 2})},
+                       {{"adj_x", ax}, {"adj_y", ay}}, {0, 1}});
+    }
+  }
+  cases.push_back({"BatchMatMulV2", {rand64(rng, {2, 1, 3, 2}), rand64(rng, {3, 2, 2})}, {}, {0, 1}});
+  cases.push_back({"BatchMatMulV2", {rand64(rng, {3, 2}), rand64(rng, {2, 2, 3})}, {}, {0, 1}});
+  // Gathers with repeated indices (their rows' gradients add up), along the first and a middle axis.
+  cases.push_back({"GatherV2", {rand64(rng, {5, 3}), Tensor::from<int64_t>({2, 3}, {4, 0, 4, 1, 4, 0})}, {}, {0}});
+  cases.push_back({"GatherV2", {rand64(rng, {2, 4, 3}), Tensor::from<int32_t>({3}, {3, 3, 1})}, {{"axis", int64_t{1}}}, {0}});
+  cases.push_back({"UnsortedSegmentSum", {rand64(rng, {5, 2}), Tensor::from<int64_t>({5}, {2, -1, 0, 2, 3})},
+                   {{"num_segments", int64_t{4}}}, {0}});
+  for (const TensorShape& shape : {TensorShape{3, 5}, TensorShape{2, 2, 4}}) {
+    cases.push_back({"LayerNorm", {rand64(rng, shape, -2, 2), rand64(rng, {shape.dim(shape.rank() - 1)}, 0.5, 1.5),
+                                   rand64(rng, {shape.dim(shape.rank() - 1)})},
+                     {{"epsilon", 1e-3}}, {0, 1, 2}, {0}});
+  }
   cases.push_back({"BiasAdd", {rand64(rng, {2, 3, 2, 2}), rand64(rng, {3})}, {{"data_format", std::string("NCHW")}}, {0, 1}});
   // Batch normalisation: y's gradient to x, scale and offset (TensorFlow's rule differentiates only y).
   for (const char* format : {"NHWC", "NCHW"}) {

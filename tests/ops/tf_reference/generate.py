@@ -38,6 +38,8 @@ def tensor(dtype, shape, values):
 
 
 def as_json(t):
+    if isinstance(t, tf.IndexedSlices):  # a gather's gradient, as TensorFlow returns it
+        t = tf.convert_to_tensor(t)
     name = {tf.float32: "f32", tf.float64: "f64", tf.int32: "i32", tf.int64: "i64", tf.bool: "bool", tf.bfloat16: "bf16",
             tf.float16: "f16"}[t.dtype]
     values = t.numpy()
@@ -177,6 +179,37 @@ def main():
             cases.append(case(f"Gelu approximate={approximate} {dtype}", "Gelu", {"approximate": approximate},
                               [tensor(dtype, [9], [-10, -3, -1, -0.1, 0, 0.1, 1, 3, 10])],
                               lambda x, a=approximate: tf.nn.gelu(x, approximate=a), differentiate=True))
+    # Gathers, segment sums and batched products (embeddings and attention).
+    table = tensor("f32", [4, 3], list(range(12)))
+    cases.append(case("GatherV2 with repeated indices", "GatherV2", {"axis": 0}, [table, tensor("i64", [2, 2], [3, 0, 3, 3])],
+                      lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0), differentiate=True))
+    cases.append(case("GatherV2 along a negative axis", "GatherV2", {"axis": -1}, [table, tensor("i32", [4], [2, 0, 2, 1])],
+                      lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=-1), differentiate=True))
+    cases.append(case("GatherV2 of a scalar index", "GatherV2", {"axis": 0}, [table, tensor("i32", [], [1])],
+                      lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0), differentiate=True))
+    for bad in (4, -1):
+        cases.append(case(f"GatherV2 index {bad} out of range", "GatherV2", {"axis": 0}, [table, tensor("i64", [2], [0, bad])],
+                          lambda p, i: tf.raw_ops.GatherV2(params=p, indices=i, axis=0)))
+    cases.append(case("UnsortedSegmentSum drops negative ids", "UnsortedSegmentSum", {"num_segments": 4},
+                      [table, tensor("i32", [4], [2, -1, 0, 2])],
+                      lambda d, i: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i, num_segments=4), differentiate=True))
+    cases.append(case("UnsortedSegmentSum id past num_segments", "UnsortedSegmentSum", {"num_segments": 2},
+                      [table, tensor("i32", [4], [0, 1, 2, 0])],
+                      lambda d, i: tf.raw_ops.UnsortedSegmentSum(data=d, segment_ids=i, num_segments=2)))
+    ramp24 = [0.1 * v - 1 for v in range(24)]
+    for adj_x in (False, True):
+        for adj_y in (False, True):
+            cases.append(case(f"BatchMatMulV2 broadcasts batch dims, adj_x={adj_x} adj_y={adj_y}", "BatchMatMulV2",
+                              {"adj_x": adj_x, "adj_y": adj_y},
+                              [tensor("f64", [2, 1, 2, 2], ramp24[:8]), tensor("f64", [3, 2, 2], ramp24[:12])],
+                              lambda x, y, a=adj_x, b=adj_y: tf.raw_ops.BatchMatMulV2(x=x, y=y, adj_x=a, adj_y=b),
+                              differentiate=True))
+    cases.append(case("BatchMatMulV2 of a matrix and a batch", "BatchMatMulV2", {},
+                      [tensor("f32", [2, 3], ramp24[:6]), tensor("f32", [4, 3, 2], ramp24)],
+                      lambda x, y: tf.raw_ops.BatchMatMulV2(x=x, y=y), differentiate=True))
+    cases.append(case("BatchMatMulV2 batch dims that do not broadcast", "BatchMatMulV2", {},
+                      [tensor("f32", [2, 2, 3], ramp24[:12]), tensor("f32", [3, 3, 2], ramp24[:18])],
+                      lambda x, y: tf.raw_ops.BatchMatMulV2(x=x, y=y)))
     cases.append(case("Relu's gradient at 0 is 0", "Relu", {}, [tensor("f32", [3], [-1, 0, 1])],
                       lambda x: tf.raw_ops.Relu(features=x), differentiate=True))
     cases.append(case("Div of i32 truncates toward 0", "Div", {},

@@ -1,0 +1,153 @@
+// GPU kernels of the sequence ops, host side: GatherV2 and UnsortedSegmentSum, which complete on the
+// host once the device has counted the indices out of range (an error naming the first such count,
+// as the CPU's names the index: TensorFlow's CPU behaviour, where its GPU kernels return zeros), and
+// LayerNorm with its gradient. Shapes and errors as on the CPU (ops/kernel_shapes.h).
+#include <functional>
+
+#include "ops/cuda/gpu_kernel.h"
+#include "ops/kernel_shapes.h"
+
+namespace mirra::ops::cuda {
+
+namespace {
+
+using graph::DeviceKind;
+using graph::DType;
+
+// Runs `work` on the compute stream with a zeroed device counter, copies the counter back to pinned
+// host memory, and completes `done` once the device has run it: ok when the count is 0, else with
+// the error `refusal(count)`. `keep` holds device buffers the work reads until then.
+void run_counting(KernelContext& ctx, runtime::KernelDone done, const std::function<Status(unsigned long long*)>& work,
+                  std::function<Status(int64_t)> refusal, std::vector<Tensor> keep = {}) {
+  const runtime::cuda::GpuDevice& gpu = gpu_of(ctx);
+  Tensor count = Tensor::empty(gpu.allocator(), DType::i64, TensorShape{1});
+  Tensor on_host = Tensor::empty(gpu.host_memory_allocator(), DType::i64, TensorShape{1});
+  auto* device_count = static_cast<unsigned long long*>(count.mutable_raw_data());
+  const runtime::MemorySpace space = gpu.memory_space();
+  Status launch;
+  gpu.gpu_stream().enqueue([&] {
+    const runtime::ScopedMemoryAccess host_too(space, /*host_too=*/true);
+    launch = runtime::cuda::check(cudaMemsetAsync(device_count, 0, count.byte_size(), gpu.stream()), "cudaMemsetAsync");
+    if (launch.ok()) launch = work(device_count);
+    if (launch.ok()) {
+      launch = runtime::cuda::check(
+          cudaMemcpyAsync(on_host.mutable_raw_data(), device_count, count.byte_size(), cudaMemcpyDeviceToHost, gpu.stream()),
+          "cudaMemcpyAsync");
+    }
+  });
+  if (!launch.ok()) return done(launch);
+  keep.push_back(std::move(count));
+  gpu.gpu_stream().when_device_done([keep = std::move(keep), on_host = std::move(on_host), done = std::move(done),
+                                     refusal = std::move(refusal)](Status status) {
+    if (!status.ok()) return done(std::move(status));
+    const int64_t found = on_host.data<int64_t>()[0];
+    done(found == 0 ? Status() : refusal(found));
+  });
+}
+
+void gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  const Tensor& params = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const GatherGeometry g = gather_geometry(params.shape(), indices.shape(), ctx.attr<int64_t>("axis"));
+  Tensor& y = ctx.allocate_output(0, params.dtype(), g.output);
+  const GatherRows rows{.outer = g.outer, .axis_size = g.axis_size, .inner = g.inner, .indices = g.indices};
+  run_counting(
+      ctx, std::move(done),
+      [&](unsigned long long* bad) {
+        return launched(gather(graph::dtype_size(params.dtype()), indices.dtype(), params.raw_data(), indices.raw_data(),
+                               y.mutable_raw_data(), rows, bad, stream_of(ctx)),
+                        "gather");
+      },
+      [size = g.axis_size](int64_t found) {
+        return graph::invalid_argument(std::to_string(found) + " indices are not in [0, " + std::to_string(size) + ")");
+      });
+}
+
+void unsorted_segment_sum_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& ids = ctx.input(1);
+  const int64_t segments = ctx.attr<int64_t>("num_segments");
+  auto geometry = segment_geometry(data.shape(), ids.shape(), segments);
+  if (!geometry.ok()) return done(geometry.status());
+  const SegmentGeometry& g = *geometry;
+  Tensor& y = ctx.allocate_output(0, data.dtype(), g.output);
+  const auto& allocator = gpu_of(ctx).allocator();
+  const size_t sort_bytes = segment_sum_scratch_bytes(ids.dtype(), g.rows);
+  std::vector<Tensor> scratch = {Tensor::empty(allocator, ids.dtype(), TensorShape{g.rows}),
+                                 Tensor::empty(allocator, DType::i64, TensorShape{g.rows}),
+                                 Tensor::empty(allocator, DType::i64, TensorShape{g.rows}),
+                                 Tensor::empty(allocator, DType::i64, TensorShape{segments + 1}),
+                                 Tensor::empty(allocator, DType::u8, TensorShape{static_cast<int64_t>(sort_bytes)})};
+  const SegmentScratch space{.sorted_ids = scratch[0].mutable_raw_data(),
+                             .rows = scratch[1].mutable_data<int64_t>(),
+                             .order = scratch[2].mutable_data<int64_t>(),
+                             .starts = scratch[3].mutable_data<int64_t>(),
+                             .sort = scratch[4].mutable_raw_data(),
+                             .sort_bytes = sort_bytes};
+  run_counting(
+      ctx, std::move(done),
+      [&](unsigned long long* bad) {
+        return launched(unsorted_segment_sum(data.dtype(), ids.dtype(), data.raw_data(), ids.raw_data(), y.mutable_raw_data(),
+                                             g.rows, g.inner, segments, space, bad, stream_of(ctx)),
+                        "unsorted_segment_sum");
+      },
+      [segments](int64_t found) {
+        return graph::invalid_argument(std::to_string(found) + " segment_ids are not in [0, " + std::to_string(segments) + ")");
+      },
+      std::move(scratch));
+}
+
+// x seen as [rows, columns].
+std::pair<int64_t, int64_t> rows_and_columns(const Tensor& x) {
+  const int64_t columns = x.dim(x.rank() - 1);
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);
+  return {rows, columns};
+}
+
+Status layer_norm_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto [rows, columns] = rows_and_columns(x);
+  if (ctx.input(1).num_elements() != columns || ctx.input(2).num_elements() != columns) {
+    return graph::invalid_argument("scale and offset must have x's last dim: " + x.type_string());
+  }
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  const TensorShape row_shape(std::vector<int64_t>(dims.begin(), dims.end() - 1));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& mean = ctx.allocate_output(1, x.dtype(), row_shape);
+  Tensor& rstd = ctx.allocate_output(2, x.dtype(), row_shape);
+  return launched(layer_norm(x.dtype(), x.raw_data(), ctx.input(1).raw_data(), ctx.input(2).raw_data(), y.mutable_raw_data(),
+                             mean.mutable_raw_data(), rstd.mutable_raw_data(), rows, columns, ctx.attr<double>("epsilon"),
+                             stream_of(ctx)),
+                  "layer_norm");
+}
+
+Status layer_norm_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const auto [rows, columns] = rows_and_columns(x);
+  if (!(dy.shape() == x.shape()) || ctx.input(2).num_elements() != columns || ctx.input(3).num_elements() != rows ||
+      ctx.input(4).num_elements() != rows) {
+    return graph::invalid_argument("LayerNormGrad's operands do not match x " + x.type_string());
+  }
+  Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{columns});
+  Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{columns});
+  return launched(layer_norm_grad(x.dtype(), dy.raw_data(), x.raw_data(), ctx.input(2).raw_data(), ctx.input(3).raw_data(),
+                                  ctx.input(4).raw_data(), dx.mutable_raw_data(), dscale.mutable_raw_data(),
+                                  doffset.mutable_raw_data(), rows, columns, stream_of(ctx)),
+                  "layer_norm_grad");
+}
+
+}  // namespace
+
+void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels) {
+  const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
+  const char* host_check = "completes on the host, after the device counted the indices out of range";
+  kernels.add("GatherV2", DeviceKind::gpu, {.async_fn = gather_kernel, .not_capturable = host_check});
+  kernels.add("UnsortedSegmentSum", DeviceKind::gpu, {.async_fn = unsorted_segment_sum_kernel, .not_capturable = host_check});
+  kernels.add("LayerNorm", DeviceKind::gpu, {.fn = layer_norm_kernel, .dtypes = floats});
+  kernels.add("LayerNormGrad", DeviceKind::gpu, {.fn = layer_norm_grad_kernel, .dtypes = floats});
+}
+
+}  // namespace mirra::ops::cuda

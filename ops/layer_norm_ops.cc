@@ -1,0 +1,264 @@
+// LayerNorm and LayerNormGrad: schemas, builders, the gradient rule and CPU kernels. A row's mean and
+// variance are summed in double (the variance as the mean squared deviation from the mean: stable
+// for a large mean); the column sums of the gradient (dscale, doffset) add the rows in order, in
+// double, per column block: the same bits whatever the threads.
+#include "ops/layer_norm_ops.h"
+
+#include <cmath>
+#include <string>
+
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/parallel.h"
+#include "ops/op_families.h"
+#include "ops/shape_inference.h"
+#include "ops/source_ops.h"
+
+namespace mirra::ops {
+
+using graph::AttrType;
+using graph::DType;
+using runtime::KernelContext;
+using runtime::Tensor;
+using runtime::TensorShape;
+
+namespace {
+
+// The statistics' dtype: f64 for f64 x, else f32.
+DType statistics_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+Status check_parameter(const InferContext& ctx, size_t input, int64_t columns, const char* what) {
+  const TensorType& p = ctx.input(input);
+  if (p.dtype != ctx.input(0).dtype) return ctx.error(std::string(what) + " must have x's dtype");
+  if (p.shape.rank() != 1) return ctx.error(std::string(what) + " must have rank 1");
+  if (columns >= 0 && p.shape.dim(0) >= 0 && p.shape.dim(0) != columns) {
+    return ctx.error(std::string(what) + " must have x's last dim");
+  }
+  return Status();
+}
+
+Shape row_shape(const Shape& x) { return Shape{std::vector<int64_t>(x.dims.begin(), x.dims.end() - 1)}; }
+
+Expected<std::vector<TensorType>> infer_layer_norm(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
+  const Shape& x = ctx.input(0).shape;
+  if (x.rank() < 1) return ctx.error("x must have rank 1 or more");
+  const int64_t columns = x.dim(x.rank() - 1);
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx, 1, columns, "scale"));
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx, 2, columns, "offset"));
+  if (ctx.attr<double>("epsilon") < 0) return ctx.error("epsilon must be non-negative");
+  const DType statistics = statistics_dtype(ctx.input(0).dtype);
+  return std::vector<TensorType>{ctx.input(0), {statistics, row_shape(x)}, {statistics, row_shape(x)}};
+}
+
+// Inputs dy, x, scale, mean, rstd.
+Expected<std::vector<TensorType>> infer_layer_norm_grad(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 1, {DType::f32, DType::f64}));
+  const TensorType& x = ctx.input(1);
+  if (ctx.input(0).dtype != x.dtype || ctx.input(0).shape.rank() != x.shape.rank()) return ctx.error("dy must have x's type");
+  if (x.shape.rank() < 1) return ctx.error("x must have rank 1 or more");
+  const int64_t columns = x.shape.dim(x.shape.rank() - 1);
+  MIRRA_RETURN_IF_ERROR(check_parameter(ctx, 2, columns, "scale"));
+  const DType statistics = statistics_dtype(x.dtype);
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    if (ctx.input(i).dtype != statistics || ctx.input(i).shape.rank() != x.shape.rank() - 1) {
+      return ctx.error("mean and rstd must be LayerNorm's outputs 1 and 2");
+    }
+  }
+  const TensorType parameter{x.dtype, Shape{columns}};
+  return std::vector<TensorType>{x, parameter, parameter};
+}
+
+// x seen as [rows, columns]; the operands of one kernel call checked against it.
+struct Rows {
+  int64_t rows = 0, columns = 0;
+};
+
+Expected<Rows> rows_of(const Tensor& x, std::initializer_list<const Tensor*> per_column,
+                       std::initializer_list<const Tensor*> per_row) {
+  Rows r;
+  r.columns = x.dim(x.rank() - 1);
+  r.rows = 1;
+  for (int d = 0; d + 1 < x.rank(); ++d) r.rows *= x.dim(d);
+  for (const Tensor* p : per_column) {
+    if (p->num_elements() != r.columns) {
+      return graph::invalid_argument("a parameter " + p->type_string() + " does not match x's last dim in " + x.type_string());
+    }
+  }
+  for (const Tensor* s : per_row) {
+    if (s->num_elements() != r.rows) {
+      return graph::invalid_argument("a row statistic " + s->type_string() + " does not match the rows of " + x.type_string());
+    }
+  }
+  return r;
+}
+
+Status layer_norm_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor& offset = ctx.input(2);
+  MIRRA_ASSIGN_OR_RETURN(const Rows r, rows_of(x, {&scale, &offset}, {}));
+  const double epsilon = ctx.attr<double>("epsilon");
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  const TensorShape rows_shape(std::vector<int64_t>(dims.begin(), dims.end() - 1));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& mean = ctx.allocate_output(1, statistics_dtype(x.dtype()), rows_shape);
+  Tensor& rstd = ctx.allocate_output(2, statistics_dtype(x.dtype()), rows_shape);
+  return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* in = x.data<T>();
+    const T* gamma = scale.data<T>();
+    const T* beta = offset.data<T>();
+    T* out = y.mutable_data<T>();
+    T* means = mean.mutable_data<T>();
+    T* rstds = rstd.mutable_data<T>();
+    const int64_t n = r.columns;
+    cpu::parallel_for(r.rows, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* xr = in + row * n;
+        double sum = 0;
+        for (int64_t c = 0; c < n; ++c) sum += static_cast<double>(xr[c]);
+        const double mu = sum / static_cast<double>(n);
+        double squares = 0;
+        for (int64_t c = 0; c < n; ++c) {
+          const double d = static_cast<double>(xr[c]) - mu;
+          squares += d * d;
+        }
+        const double inv = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
+        means[row] = static_cast<T>(mu);
+        rstds[row] = static_cast<T>(inv);
+        T* yr = out + row * n;
+        for (int64_t c = 0; c < n; ++c) {
+          yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * inv * static_cast<double>(gamma[c]) + static_cast<double>(beta[c]));
+        }
+      }
+    });
+    return Status();
+  });
+}
+
+// Columns per task of the column sums.
+inline constexpr int64_t kColumnBlock = 64;
+
+Status layer_norm_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& scale = ctx.input(2);
+  const Tensor& mean = ctx.input(3);
+  const Tensor& rstd = ctx.input(4);
+  if (!(dy.shape() == x.shape())) return graph::invalid_argument("dy " + dy.type_string() + " does not match x " + x.type_string());
+  MIRRA_ASSIGN_OR_RETURN(const Rows r, rows_of(x, {&scale}, {&mean, &rstd}));
+  Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{r.columns});
+  Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{r.columns});
+  return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* g = dy.data<T>();
+    const T* in = x.data<T>();
+    const T* gamma = scale.data<T>();
+    const T* means = mean.data<T>();
+    const T* rstds = rstd.data<T>();
+    const int64_t n = r.columns;
+    T* out = dx.mutable_data<T>();
+    // dx = rstd * (dy * scale - mean(dy * scale) - xhat * mean(dy * scale * xhat)) per row.
+    cpu::parallel_for(r.rows, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* gr = g + row * n;
+        const T* xr = in + row * n;
+        const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
+        double sum = 0, dot = 0;
+        for (int64_t c = 0; c < n; ++c) {
+          const double scaled = static_cast<double>(gr[c]) * static_cast<double>(gamma[c]);
+          sum += scaled;
+          dot += scaled * (static_cast<double>(xr[c]) - mu) * inv;
+        }
+        const double mean_scaled = sum / static_cast<double>(n), mean_dot = dot / static_cast<double>(n);
+        T* dr = out + row * n;
+        for (int64_t c = 0; c < n; ++c) {
+          const double xhat = (static_cast<double>(xr[c]) - mu) * inv;
+          dr[c] = static_cast<T>(inv * (static_cast<double>(gr[c]) * static_cast<double>(gamma[c]) - mean_scaled - xhat * mean_dot));
+        }
+      }
+    });
+    // dscale = sum over rows of dy * xhat, doffset = sum of dy: per column block, rows in order.
+    T* ds = dscale.mutable_data<T>();
+    T* db = doffset.mutable_data<T>();
+    const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+    cpu::parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t block = begin; block < end; ++block) {
+        const int64_t first = block * kColumnBlock, last = std::min(n, first + kColumnBlock);
+        double scale_sums[kColumnBlock] = {}, offset_sums[kColumnBlock] = {};
+        for (int64_t row = 0; row < r.rows; ++row) {
+          const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
+          for (int64_t c = first; c < last; ++c) {
+            const double grad = static_cast<double>(g[row * n + c]);
+            scale_sums[c - first] += grad * (static_cast<double>(in[row * n + c]) - mu) * inv;
+            offset_sums[c - first] += grad;
+          }
+        }
+        for (int64_t c = first; c < last; ++c) {
+          ds[c] = static_cast<T>(scale_sums[c - first]);
+          db[c] = static_cast<T>(offset_sums[c - first]);
+        }
+      }
+    });
+    return Status();
+  });
+}
+
+using graph::GradientContext;
+using Grads = std::vector<ValueRef>;
+
+// y's gradient reaches x, scale and offset (the row statistics, outputs 1 and 2, are not
+// differentiated, as batch normalisation's).
+Grads layer_norm_grad(GradientContext& g) {
+  Builder& b = g.builder;
+  if (!g.grad(0).valid()) return Grads(3);
+  const graph::NodeId id = b.add({.op = "LayerNormGrad",
+                                  .inputs = {g.grad(0), g.input(0), g.input(1), g.output(1), g.output(2)},
+                                  .attrs = {}});
+  Grads grads(3);
+  for (uint16_t i = 0; i < 3; ++i) {
+    if (g.needs(i)) grads[i] = {id, i};
+  }
+  return grads;
+}
+
+}  // namespace
+
+void register_layer_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  schemas.add(graph::OpSchema{
+      .name = "LayerNorm",
+      .inputs = {"x", "scale", "offset"},
+      .attrs = {{"epsilon", AttrType::real, 1e-5}},
+      .infer = infer_layer_norm,
+      .summary = "Each row over the last dim normalised by its mean and biased variance, times scale plus offset; also "
+                 "each row's mean and 1 / sqrt(variance + epsilon).",
+      .gradient = layer_norm_grad});
+  kernels.add("LayerNorm", graph::DeviceKind::cpu, {layer_norm_kernel});
+
+  schemas.add(graph::OpSchema{
+      .name = "LayerNormGrad",
+      .inputs = {"dy", "x", "scale", "mean", "rstd"},
+      .infer = infer_layer_norm_grad,
+      .summary = "LayerNorm's gradient: dx, dscale, doffset from dy, x, scale and LayerNorm's row statistics.",
+      .no_gradient = "second derivatives of LayerNorm are not supported"});
+  kernels.add("LayerNormGrad", graph::DeviceKind::cpu, {layer_norm_grad_kernel});
+}
+
+ValueRef layer_norm(Builder& b, ValueRef x, ValueRef scale, ValueRef offset, double epsilon) {
+  return b.add_value({.op = "LayerNorm", .inputs = {x, scale, offset}, .attrs = {{"epsilon", epsilon}}});
+}
+
+ValueRef layer_normalization(Builder& b, std::string_view name, ValueRef x, double epsilon) {
+  if (!x.valid() || !b.status().ok()) return {};
+  const graph::TensorType type = b.type(x);
+  const int64_t columns = type.shape.rank() == 0 ? -1 : type.shape.dim(type.shape.rank() - 1);
+  if (columns < 0) {
+    b.fail(graph::invalid_argument("layer_normalization of " + type.to_string() + ": the last dim must be known"));
+    return {};
+  }
+  auto scope = b.scope(name);
+  const ValueRef gamma = variable(b, "gamma", {columns}, Initializer::ones(), type.dtype);
+  const ValueRef beta = variable(b, "beta", {columns}, Initializer::zeros(), type.dtype);
+  return layer_norm(b, x, gamma, beta, epsilon);
+}
+
+}  // namespace mirra::ops
