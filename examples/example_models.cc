@@ -21,9 +21,41 @@ const std::vector<ExampleModel>& example_models() {
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 25.6M parameters"},
       {"linear", "Linear regression: inputs [features] -> targets [outputs] (--features, --outputs), mean squared error"},
       {"bigram", "Bigram language model: token ids [context] -> the next tokens (--vocab, --context), cross-entropy per token"},
+      {"gpt", "GPT-2-style decoder: --layers, --heads, --embedding, --context, --vocab (gpt-tiny's by default)"},
+      {"gpt-tiny", "GPT: 4 layers, 4 heads, 128 wide, context 64, 84 characters (0.8M parameters; for CPUs)"},
+      {"gpt-char", "GPT: 6 layers, 6 heads, 384 wide, context 256, 84 characters (nanoGPT's shakespeare_char shape, 10.7M)"},
+      {"gpt2-small", "GPT-2 small: 12 layers, 12 heads, 768 wide, context 1024, 50,257 tokens (124M parameters)"},
   };
   return models;
 }
+
+namespace {
+
+// A preset's shape, with the options' overrides.
+GptOptions gpt_options(std::string_view name, const ExampleModelOptions& options) {
+  GptOptions gpt;  // gpt-tiny's; 84 tokens: the characters of scripts/prepare_shakespeare.py
+  if (name == "gpt-char") gpt = {.layers = 6, .heads = 6, .embedding = 384, .context = 256, .vocab = 84};
+  if (name == "gpt2-small") gpt = {.layers = 12, .heads = 12, .embedding = 768, .context = 1024, .vocab = 50257};
+  gpt.layers = options.layers.value_or(gpt.layers);
+  gpt.heads = options.heads.value_or(gpt.heads);
+  gpt.embedding = options.embedding.value_or(gpt.embedding);
+  gpt.context = options.context.value_or(gpt.context);
+  gpt.vocab = options.vocab.value_or(gpt.vocab);
+  return gpt;
+}
+
+// nanoGPT's: AdamW (betas 0.9 and 0.99, epsilon 1e-8), learning rate 1e-3, weight decay 0.1 on the
+// matrices and embeddings only, gradients clipped to a global norm of 1.
+ops::Optimizer gpt_optimizer() {
+  ops::Optimizer o = ops::Optimizer::adamw(1e-3, 0.1);
+  o.beta2 = 0.99;
+  o.epsilon = 1e-8;
+  o.exclude_from_weight_decay = {"bias", "gamma", "beta"};
+  o.clip_global_norm = 1.0;
+  return o;
+}
+
+}  // namespace
 
 graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed,
                                                           const ExampleModelOptions& options) {
@@ -48,10 +80,21 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
     model.signature.features = model.graph.node(regressor.inputs.node).name;
     model.signature.labels = model.graph.node(objective.targets.node).name;
     model.signature.loss = objective.loss;
-  } else if (name == "bigram") {
-    if (options.vocab < 1 || options.context < 1) return graph::invalid_argument("a language model needs a vocabulary and a context");
-    const LanguageModel lm = build_bigram(b, options.vocab, options.context);
-    const graph::ValueRef targets = ops::placeholder(b, "targets", graph::DType::i64, {-1, options.context});
+  } else if (name == "bigram" || name.starts_with("gpt")) {
+    LanguageModel lm;
+    int64_t context = 0;
+    if (name == "bigram") {
+      const int64_t vocab = options.vocab.value_or(256);
+      context = options.context.value_or(64);
+      if (vocab < 1 || context < 1) return graph::invalid_argument("a language model needs a vocabulary and a context");
+      lm = build_bigram(b, vocab, context);
+    } else {
+      const GptOptions gpt = gpt_options(name, options);
+      context = gpt.context;
+      lm = build_gpt(b, gpt);
+      model.signature.optimizer = {.kind = "adamw", .hyper_parameters = ops::optimizer_hyper_parameters(gpt_optimizer())};
+    }
+    const graph::ValueRef targets = ops::placeholder(b, "targets", graph::DType::i64, {-1, context});
     auto scope = b.scope("objective");
     const graph::ValueRef loss =
         ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, lm.logits, ops::reshape(b, targets, {-1})).loss);

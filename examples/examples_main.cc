@@ -1,7 +1,8 @@
 // mirra-examples: writes the example models as model files for the runner.
 //   mirra-examples list                 names the examples
 //   mirra-examples write NAME OUT.mirra writes one (weights initialised from --seed; --label-smoothing;
-//                                       linear's --features and --outputs; bigram's --vocab and --context)
+//                                       linear's --features and --outputs; bigram's --vocab and --context;
+//                                       the GPTs' --layers, --heads, --embedding, --context and --vocab)
 // Exit codes: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
 
@@ -25,11 +26,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   write->add_option("--features", options.features, "linear: inputs per example (default 8)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   write->add_option("--outputs", options.outputs, "linear: targets per example (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  write->add_option("--vocab", options.vocab, "bigram: tokens in the vocabulary (default 256)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  write->add_option("--context", options.context, "bigram: tokens per window (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  write->add_option("--vocab", options.vocab, "bigram, gpt: tokens in the vocabulary (bigram: 256; gpt: the preset's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  write->add_option("--context", options.context, "bigram, gpt: tokens per window (bigram: 64; gpt: the preset's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  write->add_option("--layers", options.layers, "gpt: transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
+  write->add_option("--heads", options.heads, "gpt: attention heads (dividing the embedding)")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
+  write->add_option("--embedding", options.embedding, "gpt: width of the residual stream")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   CLI11_PARSE(app, argc, argv);
   if (list->parsed()) {
-    for (const auto& m : mirra::examples::example_models()) std::printf("%-8s %s\n", m.name.c_str(), m.description.c_str());
+    for (const auto& m : mirra::examples::example_models()) std::printf("%-10s %s\n", m.name.c_str(), m.description.c_str());
     return 0;
   }
   auto model = mirra::examples::build_example_model(name, seed, options);

@@ -3,7 +3,8 @@
 // max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc), which read images
 // [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18
 // and ResNet-50 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224, 224, 3], logits
-// [batch, 1000]; linear regression (linear_model.cc) and a bigram language model (bigram_model.cc).
+// [batch, 1000]; linear regression (linear_model.cc), a bigram language model (bigram_model.cc) and
+// a GPT (gpt_model.cc).
 #pragma once
 
 #include <string>
@@ -61,6 +62,16 @@ struct LanguageModel {
 };
 // A bigram model (bigram_model.cc): the logits of each next token a row of a [vocab, vocab] table.
 LanguageModel build_bigram(graph::Builder& b, int64_t vocab, int64_t context);
+
+// A GPT-2-style decoder (gpt_model.cc): `layers` pre-norm blocks of causal self-attention over
+// `heads` heads and a GELU MLP of 4 x `embedding`, learned positions, the output projection tied to the
+// token embedding; weights as nanoGPT initialises them (normal 0.02, the residual projections scaled
+// by 1 / sqrt(2 layers)). Logits [? x context, vocab].
+struct GptOptions {
+  int64_t layers = 4, heads = 4, embedding = 128, context = 64, vocab = 84;
+  graph::DType dtype = graph::DType::f32;
+};
+LanguageModel build_gpt(graph::Builder& b, const GptOptions& options);
 
 // The builder of the classifier called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);

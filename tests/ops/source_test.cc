@@ -67,6 +67,17 @@ TEST_CASE("Kernels.Variable.initialisers") {
     const double bound = std::string_view(kind).ends_with("uniform") ? std::sqrt(3 * variance) : 2 * std::sqrt(variance) / 0.87962566103423978;
     CHECK(max_abs <= bound + 1e-6);
   }
+  // A plain normal of the given standard deviation (GPT-2's 0.02), not truncated: some draws pass 2 sigma.
+  auto normal = run_op("Variable", {}, {{"shape", graph::Shape{fan_in, fan_out}}, {"initializer", std::string("normal")},
+                                        {"init_value", 0.02}, {"seed", int64_t{42}}});
+  REQUIRE(normal.ok());
+  double sum_sq = 0, beyond = 0;
+  for (float v : (*normal)[0].to_vector<float>()) {
+    sum_sq += double(v) * v;
+    beyond += std::abs(v) > 0.04 ? 1 : 0;
+  }
+  CHECK(std::sqrt(sum_sq / (fan_in * fan_out)) == doctest::Approx(0.02).epsilon(0.02));
+  CHECK(beyond / (fan_in * fan_out) == doctest::Approx(0.0455).epsilon(0.1));  // P(|z| > 2)
   checked_ops().insert("Variable");
 }
 

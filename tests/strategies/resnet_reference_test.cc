@@ -22,22 +22,6 @@ namespace {
 
 constexpr int64_t kWidth = 4, kSize = 8, kBatch = 5, kClasses = 10;
 
-// The script's formula for element j of the k-th trained variable (by sorted name).
-std::vector<double> initial_value(const std::string& name, const graph::Shape& shape, int k) {
-  const int64_t n = *shape.num_elements();
-  double offset = 0, scale = 0;
-  if (name.ends_with("gamma")) {
-    offset = 1, scale = 0.1;
-  } else if (name.ends_with("beta") || name.ends_with("/b")) {
-    scale = 0.1;
-  } else {
-    scale = std::sqrt(2.0 / static_cast<double>(n / shape.dims.back()));
-  }
-  std::vector<double> values;
-  for (int64_t j = 0; j < n; ++j) values.push_back(offset + scale * std::sin(1.3 * static_cast<double>(j) + 0.7 * k));
-  return values;
-}
-
 // A narrow network on `image`-shaped inputs: its loss and every trained variable's gradient for the
 // script's weights and batch against the reference file's.
 void check_against_reference(const std::string& reference_file, const std::vector<int64_t>& image,
@@ -64,7 +48,7 @@ void check_against_reference(const std::string& reference_file, const std::vecto
   int k = 0;
   for (const auto& [name, value] : trained) {
     const graph::Shape& shape = g.type(value).shape;
-    const std::vector<double> initial = initial_value(name, shape, k++);
+    const std::vector<double> initial = reference_initial_value(name, shape, k++);
     session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
   }
   const int64_t pixels = image[0] * image[1] * image[2];

@@ -227,4 +227,19 @@ CapturedRun check_replays_match(const TrainingProgram& program, const std::vecto
   return captured;
 }
 
+std::vector<double> reference_initial_value(const std::string& name, const graph::Shape& shape, int k) {
+  const int64_t n = *shape.num_elements();
+  double offset = 0, scale = 0;
+  if (name.ends_with("gamma")) {
+    offset = 1, scale = 0.1;
+  } else if (name.ends_with("beta") || name.ends_with("/b") || name.ends_with("bias")) {
+    scale = 0.1;
+  } else {
+    scale = std::sqrt(2.0 / static_cast<double>(n / shape.dims.back()));
+  }
+  std::vector<double> values;
+  for (int64_t j = 0; j < n; ++j) values.push_back(offset + scale * std::sin(1.3 * static_cast<double>(j) + 0.7 * k));
+  return values;
+}
+
 }  // namespace mirra::strategies::test

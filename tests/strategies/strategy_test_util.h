@@ -70,6 +70,11 @@ struct CapturedRun {
 CapturedRun check_replays_match(const TrainingProgram& program, const std::vector<Batch>& batches,
                                 const CaptureSetup& setup, double relative = 0);
 
+// The PyTorch reference scripts' weights (tests/strategies/reference/reference_weights.py): element j
+// of the k-th trained variable (by sorted name) is offset + scale * sin(1.3 j + 0.7 k), with (1, 0.1)
+// for a gamma, (0, 0.1) for a beta or a bias, (0, sqrt(2 / fan_in)) for the rest.
+std::vector<double> reference_initial_value(const std::string& name, const graph::Shape& shape, int k);
+
 // Checks max |got - want| <= relative * max(max |want|, scale_floor) over one variable's elements (the
 // floor for a value that is zero but for rounding); returns max |got - want|.
 double check_within(const std::string& name, const std::vector<double>& got, const std::vector<double>& want,

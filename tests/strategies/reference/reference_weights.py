@@ -3,8 +3,9 @@ compute the same ones: element j of the k-th variable (by sorted name) is
 
     offset + scale * sin(1.3 * j + 0.7 * k)
 
-with (offset, scale) = (1, 0.1) for a gamma, (0, 0.1) for a beta or a bias, and (0, sqrt(2 / fan_in))
-for a filter or dense weights (fan_in: the product of all dims but the last)."""
+with (offset, scale) = (1, 0.1) for a gamma, (0, 0.1) for a beta or a bias (a name ending "/b" or
+"bias"), and (0, sqrt(2 / fan_in)) for a filter, dense weights or an embedding (fan_in: the product of
+all dims but the last)."""
 import math
 
 import torch
@@ -14,7 +15,7 @@ def initial_value(name, shape, k):
     n = math.prod(shape)
     if name.endswith("gamma"):
         offset, scale = 1.0, 0.1
-    elif name.endswith(("beta", "/b")):
+    elif name.endswith(("beta", "/b", "bias")):
         offset, scale = 0.0, 0.1
     else:
         offset, scale = 0.0, math.sqrt(2.0 / math.prod(shape[:-1]))
