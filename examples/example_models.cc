@@ -41,6 +41,7 @@ GptOptions gpt_options(std::string_view name, const ExampleModelOptions& options
   gpt.embedding = options.embedding.value_or(gpt.embedding);
   gpt.context = options.context.value_or(gpt.context);
   gpt.vocab = options.vocab.value_or(gpt.vocab);
+  gpt.dropout = options.dropout;
   return gpt;
 }
 

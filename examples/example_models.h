@@ -29,6 +29,7 @@ struct ExampleModelOptions {
   // shapes, `gpt` gpt-tiny's).
   std::optional<int64_t> vocab, context;
   std::optional<int64_t> layers, heads, embedding;  // of the GPTs
+  double dropout = 0.0;                              // of the GPTs
 };
 
 const std::vector<ExampleModel>& example_models();

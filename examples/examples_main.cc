@@ -2,7 +2,7 @@
 //   mirra-examples list                 names the examples
 //   mirra-examples write NAME OUT.mirra writes one (weights initialised from --seed; --label-smoothing;
 //                                       linear's --features and --outputs; bigram's --vocab and --context;
-//                                       the GPTs' --layers, --heads, --embedding, --context and --vocab)
+//                                       the GPTs' --layers, --heads, --embedding, --context, --vocab, --dropout)
 // Exit codes: 0 success, 2 bad input, 1 internal failure.
 #include <CLI/CLI.hpp>
 
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   write->add_option("--layers", options.layers, "gpt: transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
   write->add_option("--heads", options.heads, "gpt: attention heads (dividing the embedding)")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
+  write->add_option("--dropout", options.dropout, "gpt: dropout rate, keyed by example (default 0)")->check(CLI::Range(0.0, 0.999));
   write->add_option("--embedding", options.embedding, "gpt: width of the residual stream")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   CLI11_PARSE(app, argc, argv);
   if (list->parsed()) {

@@ -1,6 +1,7 @@
 // build_gpt: a GPT-2-style decoder (nanoGPT's model): token and learned position embeddings, pre-norm
 // blocks of causal multi-head self-attention and a GELU MLP, each added to the residual stream, a
-// final layer norm and the output projection tied to the token embedding. The residual stream is
+// final layer norm and the output projection tied to the token embedding; dropout (nanoGPT's places:
+// the embeddings, the attention weights, each block's two outputs) keyed by example. The residual stream is
 // [batch x context, embedding]; attention reshapes it to [batch, heads, context, head size].
 #include <cmath>
 #include <limits>
@@ -40,22 +41,27 @@ ValueRef split_heads(graph::Builder& b, ValueRef x, const GptOptions& o) {
   return ops::transpose(b, ops::reshape(b, x, {-1, o.context, o.heads, o.embedding / o.heads}), {0, 2, 1, 3});
 }
 
-ValueRef attention(graph::Builder& b, ValueRef x, ValueRef mask, const GptOptions& o, double projection_stddev) {
+// Dropout at the model's rate, keyed by example (nothing when the rate is 0).
+ValueRef dropped(graph::Builder& b, ValueRef x, ValueRef keys, const GptOptions& o) {
+  return o.dropout > 0 ? ops::dropout(b, x, keys, o.dropout) : x;
+}
+
+ValueRef attention(graph::Builder& b, ValueRef x, ValueRef mask, ValueRef keys, const GptOptions& o, double projection_stddev) {
   auto scope = b.scope("attention");
   const ValueRef qkv = linear(b, "qkv", x, o.embedding, 3 * o.embedding, 0.02, o.dtype);
   const std::vector<ValueRef> parts = ops::split(b, qkv, 1, 3);
   const ValueRef q = split_heads(b, parts[0], o), k = split_heads(b, parts[1], o), v = split_heads(b, parts[2], o);
   const double scale = 1.0 / std::sqrt(static_cast<double>(o.embedding / o.heads));
   const ValueRef scores = ops::add(b, ops::mul(b, ops::batch_matmul(b, q, k, false, true), ops::scalar_of(b, scale, q)), mask);
-  const ValueRef weighted = ops::batch_matmul(b, ops::softmax(b, scores), v);
+  const ValueRef weighted = ops::batch_matmul(b, dropped(b, ops::softmax(b, scores), keys, o), v);
   const ValueRef merged = ops::reshape(b, ops::transpose(b, weighted, {0, 2, 1, 3}), {-1, o.embedding});
-  return linear(b, "projection", merged, o.embedding, o.embedding, projection_stddev, o.dtype);
+  return dropped(b, linear(b, "projection", merged, o.embedding, o.embedding, projection_stddev, o.dtype), keys, o);
 }
 
-ValueRef mlp(graph::Builder& b, ValueRef x, const GptOptions& o, double projection_stddev) {
+ValueRef mlp(graph::Builder& b, ValueRef x, ValueRef keys, const GptOptions& o, double projection_stddev) {
   auto scope = b.scope("mlp");
   const ValueRef hidden = ops::gelu(b, linear(b, "fc", x, o.embedding, 4 * o.embedding, 0.02, o.dtype));
-  return linear(b, "projection", hidden, 4 * o.embedding, o.embedding, projection_stddev, o.dtype);
+  return dropped(b, linear(b, "projection", hidden, 4 * o.embedding, o.embedding, projection_stddev, o.dtype), keys, o);
 }
 
 }  // namespace
@@ -63,23 +69,25 @@ ValueRef mlp(graph::Builder& b, ValueRef x, const GptOptions& o, double projecti
 LanguageModel build_gpt(graph::Builder& b, const GptOptions& o) {
   LanguageModel model;
   model.inputs = ops::placeholder(b, "inputs", graph::DType::i64, {-1, o.context});
-  if (o.layers < 1 || o.heads < 1 || o.embedding < 1 || o.context < 1 || o.vocab < 1 || o.embedding % o.heads != 0) {
-    b.fail(graph::invalid_argument("gpt: layers, heads, embedding, context and vocab must be positive, and the embedding a "
-                                   "multiple of the heads"));
+  if (o.layers < 1 || o.heads < 1 || o.embedding < 1 || o.context < 1 || o.vocab < 1 || o.embedding % o.heads != 0 ||
+      !(o.dropout >= 0 && o.dropout < 1)) {
+    b.fail(graph::invalid_argument("gpt: layers, heads, embedding, context and vocab must be positive, the embedding a "
+                                   "multiple of the heads, and dropout in [0, 1)"));
     return model;
   }
+  const ValueRef keys = o.dropout > 0 ? ops::example_keys(b) : ValueRef{};
   auto scope = b.scope("gpt");
   const ValueRef tokens = ops::variable(b, "token_embedding", {o.vocab, o.embedding}, ops::Initializer::normal(0.02), o.dtype);
   const ValueRef positions = ops::variable(b, "position_embedding", {o.context, o.embedding}, ops::Initializer::normal(0.02), o.dtype);
   // [batch, T, E] + [T, E], as rows [batch x T, E].
-  ValueRef x = ops::reshape(b, ops::add(b, ops::gather(b, tokens, model.inputs), positions), {-1, o.embedding});
+  ValueRef x = ops::reshape(b, dropped(b, ops::add(b, ops::gather(b, tokens, model.inputs), positions), keys, o), {-1, o.embedding});
   const ValueRef mask = causal_mask(b, o.context, o.dtype);
   // GPT-2's scaled initialisation of the projections into the residual stream.
   const double projection_stddev = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
   for (int64_t layer = 0; layer < o.layers; ++layer) {
     auto block = b.scope("block" + std::to_string(layer));
-    x = ops::add(b, x, attention(b, ops::layer_normalization(b, "norm1", x), mask, o, projection_stddev));
-    x = ops::add(b, x, mlp(b, ops::layer_normalization(b, "norm2", x), o, projection_stddev));
+    x = ops::add(b, x, attention(b, ops::layer_normalization(b, "norm1", x), mask, keys, o, projection_stddev));
+    x = ops::add(b, x, mlp(b, ops::layer_normalization(b, "norm2", x), keys, o, projection_stddev));
   }
   // The output projection is the token embedding itself (weight tying): its two gradients add up.
   model.logits = ops::matmul(b, ops::layer_normalization(b, "final_norm", x), tokens, false, true);

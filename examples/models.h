@@ -69,6 +69,7 @@ LanguageModel build_bigram(graph::Builder& b, int64_t vocab, int64_t context);
 // by 1 / sqrt(2 layers)). Logits [? x context, vocab].
 struct GptOptions {
   int64_t layers = 4, heads = 4, embedding = 128, context = 64, vocab = 84;
+  double dropout = 0.0;  // > 0: the rate, and the placeholder ops::kExampleKeysPlaceholder keys the masks
   graph::DType dtype = graph::DType::f32;
 };
 LanguageModel build_gpt(graph::Builder& b, const GptOptions& options);

@@ -16,6 +16,7 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
 void register_batch_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_gather_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_layer_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_dropout_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

@@ -14,6 +14,7 @@
 #include "ops/classification.h"
 #include "ops/conv_ops.h"
 #include "ops/distribute_ops.h"
+#include "ops/dropout_ops.h"
 #include "ops/elementwise_ops.h"
 #include "ops/fusion.h"
 #include "ops/gather_ops.h"

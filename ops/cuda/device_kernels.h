@@ -88,6 +88,9 @@ cudaError_t softmax(DType dtype, bool log, const void* x, void* y, int64_t rows,
 cudaError_t one_hot(DType index_dtype, DType dtype, const void* indices, void* y, int64_t n, int64_t depth, double on,
                     double off, cudaStream_t stream);
 
+// Dropout of x's n elements, `per_example` of them per key (f32, f64): y and the mask, as the CPU's.
+cudaError_t dropout(DType dtype, const void* x, const int64_t* keys, void* y, void* mask, int64_t n, int64_t per_example,
+                    uint64_t seed, double rate, bool training, cudaStream_t stream);
 // GatherV2: params seen as [outer, axis_size, inner] elements of `element_size` bytes, y as [outer,
 // indices, inner]. An index (i32 or i64) outside [0, axis_size) gives a zero row and adds 1 to *bad.
 struct GatherRows {

@@ -1,4 +1,4 @@
-// GPU kernels of the sequence ops, host side: GatherV2 and UnsortedSegmentSum, which complete on the
+// GPU kernels of the sequence ops, host side: Dropout, GatherV2 and UnsortedSegmentSum, which complete on the
 // host once the device has counted the indices out of range (an error naming the first such count,
 // as the CPU's names the index: TensorFlow's CPU behaviour, where its GPU kernels return zeros), and
 // LayerNorm with its gradient. Shapes and errors as on the CPU (ops/kernel_shapes.h).
@@ -43,6 +43,23 @@ void run_counting(KernelContext& ctx, runtime::KernelDone done, const std::funct
     const int64_t found = on_host.data<int64_t>()[0];
     done(found == 0 ? Status() : refusal(found));
   });
+}
+
+Status dropout_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& keys = ctx.input(1);
+  const int64_t examples = keys.num_elements();
+  if (examples == 0 ? x.dim(0) != 0 : x.dim(0) % examples != 0) {
+    return graph::invalid_argument("x " + x.type_string() + " does not hold rows of the " + std::to_string(examples) +
+                                   " examples of keys " + keys.type_string());
+  }
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  Tensor& mask = ctx.allocate_output(1, x.dtype(), x.shape());
+  return launched(dropout(x.dtype(), x.raw_data(), keys.data<int64_t>(), y.mutable_raw_data(), mask.mutable_raw_data(),
+                          x.num_elements(), examples == 0 ? 0 : x.num_elements() / examples,
+                          static_cast<uint64_t>(ctx.attr<int64_t>("seed")), ctx.attr<double>("rate"), ctx.attr<bool>("training"),
+                          stream_of(ctx)),
+                  "dropout");
 }
 
 void gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
@@ -146,6 +163,7 @@ void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels) {
   const char* host_check = "completes on the host, after the device counted the indices out of range";
   kernels.add("GatherV2", DeviceKind::gpu, {.async_fn = gather_kernel, .not_capturable = host_check});
   kernels.add("UnsortedSegmentSum", DeviceKind::gpu, {.async_fn = unsorted_segment_sum_kernel, .not_capturable = host_check});
+  kernels.add("Dropout", DeviceKind::gpu, {.fn = dropout_kernel, .dtypes = floats});
   kernels.add("LayerNorm", DeviceKind::gpu, {.fn = layer_norm_kernel, .dtypes = floats});
   kernels.add("LayerNormGrad", DeviceKind::gpu, {.fn = layer_norm_grad_kernel, .dtypes = floats});
 }

@@ -1,4 +1,5 @@
-// CUDA kernels of the sequence ops: GatherV2's row copies (counting the indices out of range, whose
+// CUDA kernels of the sequence ops: Dropout (Philox's draws, as the CPU kernel makes them), GatherV2's
+// row copies (counting the indices out of range, whose
 // rows are zeroed), UnsortedSegmentSum (the rows stably sorted by id with CUB's radix sort, then each
 // segment's rows added in their order in data: the CPU kernel's sums, without atomics), and
 // LayerNorm with its gradient (a block per row summing in double over a fixed tree; the column sums
@@ -6,10 +7,24 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/cuda/launch.cuh"
+#include "ops/philox.h"
 
 namespace mirra::ops::cuda {
 
 namespace {
+
+template <class T>
+__global__ void dropout_kernel(const T* x, const int64_t* keys, T* y, T* mask, int64_t n, int64_t per_example, uint64_t seed,
+                               float rate, bool training) {
+  const T scale = T(1) / (T(1) - static_cast<T>(rate));
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int64_t example = i / per_example;
+    const bool keep = !training || philox::uniform(seed, static_cast<uint64_t>(keys[example]),
+                                                   static_cast<uint64_t>(i - example * per_example)) >= rate;
+    mask[i] = keep ? (training ? scale : T(1)) : T(0);
+    y[i] = training ? x[i] * mask[i] : x[i];
+  }
+}
 
 template <class E, class I>
 __global__ void gather_kernel(const E* params, const I* indices, E* y, int64_t outer, int64_t axis_size, int64_t inner,
@@ -138,6 +153,15 @@ cudaError_t launch_gather(DType index_dtype, const void* params, const void* ind
 }
 
 }  // namespace
+
+cudaError_t dropout(DType dtype, const void* x, const int64_t* keys, void* y, void* mask, int64_t n, int64_t per_example,
+                    uint64_t seed, double rate, bool training, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    return launch(dropout_kernel<T>, blocks_for(n), kThreads, stream, static_cast<const T*>(x), keys, static_cast<T*>(y),
+                  static_cast<T*>(mask), n, per_example, seed, static_cast<float>(rate), training);
+  });
+}
 
 cudaError_t gather(size_t element_size, DType index_dtype, const void* params, const void* indices, void* y, const GatherRows& g,
                    unsigned long long* bad, cudaStream_t stream) {

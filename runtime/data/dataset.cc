@@ -193,6 +193,7 @@ graph::Expected<Dataset> Dataset::create(std::shared_ptr<const ExampleSource> so
 std::vector<std::string> Dataset::placeholders() const {
   std::vector<std::string> out;
   for (const Feed& feed : feeds_) out.push_back(feed.placeholder);
+  if (!options_.example_keys.empty()) out.push_back(options_.example_keys);
   return out;
 }
 
@@ -232,11 +233,20 @@ Dataset::Share Dataset::share_of(int64_t b) const {
 
 graph::Expected<Batch> Dataset::batch_at(const std::vector<int64_t>& order, int64_t epoch, int64_t b) const {
   const Share share = share_of(b);
-  MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(std::span(order).subspan(static_cast<size_t>(b * options_.batch_size + share.skipped),
-                                                                        static_cast<size_t>(share.count)),
+  const int64_t first = b * options_.batch_size + share.skipped;
+  MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(std::span(order).subspan(static_cast<size_t>(first), static_cast<size_t>(share.count)),
                                                epoch));
   batch.global_size = share.global;
+  add_example_keys(batch, epoch, first, 1);
   return batch;
+}
+
+void Dataset::add_example_keys(Batch& batch, int64_t epoch, int64_t first, int64_t stride) const {
+  if (options_.example_keys.empty()) return;
+  Tensor keys = Tensor::empty(host_allocator(), graph::DType::i64, TensorShape{batch.size});
+  int64_t* key = keys.mutable_data<int64_t>();
+  for (int64_t i = 0; i < batch.size; ++i) key[i] = (epoch << 40) + first + i * stride;
+  batch.tensors.emplace_back(options_.example_keys, std::move(keys));
 }
 
 graph::Expected<Batch> Dataset::stream_batch_at(ShuffledRecords& records, int64_t epoch, int64_t b) const {
@@ -264,6 +274,11 @@ graph::Expected<Batch> Dataset::stream_batch_at(ShuffledRecords& records, int64_
   if (!more) return ended(start + share.count);
   MIRRA_ASSIGN_OR_RETURN(Batch batch, assemble(examples, epoch, &rows));
   batch.global_size = share.global;
+  if (own_files) {
+    add_example_keys(batch, epoch, start * options_.shards + options_.shard, options_.shards);
+  } else {
+    add_example_keys(batch, epoch, start, 1);
+  }
   return batch;
 }
 

@@ -86,6 +86,13 @@ struct BatchingOptions {
   // TensorFlow's split rule (shares differ by at most one; the first batch mod shards are larger).
   int64_t shard = 0, shards = 1;
   ShardPolicy shard_policy = ShardPolicy::example;
+  // When not empty, each batch also feeds this placeholder (i64 [batch]) every example's key: its
+  // epoch and its position in the epoch's order of the global batches, epoch * 2^40 + position, so
+  // that whatever is drawn per example (dropout masks, ops/dropout_ops.h) does not depend on the batch
+  // size, the replicas or the workers, and a resumed run draws what the unbroken run drew. Sharded by
+  // file, where the workers' examples have no global order, the position is the worker's own times
+  // the shard count plus the shard.
+  std::string example_keys;
 };
 
 struct Batch {
@@ -116,7 +123,7 @@ class Dataset {
   const BatchingOptions& options() const { return options_; }
   const ExampleSource& source() const { return *source_; }
   const std::vector<Feed>& feeds() const { return feeds_; }
-  // The placeholders the batches feed, in order.
+  // The placeholders the batches feed, in order (the example keys' last).
   std::vector<std::string> placeholders() const;
   // This data set shuffled from another seed (a resumed run continues its checkpoint's order).
   Dataset reseeded(uint64_t seed) const;
@@ -143,6 +150,8 @@ class Dataset {
   // The batch of `examples` (for a stream, the epoch's positions of `records`).
   graph::Expected<Batch> assemble(std::span<const int64_t> examples, int64_t epoch,
                                   const std::vector<StreamRecord>* records = nullptr) const;
+  // Adds options_.example_keys's tensor to `batch`, its example i at position first + i * stride.
+  void add_example_keys(Batch& batch, int64_t epoch, int64_t first, int64_t stride) const;
 
   std::shared_ptr<const ExampleSource> source_;
   std::vector<Feed> feeds_;

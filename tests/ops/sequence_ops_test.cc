@@ -1,8 +1,10 @@
 // The ops sequence models are built from, against plain loops: GatherV2 (every axis, index ranks,
 // errors), UnsortedSegmentSum (dropped negative ids, empty segments, the order of its sums),
-// BatchMatMulV2 (adjoints, broadcast batch dims, 16-bit operands) and LayerNorm with its gradient op.
+// BatchMatMulV2 (adjoints, broadcast batch dims, 16-bit operands), LayerNorm with its gradient op, and
+// Dropout (Philox against its published answers; masks by example key, whatever the batch's split).
 #include <cmath>
 
+#include "ops/philox.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -276,6 +278,80 @@ TEST_CASE("Kernels.LayerNormGrad.matches_the_formula") {
                      make_tensor(dtype, {columns}, [&](int64_t i) { return doffset[static_cast<size_t>(i)]; })}};
     });
   }
+}
+
+// Random123's known answers for Philox4x32-10 (kat_vectors: zeros, all ones, the digits of pi).
+TEST_CASE("Kernels.Dropout.philox_gives_the_published_answers") {
+  using ops::philox::Block;
+  const auto same = [](Block got, Block want) {
+    for (int i = 0; i < 4; ++i) CHECK(got.v[i] == want.v[i]);
+  };
+  same(ops::philox::philox4x32_10({{0, 0, 0, 0}}, 0, 0), {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}});
+  same(ops::philox::philox4x32_10({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff),
+       {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}});
+  same(ops::philox::philox4x32_10({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0),
+       {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}});
+}
+
+TEST_CASE("Kernels.Dropout.drops_by_example_key") {
+  runtime::Random rng(46);
+  struct Case {
+    TensorShape x;
+    int64_t examples;
+    double rate;
+    bool training;
+  };
+  for (const Case& c : {Case{{4, 3}, 4, 0.5, true}, Case{{6, 2}, 2, 0.2, true}, Case{{2, 2, 3, 3}, 2, 0.7, true},
+                        Case{{0, 3}, 0, 0.5, true}, Case{{4, 3}, 4, 0.5, false}, Case{{3, 5}, 3, 0.0, true}}) {
+    CAPTURE(c.x.to_string());
+    const Tensor keys = make_tensor(DType::i64, {c.examples}, [&](int64_t i) { return static_cast<double>(1000 * i + 17); });
+    const int64_t per_example = c.examples == 0 ? 0 : c.x.num_elements() / c.examples;
+    const int64_t seed = 12345;
+    check_op_at_every_dtype("Dropout", [&](DType dtype) {
+      const Tensor x = random_of(rng, dtype, c.x);
+      const double scale = 1 / (1 - c.rate);
+      const auto kept = [&](int64_t i) {
+        const int64_t example = i / per_example;
+        return !c.training || ops::philox::uniform(seed, static_cast<uint64_t>(element(keys, example)),
+                                                   static_cast<uint64_t>(i % per_example)) >= c.rate;
+      };
+      const Tensor mask = make_tensor(dtype, c.x, [&](int64_t i) { return kept(i) ? (c.training ? scale : 1.0) : 0.0; });
+      const Tensor y = make_tensor(dtype, c.x, [&](int64_t i) { return c.training ? element(x, i) * element(mask, i) : element(x, i); });
+      return OpCase{{x, keys}, {{"rate", c.rate}, {"seed", seed}, {"training", c.training}}, {y, mask}};
+    });
+  }
+}
+
+// About `rate` of the elements dropped; the masks of a batch's examples are theirs whichever rows
+// come with them (a replica's share), and differ between seeds and keys.
+TEST_CASE("Kernels.Dropout.masks_belong_to_examples") {
+  const int64_t examples = 8, per_example = 5000;
+  const Tensor x = make_tensor(DType::f32, {examples, per_example}, [](int64_t) { return 1.0; });
+  const Tensor keys = make_tensor(DType::i64, {examples}, [](int64_t i) { return static_cast<double>(i * 7 + 3); });
+  const graph::AttrMap attrs = {{"rate", 0.3}, {"seed", int64_t{9}}};
+  auto whole = run_op("Dropout", {x, keys}, attrs);
+  REQUIRE(whole.ok());
+  const std::vector<float> mask = (*whole)[1].to_vector<float>();
+  double dropped = 0;
+  for (float m : mask) {
+    CHECK((m == 0.0f || m == static_cast<float>(1 / (1 - 0.3f))));
+    dropped += m == 0.0f ? 1 : 0;
+  }
+  CHECK(dropped / static_cast<double>(mask.size()) == doctest::Approx(0.3).epsilon(0.03));
+  const Tensor half_x = make_tensor(DType::f32, {3, per_example}, [](int64_t) { return 1.0; });
+  const Tensor half_keys = make_tensor(DType::i64, {3}, [](int64_t i) { return static_cast<double>((i + 5) * 7 + 3); });
+  auto part = run_op("Dropout", {half_x, half_keys}, attrs);
+  REQUIRE(part.ok());
+  const std::vector<float> part_mask = (*part)[1].to_vector<float>();
+  CHECK(std::equal(part_mask.begin(), part_mask.end(), mask.begin() + 5 * per_example));
+  graph::AttrMap other_seed = attrs;
+  other_seed.set("seed", int64_t{10});
+  auto other = run_op("Dropout", {x, keys}, other_seed);
+  REQUIRE(other.ok());
+  CHECK((*other)[1].to_vector<float>() != mask);
+  auto bad = run_op("Dropout", {make_tensor(DType::f32, {5, 2}, [](int64_t) { return 1.0; }), keys}, attrs);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("does not hold rows of the 8 examples") != std::string::npos);
 }
 
 }  // namespace

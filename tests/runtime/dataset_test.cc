@@ -247,6 +247,39 @@ TEST_CASE("Dataset.shards_split_every_global_batch_by_tensorflows_rule") {
   }
 }
 
+// Each example's key is its epoch and its position in the epoch's order: the same whatever the batch
+// size or the shards, so what is drawn from it (dropout) does not change with them.
+TEST_CASE("Dataset.example_keys_number_the_epochs_examples_whatever_the_batching") {
+  const auto keys_of = [](BatchingOptions options, int64_t epoch) {
+    options.example_keys = "keys";
+    std::vector<int64_t> keys;
+    const Dataset data = make(23, options);
+    auto batches = data.epoch(epoch);
+    while (true) {
+      auto batch = batches.next();
+      REQUIRE(batch.ok());
+      if (!*batch) break;
+      const std::vector<int64_t> part = (**batch)["keys"].to_vector<int64_t>();
+      keys.insert(keys.end(), part.begin(), part.end());
+    }
+    return keys;
+  };
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < 23; ++i) want.push_back((int64_t{3} << 40) + i);
+  CHECK(keys_of({.batch_size = 10, .seed = 5}, 3) == want);
+  CHECK(keys_of({.batch_size = 4, .seed = 5, .prefetch = 0}, 3) == want);
+  std::vector<int64_t> sharded;  // the shards' keys, batch by batch
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t shard = 0; shard < 2; ++shard) {
+      const std::vector<int64_t> keys = keys_of({.batch_size = 10, .seed = 5, .shard = shard, .shards = 2}, 3);
+      // Each shard takes 5 of a batch of 10, and 2 and 1 of the last, of 3.
+      const int64_t first = 5 * b, count = b < 2 ? 5 : (shard == 0 ? 2 : 1);
+      sharded.insert(sharded.end(), keys.begin() + first, keys.begin() + first + count);
+    }
+  }
+  CHECK(sharded == want);
+}
+
 std::string refusal(std::vector<Feed> feeds, BatchingOptions options = {}) {
   return Dataset::create(std::make_shared<Readings>(10, false), std::move(feeds), options).status().message();
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ops/dropout_ops.h"
 #include "runtime/data/csv_file.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/data/image_folder.h"
@@ -125,6 +126,11 @@ graph::Expected<runtime::data::Dataset> program_dataset(const DataSpec& spec, co
       return graph::invalid_argument(source->name() + ": none of its fields (" + names + ") is named as a placeholder of the model (" +
                                      placeholder_names(graph) + "); name which field feeds which in the config's data fields");
     }
+  }
+  // A model that draws per example (dropout) reads each example's key.
+  if (const auto keys = graph.find(std::string(ops::kExampleKeysPlaceholder)); keys && graph.node(*keys).op == "Placeholder") {
+    options.example_keys = std::string(ops::kExampleKeysPlaceholder);
+    fields.erase(options.example_keys);
   }
   std::vector<Feed> feeds;
   for (const auto& [placeholder, field] : fields) {
