@@ -1,7 +1,9 @@
 // build_gpt: a GPT-2-style decoder (nanoGPT's model): token and learned position embeddings, pre-norm
 // blocks of causal multi-head self-attention and a GELU MLP, each added to the residual stream, a
 // final layer norm and the output projection tied to the token embedding; dropout (nanoGPT's places:
-// the embeddings, the attention weights, each block's two outputs) keyed by example. The residual stream is
+// the embeddings, the attention weights, each block's two outputs) keyed by example. Attention is the
+// fused op (memory linear in the context) unless the attention weights are dropped, which the
+// composite does. The residual stream is
 // [batch x context, embedding]; attention reshapes it to [batch, heads, context, head size].
 #include <cmath>
 #include <limits>
@@ -46,14 +48,21 @@ ValueRef dropped(graph::Builder& b, ValueRef x, ValueRef keys, const GptOptions&
   return o.dropout > 0 ? ops::dropout(b, x, keys, o.dropout) : x;
 }
 
-ValueRef attention(graph::Builder& b, ValueRef x, ValueRef mask, ValueRef keys, const GptOptions& o, double projection_stddev) {
+ValueRef attention(graph::Builder& b, ValueRef x, ValueRef keys, const GptOptions& o, double projection_stddev) {
   auto scope = b.scope("attention");
   const ValueRef qkv = linear(b, "qkv", x, o.embedding, 3 * o.embedding, 0.02, o.dtype);
   const std::vector<ValueRef> parts = ops::split(b, qkv, 1, 3);
   const ValueRef q = split_heads(b, parts[0], o), k = split_heads(b, parts[1], o), v = split_heads(b, parts[2], o);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(o.embedding / o.heads));
-  const ValueRef scores = ops::add(b, ops::mul(b, ops::batch_matmul(b, q, k, false, true), ops::scalar_of(b, scale, q)), mask);
-  const ValueRef weighted = ops::batch_matmul(b, dropped(b, ops::softmax(b, scores), keys, o), v);
+  ValueRef weighted;
+  if (o.dropout > 0 || !o.fused_attention) {
+    // The composite: batched products, the mask, Softmax (and dropout on the attention weights).
+    const double scale = 1.0 / std::sqrt(static_cast<double>(o.embedding / o.heads));
+    const ValueRef scores = ops::add(b, ops::mul(b, ops::batch_matmul(b, q, k, false, true), ops::scalar_of(b, scale, q)),
+                                     causal_mask(b, o.context, o.dtype));
+    weighted = ops::batch_matmul(b, dropped(b, ops::softmax(b, scores), keys, o), v);
+  } else {
+    weighted = ops::scaled_dot_product_attention(b, q, k, v, {.causal = true});
+  }
   const ValueRef merged = ops::reshape(b, ops::transpose(b, weighted, {0, 2, 1, 3}), {-1, o.embedding});
   return dropped(b, linear(b, "projection", merged, o.embedding, o.embedding, projection_stddev, o.dtype), keys, o);
 }
@@ -81,12 +90,11 @@ LanguageModel build_gpt(graph::Builder& b, const GptOptions& o) {
   const ValueRef positions = ops::variable(b, "position_embedding", {o.context, o.embedding}, ops::Initializer::normal(0.02), o.dtype);
   // [batch, T, E] + [T, E], as rows [batch x T, E].
   ValueRef x = ops::reshape(b, dropped(b, ops::add(b, ops::gather(b, tokens, model.inputs), positions), keys, o), {-1, o.embedding});
-  const ValueRef mask = causal_mask(b, o.context, o.dtype);
   // GPT-2's scaled initialisation of the projections into the residual stream.
   const double projection_stddev = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
   for (int64_t layer = 0; layer < o.layers; ++layer) {
     auto block = b.scope("block" + std::to_string(layer));
-    x = ops::add(b, x, attention(b, ops::layer_normalization(b, "norm1", x), mask, keys, o, projection_stddev));
+    x = ops::add(b, x, attention(b, ops::layer_normalization(b, "norm1", x), keys, o, projection_stddev));
     x = ops::add(b, x, mlp(b, ops::layer_normalization(b, "norm2", x), keys, o, projection_stddev));
   }
   // The output projection is the token embedding itself (weight tying): its two gradients add up.

@@ -70,6 +70,9 @@ LanguageModel build_bigram(graph::Builder& b, int64_t vocab, int64_t context);
 struct GptOptions {
   int64_t layers = 4, heads = 4, embedding = 128, context = 64, vocab = 84;
   double dropout = 0.0;  // > 0: the rate, and the placeholder ops::kExampleKeysPlaceholder keys the masks
+  // ScaledDotProductAttention, or the composite (batched products, a -inf mask, Softmax), which a
+  // dropout on the attention weights needs.
+  bool fused_attention = true;
   graph::DType dtype = graph::DType::f32;
 };
 LanguageModel build_gpt(graph::Builder& b, const GptOptions& options);

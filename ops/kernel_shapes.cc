@@ -2,6 +2,7 @@
 #include "ops/kernel_shapes.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/shape_inference.h"
 
@@ -248,6 +249,38 @@ graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& 
   dims.push_back(g.m);
   dims.push_back(g.n);
   g.output = TensorShape(dims);
+  return g;
+}
+
+graph::Expected<AttentionGeometry> attention_geometry(const KernelContext& ctx, size_t first, size_t mask) {
+  const Tensor& q = ctx.input(first);
+  const Tensor& k = ctx.input(first + 1);
+  const Tensor& v = ctx.input(first + 2);
+  AttentionGeometry g{.batch = q.dim(0), .heads = q.dim(1), .t = q.dim(2), .s = k.dim(2), .d = q.dim(3), .e = v.dim(3)};
+  if (k.dim(0) != g.batch || v.dim(0) != g.batch || k.dim(1) != g.heads || v.dim(1) != g.heads || k.dim(3) != g.d ||
+      v.dim(2) != g.s) {
+    return graph::invalid_argument("q " + q.type_string() + ", k " + k.type_string() + " and v " + v.type_string() +
+                                   " do not make an attention");
+  }
+  g.causal = ctx.attr<bool>("causal");
+  const auto scale = ctx.node().attrs.get<double>("scale");
+  g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(g.d, 1)));
+  if (ctx.num_inputs() > mask) {
+    const Tensor& m = ctx.input(mask);
+    const std::vector<int64_t> want = {g.batch, g.heads, g.t, g.s};
+    std::vector<int64_t> dims = m.shape().to_vector();
+    if (dims.size() == 2) dims.insert(dims.begin(), {1, 1});
+    int64_t stride = 1;
+    for (int d = 3; d >= 0; --d) {
+      const size_t i = static_cast<size_t>(d);
+      if (dims[i] != want[i] && !(dims[i] == 1 && d < 2)) {
+        return graph::invalid_argument("the mask " + m.type_string() + " does not broadcast to the scores [" + std::to_string(g.batch) +
+                                       "," + std::to_string(g.heads) + "," + std::to_string(g.t) + "," + std::to_string(g.s) + "]");
+      }
+      g.mask_strides[d] = dims[i] == 1 && want[i] != 1 ? 0 : stride;
+      stride *= dims[i];
+    }
+  }
   return g;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "ops/attention_geometry.h"
 #include "runtime/kernel.h"
 
 namespace mirra::ops {
@@ -61,6 +62,10 @@ struct BatchMatMulGeometry {
   TensorShape output;
 };
 graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& ctx);
+
+// ScaledDotProductAttention (q, k, v at inputs first .. first + 2, the mask at input `mask`, when the
+// node has it): its geometry, checked.
+graph::Expected<AttentionGeometry> attention_geometry(const KernelContext& ctx, size_t first, size_t mask);
 
 // Conv2D and FusedConv2D: the filter matches the input's channels (in NCHW or NHWC); a bias (may be
 // null) its outputs, and the node's input 2 is f32 or `output`, the node's output dtype.

@@ -17,6 +17,7 @@ void register_batch_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegist
 void register_gather_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_layer_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_dropout_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_attention_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_softmax_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_batch_norm_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

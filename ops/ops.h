@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/array_ops.h"
+#include "ops/attention_ops.h"
 #include "ops/batch_norm_ops.h"
 #include "ops/batch_normalization.h"
 #include "ops/check_numerics_ops.h"

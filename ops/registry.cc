@@ -19,6 +19,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_gather_ops(schemas, kernels);
   register_layer_norm_ops(schemas, kernels);
   register_dropout_ops(schemas, kernels);
+  register_attention_ops(schemas, kernels);
   register_softmax_ops(schemas, kernels);
   register_conv_ops(schemas, kernels);
   register_pool_ops(schemas, kernels);

@@ -19,6 +19,7 @@ void register_cuda_kernels(runtime::KernelRegistry& kernels) {
   cuda::register_gpu_memory_kernels(kernels);
   cuda::register_gpu_pool_kernels(kernels);
   cuda::register_gpu_sequence_kernels(kernels);
+  cuda::register_gpu_attention_kernels(kernels);
 }
 
 }  // namespace mirra::ops

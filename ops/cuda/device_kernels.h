@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "graph/dtype.h"
+#include "ops/attention_geometry.h"
 
 namespace mirra::ops::cuda {
 
@@ -88,6 +89,13 @@ cudaError_t softmax(DType dtype, bool log, const void* x, void* y, int64_t rows,
 cudaError_t one_hot(DType index_dtype, DType dtype, const void* indices, void* y, int64_t n, int64_t depth, double on,
                     double off, cudaStream_t stream);
 
+// o and each query's log-sum-exp (f32, f64; head sizes d and e up to 256; mask nullptr: none).
+cudaError_t attention_forward(DType dtype, const AttentionGeometry& g, const void* q, const void* k, const void* v, const void* mask,
+                              void* o, void* lse, cudaStream_t stream);
+// dq, dk, dv from dO, the operands and the forward's o and lse; `delta` holds one value per query.
+cudaError_t attention_backward(DType dtype, const AttentionGeometry& g, const void* d_out, const void* q, const void* k, const void* v,
+                               const void* o, const void* lse, const void* mask, void* delta, void* dq, void* dk, void* dv,
+                               cudaStream_t stream);
 // Dropout of x's n elements, `per_example` of them per key (f32, f64): y and the mask, as the CPU's.
 cudaError_t dropout(DType dtype, const void* x, const int64_t* keys, void* y, void* mask, int64_t n, int64_t per_example,
                     uint64_t seed, double rate, bool training, cudaStream_t stream);

@@ -30,6 +30,7 @@ ReduceGeometry reduce_geometry(const TensorShape& x, const std::vector<int>& axe
 inline Status launched(cudaError_t result, const char* kernel) { return runtime::cuda::check(result, kernel); }
 
 void register_gpu_array_kernels(runtime::KernelRegistry& kernels);
+void register_gpu_attention_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_batch_norm_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_collective_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels);

@@ -148,6 +148,12 @@ TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
   // Gathers with repeated indices (their rows' gradients add up), along the first and a middle axis.
   cases.push_back({"GatherV2", {rand64(rng, {5, 3}), Tensor::from<int64_t>({2, 3}, {4, 0, 4, 1, 4, 0})}, {}, {0}});
   cases.push_back({"GatherV2", {rand64(rng, {2, 4, 3}), Tensor::from<int32_t>({3}, {3, 3, 1})}, {{"axis", int64_t{1}}}, {0}});
+  // Attention: causal, masked, a given scale; lengths that differ.
+  cases.push_back({"ScaledDotProductAttention", {rand64(rng, {1, 2, 3, 2}), rand64(rng, {1, 2, 3, 2}), rand64(rng, {1, 2, 3, 2})},
+                   {{"causal", true}}, {0, 1, 2}, {0}});
+  cases.push_back({"ScaledDotProductAttention",
+                   {rand64(rng, {2, 1, 3, 2}), rand64(rng, {2, 1, 4, 2}), rand64(rng, {2, 1, 4, 3}), rand64(rng, {3, 4}, -1, 0)},
+                   {{"scale", 0.8}}, {0, 1, 2}, {0}});
   cases.push_back({"Dropout", {rand64(rng, {4, 3}), Tensor::from<int64_t>({2}, {5, 9})}, {{"rate", 0.4}, {"seed", int64_t{3}}}, {0}, {0}});
   cases.push_back({"UnsortedSegmentSum", {rand64(rng, {5, 2}), Tensor::from<int64_t>({5}, {2, -1, 0, 2, 3})},
                    {{"num_segments", int64_t{4}}}, {0}});

@@ -25,14 +25,12 @@ void check_number(const std::string& what, double got, double want, double relat
   CHECK_MESSAGE(std::abs(got - want) <= relative * std::max(std::abs(want), scale), got << " vs PyTorch's " << want);
 }
 
-TEST_CASE("GPT.loss_and_every_gradient_match_pytorch_in_float64") {
-  std::ifstream file(mirra::test::source_file("tests/strategies/reference/gpt_torch.json"));
-  REQUIRE(file.good());
-  const nlohmann::json reference = nlohmann::json::parse(file);
-
+// gpt-tiny's shape in f64, with the fused attention op or the composite, against the reference.
+void check_against_reference(const nlohmann::json& reference, bool fused) {
+  CAPTURE(fused);
   graph::Graph g;
   graph::Builder b(g, ops::registry(), 1);
-  const examples::GptOptions options{.dtype = graph::DType::f64};
+  const examples::GptOptions options{.fused_attention = fused, .dtype = graph::DType::f64};
   const examples::LanguageModel model = examples::build_gpt(b, options);
   const auto targets = ops::placeholder(b, "targets", graph::DType::i64, {-1, options.context});
   const auto loss =
@@ -89,6 +87,13 @@ TEST_CASE("GPT.loss_and_every_gradient_match_pytorch_in_float64") {
       check_number(name + " element " + std::to_string(j), grad[j], want["samples"][s].get<double>(), 1e-6, norm / std::sqrt(n));
     }
   }
+}
+
+TEST_CASE("GPT.loss_and_every_gradient_match_pytorch_in_float64") {
+  std::ifstream file(mirra::test::source_file("tests/strategies/reference/gpt_torch.json"));
+  REQUIRE(file.good());
+  const nlohmann::json reference = nlohmann::json::parse(file);
+  for (const bool fused : {true, false}) check_against_reference(reference, fused);
 }
 
 }  // namespace
