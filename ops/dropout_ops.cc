@@ -6,6 +6,7 @@
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_ops.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/philox.h"
 #include "ops/shape_inference.h"
@@ -33,17 +34,12 @@ Expected<std::vector<TensorType>> infer_dropout(const InferContext& ctx) {
 Status dropout_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& keys = ctx.input(1);
-  const int64_t examples = keys.num_elements();
-  if (examples == 0 ? x.dim(0) != 0 : x.dim(0) % examples != 0) {
-    return graph::invalid_argument("x " + x.type_string() + " does not hold rows of the " + std::to_string(examples) +
-                                   " examples of keys " + keys.type_string());
-  }
+  MIRRA_ASSIGN_OR_RETURN(const int64_t per_example, dropout_elements_per_example(x, keys));
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   Tensor& mask = ctx.allocate_output(1, x.dtype(), x.shape());
   const bool training = ctx.attr<bool>("training");
   const double rate = ctx.attr<double>("rate");
   const auto seed = static_cast<uint64_t>(ctx.attr<int64_t>("seed"));
-  const int64_t per_example = examples == 0 ? 0 : x.num_elements() / examples;
   const int64_t* key = keys.data<int64_t>();
   return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* in = x.data<T>();

@@ -284,4 +284,13 @@ graph::Expected<AttentionGeometry> attention_geometry(const KernelContext& ctx, 
   return g;
 }
 
+graph::Expected<int64_t> dropout_elements_per_example(const Tensor& x, const Tensor& keys) {
+  const int64_t examples = keys.num_elements();
+  if (examples == 0 ? x.dim(0) != 0 : x.dim(0) % examples != 0) {
+    return graph::invalid_argument("x " + x.type_string() + " does not hold rows of the " + std::to_string(examples) +
+                                   " examples of keys " + keys.type_string());
+  }
+  return examples == 0 ? int64_t{0} : x.num_elements() / examples;
+}
+
 }  // namespace mirra::ops

@@ -67,6 +67,9 @@ graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& 
 // node has it): its geometry, checked.
 graph::Expected<AttentionGeometry> attention_geometry(const KernelContext& ctx, size_t first, size_t mask);
 
+// Dropout: the elements of x per example of `keys` (x's dim 0 holds their rows, equally many each).
+graph::Expected<int64_t> dropout_elements_per_example(const Tensor& x, const Tensor& keys);
+
 // Conv2D and FusedConv2D: the filter matches the input's channels (in NCHW or NHWC); a bias (may be
 // null) its outputs, and the node's input 2 is f32 or `output`, the node's output dtype.
 graph::Status check_conv_operands(const KernelContext& ctx, const Tensor& input, const Tensor& filter, const Tensor* bias,

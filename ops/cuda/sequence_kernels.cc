@@ -48,15 +48,11 @@ void run_counting(KernelContext& ctx, runtime::KernelDone done, const std::funct
 Status dropout_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& keys = ctx.input(1);
-  const int64_t examples = keys.num_elements();
-  if (examples == 0 ? x.dim(0) != 0 : x.dim(0) % examples != 0) {
-    return graph::invalid_argument("x " + x.type_string() + " does not hold rows of the " + std::to_string(examples) +
-                                   " examples of keys " + keys.type_string());
-  }
+  MIRRA_ASSIGN_OR_RETURN(const int64_t per_example, dropout_elements_per_example(x, keys));
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   Tensor& mask = ctx.allocate_output(1, x.dtype(), x.shape());
   return launched(dropout(x.dtype(), x.raw_data(), keys.data<int64_t>(), y.mutable_raw_data(), mask.mutable_raw_data(),
-                          x.num_elements(), examples == 0 ? 0 : x.num_elements() / examples,
+                          x.num_elements(), per_example,
                           static_cast<uint64_t>(ctx.attr<int64_t>("seed")), ctx.attr<double>("rate"), ctx.attr<bool>("training"),
                           stream_of(ctx)),
                   "dropout");

@@ -46,12 +46,7 @@ void check_against_reference(const nlohmann::json& reference, bool fused) {
   REQUIRE(trained.size() == reference["gradients"].size());
 
   runtime::Session session(g, ops::kernels(), {.threads = 2});
-  int k = 0;
-  for (const auto& [name, value] : trained) {
-    const graph::Shape& shape = g.type(value).shape;
-    const std::vector<double> initial = reference_initial_value(name, shape, k++);
-    session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
-  }
+  assign_reference_weights(session, g, trained);
   std::vector<int64_t> tokens, next;
   for (int64_t e = 0; e < kBatch; ++e) {
     for (int64_t t = 0; t < options.context; ++t) {

@@ -45,12 +45,7 @@ void check_against_reference(const std::string& reference_file, const std::vecto
   REQUIRE(trained.size() == reference["gradients"].size());
 
   runtime::Session session(g, ops::kernels(), {.threads = 2});
-  int k = 0;
-  for (const auto& [name, value] : trained) {
-    const graph::Shape& shape = g.type(value).shape;
-    const std::vector<double> initial = reference_initial_value(name, shape, k++);
-    session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
-  }
+  assign_reference_weights(session, g, trained);
   const int64_t pixels = image[0] * image[1] * image[2];
   std::vector<double> images;
   for (int64_t i = 0; i < kBatch * pixels; ++i) images.push_back(std::sin(0.37 * static_cast<double>(i)));

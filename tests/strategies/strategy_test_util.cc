@@ -242,4 +242,14 @@ std::vector<double> reference_initial_value(const std::string& name, const graph
   return values;
 }
 
+void assign_reference_weights(runtime::Session& session, const graph::Graph& g,
+                              const std::map<std::string, graph::ValueRef>& trained) {
+  int k = 0;
+  for (const auto& [name, value] : trained) {
+    const graph::Shape& shape = g.type(value).shape;
+    const std::vector<double> initial = reference_initial_value(name, shape, k++);
+    session.assign_variable(name, runtime::Tensor::from<double>(runtime::TensorShape(shape.dims), std::span<const double>(initial)));
+  }
+}
+
 }  // namespace mirra::strategies::test

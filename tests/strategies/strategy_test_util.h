@@ -74,6 +74,9 @@ CapturedRun check_replays_match(const TrainingProgram& program, const std::vecto
 // of the k-th trained variable (by sorted name) is offset + scale * sin(1.3 j + 0.7 k), with (1, 0.1)
 // for a gamma, (0, 0.1) for a beta or a bias, (0, sqrt(2 / fan_in)) for the rest.
 std::vector<double> reference_initial_value(const std::string& name, const graph::Shape& shape, int k);
+// Assigns each of `trained` (variables of `g` by name, in sorted order) its reference_initial_value.
+void assign_reference_weights(runtime::Session& session, const graph::Graph& g,
+                              const std::map<std::string, graph::ValueRef>& trained);
 
 // Checks max |got - want| <= relative * max(max |want|, scale_floor) over one variable's elements (the
 // floor for a value that is zero but for rounding); returns max |got - want|.

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """gpt-tiny on the Shakespeare characters, mirra against PyTorch (bench/peers/torch_gpt.py: the same
-model, initialisation, recipe and data) in the same run.
+model, initialisation, recipe and data) and TensorFlow 2.21 (bench/peers/tf_gpt.py: the same model
+in Keras) in the same run.
 
 Throughput (default): tokens/s over the steady state (steps after --warmup-steps) and peak RSS, for
-mirra on one device (1 and 2 threads) and Mirrored over 2 CPU devices, and PyTorch with 1 and 2
-threads and DDP over 2 processes; f32, and bf16 with --bf16 (mirra's mixed_precision, PyTorch's
-autocast). Each cell is the median of --repeats runs; ratios are against the best peer.
+mirra on one device (1 and 2 threads) and Mirrored over 2 CPU devices, PyTorch with 1 and 2 threads
+and DDP over 2 processes, TensorFlow with 1 and 2 intra-op threads and MirroredStrategy over 2
+logical CPUs (from the virtual environment --venv, made on first use); f32, and bf16 with --bf16
+(mirra's mixed_precision, PyTorch's autocast, Keras's mixed_bfloat16). Each cell is the median of
+--repeats runs; ratios are against the best peer.
 
 Accuracy (--accuracy): nanoGPT's CPU recipe (batch 12, context 64, 2,000 iterations, learning rate
 1e-3 with 100 warmup steps and cosine decay to 1e-4, dropout 0) trained by mirra (Mirrored over 2 CPU
 devices) and by PyTorch; the validation loss of each over every window of val.bin, their difference,
 and both training-loss curves (a moving average of 50 steps) drawn into --plot (SVG).
 
-    python3 bench/gpt_vs_pytorch.py [--data DIR] [--steps 60] [--repeats 3] [--bf16]
-    python3 bench/gpt_vs_pytorch.py --accuracy [--plot docs/gpt_tiny_curves.svg]
+    python3 bench/gpt_vs_peers.py [--data DIR] [--steps 60] [--repeats 3] [--bf16] [--venv DIR]
+    python3 bench/gpt_vs_peers.py --accuracy [--plot docs/gpt_tiny_curves.svg]
 
 Prints one JSON object.
 """
@@ -25,11 +28,11 @@ import subprocess
 import sys
 import tempfile
 
-from peer_runs import measure, require_time
+from peer_runs import measure, require_time, tensorflow_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DRIVER = "gpt_vs_pytorch"
+DRIVER = "gpt_vs_peers"
 BATCH, CONTEXT = 12, 64
 
 
@@ -81,6 +84,16 @@ def peer_run(args, steps, threads=1, ddp=0, bf16=False, evaluate=False):
     return measure(command, DRIVER)
 
 
+def tensorflow_run(args, python, intra, mirrored=0, bf16=False):
+    command = [python, os.path.join(HERE, "peers", "tf_gpt.py"), args.data, "--steps", str(args.steps), "--warmup-steps",
+               str(args.warmup_steps), "--intra", str(intra), "--inter", str(2 if mirrored else 1)]
+    if mirrored:
+        command += ["--mirrored", str(mirrored)]
+    if bf16:
+        command.append("--bf16")
+    return measure(command, DRIVER)
+
+
 def cell(runs):
     return {"tokens_per_s": statistics.median(r["tokens_per_s"] for r in runs),
             "tokens_per_s_runs": [round(r["tokens_per_s"]) for r in runs],
@@ -101,15 +114,23 @@ def throughput(args, work):
             "pytorch_2_threads": cell([peer_run(args, args.steps, 2, 0, bf16) for _ in range(args.repeats)]),
             "pytorch_ddp_2": cell([peer_run(args, args.steps, 1, 2, bf16) for _ in range(args.repeats)]),
         }
-        best_single = max(("pytorch_1_thread", "pytorch_2_threads"), key=lambda k: peer[k]["tokens_per_s"])
+        python = tensorflow_python(args.venv, DRIVER)
+        peer.update({
+            "tensorflow_1_thread": cell([tensorflow_run(args, python, 1, 0, bf16) for _ in range(args.repeats)]),
+            "tensorflow_2_threads": cell([tensorflow_run(args, python, 2, 0, bf16) for _ in range(args.repeats)]),
+            "tensorflow_mirrored_2": cell([tensorflow_run(args, python, 1, 2, bf16) for _ in range(args.repeats)]),
+        })
+        singles = ("pytorch_1_thread", "pytorch_2_threads", "tensorflow_1_thread", "tensorflow_2_threads")
+        best_single = max(singles, key=lambda k: peer[k]["tokens_per_s"])
         best_any = max(peer, key=lambda k: peer[k]["tokens_per_s"])
         best_mirra_single = max(("one_device_1_thread", "one_device_2_threads"), key=lambda k: mirra[k]["tokens_per_s"])
         out[precision] = {
-            "mirra": mirra, "pytorch": peer,
-            "one_device_vs_best_pytorch_single": mirra[best_mirra_single]["tokens_per_s"] / peer[best_single]["tokens_per_s"],
+            "mirra": mirra, "peers": peer, "best_single_peer": best_single, "best_peer": best_any,
+            "one_device_vs_best_single_peer": mirra[best_mirra_single]["tokens_per_s"] / peer[best_single]["tokens_per_s"],
             "mirrored_vs_pytorch_ddp": mirra["mirrored_2"]["tokens_per_s"] / peer["pytorch_ddp_2"]["tokens_per_s"],
-            "mirrored_vs_best_pytorch": mirra["mirrored_2"]["tokens_per_s"] / peer[best_any]["tokens_per_s"],
-            "memory_vs_best_pytorch": mirra["mirrored_2"]["peak_rss_mib"] / peer[best_any]["peak_rss_mib"],
+            "mirrored_vs_tensorflow_mirrored": mirra["mirrored_2"]["tokens_per_s"] / peer["tensorflow_mirrored_2"]["tokens_per_s"],
+            "mirrored_vs_best_peer": mirra["mirrored_2"]["tokens_per_s"] / peer[best_any]["tokens_per_s"],
+            "memory_vs_best_peer": mirra["mirrored_2"]["peak_rss_mib"] / peer[best_any]["peak_rss_mib"],
         }
     return out
 
@@ -176,6 +197,7 @@ def main():
     parser.add_argument("--bf16", action="store_true")
     parser.add_argument("--accuracy", action="store_true")
     parser.add_argument("--plot")
+    parser.add_argument("--venv", default=os.path.join(ROOT, "build", "tf-venv"), help="TensorFlow's virtual environment")
     args = parser.parse_args()
     require_time(DRIVER)
     if not os.path.exists(os.path.join(args.data, "val.bin")):
@@ -183,7 +205,7 @@ def main():
     with open("/proc/cpuinfo") as f:
         cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
     with tempfile.TemporaryDirectory() as work:
-        result = {"benchmark": "gpt_tiny_vs_pytorch", "cpu": cpu, "batch": BATCH, "context": CONTEXT}
+        result = {"benchmark": "gpt_tiny_vs_peers", "cpu": cpu, "batch": BATCH, "context": CONTEXT}
         result.update(accuracy(args, work) if args.accuracy else {"throughput": throughput(args, work)})
     print(json.dumps(result))
 
