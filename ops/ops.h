@@ -28,6 +28,7 @@
 #include "ops/optimizers.h"
 #include "ops/peer_collective_ops.h"
 #include "ops/pool_ops.h"
+#include "ops/recomputation.h"
 #include "ops/reduce_ops.h"
 #include "ops/regression.h"
 #include "ops/registry.h"

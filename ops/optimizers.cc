@@ -8,6 +8,7 @@
 #include "ops/array_ops.h"
 #include "ops/check_numerics_ops.h"
 #include "ops/elementwise_ops.h"
+#include "ops/recomputation.h"
 #include "ops/loss_scale_ops.h"
 #include "ops/optimizer_ops.h"
 #include "ops/reduce_ops.h"
@@ -141,6 +142,7 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
   }
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients,
                          graph::gradients(b, differentiated, variables, seed));
+  MIRRA_RETURN_IF_ERROR(recompute_scopes(b, options.recompute).status());
   std::vector<graph::ValueRef> applied = gradients;
   graph::ValueRef finite;  // with loss scaling: whether this step's gradients may be applied
   if (scaled) {

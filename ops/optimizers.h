@@ -74,6 +74,9 @@ struct MinimizeOptions {
   // statistics; TensorFlow's UPDATE_OPS). Under a replicating strategy, one that writes from each
   // replica's own values needs its variable's aggregation (ops::VariableAggregation).
   std::vector<graph::NodeId> state_updates;
+  // Name-scope prefixes whose activations the backward pass computes again instead of keeping them
+  // (ops/recomputation.h; recompute_scopes_of gives them for `training.recompute`).
+  std::vector<std::string> recompute;
 };
 
 struct TrainOp {

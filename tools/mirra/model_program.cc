@@ -46,6 +46,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
                                         .loss_scaling = options.mixed_precision == ops::MixedPrecision::fp16
                                                             ? std::optional(ops::LossScaling{})
                                                             : std::nullopt};
+  minimize_options.recompute = ops::recompute_scopes_of(program.graph, options.recompute);
   for (const std::string& update : model.signature.state_updates) {
     minimize_options.state_updates.push_back(*program.graph.find(update));  // the reader checked it
   }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ops/mixed_precision.h"
+#include "ops/recomputation.h"
 #include "ops/optimizers.h"
 #include "ops/registry.h"
 #include "serialization/model_file.h"
@@ -31,6 +32,7 @@ struct ModelProgramOptions {
   std::optional<std::vector<std::string>> exclude_from_weight_decay;  // unset: the model file's
   bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
+  ops::Recompute recompute = ops::Recompute::none;  // activations computed again in the backward pass
   // Where the strategy will place the program: with bf16 on CPUs that multiply it natively, the
   // activations between the products stay 16-bit (ops/sixteen_bit_activations.h).
   std::vector<graph::DeviceId> devices;

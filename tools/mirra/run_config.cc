@@ -112,7 +112,8 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
-          "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "augmentation"},
+          "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "augmentation",
+          "recompute"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   if (t.contains("augmentation")) MIRRA_RETURN_IF_ERROR(read_augmentation(t.at("augmentation"), source, out.augmentation));
@@ -145,6 +146,15 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
       return strategies::config_key_error(source, "training.mixed_precision", "must be \"off\", \"bf16\" or \"fp16\", not " + mode.dump());
     }
     out.mixed_precision = *parsed;
+  }
+  if (t.contains("recompute")) {
+    const json& mode = t.at("recompute");
+    const auto parsed = mode.is_string() ? ops::parse_recompute(mode.get<std::string>())
+                                         : graph::Expected<ops::Recompute>(graph::invalid_argument(""));
+    if (!parsed.ok()) {
+      return strategies::config_key_error(source, "training.recompute", "must be \"none\" or \"blocks\", not " + mode.dump());
+    }
+    out.recompute = *parsed;
   }
   if (t.contains("memory_limit") && t.at("memory_limit").is_string()) {
     auto bytes = parse_byte_size(t.at("memory_limit").get<std::string>(), "'training.memory_limit'");
@@ -227,6 +237,7 @@ std::string run_config_json(const RunConfig& c) {
                    {"allow_tf32", c.training.allow_tf32},
                    {"cuda_graph", c.training.cuda_graph},
                    {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)},
+                   {"recompute", ops::recompute_name(c.training.recompute)},
                    {"sync_batch_norm", c.strategy.sync_batch_norm}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   if (c.training.weight_decay) training["weight_decay"] = *c.training.weight_decay;

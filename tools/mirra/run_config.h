@@ -16,6 +16,7 @@
 
 #include "graph/status.h"
 #include "ops/mixed_precision.h"
+#include "ops/recomputation.h"
 #include "runtime/data/image_augmentation.h"
 #include "runtime/training/learning_rate_schedule.h"
 #include "strategies/config.h"
@@ -47,6 +48,8 @@ struct TrainingConfig {
   bool cuda_graph = false;              // record the training step once and replay it (a CUDA graph on GPUs)
   // bf16 or fp16: products and convolutions on 16-bit operands; fp16 with dynamic loss scaling
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
+  // Activations the backward pass computes again instead of keeping (ops/recomputation.h).
+  ops::Recompute recompute = ops::Recompute::none;
 };
 
 struct CheckpointConfig {

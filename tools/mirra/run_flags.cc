@@ -66,6 +66,10 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "bf16 or fp16: matrix products and convolutions on 16-bit operands, f32 everywhere else; fp16 "
                      "with dynamic loss scaling (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
+  command.add_option("--recompute", f.recompute,
+                     "none or blocks: activations the backward pass computes again instead of keeping them "
+                     "(blocks: each name scope block<N>, its input kept; default none)")
+      ->check(CLI::IsMember({"none", "blocks"}));
   command.add_flag("--shard-optimizer-state", f.shard_optimizer_state,
                    "mirrored and multi_worker_mirrored: each replica keeps only its share of the optimizer slots "
                    "(ZeRO stage 1)");
@@ -147,6 +151,9 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.soft_placement) config.training.soft_placement = true;
   if (f.allow_tf32) config.training.allow_tf32 = true;
   if (f.cuda_graph) config.training.cuda_graph = true;
+  if (f.recompute) {
+    MIRRA_ASSIGN_OR_RETURN(config.training.recompute, ops::parse_recompute(*f.recompute));
+  }
   if (f.mixed_precision) {
     MIRRA_ASSIGN_OR_RETURN(config.training.mixed_precision, ops::parse_mixed_precision(*f.mixed_precision));
   }

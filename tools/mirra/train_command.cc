@@ -145,6 +145,7 @@ graph::Status TrainRun::run() {
                                                       .exclude_from_weight_decay = config_.training.exclude_from_weight_decay,
                                                       .check_numerics = config_.training.check_numerics,
                                                       .mixed_precision = config_.training.mixed_precision,
+                                                      .recompute = config_.training.recompute,
                                                       .devices = strategy_->config().devices}));
   all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
