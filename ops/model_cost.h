@@ -1,5 +1,6 @@
-// What a model's forward pass computes per example, counted as multiply-adds of its convolutions and
-// matrix products (the convention of the ResNet paper's "FLOPs" and of torchvision's GFLOPS column:
+// What a model's forward pass computes per example, counted as multiply-adds of its convolutions,
+// matrix products (MatMul, BatchMatMulV2) and attentions (q k^T and P v, the whole score matrix even
+// where causality masks it) (the convention of the ResNet paper's "FLOPs" and of torchvision's GFLOPS column:
 // ResNet-50 at 224x224 is about 4.1 G; twice that counts a multiply and an add apart). Element-wise
 // ops, batch normalisation and pooling are not counted: they are a few percent more.
 //
@@ -17,7 +18,8 @@ namespace mirra::ops {
 
 struct ForwardCost {
   int64_t multiply_adds = 0;  // per example
-  int64_t convolutions = 0, matrix_products = 0;  // the nodes counted
+  int64_t convolutions = 0, matrix_products = 0, attentions = 0;  // the nodes counted
+  int64_t attention_multiply_adds = 0;  // of the ScaledDotProductAttention nodes (in multiply_adds too)
 };
 
 // Over the nodes `roots` need, with the placeholders' batch dims bound to one example and the shapes

@@ -11,6 +11,7 @@
 
 #include "examples/models.h"
 #include "graph/gradients.h"
+#include "ops/model_cost.h"
 #include "tests/golden_file.h"
 #include "tests/strategies/strategy_test_util.h"
 
@@ -89,6 +90,28 @@ TEST_CASE("GPT.loss_and_every_gradient_match_pytorch_in_float64") {
   REQUIRE(file.good());
   const nlohmann::json reference = nlohmann::json::parse(file);
   for (const bool fused : {true, false}) check_against_reference(reference, fused);
+}
+
+// GPT-2 small's 124,439,808 parameters (tied embeddings, 1,024 positions), and the forward pass's
+// products: each weight of the blocks and the output projection once per token, and the attention's
+// 2 x layers x context x width per token (q k^T and P v over every key).
+TEST_CASE("GPT.gpt2_small_has_gpt2s_parameters_and_products") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry(), 1);
+  const examples::GptOptions o{.layers = 12, .heads = 12, .embedding = 768, .context = 1024, .vocab = 50257};
+  const examples::LanguageModel model = examples::build_gpt(b, o);
+  REQUIRE(b.status().ok());
+  int64_t parameters = 0;
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op == "Variable") parameters += *node.outputs[0].shape.num_elements();
+  }
+  CHECK(parameters == 124'439'808);
+  const auto cost = ops::forward_cost(g, std::span(&model.logits.node, 1), ops::registry());
+  REQUIRE(cost.ok());
+  CHECK(cost->attentions == 12);
+  CHECK(cost->attention_multiply_adds == 2 * o.layers * o.context * o.context * o.embedding);
+  const int64_t block_weights = 12 * o.embedding * o.embedding;  // qkv 3E^2, projection E^2, MLP 8E^2
+  CHECK(cost->multiply_adds - cost->attention_multiply_adds == o.context * (o.layers * block_weights + o.vocab * o.embedding));
 }
 
 }  // namespace

@@ -53,10 +53,21 @@ void print_forward_cost(const serialization::Model& model) {
   const graph::NodeId loss = model.signature.loss.node;
   const auto cost = ops::forward_cost(model.graph, std::span(&loss, 1), ops::registry());
   if (!cost.ok()) return;
-  std::printf("  forward pass: %.4g G multiply-adds per example (%lld convolutions, %lld matrix products; twice as "
-              "many FLOPs)\n",
+  std::printf("  forward pass: %.4g G multiply-adds per example (%lld convolutions, %lld matrix products, %lld attentions; "
+              "twice as many FLOPs)\n",
               static_cast<double>(cost->multiply_adds) * 1e-9, static_cast<long long>(cost->convolutions),
-              static_cast<long long>(cost->matrix_products));
+              static_cast<long long>(cost->matrix_products), static_cast<long long>(cost->attentions));
+  // A language model's examples are windows of token ids: its cost per token, as the scaling-law papers
+  // count training (6 FLOPs per parameter a token meets, and the attention's).
+  const auto features = model.graph.find(model.signature.features);
+  if (!features) return;
+  const graph::TensorType& tokens = model.graph.node(*features).outputs[0];
+  if (graph::is_floating(tokens.dtype) || tokens.shape.rank() != 2 || tokens.shape.dim(1) < 1) return;
+  const double per_token = 1.0 / static_cast<double>(tokens.shape.dim(1));
+  const double attention = static_cast<double>(cost->attention_multiply_adds) * per_token;
+  const double products = static_cast<double>(cost->multiply_adds) * per_token - attention;
+  std::printf("  per token: %.4g M multiply-adds forward; training %.4g M FLOPs (6 per product weight: %.4g M, attention: %.4g M)\n",
+              (products + attention) * 1e-6, 6 * (products + attention) * 1e-6, 6 * products * 1e-6, 6 * attention * 1e-6);
 }
 
 void print_summary(const InspectCommand& command, const serialization::Model& model) {
