@@ -293,4 +293,28 @@ graph::Expected<int64_t> dropout_elements_per_example(const Tensor& x, const Ten
   return examples == 0 ? int64_t{0} : x.num_elements() / examples;
 }
 
+graph::Expected<LayerNormGeometry> layer_norm_geometry(const KernelContext& ctx, bool gradient) {
+  const Tensor& x = ctx.input(gradient ? 1 : 0);
+  LayerNormGeometry g;
+  g.columns = x.dim(x.rank() - 1);
+  const std::vector<int64_t> dims = x.shape().to_vector();
+  g.row_shape = TensorShape(std::vector<int64_t>(dims.begin(), dims.end() - 1));
+  g.rows = g.row_shape.num_elements();
+  if (gradient && !(ctx.input(0).shape() == x.shape())) {
+    return graph::invalid_argument("dy " + ctx.input(0).type_string() + " does not match x " + x.type_string());
+  }
+  const std::vector<size_t> per_column = gradient ? std::vector<size_t>{2} : std::vector<size_t>{1, 2};
+  for (const size_t i : per_column) {
+    if (ctx.input(i).num_elements() != g.columns) {
+      return graph::invalid_argument("a parameter " + ctx.input(i).type_string() + " does not match x's last dim in " + x.type_string());
+    }
+  }
+  for (size_t i = 3; gradient && i < 5; ++i) {
+    if (ctx.input(i).num_elements() != g.rows) {
+      return graph::invalid_argument("a row statistic " + ctx.input(i).type_string() + " does not match the rows of " + x.type_string());
+    }
+  }
+  return g;
+}
+
 }  // namespace mirra::ops

@@ -67,6 +67,14 @@ graph::Expected<BatchMatMulGeometry> batch_matmul_geometry(const KernelContext& 
 // node has it): its geometry, checked.
 graph::Expected<AttentionGeometry> attention_geometry(const KernelContext& ctx, size_t first, size_t mask);
 
+// LayerNorm (inputs x, scale, offset) and LayerNormGrad (dy, x, scale, mean, rstd): x seen as [rows,
+// columns], its row statistics' shape, the operands checked against it.
+struct LayerNormGeometry {
+  int64_t rows = 1, columns = 0;
+  TensorShape row_shape;
+};
+graph::Expected<LayerNormGeometry> layer_norm_geometry(const KernelContext& ctx, bool gradient);
+
 // Dropout: the elements of x per example of `keys` (x's dim 0 holds their rows, equally many each).
 graph::Expected<int64_t> dropout_elements_per_example(const Tensor& x, const Tensor& keys);
 

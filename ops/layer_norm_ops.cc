@@ -9,6 +9,7 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 #include "ops/source_ops.h"
@@ -68,41 +69,15 @@ Expected<std::vector<TensorType>> infer_layer_norm_grad(const InferContext& ctx)
   return std::vector<TensorType>{x, parameter, parameter};
 }
 
-// x seen as [rows, columns]; the operands of one kernel call checked against it.
-struct Rows {
-  int64_t rows = 0, columns = 0;
-};
-
-Expected<Rows> rows_of(const Tensor& x, std::initializer_list<const Tensor*> per_column,
-                       std::initializer_list<const Tensor*> per_row) {
-  Rows r;
-  r.columns = x.dim(x.rank() - 1);
-  r.rows = 1;
-  for (int d = 0; d + 1 < x.rank(); ++d) r.rows *= x.dim(d);
-  for (const Tensor* p : per_column) {
-    if (p->num_elements() != r.columns) {
-      return graph::invalid_argument("a parameter " + p->type_string() + " does not match x's last dim in " + x.type_string());
-    }
-  }
-  for (const Tensor* s : per_row) {
-    if (s->num_elements() != r.rows) {
-      return graph::invalid_argument("a row statistic " + s->type_string() + " does not match the rows of " + x.type_string());
-    }
-  }
-  return r;
-}
-
 Status layer_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor& offset = ctx.input(2);
-  MIRRA_ASSIGN_OR_RETURN(const Rows r, rows_of(x, {&scale, &offset}, {}));
+  MIRRA_ASSIGN_OR_RETURN(const LayerNormGeometry r, layer_norm_geometry(ctx, /*gradient=*/false));
   const double epsilon = ctx.attr<double>("epsilon");
-  const std::vector<int64_t> dims = x.shape().to_vector();
-  const TensorShape rows_shape(std::vector<int64_t>(dims.begin(), dims.end() - 1));
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  Tensor& mean = ctx.allocate_output(1, statistics_dtype(x.dtype()), rows_shape);
-  Tensor& rstd = ctx.allocate_output(2, statistics_dtype(x.dtype()), rows_shape);
+  Tensor& mean = ctx.allocate_output(1, statistics_dtype(x.dtype()), r.row_shape);
+  Tensor& rstd = ctx.allocate_output(2, statistics_dtype(x.dtype()), r.row_shape);
   return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* in = x.data<T>();
     const T* gamma = scale.data<T>();
@@ -144,8 +119,7 @@ Status layer_norm_grad_kernel(KernelContext& ctx) {
   const Tensor& scale = ctx.input(2);
   const Tensor& mean = ctx.input(3);
   const Tensor& rstd = ctx.input(4);
-  if (!(dy.shape() == x.shape())) return graph::invalid_argument("dy " + dy.type_string() + " does not match x " + x.type_string());
-  MIRRA_ASSIGN_OR_RETURN(const Rows r, rows_of(x, {&scale}, {&mean, &rstd}));
+  MIRRA_ASSIGN_OR_RETURN(const LayerNormGeometry r, layer_norm_geometry(ctx, /*gradient=*/true));
   Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
   Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{r.columns});
   Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{r.columns});

@@ -136,13 +136,14 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
       options.loss_scaling ? std::optional(scale_loss(b, loss, *options.loss_scaling)) : std::nullopt;
   const graph::ValueRef differentiated = scaled ? scaled->scaled_loss : loss;
   graph::ValueRef seed;
+  const auto first_gradient = static_cast<graph::NodeId>(g.size());
   {
     auto scope = b.scope("gradients");
     seed = graph::ones_like(b, differentiated);
   }
   MIRRA_ASSIGN_OR_RETURN(const std::vector<graph::ValueRef> gradients,
                          graph::gradients(b, differentiated, variables, seed));
-  MIRRA_RETURN_IF_ERROR(recompute_scopes(b, options.recompute).status());
+  MIRRA_RETURN_IF_ERROR(recompute_scopes(b, options.recompute, first_gradient).status());
   std::vector<graph::ValueRef> applied = gradients;
   graph::ValueRef finite;  // with loss scaling: whether this step's gradients may be applied
   if (scaled) {

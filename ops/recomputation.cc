@@ -16,8 +16,6 @@ using graph::Node;
 using graph::NodeId;
 using graph::ValueRef;
 
-bool is_gradient_node(const Node& node) { return node.name.starts_with("gradients/"); }
-
 // Whether copying `node` computes its values again: not a source of state or input, not an update,
 // not a collective.
 bool copyable(const Node& node, const graph::OpRegistry& registry) {
@@ -28,9 +26,11 @@ bool copyable(const Node& node, const graph::OpRegistry& registry) {
 }
 
 // Copies for the gradient nodes of one scope; returns how many nodes were copied.
-size_t recompute_scope(graph::Builder& b, const std::string& prefix) {
+// The gradient nodes are [first_gradient, end_of_gradients): not the copies of scopes done before.
+size_t recompute_scope(graph::Builder& b, const std::string& prefix, NodeId first_gradient, NodeId end_of_gradients) {
   Graph& g = b.graph();
   const size_t original_size = g.size();
+  const auto is_gradient_node = [&](const Node& node) { return node.id >= first_gradient && node.id < end_of_gradients; };
   std::vector<bool> in_scope(original_size, false);
   for (const Node& node : g.nodes()) {
     in_scope[node.id] = !is_gradient_node(node) && node.name.starts_with(prefix) && copyable(node, b.registry());
@@ -143,7 +143,6 @@ std::vector<std::string> recompute_scopes_of(const graph::Graph& g, Recompute mo
   if (mode == Recompute::none) return {};
   std::set<std::string> scopes;
   for (const Node& node : g.nodes()) {
-    if (is_gradient_node(node)) continue;
     // Each scope component "block" followed by digits ends a block's prefix.
     size_t start = 0;
     while (start < node.name.size()) {
@@ -160,10 +159,11 @@ std::vector<std::string> recompute_scopes_of(const graph::Graph& g, Recompute mo
   return {scopes.begin(), scopes.end()};
 }
 
-graph::Expected<size_t> recompute_scopes(graph::Builder& b, std::span<const std::string> scopes) {
+graph::Expected<size_t> recompute_scopes(graph::Builder& b, std::span<const std::string> scopes, NodeId first_gradient) {
   size_t copied = 0;
+  const auto end_of_gradients = static_cast<NodeId>(b.graph().size());
   for (const std::string& prefix : scopes) {
-    copied += recompute_scope(b, prefix);
+    copied += recompute_scope(b, prefix, first_gradient, end_of_gradients);
     MIRRA_RETURN_IF_ERROR(b.status());
   }
   return copied;

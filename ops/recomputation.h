@@ -26,12 +26,12 @@ enum class Recompute { none, blocks };
 graph::Expected<Recompute> parse_recompute(std::string_view name);
 std::string_view recompute_name(Recompute mode);
 
-// The scope prefixes ("gpt/block3/") `mode` recomputes in `g`.
+// The scope prefixes ("gpt/block3/") `mode` recomputes in `g`, a graph without its gradients yet.
 std::vector<std::string> recompute_scopes_of(const graph::Graph& g, Recompute mode);
 
-// Rewires the gradient nodes (named "gradients/...") of `b`'s graph to copies of the computations of
-// each scope prefix. Variables, placeholders, constants and stateful ops are never copied. Returns
-// how many nodes were copied.
-graph::Expected<size_t> recompute_scopes(graph::Builder& b, std::span<const std::string> scopes);
+// Rewires the gradient nodes of `b`'s graph (those from `first_gradient` on: gradients() adds them
+// after the forward pass's) to copies of the computations of each scope prefix. Variables,
+// placeholders, constants and stateful ops are never copied. Returns how many nodes were copied.
+graph::Expected<size_t> recompute_scopes(graph::Builder& b, std::span<const std::string> scopes, graph::NodeId first_gradient);
 
 }  // namespace mirra::ops

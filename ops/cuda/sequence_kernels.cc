@@ -110,27 +110,14 @@ void unsorted_segment_sum_kernel(KernelContext& ctx, runtime::KernelDone done) {
       std::move(scratch));
 }
 
-// x seen as [rows, columns].
-std::pair<int64_t, int64_t> rows_and_columns(const Tensor& x) {
-  const int64_t columns = x.dim(x.rank() - 1);
-  int64_t rows = 1;
-  for (int d = 0; d + 1 < x.rank(); ++d) rows *= x.dim(d);
-  return {rows, columns};
-}
-
 Status layer_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const auto [rows, columns] = rows_and_columns(x);
-  if (ctx.input(1).num_elements() != columns || ctx.input(2).num_elements() != columns) {
-    return graph::invalid_argument("scale and offset must have x's last dim: " + x.type_string());
-  }
-  const std::vector<int64_t> dims = x.shape().to_vector();
-  const TensorShape row_shape(std::vector<int64_t>(dims.begin(), dims.end() - 1));
+  MIRRA_ASSIGN_OR_RETURN(const LayerNormGeometry g, layer_norm_geometry(ctx, /*gradient=*/false));
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  Tensor& mean = ctx.allocate_output(1, x.dtype(), row_shape);
-  Tensor& rstd = ctx.allocate_output(2, x.dtype(), row_shape);
+  Tensor& mean = ctx.allocate_output(1, x.dtype(), g.row_shape);
+  Tensor& rstd = ctx.allocate_output(2, x.dtype(), g.row_shape);
   return launched(layer_norm(x.dtype(), x.raw_data(), ctx.input(1).raw_data(), ctx.input(2).raw_data(), y.mutable_raw_data(),
-                             mean.mutable_raw_data(), rstd.mutable_raw_data(), rows, columns, ctx.attr<double>("epsilon"),
+                             mean.mutable_raw_data(), rstd.mutable_raw_data(), g.rows, g.columns, ctx.attr<double>("epsilon"),
                              stream_of(ctx)),
                   "layer_norm");
 }
@@ -138,17 +125,13 @@ Status layer_norm_kernel(KernelContext& ctx) {
 Status layer_norm_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& x = ctx.input(1);
-  const auto [rows, columns] = rows_and_columns(x);
-  if (!(dy.shape() == x.shape()) || ctx.input(2).num_elements() != columns || ctx.input(3).num_elements() != rows ||
-      ctx.input(4).num_elements() != rows) {
-    return graph::invalid_argument("LayerNormGrad's operands do not match x " + x.type_string());
-  }
+  MIRRA_ASSIGN_OR_RETURN(const LayerNormGeometry g, layer_norm_geometry(ctx, /*gradient=*/true));
   Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
-  Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{columns});
-  Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{columns});
+  Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{g.columns});
+  Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{g.columns});
   return launched(layer_norm_grad(x.dtype(), dy.raw_data(), x.raw_data(), ctx.input(2).raw_data(), ctx.input(3).raw_data(),
                                   ctx.input(4).raw_data(), dx.mutable_raw_data(), dscale.mutable_raw_data(),
-                                  doffset.mutable_raw_data(), rows, columns, stream_of(ctx)),
+                                  doffset.mutable_raw_data(), g.rows, g.columns, stream_of(ctx)),
                   "layer_norm_grad");
 }
 
