@@ -1,4 +1,5 @@
-// Reshape, Transpose, Identity, Cast and OneHot: schemas, builders and CPU kernels.
+// Reshape, ExpandDims, Squeeze, Transpose, Tile, Identity, Cast and OneHot: schemas, builders and CPU
+// kernels.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,7 +11,9 @@
 #include "ops/cpu/float_conversion.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_math.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
+#include "ops/reduce_ops.h"
 #include "ops/shape_inference.h"
 
 namespace mirra::ops {
@@ -71,6 +74,103 @@ Expected<std::vector<TensorType>> infer_reshape(const InferContext& ctx) {
     return std::vector<TensorType>{{ctx.input(0).dtype, Shape(*dims)}};
   }
   return std::vector<TensorType>{{ctx.input(0).dtype, Shape(target)}};
+}
+
+// ---- ExpandDims and Squeeze: reshapes that insert or remove dims of size 1 ----
+
+template <graph::Expected<TensorShape> (*kShape)(const KernelContext&, const TensorShape&)>
+Status reshaping_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape shape, kShape(ctx, x.shape()));
+  ctx.set_output(0, x.reshaped(shape));
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_expand_dims(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto axis = normalize_axis(ctx.attr<int64_t>("axis"), in.rank() + 1);
+  if (!axis) return ctx.error("axis " + std::to_string(ctx.attr<int64_t>("axis")) + " is outside [-rank-1, rank]");
+  if (in.rank() >= runtime::kMaxRank) return ctx.error("the output's rank exceeds " + std::to_string(runtime::kMaxRank));
+  Shape out = in;
+  out.dims.insert(out.dims.begin() + *axis, 1);
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+Expected<std::vector<TensorType>> infer_squeeze(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto& axes = ctx.attr<std::vector<int64_t>>("axis");
+  std::vector<bool> dropped(static_cast<size_t>(in.rank()), false);
+  if (axes.empty()) {
+    for (int d = 0; d < in.rank(); ++d) {
+      if (in.dim(d) < 0) return ctx.error("squeezing every dim of size 1 needs known dims; name the axes");
+      dropped[static_cast<size_t>(d)] = in.dim(d) == 1;
+    }
+  }
+  for (int64_t a : axes) {
+    const auto axis = normalize_axis(a, in.rank());
+    if (!axis) return ctx.error("axis " + std::to_string(a) + " is out of range");
+    if (in.dim(*axis) > 1 || in.dim(*axis) == 0) return ctx.error("cannot squeeze dim " + std::to_string(*axis) + ": it is not 1");
+    dropped[static_cast<size_t>(*axis)] = true;
+  }
+  Shape out;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (!dropped[static_cast<size_t>(d)]) out.dims.push_back(in.dim(d));
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
+}
+
+// ---- Tile ----
+
+Status tile_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape shape, tile_shape(ctx, x.shape()));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), shape);
+  if (shape.num_elements() == 0) return Status();
+  // Rows of the output's last dim: each is x's matching row (every dim taken modulo x's) repeated.
+  const int rank = x.rank();
+  const int64_t in_inner = rank > 0 ? x.dim(rank - 1) : 1, out_inner = rank > 0 ? shape.dim(rank - 1) : 1;
+  int64_t in_strides[runtime::kMaxRank] = {};
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    in_strides[d] = stride;
+    stride *= x.dim(d);
+  }
+  cpu::with_element_type(x.dtype(), [&]<class E>(std::type_identity<E>) {
+    const E* in = static_cast<const E*>(x.raw_data());
+    E* out = static_cast<E*>(y.mutable_raw_data());
+    cpu::parallel_for(shape.num_elements() / out_inner, std::max<int64_t>(1, cpu::kElementwiseGrain / out_inner),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t row = begin; row < end; ++row) {
+                          int64_t offset = 0, rest = row;
+                          for (int d = rank - 2; d >= 0; --d) {
+                            offset += (rest % shape.dim(d)) % x.dim(d) * in_strides[d];
+                            rest /= shape.dim(d);
+                          }
+                          E* row_out = out + row * out_inner;
+                          for (int64_t at = 0; at < out_inner; at += in_inner) std::copy_n(in + offset, in_inner, row_out + at);
+                        }
+                      });
+  });
+  return Status();
+}
+
+Expected<std::vector<TensorType>> infer_tile(const InferContext& ctx) {
+  const Shape& in = ctx.input(0).shape;
+  const auto& multiples = ctx.attr<std::vector<int64_t>>("multiples");
+  if (static_cast<int>(multiples.size()) != in.rank()) return ctx.error("multiples must have one entry per dim of the input");
+  Shape out = in;
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t m = multiples[static_cast<size_t>(d)];
+    if (m < 0) return ctx.error("multiples must be non-negative");
+    int64_t dim = -1;
+    if (m == 0) {
+      dim = 0;
+    } else if (in.dim(d) >= 0 && __builtin_mul_overflow(in.dim(d), m, &dim)) {
+      return ctx.error("the tiled dim " + std::to_string(d) + " overflows int64");
+    }
+    out.dims[static_cast<size_t>(d)] = dim;
+  }
+  return std::vector<TensorType>{{ctx.input(0).dtype, out}};
 }
 
 // ---- Transpose ----
@@ -233,6 +333,34 @@ Grads transpose_grad(GradientContext& g) {
 
 Grads identity_grad(GradientContext& g) { return {g.grad(0)}; }
 
+// The sum of dy's tiles: dy seen as [m0, d0, m1, d1, ...] (x's dims d, the multiples m; a pair only
+// where m > 1, a 1 of x's dropped there), summed over the m axes, in x's shape.
+Grads tile_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const Shape& in = g.input_types[0].shape;
+  if (!graph::is_floating(g.input_types[0].dtype)) return {ValueRef{}};
+  const auto& multiples = g.attr<std::vector<int64_t>>("multiples");
+  std::vector<int64_t> dims, tile_axes;
+  int unknown = 0;
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t m = multiples[static_cast<size_t>(d)];
+    if (m != 1) {
+      tile_axes.push_back(static_cast<int64_t>(dims.size()));
+      dims.push_back(m);
+    }
+    if (m == 1 || in.dim(d) != 1) dims.push_back(in.dim(d));
+    unknown += in.dim(d) < 0;
+  }
+  if (unknown > 1 || dims.size() > static_cast<size_t>(runtime::kMaxRank)) {
+    b.fail(graph::unimplemented("node '" + g.node.name + "': the gradient of Tile needs at most one unknown dim and at most " +
+                                std::to_string(runtime::kMaxRank) + " dims and tiled dims together"));
+    return {};
+  }
+  const ValueRef tiles = reshape(b, g.grad(0), dims);
+  const ValueRef summed = reduce_sum(b, tiles, tile_axes);
+  return {reshape_like(b, summed, g.input(0))};
+}
+
 Grads cast_grad(GradientContext& g) {
   // Only a cast between floating types passes a gradient; integer outputs have none.
   const graph::DType from = g.input_types[0].dtype;
@@ -257,6 +385,34 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .summary = "The same elements with another shape; one dim may be -1.",
                               .gradient = reshape_grad});
   kernels.add("Reshape", DeviceKind::cpu, {reshape_kernel});
+
+  schemas.add(graph::OpSchema{.name = "ExpandDims",
+                              .inputs = {"x"},
+                              .attrs = {{"axis", AttrType::integer, {}}},
+                              .traits = graph::kForwardsInput,
+                              .moves_values = {0},
+                              .infer = infer_expand_dims,
+                              .summary = "x with a dim of size 1 inserted at axis (in [-rank-1, rank]); shares the buffer.",
+                              .gradient = reshape_grad});
+  kernels.add("ExpandDims", DeviceKind::cpu, {reshaping_kernel<expand_dims_shape>});
+  schemas.add(graph::OpSchema{.name = "Squeeze",
+                              .inputs = {"x"},
+                              .attrs = {{"axis", AttrType::int_list, std::vector<int64_t>{}}},
+                              .traits = graph::kForwardsInput,
+                              .moves_values = {0},
+                              .infer = infer_squeeze,
+                              .summary = "x without the dims of size 1 at axis (every one when axis is empty); shares the buffer.",
+                              .gradient = reshape_grad});
+  kernels.add("Squeeze", DeviceKind::cpu, {reshaping_kernel<squeeze_shape>});
+
+  schemas.add(graph::OpSchema{.name = "Tile",
+                              .inputs = {"x"},
+                              .attrs = {{"multiples", AttrType::int_list, {}}},
+                              .moves_values = {0},
+                              .infer = infer_tile,
+                              .summary = "x repeated multiples[d] times along each dim d.",
+                              .gradient = tile_grad});
+  kernels.add("Tile", DeviceKind::cpu, {tile_kernel});
 
   schemas.add(graph::OpSchema{.name = "Transpose",
                               .inputs = {"x"},
@@ -336,6 +492,18 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .summary = "x's elements in like's run-time shape (the gradient of Reshape).",
                               .gradient = reshape_like_grad});
   kernels.add("ReshapeLike", DeviceKind::cpu, {reshape_like_kernel});
+}
+
+ValueRef expand_dims(Builder& b, ValueRef x, int64_t axis) {
+  return b.add_value({.op = "ExpandDims", .inputs = {x}, .attrs = {{"axis", axis}}});
+}
+
+ValueRef squeeze(Builder& b, ValueRef x, std::vector<int64_t> axes) {
+  return b.add_value({.op = "Squeeze", .inputs = {x}, .attrs = {{"axis", std::move(axes)}}});
+}
+
+ValueRef tile(Builder& b, ValueRef x, std::vector<int64_t> multiples) {
+  return b.add_value({.op = "Tile", .inputs = {x}, .attrs = {{"multiples", std::move(multiples)}}});
 }
 
 ValueRef reshape(Builder& b, ValueRef x, std::vector<int64_t> shape) {

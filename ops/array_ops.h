@@ -1,5 +1,6 @@
-// Array ops. Layout: Reshape (one -1 allowed; shares the buffer), Transpose, Identity, Cast, OneHot,
-// and for gradients ZerosLike and ReshapeLike (shapes taken at run time).
+// Array ops. Layout: Reshape (one -1 allowed), ExpandDims and Squeeze (all three share the buffer),
+// Transpose, Tile, Identity, Cast, OneHot, and for gradients ZerosLike and ReshapeLike (shapes taken at
+// run time).
 // Slicing (slicing_ops.cc): Concat, Split (num_split equal parts), Slice (size -1: to the end), Pad.
 #pragma once
 
@@ -15,7 +16,13 @@ using graph::DType;
 using graph::ValueRef;
 
 ValueRef reshape(Builder& b, ValueRef x, std::vector<int64_t> shape);
+// x with a dim of size 1 inserted at `axis` (negative: counted from the end of the output's dims).
+ValueRef expand_dims(Builder& b, ValueRef x, int64_t axis);
+// x without its dims of size 1 at `axes` (all of them when `axes` is empty).
+ValueRef squeeze(Builder& b, ValueRef x, std::vector<int64_t> axes = {});
 ValueRef transpose(Builder& b, ValueRef x, std::vector<int64_t> perm);
+// x repeated multiples[d] times along each dim d.
+ValueRef tile(Builder& b, ValueRef x, std::vector<int64_t> multiples);
 ValueRef identity(Builder& b, ValueRef x);
 ValueRef zeros_like(Builder& b, ValueRef x);
 // x's elements in like's run-time shape.

@@ -1,5 +1,5 @@
-// Binary element-wise ops with NumPy broadcasting: arithmetic (same dtype in and out) and comparisons
-// (to bool). Integer division by zero is an error, never a trap.
+// Binary element-wise ops with NumPy broadcasting: arithmetic (same dtype in and out), comparisons and
+// the logical ops (to bool). Integer division by zero is an error, never a trap.
 #include <algorithm>
 
 #include "ops/cpu/broadcast.h"
@@ -27,14 +27,34 @@ using math::Greater;
 using math::GreaterEqual;
 using math::Less;
 using math::LessEqual;
+using math::LogicalAnd;
+using math::LogicalOr;
 using math::Maximum;
 using math::Minimum;
 using math::Mul;
 using math::NotEqual;
+using math::Pow;
 using math::Sub;
 
 template <class Op>
-inline constexpr bool kToBool = math::kComparison<Op>;
+inline constexpr bool kToBool = math::kBoolOutput<Op>;
+template <class Op>
+inline constexpr bool kLogical = std::is_same_v<Op, LogicalAnd> || std::is_same_v<Op, LogicalOr>;
+
+// The dtypes an op's inputs may have, as its schema states them and its kernel dispatches on them.
+template <class Op>
+std::vector<DType> input_dtypes() {
+  if constexpr (kLogical<Op>) return {DType::boolean};
+  if constexpr (std::is_same_v<Op, Pow>) return {DType::f32, DType::f64};
+  return {DType::f32, DType::f64, DType::i32, DType::i64};
+}
+
+template <class Op, class F>
+Status visit_input_dtype(DType dtype, F&& f) {
+  if constexpr (kLogical<Op>) return cpu::visit_dtype<bool>(dtype, f);
+  if constexpr (std::is_same_v<Op, Pow>) return cpu::visit_dtype<float, double>(dtype, f);
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(dtype, f);
+}
 
 template <class Op>
 Status binary_kernel(KernelContext& ctx) {
@@ -46,7 +66,7 @@ Status binary_kernel(KernelContext& ctx) {
                                    " do not broadcast");
   }
   Tensor& out = ctx.allocate_output(0, kToBool<Op> ? graph::DType::boolean : x.dtype(), *shape);
-  return cpu::visit_dtype<float, double, int32_t, int64_t>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+  return visit_input_dtype<Op>(x.dtype(), [&]<class T>(cpu::Type<T>) {
     if constexpr (std::is_same_v<Op, Div> && std::is_integral_v<T>) {
       const auto divisors = y.values<T>();
       if (std::find(divisors.begin(), divisors.end(), T(0)) != divisors.end()) {
@@ -110,6 +130,20 @@ Grads extremum_grad(GradientContext& g) {
   const ValueRef y_wins = sub(b, scalar_of(b, 1.0, x), x_wins);
   return {to_x, sum_to_shape(b, mul(b, dy, y_wins), y)};
 }
+// TensorFlow's rule: dx = dy y x^(y-1); dy = dy x^y log(x) where x > 0, else 0 (no real logarithm).
+Grads pow_grad(GradientContext& g) {
+  auto& b = g.builder;
+  const ValueRef x = g.input(0), y = g.input(1), dy = g.grad(0), z = g.output(0);
+  const ValueRef one = scalar_of(b, 1.0, x), zero = scalar_of(b, 0.0, x);
+  const ValueRef y_minus_one = sub(b, y, one);
+  const ValueRef slope_x = mul(b, y, pow(b, x, y_minus_one));
+  const ValueRef dx = sum_to_shape(b, mul(b, dy, slope_x), x);
+  const ValueRef positive = greater(b, x, zero);
+  const ValueRef safe_x = select(b, positive, x, one);
+  const ValueRef log_x = select(b, positive, log(b, safe_x), zero);
+  const ValueRef slope_y = mul(b, z, log_x);
+  return {dx, sum_to_shape(b, mul(b, dy, slope_y), y)};
+}
 
 template <class Op>
 graph::GradientFn gradient_of() {
@@ -118,6 +152,7 @@ graph::GradientFn gradient_of() {
   if constexpr (std::is_same_v<Op, Mul>) return mul_grad;
   if constexpr (std::is_same_v<Op, Div>) return div_grad;
   if constexpr (std::is_same_v<Op, Maximum> || std::is_same_v<Op, Minimum>) return extremum_grad;
+  if constexpr (std::is_same_v<Op, Pow>) return pow_grad;
   return {};
 }
 
@@ -128,7 +163,7 @@ void register_binary(const char* name, graph::OpRegistry& schemas, runtime::Kern
       .inputs = {"x", "y"},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         using graph::DType;
-        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64, DType::i32, DType::i64}));
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, input_dtypes<Op>()));
         MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
         auto shape = broadcast_shapes(ctx.input(0).shape, ctx.input(1).shape);
         if (!shape) return ctx.error("shapes do not broadcast");
@@ -149,12 +184,15 @@ void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
   register_binary<Div>("Div", schemas, kernels);
   register_binary<Maximum>("Maximum", schemas, kernels);
   register_binary<Minimum>("Minimum", schemas, kernels);
+  register_binary<Pow>("Pow", schemas, kernels);
   register_binary<Equal>("Equal", schemas, kernels);
   register_binary<NotEqual>("NotEqual", schemas, kernels);
   register_binary<Less>("Less", schemas, kernels);
   register_binary<LessEqual>("LessEqual", schemas, kernels);
   register_binary<Greater>("Greater", schemas, kernels);
   register_binary<GreaterEqual>("GreaterEqual", schemas, kernels);
+  register_binary<LogicalAnd>("LogicalAnd", schemas, kernels);
+  register_binary<LogicalOr>("LogicalOr", schemas, kernels);
   schemas.add(graph::OpSchema{
       .name = "SumToShape",
       .inputs = {"x", "like"},
@@ -182,11 +220,14 @@ ValueRef mul(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Mu
 ValueRef div(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Div", .inputs = {x, y}}); }
 ValueRef maximum(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Maximum", .inputs = {x, y}}); }
 ValueRef minimum(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Minimum", .inputs = {x, y}}); }
+ValueRef pow(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Pow", .inputs = {x, y}}); }
 ValueRef equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Equal", .inputs = {x, y}}); }
 ValueRef not_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "NotEqual", .inputs = {x, y}}); }
 ValueRef less(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Less", .inputs = {x, y}}); }
 ValueRef less_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "LessEqual", .inputs = {x, y}}); }
 ValueRef greater(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "Greater", .inputs = {x, y}}); }
 ValueRef greater_equal(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "GreaterEqual", .inputs = {x, y}}); }
+ValueRef logical_and(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "LogicalAnd", .inputs = {x, y}}); }
+ValueRef logical_or(Builder& b, ValueRef x, ValueRef y) { return b.add_value({.op = "LogicalOr", .inputs = {x, y}}); }
 
 }  // namespace mirra::ops

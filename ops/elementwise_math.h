@@ -16,7 +16,7 @@
 
 namespace mirra::ops::math {
 
-// ---- Unary (f32, f64) ----
+// ---- Unary (f32, f64; LogicalNot: bool) ----
 struct Neg { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return -x; } };
 struct Exp { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::exp(x); } };
 struct Log { template <class T> MIRRA_HOST_DEVICE static T apply(T x) { return std::log(x); } };
@@ -57,13 +57,22 @@ struct GeluTanh {
   }
 };
 
+// LeakyRelu's slope as TensorFlow holds it: a 32-bit float attribute, whatever the dtype of x.
+inline double leaky_relu_alpha(double alpha) { return static_cast<float>(alpha); }
+// x where x > 0, else alpha * x (TensorFlow's LeakyRelu; its attribute alpha is a run-time value).
+template <class T>
+MIRRA_HOST_DEVICE T leaky_relu(T x, T alpha) {
+  return x > T(0) ? x : x * alpha;
+}
+struct LogicalNot { template <class T> MIRRA_HOST_DEVICE static bool apply(T x) { return !x; } };
+
 // The gradient of Relu from its output: dy where y > 0.
 template <class T>
 MIRRA_HOST_DEVICE T relu_grad(T dy, T y) {
   return y > T(0) ? dy : T(0);
 }
 
-// ---- Binary (f32, f64, i32, i64) ----
+// ---- Binary (f32, f64, i32, i64; Pow: f32, f64; LogicalAnd and LogicalOr: bool) ----
 struct Add { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x + y; } };
 struct Sub { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x - y; } };
 struct Mul { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return x * y; } };
@@ -80,6 +89,8 @@ struct Div {
 // NaN wins, as in TensorFlow.
 struct Maximum { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return (x < y || y != y) ? y : x; } };
 struct Minimum { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return (y < x || y != y) ? y : x; } };
+// x^y as the C library defines it (floats only): pow(x, 0) = 1, a negative x to a fractional y is NaN.
+struct Pow { template <class T> MIRRA_HOST_DEVICE static T apply(T x, T y) { return std::pow(x, y); } };
 // Comparisons, to bool; any comparison with NaN is false but NotEqual's.
 struct Equal { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x == y; } };
 struct NotEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x != y; } };
@@ -87,10 +98,32 @@ struct Less { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) {
 struct LessEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x <= y; } };
 struct Greater { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x > y; } };
 struct GreaterEqual { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x >= y; } };
+// Of bools only.
+struct LogicalAnd { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x && y; } };
+struct LogicalOr { template <class T> MIRRA_HOST_DEVICE static bool apply(T x, T y) { return x || y; } };
 
-// Whether a binary op's output is bool (a comparison) rather than its inputs' dtype.
+// Whether a binary op's output is bool (a comparison or a logical op) rather than its inputs' dtype.
 template <class Op>
-inline constexpr bool kComparison = std::is_same_v<decltype(Op::template apply<float>(0.0f, 0.0f)), bool>;
+inline constexpr bool kBoolOutput = std::is_same_v<decltype(Op::template apply<float>(0.0f, 0.0f)), bool>;
+
+// ---- Range ----
+
+// Element i of a range: start + i * delta in T, as TensorFlow computes it: for floats rounded after
+// the product and after the sum (never one fused rounding), for integers exact (the sum through
+// unsigned arithmetic, whose wrap-around the final value, inside the range, undoes).
+template <class T>
+MIRRA_HOST_DEVICE T range_element(T start, T delta, int64_t i) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(start) + static_cast<U>(i) * static_cast<U>(delta));
+  } else {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<T, float>) return __fadd_rn(start, __fmul_rn(static_cast<float>(i), delta));
+    if constexpr (std::is_same_v<T, double>) return __dadd_rn(start, __dmul_rn(static_cast<double>(i), delta));
+#endif
+    return start + static_cast<T>(i) * delta;
+  }
+}
 
 // ---- Cast ----
 

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
+#include "ops/cpu/broadcast.h"
 #include "ops/shape_inference.h"
 
 namespace mirra::ops {
@@ -60,6 +63,112 @@ TensorShape padded_shape(const KernelContext& ctx, const Tensor& x, int64_t* ori
     out_shape.set_dim(d, x.dim(d) + origin[d] + paddings[2 * static_cast<size_t>(d) + 1]);
   }
   return out_shape;
+}
+
+graph::Expected<TensorShape> select_shape(const Tensor& condition, const Tensor& then_value, const Tensor& else_value) {
+  const auto values = cpu::broadcast_shape(then_value.shape(), else_value.shape());
+  const auto all = values ? cpu::broadcast_shape(condition.shape(), *values) : std::nullopt;
+  if (!all) {
+    return graph::invalid_argument("condition " + condition.type_string() + ", then " + then_value.type_string() + " and else " +
+                                   else_value.type_string() + " do not broadcast together");
+  }
+  return *all;
+}
+
+graph::Expected<TensorShape> tile_shape(const KernelContext& ctx, const TensorShape& x) {
+  const auto& multiples = ctx.attr<std::vector<int64_t>>("multiples");
+  if (static_cast<int>(multiples.size()) != x.rank()) {
+    return graph::invalid_argument(std::to_string(multiples.size()) + " multiples for " + x.to_string() + ": one per dim is needed");
+  }
+  TensorShape out = x;
+  for (int d = 0; d < x.rank(); ++d) {
+    int64_t dim = 0;
+    if (__builtin_mul_overflow(x.dim(d), multiples[static_cast<size_t>(d)], &dim)) {
+      return graph::invalid_argument("tiling " + x.to_string() + " overflows int64");
+    }
+    out.set_dim(d, dim);
+  }
+  return out;
+}
+
+graph::Expected<TensorShape> expand_dims_shape(const KernelContext& ctx, const TensorShape& x) {
+  const auto axis = normalize_axis(ctx.attr<int64_t>("axis"), x.rank() + 1);
+  if (!axis || x.rank() >= runtime::kMaxRank) {
+    return graph::invalid_argument("cannot insert a dim at axis " + std::to_string(ctx.attr<int64_t>("axis")) + " of " + x.to_string());
+  }
+  std::vector<int64_t> dims = x.to_vector();
+  dims.insert(dims.begin() + *axis, 1);
+  return TensorShape(dims);
+}
+
+graph::Expected<TensorShape> squeeze_shape(const KernelContext& ctx, const TensorShape& x) {
+  const auto& axes = ctx.attr<std::vector<int64_t>>("axis");
+  std::vector<bool> dropped(static_cast<size_t>(x.rank()), axes.empty());
+  if (axes.empty()) {
+    for (int d = 0; d < x.rank(); ++d) dropped[static_cast<size_t>(d)] = x.dim(d) == 1;
+  }
+  for (int64_t a : axes) {
+    const auto axis = normalize_axis(a, x.rank());
+    if (!axis) return graph::invalid_argument("squeeze axis " + std::to_string(a) + " is outside " + x.to_string());
+    if (x.dim(*axis) != 1) {
+      return graph::invalid_argument("cannot squeeze dim " + std::to_string(*axis) + " of " + x.to_string() + ": it is not 1");
+    }
+    dropped[static_cast<size_t>(*axis)] = true;
+  }
+  std::vector<int64_t> dims;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!dropped[static_cast<size_t>(d)]) dims.push_back(x.dim(d));
+  }
+  return TensorShape(dims);
+}
+
+namespace {
+
+template <class T>
+graph::Expected<int64_t> range_size_in(double start_value, double limit_value, double delta_value) {
+  const auto bound = [](const char* what, double v) -> graph::Expected<T> {
+    if constexpr (std::is_integral_v<T>) {
+      if (!(std::trunc(v) == v && v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+            v <= static_cast<double>(std::numeric_limits<T>::max()))) {
+        return graph::invalid_argument(std::string("Range's ") + what + " " + graph::attr_to_string(v) + " is not a " +
+                                       std::string(graph::dtype_name(graph::dtype_of<T>())));
+      }
+    }
+    return static_cast<T>(v);
+  };
+  MIRRA_ASSIGN_OR_RETURN(const T start, bound("start", start_value));
+  MIRRA_ASSIGN_OR_RETURN(const T limit, bound("limit", limit_value));
+  MIRRA_ASSIGN_OR_RETURN(const T delta, bound("delta", delta_value));
+  const std::string bounds = graph::attr_to_string(start_value) + " to " + graph::attr_to_string(limit_value) + " by " +
+                             graph::attr_to_string(delta_value);
+  if (delta == T(0)) return graph::invalid_argument("Range from " + bounds + ": delta must not be 0");
+  if (delta > T(0) ? start > limit : start < limit) {
+    return graph::invalid_argument("Range from " + bounds + ": delta points away from limit");
+  }
+  double size = 0;
+  if constexpr (std::is_integral_v<T>) {
+    // In uint64: delta points from start to limit, so the distance and |delta| fit, and nothing overflows.
+    const auto distance = delta > T(0) ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                                       : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+    const auto stride = delta > T(0) ? static_cast<uint64_t>(delta) : uint64_t(0) - static_cast<uint64_t>(delta);
+    size = static_cast<double>(distance / stride + (distance % stride != 0));
+  } else {
+    size = std::ceil(std::abs(static_cast<double>((limit - start) / delta)));
+  }
+  if (!(size < 9.2e18)) return graph::invalid_argument("Range from " + bounds + " has too many elements");
+  return static_cast<int64_t>(size);
+}
+
+}  // namespace
+
+graph::Expected<int64_t> range_size(graph::DType dtype, double start, double limit, double delta) {
+  switch (dtype) {
+    case graph::DType::f32: return range_size_in<float>(start, limit, delta);
+    case graph::DType::f64: return range_size_in<double>(start, limit, delta);
+    case graph::DType::i32: return range_size_in<int32_t>(start, limit, delta);
+    case graph::DType::i64: return range_size_in<int64_t>(start, limit, delta);
+    default: return graph::invalid_argument("Range has no " + std::string(graph::dtype_name(dtype)) + " form");
+  }
 }
 
 graph::Expected<std::vector<int>> sum_to_shape_axes(const Tensor& x, const Tensor& like) {

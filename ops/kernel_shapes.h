@@ -24,6 +24,19 @@ graph::Expected<TensorShape> slice_box(const KernelContext& ctx, const Tensor& x
 // Pad: the padded shape, with the origin of x in it written to `origin` (x.rank() entries).
 TensorShape padded_shape(const KernelContext& ctx, const Tensor& x, int64_t* origin);
 
+// SelectV2: the shape its condition, then and else values broadcast to together.
+graph::Expected<TensorShape> select_shape(const Tensor& condition, const Tensor& then_value, const Tensor& else_value);
+// Tile: the output's shape, each dim of x times the node's multiple of it.
+graph::Expected<TensorShape> tile_shape(const KernelContext& ctx, const TensorShape& x);
+// ExpandDims and Squeeze: x's shape with a 1 inserted at the node's axis, or with the node's size-1
+// axes (all of them, when it names none) removed.
+graph::Expected<TensorShape> expand_dims_shape(const KernelContext& ctx, const TensorShape& x);
+graph::Expected<TensorShape> squeeze_shape(const KernelContext& ctx, const TensorShape& x);
+// Range: how many elements start, start + delta, ... has before limit, counted in the arithmetic of
+// dtype as TensorFlow counts them; the bounds checked (integral and in range for an integer dtype,
+// delta not 0 and pointing from start towards limit).
+graph::Expected<int64_t> range_size(graph::DType dtype, double start, double limit, double delta);
+
 // SumToShape: the dims of x summed to give like's shape (the dims `like` was broadcast along).
 graph::Expected<std::vector<int>> sum_to_shape_axes(const Tensor& x, const Tensor& like);
 

@@ -12,6 +12,7 @@ void register_check_numerics_ops(graph::OpRegistry& schemas, runtime::KernelRegi
 void register_loss_scale_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_binary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_select_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_batch_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_gather_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);

@@ -14,6 +14,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_check_numerics_ops(schemas, kernels);
   register_loss_scale_ops(schemas, kernels);
   register_binary_ops(schemas, kernels);
+  register_select_ops(schemas, kernels);
   register_matmul_ops(schemas, kernels);
   register_batch_matmul_ops(schemas, kernels);
   register_gather_ops(schemas, kernels);

@@ -38,7 +38,7 @@ std::optional<int> normalize_axis(int64_t axis, int rank) {
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_list<graph::DType> allowed) {
+Status require_dtype_in(const InferContext& ctx, size_t input, const std::vector<graph::DType>& allowed) {
   const graph::DType dtype = ctx.input(input).dtype;
   if (std::find(allowed.begin(), allowed.end(), dtype) != allowed.end()) return Status();
   std::string names;

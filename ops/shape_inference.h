@@ -22,7 +22,7 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 // Maps an axis in [-rank, rank) to [0, rank); nullopt when out of range.
 std::optional<int> normalize_axis(int64_t axis, int rank);
 
-Status require_dtype_in(const InferContext& ctx, size_t input, std::initializer_list<graph::DType> allowed);
+Status require_dtype_in(const InferContext& ctx, size_t input, const std::vector<graph::DType>& allowed);
 Status require_same_dtype(const InferContext& ctx);
 Status require_rank(const InferContext& ctx, size_t input, int rank);
 

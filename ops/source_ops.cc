@@ -1,10 +1,11 @@
-// Placeholder, Const, Variable and Fill: schemas, builders and CPU kernels.
+// Placeholder, Const, Variable, Fill and Range: schemas, builders and CPU kernels.
 #include "ops/source_ops.h"
 
 #include <cstring>
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/elementwise_math.h"
+#include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 
@@ -52,6 +53,26 @@ Status fill_kernel(KernelContext& ctx) {
     std::fill_n(out.mutable_data<T>(), out.num_elements(), math::convert<T>(value));
     return Status();
   });
+}
+
+Status range_kernel(KernelContext& ctx) {
+  const DType dtype = ctx.attr<DType>("dtype");
+  const double start = ctx.attr<double>("start"), delta = ctx.attr<double>("delta");
+  MIRRA_ASSIGN_OR_RETURN(const int64_t n, range_size(dtype, start, ctx.attr<double>("limit"), delta));
+  Tensor& out = ctx.allocate_output(0, dtype, TensorShape({n}));
+  return cpu::visit_dtype<float, double, int32_t, int64_t>(dtype, [&]<class T>(cpu::Type<T>) {
+    T* y = out.mutable_data<T>();
+    const T first = static_cast<T>(start), step = static_cast<T>(delta);
+    for (int64_t i = 0; i < n; ++i) y[i] = math::range_element(first, step, i);
+    return Status();
+  });
+}
+
+Expected<std::vector<TensorType>> infer_range(const InferContext& ctx) {
+  const DType dtype = ctx.attr<DType>("dtype");
+  const auto n = range_size(dtype, ctx.attr<double>("start"), ctx.attr<double>("limit"), ctx.attr<double>("delta"));
+  if (!n.ok()) return ctx.error(n.status().message());
+  return std::vector<TensorType>{{dtype, Shape({*n})}};
 }
 
 Expected<std::vector<TensorType>> infer_fully_defined(const InferContext& ctx) {
@@ -139,6 +160,17 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .summary = "A tensor of one shape with every element equal to value.",
       .no_gradient = "a source has no inputs"});
   kernels.add("Fill", DeviceKind::cpu, {fill_kernel});
+
+  schemas.add(OpSchema{
+      .name = "Range",
+      .attrs = {{"start", AttrType::real, 0.0},
+                {"limit", AttrType::real, {}},
+                {"delta", AttrType::real, 1.0},
+                {"dtype", AttrType::dtype, DType::i32}},
+      .infer = infer_range,
+      .summary = "start, start + delta, ... up to but not including limit (f32, f64, i32, i64), as tf.range.",
+      .no_gradient = "a source has no inputs"});
+  kernels.add("Range", DeviceKind::cpu, {range_kernel});
 }
 
 ValueRef placeholder(Builder& b, std::string_view name, DType dtype, Shape shape) {
@@ -147,6 +179,11 @@ ValueRef placeholder(Builder& b, std::string_view name, DType dtype, Shape shape
 
 ValueRef constant(Builder& b, graph::TensorValue value, std::string_view name) {
   return b.add_value({.op = "Const", .attrs = {{"value", std::move(value)}}, .name = std::string(name)});
+}
+
+ValueRef range(Builder& b, double start, double limit, double delta, DType dtype) {
+  return b.add_value({.op = "Range",
+                      .attrs = {{"start", start}, {"limit", limit}, {"delta", delta}, {"dtype", dtype}}});
 }
 
 ValueRef scalar(Builder& b, float value) { return constant<float>(b, Shape{}, std::span<const float>(&value, 1)); }

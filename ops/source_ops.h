@@ -1,6 +1,6 @@
 // Source ops (no inputs): Placeholder (fed at run time), Const (a value stored in the graph),
 // Variable (state kept by the session, created from its initialiser, with how replicas' writes of it
-// combine), Fill (a constant-valued tensor).
+// combine), Fill (a constant-valued tensor), Range (start, start + delta, ... before limit).
 #pragma once
 
 #include <optional>
@@ -44,6 +44,8 @@ ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer in
                   DType dtype = DType::f32, bool trainable = true,
                   VariableAggregation aggregation = VariableAggregation::none);
 ValueRef fill(Builder& b, Shape shape, double value, DType dtype = DType::f32);
+// start, start + delta, ... up to but not including limit, as tf.range (delta may be negative).
+ValueRef range(Builder& b, double start, double limit, double delta = 1.0, DType dtype = DType::i32);
 // A scalar `value` of the same dtype as `like` (for constants in gradient rules).
 ValueRef scalar_of(Builder& b, double value, ValueRef like);
 

@@ -1,5 +1,5 @@
 // Unary element-wise ops: one functor each (ops/elementwise_math.h), one shared schema and kernel template;
-// Gelu's attribute picks its functor.
+// Gelu's attribute picks its functor, LeakyRelu's is its slope below zero; LogicalNot of bools.
 #include <cmath>
 
 #include "ops/array_ops.h"
@@ -52,6 +52,31 @@ Status gelu_kernel(KernelContext& ctx) {
   return ctx.attr<bool>("approximate") ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
 }
 
+Status leaky_relu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T alpha = static_cast<T>(math::leaky_relu_alpha(ctx.attr<double>("alpha")));
+    const T* in = x.data<T>();
+    T* out = y.mutable_data<T>();
+    cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = math::leaky_relu(in[i], alpha);
+    });
+    return Status();
+  });
+}
+
+Status logical_not_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  const bool* in = x.data<bool>();
+  bool* out = y.mutable_data<bool>();
+  cpu::parallel_for(x.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = math::LogicalNot::apply(in[i]);
+  });
+  return Status();
+}
+
 Status relu_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
   const Tensor& y = ctx.input(1);
@@ -91,6 +116,13 @@ Grads square_grad(GradientContext& g) {
 }
 Grads relu_grad(GradientContext& g) {
   return {g.builder.add_value({.op = "ReluGrad", .inputs = {g.grad(0), g.output(0)}})};
+}
+Grads leaky_relu_grad(GradientContext& g) {  // dy where x > 0, else alpha * dy (TensorFlow's LeakyReluGrad)
+  auto& b = g.builder;
+  const ValueRef x = g.input(0), dy = g.grad(0);
+  const ValueRef positive = greater(b, x, scalar_of(b, 0.0, x));
+  const ValueRef scaled = mul(b, dy, scalar_of(b, math::leaky_relu_alpha(g.attr<double>("alpha")), x));
+  return {select(b, positive, dy, scaled)};
 }
 Grads sigmoid_grad(GradientContext& g) {  // dy * y * (1 - y)
   auto& b = g.builder;
@@ -186,6 +218,27 @@ void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
       .gradient = gelu_grad});
   kernels.add("Gelu", graph::DeviceKind::cpu, {gelu_kernel});
   schemas.add(graph::OpSchema{
+      .name = "LeakyRelu",
+      .inputs = {"x"},
+      .attrs = {{"alpha", graph::AttrType::real, 0.2}},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "x where x > 0, else alpha * x, as tf.nn.leaky_relu.",
+      .gradient = leaky_relu_grad});
+  kernels.add("LeakyRelu", graph::DeviceKind::cpu, {leaky_relu_kernel});
+  schemas.add(graph::OpSchema{
+      .name = "LogicalNot",
+      .inputs = {"x"},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::boolean}));
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "The negation of each bool.",
+      .no_gradient = "it takes and gives booleans"});
+  kernels.add("LogicalNot", graph::DeviceKind::cpu, {logical_not_kernel});
+  schemas.add(graph::OpSchema{
       .name = "ReluGrad",
       .inputs = {"dy", "y"},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
@@ -211,6 +264,10 @@ ValueRef abs(Builder& b, ValueRef x) { return b.add_value({.op = "Abs", .inputs 
 ValueRef sign(Builder& b, ValueRef x) { return b.add_value({.op = "Sign", .inputs = {x}}); }
 ValueRef erf(Builder& b, ValueRef x) { return b.add_value({.op = "Erf", .inputs = {x}}); }
 ValueRef softplus(Builder& b, ValueRef x) { return b.add_value({.op = "Softplus", .inputs = {x}}); }
+ValueRef leaky_relu(Builder& b, ValueRef x, double alpha) {
+  return b.add_value({.op = "LeakyRelu", .inputs = {x}, .attrs = {{"alpha", alpha}}});
+}
+ValueRef logical_not(Builder& b, ValueRef x) { return b.add_value({.op = "LogicalNot", .inputs = {x}}); }
 ValueRef gelu(Builder& b, ValueRef x, bool approximate) {
   return b.add_value({.op = "Gelu", .inputs = {x}, .attrs = {{"approximate", approximate}}});
 }

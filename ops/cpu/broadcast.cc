@@ -1,4 +1,4 @@
-// broadcast_shape.
+// broadcast_shape and broadcast_strides.
 #include "ops/cpu/broadcast.h"
 
 namespace mirra::ops::cpu {
@@ -15,6 +15,17 @@ std::optional<runtime::TensorShape> broadcast_shape(const runtime::TensorShape& 
     dims[static_cast<size_t>(d)] = dim_a == 1 ? dim_b : dim_a;
   }
   return runtime::TensorShape(dims);
+}
+
+void broadcast_strides(const runtime::TensorShape& in, const runtime::TensorShape& out, int64_t* strides) {
+  const int rank = out.rank();
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int din = d - (rank - in.rank());
+    const int64_t dim = din >= 0 ? in.dim(din) : 1;
+    strides[d] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
 }
 
 }  // namespace mirra::ops::cpu

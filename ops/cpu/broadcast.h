@@ -1,4 +1,4 @@
-// NumPy broadcasting at run time: the output shape of two tensors, and a loop that applies a binary
+// NumPy broadcasting at run time: the output shape of two tensors, an input's strides over it, and a loop that applies a binary
 // function over it with per-input strides (0 along broadcast dims), in parallel rows.
 #pragma once
 
@@ -10,6 +10,8 @@
 namespace mirra::ops::cpu {
 
 std::optional<runtime::TensorShape> broadcast_shape(const runtime::TensorShape& a, const runtime::TensorShape& b);
+// The strides of `in` over the dims of `out`, a shape it broadcasts to (0 along the dims broadcast).
+void broadcast_strides(const runtime::TensorShape& in, const runtime::TensorShape& out, int64_t* strides);
 
 // out[i] = f(a[ia], b[ib]) over out's shape, which must be broadcast_shape(a, b).
 template <class A, class B, class Out, class F>
@@ -41,17 +43,8 @@ void broadcast_apply(const runtime::Tensor& a, const runtime::Tensor& b, runtime
   // General case: strides of a and b over out's dims (0 where broadcast), rows of the last dim.
   const int rank = out.rank();
   int64_t stride_a[runtime::kMaxRank] = {}, stride_b[runtime::kMaxRank] = {};
-  int64_t sa = 1, sb = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    const int da = d - (rank - a.rank());
-    const int db = d - (rank - b.rank());
-    const int64_t dim_a = da >= 0 ? a.dim(da) : 1;
-    const int64_t dim_b = db >= 0 ? b.dim(db) : 1;
-    stride_a[d] = dim_a == 1 ? 0 : sa;
-    stride_b[d] = dim_b == 1 ? 0 : sb;
-    sa *= dim_a;
-    sb *= dim_b;
-  }
+  broadcast_strides(a.shape(), out.shape(), stride_a);
+  broadcast_strides(b.shape(), out.shape(), stride_b);
   const int64_t inner = rank > 0 ? out.dim(rank - 1) : 1;
   if (inner == 0) return;
   const int64_t rows = n / inner;

@@ -1,4 +1,4 @@
-// GPU kernels of the array ops, host side: Transpose, Slice, Pad, Concat and Split as box copies
+// GPU kernels of the array ops, host side: Transpose, Tile, Slice, Pad, Concat and Split as box copies
 // between strided layouts; Softmax and LogSoftmax over the last dim; OneHot. Shapes and errors as
 // on the CPU.
 #include "ops/cuda/box_copy.h"
@@ -17,6 +17,15 @@ Status transpose_kernel(KernelContext& ctx) {
   const auto& perm = ctx.attr<std::vector<int64_t>>("perm");
   Tensor& y = ctx.allocate_output(0, x.dtype(), permuted_shape(x.shape(), perm));
   return copy(ctx, x, y, permutation(x.shape(), perm));
+}
+
+Status tile_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape shape, tile_shape(ctx, x.shape()));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), shape);
+  if (y.num_elements() == 0) return Status();
+  MIRRA_ASSIGN_OR_RETURN(const BoxCopy box, tiling(x.shape(), ctx.attr<std::vector<int64_t>>("multiples")));
+  return copy(ctx, x, y, box);
 }
 
 Status slice_kernel(KernelContext& ctx) {
@@ -96,6 +105,7 @@ Status one_hot_kernel(KernelContext& ctx) {
 void register_gpu_array_kernels(runtime::KernelRegistry& kernels) {
   const uint32_t floats = runtime::dtype_mask({DType::f32, DType::f64});
   kernels.add("Transpose", DeviceKind::gpu, {transpose_kernel});
+  kernels.add("Tile", DeviceKind::gpu, {tile_kernel});
   kernels.add("Slice", DeviceKind::gpu, {slice_kernel});
   kernels.add("Pad", DeviceKind::gpu, {pad_kernel});
   kernels.add("Concat", DeviceKind::gpu, {concat_kernel});

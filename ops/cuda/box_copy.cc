@@ -52,6 +52,43 @@ BoxCopy permutation(const TensorShape& from, std::span<const int64_t> perm) {
   return box;
 }
 
+graph::Expected<BoxCopy> tiling(const TensorShape& from, std::span<const int64_t> multiples) {
+  int64_t from_strides[kMaxRank] = {};
+  dense_strides(from, from_strides);
+  BoxCopy box;
+  box.elements = 1;
+  int64_t to_stride = 1;
+  // From the last dim back: the place within a tile, then which tile (stride 0 in `from`).
+  int64_t dims[2 * kMaxRank], in_strides[2 * kMaxRank], out_strides[2 * kMaxRank];
+  int rank = 0;
+  for (int d = from.rank() - 1; d >= 0; --d) {
+    const int64_t m = multiples[static_cast<size_t>(d)];
+    if (m == 1 || from.dim(d) != 1) {
+      dims[rank] = from.dim(d);
+      in_strides[rank] = from_strides[d];
+      out_strides[rank++] = to_stride;
+    }
+    if (m != 1) {
+      dims[rank] = m;
+      in_strides[rank] = 0;
+      out_strides[rank++] = to_stride * from.dim(d);
+    }
+    to_stride *= from.dim(d) * m;
+    box.elements *= from.dim(d) * m;
+  }
+  if (rank > kMaxRank) {
+    return graph::unimplemented("tiling " + from.to_string() + " needs " + std::to_string(rank) + " dims, more than the " +
+                                std::to_string(kMaxRank) + " a GPU box copy walks");
+  }
+  box.rank = rank;
+  for (int i = 0; i < rank; ++i) {
+    box.dims[i] = dims[rank - 1 - i];
+    box.from_strides[i] = in_strides[rank - 1 - i];
+    box.to_strides[i] = out_strides[rank - 1 - i];
+  }
+  return box;
+}
+
 Status copy(const KernelContext& ctx, const Tensor& from, Tensor& to, const BoxCopy& box) {
   return launched(copy_box(graph::dtype_size(from.dtype()), from.raw_data(), to.mutable_raw_data(), box, stream_of(ctx)),
                   "copy_box");

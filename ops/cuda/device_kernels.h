@@ -18,9 +18,13 @@ using graph::DType;
 inline constexpr int kMaxRank = 8;
 
 enum class UnaryOp : uint8_t { neg, exp, log, sqrt, rsqrt, square, relu, sigmoid, tanh, abs, sign, erf, softplus, gelu, gelu_tanh };
-enum class BinaryOp : uint8_t { add, sub, mul, div, maximum, minimum, equal, not_equal, less, less_equal, greater, greater_equal };
-// Whether a binary op's output is bool (a comparison).
-constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::equal; }
+enum class BinaryOp : uint8_t {
+  add, sub, mul, div, maximum, minimum, pow,
+  equal, not_equal, less, less_equal, greater, greater_equal, logical_and, logical_or
+};
+// Whether a binary op's output is bool (a comparison or a logical op).
+constexpr bool has_bool_output(BinaryOp op) { return op >= BinaryOp::equal; }
+constexpr bool is_logical(BinaryOp op) { return op >= BinaryOp::logical_and; }
 enum class ReduceOp : uint8_t { sum, mean, max };
 
 // NumPy broadcasting of x and y to the output's dims: each input's strides over them (0 where it is
@@ -30,6 +34,12 @@ struct BroadcastGeometry {
   int64_t dims[kMaxRank] = {};
   int64_t x_strides[kMaxRank] = {}, y_strides[kMaxRank] = {};
   int64_t elements = 0;
+};
+
+// SelectV2: the condition's strides over the output's dims next to the values'.
+struct SelectGeometry {
+  BroadcastGeometry values;  // x: then_value, y: else_value
+  int64_t condition_strides[kMaxRank] = {};
 };
 
 // A reduction of x over some of its dims: the output's elements walk the kept dims (x's strides),
@@ -53,10 +63,17 @@ struct BoxCopy {
 
 // f32 and f64 unless said otherwise.
 cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream);
+cudaError_t leaky_relu(DType dtype, double alpha, const void* x, void* y, int64_t n, cudaStream_t stream);
+cudaError_t logical_not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream);
-// f32, f64, i32, i64 (Div: floats only); Equal writes bools.
+// f32, f64, i32, i64 (Div and Pow: floats only; the logical ops: bools); comparisons write bools.
 cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void* out, const BroadcastGeometry& geometry,
                    cudaStream_t stream);
+// out = condition ? then_value : else_value, broadcast, for elements of 1, 2, 4 or 8 bytes.
+cudaError_t select(size_t element_size, const bool* condition, const void* then_value, const void* else_value, void* out,
+                   const SelectGeometry& geometry, cudaStream_t stream);
+// y[i] = start + i * delta (f32, f64, i32, i64), as the CPU's Range computes it.
+cudaError_t range(DType dtype, double start, double delta, void* y, int64_t n, cudaStream_t stream);
 // y[i] = x[i] + bias[(i / inner) % channels]: the channel dim is followed by `inner` elements (1 for NHWC).
 cudaError_t bias_add(DType dtype, const void* x, const void* bias, void* y, int64_t n, int64_t channels, int64_t inner,
                      cudaStream_t stream);

@@ -1,7 +1,8 @@
-// GPU kernels of the element-wise ops, host side: shapes, broadcasting geometry, output allocation;
-// CheckNumerics, which waits for the device's count without blocking.
+// GPU kernels of the element-wise ops (SelectV2 and Range too), host side: shapes, broadcasting
+// geometry, output allocation; CheckNumerics, which waits for the device's count without blocking.
 #include "ops/cpu/broadcast.h"
 #include "ops/cuda/gpu_kernel.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
 namespace mirra::ops::cuda {
@@ -20,6 +21,19 @@ Status unary_kernel(KernelContext& ctx) {
 
 Status gelu_kernel(KernelContext& ctx) {
   return ctx.attr<bool>("approximate") ? unary_kernel<UnaryOp::gelu_tanh>(ctx) : unary_kernel<UnaryOp::gelu>(ctx);
+}
+
+Status leaky_relu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return launched(leaky_relu(x.dtype(), math::leaky_relu_alpha(ctx.attr<double>("alpha")), x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)),
+                  "leaky_relu");
+}
+
+Status logical_not_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return launched(logical_not(x.data<bool>(), y.mutable_data<bool>(), x.num_elements(), stream_of(ctx)), "logical_not");
 }
 
 Status relu_grad_kernel(KernelContext& ctx) {
@@ -57,10 +71,32 @@ Status binary_kernel(KernelContext& ctx) {
   if (!shape) {
     return graph::invalid_argument("shapes " + x.shape().to_string() + " and " + y.shape().to_string() + " do not broadcast");
   }
-  Tensor& out = ctx.allocate_output(0, is_comparison(kOp) ? DType::boolean : x.dtype(), *shape);
+  Tensor& out = ctx.allocate_output(0, has_bool_output(kOp) ? DType::boolean : x.dtype(), *shape);
   return launched(binary(kOp, x.dtype(), x.raw_data(), y.raw_data(), out.mutable_raw_data(),
                          broadcast_geometry(x.shape(), y.shape(), *shape), stream_of(ctx)),
                   "binary");
+}
+
+Status select_kernel(KernelContext& ctx) {
+  const Tensor& condition = ctx.input(0);
+  const Tensor& then_value = ctx.input(1);
+  const Tensor& else_value = ctx.input(2);
+  MIRRA_ASSIGN_OR_RETURN(const TensorShape shape, select_shape(condition, then_value, else_value));
+  Tensor& out = ctx.allocate_output(0, then_value.dtype(), shape);
+  SelectGeometry g;
+  g.values = broadcast_geometry(then_value.shape(), else_value.shape(), shape);
+  cpu::broadcast_strides(condition.shape(), shape, g.condition_strides);
+  return launched(select(graph::dtype_size(out.dtype()), condition.data<bool>(), then_value.raw_data(), else_value.raw_data(),
+                         out.mutable_raw_data(), g, stream_of(ctx)),
+                  "select");
+}
+
+Status range_kernel(KernelContext& ctx) {
+  const DType dtype = ctx.attr<DType>("dtype");
+  const double start = ctx.attr<double>("start"), delta = ctx.attr<double>("delta");
+  MIRRA_ASSIGN_OR_RETURN(const int64_t n, range_size(dtype, start, ctx.attr<double>("limit"), delta));
+  Tensor& y = ctx.allocate_output(0, dtype, TensorShape({n}));
+  return launched(range(dtype, start, delta, y.mutable_raw_data(), n, stream_of(ctx)), "range");
 }
 
 Status bias_add_kernel(KernelContext& ctx) {
@@ -147,6 +183,8 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   add_for_floats("Erf", unary_kernel<UnaryOp::erf>);
   add_for_floats("Softplus", unary_kernel<UnaryOp::softplus>);
   add_for_floats("Gelu", gelu_kernel);
+  add_for_floats("LeakyRelu", leaky_relu_kernel);
+  kernels.add("LogicalNot", DeviceKind::gpu, {logical_not_kernel});
   add_for_floats("ReluGrad", relu_grad_kernel);
   add_for_floats("BiasAdd", bias_add_kernel);
   kernels.add("Add", DeviceKind::gpu, {binary_kernel<BinaryOp::add>});
@@ -157,6 +195,7 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   add_for_floats("Div", binary_kernel<BinaryOp::div>);
   kernels.add("Maximum", DeviceKind::gpu, {binary_kernel<BinaryOp::maximum>});
   kernels.add("Minimum", DeviceKind::gpu, {binary_kernel<BinaryOp::minimum>});
+  add_for_floats("Pow", binary_kernel<BinaryOp::pow>);
   // A comparison's output is bool; a dtype constraint (of output 0) would refuse it, so they take any.
   kernels.add("Equal", DeviceKind::gpu, {binary_kernel<BinaryOp::equal>});
   kernels.add("NotEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::not_equal>});
@@ -164,10 +203,14 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   kernels.add("LessEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::less_equal>});
   kernels.add("Greater", DeviceKind::gpu, {binary_kernel<BinaryOp::greater>});
   kernels.add("GreaterEqual", DeviceKind::gpu, {binary_kernel<BinaryOp::greater_equal>});
+  kernels.add("LogicalAnd", DeviceKind::gpu, {binary_kernel<BinaryOp::logical_and>});
+  kernels.add("LogicalOr", DeviceKind::gpu, {binary_kernel<BinaryOp::logical_or>});
+  kernels.add("SelectV2", DeviceKind::gpu, {select_kernel});
   kernels.add("CheckNumerics", DeviceKind::gpu,
               {.async_fn = check_numerics_kernel, .dtypes = floats, .not_capturable = "completes on the host, after the device ran it"});
   kernels.add("Cast", DeviceKind::gpu, {cast_kernel});
   kernels.add("Fill", DeviceKind::gpu, {fill_kernel});
+  kernels.add("Range", DeviceKind::gpu, {range_kernel});
   kernels.add("ZerosLike", DeviceKind::gpu, {zeros_like_kernel});
 }
 

@@ -1,6 +1,6 @@
-// CUDA kernels of the element-wise ops: unary functions, ReluGrad, broadcasting binary functions,
-// BiasAdd, Cast and Fill, each a grid-stride loop around ops/elementwise_math.h, and CheckNumerics's
-// count of non-finite values.
+// CUDA kernels of the element-wise ops: unary functions, LeakyRelu, LogicalNot, ReluGrad,
+// broadcasting binary functions, SelectV2, BiasAdd, Cast, Fill and Range, each a grid-stride loop
+// around ops/elementwise_math.h, and CheckNumerics's count of non-finite values.
 #include <type_traits>
 
 #include "ops/cuda/launch.cuh"
@@ -30,6 +30,15 @@ __global__ void unary_kernel(const T* x, T* y, int64_t n) {
 }
 
 template <class T>
+__global__ void leaky_relu_kernel(const T* x, T* y, T alpha, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::leaky_relu(x[i], alpha);
+}
+
+__global__ void logical_not_kernel(const bool* x, bool* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::LogicalNot::apply(x[i]);
+}
+
+template <class T>
 __global__ void relu_grad_kernel(const T* dy, const T* y, T* dx, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = math::relu_grad(dy[i], y[i]);
 }
@@ -51,6 +60,27 @@ __global__ void broadcast_kernel(const T* x, const T* y, Out* out, BroadcastGeom
     }
     out[i] = Op::template apply<T>(x[ix], y[iy]);
   }
+}
+
+template <class E>
+__global__ void select_kernel(const bool* condition, const E* then_value, const E* else_value, E* out, SelectGeometry g) {
+  const BroadcastGeometry& v = g.values;
+  for (int64_t i = first_index(); i < v.elements; i += grid_stride()) {
+    int64_t rest = i, ic = 0, it = 0, ie = 0;
+    for (int d = v.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % v.dims[d];
+      rest /= v.dims[d];
+      ic += coordinate * g.condition_strides[d];
+      it += coordinate * v.x_strides[d];
+      ie += coordinate * v.y_strides[d];
+    }
+    out[i] = condition[ic] ? then_value[it] : else_value[ie];
+  }
+}
+
+template <class T>
+__global__ void range_kernel(T start, T delta, T* y, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::range_element(start, delta, i);
 }
 
 template <class T>
@@ -86,7 +116,7 @@ cudaError_t launch_unary(const void* x, void* y, int64_t n, cudaStream_t stream)
 
 template <class Op, class T>
 cudaError_t launch_binary(const void* x, const void* y, void* out, const BroadcastGeometry& g, cudaStream_t stream) {
-  using Out = std::conditional_t<math::kComparison<Op>, bool, T>;
+  using Out = std::conditional_t<math::kBoolOutput<Op>, bool, T>;
   const auto* px = static_cast<const T*>(x);
   const auto* py = static_cast<const T*>(y);
   auto* po = static_cast<Out*>(out);
@@ -125,6 +155,19 @@ cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cu
   });
 }
 
+cudaError_t leaky_relu(DType dtype, double alpha, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    return launch(leaky_relu_kernel<T>, blocks_for(n), kThreads, stream, static_cast<const T*>(x), static_cast<T*>(y),
+        static_cast<T>(alpha), n);
+  });
+}
+
+cudaError_t logical_not(const bool* x, bool* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return launch(logical_not_kernel, blocks_for(n), kThreads, stream, x, y, n);
+}
+
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return visit<float, double>(dtype, [&]<class T>(T) {
@@ -136,6 +179,11 @@ cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int6
 cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void* out, const BroadcastGeometry& geometry,
                    cudaStream_t stream) {
   if (geometry.elements == 0) return cudaSuccess;
+  if (is_logical(op)) {
+    if (dtype != DType::boolean) return cudaErrorNotSupported;
+    return op == BinaryOp::logical_and ? launch_binary<math::LogicalAnd, bool>(x, y, out, geometry, stream)
+                                       : launch_binary<math::LogicalOr, bool>(x, y, out, geometry, stream);
+  }
   return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
     switch (op) {
       case BinaryOp::add: return launch_binary<math::Add, T>(x, y, out, geometry, stream);
@@ -146,14 +194,43 @@ cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void*
         return cudaErrorNotSupported;
       case BinaryOp::maximum: return launch_binary<math::Maximum, T>(x, y, out, geometry, stream);
       case BinaryOp::minimum: return launch_binary<math::Minimum, T>(x, y, out, geometry, stream);
+      case BinaryOp::pow:
+        if constexpr (std::is_floating_point_v<T>) return launch_binary<math::Pow, T>(x, y, out, geometry, stream);
+        return cudaErrorNotSupported;
       case BinaryOp::equal: return launch_binary<math::Equal, T>(x, y, out, geometry, stream);
       case BinaryOp::not_equal: return launch_binary<math::NotEqual, T>(x, y, out, geometry, stream);
       case BinaryOp::less: return launch_binary<math::Less, T>(x, y, out, geometry, stream);
       case BinaryOp::less_equal: return launch_binary<math::LessEqual, T>(x, y, out, geometry, stream);
       case BinaryOp::greater: return launch_binary<math::Greater, T>(x, y, out, geometry, stream);
       case BinaryOp::greater_equal: return launch_binary<math::GreaterEqual, T>(x, y, out, geometry, stream);
+      case BinaryOp::logical_and:
+      case BinaryOp::logical_or: return cudaErrorNotSupported;  // bools only, above
     }
     return cudaErrorNotSupported;
+  });
+}
+
+cudaError_t select(size_t element_size, const bool* condition, const void* then_value, const void* else_value, void* out,
+                   const SelectGeometry& geometry, cudaStream_t stream) {
+  const int64_t n = geometry.values.elements;
+  if (n == 0) return cudaSuccess;
+  const auto run = [&]<class E>(E) {
+    return launch(select_kernel<E>, blocks_for(n), kThreads, stream, condition, static_cast<const E*>(then_value),
+        static_cast<const E*>(else_value), static_cast<E*>(out), geometry);
+  };
+  switch (element_size) {
+    case 1: return run(uint8_t{});
+    case 2: return run(uint16_t{});
+    case 4: return run(uint32_t{});
+    case 8: return run(uint64_t{});
+    default: return cudaErrorNotSupported;
+  }
+}
+
+cudaError_t range(DType dtype, double start, double delta, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
+    return launch(range_kernel<T>, blocks_for(n), kThreads, stream, static_cast<T>(start), static_cast<T>(delta), static_cast<T*>(y), n);
   });
 }
 

@@ -83,7 +83,7 @@ void register_gpu_memory_kernels(runtime::KernelRegistry& kernels) {
   dim_size.host_memory_outputs = 1;
   kernels.add("DimSize", DeviceKind::gpu, dim_size);
   // Kernels that never touch elements (fed values, views, nothing) run on the GPU as they are.
-  for (const char* op : {"Placeholder", "Identity", "Reshape", "ReshapeLike", "SplitBatch", "NoOp"}) {
+  for (const char* op : {"Placeholder", "Identity", "Reshape", "ExpandDims", "Squeeze", "ReshapeLike", "SplitBatch", "NoOp"}) {
     kernels.share(op, DeviceKind::gpu, DeviceKind::cpu);
   }
 }

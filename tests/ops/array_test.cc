@@ -1,4 +1,5 @@
-// Reshape, Transpose, Identity, Cast, OneHot, Concat, Split, Slice and Pad against index arithmetic,
+// Reshape, ExpandDims, Squeeze, Transpose, Tile, Identity, Cast, OneHot, Concat, Split, Slice and Pad
+// against index arithmetic,
 // at every dtype their schemas accept and on zero-size batches; run-time shape errors name the problem.
 #include <cmath>
 
@@ -218,6 +219,62 @@ TEST_CASE("Kernels.Slice_and_Pad.copy_boxes") {
   auto outside = run_op("Slice", {random_tensor<float>(rng, {2, 2})}, {{"begin", List{1, 0}}, {"size", List{2, 2}}}, true);
   REQUIRE_FALSE(outside.ok());
   CHECK(outside.status().message().find("is outside f32[2,2]") != std::string::npos);
+}
+
+TEST_CASE("Kernels.ExpandDims_and_Squeeze.insert_and_remove_ones") {
+  runtime::Random rng(25);
+  struct Case { TensorShape in; int64_t axis; TensorShape out; };
+  for (const Case& c : {Case{{2, 3}, 0, {1, 2, 3}}, Case{{2, 3}, 2, {2, 3, 1}}, Case{{2, 3}, -1, {2, 3, 1}}, Case{{2, 3}, -3, {1, 2, 3}},
+                        Case{{}, 0, {1}}, Case{{0, 4}, 1, {0, 1, 4}}}) {
+    check_op_at_every_dtype("ExpandDims", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, -9, 9);
+      return OpCase{{x}, {{"axis", c.axis}}, {make_tensor(dtype, c.out, [&](int64_t i) { return element(x, i); })}};
+    });
+  }
+  struct SqueezeCase { TensorShape in; List axes; TensorShape out; };
+  for (const SqueezeCase& c : {SqueezeCase{{1, 2, 1, 3, 1}, {2}, {1, 2, 3, 1}}, SqueezeCase{{1, 2, 1, 3, 1}, {0, -1}, {2, 1, 3}},
+                               SqueezeCase{{0, 1}, {1}, {0}}, SqueezeCase{{4, 1, 1}, {-2, 2}, {4}}}) {
+    check_op_at_every_dtype("Squeeze", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, -9, 9);
+      return OpCase{{x}, {{"axis", c.axes}}, {make_tensor(dtype, c.out, [&](int64_t i) { return element(x, i); })}};
+    });
+  }
+  // Without axes, every dim of 1 goes; the graph must know them all (it cannot know the output's rank
+  // otherwise).
+  for (const SqueezeCase& c : {SqueezeCase{{1, 2, 1, 3, 1}, {}, {2, 3}}, SqueezeCase{{1}, {}, {}}, SqueezeCase{{2, 3}, {}, {2, 3}}}) {
+    const Tensor x = random_tensor<float>(rng, c.in);
+    const auto squeezed = run_op("Squeeze", {x}, {});
+    REQUIRE_MESSAGE(squeezed.ok(), squeezed.status().to_string());
+    check_elements((*squeezed)[0], x.reshaped(c.out), 0);
+  }
+  const auto unknown = run_op("Squeeze", {random_tensor<float>(rng, {1, 2})}, {}, true);
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().message().find("needs known dims") != std::string::npos);
+  // A named dim that is not 1 at run time (the graph left it unknown) is an error naming it.
+  const auto not_one = run_op("Squeeze", {random_tensor<float>(rng, {3, 2})}, {{"axis", List{0}}}, true);
+  REQUIRE_FALSE(not_one.ok());
+  CHECK(not_one.status().message().find("cannot squeeze dim 0 of [3,2]") != std::string::npos);
+}
+
+TEST_CASE("Kernels.Tile.repeats_along_each_dim") {
+  runtime::Random rng(26);
+  struct Case { TensorShape in; List multiples; };
+  for (const Case& c : {Case{{2, 3}, {1, 1}}, Case{{2, 3}, {2, 1}}, Case{{2, 3}, {1, 3}}, Case{{2, 1, 3}, {2, 4, 2}}, Case{{}, {}},
+                        Case{{3}, {0}}, Case{{0, 2}, {3, 2}}, Case{{1, 1}, {5, 7}}, Case{{2, 2, 2, 2, 2}, {2, 1, 2, 1, 2}},
+                        Case{{40, 33}, {3, 2}}}) {
+    const List in_dims = c.in.to_vector();
+    List out_dims = in_dims;
+    for (size_t d = 0; d < out_dims.size(); ++d) out_dims[d] *= c.multiples[d];
+    check_op_at_every_dtype("Tile", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, c.in, -9, 9);
+      Tensor want = make_tensor(dtype, TensorShape(out_dims), [&](int64_t i) {
+        List index = unravel(i, out_dims);
+        for (size_t d = 0; d < index.size(); ++d) index[d] %= in_dims[d];
+        return element(x, ravel(index, in_dims));
+      });
+      return OpCase{{x}, {{"multiples", c.multiples}}, {want}};
+    });
+  }
 }
 
 }  // namespace

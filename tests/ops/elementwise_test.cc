@@ -1,6 +1,8 @@
 // Element-wise kernels against plain loops: every unary op on several shapes (zero batch, size 1, odd
-// sizes) at every dtype its schema accepts, Gelu in both forms; binary ops and comparisons with NumPy
-// broadcasting in every direction, at every dtype; integer division by zero.
+// sizes) at every dtype its schema accepts, Gelu in both forms, LeakyRelu at several slopes,
+// LogicalNot; binary ops, Pow, comparisons and the logical ops with NumPy broadcasting in every
+// direction, at every dtype; SelectV2 broadcasting its three operands together; integer division by
+// zero.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -61,6 +63,30 @@ TEST_CASE("Kernels.Gelu.matches_both_definitions") {
         return OpCase{{x}, {{"approximate", approximate}}, {make_tensor(dtype, shape, [&](int64_t i) { return gelu(element(x, i)); })}};
       });
     }
+  }
+}
+
+TEST_CASE("Kernels.LeakyRelu_and_LogicalNot.match_plain_loops") {
+  runtime::Random rng(5);
+  for (const double alpha : {0.2, 0.01, 1.5}) {
+    for (const TensorShape& shape : kShapes) {
+      CAPTURE(shape.to_string());
+      check_op_at_every_dtype("LeakyRelu", [&](DType dtype) {
+        Tensor x = random_of(rng, dtype, shape, -3, 3);
+        // alpha is a 32-bit float attribute (as in TensorFlow), then in the dtype.
+        const double slope = element(make_tensor(dtype, {}, [&](int64_t) { return static_cast<float>(alpha); }), 0);
+        return OpCase{{x}, {{"alpha", alpha}}, {make_tensor(dtype, shape, [&](int64_t i) {
+                        const double v = element(x, i);
+                        return v > 0 ? v : v * slope;
+                      })}};
+      });
+    }
+  }
+  for (const TensorShape& shape : kShapes) {
+    check_op_at_every_dtype("LogicalNot", [&](DType dtype) {
+      Tensor x = random_of(rng, dtype, shape);
+      return OpCase{{x}, {}, {make_tensor(dtype, shape, [&](int64_t i) { return element(x, i) == 0 ? 1.0 : 0.0; })}};
+    });
   }
 }
 
@@ -132,7 +158,29 @@ const ComparisonCase kComparisons[] = {
     {"Equal", [](double a, double b) { return a == b; }},     {"NotEqual", [](double a, double b) { return a != b; }},
     {"Less", [](double a, double b) { return a < b; }},       {"LessEqual", [](double a, double b) { return a <= b; }},
     {"Greater", [](double a, double b) { return a > b; }},    {"GreaterEqual", [](double a, double b) { return a >= b; }},
+    {"LogicalAnd", [](double a, double b) { return a != 0 && b != 0; }},
+    {"LogicalOr", [](double a, double b) { return a != 0 || b != 0; }},
 };
+
+// Pow over positive bases and any exponent, and over negative bases with whole exponents (real).
+TEST_CASE("Kernels.Pow.matches_std_pow_with_broadcasting") {
+  runtime::Random rng(6);
+  for (const auto& pair : kBroadcastPairs) {
+    const TensorShape &sa = pair.first, &sb = pair.second;
+    for (const bool whole_exponents : {false, true}) {
+      check_op_at_every_dtype("Pow", [&](DType dtype) {
+        Tensor x = random_of(rng, dtype, sa, whole_exponents ? -3 : 0.1, 3);
+        Tensor y = whole_exponents ? make_tensor(dtype, sb, [&](int64_t) { return std::floor(rng.uniform() * 7) - 3; })
+                                   : random_of(rng, dtype, sb, -3, 3);
+        // The reference in the dtype's own arithmetic: std::pow of floats rounds once from the exact power.
+        const auto power = [&](double a, double b) {
+          return dtype == DType::f32 ? static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b))) : std::pow(a, b);
+        };
+        return OpCase{{x, y}, {}, {broadcast_reference(x, y, dtype, power)}};
+      });
+    }
+  }
+}
 
 TEST_CASE("Kernels.comparisons.broadcast_to_bool") {
   runtime::Random rng(3);
@@ -168,6 +216,48 @@ TEST_CASE("Kernels.binary.incompatible_shapes_fail_when_the_node_is_added") {
   { auto scope = b.scope("layer"); (void)ops::add(b, x, y); }
   REQUIRE_FALSE(b.status().ok());
   CHECK(b.status().message() == "node 'layer/Add' (Add): shapes do not broadcast; inputs (f32[3,4], f32[5])");
+}
+
+// The shape a and b broadcast to (they must).
+TensorShape broadcast_of(const TensorShape& a, const TensorShape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t da = d - (rank - a.rank()) >= 0 ? a.dim(d - (rank - a.rank())) : 1;
+    const int64_t db = d - (rank - b.rank()) >= 0 ? b.dim(d - (rank - b.rank())) : 1;
+    dims.push_back(da == 1 ? db : da);
+  }
+  return TensorShape(dims);
+}
+
+// SelectV2 at every dtype, its condition, then and else values broadcast against each other every way.
+TEST_CASE("Kernels.SelectV2.broadcasts_its_three_operands") {
+  runtime::Random rng(8);
+  struct Case { TensorShape condition, then_value, else_value; };
+  for (const Case& c : {Case{{4, 3}, {4, 3}, {4, 3}}, Case{{3}, {4, 3}, {4, 3}}, Case{{4, 1}, {1, 3}, {}}, Case{{}, {2, 3}, {3}},
+                        Case{{2, 1, 3}, {4, 1}, {1, 4, 3}}, Case{{0, 3}, {3}, {1}}, Case{{1, 1, 5}, {2, 1, 1}, {3, 1}},
+                        Case{{64, 65}, {64, 65}, {}}}) {
+    const TensorShape out = broadcast_of(c.condition, broadcast_of(c.then_value, c.else_value));
+    check_op_at_every_dtype("SelectV2", [&](DType dtype) {
+      Tensor condition = random_of(rng, DType::boolean, c.condition);
+      Tensor then_value = random_of(rng, dtype, c.then_value, -9, 9);
+      Tensor else_value = random_of(rng, dtype, c.else_value, -9, 9);
+      const std::vector<int64_t> out_dims = out.to_vector();
+      const auto at = [&](const Tensor& t, const std::vector<int64_t>& index) {  // t's element at the broadcast index
+        std::vector<int64_t> own;
+        const int offset = static_cast<int>(index.size()) - t.rank();
+        for (int d = 0; d < t.rank(); ++d) own.push_back(t.dim(d) == 1 ? 0 : index[static_cast<size_t>(d + offset)]);
+        return element(t, ravel(own, t.shape().to_vector()));
+      };
+      Tensor want = make_tensor(dtype, out, [&](int64_t i) {
+        const std::vector<int64_t> index = unravel(i, out_dims);
+        return at(condition, index) != 0 ? at(then_value, index) : at(else_value, index);
+      });
+      return OpCase{{condition, then_value, else_value}, {}, {want}};
+    });
+  }
+  const auto mismatched = run_op("SelectV2", {random_of(rng, DType::boolean, {2}), random_tensor<float>(rng, {3}), random_tensor<float>(rng, {3})}, {}, true);
+  REQUIRE_FALSE(mismatched.ok());
 }
 
 }  // namespace

@@ -126,6 +126,21 @@ TEST_CASE("Gradients.every_differentiable_op.matches_central_differences") {
     cases.push_back({op, {rand64(rng, {3, 4}), rand64(rng, {4})}, {}, {0, 1}});
     cases.push_back({op, {rand64(rng, {2, 1, 3}), rand64(rng, {4, 1})}, {}, {0, 1}});
   }
+  // LeakyRelu away from its kink at 0, at TensorFlow's default slope and another.
+  for (double alpha : {0.2, 0.05}) cases.push_back({"LeakyRelu", {rand64(rng, {3, 4}, 0.05, 1)}, {{"alpha", alpha}}});
+  for (double alpha : {0.2, 0.05}) cases.push_back({"LeakyRelu", {rand64(rng, {3, 4}, -1, -0.05)}, {{"alpha", alpha}}});
+  // Pow: positive bases (both gradients), broadcast; a negative base gets no gradient for its exponent.
+  cases.push_back({"Pow", {rand64(rng, {3, 4}, 0.5, 2), rand64(rng, {3, 4}, -2, 2)}, {}, {0, 1}});
+  cases.push_back({"Pow", {rand64(rng, {2, 3}, 0.5, 2), rand64(rng, {3}, -2, 2)}, {}, {0, 1}});
+  cases.push_back({"Pow", {rand64(rng, {4}, -2, -0.5), Tensor::from<double>({4}, {2, 3, -1, 0})}, {}, {0}});
+  // SelectV2: the gradient split between its values by the condition, each summed to its shape.
+  cases.push_back({"SelectV2", {Tensor::from<bool>({2, 3}, {true, false, true, false, false, true}), rand64(rng, {2, 3}), rand64(rng, {2, 3})},
+                   {}, {1, 2}});
+  cases.push_back({"SelectV2", {Tensor::from<bool>({3}, {true, false, true}), rand64(rng, {2, 1}), rand64(rng, {})}, {}, {1, 2}});
+  cases.push_back({"Tile", {rand64(rng, {2, 3})}, {{"multiples", List{2, 3}}}});
+  cases.push_back({"Tile", {rand64(rng, {2, 1, 3})}, {{"multiples", List{1, 4, 2}}}});
+  cases.push_back({"ExpandDims", {rand64(rng, {2, 3})}, {{"axis", int64_t{-1}}}});
+  cases.push_back({"Squeeze", {rand64(rng, {2, 1, 3})}, {{"axis", List{1}}}});
   cases.push_back({"CheckNumerics", {rand64(rng, {3, 4})}, {{"message", std::string("x")}}});
   cases.push_back({"Div", {rand64(rng, {3, 4}), rand64(rng, {4}, 0.5, 2)}, {}, {0, 1}});
   cases.push_back({"Div", {rand64(rng, {1}), rand64(rng, {2, 3}, 0.5, 2)}, {}, {0, 1}});

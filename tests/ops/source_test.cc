@@ -1,4 +1,4 @@
-// Placeholder, Const, Variable (every initialiser, seeded and reproducible) and Fill.
+// Placeholder, Const, Variable (every initialiser, seeded and reproducible), Fill and Range.
 #include <cmath>
 
 #include "tests/ops/op_test_util.h"
@@ -20,6 +20,33 @@ TEST_CASE("Kernels.Const_and_Fill.produce_their_values") {
   check_op_at_every_dtype("Fill", [&](DType dtype) {
     return OpCase{{}, {{"shape", graph::Shape{3, 2}}, {"value", 3.0}, {"dtype", dtype}}, {make_tensor(dtype, {3, 2}, [](int64_t) { return 3.0; })}};
   });
+}
+
+// Range against start + i * delta in the dtype's arithmetic, counted as TensorFlow counts; its errors.
+TEST_CASE("Kernels.Range.counts_and_steps_as_tensorflow") {
+  struct Case { double start, limit, delta; };
+  for (const Case& c : {Case{0, 5, 1}, Case{2, 11, 3}, Case{5, 1, -2}, Case{5, 5, -2}, Case{-3, 4, 7}, Case{1, -9, -1}}) {
+    check_op_at_every_dtype("Range", [&](DType dtype) {
+      const auto count = static_cast<int64_t>(std::ceil(std::abs((c.limit - c.start) / c.delta)));
+      return OpCase{{}, {{"start", c.start}, {"limit", c.limit}, {"delta", c.delta}, {"dtype", dtype}},
+                    {make_tensor(dtype, {count}, [&](int64_t i) { return c.start + static_cast<double>(i) * c.delta; })}};
+    });
+  }
+  // Fractions: each element rounded after the product and after the sum, in f32 and in f64.
+  std::vector<float> tenths;
+  for (int i = 0; i < 10; ++i) tenths.push_back(0.0f + static_cast<float>(i) * 0.1f);
+  check_op("Range", {}, {{"start", 0.0}, {"limit", 1.0}, {"delta", 0.1}, {"dtype", DType::f32}},
+           {Tensor::from<float>({10}, std::span<const float>(tenths))}, 0);
+  std::vector<double> steps;
+  for (int i = 0; i < 5; ++i) steps.push_back(-3.5 + i * 1.25);
+  check_op("Range", {}, {{"start", -3.5}, {"limit", 2.0}, {"delta", 1.25}, {"dtype", DType::f64}},
+           {Tensor::from<double>({5}, std::span<const double>(steps))}, 0);
+  // Errors name the bounds: delta 0, delta away from limit, a fraction for an integer range.
+  for (const Case& c : {Case{0, 5, 0}, Case{5, 1, 1}, Case{1, 5, -1}, Case{0, 5, 0.5}}) {
+    const auto refused = run_op("Range", {}, {{"start", c.start}, {"limit", c.limit}, {"delta", c.delta}, {"dtype", DType::i32}});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("Range") != std::string::npos);
+  }
 }
 
 TEST_CASE("Kernels.Variable.initialisers") {

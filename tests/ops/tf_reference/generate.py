@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 DTYPES = {"f32": tf.float32, "f64": tf.float64, "i32": tf.int32, "i64": tf.int64, "bf16": tf.bfloat16,
-          "f16": tf.float16}
+          "f16": tf.float16, "bool": tf.bool}
 
 
 def encode_values(array):
@@ -179,6 +179,61 @@ def main():
             cases.append(case(f"Gelu approximate={approximate} {dtype}", "Gelu", {"approximate": approximate},
                               [tensor(dtype, [9], [-10, -3, -1, -0.1, 0, 0.1, 1, 3, 10])],
                               lambda x, a=approximate: tf.nn.gelu(x, approximate=a), differentiate=True))
+    # LeakyRelu at its kink and NaN; Pow at its edges (0^0, negative bases, 0 to negative powers) and
+    # its gradients where the base is not positive; the logical ops; SelectV2 broadcasting three ways.
+    kinked = tensor("f32", [6], [-3, -0.5, -0.0, 0, 2, "nan"])
+    cases.append(case("LeakyRelu at its default slope", "LeakyRelu", {}, [kinked], lambda x: tf.nn.leaky_relu(x)))
+    for dtype in ("f32", "f64"):
+        cases.append(case(f"LeakyRelu's gradient at 0 is alpha ({dtype})", "LeakyRelu", {"alpha": 0.01},
+                          [tensor(dtype, [5], [-3, -0.5, 0, 0.5, 2])], lambda x: tf.nn.leaky_relu(x, alpha=0.01), differentiate=True))
+    cases.append(case("Pow at its edges", "Pow", {},
+                      [tensor("f32", [8], [0, 0, -2, -8, 2, "inf", "nan", 1]), tensor("f32", [8], [0, -1, 0.5, 3, -2, -1, 0, "nan"])],
+                      lambda x, y: tf.raw_ops.Pow(x=x, y=y)))
+    cases.append(case("Pow's gradients where the base is 0 or negative", "Pow", {},
+                      [tensor("f64", [4], [0, -2, -1.5, 3]), tensor("f64", [4], [2, 3, 2, 0.5])],
+                      lambda x, y: tf.raw_ops.Pow(x=x, y=y), differentiate=True))
+    cases.append(case("Pow broadcasts", "Pow", {}, [tensor("f32", [2, 3], [1, 2, 3, 4, 5, 6]), tensor("f32", [3], [2, 0.5, -1])],
+                      lambda x, y: tf.raw_ops.Pow(x=x, y=y), differentiate=True))
+    bools = tensor("bool", [2, 3], [1, 0, 1, 0, 0, 1])
+    for op, raw in [("LogicalAnd", tf.raw_ops.LogicalAnd), ("LogicalOr", tf.raw_ops.LogicalOr)]:
+        cases.append(case(f"{op} broadcasts", op, {}, [bools, tensor("bool", [3], [1, 1, 0])], lambda x, y, r=raw: r(x=x, y=y)))
+    cases.append(case("LogicalNot", "LogicalNot", {}, [bools], lambda x: tf.raw_ops.LogicalNot(x=x)))
+    cases.append(case("SelectV2 broadcasts its three operands", "SelectV2", {},
+                      [tensor("bool", [2, 1], [1, 0]), tensor("f32", [3], [1, 2, 3]), tensor("f32", [2, 3], [-1, -2, -3, -4, -5, -6])],
+                      lambda c, t, e: tf.raw_ops.SelectV2(condition=c, t=t, e=e), differentiate=True))
+    cases.append(case("SelectV2 with a scalar else value", "SelectV2", {},
+                      [bools, tensor("f64", [2, 3], [1, 2, 3, 4, 5, 6]), tensor("f64", [], [-7])],
+                      lambda c, t, e: tf.raw_ops.SelectV2(condition=c, t=t, e=e), differentiate=True))
+    cases.append(case("SelectV2 of i64", "SelectV2", {}, [bools, tensor("i64", [3], [1, 2, 3]), tensor("i64", [2, 1], [8, 9])],
+                      lambda c, t, e: tf.raw_ops.SelectV2(condition=c, t=t, e=e)))
+    cases.append(case("SelectV2 whose operands do not broadcast", "SelectV2", {},
+                      [tensor("bool", [2], [1, 0]), tensor("f32", [3], [1, 2, 3]), tensor("f32", [3], [4, 5, 6])],
+                      lambda c, t, e: tf.raw_ops.SelectV2(condition=c, t=t, e=e)))
+    # Range counts as TensorFlow counts, with negative deltas, fractions in f32 and f64, and refusals.
+    for start, limit, delta, dtype in [(0, 5, 1, "i32"), (5, 1, -2, "i32"), (5, 5, -2, "i64"), (-3, 4, 7, "i64"),
+                                       (0, 1, 0.1, "f32"), (-3.5, 2, 1.25, "f64"), (1, 0, -0.3, "f32"), (0, 5, 1, "f64")]:
+        cases.append(case(f"Range {start} to {limit} by {delta} in {dtype}", "Range",
+                          {"start": start, "limit": limit, "delta": delta, "dtype": dtype}, [],
+                          lambda s=start, l=limit, d=delta, t=dtype: tf.range(tf.constant(s, DTYPES[t]), tf.constant(l, DTYPES[t]),
+                                                                              tf.constant(d, DTYPES[t]))))
+    for start, limit, delta in [(5, 1, 1), (1, 5, -1), (0, 5, 0)]:
+        cases.append(case(f"Range {start} to {limit} by {delta} is refused", "Range",
+                          {"start": start, "limit": limit, "delta": delta, "dtype": "i32"}, [],
+                          lambda s=start, l=limit, d=delta: tf.raw_ops.Range(start=s, limit=l, delta=d)))
+    # Tile, ExpandDims, Squeeze.
+    cases.append(case("Tile", "Tile", {"multiples": [2, 1, 3]}, [tensor("f32", [2, 1, 2], [1, 2, 3, 4])],
+                      lambda x: tf.tile(x, [2, 1, 3]), differentiate=True))
+    cases.append(case("Tile by zero", "Tile", {"multiples": [0, 2]}, [f23], lambda x: tf.tile(x, [0, 2])))
+    cases.append(case("Tile with the wrong number of multiples", "Tile", {"multiples": [2]}, [f23], lambda x: tf.tile(x, [2])))
+    for axis in (0, 2, -1, -3):
+        cases.append(case(f"ExpandDims at {axis}", "ExpandDims", {"axis": axis}, [f23], lambda x, a=axis: tf.expand_dims(x, a),
+                          differentiate=True))
+    cases.append(case("ExpandDims out of range", "ExpandDims", {"axis": 3}, [f23], lambda x: tf.expand_dims(x, 3)))
+    ones = tensor("f32", [1, 2, 1, 3, 1], [1, 2, 3, 4, 5, 6])
+    for axes in ([], [2], [0, -1]):
+        cases.append(case(f"Squeeze {axes}", "Squeeze", {"axis": axes}, [ones], lambda x, a=axes: tf.squeeze(x, a),
+                          differentiate=True))
+    cases.append(case("Squeeze of a dim that is not 1", "Squeeze", {"axis": [1]}, [ones], lambda x: tf.squeeze(x, [1])))
     # Gathers, segment sums and batched products (embeddings and attention).
     table = tensor("f32", [4, 3], list(range(12)))
     cases.append(case("GatherV2 with repeated indices", "GatherV2", {"axis": 0}, [table, tensor("i64", [2, 2], [3, 0, 3, 3])],
