@@ -4,7 +4,8 @@
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
 // with a weight decay too, and for a loss over a declared weight), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
-// ResNet-20 with synchronised batch normalisation trains as one device does; a TFRecord and an npz
+// ResNet-20 with synchronised batch normalisation trains as one device does; a GPT with dropout
+// (masks keyed by example) trains over 2 workers x 2 devices as one device does; a TFRecord and an npz
 // data set shard across workers as one device trains on them;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
 // into phases; a worker with another config stops every worker with an
@@ -218,6 +219,40 @@ TEST_CASE("MultiWorker.synchronised_batch_norm_trains_resnet20_as_one_device") {
       CHECK(got[step] == doctest::Approx(want[step]).epsilon(1e-4));
     }
   }
+}
+
+// Dropout keyed by example: a GPT with dropout 0.2 on a token file, 20 steps of 7 sequences (uneven
+// over 2 workers x 2 devices), draws for each example what one device draws, so the workers end with
+// one device's weights. The attention's key bias has a gradient of rounding noise alone (softmax
+// ignores what a query adds to all its scores), which AdamW's epsilon of 1e-8 would turn into steps
+// of the learning rate that differ with the summation order; an epsilon of 1e-3 keeps them small.
+TEST_CASE("MultiWorker.a_gpt_with_dropout_trains_as_one_device") {
+  const std::string dir = workspace().dir.string();
+  const std::string command = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/tokens_bin.py " + dir;
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  auto gpt = examples::build_example_model("gpt", 1, {.vocab = 50, .context = 16, .layers = 1, .heads = 2, .embedding = 16, .dropout = 0.2});
+  REQUIRE_MESSAGE(gpt.ok(), gpt.status().to_string());
+  gpt->signature.optimizer.hyper_parameters.set("epsilon", 1e-3);
+  const std::string model = workspace() / "gpt_dropout.mirra";
+  REQUIRE(serialization::save_model(*gpt, model).ok());
+  const std::string config = workspace() / "gpt_tokens.json";
+  std::ofstream(config) << R"({"data": {"train": {"format": "tokens", "files": [")" << dir
+                        << R"(/tokens.bin"], "tokens": {"type": "u16", "context": 16}}},
+    "training": {"batch_size": 7, "learning_rate": 0.003, "deterministic": true}})";
+  const std::vector<std::string> common = {"train", model, "--config", config, "--steps", "20", "--threads", "1", "--json"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "gpt_one.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  const Run one = run(reference, "gpt_one");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  std::vector<std::string> args = common;
+  const std::string saved = workspace() / "gpt_workers.mirra";
+  args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", "cpu:0,cpu:1", "--save", saved});
+  const Run r = run_program(mpirun(2, args), "gpt_workers");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto final_loss = [](const Run& run) { return nlohmann::json::parse(last_line(run.out)).at("final_loss").get<double>(); };
+  CHECK(final_loss(r) == doctest::Approx(final_loss(one)).epsilon(1e-5));
+  check_close(trained_values(saved), trained_values(reference_file), 1e-5);
 }
 
 // A loss over [batch, classes] plus a weight decay: the workers report the losses one device reports
