@@ -77,7 +77,7 @@ graph::Status check(const Optimizer& o) {
 
 std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
                                                  double clip_norm) {
-  auto scope = b.scope("clip_by_global_norm");
+  auto scope = b.scope(kClipByGlobalNormScope);
   graph::ValueRef sum_of_squares = reduce_sum(b, square(b, gradients.front()));
   for (size_t i = 1; i < gradients.size(); ++i) sum_of_squares = add(b, sum_of_squares, reduce_sum(b, square(b, gradients[i])));
   const graph::ValueRef clip = scalar_of(b, clip_norm, gradients.front());

@@ -95,7 +95,10 @@ struct TrainOp {
   std::vector<graph::NodeId> step_state;
 };
 
-// The gradients scaled by min(1, clip_norm / sqrt(sum of their squared elements)), as one group.
+// The scope of clip_by_global_norm's nodes.
+inline constexpr std::string_view kClipByGlobalNormScope = "clip_by_global_norm";
+// The gradients scaled by min(1, clip_norm / sqrt(sum of their squared elements)), as one group: each
+// multiplied (Mul(gradient, scale)) by scale = clip_norm / max(norm, clip_norm).
 std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
                                                  double clip_norm);
 

@@ -82,6 +82,49 @@ graph::Status gather_among_devices(graph::Builder& b, const std::vector<ShardedV
   return b.status();
 }
 
+// Clipping by the global norm (ops::clip_by_global_norm's factor, clip / max(norm, clip), per replica):
+// each replica sums the squares of its shares of every gradient, and one all-reduce (across workers
+// too) adds the replicas' sums, so every replica of every worker scales its shares by the same factor.
+graph::Expected<std::vector<graph::ValueRef>> clipping_scales(graph::Builder& b, const std::vector<std::vector<size_t>>& buckets,
+                                                              const std::vector<std::vector<graph::ValueRef>>& bucket_shards,
+                                                              const ShardingPlan& plan, CollectiveOrder& issue_order) {
+  const int64_t replicas = static_cast<int64_t>(plan.devices.size());
+  const std::string scope_name = std::string("shard/") + std::string(ops::kClipByGlobalNormScope);
+  std::vector<graph::ValueRef> partial;
+  for (int64_t r = 0; r < replicas; ++r) {
+    auto scope = b.scope("replica_" + std::to_string(r) + "/" + scope_name);
+    b.set_device(plan.devices[static_cast<size_t>(r)]);
+    graph::ValueRef sum;
+    for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
+      const size_t k = buckets[bucket].size();
+      for (size_t m = 0; m < k; ++m) {
+        const graph::ValueRef squares = ops::square(b, bucket_shards[bucket][static_cast<size_t>(r) * k + m]);
+        const graph::ValueRef term = ops::reduce_sum(b, squares);
+        sum = sum.valid() ? ops::add(b, sum, term) : term;
+      }
+    }
+    partial.push_back(sum);
+  }
+  std::vector<graph::ValueRef> total;
+  {
+    auto scope = b.scope(scope_name);
+    b.set_device(plan.host);
+    total = ops::all_reduce(b, partial, replicas, "sum", plan.collective);
+  }
+  MIRRA_RETURN_IF_ERROR(b.status());
+  issue_order.chain(b.graph(), total[0].node, 0);
+  std::vector<graph::ValueRef> scales;
+  for (int64_t r = 0; r < replicas; ++r) {
+    auto scope = b.scope("replica_" + std::to_string(r) + "/" + scope_name);
+    b.set_device(plan.devices[static_cast<size_t>(r)]);
+    const graph::ValueRef norm = ops::sqrt(b, total[static_cast<size_t>(r)]);
+    const graph::ValueRef clip = ops::scalar_of(b, *plan.clip_global_norm, norm);
+    scales.push_back(ops::div(b, clip, ops::maximum(b, norm, clip)));
+  }
+  MIRRA_RETURN_IF_ERROR(b.status());
+  return scales;
+}
+
 }  // namespace
 
 graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, const std::vector<ShardedVariable>& variables,
@@ -104,6 +147,8 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
   CollectiveOrder issue_order(static_cast<size_t>(replicas));  // lanes: the host's (0), or each device's
   CollectiveOrder gather_order(static_cast<size_t>(replicas));  // each device's PeerAllGathers
   const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
+  // Every bucket's reduce-scatter first: clipping needs every share before any update.
+  std::vector<std::vector<graph::ValueRef>> bucket_shards;  // replica r's share of the bucket's j-th at r * k + j
   for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
     const std::vector<size_t>& members = buckets[bucket];
     const size_t k = members.size();
@@ -136,7 +181,17 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
       MIRRA_RETURN_IF_ERROR(b.status());
       issue_order.chain(g, shards[0].node, 0);
     }
+    bucket_shards.push_back(std::move(shards));
+  }
+  std::vector<graph::ValueRef> scales;  // per replica, with clipping
+  if (plan.clip_global_norm) {
+    MIRRA_ASSIGN_OR_RETURN(scales, clipping_scales(b, buckets, bucket_shards, plan, issue_order));
+  }
 
+  for (size_t bucket = 0; bucket < buckets.size(); ++bucket) {
+    const std::vector<size_t>& members = buckets[bucket];
+    const size_t k = members.size();
+    const std::vector<graph::ValueRef>& shards = bucket_shards[bucket];
     std::vector<std::vector<graph::ValueRef>> updated(static_cast<size_t>(replicas));  // [r][position in bucket]
     for (int64_t r = 0; r < replicas; ++r) {
       for (size_t m = 0; m < k; ++m) {
@@ -153,7 +208,8 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         MIRRA_RETURN_IF_ERROR(b.status());
         graph::Node& node = g.mutable_node(update);
         node.inputs[0] = part;
-        node.inputs[gradient_input] = shards[static_cast<size_t>(r) * k + m];
+        const graph::ValueRef shard = shards[static_cast<size_t>(r) * k + m];
+        node.inputs[gradient_input] = scales.empty() ? shard : ops::mul(b, shard, scales[static_cast<size_t>(r)]);
         for (size_t i = 1; i < gradient_input; ++i) {
           graph::Node& slot = g.mutable_node(node.inputs[i].node);
           if (slot.op != "Variable") {
@@ -204,10 +260,31 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
 
 namespace {
 
-// Each variable's copies and updates, when every replica's raw gradient is read by its update alone
-// (a clipping norm or a finiteness check would need the whole reduced gradient). The caller fills in
-// the gradients to reduce.
-graph::Expected<std::vector<ShardedVariable>> shardable(const ReplicaGraph& r, const std::vector<std::vector<graph::ValueRef>>& raw) {
+// The clip norm when `applied` is ops::clip_by_global_norm's Mul(raw, scale) with scale = Div(clip,
+// Maximum(Sqrt(sum of squares), clip)) and clip a Fill; nullopt for anything else.
+std::optional<double> clip_norm_of(const graph::Graph& g, graph::ValueRef applied, graph::ValueRef raw) {
+  const graph::Node& scaled = g.node(applied.node);
+  if (scaled.op != "Mul" || scaled.inputs.size() != 2 || scaled.inputs[0] != raw) return std::nullopt;
+  const graph::Node& scale = g.node(scaled.inputs[1].node);
+  if (scale.op != "Div") return std::nullopt;
+  const graph::Node& clip = g.node(scale.inputs[0].node);
+  const graph::Node& larger = g.node(scale.inputs[1].node);
+  if (clip.op != "Fill" || larger.op != "Maximum" || larger.inputs[1] != scale.inputs[0] || g.node(larger.inputs[0].node).op != "Sqrt") {
+    return std::nullopt;
+  }
+  return graph::checked_attr<double>(clip, "value");
+}
+
+// Each variable's copies and updates, when every replica's raw gradient is read by its update alone,
+// or by the clipping by the global norm that its update reads (the clip's norm, then, which the
+// sharded updates take over: a finiteness check or loss scaling would need the whole reduced
+// gradient). The caller fills in the gradients to reduce.
+struct Shardable {
+  std::vector<ShardedVariable> variables;
+  std::optional<double> clip_global_norm;
+};
+
+graph::Expected<Shardable> shardable(const ReplicaGraph& r, const std::vector<std::vector<graph::ValueRef>>& raw) {
   const graph::Graph& g = r.program.graph;
   std::map<graph::ValueRef, const graph::Node*> update_of;  // by variable
   for (const graph::Node& node : g.nodes()) {
@@ -223,7 +300,7 @@ graph::Expected<std::vector<ShardedVariable>> shardable(const ReplicaGraph& r, c
       if (auto found = readers.find(inputs[i]); found != readers.end()) found->second.emplace_back(id, i);
     }
   }
-  std::vector<ShardedVariable> variables;
+  Shardable result;
   for (size_t j = 0; j < raw.size(); ++j) {
     const graph::ValueRef variable = r.program.variables_and_gradients[j].first;
     ShardedVariable v{.name = g.node(variable.node).name};
@@ -234,27 +311,42 @@ graph::Expected<std::vector<ShardedVariable>> shardable(const ReplicaGraph& r, c
     const size_t gradient_input = *r.update_gradient(*update->second);
     for (int replica = 0; replica < r.replicas; ++replica) {
       const graph::NodeId copy = r.copies[update->second->id][static_cast<size_t>(replica)];
-      for (const auto& [reader, input] : readers.at(raw[j][static_cast<size_t>(replica)])) {
+      const graph::ValueRef gradient = raw[j][static_cast<size_t>(replica)];
+      const graph::ValueRef applied = r.graph.node(copy).inputs[gradient_input];
+      const std::optional<double> clip = clip_norm_of(r.graph, applied, gradient);
+      if (j == 0 && replica == 0) result.clip_global_norm = clip;
+      if (clip != result.clip_global_norm) {
+        return graph::invalid_argument("shard_optimizer_state: '" + v.name + "' is " + (clip ? "" : "not ") +
+                                       "clipped by the global norm as the first variable is" + (clip ? " not" : ""));
+      }
+      for (const auto& [reader, input] : readers.at(gradient)) {
         if (reader == copy && input == gradient_input) continue;
+        const graph::Node& node = r.graph.node(reader);
         int reader_replica = -1;
+        const std::string_view reader_name = replica_free_name(node.name, &reader_replica);
+        const bool norm_term = node.op == "Square" && reader_name.find(std::string(ops::kClipByGlobalNormScope) + "/") != std::string_view::npos;
+        if (clip && ((reader == applied.node && input == 0) || norm_term)) {
+          continue;  // the clip's scaling and its norm, which the sharded updates compute from the shares
+        }
         return graph::invalid_argument("shard_optimizer_state: the gradient of '" + v.name + "' is read by '" +
-                                       std::string(replica_free_name(r.graph.node(reader).name, &reader_replica)) +
+                                       std::string(reader_name) +
                                        "' besides its update; sharded optimizer state needs updates that read their "
-                                       "gradients directly (no clip_global_norm, loss scaling or check_numerics)");
+                                       "gradients directly or clipped by the global norm (no loss scaling or check_numerics)");
       }
       v.copies.push_back(r.copy_on(variable, replica));
       v.updates.push_back(copy);
     }
-    variables.push_back(std::move(v));
+    result.variables.push_back(std::move(v));
   }
-  return variables;
+  return result;
 }
 
 }  // namespace
 
 graph::Status shard_optimizer_updates(ReplicaGraph& r) {
   const std::vector<std::vector<graph::ValueRef>> raw = r.raw_gradients();
-  MIRRA_ASSIGN_OR_RETURN(std::vector<ShardedVariable> variables, shardable(r, raw));
+  MIRRA_ASSIGN_OR_RETURN(Shardable sharding, shardable(r, raw));
+  std::vector<ShardedVariable>& variables = sharding.variables;
   const std::vector<std::vector<graph::ValueRef>> gradients = r.replica_gradients();
   MIRRA_RETURN_IF_ERROR(r.builder.status());
   std::vector<ShardedVariable> ready;
@@ -268,7 +360,8 @@ graph::Status shard_optimizer_updates(ReplicaGraph& r) {
                                                   .collective = r.plan.collective,
                                                   .worker = r.plan.worker,
                                                   .buckets = r.plan.buckets,
-                                                  .peer = r.plan.reduction.path == AllReducePath::peer}));
+                                                  .peer = r.plan.reduction.path == AllReducePath::peer,
+                                                  .clip_global_norm = sharding.clip_global_norm}));
   r.aggregated.clear();
   for (const ShardedVariable& v : variables) {
     const graph::Node& update = r.graph.node(v.updates[0]);

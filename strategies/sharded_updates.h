@@ -6,6 +6,7 @@
 // Mirrored. See Note [Sharded optimizer state] in the .cc.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace mirra::strategies {
 
 // One variable as replicate() cloned it, per replica r: its copy of the variable, the update node
 // that applies its gradient (ApplyGradientDescent, ApplyMomentum or ApplyAdam, reading the gradient
-// directly), and the gradient to sum over the replicas (already scaled by the replica's share of the
+// directly or clipped by the global norm), and the gradient to sum over the replicas (already scaled by the replica's share of the
 // batch).
 struct ShardedVariable {
   std::string name;  // replica-free, for the new nodes' names
@@ -36,6 +37,9 @@ struct ShardingPlan {
   // Each replica has a device of its own (AllReducePath::peer): the devices reduce-scatter among
   // themselves (PeerReduceScatter, NCCL between GPUs) instead of meeting on the host.
   bool peer = false;
+  // The optimizer clips by the global norm: every replica scales its shares by clip / max(norm, clip),
+  // the norm of the whole aggregated gradient (every share of every worker), before its updates.
+  std::optional<double> clip_global_norm;
 };
 
 // Rewrites the updates of `variables` (in the order their gradients become ready, which is the order
