@@ -223,7 +223,8 @@ TEST_CASE("MultiWorker.synchronised_batch_norm_trains_resnet20_as_one_device") {
 
 // Dropout keyed by example: a GPT with dropout 0.2 on a token file, 20 steps of 7 sequences (uneven
 // over 2 workers x 2 devices), draws for each example what one device draws, so the workers end with
-// one device's weights. The attention's key bias has a gradient of rounding noise alone (softmax
+// one device's weights; with the optimizer state sharded too (AdamW clipped by the global norm of
+// every worker's shares). The attention's key bias has a gradient of rounding noise alone (softmax
 // ignores what a query adds to all its scores), which AdamW's epsilon of 1e-8 would turn into steps
 // of the learning rate that differ with the summation order; an epsilon of 1e-3 keeps them small.
 TEST_CASE("MultiWorker.a_gpt_with_dropout_trains_as_one_device") {
@@ -245,14 +246,18 @@ TEST_CASE("MultiWorker.a_gpt_with_dropout_trains_as_one_device") {
   reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
   const Run one = run(reference, "gpt_one");
   REQUIRE_MESSAGE(one.code == 0, one.err);
-  std::vector<std::string> args = common;
-  const std::string saved = workspace() / "gpt_workers.mirra";
-  args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", "cpu:0,cpu:1", "--save", saved});
-  const Run r = run_program(mpirun(2, args), "gpt_workers");
-  REQUIRE_MESSAGE(r.code == 0, r.err);
   const auto final_loss = [](const Run& run) { return nlohmann::json::parse(last_line(run.out)).at("final_loss").get<double>(); };
-  CHECK(final_loss(r) == doctest::Approx(final_loss(one)).epsilon(1e-5));
-  check_close(trained_values(saved), trained_values(reference_file), 1e-5);
+  for (const bool sharded : {false, true}) {
+    CAPTURE(sharded);
+    std::vector<std::string> args = common;
+    const std::string saved = workspace() / "gpt_workers.mirra";
+    args.insert(args.end(), {"--strategy", "multi_worker_mirrored", "--devices", "cpu:0,cpu:1", "--save", saved});
+    if (sharded) args.push_back("--shard-optimizer-state");
+    const Run r = run_program(mpirun(2, args), "gpt_workers");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(final_loss(r) == doctest::Approx(final_loss(one)).epsilon(1e-5));
+    check_close(trained_values(saved), trained_values(reference_file), 1e-5);
+  }
 }
 
 // A loss over [batch, classes] plus a weight decay: the workers report the losses one device reports
