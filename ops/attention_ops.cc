@@ -212,7 +212,9 @@ void attention_backward(const AttentionGeometry& g, const Tensor& d_out, const T
                     });
   const T scale = static_cast<T>(g.scale);
   const int64_t query_tiles = (g.t + kTile - 1) / kTile, key_tiles = (g.s + kTile - 1) / kTile;
-  // dK and dV, per key tile, over the query tiles that see it.
+  // dK and dV, per key tile, over the query tiles that see it. With one key tile, each query tile's
+  // dQ comes from that tile alone, so this pass writes it too (race-free) and the second is skipped.
+  const bool one_key_tile = key_tiles == 1;
   cpu::parallel_for(g.batch * g.heads * key_tiles, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(kTile * kTile), ds(s.size()), part(static_cast<size_t>(kTile * std::max(g.d, g.e)));
     for (int64_t task = begin; task < end; ++task) {
@@ -231,9 +233,15 @@ void attention_backward(const AttentionGeometry& g, const Tensor& d_out, const T
         for (int64_t x = 0; x < columns * g.e; ++x) head_dv[x] += part[static_cast<size_t>(x)];
         cpu::gemm<T>(true, false, columns, g.d, rows, ds.data(), head.q + i0 * g.d, part.data(), scratch);
         for (int64_t x = 0; x < columns * g.d; ++x) head_dk[x] += part[static_cast<size_t>(x)] * scale;
+        if (one_key_tile) {
+          T* head_dq = dq.mutable_data<T>() + (bh * g.t + i0) * g.d;
+          cpu::gemm<T>(false, false, rows, g.d, columns, ds.data(), head.k + j0 * g.d, part.data(), scratch);
+          for (int64_t x = 0; x < rows * g.d; ++x) head_dq[x] = part[static_cast<size_t>(x)] * scale;
+        }
       }
     }
   });
+  if (one_key_tile) return;
   // dQ, per query tile, over the key tiles it sees.
   cpu::parallel_for(g.batch * g.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(kTile * kTile), ds(s.size()), part(static_cast<size_t>(kTile * g.d));

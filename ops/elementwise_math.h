@@ -57,6 +57,21 @@ struct GeluTanh {
   }
 };
 
+// dy times GELU's derivative: Phi(x) + x phi(x) for the exact form; for the tanh form, with t =
+// tanh(k (x + a x^3)), (1 + t) / 2 + x / 2 (1 - t^2) k (1 + 3 a x^2).
+template <class T>
+MIRRA_HOST_DEVICE T gelu_grad(T dy, T x) {
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+  return dy * (cdf + x * pdf);
+}
+template <class T>
+MIRRA_HOST_DEVICE T gelu_tanh_grad(T dy, T x) {
+  const T k = T(0.79788456080286535588), a = T(0.044715);
+  const T t = std::tanh(k * (x + a * x * x * x));
+  return dy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * a * x * x));
+}
+
 // LeakyRelu's slope as TensorFlow holds it: a 32-bit float attribute, whatever the dtype of x.
 inline double leaky_relu_alpha(double alpha) { return static_cast<float>(alpha); }
 // x where x > 0, else alpha * x (TensorFlow's LeakyRelu; its attribute alpha is a run-time value).

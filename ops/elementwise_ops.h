@@ -3,7 +3,7 @@
 // bools. Binary with NumPy broadcasting (f32, f64, i32, i64): Add, Sub, Mul, Div, Maximum, Minimum,
 // Pow (f32, f64), the comparisons Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual (to bool),
 // LogicalAnd and LogicalOr (of bools). SelectV2 picks between two tensors by a bool condition, all
-// three broadcast together. ReluGrad and SumToShape serve gradients.
+// three broadcast together. ReluGrad, GeluGrad and SumToShape serve gradients.
 #pragma once
 
 #include "graph/builder.h"

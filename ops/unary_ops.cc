@@ -1,8 +1,11 @@
 // Unary element-wise ops: one functor each (ops/elementwise_math.h), one shared schema and kernel template;
-// Gelu's attribute picks its functor, LeakyRelu's is its slope below zero; LogicalNot of bools.
+// Gelu's attribute picks its form (f32 through oneDNN's vectorised GELU and its gradient GeluGrad),
+// LeakyRelu's is its slope below zero; LogicalNot of bools.
 #include <cmath>
 
 #include "ops/array_ops.h"
+#include "ops/cpu/dnnl_eltwise.h"
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/parallel.h"
 #include "ops/elementwise_math.h"
@@ -48,8 +51,35 @@ Status unary_kernel(KernelContext& ctx) {
   });
 }
 
+// f32 through oneDNN's vectorised GELU; f64 through the functors.
 Status gelu_kernel(KernelContext& ctx) {
-  return ctx.attr<bool>("approximate") ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
+  const bool approximate = ctx.attr<bool>("approximate");
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != graph::DType::f32) return approximate ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
+  return cpu::dnnl_eltwise(ctx, approximate ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf,
+                           x.data<float>(), y.mutable_data<float>(), x.num_elements());
+}
+
+Status gelu_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  if (!(dy.shape() == x.shape())) return graph::invalid_argument("dy " + dy.type_string() + " and x " + x.type_string() + " differ");
+  const bool approximate = ctx.attr<bool>("approximate");
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());
+  if (dy.dtype() == graph::DType::f32) {
+    return cpu::dnnl_eltwise_gradient(ctx, approximate ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf,
+                                      dy.data<float>(), x.data<float>(), dx.mutable_data<float>(), dy.num_elements());
+  }
+  return cpu::visit_dtype<double>(dy.dtype(), [&]<class T>(cpu::Type<T>) {
+    const T* g = dy.data<T>();
+    const T* in = x.data<T>();
+    T* d = dx.mutable_data<T>();
+    cpu::parallel_for(dy.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) d[i] = approximate ? math::gelu_tanh_grad(g[i], in[i]) : math::gelu_grad(g[i], in[i]);
+    });
+    return Status();
+  });
 }
 
 Status leaky_relu_kernel(KernelContext& ctx) {
@@ -149,30 +179,8 @@ Grads erf_grad(GradientContext& g) {  // dy * 2 / sqrt(pi) * exp(-x^2)
 }
 Grads softplus_grad(GradientContext& g) { return {mul(g.builder, g.grad(0), sigmoid(g.builder, g.input(0)))}; }
 Grads gelu_grad(GradientContext& g) {
-  auto& b = g.builder;
-  const ValueRef x = g.input(0);
-  const auto c = [&](double v) { return scalar_of(b, v, x); };
-  const ValueRef one = c(1.0), half = c(0.5);
-  const ValueRef x2 = square(b, x);
-  ValueRef slope;
-  if (g.attr<bool>("approximate")) {
-    // y = x/2 (1 + t), t = tanh(u), u = k (x + a x^3): y' = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3a x^2).
-    const ValueRef k = c(0.79788456080286535588), a = c(0.044715), three_a = c(3 * 0.044715);
-    const ValueRef inner = add(b, one, mul(b, a, x2));
-    const ValueRef t = tanh(b, mul(b, k, mul(b, x, inner)));
-    const ValueRef du = mul(b, k, add(b, one, mul(b, three_a, x2)));
-    const ValueRef half_one_plus_t = mul(b, half, add(b, one, t));
-    const ValueRef one_minus_t2 = sub(b, one, square(b, t));
-    const ValueRef half_x = mul(b, half, x);
-    slope = add(b, half_one_plus_t, mul(b, half_x, mul(b, one_minus_t2, du)));
-  } else {
-    // y = x Phi(x): y' = Phi(x) + x phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, phi(x) = e^(-x^2/2) / sqrt(2 pi).
-    const ValueRef root_half = c(0.70710678118654752440), minus_half = c(-0.5), root_2pi_inverse = c(0.39894228040143267794);
-    const ValueRef cdf = mul(b, half, add(b, one, erf(b, mul(b, root_half, x))));
-    const ValueRef pdf = mul(b, root_2pi_inverse, exp(b, mul(b, minus_half, x2)));
-    slope = add(b, cdf, mul(b, x, pdf));
-  }
-  return {mul(b, g.grad(0), slope)};
+  return {g.builder.add_value(
+      {.op = "GeluGrad", .inputs = {g.grad(0), g.input(0)}, .attrs = {{"approximate", g.attr<bool>("approximate")}}})};
 }
 
 template <class Op>
@@ -216,7 +224,19 @@ void register_unary_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
       },
       .summary = "x * P(X <= x) for a standard normal X, exactly with erf or (approximate) with tanh, as tf.nn.gelu.",
       .gradient = gelu_grad});
-  kernels.add("Gelu", graph::DeviceKind::cpu, {gelu_kernel});
+  kernels.add("Gelu", graph::DeviceKind::cpu, {.fn = gelu_kernel, .prepare = cpu::prepare_dnnl_kernel});
+  schemas.add(graph::OpSchema{
+      .name = "GeluGrad",
+      .inputs = {"dy", "x"},
+      .attrs = {{"approximate", graph::AttrType::boolean, false}},
+      .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+        MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {graph::DType::f32, graph::DType::f64}));
+        MIRRA_RETURN_IF_ERROR(require_same_dtype(ctx));
+        return std::vector<TensorType>{ctx.input(0)};
+      },
+      .summary = "dy times the derivative of Gelu (of the same form) at x: the gradient of Gelu.",
+      .no_gradient = "second derivatives of Gelu are not supported"});
+  kernels.add("GeluGrad", graph::DeviceKind::cpu, {.fn = gelu_grad_kernel, .prepare = cpu::prepare_dnnl_kernel});
   schemas.add(graph::OpSchema{
       .name = "LeakyRelu",
       .inputs = {"x"},

@@ -51,6 +51,18 @@ dnnl::matmul::primitive_desc matmul_pd(const memory::desc& a, const memory::desc
   return dnnl::matmul::primitive_desc(dnnl_engine(), a, b, c, attr);
 }
 
+dnnl::eltwise_forward::primitive_desc eltwise_forward_pd(dnnl::algorithm algorithm, const memory::desc& data,
+                                                         const dnnl::primitive_attr& attr) {
+  return dnnl::eltwise_forward::primitive_desc(dnnl_engine(), dnnl::prop_kind::forward_training, algorithm, data, data, 0.0f,
+                                               0.0f, attr);
+}
+
+dnnl::eltwise_backward::primitive_desc eltwise_backward_pd(dnnl::algorithm algorithm, const memory::desc& data,
+                                                           const dnnl::eltwise_forward::primitive_desc& hint,
+                                                           const dnnl::primitive_attr& attr) {
+  return dnnl::eltwise_backward::primitive_desc(dnnl_engine(), algorithm, data, data, data, 0.0f, 0.0f, hint, attr);
+}
+
 dnnl::post_ops relu_post_op() {
   dnnl::post_ops post_ops;
   post_ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -101,6 +113,19 @@ dnnl::pooling_forward::primitive_desc pooling_forward_pd(dnnl::algorithm algorit
 dnnl::matmul::primitive_desc matmul_pd(const memory::desc& a, const memory::desc& b, const memory::desc& c,
                                        const dnnl::primitive_attr& attr) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, dnnl_engine());
+}
+
+dnnl::eltwise_forward::primitive_desc eltwise_forward_pd(dnnl::algorithm algorithm, const memory::desc& data,
+                                                         const dnnl::primitive_attr& attr) {
+  return dnnl::eltwise_forward::primitive_desc(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, algorithm, data, 0.0f, 0.0f), attr, dnnl_engine());
+}
+
+dnnl::eltwise_backward::primitive_desc eltwise_backward_pd(dnnl::algorithm algorithm, const memory::desc& data,
+                                                           const dnnl::eltwise_forward::primitive_desc& hint,
+                                                           const dnnl::primitive_attr& attr) {
+  return dnnl::eltwise_backward::primitive_desc(dnnl::eltwise_backward::desc(algorithm, data, data, 0.0f, 0.0f), attr,
+                                                dnnl_engine(), hint);
 }
 
 dnnl::post_ops relu_post_op() {

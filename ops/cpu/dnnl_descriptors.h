@@ -34,6 +34,14 @@ dnnl::pooling_forward::primitive_desc pooling_forward_pd(dnnl::algorithm algorit
 dnnl::matmul::primitive_desc matmul_pd(const dnnl::memory::desc& a, const dnnl::memory::desc& b,
                                        const dnnl::memory::desc& c, const dnnl::primitive_attr& attr);
 
+// An element-wise function of `algorithm` over `data` (training, so that its backward may follow).
+dnnl::eltwise_forward::primitive_desc eltwise_forward_pd(dnnl::algorithm algorithm, const dnnl::memory::desc& data,
+                                                         const dnnl::primitive_attr& attr);
+// Its gradient: diff_src = diff_dst * f'(src), with `data` the desc of all three.
+dnnl::eltwise_backward::primitive_desc eltwise_backward_pd(dnnl::algorithm algorithm, const dnnl::memory::desc& data,
+                                                           const dnnl::eltwise_forward::primitive_desc& hint,
+                                                           const dnnl::primitive_attr& attr);
+
 // A ReLU applied as the primitive writes its result.
 dnnl::post_ops relu_post_op();
 

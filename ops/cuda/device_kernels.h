@@ -65,6 +65,8 @@ struct BoxCopy {
 cudaError_t unary(UnaryOp op, DType dtype, const void* x, void* y, int64_t n, cudaStream_t stream);
 cudaError_t leaky_relu(DType dtype, double alpha, const void* x, void* y, int64_t n, cudaStream_t stream);
 cudaError_t logical_not(const bool* x, bool* y, int64_t n, cudaStream_t stream);
+// dx = dy * Gelu'(x), of the exact or the tanh form.
+cudaError_t gelu_grad(DType dtype, bool approximate, const void* dy, const void* x, void* dx, int64_t n, cudaStream_t stream);
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream);
 // f32, f64, i32, i64 (Div and Pow: floats only; the logical ops: bools); comparisons write bools.
 cudaError_t binary(BinaryOp op, DType dtype, const void* x, const void* y, void* out, const BroadcastGeometry& geometry,

@@ -23,6 +23,16 @@ Status gelu_kernel(KernelContext& ctx) {
   return ctx.attr<bool>("approximate") ? unary_kernel<UnaryOp::gelu_tanh>(ctx) : unary_kernel<UnaryOp::gelu>(ctx);
 }
 
+Status gelu_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  if (!(dy.shape() == x.shape())) return graph::invalid_argument("dy " + dy.type_string() + " and x " + x.type_string() + " differ");
+  Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());
+  return launched(gelu_grad(dy.dtype(), ctx.attr<bool>("approximate"), dy.raw_data(), x.raw_data(), dx.mutable_raw_data(),
+                            dy.num_elements(), stream_of(ctx)),
+                  "gelu_grad");
+}
+
 Status leaky_relu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
@@ -183,6 +193,7 @@ void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels) {
   add_for_floats("Erf", unary_kernel<UnaryOp::erf>);
   add_for_floats("Softplus", unary_kernel<UnaryOp::softplus>);
   add_for_floats("Gelu", gelu_kernel);
+  add_for_floats("GeluGrad", gelu_grad_kernel);
   add_for_floats("LeakyRelu", leaky_relu_kernel);
   kernels.add("LogicalNot", DeviceKind::gpu, {logical_not_kernel});
   add_for_floats("ReluGrad", relu_grad_kernel);

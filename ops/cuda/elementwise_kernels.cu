@@ -38,6 +38,11 @@ __global__ void logical_not_kernel(const bool* x, bool* y, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) y[i] = math::LogicalNot::apply(x[i]);
 }
 
+template <class T, bool kTanh>
+__global__ void gelu_grad_kernel(const T* dy, const T* x, T* dx, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = kTanh ? math::gelu_tanh_grad(dy[i], x[i]) : math::gelu_grad(dy[i], x[i]);
+}
+
 template <class T>
 __global__ void relu_grad_kernel(const T* dy, const T* y, T* dx, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = math::relu_grad(dy[i], y[i]);
@@ -166,6 +171,17 @@ cudaError_t leaky_relu(DType dtype, double alpha, const void* x, void* y, int64_
 cudaError_t logical_not(const bool* x, bool* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   return launch(logical_not_kernel, blocks_for(n), kThreads, stream, x, y, n);
+}
+
+cudaError_t gelu_grad(DType dtype, bool approximate, const void* dy, const void* x, void* dx, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return visit<float, double>(dtype, [&]<class T>(T) {
+    const auto* pdy = static_cast<const T*>(dy);
+    const auto* px = static_cast<const T*>(x);
+    auto* pdx = static_cast<T*>(dx);
+    return approximate ? launch(gelu_grad_kernel<T, true>, blocks_for(n), kThreads, stream, pdy, px, pdx, n)
+                       : launch(gelu_grad_kernel<T, false>, blocks_for(n), kThreads, stream, pdy, px, pdx, n);
+  });
 }
 
 cudaError_t relu_grad(DType dtype, const void* dy, const void* y, void* dx, int64_t n, cudaStream_t stream) {

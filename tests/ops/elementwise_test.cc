@@ -66,6 +66,28 @@ TEST_CASE("Kernels.Gelu.matches_both_definitions") {
   }
 }
 
+// GeluGrad, dy times the derivative of each form, by the textbook formulas.
+TEST_CASE("Kernels.GeluGrad.matches_the_derivatives") {
+  runtime::Random rng(9);
+  const double pi = 3.14159265358979323846;
+  for (const bool approximate : {false, true}) {
+    for (const TensorShape& shape : kShapes) {
+      CAPTURE(shape.to_string());
+      check_op_at_every_dtype("GeluGrad", [&](DType dtype) {
+        Tensor dy = random_of(rng, dtype, shape, -2, 2);
+        Tensor x = random_of(rng, dtype, shape, -6, 6);
+        const auto slope = [&](double v) {
+          if (!approximate) return 0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * pi);
+          const double k = std::sqrt(2 / pi), t = std::tanh(k * (v + 0.044715 * v * v * v));
+          return 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * 0.044715 * v * v);
+        };
+        return OpCase{{dy, x}, {{"approximate", approximate}},
+                      {make_tensor(dtype, shape, [&](int64_t i) { return element(dy, i) * slope(element(x, i)); })}};
+      });
+    }
+  }
+}
+
 TEST_CASE("Kernels.LeakyRelu_and_LogicalNot.match_plain_loops") {
   runtime::Random rng(5);
   for (const double alpha : {0.2, 0.01, 1.5}) {
