@@ -97,6 +97,11 @@ Head<T> head_of(const AttentionGeometry& g, const Tensor& q, const Tensor& k, co
   return head;
 }
 
+// How many of the keys [j0, j0 + columns) query i may attend to: all, or under causality those up to i.
+inline int64_t attended(const AttentionGeometry& g, int64_t i, int64_t j0, int64_t columns) {
+  return g.causal ? std::clamp<int64_t>(i - j0 + 1, 0, columns) : columns;
+}
+
 // The scores of queries [i0, i0 + rows) against keys [j0, j0 + columns) into s (rows x columns):
 // scaled, masked, -inf where causality forbids.
 template <class T>
@@ -106,12 +111,13 @@ void tile_scores(const AttentionGeometry& g, const Head<T>& head, int64_t i0, in
   const T scale = static_cast<T>(g.scale);
   for (int64_t r = 0; r < rows; ++r) {
     T* row = s + r * columns;
-    for (int64_t c = 0; c < columns; ++c) {
-      T value = row[c] * scale;
-      if (head.mask != nullptr) value += head.mask[(i0 + r) * head.mask_row + (j0 + c) * head.mask_column];
-      if (g.causal && j0 + c > i0 + r) value = -std::numeric_limits<T>::infinity();
-      row[c] = value;
+    const int64_t seen = attended(g, i0 + r, j0, columns);
+    for (int64_t c = 0; c < seen; ++c) row[c] *= scale;
+    if (head.mask != nullptr) {
+      const T* mask_row = head.mask + (i0 + r) * head.mask_row + j0 * head.mask_column;
+      for (int64_t c = 0; c < seen; ++c) row[c] += mask_row[c * head.mask_column];
     }
+    std::fill(row + seen, row + columns, -std::numeric_limits<T>::infinity());
   }
 }
 
@@ -138,15 +144,21 @@ void attention_forward(const AttentionGeometry& g, const Tensor& q, const Tensor
         tile_scores(g, head, i0, rows, j0, columns, s.data(), scratch);
         for (int64_t r = 0; r < rows; ++r) {
           T* row = s.data() + r * columns;
+          const int64_t seen = attended(g, i0 + r, j0, columns);  // the others are -inf: probability 0
           T top = m[static_cast<size_t>(r)];
-          for (int64_t c = 0; c < columns; ++c) top = std::max(top, row[c]);
+          for (int64_t c = 0; c < seen; ++c) top = std::max(top, row[c]);
           // Nothing attendable yet: the row's probabilities, sum and output stay zero.
           const bool none = top == -std::numeric_limits<T>::infinity();
           const T rescale = none ? T(1) : std::exp(m[static_cast<size_t>(r)] - top);
           T sum = 0;
-          for (int64_t c = 0; c < columns; ++c) {
-            row[c] = none ? T(0) : std::exp(row[c] - top);
-            sum += row[c];
+          if (none) {
+            std::fill(row, row + columns, T(0));
+          } else {
+            for (int64_t c = 0; c < seen; ++c) {
+              row[c] = std::exp(row[c] - top);
+              sum += row[c];
+            }
+            std::fill(row + seen, row + columns, T(0));
           }
           l[static_cast<size_t>(r)] = l[static_cast<size_t>(r)] * rescale + sum;
           m[static_cast<size_t>(r)] = top;
@@ -185,10 +197,10 @@ void tile_gradient(const AttentionGeometry& g, const Head<T>& head, const T* d_o
   tile_scores(g, head, i0, rows, j0, columns, s, scratch);
   for (int64_t r = 0; r < rows; ++r) {
     const T row_lse = lse[i0 + r];
-    for (int64_t c = 0; c < columns; ++c) {
-      T& p = s[r * columns + c];
-      p = row_lse == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(p - row_lse);
-    }
+    T* row = s + r * columns;
+    const int64_t seen = row_lse == -std::numeric_limits<T>::infinity() ? 0 : attended(g, i0 + r, j0, columns);
+    for (int64_t c = 0; c < seen; ++c) row[c] = std::exp(row[c] - row_lse);
+    std::fill(row + seen, row + columns, T(0));
   }
   cpu::gemm<T>(false, true, rows, columns, g.e, d_out + i0 * g.e, head.v + j0 * g.e, ds, scratch);
   for (int64_t r = 0; r < rows; ++r) {
