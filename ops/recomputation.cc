@@ -129,31 +129,76 @@ size_t recompute_scope(graph::Builder& b, const std::string& prefix, NodeId firs
 
 }  // namespace
 
+constexpr std::string_view kMarker = "recompute";
+
+graph::Builder::ScopeGuard recompute_scope(graph::Builder& b, std::string_view name) {
+  graph::Builder::ScopeGuard scope = b.scope(name);
+  b.add({.op = "NoOp", .name = std::string(kMarker)});
+  return scope;
+}
+
 graph::Expected<Recompute> parse_recompute(std::string_view name) {
   if (name == "none") return Recompute::none;
   if (name == "blocks") return Recompute::blocks;
-  return graph::invalid_argument("recompute must be none or blocks, not '" + std::string(name) + "'");
+  if (name == "all") return Recompute::all;
+  return graph::invalid_argument("recompute must be none, blocks or all, not '" + std::string(name) + "'");
 }
 
 std::string_view recompute_name(Recompute mode) {
-  return mode == Recompute::blocks ? "blocks" : "none";
+  switch (mode) {
+    case Recompute::blocks: return "blocks";
+    case Recompute::all: return "all";
+    default: return "none";
+  }
 }
 
+namespace {
+
+// Whether a scope component is "block" followed by digits.
+bool is_block(std::string_view part) {
+  return part.size() > 5 && part.starts_with("block") && std::all_of(part.begin() + 5, part.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The scope a marker NoOp ("<prefix>recompute", or "<prefix>recompute_<k>" for a scope marked again)
+// marks, or empty.
+std::string marked_scope(const Node& node) {
+  if (node.op != "NoOp") return {};
+  const size_t slash = node.name.rfind('/');
+  if (slash == std::string::npos) return {};
+  const std::string_view last = std::string_view(node.name).substr(slash + 1);
+  const bool marker = last == kMarker || (last.starts_with(std::string(kMarker) + "_") &&
+                                          std::all_of(last.begin() + static_cast<std::ptrdiff_t>(kMarker.size()) + 1, last.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; }));
+  return marker ? node.name.substr(0, slash + 1) : std::string();
+}
+
+}  // namespace
+
 std::vector<std::string> recompute_scopes_of(const graph::Graph& g, Recompute mode) {
-  if (mode == Recompute::none) return {};
-  std::set<std::string> scopes;
+  std::set<std::string> scopes, parents;  // parents: the scopes that hold blocks
   for (const Node& node : g.nodes()) {
+    if (std::string marked = marked_scope(node); !marked.empty()) scopes.insert(std::move(marked));
+    if (mode == Recompute::none) continue;
     // Each scope component "block" followed by digits ends a block's prefix.
     size_t start = 0;
     while (start < node.name.size()) {
       const size_t slash = node.name.find('/', start);
       if (slash == std::string::npos) break;
-      const std::string_view part = std::string_view(node.name).substr(start, slash - start);
-      if (part.size() > 5 && part.starts_with("block") &&
-          std::all_of(part.begin() + 5, part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (is_block(std::string_view(node.name).substr(start, slash - start))) {
         scopes.insert(node.name.substr(0, slash + 1));
+        parents.insert(node.name.substr(0, start));
       }
       start = slash + 1;
+    }
+  }
+  if (mode == Recompute::all) {
+    // Every scope directly inside a scope that holds blocks.
+    for (const Node& node : g.nodes()) {
+      for (const std::string& parent : parents) {
+        if (!node.name.starts_with(parent)) continue;
+        const size_t slash = node.name.find('/', parent.size());
+        if (slash != std::string::npos) scopes.insert(node.name.substr(0, slash + 1));
+      }
     }
   }
   return {scopes.begin(), scopes.end()};

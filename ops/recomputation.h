@@ -20,13 +20,24 @@
 
 namespace mirra::ops {
 
-// What `training.recompute` names: nothing, or every name scope called block<N> (the GPT's and the
-// ResNets' blocks), each recomputed apart from its input, which is kept.
-enum class Recompute { none, blocks };
+// A name scope whose activations are recomputed in the backward pass (TensorFlow's recompute_grad
+// around a function): the scope `name` opened like Builder::scope, marked in the graph by a NoOp
+// called "recompute" inside it, so the mark travels with the model file. recompute_scopes_of always
+// includes the marked scopes, whatever `training.recompute` adds.
+//
+//   { auto block = ops::recompute_scope(b, "block3"); x = ...; }
+[[nodiscard]] graph::Builder::ScopeGuard recompute_scope(graph::Builder& b, std::string_view name);
+
+// What `training.recompute` adds to the scopes the model marks: nothing; every name scope called
+// block<N> (the GPT's and the ResNets' blocks), each recomputed apart from its input, which is kept;
+// or all: the blocks and every other scope beside them (a GPT's final layer normalisation, a ResNet's
+// stem and head), so that only the values passed between those parts are kept.
+enum class Recompute { none, blocks, all };
 graph::Expected<Recompute> parse_recompute(std::string_view name);
 std::string_view recompute_name(Recompute mode);
 
-// The scope prefixes ("gpt/block3/") `mode` recomputes in `g`, a graph without its gradients yet.
+// The scope prefixes ("gpt/block3/") recomputed in `g`, a graph without its gradients yet: those the
+// model marks, and those `mode` adds.
 std::vector<std::string> recompute_scopes_of(const graph::Graph& g, Recompute mode);
 
 // Rewires the gradient nodes of `b`'s graph (those from `first_gradient` on: gradients() adds them

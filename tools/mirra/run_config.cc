@@ -152,7 +152,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
     const auto parsed = mode.is_string() ? ops::parse_recompute(mode.get<std::string>())
                                          : graph::Expected<ops::Recompute>(graph::invalid_argument(""));
     if (!parsed.ok()) {
-      return strategies::config_key_error(source, "training.recompute", "must be \"none\" or \"blocks\", not " + mode.dump());
+      return strategies::config_key_error(source, "training.recompute", "must be \"none\", \"blocks\" or \"all\", not " + mode.dump());
     }
     out.recompute = *parsed;
   }

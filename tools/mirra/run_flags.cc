@@ -67,9 +67,10 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
                      "with dynamic loss scaling (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
   command.add_option("--recompute", f.recompute,
-                     "none or blocks: activations the backward pass computes again instead of keeping them "
-                     "(blocks: each name scope block<N>, its input kept; default none)")
-      ->check(CLI::IsMember({"none", "blocks"}));
+                     "none, blocks or all: activations the backward pass computes again instead of keeping them, "
+                     "besides the scopes the model marks (blocks: each name scope block<N>, its input kept; all: the "
+                     "blocks and every scope beside them; default none)")
+      ->check(CLI::IsMember({"none", "blocks", "all"}));
   command.add_flag("--shard-optimizer-state", f.shard_optimizer_state,
                    "mirrored and multi_worker_mirrored: each replica keeps only its share of the optimizer slots "
                    "(ZeRO stage 1)");
