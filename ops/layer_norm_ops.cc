@@ -69,6 +69,23 @@ Expected<std::vector<TensorType>> infer_layer_norm_grad(const InferContext& ctx)
   return std::vector<TensorType>{x, parameter, parameter};
 }
 
+// The sum of term(0) .. term(n - 1) in double, in four interleaved partial sums (term c adds to sum
+// c mod 4) combined as (s0 + s1) + (s2 + s3): an order fixed by n alone, so as deterministic as one
+// running sum, without its single chain of dependent additions.
+template <class Term>
+inline double interleaved_sum(int64_t n, const Term& term) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    s[0] += term(c);
+    s[1] += term(c + 1);
+    s[2] += term(c + 2);
+    s[3] += term(c + 3);
+  }
+  for (; c < n; ++c) s[c % 4] += term(c);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 Status layer_norm_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
@@ -89,14 +106,11 @@ Status layer_norm_kernel(KernelContext& ctx) {
     cpu::parallel_for(r.rows, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const T* xr = in + row * n;
-        double sum = 0;
-        for (int64_t c = 0; c < n; ++c) sum += static_cast<double>(xr[c]);
-        const double mu = sum / static_cast<double>(n);
-        double squares = 0;
-        for (int64_t c = 0; c < n; ++c) {
+        const double mu = interleaved_sum(n, [&](int64_t c) { return static_cast<double>(xr[c]); }) / static_cast<double>(n);
+        const double squares = interleaved_sum(n, [&](int64_t c) {
           const double d = static_cast<double>(xr[c]) - mu;
-          squares += d * d;
-        }
+          return d * d;
+        });
         const double inv = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
         means[row] = static_cast<T>(mu);
         rstds[row] = static_cast<T>(inv);
@@ -137,12 +151,9 @@ Status layer_norm_grad_kernel(KernelContext& ctx) {
         const T* gr = g + row * n;
         const T* xr = in + row * n;
         const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
-        double sum = 0, dot = 0;
-        for (int64_t c = 0; c < n; ++c) {
-          const double scaled = static_cast<double>(gr[c]) * static_cast<double>(gamma[c]);
-          sum += scaled;
-          dot += scaled * (static_cast<double>(xr[c]) - mu) * inv;
-        }
+        const auto scaled = [&](int64_t c) { return static_cast<double>(gr[c]) * static_cast<double>(gamma[c]); };
+        const double sum = interleaved_sum(n, scaled);
+        const double dot = interleaved_sum(n, [&](int64_t c) { return scaled(c) * (static_cast<double>(xr[c]) - mu) * inv; });
         const double mean_scaled = sum / static_cast<double>(n), mean_dot = dot / static_cast<double>(n);
         T* dr = out + row * n;
         for (int64_t c = 0; c < n; ++c) {

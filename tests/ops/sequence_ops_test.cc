@@ -232,7 +232,9 @@ TEST_CASE("Kernels.LayerNorm.normalises_each_row") {
                       {make_tensor(dtype, shape, [&](int64_t i) { return r.y[static_cast<size_t>(i)]; }),
                        make_tensor(statistics, rows, [&](int64_t i) { return r.mean[static_cast<size_t>(i)]; }),
                        make_tensor(statistics, rows, [&](int64_t i) { return r.rstd[static_cast<size_t>(i)]; })},
-                      dtype == DType::f64 ? std::optional<double>(1e-12) : std::nullopt};
+                      // In f64 the kernel adds a row in another order than this loop (four interleaved
+                      // sums); around a mean of 1000 that moves y by some 1e-12.
+                      dtype == DType::f64 ? std::optional<double>(1e-10) : std::nullopt};
       });
     }
   }
