@@ -13,6 +13,7 @@
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 #include "runtime/session.h"
+#include "runtime/vector_clones.h"
 
 namespace mirra::ops {
 
@@ -82,6 +83,23 @@ Status apply_momentum_kernel(KernelContext& ctx) {
   });
 }
 
+// Adam's update of n elements, compiled per instruction set (runtime/vector_clones.h): square roots and
+// quotients round alike at every vector width, so each clone writes the same bits. The four buffers are
+// distinct (a variable, its two slots, a gradient).
+template <class T>
+[[gnu::always_inline]] inline void adam_range(const math::AdamUpdate<T>& update, T* __restrict v, T* __restrict m1,
+                                              T* __restrict m2, const T* __restrict g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) update.apply(v[i], m1[i], m2[i], g[i]);
+}
+MIRRA_VECTOR_CLONES void adam_update(const math::AdamUpdate<float>& update, float* v, float* m1, float* m2, const float* g,
+                                     int64_t n) {
+  adam_range(update, v, m1, m2, g, n);
+}
+MIRRA_VECTOR_CLONES void adam_update(const math::AdamUpdate<double>& update, double* v, double* m1, double* m2, const double* g,
+                                     int64_t n) {
+  adam_range(update, v, m1, m2, g, n);
+}
+
 // Adam (Kingma and Ba) with bias correction, m_hat / (sqrt(v_hat) + epsilon), and AdamW's decoupled
 // weight decay (the variable shrinks by learning_rate * weight_decay before the Adam step). `step` is
 // the number of updates already applied, so this one is update step + 1.
@@ -102,16 +120,12 @@ Status apply_adam_kernel(KernelContext& ctx) {
     const T decay = math::decay_factor(static_cast<T>(lr), ctx.attr<double>("weight_decay"));
     const math::AdamUpdate<T> update{static_cast<T>(beta1), static_cast<T>(beta2), step_size, inverse_sqrt_correction2,
                                      decay, static_cast<T>(ctx.attr<double>("epsilon"))};
-    T* const v_data = variable.mutable_data<T>();
-    T* const m1_data = first_moment.mutable_data<T>();
-    T* const m2_data = second_moment.mutable_data<T>();
-    const T* const g_data = gradient.data<T>();
+    T* const v = variable.mutable_data<T>();
+    T* const m1 = first_moment.mutable_data<T>();
+    T* const m2 = second_moment.mutable_data<T>();
+    const T* const g = gradient.data<T>();
     cpu::parallel_for(variable.num_elements(), cpu::kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      T* __restrict v = v_data;  // distinct buffers: a variable, its two slots, a gradient
-      T* __restrict m1 = m1_data;
-      T* __restrict m2 = m2_data;
-      const T* __restrict g = g_data;
-      for (int64_t i = begin; i < end; ++i) update.apply(v[i], m1[i], m2[i], g[i]);
+      adam_update(update, v + begin, m1 + begin, m2 + begin, g + begin, end - begin);
     });
     return Status();
   });
