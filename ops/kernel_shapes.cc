@@ -139,12 +139,12 @@ graph::Expected<int64_t> range_size_in(double start_value, double limit_value, d
   MIRRA_ASSIGN_OR_RETURN(const T start, bound("start", start_value));
   MIRRA_ASSIGN_OR_RETURN(const T limit, bound("limit", limit_value));
   MIRRA_ASSIGN_OR_RETURN(const T delta, bound("delta", delta_value));
-  const std::string bounds = graph::attr_to_string(start_value) + " to " + graph::attr_to_string(limit_value) + " by " +
-                             graph::attr_to_string(delta_value);
-  if (delta == T(0)) return graph::invalid_argument("Range from " + bounds + ": delta must not be 0");
-  if (delta > T(0) ? start > limit : start < limit) {
-    return graph::invalid_argument("Range from " + bounds + ": delta points away from limit");
-  }
+  const auto refused = [&](const std::string& why) {  // the message is built only for an error
+    return graph::invalid_argument("Range from " + graph::attr_to_string(start_value) + " to " + graph::attr_to_string(limit_value) +
+                                   " by " + graph::attr_to_string(delta_value) + ": " + why);
+  };
+  if (delta == T(0)) return refused("delta must not be 0");
+  if (delta > T(0) ? start > limit : start < limit) return refused("delta points away from limit");
   double size = 0;
   if constexpr (std::is_integral_v<T>) {
     // In uint64: delta points from start to limit, so the distance and |delta| fit, and nothing overflows.
@@ -155,7 +155,7 @@ graph::Expected<int64_t> range_size_in(double start_value, double limit_value, d
   } else {
     size = std::ceil(std::abs(static_cast<double>((limit - start) / delta)));
   }
-  if (!(size < 9.2e18)) return graph::invalid_argument("Range from " + bounds + " has too many elements");
+  if (!(size < 9.2e18)) return refused("too many elements");
   return static_cast<int64_t>(size);
 }
 

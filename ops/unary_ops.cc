@@ -51,14 +51,18 @@ Status unary_kernel(KernelContext& ctx) {
   });
 }
 
+// oneDNN's GELU of the form the node's `approximate` attribute names.
+dnnl::algorithm gelu_algorithm(const KernelContext& ctx) {
+  return ctx.attr<bool>("approximate") ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf;
+}
+
 // f32 through oneDNN's vectorised GELU; f64 through the functors.
 Status gelu_kernel(KernelContext& ctx) {
   const bool approximate = ctx.attr<bool>("approximate");
   const Tensor& x = ctx.input(0);
   if (x.dtype() != graph::DType::f32) return approximate ? unary_kernel<GeluTanh>(ctx) : unary_kernel<Gelu>(ctx);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  return cpu::dnnl_eltwise(ctx, approximate ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf,
-                           x.data<float>(), y.mutable_data<float>(), x.num_elements());
+  return cpu::dnnl_eltwise(ctx, gelu_algorithm(ctx), x.data<float>(), y.mutable_data<float>(), x.num_elements());
 }
 
 Status gelu_grad_kernel(KernelContext& ctx) {
@@ -68,8 +72,8 @@ Status gelu_grad_kernel(KernelContext& ctx) {
   const bool approximate = ctx.attr<bool>("approximate");
   Tensor& dx = ctx.allocate_output(0, dy.dtype(), dy.shape());
   if (dy.dtype() == graph::DType::f32) {
-    return cpu::dnnl_eltwise_gradient(ctx, approximate ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf,
-                                      dy.data<float>(), x.data<float>(), dx.mutable_data<float>(), dy.num_elements());
+    return cpu::dnnl_eltwise_gradient(ctx, gelu_algorithm(ctx), dy.data<float>(), x.data<float>(), dx.mutable_data<float>(),
+                                      dy.num_elements());
   }
   return cpu::visit_dtype<double>(dy.dtype(), [&]<class T>(cpu::Type<T>) {
     const T* g = dy.data<T>();

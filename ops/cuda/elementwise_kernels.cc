@@ -36,8 +36,8 @@ Status gelu_grad_kernel(KernelContext& ctx) {
 Status leaky_relu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
-  return launched(leaky_relu(x.dtype(), math::leaky_relu_alpha(ctx.attr<double>("alpha")), x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)),
-                  "leaky_relu");
+  const double alpha = math::leaky_relu_alpha(ctx.attr<double>("alpha"));
+  return launched(leaky_relu(x.dtype(), alpha, x.raw_data(), y.mutable_raw_data(), x.num_elements(), stream_of(ctx)), "leaky_relu");
 }
 
 Status logical_not_kernel(KernelContext& ctx) {
@@ -60,16 +60,9 @@ BroadcastGeometry broadcast_geometry(const TensorShape& x, const TensorShape& y,
   BroadcastGeometry g;
   g.rank = out.rank();
   g.elements = out.num_elements();
-  int64_t sx = 1, sy = 1;
-  for (int d = g.rank - 1; d >= 0; --d) {
-    const int dx = d - (g.rank - x.rank()), dy = d - (g.rank - y.rank());
-    const int64_t dim_x = dx >= 0 ? x.dim(dx) : 1, dim_y = dy >= 0 ? y.dim(dy) : 1;
-    g.dims[d] = out.dim(d);
-    g.x_strides[d] = dim_x == 1 ? 0 : sx;
-    g.y_strides[d] = dim_y == 1 ? 0 : sy;
-    sx *= dim_x;
-    sy *= dim_y;
-  }
+  for (int d = 0; d < g.rank; ++d) g.dims[d] = out.dim(d);
+  cpu::broadcast_strides(x, out, g.x_strides);
+  cpu::broadcast_strides(y, out, g.y_strides);
   return g;
 }
 
