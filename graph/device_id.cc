@@ -5,17 +5,6 @@
 
 namespace mirra::graph {
 
-std::string_view device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::cpu: return "cpu";
-    case DeviceKind::gpu: return "gpu";
-    case DeviceKind::cpu_async: return "cpu_async";
-  }
-  return "unknown";
-}
-
-bool has_own_memory(DeviceKind kind) { return kind != DeviceKind::cpu; }
-
 int physical_ordinal(DeviceId id, int logical_per_physical) {
   return has_own_memory(id.kind) ? id.ordinal / logical_per_physical : 0;
 }
@@ -59,15 +48,9 @@ Expected<DeviceId> DeviceId::parse(std::string_view whole) {
   const std::string_view kind_text = text.substr(0, colon);
   DeviceId id;
   id.task = task;
-  if (kind_text == "cpu") {
-    id.kind = DeviceKind::cpu;
-  } else if (kind_text == "cpu_async") {
-    id.kind = DeviceKind::cpu_async;
-  } else if (kind_text == "cuda" || kind_text == "gpu") {
-    id.kind = DeviceKind::gpu;
-  } else {
-    return invalid_argument("device '" + std::string(whole) + "': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
-  }
+  const std::optional<DeviceKind> kind = find_device_kind(kind_text);
+  if (!kind) return invalid_argument("device '" + std::string(whole) + "': kind must be one of " + device_kind_list());
+  id.kind = *kind;
   if (colon == std::string_view::npos) return id;
   const std::optional<int> ordinal = parse_number(text.substr(colon + 1), 4095);
   if (!ordinal) return invalid_argument("device '" + std::string(whole) + "': ordinal must be an integer in [0, 4095]");

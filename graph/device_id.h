@@ -13,11 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include "graph/device_kind.h"
 #include "graph/status.h"
 
 namespace mirra::graph {
-
-enum class DeviceKind : uint8_t { cpu, gpu, cpu_async };
 
 struct DeviceId {
   DeviceKind kind = DeviceKind::cpu;
@@ -28,14 +27,12 @@ struct DeviceId {
 
   // "cpu:0", "/task:1/gpu:0"
   std::string to_string() const;
-  // Parses "cpu:0", "cpu_async:2" or "gpu:1" (also "cuda:1"), each maybe after "/task:N/"; a kind
-  // alone means ordinal 0.
+  // Parses "cpu:0", "cpu_async:2" or "gpu:1" (also "cuda:1"), or a registered kind's devices, each
+  // maybe after "/task:N/"; a kind alone means ordinal 0.
   static Expected<DeviceId> parse(std::string_view text);
 
   friend auto operator<=>(const DeviceId&, const DeviceId&) = default;
 };
-
-std::string_view device_kind_name(DeviceKind kind);
 
 // `id` as a device of the process that is task `task`: without its task when it is that one.
 inline DeviceId local(DeviceId id, int task) {
@@ -43,8 +40,6 @@ inline DeviceId local(DeviceId id, int task) {
   return id;
 }
 
-// Whether devices of this kind have memory of their own (and so may be split into logical devices).
-bool has_own_memory(DeviceKind kind);
 // The physical device that logical device `id` runs on, with `logical_per_physical` logical devices
 // per physical one: ordinal / k for gpu and cpu_async, 0 (the host) for cpu.
 int physical_ordinal(DeviceId id, int logical_per_physical);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "ops/cpu/widened_16_bit.h"
+#include "runtime/device_kinds.h"
 
 namespace mirra::ops {
 
@@ -18,15 +20,14 @@ namespace {
 // A filter gradient over fewer than 8 input channels (a CNN's first layer) runs slower in oneDNN's
 // bf16 than in f32, and its dy would be cast for it alone: it stays f32.
 constexpr int64_t kFewestChannelsForFilterGradient = 8;
-// cuDNN's 16-bit convolutions run on the tensor cores, whose NHWC paths take channel counts in
-// multiples of 8; others may have no algorithm at all (one input channel): they stay f32 on GPUs.
-constexpr int64_t kTensorCoreChannels = 8;
-
-bool worth_16_bits(const graph::Graph& g, const Node& node, const graph::OpSchema& schema, bool on_gpus) {
+// `channel_multiple`: what the devices' 16-bit convolutions need their channel counts to be multiples
+// of (DeviceKindSpec::sixteen_bit_channel_multiple: a GPU's tensor cores take multiples of 8, and may
+// have no algorithm at all for others).
+bool worth_16_bits(const graph::Graph& g, const Node& node, const graph::OpSchema& schema, int64_t channel_multiple) {
   if (!schema.filter_input) return true;
   const graph::Shape& filter = g.type(node.inputs[*schema.filter_input]).shape;
   const int64_t in = filter.dim(2), out = filter.dim(3);
-  if (on_gpus && (in % kTensorCoreChannels != 0 || out % kTensorCoreChannels != 0)) return false;
+  if (in % channel_multiple != 0 || out % channel_multiple != 0) return false;
   return node.op != "Conv2DBackpropFilter" || in >= kFewestChannelsForFilterGradient;
 }
 
@@ -51,8 +52,10 @@ std::string_view mixed_precision_name(MixedPrecision mode) {
 int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, MixedPrecision mode,
                           const std::vector<graph::DeviceId>& devices) {
   if (mode == MixedPrecision::off) return 0;
-  const bool on_gpus = std::any_of(devices.begin(), devices.end(),
-                                   [](const graph::DeviceId& d) { return d.kind == graph::DeviceKind::gpu; });
+  int64_t channel_multiple = 1;
+  for (const graph::DeviceId& device : devices) {
+    channel_multiple = std::lcm(channel_multiple, runtime::device_kind_spec(device.kind).sixteen_bit_channel_multiple);
+  }
   const DType low = mode == MixedPrecision::bf16 ? DType::bf16 : DType::f16;
   const std::string suffix = mode == MixedPrecision::bf16 ? "/to_bf16" : "/to_f16";
   std::map<ValueRef, ValueRef> casts;  // f32 value -> its 16-bit copy
@@ -78,7 +81,7 @@ int apply_mixed_precision(graph::Graph& g, const graph::OpRegistry& schemas, Mix
     const graph::OpSchema* schema = schemas.find(node.op);
     const size_t operands = schema != nullptr ? schema->product_operands : 0;
     if (operands == 0 || g.type(node.inputs[0]).dtype != DType::f32) continue;
-    if (!worth_16_bits(g, node, *schema, on_gpus)) continue;
+    if (!worth_16_bits(g, node, *schema, channel_multiple)) continue;
     std::vector<ValueRef> inputs = node.inputs;
     for (size_t i = 0; i < operands; ++i) inputs[i] = cast_of(inputs[i], g.node(id));
     Node& rewrite = g.mutable_node(id);

@@ -7,9 +7,9 @@
 // 16-bit type (one Cast per value, shared by every product that reads
 // it: a layer's weights serve its forward product and its input gradient) and f32_output, so its
 // result is the f32 sum of the 16-bit products; but a filter gradient over fewer than 8 input
-// channels stays f32 (slower in bf16), and when the graph trains on GPUs so does every convolution
-// whose channel counts are not multiples of 8 (cuDNN's tensor cores take no others; one input
-// channel may have no 16-bit algorithm). Variables, optimizer slots and updates (f32 master weights),
+// channels stays f32 (slower in bf16), and so does every convolution whose channel counts are not
+// multiples of what the training devices' kinds ask (DeviceKindSpec::sixteen_bit_channel_multiple:
+// 8 on GPUs, whose tensor cores take no others; one input channel may have no 16-bit algorithm). Variables, optimizer slots and updates (f32 master weights),
 // biases, activations between the products, softmax, the loss and every reduction stay f32.
 //
 // REQUIRES: a structurally valid graph. ENSURES: every value keeps its dtype and meaning (rounded

@@ -32,8 +32,6 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_distribute_ops(schemas, kernels);
   register_peer_collective_ops(schemas, kernels);
   register_copy_ops(schemas, kernels);
-  // The asynchronous CPU device runs the CPU kernels, on its stream.
-  kernels.add_all(graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
 #if MIRRA_WITH_CUDA
   register_cuda_kernels(kernels);
 #endif

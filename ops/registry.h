@@ -1,6 +1,6 @@
 // The built-in ops: one schema table (registry) and one kernel table (kernels) holding every device
-// kind's kernels (cpu; cpu_async, which runs the CPU kernels on its stream), both filled explicitly by
-// register_builtin_ops the first time either is asked for. Schemas are registered once; kernels by
+// kind's kernels (cpu, gpu; cpu_async runs the CPU's, as its kind's registration says), both filled
+// explicitly by register_builtin_ops the first time either is asked for. Schemas are registered once; kernels by
 // device kind.
 //
 //   graph::Builder b(g, ops::registry());

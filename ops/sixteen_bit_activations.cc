@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "runtime/device_kinds.h"
+
 namespace mirra::ops {
 
 using graph::DType;
@@ -116,7 +118,7 @@ int keep_activations_16_bit(graph::Graph& graph, const graph::OpRegistry& schema
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices) {
   if (mode != MixedPrecision::bf16 || !cpu_has_bf16_kernels() || devices.empty()) return false;
   for (const graph::DeviceId& device : devices) {
-    if (device.kind != graph::DeviceKind::cpu) return false;
+    if (!runtime::device_kind_spec(device.kind).keeps_bf16_activations) return false;
   }
   return true;
 }

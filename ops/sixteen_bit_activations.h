@@ -26,8 +26,9 @@ namespace mirra::ops {
 
 int keep_activations_16_bit(graph::Graph& graph, const graph::OpRegistry& schemas, const std::vector<graph::NodeId>& fetched);
 
-// Whether keep_activations_16_bit pays for products in `mode` placed on `devices`: bf16 with every
-// device a CPU that multiplies bf16 natively.
+// Whether keep_activations_16_bit pays for products in `mode` placed on `devices`: bf16, on a CPU that
+// multiplies bf16 natively, with every device of a kind that keeps bf16 activations
+// (DeviceKindSpec::keeps_bf16_activations: cpu).
 bool activations_stay_16_bit(MixedPrecision mode, const std::vector<graph::DeviceId>& devices);
 
 // keep_activations_16_bit where activations_stay_16_bit(mode, devices); else nothing (0).

@@ -1,10 +1,10 @@
-// Devices: construction by kind, kernel support, copies between memory spaces.
+// Devices: kernel support, copies between memory spaces, and sets of devices opened by kind.
 #include "runtime/device.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "runtime/cpu/caching_allocator.h"
+#include "runtime/device_kinds.h"
 #include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
@@ -106,24 +106,12 @@ DeviceSet DeviceSet::create(const std::vector<DeviceId>& ids, int threads, std::
   const int per_device = std::max(1, threads / std::max(static_cast<int>(ids.size()), 1));
   for (const DeviceId& id : ids) {
     MIRRA_CHECK(set.find(id) == nullptr, "device listed twice: " + id.to_string());
-    if (id.kind == DeviceKind::cpu_async) {
-      auto stream = std::make_shared<WorkerStream>(id.to_string());
-      const MemorySpace space = MemorySpace::of_device(graph::memory_owner(id, gpu_options.logical_gpus_per_gpu));
-      auto allocator = std::make_shared<CachingAllocator>(id.to_string(), budget, space, stream);
-      set.devices_.push_back(std::make_unique<Device>(id, std::move(allocator), std::move(stream), per_device,
-                                                      std::make_shared<WorkerStream>(id.to_string() + " communication"),
-                                                      std::make_shared<WorkerStream>(id.to_string() + " copies")));
-    } else if (id.kind == DeviceKind::gpu) {
-      graph::Expected<std::unique_ptr<Device>> gpu = open_gpu_device(id.ordinal, gpu_options);
-      if (gpu.ok()) {
-        set.devices_.push_back(std::move(*gpu));
-      } else if (set.status_.ok()) {
-        set.status_ = gpu.status();
-      }
-    } else {
-      MIRRA_CHECK(id.kind == DeviceKind::cpu, "no device of kind " + std::string(graph::device_kind_name(id.kind)));
-      set.devices_.push_back(std::make_unique<Device>(id, std::make_shared<CachingAllocator>(id.to_string(), budget),
-                                                      std::make_shared<InlineStream>(), per_device));
+    graph::Expected<std::unique_ptr<Device>> device =
+        open_device({.id = id, .intra_op_threads = per_device, .budget = budget, .options = gpu_options});
+    if (device.ok()) {
+      set.devices_.push_back(std::move(*device));
+    } else if (set.status_.ok()) {
+      set.status_ = device.status();
     }
   }
   return set;

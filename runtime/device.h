@@ -1,7 +1,7 @@
 // Device and DeviceSet: a device is where kernels run and tensors live: an allocator for its memory
 // space, a compute stream, a communication stream (collectives beside the compute stream; the
-// compute stream itself on a device without streams), and the threads one kernel may use. Two kinds exist on the CPU, and GPUs
-// (gpu:<i>, runtime/cuda/gpu_device.h) in a build with CUDA:
+// compute stream itself on a device without streams), and the threads one kernel may use. Each kind
+// opens its devices as its registration says (runtime/device_kinds.h); the built-in kinds:
 //   - cpu:<i>, logical CPU devices: host memory, an inline stream (work runs on the executor's
 //     thread); replicas of a strategy on one machine.
 //   - cpu_async:<i>: the same CPU kernels, but run in order on a stream thread of its own, in a
@@ -9,6 +9,7 @@
 //     stream-ordered freeing. It behaves as a GPU does, so the mistakes a GPU punishes (a missing
 //     copy, host code reading device memory, a buffer freed while queued work still uses it) fail
 //     in CI, which has no GPU.
+//   - gpu:<i> (runtime/cuda/gpu_device.h), in a build with CUDA.
 //
 //   DeviceSet devices = DeviceSet::create({{DeviceKind::cpu, 0}, {DeviceKind::cpu_async, 0}}, threads);
 //   Tensor on_host = devices.find({DeviceKind::cpu_async, 0})->copy_to_host(value);
@@ -102,8 +103,9 @@ class DeviceSet {
  public:
   // One device per id, sharing `threads` threads and, when given, one memory budget (they share the
   // host's memory; a GPU's own memory is not counted). Logical devices of one physical GPU (or
-  // cpu_async device) share its memory space (`gpu_options.logical_gpus_per_gpu`). A GPU that cannot
-  // be opened (none there, a build without CUDA) is left out, and status() says why.
+  // cpu_async device) share its memory space (`gpu_options.logical_gpus_per_gpu`). A device that
+  // cannot be opened (a GPU in a build without CUDA, a kind the runtime does not know) is left out,
+  // and status() says why.
   static DeviceSet create(const std::vector<DeviceId>& ids, int threads = 1,
                           std::shared_ptr<MemoryBudget> budget = nullptr, const GpuOptions& gpu_options = {});
   // `count` logical CPU devices cpu:0 .. cpu:count-1.

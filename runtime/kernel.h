@@ -194,13 +194,11 @@ class KernelRegistry {
   // A second kernel for the same op and device kind, or a definition without exactly one function,
   // is a bug and aborts.
   void add(std::string_view op, graph::DeviceKind kind, KernelDef def);
-  // Every kernel of kind `from` also for kind `to` (a device kind that runs another's kernels).
-  void add_all(graph::DeviceKind to, graph::DeviceKind from);
   // `op`'s kernel of kind `from` also for kind `to` (a kernel that never touches elements: views).
   void share(std::string_view op, graph::DeviceKind to, graph::DeviceKind from);
+  // `op`'s kernel for `kind`, or else the kernel of the kind it runs the kernels of
+  // (DeviceKindSpec::runs_kernels_of: cpu_async's are the CPU's), or null.
   const KernelDef* find(std::string_view op, graph::DeviceKind kind) const;
-  // Ops with a kernel for `kind`, sorted.
-  std::vector<std::string> ops(graph::DeviceKind kind) const;
 
  private:
   std::map<std::pair<std::string, graph::DeviceKind>, KernelDef, std::less<>> kernels_;

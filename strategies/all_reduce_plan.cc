@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "runtime/device_kinds.h"
+
 namespace mirra::strategies {
 
 std::string_view all_reduce_path_name(AllReducePath path) {
@@ -63,7 +65,10 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
     return on_the_host(all_cpu ? "CPU replicas live in host memory" : "replicas of different kinds meet in host memory");
   }
   const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
-  const std::string among = kind == DeviceKind::gpu ? "NCCL" : "the in-process collective, staged through the host";
+  const runtime::DeviceKindSpec* spec = runtime::find_device_kind_spec(kind);
+  const std::string among = spec != nullptr && !spec->peer_library.empty()
+                                ? spec->peer_library
+                                : "the in-process collective, staged through the host";
   if (context.sharded_state) {
     if (shared) return on_the_host("sharded optimizer state of replicas that share a device: reduce-scattered on the host");
     plan.path = AllReducePath::peer;

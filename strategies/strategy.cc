@@ -6,7 +6,7 @@
 #include "ops/inference_mode.h"
 
 #include "graph/verify.h"
-#include "runtime/gpu_devices.h"
+#include "runtime/device_kinds.h"
 #include "strategies/bucket_hooks.h"
 #include "strategies/one_device.h"
 #include "strategies/pruning.h"
@@ -131,17 +131,9 @@ graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& c
   StrategyConfig resolved = config;
   if (resolved.logical_gpus_per_gpu < 1) return graph::invalid_argument("logical_gpus_per_gpu must be at least 1");
   if (resolved.devices.empty()) resolved.devices = default_devices(resolved.strategy, resolved.logical_gpus_per_gpu);
-  const int per_gpu = resolved.logical_gpus_per_gpu;
   for (const graph::DeviceId& device : resolved.devices) {
-    if (device.kind != graph::DeviceKind::gpu) continue;
-    const graph::Expected<std::vector<runtime::GpuInfo>> gpus = runtime::list_gpus();
-    const std::string where = "strategy " + resolved.strategy + ": device " + device.to_string() + " is not available";
-    if (!gpus.ok()) return graph::unavailable(where + " (" + gpus.status().message() + ")");
-    if (graph::physical_ordinal(device, per_gpu) >= static_cast<int>(gpus->size())) {
-      return graph::unavailable(where + " (this machine has " + std::to_string(gpus->size()) + " GPU" +
-                                (gpus->size() == 1 ? "" : "s") +
-                                (per_gpu > 1 ? ", " + std::to_string(per_gpu) + " logical GPUs each)" : ")"));
-    }
+    const graph::Status available = runtime::check_available(device, resolved.logical_gpus_per_gpu);
+    if (!available.ok()) return available.with_context("strategy " + resolved.strategy);
   }
   if (resolved.strategy == "one_device") {
     if (resolved.devices.size() != 1) return graph::invalid_argument("one_device needs exactly one device");

@@ -226,7 +226,7 @@ TEST_CASE("DeviceId.parse_and_print") {
   CHECK(DeviceId::parse("cpu")->ordinal == 0);
   CHECK(DeviceId::parse("cuda:1")->kind == DeviceKind::gpu);
   CHECK(DeviceId::parse("cuda:1")->to_string() == "gpu:1");
-  CHECK(DeviceId::parse("tpu:0").status().message() == "device 'tpu:0': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
+  CHECK(DeviceId::parse("tpu:0").status().message() == "device 'tpu:0': kind must be one of 'cpu', 'gpu' (also 'cuda'), 'cpu_async'");
   CHECK(DeviceId::parse("cpu_async:2")->to_string() == "cpu_async:2");
   CHECK_FALSE(DeviceId::parse("cpu:x").ok());
   CHECK_FALSE(DeviceId::parse("cpu:-1").ok());
@@ -248,7 +248,7 @@ TEST_CASE("DeviceId.a_device_of_another_task_names_its_task") {
   CHECK_FALSE(DeviceId::parse("/task:1").ok());
   CHECK_FALSE(DeviceId::parse("/task:-1/cpu:0").ok());
   CHECK(DeviceId::parse("/task:1/tpu:0").status().message() ==
-        "device '/task:1/tpu:0': kind must be 'cpu', 'cpu_async' or 'gpu' (also 'cuda')");
+        "device '/task:1/tpu:0': kind must be one of 'cpu', 'gpu' (also 'cuda'), 'cpu_async'");
 }
 
 TEST_CASE("Attr.values_print_stably") {

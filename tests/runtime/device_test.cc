@@ -5,7 +5,8 @@
 // may touch its memory; freeing is stream-ordered (a buffer dropped by the host
 // while queued work still reads it returns to the pool only after that work, which AddressSanitizer
 // would report otherwise); placement inserts copies between memory spaces, refuses a device without
-// a kernel (or dtype, or operand dtype) for a node, or moves it to cpu:0 with soft placement; random DAGs on cpu_async
+// a kernel (or dtype, or operand dtype) for a node (a device kind with none of its own), or moves it
+// to cpu:0 with soft placement; random DAGs on cpu_async
 // equal deterministic runs on the CPU; feeds staged ahead run as feeds do; a collective on a
 // communication stream leaves the compute stream free; a kernel reading a value on the host waits
 // until the device wrote it.
@@ -30,6 +31,7 @@
 #include "runtime/placement.h"
 #include "runtime/session.h"
 #include "tests/runtime/test_ops.h"
+#include "tests/runtime/test_device_kinds.h"
 
 namespace mirra::runtime {
 namespace {
@@ -501,19 +503,21 @@ TEST_CASE("Session.staged_feeds.run_as_feeds_do_and_belong_to_their_session") {
   CHECK(session.run_staged(std::move(*foreign), fetches).status().message() == "the feeds were not staged by this session");
 }
 
+// A device kind of no kernels but those registered for it (none here).
 TEST_CASE("Placement.refuses_a_device_without_a_kernel_or_moves_it_with_soft_placement") {
+  const graph::DeviceId bare{mirra::test::stream_device_kind("test_bare", std::nullopt), 0};
   for (DType dtype : {DType::f32, DType::f64}) {
     graph::Graph g;
     graph::Builder b(g, wrong_tables().schemas);
-    b.set_device(kAsync0);
     auto x = ops::placeholder(b, "x", dtype, {1});
+    b.set_device(bare);
     auto y = b.add_value({.op = "TestCpuOnly", .inputs = {x}, .name = "cpu_only"});
     REQUIRE(b.status().ok());
     Session strict(g, wrong_tables().kernels);
     auto refused = strict.run({}, {y});
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == graph::StatusCode::unimplemented);
-    CHECK(refused.status().message() == "node 'cpu_only' (TestCpuOnly) on cpu_async:0: no cpu_async kernel for op 'TestCpuOnly'");
+    CHECK(refused.status().message() == "node 'cpu_only' (TestCpuOnly) on test_bare:0: no test_bare kernel for op 'TestCpuOnly'");
     Session soft(g, wrong_tables().kernels, {.soft_placement = true});
     Tensor value = dtype == DType::f32 ? Tensor::from<float>({1}, {5}) : Tensor::from<double>({1}, {5});
     auto moved = soft.run({{"x", value}}, {y});

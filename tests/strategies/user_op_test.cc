@@ -53,7 +53,6 @@ struct UserTables {
           return {ops::mul(b, g.grad(0), slope)};
         }});
     kernels.add("Asinh", graph::DeviceKind::cpu, {asinh_kernel});
-    kernels.share("Asinh", graph::DeviceKind::cpu_async, graph::DeviceKind::cpu);
   }
 };
 

@@ -19,6 +19,7 @@
 #include "runtime/memory_estimate.h"
 #include "serialization/checkpoint.h"
 #include "serialization/file_io.h"
+#include "runtime/device_kinds.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/metrics_json.h"
 #include "tools/mirra/interrupts.h"
@@ -36,8 +37,9 @@ namespace {
 using serialization::TrainingPosition;
 
 bool uses_cpu(const std::vector<graph::DeviceId>& devices) {
-  return std::any_of(devices.begin(), devices.end(),
-                     [](const graph::DeviceId& d) { return d.kind != graph::DeviceKind::gpu; });
+  return std::any_of(devices.begin(), devices.end(), [](const graph::DeviceId& d) {
+    return runtime::device_kind_spec(d.kind).computes_on_host_cpu;
+  });
 }
 
 // The position after a step: the next batch of its epoch, or the start of the next epoch.
