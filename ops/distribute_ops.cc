@@ -106,7 +106,7 @@ class ReplicaCalls {
 // Replica r's part in this step's execution of the node's collective.
 runtime::CollectiveCall replica_call(const KernelContext& ctx, int64_t r, int64_t replicas) {
   return {.group = ctx.node().name,
-          .instance = ctx.step_id(),
+          .instance = ctx.collective_instance(),
           .participant = static_cast<int>(r),
           .group_size = static_cast<int>(replicas),
           .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
@@ -343,6 +343,8 @@ Status dim_size_kernel(KernelContext& ctx) {
 int64_t replica_share(int64_t batch, int64_t replicas, int64_t r) { return runtime::participant_share(batch, replicas, r); }
 
 void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  // Each collective node meets as the group its name names, its replicas the participants.
+  constexpr auto kByNode = runtime::CollectiveGroup::node_name;
   schemas.add(graph::OpSchema{.name = "SplitBatch",
                               .inputs = {"x"},
                               .attrs = {{"replicas", AttrType::integer, {}}},
@@ -364,7 +366,10 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .summary = "Sum (or mean) of each tensor of a bucket across replicas; every replica "
                                          "receives the same bits. bf16 tensors are summed in f32 and rounded once.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
-  kernels.add("AllReduce", graph::DeviceKind::cpu, {.expensive = true, .reuses_inputs = true, .async_fn = all_reduce_kernel});
+  kernels.add("AllReduce", graph::DeviceKind::cpu, {.expensive = true,
+                                                   .reuses_inputs = true,
+                                                   .async_fn = all_reduce_kernel,
+                                                   .collective_group = kByNode});
   schemas.add(graph::OpSchema{.name = "ReduceScatter",
                               .inputs = {"values"},
                               .variadic = true,
@@ -382,7 +387,8 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "first larger. Across `workers` workers each share is cut again among them, "
                                          "and this graph holds worker `worker`'s parts.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
-  kernels.add("ReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = reduce_scatter_kernel});
+  kernels.add("ReduceScatter", graph::DeviceKind::cpu,
+              {.expensive = true, .async_fn = reduce_scatter_kernel, .collective_group = kByNode});
   schemas.add(graph::OpSchema{.name = "Broadcast",
                               .inputs = {"x"},
                               .attrs = {{"replicas", AttrType::integer, {}}, kImplementationAttr, kTimeoutAttr},
@@ -390,7 +396,8 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .infer = infer_broadcast,
                               .summary = "A copy of x for every replica.",
                               .no_gradient = "it distributes state (initial values), which is not differentiated"});
-  kernels.add("Broadcast", graph::DeviceKind::cpu, {.expensive = true, .async_fn = broadcast_kernel});
+  kernels.add("Broadcast", graph::DeviceKind::cpu,
+              {.expensive = true, .async_fn = broadcast_kernel, .collective_group = kByNode});
   schemas.add(graph::OpSchema{.name = "AllGather",
                               .inputs = {"values"},
                               .variadic = true,
@@ -407,7 +414,8 @@ void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                                          "replica order. Across `workers` workers it undoes ReduceScatter: output j "
                                          "has rows[j] rows, of which this worker's replicas bring theirs.",
                               .no_gradient = "it gathers results (metrics, predictions), which are not differentiated"});
-  kernels.add("AllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = all_gather_kernel});
+  kernels.add("AllGather", graph::DeviceKind::cpu,
+              {.expensive = true, .async_fn = all_gather_kernel, .collective_group = kByNode});
   schemas.add(graph::OpSchema{.name = "DimSize",
                               .inputs = {"x"},
                               .attrs = {{"axis", AttrType::integer, int64_t{0}}},

@@ -98,7 +98,7 @@ runtime::CollectiveDone returning_results(std::shared_ptr<RankCall> call) {
 // The node's rank in its group's execution for this step.
 runtime::CollectiveCall peer_call(const KernelContext& ctx) {
   return {.group = ctx.attr<std::string>("group"),
-          .instance = ctx.step_id(),
+          .instance = ctx.collective_instance(),
           .participant = static_cast<int>(ctx.attr<int64_t>("rank")),
           .group_size = static_cast<int>(ctx.attr<int64_t>("ranks")),
           .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
@@ -205,6 +205,8 @@ Expected<std::vector<TensorType>> infer_peer_all_gather(const InferContext& ctx)
 }  // namespace
 
 void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
+  // Each rank is a node of its own, meeting the others as the group its `group` attr names.
+  constexpr auto kByGroup = runtime::CollectiveGroup::group_attr;
   schemas.add(graph::OpSchema{.name = "PeerAllReduce",
                               .inputs = {"values"},
                               .variadic = true,
@@ -216,7 +218,10 @@ void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelReg
                                          "receives the same bits.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
   kernels.add("PeerAllReduce", graph::DeviceKind::cpu,
-              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel});
+              {.expensive = true,
+               .reuses_inputs = true,
+               .async_fn = peer_all_reduce_kernel,
+               .collective_group = kByGroup});
   schemas.add(graph::OpSchema{.name = "PeerReduceScatter",
                               .inputs = {"values"},
                               .variadic = true,
@@ -228,7 +233,8 @@ void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelReg
                                          "flattened (shares differ by at most one element, the first larger), in "
                                          "this device's memory.",
                               .no_gradient = "it aggregates gradients, after differentiation"});
-  kernels.add("PeerReduceScatter", graph::DeviceKind::cpu, {.expensive = true, .async_fn = peer_reduce_scatter_kernel});
+  kernels.add("PeerReduceScatter", graph::DeviceKind::cpu,
+              {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .collective_group = kByGroup});
   schemas.add(graph::OpSchema{.name = "PeerAllGather",
                               .inputs = {"values"},
                               .variadic = true,
@@ -240,7 +246,8 @@ void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelReg
                                          "elements (shares differ by at most one, the first larger), and output j "
                                          "is every rank's share joined in rank order, in this device's memory.",
                               .no_gradient = "it joins updated shares of the variables, which are not differentiated"});
-  kernels.add("PeerAllGather", graph::DeviceKind::cpu, {.expensive = true, .async_fn = peer_all_gather_kernel});
+  kernels.add("PeerAllGather", graph::DeviceKind::cpu,
+              {.expensive = true, .async_fn = peer_all_gather_kernel, .collective_group = kByGroup});
 }
 
 namespace {

@@ -112,6 +112,15 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       plan.has_async_kernels |= pn.completes_later;
       plan.has_stream_nodes |= pn.on_stream;
     }
+    int32_t& group = plan.collective_group_of.emplace_back(-1);
+    if (pn.kernel != nullptr && pn.kernel->collective_group != CollectiveGroup::none) {
+      const std::string& name = pn.kernel->collective_group == CollectiveGroup::node_name
+                                    ? node.name
+                                    : graph::checked_attr<std::string>(node, "group");
+      const auto known = std::find(plan.collective_groups.begin(), plan.collective_groups.end(), name);
+      group = static_cast<int32_t>(known - plan.collective_groups.begin());
+      if (known == plan.collective_groups.end()) plan.collective_groups.push_back(name);
+    }
     std::unique_ptr<KernelState>& state = plan.kernel_states.emplace_back();
     if (pn.kernel != nullptr && pn.kernel->prepare != nullptr) {
       graph::Expected<std::unique_ptr<KernelState>> prepared = pn.kernel->prepare(node, *pn.device);

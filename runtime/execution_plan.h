@@ -1,10 +1,11 @@
 // ExecutionPlan: what the executor needs to run one (feeds, fetches, targets) request of a graph,
 // computed once and reused every step: the nodes needed (pruned, in topological order), their
 // kernels, the state each kernel built for its node (KernelDef::prepare), devices, value slots,
-// producer and consumer lists, and initial pending counts.
+// producer and consumer lists, initial pending counts, and the collective groups its nodes meet in.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -78,6 +79,8 @@ struct ExecutionPlan {
   std::vector<uint32_t> fetch_slots;        // value slot of each PlanRequest::fetches entry
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
   std::vector<std::unique_ptr<KernelState>> kernel_states;  // by node: what its kernel prepared, or null
+  std::vector<std::string> collective_groups;  // the groups of its collectives' nodes, each once
+  std::vector<int32_t> collective_group_of;    // by node: its group's index in collective_groups, or -1
   bool has_async_kernels = false;  // a node completes_later
   bool has_stream_nodes = false;   // a node is on_stream
 

@@ -75,10 +75,12 @@ std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNod
 // The context of one run of the node's kernel (`reusable` as reusable_inputs found it, when the
 // kernel asks).
 KernelContext Executor::context_for(StepState& step, const PlanNode& pn, const std::vector<bool>& reusable) const {
-  KernelState* state = plan_.kernel_states[static_cast<size_t>(&pn - plan_.nodes.data())].get();
-  return KernelContext(*pn.node, *pn.device, resources_, step.step_id, step.values.data(), plan_.inputs_of(pn),
+  const auto index = static_cast<size_t>(&pn - plan_.nodes.data());
+  const int32_t group = plan_.collective_group_of[index];
+  const int64_t instance = group < 0 ? 0 : step.instances[static_cast<size_t>(group)];
+  return KernelContext(*pn.node, *pn.device, resources_, instance, step.values.data(), plan_.inputs_of(pn),
                        step.values.data() + pn.first_output, pn.reuses_inputs ? &reusable : nullptr,
-                       pn.host_memory_outputs, state);
+                       pn.host_memory_outputs, plan_.kernel_states[index].get());
 }
 
 Status Executor::run_node(StepState& step, uint32_t index) const {
@@ -392,22 +394,24 @@ void Executor::run_sequential(StepState& step) const {
   finished.wait(lock, [&] { return in_flight == 0; });
 }
 
-graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer) {
+graph::Expected<std::vector<Tensor>> Executor::run(std::vector<Tensor> feeds, std::vector<int64_t> instances,
+                                                   StepObserver* observer) {
   MIRRA_CHECK(feeds.size() == plan_.fed_nodes.size());
+  MIRRA_CHECK(instances.size() == plan_.collective_groups.size());
   if (capture_ && observer == nullptr) {
     std::unique_lock lock(capture_mutex_);
     if (captured_ != nullptr && replayable_with(feeds)) return replay(std::move(feeds));
     if (captured_ == nullptr && capture_refusal_.empty() && ++uncaptured_steps_ > 1) {
-      return capture(std::move(feeds), step_id);
+      return capture(std::move(feeds), std::move(instances));
     }
   }
-  return run_uncaptured(std::move(feeds), step_id, observer);
+  return run_uncaptured(std::move(feeds), std::move(instances), observer);
 }
 
-graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor> feeds, int64_t step_id,
+graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor> feeds, std::vector<int64_t> instances,
                                                               StepObserver* observer) {
   std::unique_ptr<StepState> step = acquire_state();
-  step->step_id = step_id;
+  step->instances = std::move(instances);
   step->collectives = &resources_.collectives;
   if (plan_.has_async_kernels && !step->arena) step->arena.emplace(oneapi::tbb::task_arena::attach{});
   if (observer != nullptr) observer->on_step_start(plan_.nodes.size());

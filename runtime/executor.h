@@ -56,10 +56,14 @@ class Executor {
   Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic, bool capture = false);
   ~Executor();
 
-  // One step, numbered `step_id` for the kernels (the instance of its collectives). `feeds` are in
-  // the order of PlanRequest::fed; returns the fetches in request order. Call it from inside the
-  // session's task arena. An `observer` is told of every node the step runs.
-  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer = nullptr);
+  // One step. `instances` says which execution of each of the plan's collective groups
+  // (collective_groups()) it is; `feeds` are in the order of PlanRequest::fed; returns the fetches
+  // in request order. Call it from inside the session's task arena. An `observer` is told of every
+  // node the step runs.
+  graph::Expected<std::vector<Tensor>> run(std::vector<Tensor> feeds, std::vector<int64_t> instances,
+                                           StepObserver* observer = nullptr);
+  // The groups its collectives meet in, each once.
+  const std::vector<std::string>& collective_groups() const { return plan_.collective_groups; }
 
   // With capture on: why its steps are not replayed (empty while they are, or may yet be).
   std::string capture_refusal() const;
@@ -72,14 +76,15 @@ class Executor {
   struct StepState;
   struct AsyncNode;
   struct CapturedStep;
-  graph::Expected<std::vector<Tensor>> run_uncaptured(std::vector<Tensor> feeds, int64_t step_id, StepObserver* observer);
+  graph::Expected<std::vector<Tensor>> run_uncaptured(std::vector<Tensor> feeds, std::vector<int64_t> instances,
+                                                      StepObserver* observer);
   struct CapturePlan;
   CapturePlan plan_capture() const;
   void record_ready_node(StepState& step, uint32_t index, std::vector<uint32_t>& ready,
                          oneapi::tbb::task_group& tasks) const;
   Status record_host_node(StepState& step, uint32_t index) const;
   bool replayable_with(const std::vector<Tensor>& feeds) const;
-  graph::Expected<std::vector<Tensor>> capture(std::vector<Tensor> feeds, int64_t step_id);
+  graph::Expected<std::vector<Tensor>> capture(std::vector<Tensor> feeds, std::vector<int64_t> instances);
   // `prologue_ran`: the host nodes before the devices' work ran for these feeds already (the recording).
   graph::Expected<std::vector<Tensor>> replay(std::vector<Tensor> feeds, bool prologue_ran = false);
   void record_node(StepState& step, uint32_t index, AsyncNode& call, KernelDone done) const;

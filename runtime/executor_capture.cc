@@ -178,7 +178,7 @@ bool Executor::replayable_with(const std::vector<Tensor>& feeds) const {
 // Under capture_mutex_. The step runs as usual except that each kernel goes into the recording
 // (record_node) and counts as done for the step at once; then the recording is replayed once, which
 // computes the step.
-graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds, int64_t step_id) {
+graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds, std::vector<int64_t> instances) {
   const auto refuse = [&](std::string why) {
     capture_refusal_ = std::move(why);
     std::fprintf(stderr, "mirra: steps not captured: %s\n", capture_refusal_.c_str());
@@ -186,7 +186,7 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   CapturePlan capture_plan = plan_capture();
   if (!capture_plan.refusal.empty()) {
     refuse(std::move(capture_plan.refusal));
-    return run_uncaptured(std::move(feeds), step_id, nullptr);
+    return run_uncaptured(std::move(feeds), std::move(instances), nullptr);
   }
   std::vector<Stream*> streams;
   std::vector<Allocator*> allocators;
@@ -208,7 +208,7 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   std::unique_ptr<StepCapture> recording = streams.front()->capture(streams);
   if (recording == nullptr) {
     refuse("the streams of " + device_names + " cannot be recorded together");
-    return run_uncaptured(std::move(feeds), step_id, nullptr);
+    return run_uncaptured(std::move(feeds), std::move(instances), nullptr);
   }
 
   auto captured = std::make_unique<CapturedStep>();
@@ -216,7 +216,7 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   captured->recording = std::move(recording);
   captured->state = acquire_state();
   StepState& step = *captured->state;
-  step.step_id = step_id;
+  step.instances = instances;
   step.collectives = &resources_.collectives;
   step.capture = captured.get();
   if (!step.arena) step.arena.emplace(oneapi::tbb::task_arena::attach{});
@@ -253,9 +253,10 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   if (status.ok()) status = ended;
   if (!status.ok()) {
     refuse("recording the step on " + device_names + " failed: " + status.message());
-    // The recording's collectives may have been abandoned under this step's instance: the step runs
-    // under another.
-    return run_uncaptured(std::move(feeds), step_id | (int64_t{1} << 62), nullptr);
+    // The recording's collectives may have been abandoned under this step's instances: the step runs
+    // under others, which no other step uses (the session's numbers stay below 2^62).
+    for (int64_t& instance : instances) instance |= int64_t{1} << 62;
+    return run_uncaptured(std::move(feeds), std::move(instances), nullptr);
   }
   captured_ = std::move(captured);
   return replay(std::move(feeds), /*prologue_ran=*/true);
@@ -323,7 +324,7 @@ void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, Ker
     const std::shared_ptr<Event>& event = step.events[producer];
     if (event != nullptr && &stream_of(plan_.nodes[producer]) != &stream) stream.wait(event);
   }
-  stream.enqueue([this, &pn, &call, &captured, step_id = step.step_id] {
+  stream.enqueue([this, &pn, &call, &captured, executions = step.executions()] {
     const MemorySpace space = pn.device->memory_space();
     ScopedMemoryAccess access(space, pn.kernel->uses_host_memory());
     ScopedAllocationStream allocating_for(allocation_stream_of(pn));
@@ -331,7 +332,7 @@ void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, Ker
     if (status.ok()) return;
     const Status failure = status.with_context(describe(pn));
     captured.fail(failure);
-    resources_.collectives.abandon(step_id, failure);  // peers waiting for this kernel's part
+    resources_.collectives.abandon(executions, failure);  // peers waiting for this kernel's part
   });
   step.events[index] = stream.record();
   done(Status());

@@ -94,12 +94,14 @@ inline void launch(const PlanNode& pn, KernelContext& context, KernelDone done) 
 
 struct Executor::StepState {
   explicit StepState(const ExecutionPlan& plan)
-      : values(plan.num_values), events(plan.nodes.size()), pending(new std::atomic<int32_t>[plan.nodes.size()]),
+      : groups(plan.collective_groups),
+        values(plan.num_values), events(plan.nodes.size()), pending(new std::atomic<int32_t>[plan.nodes.size()]),
         uses(new std::atomic<int32_t>[plan.nodes.size()]) {}
 
+  const std::vector<std::string>& groups;  // the plan's collective groups
   std::vector<Tensor> values;
   std::vector<std::shared_ptr<Event>> events;  // by node: recorded after it on its stream (records_event)
-  int64_t step_id = 0;
+  std::vector<int64_t> instances;  // by collective group of the plan: which execution of it this step is
   std::optional<oneapi::tbb::task_arena> arena;  // where asynchronous kernels' continuations go
   std::unique_ptr<std::atomic<int32_t>[]> pending;
   std::unique_ptr<std::atomic<int32_t>[]> uses;
@@ -118,7 +120,14 @@ struct Executor::StepState {
       error = std::move(status);
       failed.store(true, std::memory_order_release);
     }
-    if (collectives != nullptr) collectives->abandon(step_id, error);
+    if (collectives != nullptr) collectives->abandon(executions(), error);
+  }
+
+  // The collectives' executions this step is part of.
+  std::vector<CollectiveInstance> executions() const {
+    std::vector<CollectiveInstance> out;
+    for (size_t g = 0; g < groups.size(); ++g) out.push_back({groups[g], instances[g]});
+    return out;
   }
 
   const CollectiveSet* collectives = nullptr;

@@ -50,11 +50,11 @@ class KernelState {
 
 class KernelContext {
  public:
-  KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t step_id,
+  KernelContext(const graph::Node& node, Device& device, const SessionResources& resources, int64_t collective_instance,
                 Tensor* values, std::span<const uint32_t> input_slots, Tensor* outputs,
                 const std::vector<bool>* reusable = nullptr, uint32_t host_memory_outputs = 0,
                 KernelState* state = nullptr)
-      : node_(node), device_(device), resources_(resources), step_id_(step_id), values_(values),
+      : node_(node), device_(device), resources_(resources), collective_instance_(collective_instance), values_(values),
         input_slots_(input_slots), outputs_(outputs), reusable_(reusable), host_memory_outputs_(host_memory_outputs),
         state_(state) {}
 
@@ -65,8 +65,9 @@ class KernelContext {
   VariableStore& variables() const { return resources_.variables; }
   // The collective implementation `name` ("auto": the session's first), or not_found.
   graph::Expected<Collective*> collective(std::string_view name) const { return resources_.collectives.find(name); }
-  // Counts the session's steps: the instance that keys this step's collectives.
-  int64_t step_id() const { return step_id_; }
+  // For a collective's node (KernelDef::collective_group): which execution of its group this run is,
+  // the group's sequence number in the session (0 for other nodes).
+  int64_t collective_instance() const { return collective_instance_; }
 
   size_t num_inputs() const { return input_slots_.size(); }
   const Tensor& input(size_t i) const { return values_[input_slots_[i]]; }
@@ -117,7 +118,7 @@ class KernelContext {
   const graph::Node& node_;
   Device& device_;
   const SessionResources& resources_;
-  int64_t step_id_;
+  int64_t collective_instance_;
   Tensor* values_;
   std::span<const uint32_t> input_slots_;
   Tensor* outputs_;
@@ -139,6 +140,13 @@ using AsyncKernelFn = void (*)(KernelContext&, KernelDone done);
 // Builds the node's KernelState on `device` when a plan is built; an error (an attribute the kernel
 // cannot take) refuses the plan, naming the node.
 using KernelPrepareFn = graph::Expected<std::unique_ptr<KernelState>> (*)(const graph::Node& node, const Device& device);
+
+// What names the collective a node takes part in (KernelDef::collective_group).
+enum class CollectiveGroup : uint8_t {
+  none,        // not a collective
+  node_name,   // the node holds every participant's part (AllReduce among its replicas)
+  group_attr,  // its `group` attribute: each participant is a node of its own (a rank)
+};
 
 // Exactly one of `fn` and `async_fn` is set.
 struct KernelDef {
@@ -174,6 +182,9 @@ struct KernelDef {
   const char* not_capturable = nullptr;
   // Set when the kernel keeps state per node (KernelContext::state).
   KernelPrepareFn prepare = nullptr;
+  // A collective's kernel: each run of the node is one execution of its group, which the session
+  // numbers (KernelContext::collective_instance), and which a failed step abandons.
+  CollectiveGroup collective_group = CollectiveGroup::none;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
   bool accepts_operand(graph::DType dtype) const {

@@ -218,6 +218,14 @@ graph::Expected<StagedFeeds> Session::stage(const Feeds& feeds) const {
   return staged;
 }
 
+std::vector<int64_t> Session::next_instances(const std::vector<std::string>& groups) {
+  std::vector<int64_t> instances;
+  instances.reserve(groups.size());
+  const std::lock_guard lock(sequences_mutex_);
+  for (const std::string& group : groups) instances.push_back(group_sequences_[group]++);
+  return instances;
+}
+
 graph::Expected<std::vector<Tensor>> Session::run(const Feeds& feeds, std::span<const graph::ValueRef> fetches,
                                                   std::span<const graph::NodeId> targets) {
   MIRRA_ASSIGN_OR_RETURN(StagedFeeds staged, stage(feeds));
@@ -235,8 +243,9 @@ graph::Expected<std::vector<Tensor>> Session::run_staged(StagedFeeds feeds, std:
   graph::Expected<std::vector<Tensor>> result = graph::internal_error("step did not run");
   std::optional<StepTimeline> timeline;
   if (trace_.load()) timeline.emplace();
-  const int64_t step_id = steps_.fetch_add(1);
-  arena_->execute([&] { result = executor->run(std::move(fed_values), step_id, timeline ? &*timeline : nullptr); });
+  std::vector<int64_t> instances = next_instances(executor->collective_groups());
+  arena_->execute(
+      [&] { result = executor->run(std::move(fed_values), std::move(instances), timeline ? &*timeline : nullptr); });
   if (timeline) {
     std::lock_guard lock(timeline_mutex_);
     last_timeline_ = std::move(*timeline).timings();

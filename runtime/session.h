@@ -4,6 +4,11 @@
 // memory spaces); plans are built once per (feeds, fetches, targets) and cached. A failed step
 // leaves the session usable.
 //
+// The session numbers the executions of each collective group (a bucket's all-reduce): a step runs
+// the next execution of every group its plan meets in. Processes whose sessions run the plans that
+// hold a group equally often agree on its instances, whatever else each runs (another plan, a read
+// of a variable, an evaluation on one worker only).
+//
 //   runtime::Session session(graph, ops::kernels());
 //   auto out = session.run({{"x", Tensor::from<float>({2, 2}, {1, 2, 3, 4})}}, {y});
 //   if (!out.ok()) std::cerr << out.status().to_string();
@@ -124,6 +129,8 @@ class Session {
                                           std::span<const graph::NodeId> targets);
 
   Tensor to_host(const Tensor& tensor) const;
+  // The next execution of each of `groups` (their sequence numbers), each then counted as run.
+  std::vector<int64_t> next_instances(const std::vector<std::string>& groups);
 
   graph::Graph graph_;
   const KernelRegistry& kernels_;
@@ -134,7 +141,8 @@ class Session {
   VariableStore variables_;
   CollectiveSet collectives_;
   SessionResources resources_;
-  std::atomic<int64_t> steps_{0};
+  std::mutex sequences_mutex_;
+  std::map<std::string, int64_t> group_sequences_;  // the next execution of each collective group
   std::unique_ptr<oneapi::tbb::task_arena> arena_;
   std::mutex executors_mutex_;
   std::map<std::string, std::unique_ptr<Executor>> executors_;  // by request key

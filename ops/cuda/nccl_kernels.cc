@@ -118,7 +118,7 @@ void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
   const void* session = &ctx.resources();
   runtime::PeerMeetings& meetings = nccl_meetings();
   meetings.observe(session, ctx.resources().collectives);
-  meetings.arrive(session, ctx.node().op, ctx.attr<std::string>("group"), ctx.step_id(),
+  meetings.arrive(session, ctx.node().op, ctx.attr<std::string>("group"), ctx.collective_instance(),
                   static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")), std::move(part));
 }
 
@@ -248,12 +248,13 @@ void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
   const char* no_deadline_in_replays = "meets its peers through NCCL, which a replay would wait for with no deadline";
   kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
               {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = summable,
-               .not_capturable = no_deadline_in_replays});
+               .not_capturable = no_deadline_in_replays, .collective_group = runtime::CollectiveGroup::group_attr});
   kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
               {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats,
-               .not_capturable = no_deadline_in_replays});
+               .not_capturable = no_deadline_in_replays, .collective_group = runtime::CollectiveGroup::group_attr});
   kernels.add("PeerAllGather", graph::DeviceKind::gpu,
-              {.expensive = true, .async_fn = peer_all_gather_kernel, .not_capturable = no_deadline_in_replays});
+              {.expensive = true, .async_fn = peer_all_gather_kernel, .not_capturable = no_deadline_in_replays,
+               .collective_group = runtime::CollectiveGroup::group_attr});
 }
 
 }  // namespace mirra::ops::cuda

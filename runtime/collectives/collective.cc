@@ -62,14 +62,19 @@ graph::Expected<Collective*> CollectiveSet::find(std::string_view name) const {
                           (known.empty() ? std::string("none") : known) + ")");
 }
 
-void CollectiveSet::abandon(int64_t instance, const graph::Status& why) const {
-  for (const auto& collective : collectives_) collective->abandon(instance, why);
+void CollectiveSet::abandon(std::span<const CollectiveInstance> executions, const graph::Status& why) const {
+  if (executions.empty()) return;
+  for (const auto& collective : collectives_) {
+    for (const CollectiveInstance& which : executions) collective->abandon(which, why);
+  }
   std::vector<AbandonObserver> observers;
   {
     std::lock_guard lock(observers_->mutex);
     observers = observers_->list;
   }
-  for (const AbandonObserver& observer : observers) observer(instance, why);
+  for (const AbandonObserver& observer : observers) {
+    for (const CollectiveInstance& which : executions) observer(which, why);
+  }
 }
 
 void CollectiveSet::observe_abandoned(AbandonObserver observer) const {

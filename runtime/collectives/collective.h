@@ -2,7 +2,9 @@
 // all_reduce, reduce_scatter, all_gather and broadcast over tensors. A call is keyed by its group
 // and instance, completes through a callback (never by blocking the caller while peers are
 // missing), and carries a deadline past which it fails with deadline_exceeded naming who did not
-// arrive. Implementations: in process (InProcessCollective: the participants are devices of this
+// arrive. The instance of a call is its group's sequence number: a session numbers each group's
+// executions (runtime/session.h), so that processes agree on it without running the same sequence of
+// steps. Implementations: in process (InProcessCollective: the participants are devices of this
 // process) and across worker processes over MPI (runtime/collectives/worker_collective.h), their
 // participants meeting at a Rendezvous (runtime/collectives/rendezvous.h). NCCL,
 // between the GPUs of one process, is not one: its ranks are nodes of their own (PeerAllReduce and
@@ -32,9 +34,16 @@ enum class Reduction { sum, mean };
 
 using CollectiveClock = std::chrono::steady_clock;
 
+// One execution of a collective: its group, and which of the group's executions it is.
+struct CollectiveInstance {
+  std::string group;
+  int64_t instance = 0;
+  auto operator<=>(const CollectiveInstance&) const = default;
+};
+
 struct CollectiveCall {
   std::string group;      // names the collective and who takes part; every participant passes the same
-  int64_t instance = 0;   // which execution of it (a step); every participant passes the same
+  int64_t instance = 0;   // which execution of the group (its sequence number); every participant passes the same
   int participant = 0;    // the caller, in [0, group_size)
   int group_size = 1;
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
@@ -79,17 +88,17 @@ class Collective {
   // `buffer` = participant `root`'s buffer, on every participant. Across W workers the participants
   // are numbered worker by worker: participant p of worker w is w * group_size + p.
   virtual void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done);
-  // Execution `instance` failed elsewhere (a node of the step): its calls still waiting for
+  // Execution `which` failed elsewhere (a node of its step): its calls still waiting for
   // participants that will not come complete with `why` now, and later ones at once, instead of at
   // their deadline. Collectives whose participants are other processes leave it to the deadline.
-  virtual void abandon(int64_t instance, const graph::Status& why) {
-    (void)instance;
+  virtual void abandon(const CollectiveInstance& which, const graph::Status& why) {
+    (void)which;
     (void)why;
   }
 };
 
-// Called when an execution (a step) of a session is abandoned, with its instance and why.
-using AbandonObserver = std::function<void(int64_t instance, const graph::Status& why)>;
+// Called for each collective execution of a step that a session abandoned, and why.
+using AbandonObserver = std::function<void(const CollectiveInstance& which, const graph::Status& why)>;
 
 // The collectives a session offers its kernels, by name; "auto" is the first one added. Kernels
 // that meet their peers outside a Collective (NCCL's ranks on GPUs) observe the session's abandoned
@@ -99,8 +108,8 @@ class CollectiveSet {
   void add(std::shared_ptr<Collective> collective) { collectives_.push_back(std::move(collective)); }
   // not_found naming the implementations there are.
   graph::Expected<Collective*> find(std::string_view name) const;
-  // Collective::abandon on each, then every observer.
-  void abandon(int64_t instance, const graph::Status& why) const;
+  // Collective::abandon of each execution on each collective, then every observer.
+  void abandon(std::span<const CollectiveInstance> executions, const graph::Status& why) const;
   // `observer` is called for every execution abandoned from now on; the set keeps it (and what it
   // holds) until the set is destroyed. Thread-safe.
   void observe_abandoned(AbandonObserver observer) const;

@@ -345,6 +345,8 @@ void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
   for (Arrival& a : *complete) a.done(status);
 }
 
-void InProcessCollective::abandon(int64_t instance, const graph::Status& why) { meetings_.abandon(nullptr, instance, why); }
+void InProcessCollective::abandon(const CollectiveInstance& which, const graph::Status& why) {
+  meetings_.abandon({nullptr, which.group, which.instance}, why);
+}
 
 }  // namespace mirra::runtime

@@ -33,7 +33,7 @@ class InProcessCollective final : public Collective {
   void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                   CollectiveDone done) override;
   void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
-  void abandon(int64_t instance, const graph::Status& why) override;
+  void abandon(const CollectiveInstance& which, const graph::Status& why) override;
 
   // What one participant brought to a rendezvous (public for the implementation file's helpers).
   enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast };

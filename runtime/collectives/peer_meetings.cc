@@ -42,11 +42,11 @@ PeerMeetings::~PeerMeetings() {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-void PeerMeetings::arrive(const void* session, std::string_view op, const std::string& group, int64_t step, int rank,
+void PeerMeetings::arrive(const void* session, std::string_view op, const std::string& group, int64_t instance, int rank,
                           int ranks, PeerPart part) {
-  const std::string what = std::string(op) + " '" + group + "' (step " + std::to_string(step) + ")";
+  const std::string what = std::string(op) + " '" + group + "' (instance " + std::to_string(instance) + ")";
   const CollectiveClock::time_point deadline = part.deadline;
-  std::optional<std::vector<PeerPart>> parts = meetings_.arrive({session, group, step}, what, rank, ranks, deadline, std::move(part));
+  std::optional<std::vector<PeerPart>> parts = meetings_.arrive({session, group, instance}, what, rank, ranks, deadline, std::move(part));
   if (!parts) return;
   auto meeting = std::make_shared<Meeting>();
   meeting->what = what;
@@ -65,13 +65,14 @@ void PeerMeetings::observe(const void* session, const CollectiveSet& collectives
     const void* session;
     ~Forget() { meetings->forget(session); }
   };
-  collectives.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](int64_t step, const graph::Status& why) {
-    forget->meetings->abandon(forget->session, step, why);
+  collectives.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](
+                                     const CollectiveInstance& which, const graph::Status& why) {
+    forget->meetings->abandon(forget->session, which, why);
   });
 }
 
-void PeerMeetings::abandon(const void* session, int64_t step, const graph::Status& why) {
-  meetings_.abandon(session, step, why);
+void PeerMeetings::abandon(const void* session, const CollectiveInstance& which, const graph::Status& why) {
+  meetings_.abandon({session, which.group, which.instance}, why);
 }
 
 void PeerMeetings::forget(const void* session) {

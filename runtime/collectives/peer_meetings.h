@@ -3,7 +3,7 @@
 // so that what happens when a meeting fails is tested without the devices (with a library whose
 // failures a test injects).
 //
-// The ranks of a group (a node per device) meet at a Rendezvous keyed by (session, group, step),
+// The ranks of a group (a node per device) meet at a Rendezvous keyed by (session, group, instance),
 // which fails the ranks of a meeting some rank did not come to by the deadline, naming it, and those
 // of a step that failed elsewhere. Once the last has arrived, the meetings' own issuing thread makes
 // every rank's calls in one group call (one thread launching for several devices must, or NCCL may
@@ -22,7 +22,7 @@
 //
 //   PeerMeetings meetings(library);  // NCCL's: never destroyed
 //   meetings.observe(session, collectives);
-//   meetings.arrive(session, "PeerAllReduce", "bucket_0", step, rank, ranks, std::move(part), deadline);
+//   meetings.arrive(session, "PeerAllReduce", "bucket_0", instance, rank, ranks, std::move(part), deadline);
 #pragma once
 
 #include <atomic>
@@ -90,8 +90,9 @@ class PeerMeetings {
   PeerMeetings(const PeerMeetings&) = delete;
   PeerMeetings& operator=(const PeerMeetings&) = delete;
 
-  // Rank `rank` of `ranks` of `op` (a node's op, for messages) arrives; the last issues the meeting.
-  void arrive(const void* session, std::string_view op, const std::string& group, int64_t step, int rank, int ranks,
+  // Rank `rank` of `ranks` of `op` (a node's op, for messages) arrives for the group's execution
+  // `instance`; the last issues the meeting.
+  void arrive(const void* session, std::string_view op, const std::string& group, int64_t instance, int rank, int ranks,
               PeerPart part);
 
   // The meetings hear of `session`'s failed steps through `collectives`, its collective set, and
@@ -108,7 +109,7 @@ class PeerMeetings {
   };
   struct Meeting;
 
-  void abandon(const void* session, int64_t step, const graph::Status& why);
+  void abandon(const void* session, const CollectiveInstance& which, const graph::Status& why);
   void forget(const void* session);
   void issue(const std::shared_ptr<Meeting>& meeting);
   graph::Expected<std::shared_ptr<Connection>> connect(const std::shared_ptr<Meeting>& meeting);
@@ -119,7 +120,7 @@ class PeerMeetings {
 
   PeerLibrary& library_;
   const std::chrono::milliseconds poll_;
-  Rendezvous<PeerPart> meetings_{"rank"};  // by (session, group, step), until the last rank arrives
+  Rendezvous<PeerPart> meetings_{"rank"};  // by (session, group, instance), until the last rank arrives
   std::mutex mutex_;
   std::set<const void*> observed_;  // sessions whose failed steps the meetings hear of
   std::map<std::vector<int>, std::shared_ptr<Connection>> connections_;  // by devices, rank order

@@ -86,7 +86,7 @@ class Rendezvous {
     std::optional<std::vector<Part>> complete;
     {
       std::lock_guard lock(mutex_);
-      if (const auto abandoned = abandoned_.find({key.scope, key.instance}); abandoned != abandoned_.end()) {
+      if (const auto abandoned = abandoned_.find(key); abandoned != abandoned_.end()) {
         refused = graph::aborted(std::string(what) + ": the step failed elsewhere: " + abandoned->second.message());
       } else if (expired_.contains(key)) {
         refused = graph::deadline_exceeded(who() + " arrived after the deadline had passed for the others");
@@ -121,25 +121,19 @@ class Rendezvous {
     return complete;
   }
 
-  // Instance `instance` of `scope` failed elsewhere (its step): its meetings' waiting parts fail now
-  // with `why`, and parts that arrive for it later at once.
-  void abandon(const void* scope, int64_t instance, const graph::Status& why) {
-    std::vector<Meeting> waiting;
+  // The meeting `key` failed elsewhere (its step): its waiting parts fail now with `why`, and parts
+  // that arrive for it later at once.
+  void abandon(const RendezvousKey& key, const graph::Status& why) {
+    std::optional<Meeting> waiting;
     {
       std::lock_guard lock(mutex_);
-      abandoned_.emplace(std::pair{scope, instance}, why);
-      for (auto it = meetings_.begin(); it != meetings_.end();) {
-        if (it->first.scope == scope && it->first.instance == instance) {
-          waiting.push_back(std::move(it->second));
-          it = meetings_.erase(it);
-        } else {
-          ++it;
-        }
+      abandoned_.emplace(key, why);
+      if (auto it = meetings_.find(key); it != meetings_.end()) {
+        waiting = std::move(it->second);
+        meetings_.erase(it);
       }
     }
-    for (Meeting& meeting : waiting) {
-      fail_arrived(meeting, graph::aborted(meeting.what + ": the step failed elsewhere: " + why.message()));
-    }
+    if (waiting) fail_arrived(*waiting, graph::aborted(waiting->what + ": the step failed elsewhere: " + why.message()));
   }
 
   // `scope` is gone: what was kept of it goes too (its waiting parts are dropped, not completed).
@@ -147,7 +141,7 @@ class Rendezvous {
     std::lock_guard lock(mutex_);
     std::erase_if(meetings_, [scope](const auto& entry) { return entry.first.scope == scope; });
     std::erase_if(expired_, [scope](const RendezvousKey& key) { return key.scope == scope; });
-    std::erase_if(abandoned_, [scope](const auto& entry) { return entry.first.first == scope; });
+    std::erase_if(abandoned_, [scope](const auto& entry) { return entry.first.scope == scope; });
   }
 
  private:
@@ -210,7 +204,7 @@ class Rendezvous {
   std::condition_variable changed_;
   std::map<RendezvousKey, Meeting> meetings_;
   std::set<RendezvousKey> expired_;  // so that a late participant fails at once instead of waiting again
-  std::map<std::pair<const void*, int64_t>, graph::Status> abandoned_;  // (scope, instance) -> why
+  std::map<RendezvousKey, graph::Status> abandoned_;  // meetings that failed elsewhere -> why
   std::thread watchdog_;
   bool stopping_ = false;
 };

@@ -1,7 +1,8 @@
 // Asynchronous kernels: the executor finishes a node only when its done callback runs, never blocks
 // a worker thread meanwhile (two kernels that each finish only after the other started complete on
 // a one-thread session), reports an asynchronous error with the node's name and stays usable, runs
-// them in deterministic mode too, and counts a session's steps for the kernels.
+// them in deterministic mode too; a session numbers the executions of each collective group for its
+// kernels, whatever else it runs.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -57,8 +58,8 @@ void test_meet_kernel(KernelContext& ctx, KernelDone done) {
   });
 }
 
-Status step_id_kernel(KernelContext& ctx) {
-  ctx.allocate_output(0, DType::i64, {}).mutable_data<int64_t>()[0] = ctx.step_id();
+Status instance_kernel(KernelContext& ctx) {
+  ctx.allocate_output(0, DType::i64, {}).mutable_data<int64_t>()[0] = ctx.collective_instance();
   return Status();
 }
 
@@ -70,7 +71,11 @@ struct TestTables : TestOps {
          .infer = infers_input_type(),
          .summary = "test: finishes once its partner started"},
         {.async_fn = test_meet_kernel});
-    add({.name = "TestStepId", .infer = infers({DType::i64, graph::Shape{}}), .summary = "test: the step id"}, {step_id_kernel});
+    add({.name = "TestInstance",
+         .attrs = {{"group", AttrType::string, std::string()}},
+         .infer = infers({DType::i64, graph::Shape{}}),
+         .summary = "test: a collective's rank, giving which execution of its group it ran in"},
+        {.fn = instance_kernel, .collective_group = CollectiveGroup::group_attr});
   }
 };
 
@@ -130,17 +135,37 @@ TEST_CASE("Executor.async_kernels.errors_name_the_node_and_the_session_recovers"
   }
 }
 
-TEST_CASE("Session.steps.are_numbered_for_the_kernels") {
+// Two ranks of group g1 and one of g2, and other work: each step runs the next execution of the
+// groups its plan holds (both g1 ranks the same one), and steps without them leave them be; a failed
+// step's executions are not run again.
+TEST_CASE("Session.numbers_each_collective_group's_executions") {
   graph::Graph g;
   graph::Builder b(g, tables().schemas);
-  const graph::ValueRef id = b.add_value({.op = "TestStepId"});
+  const graph::ValueRef a = b.add_value({.op = "TestInstance", .attrs = {{"group", std::string("g1")}}, .name = "a"});
+  const graph::ValueRef a2 = b.add_value({.op = "TestInstance", .attrs = {{"group", std::string("g1")}}, .name = "a2"});
+  const graph::ValueRef c = b.add_value({.op = "TestInstance", .attrs = {{"group", std::string("g2")}}, .name = "c"});
+  const graph::ValueRef x = ops::placeholder(b, "x", DType::f32, {2});
+  const graph::ValueRef other = ops::neg(b, x);
+  const graph::ValueRef failing = b.add_value({.op = "TestMeet", .inputs = {x}, .attrs = {{"fail", true}}, .name = "failing"});
   REQUIRE(b.status().ok());
   Session session(g, tables().kernels);
-  for (int64_t step = 0; step < 3; ++step) {
-    auto out = session.run({}, {id});
-    REQUIRE(out.ok());
-    CHECK((*out)[0].to_vector<int64_t>() == std::vector<int64_t>{step});
-  }
+  const runtime::Feeds feed = {{"x", Tensor::from<float>({2}, {1, 2})}};
+  const auto instances = [&](std::vector<graph::ValueRef> fetches, const runtime::Feeds& feeds = {}) {
+    auto out = session.run(feeds, fetches);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    std::vector<int64_t> got;
+    for (const Tensor& t : *out) {
+      if (t.dtype() == DType::i64) got.push_back(t.to_vector<int64_t>()[0]);
+    }
+    return got;
+  };
+  CHECK(instances({a}) == std::vector<int64_t>{0});
+  CHECK(instances({a, a2}) == std::vector<int64_t>{1, 1});
+  CHECK(instances({other}, feed).empty());
+  CHECK(instances({c}) == std::vector<int64_t>{0});
+  CHECK(instances({a, c}) == std::vector<int64_t>{2, 1});
+  CHECK_FALSE(session.run(feed, std::vector<graph::ValueRef>{a2, failing}).ok());
+  CHECK(instances({a2, c}) == std::vector<int64_t>{4, 2});
 }
 
 }  // namespace

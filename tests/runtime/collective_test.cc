@@ -3,7 +3,8 @@
 // tensors), all_gather and broadcast, with participants arriving from their own threads; mismatched
 // participants are an error naming who; a participant that never arrives fails the others with
 // deadline_exceeded naming it (never a hang); one that comes late fails at once; shutting down
-// completes the waiting with aborted; the set tells its observers of an abandoned step. worker_share
+// completes the waiting with aborted; the set tells its observers of an abandoned step; two sessions
+// whose ranks meet through one collective agree on its executions whatever else each ran. worker_share
 // (the cut across workers) against plain loops; the operations an implementation does not offer
 // are unimplemented, naming it.
 #include <doctest/doctest.h>
@@ -11,8 +12,10 @@
 #include <future>
 #include <thread>
 
+#include "ops/ops.h"
 #include "runtime/collectives/in_process_collective.h"
 #include "runtime/random.h"
+#include "runtime/session.h"
 
 namespace mirra::runtime {
 namespace {
@@ -289,23 +292,62 @@ TEST_CASE("Collective.set.finds_by_name_and_auto") {
 // the set, after its collectives; the set keeps what an observer holds until it goes.
 TEST_CASE("Collective.set.observers_hear_of_abandoned_steps") {
   auto kept = std::make_shared<int>(0);
-  std::vector<std::pair<int64_t, std::string>> heard;
+  std::vector<std::pair<CollectiveInstance, std::string>> heard;
   {
     CollectiveSet set;
     auto collective = std::make_shared<InProcessCollective>();
     set.add(collective);
-    set.observe_abandoned([&heard, kept](int64_t instance, const graph::Status& why) { heard.emplace_back(instance, why.message()); });
-    set.observe_abandoned([&heard](int64_t instance, const graph::Status&) { heard.emplace_back(instance, "second"); });
+    set.observe_abandoned(
+        [&heard, kept](const CollectiveInstance& which, const graph::Status& why) { heard.emplace_back(which, why.message()); });
+    set.observe_abandoned([&heard](const CollectiveInstance& which, const graph::Status&) { heard.emplace_back(which, "second"); });
     CHECK(kept.use_count() == 2);
 
     Tensor x = Tensor::from<float>({1}, {1});
     Completion waiting;
     collective->all_reduce(call("bucket", 0, 2), Reduction::sum, {&x, 1}, {&x, 1}, waiting.done());
-    set.abandon(7, graph::invalid_argument("replica 1's loss is NaN"));
+    const std::vector<CollectiveInstance> step = {{"bucket", 7}, {"loss", 3}};
+    set.abandon(step, graph::invalid_argument("replica 1's loss is NaN"));
     CHECK(waiting.get().message().find("replica 1's loss is NaN") != std::string::npos);
-    CHECK(heard == std::vector<std::pair<int64_t, std::string>>{{7, "replica 1's loss is NaN"}, {7, "second"}});
+    CHECK(heard == std::vector<std::pair<CollectiveInstance, std::string>>{{{"bucket", 7}, "replica 1's loss is NaN"},
+                                                                          {{"loss", 3}, "replica 1's loss is NaN"},
+                                                                          {{"bucket", 7}, "second"},
+                                                                          {{"loss", 3}, "second"}});
   }
   CHECK(kept.use_count() == 1);
+}
+
+// The ranks of one all-reduce in two sessions that share the collective, as two workers' sessions
+// share their processes' collective: one session first runs other steps (an evaluation of its own),
+// and the ranks still meet, each execution of the group with its counterpart.
+TEST_CASE("Collective.sessions_that_ran_other_steps_still_meet_execution_by_execution") {
+  auto shared = std::make_shared<InProcessCollective>();
+  struct Rank {
+    graph::Graph graph;
+    graph::ValueRef sum, other;
+    std::unique_ptr<Session> session;
+  };
+  std::vector<Rank> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    graph::Builder b(ranks[r].graph, ops::registry());
+    const graph::ValueRef x = ops::placeholder(b, "x", graph::DType::f32, {2});
+    ranks[r].sum = ops::peer_all_reduce(b, {x}, {.group = "bucket", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 20'000})[0];
+    ranks[r].other = ops::neg(b, x);
+    REQUIRE(b.status().ok());
+    ranks[r].session = std::make_unique<Session>(ranks[r].graph, ops::kernels(), SessionOptions{.collectives = {shared}});
+  }
+  const auto value = [](float v) { return Feeds{{"x", Tensor::from<float>({2}, {v, 2 * v})}}; };
+  for (int i = 0; i < 3; ++i) REQUIRE(ranks[0].session->run(value(1), {ranks[0].other}).ok());
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::vector<float>> sums(2);
+    each_participant_on_its_thread(2, [&](int r) {
+      auto out = ranks[r].session->run(value(static_cast<float>(step + 10 * r)), {ranks[r].sum});
+      REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+      sums[r] = (*out)[0].to_vector<float>();
+    });
+    const float want = static_cast<float>(2 * step + 10);
+    CHECK(sums[0] == std::vector<float>{want, 2 * want});
+    CHECK(sums[1] == sums[0]);
+  }
 }
 
 }  // namespace

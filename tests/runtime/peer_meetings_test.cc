@@ -203,7 +203,7 @@ TEST_CASE("PeerMeetings.a_meeting_past_its_deadline_fails_naming_group_step_and_
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 7, 0, 2, part(library.log, {0, &gpu0, &r0, deadline}));
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 7, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
   const std::string expected =
-      "PeerAllReduce 'bucket' (step 7) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted";
+      "PeerAllReduce 'bucket' (instance 7) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted";
   CHECK(r0.wait() == expected);
   CHECK(r1.wait() == expected);
   CHECK(library.log.lines().back() == "abort 1");
@@ -231,7 +231,7 @@ TEST_CASE("PeerMeetings.an_error_a_communicator_reports_fails_the_meeting_and_ab
     std::lock_guard lock(library.mutex);
     library.async_error = graph::internal_error("NCCL failed: remote process exited");
   }
-  const std::string expected = "PeerReduceScatter 'shards' (step 3) over gpu:0, gpu:1: NCCL failed: remote process exited";
+  const std::string expected = "PeerReduceScatter 'shards' (instance 3) over gpu:0, gpu:1: NCCL failed: remote process exited";
   CHECK(r0.wait() == expected);
   CHECK(r1.wait() == expected);
   const std::vector<std::string> lines = library.log.lines();
@@ -247,7 +247,7 @@ TEST_CASE("PeerMeetings.a_launch_that_fails_aborts_and_its_ranks_complete_only_o
   meetings.arrive(kSession, "PeerAllGather", "params", 2, 0, 2, part(library.log, {0, &gpu0, &r0}));
   meetings.arrive(kSession, "PeerAllGather", "params", 2, 1, 2,
                   part(library.log, {1, &gpu1, &r1, CollectiveClock::time_point::max(), graph::internal_error("ncclBroadcast failed: invalid usage")}));
-  const std::string expected = "PeerAllGather 'params' (step 2) over gpu:0, gpu:1: ncclBroadcast failed: invalid usage";
+  const std::string expected = "PeerAllGather 'params' (instance 2) over gpu:0, gpu:1: ncclBroadcast failed: invalid usage";
   CHECK(r0.wait() == expected);
   CHECK_FALSE(r1.came());  // its device has not returned yet
   gpu1.release();
@@ -264,7 +264,7 @@ TEST_CASE("PeerMeetings.communicators_that_cannot_be_made_fail_the_meeting_and_t
   Result r0, r1;
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 0, 2, part(library.log, {0, &gpu0, &r0}));
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1}));
-  CHECK(r0.wait() == "PeerAllReduce 'bucket' (step 1) over gpu:0, gpu:1: FAKE: no route to device 1");
+  CHECK(r0.wait() == "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1: FAKE: no route to device 1");
   CHECK(r1.wait() == r0.wait());
   Result next0, next1;
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 2, 0, 2, part(library.log, {0, &gpu0, &next0}));
@@ -287,10 +287,10 @@ TEST_CASE("PeerMeetings.an_abort_fails_every_meeting_in_flight_on_those_communic
   meetings.arrive(kSession, "PeerAllReduce", "bucket_0", 5, 1, 2, part(library.log, {1, &gpu1, &first1, soon}));
   meetings.arrive(kSession, "PeerAllReduce", "bucket_1", 5, 0, 2, part(library.log, {0, &gpu0, &second0}));
   meetings.arrive(kSession, "PeerAllReduce", "bucket_1", 5, 1, 2, part(library.log, {1, &gpu1, &second1}));
-  CHECK(first0.wait() == "PeerAllReduce 'bucket_0' (step 5) over gpu:0, gpu:1: not finished by its deadline; the FAKE "
+  CHECK(first0.wait() == "PeerAllReduce 'bucket_0' (instance 5) over gpu:0, gpu:1: not finished by its deadline; the FAKE "
                          "communicators were aborted");
   const std::string second =
-      "PeerAllReduce 'bucket_1' (step 5) over gpu:0, gpu:1: the FAKE communicators were aborted after another meeting on "
+      "PeerAllReduce 'bucket_1' (instance 5) over gpu:0, gpu:1: the FAKE communicators were aborted after another meeting on "
       "them failed: not finished by its deadline; the FAKE communicators were aborted";
   CHECK(second0.wait() == second);
   CHECK(second1.wait() == second);
@@ -311,7 +311,7 @@ TEST_CASE("PeerMeetings.a_rank_whose_device_finished_before_the_failure_keeps_it
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
   CHECK(r0.wait() == "ok");
   CHECK(r1.wait() ==
-        "PeerAllReduce 'bucket' (step 1) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted");
+        "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted");
 }
 
 TEST_CASE("PeerMeetings.ranks_on_one_device_are_refused_naming_them") {
@@ -323,7 +323,7 @@ TEST_CASE("PeerMeetings.ranks_on_one_device_are_refused_naming_them") {
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 3, part(library.log, {1, &gpu0, &r1}));
   meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 2, 3, part(library.log, {1, &gpu0, &r2}));
   CHECK(r2.wait() ==
-        "PeerAllReduce 'bucket' (step 1) over gpu:0, gpu:1, gpu:1: FAKE takes one rank per device, and ranks 1 and 2 are both on gpu:1");
+        "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1, gpu:1: FAKE takes one rank per device, and ranks 1 and 2 are both on gpu:1");
   CHECK(r0.wait() == r2.wait());
   CHECK(library.log.lines().empty());
 }
@@ -339,8 +339,9 @@ TEST_CASE("PeerMeetings.a_step_that_failed_elsewhere_fails_its_waiting_ranks_now
     meetings.observe(&session, collectives);
     meetings.observe(&session, collectives);  // once is enough
     meetings.arrive(&session, "PeerAllReduce", "bucket", 4, 0, 2, part(library.log, {0, &gpu0, &waiting}));
-    collectives.abandon(4, graph::internal_error("'loss': NaN"));
-    CHECK(waiting.wait() == "PeerAllReduce 'bucket' (step 4): the step failed elsewhere: 'loss': NaN");
+    const std::vector<CollectiveInstance> step = {{"bucket", 4}};
+    collectives.abandon(step, graph::internal_error("'loss': NaN"));
+    CHECK(waiting.wait() == "PeerAllReduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
   }
   Result after;  // the session's set is gone: what it left is forgotten
   meetings.arrive(&session, "PeerAllReduce", "bucket", 4, 0, 1, part(library.log, {0, &gpu0, &after}));

@@ -81,14 +81,18 @@ TEST_CASE("Rendezvous.refusals_name_the_participant_in_its_noun") {
 TEST_CASE("Rendezvous.an_abandoned_instance_fails_its_parts_in_its_scope_until_forgotten") {
   Rendezvous<Part> meetings;
   int session = 0, other = 0;
-  Part waiting{"waiting"}, elsewhere{"elsewhere"}, later{"later"}, next_step{"next step"}, after_forget{"after forget"};
+  Part waiting{"waiting"}, elsewhere{"elsewhere"}, later{"later"}, other_group{"other group"}, next_step{"next step"},
+      after_forget{"after forget"};
   meetings.arrive({&session, "g", 7}, "all_reduce 'g' (instance 7)", 0, 2, kNever, waiting);
   meetings.arrive({&other, "g", 7}, "all_reduce 'g' (instance 7)", 0, 2, kNever, elsewhere);
-  meetings.abandon(&session, 7, graph::internal_error("replica 1's loss is NaN"));
+  meetings.abandon({&session, "g", 7}, graph::internal_error("replica 1's loss is NaN"));
   CHECK(waiting.heard->lines() == std::vector<std::string>{"all_reduce 'g' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
   CHECK(elsewhere.heard->lines().empty());
-  CHECK_FALSE(meetings.arrive({&session, "h", 7}, "all_reduce 'h' (instance 7)", 1, 2, kNever, later).has_value());
-  CHECK(later.heard->lines() == std::vector<std::string>{"all_reduce 'h' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
+  CHECK_FALSE(meetings.arrive({&session, "g", 7}, "all_reduce 'g' (instance 7)", 1, 2, kNever, later).has_value());
+  CHECK(later.heard->lines() == std::vector<std::string>{"all_reduce 'g' (instance 7): the step failed elsewhere: replica 1's loss is NaN"});
+  // Another group's execution of the same number is another meeting.
+  CHECK_FALSE(meetings.arrive({&session, "h", 7}, "all_reduce 'h' (instance 7)", 1, 2, kNever, other_group).has_value());
+  CHECK(other_group.heard->lines().empty());
   CHECK_FALSE(meetings.arrive({&session, "g", 8}, "all_reduce 'g' (instance 8)", 0, 2, kNever, next_step).has_value());
   CHECK(next_step.heard->lines().empty());
   meetings.forget(&session);
