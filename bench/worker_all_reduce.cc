@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ops/ops.h"
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 #include "runtime/session.h"
 
 namespace mirra::bench {
@@ -14,7 +14,7 @@ namespace {
 
 // Every worker's seconds, exchanged; the slowest counts (the all-reduce ends for all when the last
 // finishes).
-graph::Expected<double> slowest(runtime::WorkerCollective& workers, double seconds) {
+graph::Expected<double> slowest(runtime::WorkerCommunicator& workers, double seconds) {
   MIRRA_ASSIGN_OR_RETURN(const std::vector<std::string> all,
                          workers.exchange(std::to_string(seconds), runtime::deadline_after(std::chrono::minutes(5))));
   double most = 0;
@@ -23,12 +23,12 @@ graph::Expected<double> slowest(runtime::WorkerCollective& workers, double secon
 }
 
 // Best seconds of one AllReduce over `replicas` local buffers of `mib` MiB on every worker.
-graph::Expected<double> worker_all_reduce_seconds(const std::shared_ptr<runtime::WorkerCollective>& workers, int replicas,
+graph::Expected<double> worker_all_reduce_seconds(const std::shared_ptr<runtime::WorkerCommunicator>& workers, int replicas,
                                                   int64_t mib, int threads, int repetitions) {
   const AllReduceGraph g = all_reduce_graph(replicas, mib, static_cast<float>(workers->rank() + 1), {.implementation = "mpi"});
   // The node's group gets its communicator (every size's node has the same name: prepared once).
   MIRRA_RETURN_IF_ERROR(workers->prepare({g.graph.node(g.all_reduce).name}));
-  runtime::Session session(g.graph, ops::kernels(), {.threads = threads, .trace = true, .collectives = {workers}});
+  runtime::Session session(g.graph, ops::kernels(), {.threads = threads, .trace = true, .communicators = {workers}});
   double best = 1e30;
   for (int rep = 0; rep < repetitions + 1; ++rep) {
     MIRRA_RETURN_IF_ERROR(slowest(*workers, 0).status());  // a barrier
@@ -46,7 +46,7 @@ graph::Expected<double> worker_all_reduce_seconds(const std::shared_ptr<runtime:
 }  // namespace
 
 graph::Expected<nlohmann::json> run_worker_all_reduce(const AllReduceBandwidthOptions& options) {
-  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<runtime::WorkerCollective> workers, runtime::open_mpi_collective());
+  MIRRA_ASSIGN_OR_RETURN(const std::shared_ptr<runtime::WorkerCommunicator> workers, runtime::open_mpi_communicator());
   nlohmann::json results = nlohmann::json::array();
   for (int replicas : options.replicas) {
     for (int64_t mib : options.sizes_mib) {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "graph/version.h"
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 #include "runtime/gpu_devices.h"
 
 namespace mirra::ops {

@@ -9,8 +9,8 @@ Status check_collective_attrs(const InferContext& ctx) {
   return Status();
 }
 
-Expected<runtime::Collective*> node_collective(const runtime::KernelContext& ctx) {
-  return ctx.collective(ctx.attr<std::string>("implementation"));
+Expected<runtime::Communicator*> node_communicator(const runtime::KernelContext& ctx) {
+  return ctx.communicator(ctx.attr<std::string>("implementation"));
 }
 
 runtime::Reduction reduction_of(const runtime::KernelContext& ctx) {

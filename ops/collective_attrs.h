@@ -1,6 +1,6 @@
 // What the collective ops (distribute_ops.cc: among a node's replicas; peer_collective_ops.cc: among
 // devices that meet as ranks) share: their attrs and the checks of them, the reductions they take,
-// and the session's Collective a node calls. Internal to ops/.
+// and the session's Communicator a node calls. Internal to ops/.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "graph/builder.h"
 #include "ops/distribute_ops.h"
 #include "ops/shape_inference.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/kernel.h"
 
 namespace mirra::ops {
@@ -18,7 +18,7 @@ namespace mirra::ops {
 // The most replicas (or ranks, or workers) a collective node spans.
 inline constexpr int64_t kMaxReplicas = 4096;
 
-// Every collective node names the Collective it calls and how long its replicas may take to arrive.
+// Every collective node names the Communicator it calls and how long its replicas may take to arrive.
 inline const graph::AttrSpec kImplementationAttr{"implementation", graph::AttrType::string,
                                                  std::string(CollectiveOptions{}.implementation)};
 inline const graph::AttrSpec kTimeoutAttr{"timeout_ms", graph::AttrType::integer, CollectiveOptions{}.timeout_ms};
@@ -27,7 +27,7 @@ inline const graph::AttrSpec kReductionAttr{"reduction", graph::AttrType::string
 Status check_collective_attrs(const InferContext& ctx);
 
 // The collective the node's `implementation` attr names in this session.
-Expected<runtime::Collective*> node_collective(const runtime::KernelContext& ctx);
+Expected<runtime::Communicator*> node_communicator(const runtime::KernelContext& ctx);
 
 // The node's `reduction` attr: "sum" or "mean".
 runtime::Reduction reduction_of(const runtime::KernelContext& ctx);

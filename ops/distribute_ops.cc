@@ -1,5 +1,5 @@
 // SplitBatch, AllReduce, ReduceScatter, Broadcast, AllGather and DimSize: schemas, builders and CPU
-// kernels (the collectives' kernels call the session's Collective once per replica, asynchronously).
+// kernels (the collectives' kernels call the session's Communicator once per replica, asynchronously).
 #include "ops/distribute_ops.h"
 
 #include <algorithm>
@@ -71,7 +71,7 @@ Expected<std::vector<TensorType>> infer_split_batch(const InferContext& ctx) {
   return shares;
 }
 
-// ---- The collectives: one node calls the session's Collective once per replica ----
+// ---- The collectives: one node calls the session's Communicator once per replica ----
 
 // The node's calls of a collective, one per replica, joined: the tensors each call reads and writes
 // live here until the last call finishes, which completes the node with the first error.
@@ -113,8 +113,8 @@ runtime::CollectiveCall replica_call(const KernelContext& ctx, int64_t r, int64_
 }
 
 // The node's collective, which must span the workers its attrs say this graph is part of.
-graph::Expected<runtime::Collective*> spanning_collective(const KernelContext& ctx) {
-  MIRRA_ASSIGN_OR_RETURN(runtime::Collective* collective, node_collective(ctx));
+graph::Expected<runtime::Communicator*> spanning_communicator(const KernelContext& ctx) {
+  MIRRA_ASSIGN_OR_RETURN(runtime::Communicator* collective, node_communicator(ctx));
   const int64_t workers = ctx.attr<int64_t>("workers"), worker = ctx.attr<int64_t>("worker");
   if (collective->world_size() != workers || collective->rank() != worker) {
     return graph::failed_precondition("'" + ctx.node().name + "' is worker " + std::to_string(worker) + "'s part of " +
@@ -149,7 +149,7 @@ Expected<std::pair<int64_t, size_t>> bucket_of(const InferContext& ctx) {
 // Replica r's bucket is inputs r*k .. r*k+k-1. Where the executor allows, an output reuses its
 // input's buffer, so the collective sums in place (Note [In-process all-reduce]).
 void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = node_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
@@ -164,8 +164,10 @@ void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
     }
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->all_reduce(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
-                              calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
+    (*collective)
+        ->all_reduce(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
+                     calls->outputs[static_cast<size_t>(r)])
+        ->then(ReplicaCalls::replica_done(calls));
   }
 }
 
@@ -189,7 +191,7 @@ Expected<std::vector<TensorType>> infer_all_reduce(const InferContext& ctx) {
 // Replica r's outputs are its shares of the flattened sums (or means) of every replica's tensors of
 // the bucket (of every worker's replicas, cut again among the workers), in one call per replica.
 void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = spanning_collective(ctx);
+  auto collective = spanning_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
@@ -206,8 +208,10 @@ void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
     }
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
-                                  calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
+    (*collective)
+        ->reduce_scatter(replica_call(ctx, r, replicas), reduction, calls->inputs[static_cast<size_t>(r)],
+                         calls->outputs[static_cast<size_t>(r)])
+        ->then(ReplicaCalls::replica_done(calls));
   }
 }
 
@@ -237,7 +241,7 @@ Expected<std::vector<TensorType>> infer_reduce_scatter(const InferContext& ctx) 
 // Every replica gets its own copy of the source's value (replica 0's, for a mirrored variable):
 // replica 0's output takes the value, and the collective broadcasts it from there.
 void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = node_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const Tensor& x = ctx.input(0);
   const int64_t replicas = static_cast<int64_t>(ctx.num_outputs());
@@ -248,8 +252,9 @@ void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
     calls->outputs[static_cast<size_t>(r)].push_back(copy);
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->broadcast(replica_call(ctx, r, replicas), 0, calls->outputs[static_cast<size_t>(r)][0],
-                             ReplicaCalls::replica_done(calls));
+    (*collective)
+        ->broadcast(replica_call(ctx, r, replicas), 0, calls->outputs[static_cast<size_t>(r)][0])
+        ->then(ReplicaCalls::replica_done(calls));
   }
 }
 
@@ -257,7 +262,7 @@ void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
 // values in replica order (across workers: the `rows` that every worker's replicas bring, in
 // reduce-scatter's order).
 void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = spanning_collective(ctx);
+  auto collective = spanning_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t replicas = ctx.attr<int64_t>("replicas");
   const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
@@ -280,8 +285,10 @@ void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
     }
   }
   for (int64_t r = 0; r < replicas; ++r) {
-    (*collective)->all_gather(replica_call(ctx, r, replicas), calls->inputs[static_cast<size_t>(r)],
-                              calls->outputs[static_cast<size_t>(r)], ReplicaCalls::replica_done(calls));
+    (*collective)
+        ->all_gather(replica_call(ctx, r, replicas), calls->inputs[static_cast<size_t>(r)],
+                     calls->outputs[static_cast<size_t>(r)])
+        ->then(ReplicaCalls::replica_done(calls));
   }
 }
 

@@ -5,7 +5,7 @@
 // of the sum, for sharded optimizer state), Broadcast (one value copied to every replica),
 // AllGather (all replicas' values stacked along dim 0, for every replica) and DimSize (a dim of a
 // tensor at run time). A collective is one node over all replicas' buffers whose asynchronous kernel
-// calls the session's runtime::Collective (its `implementation` attr; "auto": the session's first)
+// calls the session's runtime::Communicator (its `implementation` attr; "auto": the session's first)
 // once per replica, keyed by the node's name and the step, with a deadline of `timeout_ms`. Devices
 // that meet among themselves as ranks, a node each, use ops/peer_collective_ops.h instead.
 #pragma once

@@ -1,5 +1,5 @@
 // PeerAllReduce, PeerReduceScatter and PeerAllGather: schemas, builders and CPU kernels (a rank's
-// call of the session's Collective, asynchronously; on cpu_async devices staged through host memory,
+// call of the session's Communicator, asynchronously; on cpu_async devices staged through host memory,
 // as GPUs' NCCL calls run beside their compute). The GPU kernels are in ops/cuda/nccl_kernels.cc.
 #include "ops/peer_collective_ops.h"
 
@@ -106,20 +106,20 @@ runtime::CollectiveCall peer_call(const KernelContext& ctx) {
 
 // One device's rank of an all-reduce among devices, summed in place where the executor allows.
 void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = node_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   std::vector<Tensor> outputs;
   const runtime::ScopedAllocationStream allocating(output_stream(ctx));
   for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.output_in_place_of_input(j));
   auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank sums on this thread
-  (*collective)->all_reduce(peer_call(ctx), reduction_of(ctx), call->inputs, call->results, returning_results(call));
+  (*collective)->all_reduce(peer_call(ctx), reduction_of(ctx), call->inputs, call->results)->then(returning_results(call));
 }
 
 // One device's rank of a reduce-scatter among devices: output j is the rank's share of the flattened
 // sum of every rank's values[j].
 void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = node_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
   std::vector<Tensor> outputs;
@@ -131,13 +131,15 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   }
   auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank reduces on this thread
-  (*collective)->reduce_scatter(peer_call(ctx), reduction_of(ctx), call->inputs, call->results, returning_results(call));
+  (*collective)
+      ->reduce_scatter(peer_call(ctx), reduction_of(ctx), call->inputs, call->results)
+      ->then(returning_results(call));
 }
 
 // One device's rank of an all-gather among devices: output j is every rank's values[j] (its share
 // of `elements[j]`, as reduce-scatter cuts them) joined in rank order.
 void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
-  auto collective = node_collective(ctx);
+  auto collective = node_communicator(ctx);
   if (!collective.ok()) return done(collective.status());
   const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
   std::vector<Tensor> outputs;
@@ -145,7 +147,7 @@ void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
   for (size_t j = 0; j < ctx.num_inputs(); ++j) outputs.push_back(ctx.allocate_output(j, ctx.input(j).dtype(), {elements[j]}));
   auto call = rank_call_of(ctx, std::move(outputs), std::move(done));
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);  // the last rank gathers on this thread
-  (*collective)->all_gather(peer_call(ctx), call->inputs, call->results, returning_results(call));
+  (*collective)->all_gather(peer_call(ctx), call->inputs, call->results)->then(returning_results(call));
 }
 
 // The attrs every rank's node has: its group and its rank of `ranks`.

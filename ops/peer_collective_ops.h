@@ -1,6 +1,6 @@
 // PeerAllReduce, PeerReduceScatter and PeerAllGather: one device's part of an all-reduce,
 // reduce-scatter or all-gather among devices that meet among themselves, a node per device (NCCL
-// between GPUs; on CPU devices the session's runtime::Collective, keyed by the group and the step).
+// between GPUs; on CPU devices the session's runtime::Communicator, keyed by the group and the step).
 #pragma once
 
 #include <string>

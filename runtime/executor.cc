@@ -412,7 +412,7 @@ graph::Expected<std::vector<Tensor>> Executor::run_uncaptured(std::vector<Tensor
                                                               StepObserver* observer) {
   std::unique_ptr<StepState> step = acquire_state();
   step->instances = std::move(instances);
-  step->collectives = &resources_.collectives;
+  step->communicators = &resources_.communicators;
   if (plan_.has_async_kernels && !step->arena) step->arena.emplace(oneapi::tbb::task_arena::attach{});
   if (observer != nullptr) observer->on_step_start(plan_.nodes.size());
   step->observer = observer;

@@ -217,7 +217,7 @@ graph::Expected<std::vector<Tensor>> Executor::capture(std::vector<Tensor> feeds
   captured->state = acquire_state();
   StepState& step = *captured->state;
   step.instances = instances;
-  step.collectives = &resources_.collectives;
+  step.communicators = &resources_.communicators;
   step.capture = captured.get();
   if (!step.arena) step.arena.emplace(oneapi::tbb::task_arena::attach{});
   // The captured feeds are buffers of the recording's own (in host memory, a GPU's pinned memory, which
@@ -332,7 +332,7 @@ void Executor::record_node(StepState& step, uint32_t index, AsyncNode& call, Ker
     if (status.ok()) return;
     const Status failure = status.with_context(describe(pn));
     captured.fail(failure);
-    resources_.collectives.abandon(executions, failure);  // peers waiting for this kernel's part
+    resources_.communicators.abandon(executions, failure);  // peers waiting for this kernel's part
   });
   step.events[index] = stream.record();
   done(Status());

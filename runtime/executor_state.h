@@ -120,7 +120,7 @@ struct Executor::StepState {
       error = std::move(status);
       failed.store(true, std::memory_order_release);
     }
-    if (collectives != nullptr) collectives->abandon(executions(), error);
+    if (communicators != nullptr) communicators->abandon(executions(), error);
   }
 
   // The collectives' executions this step is part of.
@@ -130,7 +130,7 @@ struct Executor::StepState {
     return out;
   }
 
-  const CollectiveSet* collectives = nullptr;
+  const CommunicatorSet* communicators = nullptr;
 };
 
 // An asynchronous kernel in flight: its context lives until the continuation (a deferred task of

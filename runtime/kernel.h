@@ -22,7 +22,7 @@
 #include "graph/node.h"
 #include "graph/op_schema.h"
 #include "graph/status.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/device.h"
 #include "runtime/tensor.h"
 #include "runtime/variable_store.h"
@@ -34,7 +34,7 @@ using graph::Status;
 // What a session lends every kernel: its variables and its collectives.
 struct SessionResources {
   VariableStore& variables;
-  const CollectiveSet& collectives;
+  const CommunicatorSet& communicators;
 };
 
 // Whether bit i of a KernelDef::host_memory_inputs or host_memory_outputs mask is set.
@@ -64,7 +64,7 @@ class KernelContext {
   const SessionResources& resources() const { return resources_; }
   VariableStore& variables() const { return resources_.variables; }
   // The collective implementation `name` ("auto": the session's first), or not_found.
-  graph::Expected<Collective*> collective(std::string_view name) const { return resources_.collectives.find(name); }
+  graph::Expected<Communicator*> communicator(std::string_view name) const { return resources_.communicators.find(name); }
   // For a collective's node (KernelDef::collective_group): which execution of its group this run is,
   // the group's sequence number in the session (0 for other nodes).
   int64_t collective_instance() const { return collective_instance_; }

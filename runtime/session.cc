@@ -8,7 +8,7 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
 
-#include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/in_process_communicator.h"
 #include "runtime/denormals.h"
 #include "runtime/placement.h"
 
@@ -62,10 +62,10 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
   return key;
 }
 
-CollectiveSet session_collectives(const SessionOptions& options) {
-  CollectiveSet set;
-  for (const auto& collective : options.collectives) set.add(collective);
-  if (options.collectives.empty()) set.add(std::make_shared<InProcessCollective>());
+CommunicatorSet session_communicators(const SessionOptions& options) {
+  CommunicatorSet set;
+  for (const auto& communicator : options.communicators) set.add(communicator);
+  if (options.communicators.empty()) set.add(std::make_shared<InProcessCommunicator>());
   return set;
 }
 
@@ -87,7 +87,7 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
       prepared_(devices_.status().ok()
                     ? prepare_graph(graph_, kernels, devices_, {options_.default_device, options.soft_placement})
                     : devices_.status()),
-      collectives_(session_collectives(options)), resources_{variables_, collectives_},
+      communicators_(session_communicators(options)), resources_{variables_, communicators_},
       arena_(make_task_arena(session_threads(options), options.flush_denormals)) {}
 
 Session::~Session() = default;

@@ -29,7 +29,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "graph/graph.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
@@ -54,8 +54,8 @@ struct SessionOptions {
   // TensorFlow; runtime/denormals.h): arithmetic on them is tens of times slower.
   bool flush_denormals = true;
   // The collective implementations its kernels may use, the first for "auto"; none given: one
-  // InProcessCollective for the session's own devices.
-  std::vector<std::shared_ptr<Collective>> collectives;
+  // InProcessCommunicator for the session's own devices.
+  std::vector<std::shared_ptr<Communicator>> communicators;
   // The task this process is (a worker's rank): its devices may be named with it (/task:<task>/gpu:0)
   // or without; a node placed on another task's device is refused (no values cross between tasks).
   int task = 0;
@@ -139,7 +139,7 @@ class Session {
   DeviceSet devices_;
   graph::Status prepared_;  // why the graph cannot run on devices_, if it cannot
   VariableStore variables_;
-  CollectiveSet collectives_;
+  CommunicatorSet communicators_;
   SessionResources resources_;
   std::mutex sequences_mutex_;
   std::map<std::string, int64_t> group_sequences_;  // the next execution of each collective group

@@ -6,7 +6,7 @@
 
 #include "graph/graph.h"
 #include "ops/ops.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "strategies/collective_order.h"
 #include "strategies/replicate_passes.h"
 

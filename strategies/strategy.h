@@ -60,7 +60,7 @@ class Strategy {
   // schemas (graph::verify_types): a rewrite that broke one is an internal error naming it.
   graph::Expected<TrainingProgram> distribute(const TrainingProgram& program, const ops::WorkerPart& part) const;
   // Whether its collectives span worker processes (multi_worker_mirrored): the session then needs
-  // the workers' collective (runtime/collectives/worker_collective.h), and each worker feeds its
+  // the workers' collective (runtime/collectives/worker_communicator.h), and each worker feeds its
   // shard of every global batch.
   virtual bool across_workers() const { return false; }
   // Where the gradients are summed (a single replica's stay in place).

@@ -3,7 +3,7 @@
 // only work on a stream (one reduction kernel, or device-to-device copies). AllReduce runs on the
 // GPU's communication stream (KernelDef::on_communication_stream), so the compute stream goes on
 // with the backward pass while the sum waits for the other replicas' gradients. Replicas on
-// different GPUs or hosts reduce through the session's Collective on the CPU kernel's path.
+// different GPUs or hosts reduce through the session's Communicator on the CPU kernel's path.
 #include <cstdint>
 #include <vector>
 

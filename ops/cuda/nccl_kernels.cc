@@ -117,7 +117,7 @@ void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
   part.done = std::move(done);
   const void* session = &ctx.resources();
   runtime::PeerMeetings& meetings = nccl_meetings();
-  meetings.observe(session, ctx.resources().collectives);
+  meetings.observe(session, ctx.resources().communicators);
   meetings.arrive(session, ctx.node().op, ctx.attr<std::string>("group"), ctx.collective_instance(),
                   static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")), std::move(part));
 }

@@ -1,5 +1,5 @@
 // Arrivals: who among the workers reached which collective, and who is alive, for the MPI
-// collective's communication thread (mpi_collective.cc; MPI's types appear here, so only MPI code
+// collective's communication thread (mpi_communicator.cc; MPI's types appear here, so only MPI code
 // includes this header). A worker tells every other one, on a communicator of their own, each
 // collective job it posts (the group, and how many times this group has run here: the same count on
 // every worker) and, every kHeartbeat, that it lives. A worker whose job misses its deadline can
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 
 namespace mirra::runtime {
 

@@ -55,7 +55,7 @@ void PeerMeetings::arrive(const void* session, std::string_view op, const std::s
   issuer_->enqueue([this, meeting] { issue(meeting); });
 }
 
-void PeerMeetings::observe(const void* session, const CollectiveSet& collectives) {
+void PeerMeetings::observe(const void* session, const CommunicatorSet& communicators) {
   {
     std::lock_guard lock(mutex_);
     if (!observed_.insert(session).second) return;
@@ -65,7 +65,7 @@ void PeerMeetings::observe(const void* session, const CollectiveSet& collectives
     const void* session;
     ~Forget() { meetings->forget(session); }
   };
-  collectives.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](
+  communicators.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](
                                      const CollectiveInstance& which, const graph::Status& why) {
     forget->meetings->abandon(forget->session, which, why);
   });

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "graph/status.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/collectives/rendezvous.h"
 #include "runtime/stream.h"
 
@@ -97,7 +97,7 @@ class PeerMeetings {
 
   // The meetings hear of `session`'s failed steps through `collectives`, its collective set, and
   // forget the session when the set goes (a later session may have its address).
-  void observe(const void* session, const CollectiveSet& collectives);
+  void observe(const void* session, const CommunicatorSet& communicators);
 
  private:
   // The communicators of one set of devices, while they are usable.

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "graph/status.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 
 namespace mirra::runtime {
 

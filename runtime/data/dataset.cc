@@ -13,7 +13,7 @@
 
 #include "graph/check.h"
 #include "runtime/allocator.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/data/shuffle_buffer.h"
 #include "runtime/random.h"
 

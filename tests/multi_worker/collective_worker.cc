@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/allocator.h"
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 
 namespace {
 
@@ -68,14 +68,14 @@ CollectiveCall call_of(const std::string& group, int p, int64_t instance = 1) {
   return {.group = group, .instance = instance, .participant = p, .group_size = kLocal, .deadline = deadline_after(std::chrono::seconds(60))};
 }
 
-void check_all_reduce(WorkerCollective& collective, DType dtype, Reduction reduction, const std::string& group) {
+void check_all_reduce(WorkerCommunicator& collective, DType dtype, Reduction reduction, const std::string& group) {
   const int64_t counts[] = {5, 70001};
   std::vector<std::vector<Tensor>> tensors(kLocal);
   for (int p = 0; p < kLocal; ++p) {
     for (int j = 0; j < 2; ++j) tensors[p].push_back(filled(dtype, counts[j], p, j));
   }
   expect_ok(for_each_participant([&](int p, CollectiveDone done) {
-              collective.all_reduce(call_of(group, p), reduction, tensors[p], tensors[p], std::move(done));
+              collective.all_reduce(call_of(group, p), reduction, tensors[p], tensors[p])->then(std::move(done));
             }),
             group);
   const int participants = kLocal * workers;
@@ -97,7 +97,7 @@ void check_all_reduce(WorkerCollective& collective, DType dtype, Reduction reduc
   }
 }
 
-void check_reduce_scatter(WorkerCollective& collective) {
+void check_reduce_scatter(WorkerCommunicator& collective) {
   const int64_t count = 1003;
   std::vector<std::vector<Tensor>> inputs(kLocal), outputs(kLocal);
   for (int p = 0; p < kLocal; ++p) {
@@ -105,7 +105,7 @@ void check_reduce_scatter(WorkerCollective& collective) {
     outputs[p].push_back(Tensor::empty(host_allocator(), DType::f64, {worker_share(count, kLocal, p, workers, rank).count}));
   }
   expect_ok(for_each_participant([&](int p, CollectiveDone done) {
-              collective.reduce_scatter(call_of("reduce_scatter", p), Reduction::sum, inputs[p], outputs[p], std::move(done));
+              collective.reduce_scatter(call_of("reduce_scatter", p), Reduction::sum, inputs[p], outputs[p])->then(std::move(done));
             }),
             "reduce_scatter");
   for (int p = 0; p < kLocal; ++p) {
@@ -120,7 +120,7 @@ void check_reduce_scatter(WorkerCollective& collective) {
   }
 }
 
-void check_all_gather(WorkerCollective& collective) {
+void check_all_gather(WorkerCommunicator& collective) {
   const int64_t rows = 11, columns = 3;
   std::vector<std::vector<Tensor>> inputs(kLocal), outputs(kLocal);
   for (int p = 0; p < kLocal; ++p) {
@@ -133,7 +133,7 @@ void check_all_gather(WorkerCollective& collective) {
     outputs[p].push_back(Tensor::empty(host_allocator(), DType::f32, {rows, columns}));
   }
   expect_ok(for_each_participant([&](int p, CollectiveDone done) {
-              collective.all_gather(call_of("all_gather", p), inputs[p], outputs[p], std::move(done));
+              collective.all_gather(call_of("all_gather", p), inputs[p], outputs[p])->then(std::move(done));
             }),
             "all_gather");
   for (int p = 0; p < kLocal; ++p) {
@@ -145,12 +145,12 @@ void check_all_gather(WorkerCollective& collective) {
   }
 }
 
-void check_broadcast(WorkerCollective& collective, int root, const std::string& group) {
+void check_broadcast(WorkerCommunicator& collective, int root, const std::string& group) {
   const int64_t count = 5000;
   std::vector<Tensor> buffers;
   for (int p = 0; p < kLocal; ++p) buffers.push_back(filled(DType::f64, count, p, 0));
   expect_ok(for_each_participant([&](int p, CollectiveDone done) {
-              collective.broadcast(call_of(group, p), root, buffers[p], std::move(done));
+              collective.broadcast(call_of(group, p), root, buffers[p])->then(std::move(done));
             }),
             group);
   for (int p = 0; p < kLocal; ++p) {
@@ -162,10 +162,10 @@ void check_broadcast(WorkerCollective& collective, int root, const std::string& 
   }
 }
 
-void check_errors(WorkerCollective& collective) {
+void check_errors(WorkerCommunicator& collective) {
   std::vector<Tensor> buffers = {filled(DType::f32, 4, 0, 0), filled(DType::f32, 4, 1, 0)};
   const std::vector<Status> outside = for_each_participant([&](int p, CollectiveDone done) {
-    collective.broadcast(call_of("broadcast_errors", p), kLocal * workers, buffers[p], std::move(done));
+    collective.broadcast(call_of("broadcast_errors", p), kLocal * workers, buffers[p])->then(std::move(done));
   });
   const std::string root_message = "broadcast 'broadcast_errors': root " + std::to_string(kLocal * workers) + " is not one of the " +
                                    std::to_string(kLocal * workers) + " participants across the workers";
@@ -178,10 +178,10 @@ void check_errors(WorkerCollective& collective) {
   CollectiveCall lonely = call_of("all_gather_unmet", 0);
   lonely.deadline = deadline_after(std::chrono::milliseconds(200));
   std::promise<Status> result;
-  collective.all_gather(lonely, rows, gathered, [&result](Status s) { result.set_value(std::move(s)); });
+  collective.all_gather(lonely, rows, gathered)->then([&result](Status s) { result.set_value(std::move(s)); });
   const Status unmet = result.get_future().get();
   if (unmet.code() != mirra::graph::StatusCode::deadline_exceeded ||
-      !unmet.message().starts_with("all_gather 'all_gather_unmet' (step 1): participant 1 of 2 did not arrive within ")) {
+      !unmet.message().starts_with("all_gather 'all_gather_unmet' (instance 1): participant 1 of 2 did not arrive within ")) {
     fail("a missing local participant gave '" + unmet.message() + "'");
   }
 }
@@ -189,9 +189,9 @@ void check_errors(WorkerCollective& collective) {
 }  // namespace
 
 int main() {
-  auto opened = open_mpi_collective();
+  auto opened = open_mpi_communicator();
   if (!opened.ok()) fail(opened.status().message());
-  std::shared_ptr<WorkerCollective> collective = *opened;
+  std::shared_ptr<WorkerCommunicator> collective = *opened;
   workers = collective->world_size();
   rank = collective->rank();
   const std::vector<std::string> groups = {"all_reduce_sum", "all_reduce_mean", "reduce_scatter", "all_gather",

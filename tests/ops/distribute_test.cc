@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "tests/ops/op_test_util.h"
 
 namespace mirra::test {
@@ -141,8 +141,8 @@ TEST_CASE("Kernels.ReduceScatter.each_replica_gets_its_share_of_the_sum") {
 // Rank r of buckets.size() devices of `kind`, each on device r, runs `collective` (a builder taking
 // the bucket and the rank, as ops::peer_all_reduce does) on its bucket, fed buckets[r] (two tensors);
 // returns rank r's output j at r * 2 + j.
-template <class Collective>
-std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vector<Tensor>>& buckets, Collective collective) {
+template <class Communicator>
+std::vector<Tensor> run_ranks(graph::DeviceKind kind, const std::vector<std::vector<Tensor>>& buckets, Communicator collective) {
   const int ranks = static_cast<int>(buckets.size());
   graph::Graph g;
   graph::Builder b(g, ops::registry());

@@ -24,7 +24,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 #include "ops/registry.h"
-#include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/in_process_communicator.h"
 #include "runtime/cpu/caching_allocator.h"
 #include "runtime/execution_plan.h"
 #include "runtime/gpu_devices.h"
@@ -345,7 +345,7 @@ TEST_CASE("Devices.parallel_loops_in_device_work.touch_the_device_memory_from_ev
   std::mutex mutex;
   std::set<std::thread::id> loop_threads;
   std::string error;
-  InProcessCollective collective;
+  InProcessCommunicator collective;
   device.compute_stream().enqueue([&] {
     ScopedMemoryAccess access(space, /*host_too=*/false);
     try {
@@ -362,7 +362,7 @@ TEST_CASE("Devices.parallel_loops_in_device_work.touch_the_device_memory_from_ev
       });
       for (int p = 0; p < 2; ++p) {
         const CollectiveCall call{.group = "bucket", .instance = 0, .participant = p, .group_size = 2};
-        collective.all_reduce(call, Reduction::sum, std::span(&inputs[p], 1), std::span(&outputs[p], 1), [&](Status status) {
+        collective.all_reduce(call, Reduction::sum, std::span(&inputs[p], 1), std::span(&outputs[p], 1))->then([&](Status status) {
           if (!status.ok()) error = status.message();
         });
       }

@@ -335,12 +335,12 @@ TEST_CASE("PeerMeetings.a_step_that_failed_elsewhere_fails_its_waiting_ranks_now
   Result waiting;
   int session = 0;
   {
-    CollectiveSet collectives;
-    meetings.observe(&session, collectives);
-    meetings.observe(&session, collectives);  // once is enough
+    CommunicatorSet communicators;
+    meetings.observe(&session, communicators);
+    meetings.observe(&session, communicators);  // once is enough
     meetings.arrive(&session, "PeerAllReduce", "bucket", 4, 0, 2, part(library.log, {0, &gpu0, &waiting}));
     const std::vector<CollectiveInstance> step = {{"bucket", 4}};
-    collectives.abandon(step, graph::internal_error("'loss': NaN"));
+    communicators.abandon(step, graph::internal_error("'loss': NaN"));
     CHECK(waiting.wait() == "PeerAllReduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
   }
   Result after;  // the session's set is gone: what it left is forgotten

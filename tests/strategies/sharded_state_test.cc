@@ -13,7 +13,7 @@
 #include <map>
 #include <numeric>
 
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "strategies/replicate.h"
 #include "tests/strategies/strategy_test_util.h"
 

@@ -9,7 +9,7 @@
 
 #include "ops/inference_mode.h"
 #include "ops/registry.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/data/numpy_file.h"
 #include "serialization/model_file.h"
 #include "strategies/config.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 #include "runtime/executor.h"
 #include "runtime/training/trainer.h"
 

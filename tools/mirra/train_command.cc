@@ -83,7 +83,7 @@ class TrainRun {
   graph::Status run();
   bool summary_printed() const { return summary_printed_; }
   // The workers of a multi-worker run (null otherwise), to end them all after a failure.
-  runtime::WorkerCollective* workers() const { return workers_.get(); }
+  runtime::WorkerCommunicator* workers() const { return workers_.get(); }
 
  private:
   // The training data (each worker's shard of every global batch) and, with --eval, the evaluation data.
@@ -114,7 +114,7 @@ class TrainRun {
   strategies::TrainingProgram distributed_;
   std::unique_ptr<strategies::Strategy> strategy_;
   std::string all_reduce_plan_;  // where the gradients are summed, in words
-  std::shared_ptr<runtime::WorkerCollective> workers_;  // outlives the session, which calls it
+  std::shared_ptr<runtime::WorkerCommunicator> workers_;  // outlives the session, which calls it
   std::unique_ptr<runtime::Session> session_;
   std::optional<runtime::data::Dataset> train_, test_;
   std::unique_ptr<serialization::CheckpointStore> store_;
@@ -151,7 +151,7 @@ graph::Status TrainRun::run() {
                                                       .devices = strategy_->config().devices}));
   all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
-    MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_collective());
+    MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_communicator());
   }
   const int rank = workers_ ? workers_->rank() : 0, workers = workers_ ? workers_->world_size() : 1;
   MIRRA_RETURN_IF_ERROR(open_data(rank, workers));
@@ -168,8 +168,8 @@ graph::Status TrainRun::run() {
     MIRRA_RETURN_IF_ERROR(agree_with_worker_0(*workers_, config_, distributed_.graph));
     MIRRA_RETURN_IF_ERROR(workers_->prepare(collective_groups(distributed_.graph)));
   }
-  std::vector<std::shared_ptr<runtime::Collective>> collectives;
-  if (workers_) collectives.push_back(workers_);
+  std::vector<std::shared_ptr<runtime::Communicator>> communicators;
+  if (workers_) communicators.push_back(workers_);
   session_ = std::make_unique<runtime::Session>(
       distributed_.graph, ops::kernels(),
       runtime::SessionOptions{.threads = config_.training.threads,
@@ -180,7 +180,7 @@ graph::Status TrainRun::run() {
                               .trace = !command_.trace.empty(),
                               .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
-                              .collectives = std::move(collectives)});
+                              .communicators = std::move(communicators)});
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   if ((!command_.json || terminal) && rank == 0) {
     const ops::MixedPrecision mixed = config_.training.mixed_precision;

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "ops/optimizers.h"
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "strategies/strategy.h"
 
 namespace mirra::runner {
@@ -112,7 +112,7 @@ graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime:
 }
 
 graph::Expected<std::vector<serialization::NamedTensor>> gather_variables(runtime::Session& session, std::string_view skip,
-                                                                          runtime::WorkerCollective& workers,
+                                                                          runtime::WorkerCommunicator& workers,
                                                                           runtime::CollectiveClock::time_point deadline) {
   MIRRA_ASSIGN_OR_RETURN(SessionVariables variables, fetch_variables(session, skip));
   // This worker's shares, by name and replica; every worker knows every other's sizes from the cut.

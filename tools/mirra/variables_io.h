@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ops/distribute_ops.h"
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 #include "runtime/session.h"
 #include "serialization/tensor_codec.h"
 
@@ -31,7 +31,7 @@ graph::Expected<std::vector<serialization::NamedTensor>> read_variables(runtime:
 // the same point: each sharded slot is joined from the shares of every replica of every worker
 // (runtime::worker_share's order), and every worker receives the whole values.
 graph::Expected<std::vector<serialization::NamedTensor>> gather_variables(runtime::Session& session, std::string_view skip,
-                                                                          runtime::WorkerCollective& workers,
+                                                                          runtime::WorkerCommunicator& workers,
                                                                           runtime::CollectiveClock::time_point deadline);
 
 // Sets each named variable (every replica's copy; for a sharded slot, the share of it each replica of

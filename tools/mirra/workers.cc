@@ -79,7 +79,7 @@ std::vector<std::string> collective_groups(const graph::Graph& graph) {
   return groups;
 }
 
-graph::Status agree_with_worker_0(runtime::WorkerCollective& workers, const RunConfig& config, const graph::Graph& graph) {
+graph::Status agree_with_worker_0(runtime::WorkerCommunicator& workers, const RunConfig& config, const graph::Graph& graph) {
   const auto deadline = deadline_in(config.strategy.all_reduce.timeout_s);
   const std::pair<const char*, std::string> parts[] = {{"config", agreed_config(config)},
                                                        {"collective plan", collective_plan(graph)}};
@@ -94,7 +94,7 @@ graph::Status agree_with_worker_0(runtime::WorkerCollective& workers, const RunC
   return graph::Status();
 }
 
-graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
+graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCommunicator& workers, runtime::Session& session,
                                                   serialization::TrainingPosition& position, const std::string& skip_variable,
                                                   double timeout_s, const std::vector<serialization::NamedTensor>& restored,
                                                   Worker0Saves saves) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 #include "runtime/session.h"
 #include "serialization/checkpoint.h"
 #include "tools/mirra/run_config.h"
@@ -25,7 +25,7 @@ std::vector<std::string> collective_groups(const graph::Graph& graph);
 // name, op, attributes and operand types, in order) with worker 0's. A difference stops every worker
 // with an error that names the first differing worker and line; a worker that does not take part
 // within `timeout_s` is deadline_exceeded.
-graph::Status agree_with_worker_0(runtime::WorkerCollective& workers, const RunConfig& config, const graph::Graph& graph);
+graph::Status agree_with_worker_0(runtime::WorkerCommunicator& workers, const RunConfig& config, const graph::Graph& graph);
 
 // What worker 0 saves, in which every worker takes part: with sharded optimizer state, the shares of
 // every worker make the values saved (gather_variables).
@@ -38,7 +38,7 @@ struct Worker0Saves {
 // start from the same values whatever each one loaded (its model file, its checkpoint directory). A
 // collective call of every worker; `restored` are the values worker 0 restored (the model file's,
 // then its checkpoint's), whose sharded slots it holds only its replicas' shares of.
-graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCollective& workers, runtime::Session& session,
+graph::Expected<Worker0Saves> take_worker_0_state(runtime::WorkerCommunicator& workers, runtime::Session& session,
                                                   serialization::TrainingPosition& position, const std::string& skip_variable,
                                                   double timeout_s, const std::vector<serialization::NamedTensor>& restored,
                                                   Worker0Saves saves);

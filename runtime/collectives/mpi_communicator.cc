@@ -1,4 +1,4 @@
-// The WorkerCollective over MPI. MPI runs in MPI_THREAD_SERIALIZED mode, and after start-up one
+// The WorkerCommunicator over MPI. MPI runs in MPI_THREAD_SERIALIZED mode, and after start-up one
 // thread calls it: the communication thread. It posts every ready job as non-blocking MPI calls
 // (MPI_Iallreduce, MPI_Ibcast, MPI_Iallgather(v), MPI_Comm_idup) on the job's communicator and polls
 // all posted jobs (MPI_Testall) against their deadlines, so jobs of different groups may complete
@@ -26,10 +26,10 @@
 
 #include "graph/float16.h"
 #include "runtime/allocator.h"
-#include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/in_process_communicator.h"
 #include "runtime/collectives/mpi_arrivals.h"
 #include "runtime/collectives/rendezvous.h"
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 
 namespace mirra::runtime {
 
@@ -61,7 +61,7 @@ constexpr auto kPollWithoutPause = std::chrono::milliseconds(20);
 // Work for the communication thread: post() starts its MPI calls (their requests go in
 // `requests`), finish() runs once they completed, or with the error that ended them.
 struct Job {
-  std::string what;  // "all_reduce 'all_reduce/bucket_0' (step 12)"
+  std::string what;  // "all_reduce 'all_reduce/bucket_0' (instance 12)"
   int64_t group = -1;  // a collective group's index (prepare's order); -1 for the calls before training
   int64_t run = 0;     // which run of the group (Arrivals::announce)
   std::optional<CollectivePhases> phases;  // kept for traces: filled as the job goes
@@ -153,14 +153,14 @@ int post_broadcast(void* data, int64_t bytes, int root, MPI_Comm comm, std::vect
 
 int64_t nanoseconds(Clock::time_point t) { return t.time_since_epoch() / std::chrono::nanoseconds(1); }
 
-class MpiCollective final : public WorkerCollective {
+class MpiCommunicator final : public WorkerCommunicator {
  public:
-  MpiCollective(int rank, int size, MPI_Comm control, MPI_Comm notices, MPI_Op bf16_sum)
+  MpiCommunicator(int rank, int size, MPI_Comm control, MPI_Comm notices, MPI_Op bf16_sum)
       : rank_(rank), size_(size), control_(control), notices_(notices), bf16_sum_(bf16_sum), arrivals_(rank, size, notices) {
     thread_ = std::thread([this] { communicate(); });
   }
 
-  ~MpiCollective() override {
+  ~MpiCommunicator() override {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -179,23 +179,24 @@ class MpiCollective final : public WorkerCollective {
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
+ protected:
   // The local participants sum in this process (into every output, the same bits); participant 0's
   // result is then all-reduced across workers in place and copied to the others.
-  void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                  std::span<Tensor> outputs, CollectiveDone done) override {
+  void start_all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                        std::span<Tensor> outputs, CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
-    local_.all_reduce(call, Reduction::sum, inputs, outputs,
-                      [this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
-                        meet(call, Kind::all_reduce, reduction, {.outputs = outputs}, start, std::move(done), std::move(status));
-                      });
+    local_.all_reduce(call, Reduction::sum, inputs, outputs)
+        ->then([this, call, reduction, outputs, start, done = std::move(done)](Status status) mutable {
+          meet(call, Kind::all_reduce, reduction, {.outputs = outputs}, start, std::move(done), std::move(status));
+        });
   }
   // Within each worker the local participants reduce-scatter in this process: participant p of L
   // gets share p of each local sum, in a block of its own. The blocks are then reduce-scattered across
   // the workers (the bucket's calls in flight together), so participant p of worker w receives
   // worker_share(count, L, p, W, w) of each sum over every participant of every worker: each
   // element's sum lives on one replica. A lone local participant's inputs are its blocks.
-  void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                      std::span<Tensor> outputs, CollectiveDone done) override {
+  void start_reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                            std::span<Tensor> outputs, CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
     Status fits;  // a misfit still meets the others, which then all fail with it instead of waiting
     auto blocks = std::make_shared<std::vector<Tensor>>();
@@ -219,15 +220,15 @@ class MpiCollective final : public WorkerCollective {
                   std::move(done), std::move(fits));
     }
     // The in-process call writes the blocks; its callback owns them until the step across workers.
-    local_.reduce_scatter(call, Reduction::sum, inputs, *blocks,
-                          [this, call, reduction, outputs, blocks, start, fits, done = std::move(done)](Status status) mutable {
-                            meet(call, Kind::reduce_scatter, reduction, {.sources = *blocks, .outputs = outputs}, start,
-                                 std::move(done), fits.ok() ? std::move(status) : fits);
-                          });
+    local_.reduce_scatter(call, Reduction::sum, inputs, *blocks)
+        ->then([this, call, reduction, outputs, blocks, start, fits, done = std::move(done)](Status status) mutable {
+          meet(call, Kind::reduce_scatter, reduction, {.sources = *blocks, .outputs = outputs}, start, std::move(done),
+               fits.ok() ? std::move(status) : fits);
+        });
   }
   // Every worker gathers every participant's rows (no in-process step: the local participants only meet).
-  void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                  CollectiveDone done) override {
+  void start_all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                        CollectiveDone done) override {
     const Clock::time_point start = Clock::now();
     Status status;  // a misfit still meets the others, which then all fail with it instead of waiting
     for (size_t j = 0; j < inputs.size() && status.ok(); ++j) {
@@ -250,7 +251,7 @@ class MpiCollective final : public WorkerCollective {
   // Across W workers the participants are numbered worker by worker: `root` is participant
   // root % group_size of worker root / group_size. Its buffer crosses the workers once (MPI_Ibcast
   // from its worker) and is copied to the local participants of every worker.
-  void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override {
+  void start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override {
     Status status;  // a misfit still meets the others, which then all fail with it instead of waiting
     if (root < 0 || root >= call.group_size * size_) {
       status = graph::invalid_argument("broadcast '" + call.group + "': root " + std::to_string(root) +
@@ -261,6 +262,7 @@ class MpiCollective final : public WorkerCollective {
          std::move(status));
   }
 
+ public:
   Status prepare(const std::vector<std::string>& groups) override {
     auto made = std::make_shared<std::vector<MPI_Comm>>(groups.size(), MPI_COMM_NULL);
     Job job{.what = "preparing " + std::to_string(groups.size()) + " collective groups",
@@ -351,7 +353,8 @@ class MpiCollective final : public WorkerCollective {
   // step across workers to the communication thread.
   void meet(const CollectiveCall& call, Kind kind, Reduction reduction, Part part, Clock::time_point start,
             CollectiveDone done, Status status) {
-    const std::string what = std::string(kind_name(kind)) + " '" + call.group + "' (step " + std::to_string(call.instance) + ")";
+    const std::string what =
+        std::string(kind_name(kind)) + " '" + call.group + "' (instance " + std::to_string(call.instance) + ")";
     part.kind = kind;
     part.reduction = reduction;
     part.start = start;
@@ -638,7 +641,7 @@ class MpiCollective final : public WorkerCollective {
     }
   }
 
-  InProcessCollective local_;
+  InProcessCommunicator local_;
   const int rank_, size_;
   MPI_Comm control_;
   MPI_Comm notices_;
@@ -664,7 +667,7 @@ class MpiCollective final : public WorkerCollective {
 
 }  // namespace
 
-graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
+graph::Expected<std::shared_ptr<WorkerCommunicator>> open_mpi_communicator() {
   static std::atomic<bool> opened{false};
   if (opened.exchange(true)) return graph::failed_precondition("MPI was opened before; a process opens it once");
   // OpenMPI's non-blocking all-reduce (libnbc) chooses a binomial tree by default, which moves
@@ -698,7 +701,7 @@ graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
   if (const int code = MPI_Op_create(&bf16_sum, /*commute=*/1, &sum_of_bf16); code != MPI_SUCCESS) {
     return graph::unavailable("MPI_Op_create failed: " + mpi_error(code));
   }
-  return std::shared_ptr<WorkerCollective>(std::make_shared<MpiCollective>(rank, size, control, notices, sum_of_bf16));
+  return std::shared_ptr<WorkerCommunicator>(std::make_shared<MpiCommunicator>(rank, size, control, notices, sum_of_bf16));
 }
 
 bool built_with_mpi() { return true; }

@@ -1,6 +1,6 @@
-// InProcessCollective: the four operations over buffers in one address space, run by the last participant
+// InProcessCommunicator: the four operations over buffers in one address space, run by the last participant
 // to reach the rendezvous.
-#include "runtime/collectives/in_process_collective.h"
+#include "runtime/collectives/in_process_communicator.h"
 
 #include <algorithm>
 #include <cstring>
@@ -15,8 +15,8 @@
 namespace mirra::runtime {
 
 using graph::Status;
-using Kind = InProcessCollective::Kind;
-using Arrival = InProcessCollective::Arrival;
+using Kind = InProcessCommunicator::Kind;
+using Arrival = InProcessCommunicator::Arrival;
 
 namespace {
 
@@ -315,26 +315,27 @@ Status run_collective(const std::vector<Arrival>& arrivals) {
 
 }  // namespace
 
-void InProcessCollective::all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                                     std::span<Tensor> outputs, CollectiveDone done) {
+void InProcessCommunicator::start_all_reduce(const CollectiveCall& call, Reduction reduction,
+                                             std::span<const Tensor> inputs, std::span<Tensor> outputs, CollectiveDone done) {
   arrive(call, {Kind::all_reduce, reduction, 0, inputs, outputs, std::move(done)});
 }
 
-void InProcessCollective::reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                                         std::span<Tensor> outputs, CollectiveDone done) {
+void InProcessCommunicator::start_reduce_scatter(const CollectiveCall& call, Reduction reduction,
+                                                 std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                                                 CollectiveDone done) {
   arrive(call, {Kind::reduce_scatter, reduction, 0, inputs, outputs, std::move(done)});
 }
 
-void InProcessCollective::all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                                     CollectiveDone done) {
+void InProcessCommunicator::start_all_gather(const CollectiveCall& call, std::span<const Tensor> inputs,
+                                             std::span<Tensor> outputs, CollectiveDone done) {
   arrive(call, {Kind::all_gather, Reduction::sum, 0, inputs, outputs, std::move(done)});
 }
 
-void InProcessCollective::broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) {
+void InProcessCommunicator::start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) {
   arrive(call, {Kind::broadcast, Reduction::sum, root, {&buffer, 1}, {&buffer, 1}, std::move(done)});
 }
 
-void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
+void InProcessCommunicator::arrive(const CollectiveCall& call, Arrival arrival) {
   MIRRA_CHECK(arrival.done != nullptr, "a collective call needs a done callback");
   const std::string what = describe(arrival.kind, call.group, call.instance);
   std::optional<std::vector<Arrival>> complete = meetings_.arrive({nullptr, call.group, call.instance}, what, call.participant,
@@ -345,7 +346,7 @@ void InProcessCollective::arrive(const CollectiveCall& call, Arrival arrival) {
   for (Arrival& a : *complete) a.done(status);
 }
 
-void InProcessCollective::abandon(const CollectiveInstance& which, const graph::Status& why) {
+void InProcessCommunicator::abandon(const CollectiveInstance& which, const graph::Status& why) {
   meetings_.abandon({nullptr, which.group, which.instance}, why);
 }
 

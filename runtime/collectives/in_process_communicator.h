@@ -1,4 +1,4 @@
-// InProcessCollective: the Collective whose participants are devices of this process (the logical
+// InProcessCommunicator: the Communicator whose participants are devices of this process (the logical
 // CPU devices of a Mirrored session). Participants meet at a Rendezvous keyed by (group, instance);
 // the last to arrive runs the operation on its own thread, in parallel on oneTBB, and completes
 // every participant. Nothing waits for peers: a participant that arrives early only leaves its
@@ -12,27 +12,20 @@
 
 #include <vector>
 
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/collectives/rendezvous.h"
 
 namespace mirra::runtime {
 
-class InProcessCollective final : public Collective {
+class InProcessCommunicator final : public Communicator {
  public:
   // Participants still waiting when it is destroyed are completed with `aborted`.
-  InProcessCollective() = default;
+  InProcessCommunicator() = default;
 
   std::string_view name() const override { return "in_process"; }
   int rank() const override { return 0; }
   int world_size() const override { return 1; }
 
-  void all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                  std::span<Tensor> outputs, CollectiveDone done) override;
-  void reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
-                      std::span<Tensor> outputs, CollectiveDone done) override;
-  void all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                  CollectiveDone done) override;
-  void broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
   void abandon(const CollectiveInstance& which, const graph::Status& why) override;
 
   // What one participant brought to a rendezvous (public for the implementation file's helpers).
@@ -45,6 +38,15 @@ class InProcessCollective final : public Collective {
     std::span<Tensor> outputs;
     CollectiveDone done;
   };
+
+ protected:
+  void start_all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                        std::span<Tensor> outputs, CollectiveDone done) override;
+  void start_reduce_scatter(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                            std::span<Tensor> outputs, CollectiveDone done) override;
+  void start_all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                        CollectiveDone done) override;
+  void start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
 
  private:
   void arrive(const CollectiveCall& call, Arrival arrival);

@@ -1,9 +1,9 @@
 // A build without MPI: no multi-worker collective.
-#include "runtime/collectives/worker_collective.h"
+#include "runtime/collectives/worker_communicator.h"
 
 namespace mirra::runtime {
 
-graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective() {
+graph::Expected<std::shared_ptr<WorkerCommunicator>> open_mpi_communicator() {
   return graph::unavailable("this mirra was built without MPI (install libopenmpi-dev and rebuild for multi-worker training)");
 }
 

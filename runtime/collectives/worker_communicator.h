@@ -1,22 +1,22 @@
-// WorkerCollective: the Collective of a multi-worker run, whose participants are the local replicas
+// WorkerCommunicator: the Communicator of a multi-worker run, whose participants are the local replicas
 // of every worker process (launched by mpirun, or srun through MPI). A call meets the local
 // participants first and reduces across them in this process; then one thread of the collective's
 // own, the only one that talks to the other workers, combines the result across workers without
-// blocking any executor thread, and completes the local participants. Besides the Collective
+// blocking any executor thread, and completes the local participants. Besides the Communicator
 // operations it offers what a multi-worker run needs before its first step: a communicator per
 // collective group (prepare), exchanging bytes (the start-up agreement), and ending every worker at
 // once after a failure (abort).
 //
-//   auto workers = runtime::open_mpi_collective();       // MPI_Init; rank and size from MPI itself
+//   auto workers = runtime::open_mpi_communicator();       // MPI_Init; rank and size from MPI itself
 //   MIRRA_RETURN_IF_ERROR((*workers)->prepare(groups));  // the graph's collective nodes, same list everywhere
-//   session options: .collectives = {*workers}           // the AllReduce nodes name "mpi"
+//   session options: .communicators = {*workers}           // the AllReduce nodes name "mpi"
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/collectives/collective.h"
+#include "runtime/collectives/communicator.h"
 
 namespace mirra::runtime {
 
@@ -29,7 +29,7 @@ struct CollectivePhases {
   int64_t start_ns = 0, local_done_ns = 0, peers_arrived_ns = 0, done_ns = 0;
 };
 
-class WorkerCollective : public Collective {
+class WorkerCommunicator : public Communicator {
  public:
   // One communication channel per group, made in `groups`' order: every worker must pass the same
   // list (the start-up agreement checks it). Groups need no common order across workers then, and
@@ -50,7 +50,7 @@ class WorkerCollective : public Collective {
 
 // MPI's: the process's rank and size in MPI_COMM_WORLD (a process started without mpirun is rank 0
 // of 1). unavailable when MPI cannot start or mirra was built without it. Once per process.
-graph::Expected<std::shared_ptr<WorkerCollective>> open_mpi_collective();
+graph::Expected<std::shared_ptr<WorkerCommunicator>> open_mpi_communicator();
 bool built_with_mpi();
 
 }  // namespace mirra::runtime
