@@ -120,6 +120,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       const auto known = std::find(plan.collective_groups.begin(), plan.collective_groups.end(), name);
       group = static_cast<int32_t>(known - plan.collective_groups.begin());
       if (known == plan.collective_groups.end()) plan.collective_groups.push_back(name);
+      pn.collective = true;
     }
     std::unique_ptr<KernelState>& state = plan.kernel_states.emplace_back();
     if (pn.kernel != nullptr && pn.kernel->prepare != nullptr) {

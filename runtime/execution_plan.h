@@ -54,7 +54,9 @@ struct PlanNode {
                                      // successors when enqueued, for the others when the stream ran it
   bool records_event : 1 = false;    // a consumer on another stream waits for an event after it
   bool on_communication_stream : 1 = false;  // on_stream, on its device's communication stream
+  bool collective : 1 = false;               // its group is ExecutionPlan::collective_group_of's
 };
+static_assert(sizeof(PlanNode) <= 80, "a plan node's flags and counts fit in 80 bytes");
 
 // How a node on a stream is ordered with other streams (read only for such nodes, so kept apart).
 struct StreamOrder {
@@ -80,7 +82,8 @@ struct ExecutionPlan {
   std::vector<uint32_t> initially_ready;    // nodes with nothing to wait for
   std::vector<std::unique_ptr<KernelState>> kernel_states;  // by node: what its kernel prepared, or null
   std::vector<std::string> collective_groups;  // the groups of its collectives' nodes, each once
-  std::vector<int32_t> collective_group_of;    // by node: its group's index in collective_groups, or -1
+  std::vector<int32_t> collective_group_of;    // by node: its group's index in collective_groups, or -1 (read
+                                               // only for PlanNode::collective nodes, so kept apart)
   bool has_async_kernels = false;  // a node completes_later
   bool has_stream_nodes = false;   // a node is on_stream
 

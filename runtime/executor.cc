@@ -76,8 +76,7 @@ std::vector<bool> Executor::reusable_inputs(const StepState& step, const PlanNod
 // kernel asks).
 KernelContext Executor::context_for(StepState& step, const PlanNode& pn, const std::vector<bool>& reusable) const {
   const auto index = static_cast<size_t>(&pn - plan_.nodes.data());
-  const int32_t group = plan_.collective_group_of[index];
-  const int64_t instance = group < 0 ? 0 : step.instances[static_cast<size_t>(group)];
+  const int64_t instance = pn.collective ? step.instances[static_cast<size_t>(plan_.collective_group_of[index])] : 0;
   return KernelContext(*pn.node, *pn.device, resources_, instance, step.values.data(), plan_.inputs_of(pn),
                        step.values.data() + pn.first_output, pn.reuses_inputs ? &reusable : nullptr,
                        pn.host_memory_outputs, plan_.kernel_states[index].get());
