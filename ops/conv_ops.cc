@@ -212,7 +212,7 @@ Status dnnl_conv2d_forward(KernelContext& ctx, const ConvProblem& c, const ConvO
     cpu::DnnlPrimitive p{dnnl::convolution_forward(pd), pd.scratchpad_desc(), {}};
     p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
     return p;
-  }));
+  }, ctx.device()));
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
                                                 {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
                                                 {DNNL_ARG_DST, plain(c.dst(c.result), output)}};
@@ -327,7 +327,7 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
       cpu::DnnlPrimitive p{dnnl::convolution_backward_data(pd), pd.scratchpad_desc(), {}};
       p.relayout(DNNL_ARG_WEIGHTS, c.weights(c.operands), pd.weights_desc(), /*output=*/false);
       return p;
-    }));
+    }, ctx.device()));
     return cpu::dnnl_execute(*primitive, {{DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
                                           {DNNL_ARG_WEIGHTS, plain(c.weights(c.operands), o.filter)},
                                           {DNNL_ARG_DIFF_SRC, plain(c.src(c.result), dx)}},
@@ -352,7 +352,7 @@ Status conv2d_backprop_filter_kernel(KernelContext& ctx) {
       cpu::DnnlPrimitive p{dnnl::convolution_backward_weights(pd), pd.scratchpad_desc(), {}};
       p.relayout(DNNL_ARG_DIFF_WEIGHTS, c.weights(c.result), pd.diff_weights_desc(), /*output=*/true);
       return p;
-    }));
+    }, ctx.device()));
     return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, plain(c.src(c.operands), o.input)},
                                           {DNNL_ARG_DIFF_DST, plain(c.dst(c.operands), o.third)},
                                           {DNNL_ARG_DIFF_WEIGHTS, plain(c.weights(c.result), dw)}},

@@ -59,7 +59,7 @@ Status bf16_matmul(KernelContext& ctx, const Tensor& a, const Tensor& b, bool ta
                              cpu::cached_dnnl_primitive(ctx.state<cpu::DnnlKernelState>().primitives, key, [&] {
         const auto pd = cpu::matmul_pd(a_md, b_md, c_md, cpu::dnnl_user_scratchpad());
         return cpu::DnnlPrimitive{dnnl::matmul(pd), pd.scratchpad_desc(), {}};
-      }));
+      }, ctx.device(), /*threads=*/1));
       return cpu::dnnl_execute(*primitive,
                                {{DNNL_ARG_SRC, memory(a_md, engine, const_cast<graph::bfloat16*>(a_chunk))},
                                 {DNNL_ARG_WEIGHTS, memory(b_md, engine, const_cast<graph::bfloat16*>(b_chunk))},

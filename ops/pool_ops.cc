@@ -123,7 +123,7 @@ Status dnnl_pool(KernelContext& ctx, const cpu::WindowGeometry& g, const std::ve
     const auto pd = cpu::pooling_forward_pd(kAlgorithm, src_md, dst_md, g, {ksize[0], ksize[1]},
                                             cpu::dnnl_user_scratchpad());
     return cpu::DnnlPrimitive{dnnl::pooling_forward(pd), pd.scratchpad_desc(), {}};
-  }));
+  }, ctx.device()));
   auto& engine = cpu::dnnl_engine();
   return cpu::dnnl_execute(*primitive, {{DNNL_ARG_SRC, memory(src_md, engine, const_cast<void*>(input.raw_data()))},
                                         {DNNL_ARG_DST, memory(dst_md, engine, output.mutable_raw_data())}}, ctx.device());

@@ -26,7 +26,7 @@ graph::Status dnnl_eltwise(runtime::KernelContext& ctx, dnnl::algorithm algorith
                          cached_dnnl_primitive(ctx.state<DnnlKernelState>().primitives, key, [&] {
                            const auto pd = eltwise_forward_pd(algorithm, data, dnnl_user_scratchpad());
                            return DnnlPrimitive{dnnl::eltwise_forward(pd), pd.scratchpad_desc(), {}};
-                         }));
+                         }, ctx.device()));
   return dnnl_execute(*primitive, {{DNNL_ARG_SRC, bound(data, x)}, {DNNL_ARG_DST, bound(data, y)}}, ctx.device());
 }
 
@@ -40,7 +40,7 @@ graph::Status dnnl_eltwise_gradient(runtime::KernelContext& ctx, dnnl::algorithm
                            const auto hint = eltwise_forward_pd(algorithm, data, dnnl_user_scratchpad());
                            const auto pd = eltwise_backward_pd(algorithm, data, hint, dnnl_user_scratchpad());
                            return DnnlPrimitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc(), {}};
-                         }));
+                         }, ctx.device()));
   return dnnl_execute(*primitive,
                       {{DNNL_ARG_DIFF_DST, bound(data, dy)}, {DNNL_ARG_SRC, bound(data, x)}, {DNNL_ARG_DIFF_SRC, bound(data, dx)}},
                       ctx.device());

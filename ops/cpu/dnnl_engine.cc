@@ -72,11 +72,13 @@ graph::Expected<std::unique_ptr<runtime::KernelState>> prepare_dnnl_kernel(const
 
 graph::Expected<std::shared_ptr<const DnnlPrimitive>> cached_dnnl_primitive(DnnlPrimitiveCache& cache,
                                                                            const std::string& key,
-                                                                           const std::function<DnnlPrimitive()>& make) {
+                                                                           const std::function<DnnlPrimitive()>& make,
+                                                                           const runtime::Device& device, int threads) {
   if (std::shared_ptr<const DnnlPrimitive> found = cache.find(key)) return found;
   std::shared_ptr<const DnnlPrimitive> built;
   try {
-    built = std::make_shared<const DnnlPrimitive>(make());
+    with_dnnl_threads(threads > 0 ? threads : device.intra_op_threads(),
+                      [&] { built = std::make_shared<const DnnlPrimitive>(make()); });
   } catch (const dnnl::error& e) {
     return graph::internal_error("oneDNN cannot build " + key + ": " + e.what());
   }

@@ -73,9 +73,14 @@ graph::Expected<std::unique_ptr<runtime::KernelState>> prepare_dnnl_kernel(const
                                                                          const runtime::Device& device);
 
 // The primitive `cache` holds under `key`, built by `make` when it holds none (errors are not cached).
+// It is built with the threads it will run with on `device` (dnnl_execute's `threads`: 0 for the
+// device's intra-op share): oneDNN fixes when it builds a primitive how the primitive splits its
+// work among threads, and so the order of its sums (a convolution's filter gradient), whatever the
+// calling thread's last call used.
 graph::Expected<std::shared_ptr<const DnnlPrimitive>> cached_dnnl_primitive(DnnlPrimitiveCache& cache,
                                                                            const std::string& key,
-                                                                           const std::function<DnnlPrimitive()>& make);
+                                                                           const std::function<DnnlPrimitive()>& make,
+                                                                           const runtime::Device& device, int threads = 0);
 
 // Runs `primitive` with `args` in the caller's layouts (reordering those it wants otherwise, with a
 // fresh scratchpad from `device`'s memory) on a stream and waits, with `threads` threads inside

@@ -3,6 +3,7 @@
 // zero-size batches.
 #include <cmath>
 
+#include "ops/cpu/dnnl_engine.h"
 #include "ops/shape_inference.h"
 #include "tests/ops/op_test_util.h"
 
@@ -301,6 +302,41 @@ TEST_CASE("Kernels.Conv2D.wrong_filter_fails_when_the_node_is_added") {
   REQUIRE_FALSE(b.status().ok());
   CHECK(b.status().message() ==
         "node 'Conv2D' (Conv2D): filter's input channels differ from the input's; inputs (f32[?,28,28,1], f32[5,5,3,32])");
+}
+
+}  // namespace
+}  // namespace mirra::test
+
+namespace mirra::test {
+namespace {
+
+// oneDNN fixes how a primitive splits its work among threads when it builds it, from the calling
+// thread's OpenMP team: a filter gradient built right after a one-thread call (a small product) would
+// sum its batch in another order than one built after a two-thread call, and a run's bits would
+// depend on which thread built it. Primitives are built with the threads they run with.
+TEST_CASE("Kernels.Conv2DBackpropFilter.bits_do_not_depend_on_the_building_thread's_last_call") {
+  runtime::Random rng(31);
+  const Tensor input = random_of(rng, DType::f32, {64, 14, 14, 32});
+  const Tensor filter = random_of(rng, DType::f32, {3, 3, 32, 32});
+  const Tensor dy = random_of(rng, DType::f32, {64, 14, 14, 32});
+  const auto filter_gradient = [&](int last_call_threads) {
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    const graph::ValueRef x = ops::placeholder(b, "x", DType::f32, {64, 14, 14, 32});
+    const graph::ValueRef w = ops::placeholder(b, "w", DType::f32, {3, 3, 32, 32});
+    const graph::ValueRef d = ops::placeholder(b, "dy", DType::f32, {64, 14, 14, 32});
+    const graph::ValueRef dw = b.add_value({.op = "Conv2DBackpropFilter",
+                                            .inputs = {x, w, d},
+                                            .attrs = {{"strides", std::vector<int64_t>{1, 1}}, {"padding", std::string("SAME")}}});
+    REQUIRE(b.status().ok());
+    // One node at a time on this thread, which last ran oneDNN with `last_call_threads` threads.
+    runtime::Session session(g, ops::kernels(), {.threads = 2, .deterministic = true});
+    ops::cpu::with_dnnl_threads(last_call_threads, [] {});
+    auto out = session.run({{"x", input}, {"w", filter}, {"dy", dy}}, {dw});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    return (*out)[0].to_vector<float>();
+  };
+  CHECK(filter_gradient(1) == filter_gradient(2));
 }
 
 }  // namespace
