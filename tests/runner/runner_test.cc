@@ -595,6 +595,45 @@ TEST_CASE("Runner.json_metrics_and_trace") {
   }
 }
 
+// --profile: where the steps' time went, by op and by device, from the executor's timeline: every
+// step but the first, the ops' shares summing to the whole, the host path's all-reduce on cpu:0's
+// collective time, the slowest nodes in order; the terminal gets the same as tables.
+TEST_CASE("Runner.profile_says_where_the_steps'_time_went") {
+  const Run r = run({"train", mlp_file(), "--steps", "4", "--batch-size", "64", "--json", "--profile"}, "profile");
+  REQUIRE(r.code == 0);
+  const auto profile = nlohmann::json::parse(last_line(r.out)).at("profile");
+  CHECK(profile["steps"] == 3);
+  CHECK(profile["first_step_left_out"] == true);
+  CHECK(profile["step_ms"].get<double>() > 0);
+  double shares = 0;
+  std::set<std::string> ops;
+  for (const auto& op : profile["by_op"]) {
+    shares += op["share"].get<double>();
+    ops.insert(op["op"].get<std::string>());
+    CHECK(op["nodes"].get<int>() >= 1);
+  }
+  CHECK(shares == doctest::Approx(1.0).epsilon(1e-9));
+  for (const char* op : {"MatMul", "AllReduce", "ApplyMomentum"}) CHECK_MESSAGE(ops.contains(op), op);
+  std::map<std::string, nlohmann::json> devices;
+  for (const auto& d : profile["by_device"]) devices[d["device"].get<std::string>()] = d;
+  REQUIRE(devices.size() == 2);
+  CHECK(devices["cpu:0"]["compute_ms"].get<double>() > 0);
+  CHECK(devices["cpu:1"]["compute_ms"].get<double>() > 0);
+  CHECK(devices["cpu:0"]["collective_ms"].get<double>() > 0);
+  CHECK(devices["cpu:1"]["collective_ms"].get<double>() == 0);
+  CHECK(devices["cpu:0"]["exposed_communication_ms"].get<double>() <= devices["cpu:0"]["collective_ms"].get<double>());
+  const auto& slowest = profile["slowest_nodes"];
+  REQUIRE(slowest.size() == 5);
+  for (size_t i = 1; i < slowest.size(); ++i) CHECK(slowest[i - 1]["ms"].get<double>() >= slowest[i]["ms"].get<double>());
+
+  const Run text = run({"train", mlp_file(), "--steps", "3", "--batch-size", "64", "--profile"}, "profile_text");
+  REQUIRE(text.code == 0);
+  for (const char* line : {"profile of 2 steps (means per step; the first step, which builds the plans, left out)",
+                           "  op ", "  device ", "  executor: ", " slowest nodes\n"}) {
+    CHECK_MESSAGE(text.out.find(line) != std::string::npos, line);
+  }
+}
+
 // Replicas on asynchronous devices (streams and memory of their own, copies inserted) train exactly as
 // replicas on logical CPU devices, and their checkpoints restore anywhere.
 TEST_CASE("Runner.cpu_async_devices.train_as_cpu_devices_do") {

@@ -23,6 +23,7 @@ struct TrainCommand {
   bool json = false;        // last stdout line: a JSON summary
   std::string metrics;      // JSON lines, one per step
   std::string trace;        // Chrome trace
+  bool profile = false;     // where a step's time goes, at the end (and in the JSON summary)
 };
 
 struct EvalCommand {

@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   train_app->add_flag("--json", train.json, "Print a JSON summary as the last line of stdout");
   train_app->add_option("--metrics", train.metrics, "Write one JSON line per step to this file");
   train_app->add_option("--trace", train.trace, "Write a Chrome trace (Perfetto, chrome://tracing) to this file");
+  train_app->add_flag("--profile", train.profile,
+                      "At the end, where a step's time went: by op, by device (computing, collectives, copies, waiting, "
+                      "exposed communication), the executor's time per node and the slowest nodes");
 
   runner::EvalCommand eval;
   eval.data = mirra::runtime::data::kFashionMnistDir;

@@ -6,8 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "ops/registry.h"
-#include "runtime/placement.h"
+#include "tools/mirra/node_roles.h"
 
 namespace mirra::runner {
 
@@ -59,10 +58,10 @@ void TraceWriter::add_step(const runtime::training::StepMetrics& step, const std
   for (const runtime::NodeTiming& timing : timeline) {
     if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
     const graph::Node& node = graph_.node(timing.node);
-    const std::string device = "device " + (node.device ? node.device->to_string() : std::string("cpu:0"));
-    const graph::OpSchema* schema = ops::registry().find(node.op);
-    const bool collective = schema != nullptr && schema->has(graph::kCollective);
-    const bool copy = node.op == runtime::kCopyToHostOp || node.op == runtime::kCopyFromHostOp;
+    const std::string device = "device " + device_of(node);
+    const NodeRole role = role_of(node);
+    const bool collective = role == NodeRole::collective;
+    const bool copy = role == NodeRole::copy;
     const std::string stream = collective ? device + " communication" : copy ? device + " copies" : device;
     add_event(node.name, collective ? "collective" : "kernel", track(stream), timing.start_ns, timing.end_ns,
               nlohmann::json({{"op", node.op}}).dump());

@@ -1,5 +1,6 @@
 // mirra train: model file -> training program -> strategy -> session; restores weights or the newest
-// checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace and a summary.
+// checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace, a profile and a
+// summary.
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
+#include "tools/mirra/step_profile.h"
 #include "tools/mirra/trace_writer.h"
 #include "tools/mirra/variables_io.h"
 #include "tools/mirra/workers.h"
@@ -124,6 +126,7 @@ class TrainRun {
   Worker0Saves saves_;  // what this run saves (worker 0's plans, which every worker takes part in)
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<TraceWriter> trace_;
+  std::unique_ptr<StepProfile> profile_;
   std::ofstream metrics_;
   TrainingPosition start_, last_saved_{.step = -1};
   std::optional<TrainingPosition> position_;  // after the last step
@@ -177,7 +180,7 @@ graph::Status TrainRun::run() {
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
                               .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
-                              .trace = !command_.trace.empty(),
+                              .trace = !command_.trace.empty() || command_.profile,
                               .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .communicators = std::move(communicators)});
@@ -215,6 +218,7 @@ graph::Status TrainRun::run() {
     trace_ = std::make_unique<TraceWriter>(session_->graph(), all_reduce_plan_);  // with its copies
     if (workers_) workers_->record_phases(true);
   }
+  if (command_.profile) profile_ = std::make_unique<StepProfile>(session_->graph());
   // Worker 0 speaks for a multi-worker run.
   progress_ = std::make_unique<ProgressReporter>(rank == 0 ? stdout : nullptr, terminal && !command_.json,
                                                  config_.training.steps > 0 ? 0 : config_.training.epochs);
@@ -368,11 +372,12 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
     metrics_ << line.dump() << '\n';
     note_metrics_error();
   }
+  if (profile_) profile_->add_step(step, session_->last_timeline());
   if (trace_ && !trace_->full()) {
     trace_->add_step(step, session_->last_timeline());
     if (workers_) trace_->add_collective_phases(workers_->take_phases());
-    if (trace_->full()) {  // the rest of the run records nothing
-      session_->set_trace(false);
+    if (trace_->full()) {  // the rest of the run records nothing (but for the profile)
+      session_->set_trace(profile_ != nullptr);
       if (workers_) workers_->record_phases(false);
     }
   }
@@ -458,6 +463,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
                   scaling->skipped_steps == 1 ? "" : "s");
     }
     std::printf("\n");
+    if (profile_) std::printf("%s", profile_->table().c_str());
     return;
   }
   nlohmann::json devices = nlohmann::json::array();
@@ -491,6 +497,7 @@ void TrainRun::print_summary(double seconds, const std::vector<runtime::training
   }
   if (skipped_records_ > 0) summary["skipped_records"] = skipped_records_;
   if (!metrics_error_.ok()) summary["error"] = metrics_error_.message();
+  if (profile_) summary["profile"] = profile_->json();
   std::printf("%s\n", summary.dump().c_str());
   summary_printed_ = true;
 }

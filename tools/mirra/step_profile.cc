@@ -1,0 +1,187 @@
+// StepProfile: each step's timeline cut by device and role, and the means per step.
+#include "tools/mirra/step_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "tools/mirra/node_roles.h"
+
+namespace mirra::runner {
+
+namespace {
+
+using Interval = std::pair<int64_t, int64_t>;
+
+// Shorter gaps between a device's kernels are the executor's own time, longer ones a wait.
+constexpr int64_t kShortestWaitNs = 20'000;
+// The table names the ops that take longest, and sums the others.
+constexpr size_t kOpsShown = 12;
+
+// The intervals merged where they overlap or touch, in order.
+std::vector<Interval> merged(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> out;
+  for (const Interval& i : intervals) {
+    if (!out.empty() && i.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, i.second);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+double length(const std::vector<Interval>& disjoint) {
+  double ns = 0;
+  for (const auto& [start, end] : disjoint) ns += static_cast<double>(end - start);
+  return ns;
+}
+
+std::vector<Interval> joined(std::vector<Interval> a, const std::vector<Interval>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return merged(std::move(a));
+}
+
+double ms(double ns) { return ns / 1e6; }
+
+}  // namespace
+
+void StepProfile::add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline) {
+  if (steps_ == 0 && !first_) {
+    first_ = Step{step, timeline};
+    return;
+  }
+  count(Step{step, timeline});
+}
+
+void StepProfile::count(const Step& step) {
+  ++steps_;
+  step_ns_ += static_cast<double>(step.metrics.step_end_ns - step.metrics.step_start_ns);
+  data_wait_ns_ += static_cast<double>(step.metrics.step_start_ns - step.metrics.data_start_ns);
+  struct Roles {
+    std::vector<Interval> compute, collective, copies;
+  };
+  std::map<std::string, Roles> devices;
+  for (const runtime::NodeTiming& timing : step.timeline) {
+    if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
+    const graph::Node& node = graph_.node(timing.node);
+    const Interval interval{timing.start_ns, std::max(timing.start_ns, timing.end_ns)};
+    const double ns = static_cast<double>(interval.second - interval.first);
+    Roles& roles = devices[device_of(node)];
+    switch (role_of(node)) {
+      case NodeRole::compute: roles.compute.push_back(interval); break;
+      case NodeRole::collective: roles.collective.push_back(interval); break;
+      case NodeRole::copy: roles.copies.push_back(interval); break;
+    }
+    OpTime& op = by_op_[node.op];
+    op.ns += ns;
+    if (std::find(op.nodes.begin(), op.nodes.end(), timing.node) == op.nodes.end()) op.nodes.push_back(timing.node);
+    by_node_ns_[timing.node] += ns;
+    ++kernels_run_;
+  }
+  const double step_ns = static_cast<double>(step.metrics.step_end_ns - step.metrics.step_start_ns);
+  for (auto& [device, roles] : devices) {
+    const std::vector<Interval> compute = merged(roles.compute);
+    const std::vector<Interval> collective = merged(roles.collective);
+    const std::vector<Interval> copies = merged(roles.copies);
+    DeviceTime& time = by_device_[device];
+    time.compute_ns += length(compute);
+    time.collective_ns += length(collective);
+    time.copies_ns += length(copies);
+    time.exposed_ns += length(joined(compute, collective)) - length(compute);
+    time.waiting_ns += std::max(0.0, step_ns - length(joined(joined(compute, collective), copies)));
+    for (size_t i = 1; i < compute.size(); ++i) {
+      const int64_t gap = compute[i].first - compute[i - 1].second;
+      if (gap < kShortestWaitNs) gaps_ns_ += static_cast<double>(gap);
+    }
+  }
+}
+
+StepProfile StepProfile::with_lone_first() const {
+  StepProfile profile = *this;
+  if (profile.steps_ == 0 && profile.first_) profile.count(*profile.first_);
+  return profile;
+}
+
+nlohmann::json StepProfile::json() const {
+  const StepProfile p = with_lone_first();
+  const double steps = static_cast<double>(std::max<int64_t>(p.steps_, 1));
+  double kernel_ns = 0;
+  for (const auto& [op, time] : p.by_op_) kernel_ns += time.ns;
+  std::vector<std::pair<std::string, OpTime>> ops(p.by_op_.begin(), p.by_op_.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  nlohmann::json by_op = nlohmann::json::array();
+  for (const auto& [op, time] : ops) {
+    by_op.push_back({{"op", op},
+                     {"ms", ms(time.ns) / steps},
+                     {"share", kernel_ns > 0 ? time.ns / kernel_ns : 0.0},
+                     {"nodes", time.nodes.size()}});
+  }
+  nlohmann::json by_device = nlohmann::json::array();
+  for (const auto& [device, time] : p.by_device_) {
+    by_device.push_back({{"device", device},
+                         {"compute_ms", ms(time.compute_ns) / steps},
+                         {"collective_ms", ms(time.collective_ns) / steps},
+                         {"copies_ms", ms(time.copies_ns) / steps},
+                         {"waiting_ms", ms(time.waiting_ns) / steps},
+                         {"exposed_communication_ms", ms(time.exposed_ns) / steps}});
+  }
+  std::vector<std::pair<graph::NodeId, double>> nodes(p.by_node_ns_.begin(), p.by_node_ns_.end());
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  nlohmann::json slowest = nlohmann::json::array();
+  for (size_t i = 0; i < std::min<size_t>(5, nodes.size()); ++i) {
+    const graph::Node& node = graph_.node(nodes[i].first);
+    slowest.push_back({{"node", node.name}, {"op", node.op}, {"device", device_of(node)}, {"ms", ms(nodes[i].second) / steps}});
+  }
+  return {{"steps", p.steps_},
+          {"first_step_left_out", steps_ > 0},
+          {"step_ms", ms(p.step_ns_) / steps},
+          {"data_wait_ms", ms(p.data_wait_ns_) / steps},
+          {"by_op", by_op},
+          {"by_device", by_device},
+          {"executor_us_per_node", p.kernels_run_ > 0 ? p.gaps_ns_ / 1e3 / static_cast<double>(p.kernels_run_) : 0.0},
+          {"slowest_nodes", slowest}};
+}
+
+std::string StepProfile::table() const {
+  const nlohmann::json j = json();
+  std::string out;
+  char line[512];
+  const auto add = [&](const char* format, auto... values) {
+    std::snprintf(line, sizeof line, format, values...);
+    out += line;
+  };
+  add("profile of %lld step%s (means per step%s): step %.3f ms, waiting for the batch %.3f ms\n",
+      static_cast<long long>(j["steps"].get<int64_t>()), j["steps"].get<int64_t>() == 1 ? "" : "s",
+      j["first_step_left_out"].get<bool>() ? "; the first step, which builds the plans, left out" : "",
+      j["step_ms"].get<double>(), j["data_wait_ms"].get<double>());
+  add("  %-36s %10s %8s %6s\n", "op", "ms", "share", "nodes");
+  const size_t ops = j["by_op"].size();
+  double rest_ms = 0;
+  for (size_t i = 0; i < ops; ++i) {
+    const auto& op = j["by_op"][i];
+    if (i >= kOpsShown) {
+      rest_ms += op["ms"].get<double>();
+      continue;
+    }
+    add("  %-36s %10.3f %7.1f%% %6zu\n", op["op"].get<std::string>().c_str(), op["ms"].get<double>(),
+        100 * op["share"].get<double>(), op["nodes"].get<size_t>());
+  }
+  if (ops > kOpsShown) add("  %-36s %10.3f\n", (std::to_string(ops - kOpsShown) + " other ops").c_str(), rest_ms);
+  add("  %-16s %10s %10s %10s %10s %10s\n", "device", "compute", "collective", "copies", "waiting", "exposed");
+  for (const auto& d : j["by_device"]) {
+    add("  %-16s %10.3f %10.3f %10.3f %10.3f %10.3f\n", d["device"].get<std::string>().c_str(), d["compute_ms"].get<double>(),
+        d["collective_ms"].get<double>(), d["copies_ms"].get<double>(), d["waiting_ms"].get<double>(),
+        d["exposed_communication_ms"].get<double>());
+  }
+  add("  executor: %.2f us per node (gaps of under 20 us between a device's kernels)\n",
+      j["executor_us_per_node"].get<double>());
+  add("  %10s  %-24s %-12s %s\n", "ms", "op", "device", "slowest nodes");
+  for (const auto& n : j["slowest_nodes"]) {
+    add("  %10.3f  %-24s %-12s %s\n", n["ms"].get<double>(), n["op"].get<std::string>().c_str(),
+        n["device"].get<std::string>().c_str(), n["node"].get<std::string>().c_str());
+  }
+  return out;
+}
+
+}  // namespace mirra::runner
