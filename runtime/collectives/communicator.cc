@@ -20,6 +20,10 @@ ShareRange worker_share(int64_t count, int64_t group_size, int64_t p, int64_t wo
   return {first, participant_share(share, workers, w)};
 }
 
+std::string Work::what() const {
+  return std::string(operation_) + " '" + which_.group + "' (instance " + std::to_string(which_.instance) + ")";
+}
+
 bool Work::done() const {
   const std::lock_guard lock(mutex_);
   return done_;
@@ -27,13 +31,13 @@ bool Work::done() const {
 
 graph::Status Work::status() const {
   const std::lock_guard lock(mutex_);
-  return done_ ? status_ : graph::unavailable(what_ + " has not finished");
+  return done_ ? status_ : graph::unavailable(what() + " has not finished");
 }
 
 graph::Status Work::wait(CollectiveClock::time_point deadline) {
   std::unique_lock lock(mutex_);
   if (!finished_.wait_until(lock, deadline, [this] { return done_; })) {
-    return graph::deadline_exceeded(what_ + " did not finish by the deadline it was waited for");
+    return graph::deadline_exceeded(what() + " did not finish by the deadline it was waited for");
   }
   return status_;
 }
@@ -50,13 +54,13 @@ void Work::then(CollectiveDone callback) {
 }
 
 void Work::abort(const graph::Status& why) {
-  std::function<void(const graph::Status&)> abort;
+  Communicator* communicator = nullptr;
   {
     const std::lock_guard lock(mutex_);
     if (done_) return;
-    abort = abort_;
+    communicator = communicator_;
   }
-  if (abort) abort(why);
+  communicator->abandon(which_, why);
 }
 
 void Work::complete(graph::Status status) {
@@ -67,21 +71,14 @@ void Work::complete(graph::Status status) {
     done_ = true;
     status_ = std::move(status);
     callbacks.swap(callbacks_);
-    abort_ = nullptr;  // the communicator may go once its calls are done
+    communicator_ = nullptr;
   }
   finished_.notify_all();
   for (CollectiveDone& callback : callbacks) callback(status_);
 }
 
-void Work::set_abort(std::function<void(const graph::Status&)> abort) {
-  const std::lock_guard lock(mutex_);
-  if (!done_) abort_ = std::move(abort);
-}
-
 std::pair<std::shared_ptr<Work>, CollectiveDone> Communicator::begin(std::string_view operation, const CollectiveCall& call) {
-  auto work = std::make_shared<Work>(std::string(operation) + " '" + call.group + "' (instance " +
-                                     std::to_string(call.instance) + ")");
-  work->set_abort([this, which = CollectiveInstance{call.group, call.instance}](const graph::Status& why) { abandon(which, why); });
+  auto work = std::make_shared<Work>(operation, CollectiveInstance{call.group, call.instance}, this);
   return {work, [work](graph::Status status) { work->complete(std::move(status)); }};
 }
 

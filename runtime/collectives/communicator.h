@@ -58,16 +58,20 @@ CollectiveClock::time_point deadline_after(std::chrono::milliseconds timeout);
 // Called exactly once per call, from any thread, when the collective finished for this participant.
 using CollectiveDone = std::function<void(graph::Status)>;
 
+class Communicator;
+
 // One participant's call of a collective as it goes. Its communicator completes it once; the
 // methods are thread-safe.
 class Work {
  public:
-  // `what` names the call in messages: "all_reduce 'bucket_0' (instance 7)".
-  explicit Work(std::string what) : what_(std::move(what)) {}
+  // Call `which` of `operation` ("all_reduce", a literal) on `communicator`, which aborts it.
+  Work(std::string_view operation, CollectiveInstance which, Communicator* communicator)
+      : operation_(operation), which_(std::move(which)), communicator_(communicator) {}
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
 
-  const std::string& what() const { return what_; }
+  // The call in messages: "all_reduce 'bucket_0' (instance 7)".
+  std::string what() const;
   bool done() const;
   // Its status once done, else unavailable: "... has not finished".
   graph::Status status() const;
@@ -82,17 +86,16 @@ class Work {
 
   // For communicators: completes it (the first time; later calls are ignored), calling its callbacks.
   void complete(graph::Status status);
-  // What abort does for this call, until it is done.
-  void set_abort(std::function<void(const graph::Status&)> abort);
 
  private:
-  const std::string what_;
+  const std::string_view operation_;
+  const CollectiveInstance which_;
   mutable std::mutex mutex_;
   std::condition_variable finished_;
   bool done_ = false;
   graph::Status status_;
   std::vector<CollectiveDone> callbacks_;
-  std::function<void(const graph::Status&)> abort_;
+  Communicator* communicator_;  // until it is done: the communicator may go once its calls are done
 };
 
 class Communicator {

@@ -1,6 +1,6 @@
 // Device kinds registered by tests, as a backend outside the tree registers one: stream devices in
-// memory of their own (the cpu_async model), opened through runtime::register_device_kind, each kind
-// registered once per process.
+// memory of their own (cpu_async's devices, under the test's kind), opened through
+// runtime::register_device_kind, each kind registered once per process.
 #pragma once
 
 #include <atomic>
@@ -9,7 +9,6 @@
 #include <optional>
 #include <string>
 
-#include "runtime/cpu/caching_allocator.h"
 #include "runtime/device.h"
 #include "runtime/device_kinds.h"
 
@@ -18,13 +17,11 @@ namespace mirra::test {
 // Devices opened by stream_device_kind's kinds so far.
 inline std::atomic<int> stream_devices_opened = 0;
 
+// A backend reusing a device implementation it has: cpu_async's stream devices, under its own kind.
 inline graph::Expected<std::unique_ptr<runtime::Device>> open_stream_device(const runtime::DeviceOpening& o) {
   ++stream_devices_opened;
-  auto stream = std::make_shared<runtime::WorkerStream>(o.id.to_string());
-  const auto space = runtime::MemorySpace::of_device(graph::memory_owner(o.id, o.options.logical_gpus_per_gpu));
-  auto allocator = std::make_shared<runtime::CachingAllocator>(o.id.to_string(), o.budget, space, stream);
-  return std::make_unique<runtime::Device>(o.id, std::move(allocator), std::move(stream), o.intra_op_threads,
-                                           std::make_shared<runtime::WorkerStream>(o.id.to_string() + " communication"));
+  static const runtime::DeviceKindSpec stream_devices = runtime::cpu_async_device_kind();
+  return stream_devices.open(o);
 }
 
 // The kind `name` (also spelled as `alias`, when given) of stream devices that run the kernels of

@@ -73,9 +73,7 @@ void StepProfile::count(const Step& step) {
       case NodeRole::collective: roles.collective.push_back(interval); break;
       case NodeRole::copy: roles.copies.push_back(interval); break;
     }
-    OpTime& op = by_op_[node.op];
-    op.ns += ns;
-    if (std::find(op.nodes.begin(), op.nodes.end(), timing.node) == op.nodes.end()) op.nodes.push_back(timing.node);
+    by_op_ns_[node.op] += ns;
     by_node_ns_[timing.node] += ns;
     ++kernels_run_;
   }
@@ -107,15 +105,17 @@ nlohmann::json StepProfile::json() const {
   const StepProfile p = with_lone_first();
   const double steps = static_cast<double>(std::max<int64_t>(p.steps_, 1));
   double kernel_ns = 0;
-  for (const auto& [op, time] : p.by_op_) kernel_ns += time.ns;
-  std::vector<std::pair<std::string, OpTime>> ops(p.by_op_.begin(), p.by_op_.end());
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  for (const auto& [op, ns] : p.by_op_ns_) kernel_ns += ns;
+  std::map<std::string, size_t> nodes_of_op;  // the nodes that ran
+  for (const auto& [node, ns] : p.by_node_ns_) ++nodes_of_op[graph_.node(node).op];
+  std::vector<std::pair<std::string, double>> ops(p.by_op_ns_.begin(), p.by_op_ns_.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   nlohmann::json by_op = nlohmann::json::array();
-  for (const auto& [op, time] : ops) {
+  for (const auto& [op, ns] : ops) {
     by_op.push_back({{"op", op},
-                     {"ms", ms(time.ns) / steps},
-                     {"share", kernel_ns > 0 ? time.ns / kernel_ns : 0.0},
-                     {"nodes", time.nodes.size()}});
+                     {"ms", ms(ns) / steps},
+                     {"share", kernel_ns > 0 ? ns / kernel_ns : 0.0},
+                     {"nodes", nodes_of_op[op]}});
   }
   nlohmann::json by_device = nlohmann::json::array();
   for (const auto& [device, time] : p.by_device_) {

@@ -45,10 +45,6 @@ class StepProfile {
   struct DeviceTime {
     double compute_ns = 0, collective_ns = 0, copies_ns = 0, waiting_ns = 0, exposed_ns = 0;
   };
-  struct OpTime {
-    double ns = 0;
-    std::vector<graph::NodeId> nodes;  // distinct, the first time each ran
-  };
 
   void count(const Step& step);
   // This profile, with the first step counted when it is the only one.
@@ -59,7 +55,7 @@ class StepProfile {
   int64_t steps_ = 0;
   double step_ns_ = 0, data_wait_ns_ = 0, gaps_ns_ = 0;
   int64_t kernels_run_ = 0;
-  std::map<std::string, OpTime> by_op_;
+  std::map<std::string, double> by_op_ns_;
   std::map<std::string, DeviceTime> by_device_;
   std::map<graph::NodeId, double> by_node_ns_;
 };
