@@ -78,14 +78,8 @@ class TfRecordWriter {
   }
 
   void write(const std::string& record) {
-    const auto as_bytes = [](const void* p, size_t n) { return std::span(static_cast<const std::byte*>(p), n); };
-    const uint64_t length = record.size();
-    const uint32_t length_crc = runtime::data::masked_crc32c(as_bytes(&length, 8));
-    const uint32_t data_crc = runtime::data::masked_crc32c(as_bytes(record.data(), record.size()));
-    put(&length, 8);
-    put(&length_crc, 4);
-    put(record.data(), record.size());
-    put(&data_crc, 4);
+    const std::string framed = runtime::data::tfrecord_frame(record);
+    put(framed.data(), framed.size());
   }
 
  private:

@@ -1,4 +1,4 @@
-// TFRecord's framing: CRC-32C with ISA-L, the mask, the header and footer checks.
+// TFRecord's framing: CRC-32C with ISA-L, the mask, a record framed, the header and footer checks.
 #include "runtime/data/tfrecord_framing.h"
 
 #include <isa-l/crc.h>
@@ -34,6 +34,19 @@ uint32_t crc32c(std::span<const std::byte> bytes) {
 uint32_t masked_crc32c(std::span<const std::byte> bytes) {
   const uint32_t crc = crc32c(bytes);
   return ((crc >> 15) | (crc << 17)) + kMaskDelta;
+}
+
+std::string tfrecord_frame(std::string_view record) {
+  const auto bytes = [](const void* p, size_t n) { return std::span(static_cast<const std::byte*>(p), n); };
+  const uint64_t length = record.size();
+  const uint32_t length_crc = masked_crc32c(bytes(&length, 8));
+  const uint32_t data_crc = masked_crc32c(bytes(record.data(), record.size()));
+  std::string framed(kTfRecordHeaderBytes + record.size() + kTfRecordFooterBytes, '\0');
+  std::memcpy(framed.data(), &length, 8);  // little-endian, as x86-64 is
+  std::memcpy(framed.data() + 8, &length_crc, 4);
+  std::memcpy(framed.data() + kTfRecordHeaderBytes, record.data(), record.size());
+  std::memcpy(framed.data() + kTfRecordHeaderBytes + record.size(), &data_crc, 4);
+  return framed;
 }
 
 graph::Expected<uint64_t> tfrecord_length(std::span<const std::byte, kTfRecordHeaderBytes> header, const std::string& where) {

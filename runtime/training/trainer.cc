@@ -80,9 +80,10 @@ graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Bat
 }
 
 // Runs one batch (with `targets`, an update) and adds its loss and correct count (where the
-// signature has one) to `totals`; returns the batch's mean loss.
+// signature has one) to `totals`; returns the batch's mean loss. Fetches `watch` too, into `watched`.
 graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
-                                  std::span<const graph::NodeId> targets, Totals& totals) {
+                                  std::span<const graph::NodeId> targets, Totals& totals,
+                                  std::span<const graph::ValueRef> watch = {}, std::vector<Tensor>* watched = nullptr) {
   // The loss, the correct count where there is one, then each metric's value and its weight where one
   // is declared, then the loss's weight.
   std::vector<graph::ValueRef> fetches = {graph.loss};
@@ -92,7 +93,10 @@ graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, 
     if (metric.weight.valid()) fetches.push_back(metric.weight);
   }
   if (graph.loss_weight.valid()) fetches.push_back(graph.loss_weight);
+  const size_t watched_from = fetches.size();
+  fetches.insert(fetches.end(), watch.begin(), watch.end());
   MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
+  if (watched != nullptr) watched->assign(out.begin() + static_cast<ptrdiff_t>(watched_from), out.end());
   MIRRA_ASSIGN_OR_RETURN(const double loss, scalar_value(out[0], "the loss"));
   double correct = 0;
   size_t next = 1;
@@ -250,7 +254,11 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         return "step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
                std::to_string(batch_index) + ")";
       };
-      auto ran = run_batch(session_, graph_, std::move(*batch), update ? apply_targets : accumulate_targets, step_totals);
+      const bool watching = update && options_.watch_every > 0 && (step_ + 1) % options_.watch_every == 0;
+      std::vector<Tensor> watched;
+      auto ran = run_batch(session_, graph_, std::move(*batch), update ? apply_targets : accumulate_targets, step_totals,
+                           watching ? std::span<const graph::ValueRef>(options_.watch) : std::span<const graph::ValueRef>(),
+                           &watched);
       if (!ran.ok()) return ran.status().with_context(where());
       const double loss = *ran;
       if (!std::isfinite(loss)) {
@@ -281,7 +289,8 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
                           .examples_per_second = static_cast<double>(step_totals.examples) / seconds_since(step_start),
                           .data_start_ns = nanoseconds(step_data_start),
                           .step_start_ns = nanoseconds(step_start),
-                          .step_end_ns = nanoseconds(step_end)});
+                          .step_end_ns = nanoseconds(step_end),
+                          .watched = std::move(watched)});
       }
       micro = 0;
       step_totals = {};

@@ -106,6 +106,9 @@ struct StepMetrics {
   // steady_clock nanoseconds: waiting for data (the next step's batch, fetched from the input
   // pipeline and staged to the devices before this step runs), then the step itself.
   int64_t data_start_ns = 0, step_start_ns = 0, step_end_ns = 0;
+  // On the steps TrainerOptions::watch_every picks, the watched values as the step computed them
+  // (host copies, in TrainerOptions::watch's order); empty on the others.
+  std::vector<Tensor> watched;
 };
 
 // The signature's metrics over an epoch or an evaluation, by name: sums summed, means weighted by what
@@ -148,6 +151,10 @@ struct TrainerOptions {
   LearningRateSchedule schedule;
   // The rate the schedule scales; unset: the learning-rate variable's value before training.
   std::optional<double> base_learning_rate;
+  // Values fetched with the update of every step whose number (counted from 1) is a multiple of
+  // watch_every (0: none), for on_step (StepMetrics::watched): the gradients a log bins, say.
+  std::vector<graph::ValueRef> watch;
+  int64_t watch_every = 0;
   std::function<void(const StepMetrics&)> on_step;
   // Checked after every step: true stops training there (fit returns what it has so far).
   std::function<bool()> should_stop;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -484,6 +485,36 @@ TEST_CASE("MultiWorker.each_worker_traces_its_all_reduces_in_phases") {
     for (const char* phase : {"local reduce all_reduce/bucket_0", "waiting for workers all_reduce/bucket_0",
                               "all-reduce across workers all_reduce/bucket_0", "across workers (MPI)"}) {
       CHECK_MESSAGE(text.find(phase) != std::string::npos, phase);
+    }
+  }
+}
+
+// TensorBoard's event files come from worker 0, or with --logdir-per-worker from each worker into its
+// own folder (tests/tensorboard reads what they hold).
+TEST_CASE("MultiWorker.worker_0_or_every_worker_writes_event_files") {
+  const auto event_files = [](const std::filesystem::path& dir) {
+    size_t files = 0;
+    if (!std::filesystem::exists(dir)) return files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      files += entry.path().filename().string().starts_with("events.out.tfevents.") ? 1 : 0;
+    }
+    return files;
+  };
+  for (const bool per_worker : {false, true}) {
+    CAPTURE(per_worker);
+    const std::filesystem::path logdir = workspace() / (per_worker ? "logs_per_worker" : "logs");
+    std::vector<std::string> args = {"train", mlp_file(), "--strategy", "multi_worker_mirrored", "--devices", "cpu:0",
+                                     "--steps", "3", "--batch-size", "32", "--logdir", logdir.string()};
+    if (per_worker) args.push_back("--logdir-per-worker");
+    const Run r = run_program(mpirun(2, args), per_worker ? "logdir_per_worker" : "logdir");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    if (per_worker) {
+      CHECK(event_files(logdir / "train") == 0);
+      CHECK(event_files(logdir / "worker_0" / "train") == 1);
+      CHECK(event_files(logdir / "worker_1" / "train") == 1);
+    } else {
+      CHECK(event_files(logdir / "train") == 1);
+      CHECK(!std::filesystem::exists(logdir / "worker_1"));
     }
   }
 }

@@ -1,7 +1,8 @@
 // Trainer on small synthetic data: it runs the epochs or steps asked for, reports every step, writes
 // the scheduled learning rate, evaluates exactly over a partial last batch, accumulates gradients over
-// several batches per step, refuses a placeholder its batches do not feed before the first step, and a
-// classifier learns; on a logical CPU device and on an asynchronous one.
+// several batches per step, fetches watched values with every k-th step, refuses a placeholder its
+// batches do not feed before the first step, and a classifier learns; on a logical CPU device and on
+// an asynchronous one.
 #include <doctest/doctest.h>
 
 #include "ops/ops.h"
@@ -221,6 +222,34 @@ TEST_CASE("Trainer.accumulation_steps.steps_of_k_batches") {
   Trainer without_target(reference, blobs->names, {.accumulation_steps = 2});
   CHECK(without_target.fit(dataset(*blobs, {})).status().message() ==
         "accumulation_steps > 1 needs a program built with gradient accumulation");
+}
+
+// Watched values come with the update of every k-th step only, as that step computed them: under
+// plain SGD a watched gradient is (w before the step - w after it) / lr.
+TEST_CASE("Trainer.watch_every.fetches_the_step's_gradients_on_every_kth_step") {
+  auto blobs = make_blobs(320, ops::Optimizer::sgd(0.5));
+  Session session(blobs->graph, ops::kernels(), {.threads = 2});
+  std::vector<graph::ValueRef> gradients;
+  for (const auto& [variable, gradient] : blobs->train.variables_and_gradients) gradients.push_back(gradient);
+  REQUIRE(gradients.size() == 2u);
+  std::optional<Tensor> before;
+  std::vector<int64_t> watched_steps;
+  Trainer trainer(session, blobs->names,
+                  {.epochs = 1, .watch = gradients, .watch_every = 3, .on_step = [&](const StepMetrics& m) {
+                     const Tensor after = *session.read_variable("w2");
+                     if (!m.watched.empty()) {
+                       watched_steps.push_back(m.step + 1);
+                       REQUIRE(m.watched.size() == 2u);
+                       REQUIRE(before.has_value());
+                       const auto g = m.watched[1].values<float>();
+                       const auto w0 = before->values<float>(), w1 = after.values<float>();
+                       REQUIRE(g.size() == w0.size());
+                       for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == doctest::Approx((w0[i] - w1[i]) / 0.5f).epsilon(1e-4));
+                     }
+                     before = after;
+                   }});
+  REQUIRE(trainer.fit(dataset(*blobs, {.batch_size = 32, .seed = 1})).ok());
+  CHECK(watched_steps == std::vector<int64_t>{3, 6, 9});
 }
 
 }  // namespace

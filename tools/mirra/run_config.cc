@@ -113,7 +113,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
           "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "augmentation",
-          "recompute"},
+          "recompute", "logdir", "logdir_per_worker", "histogram_every"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
   if (t.contains("augmentation")) MIRRA_RETURN_IF_ERROR(read_augmentation(t.at("augmentation"), source, out.augmentation));
@@ -126,6 +126,10 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
                                      out.accumulation_steps));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "seed", "training.seed", source, 0, kMaxSeed, out.seed));
   MIRRA_RETURN_IF_ERROR(read_integer(t, "threads", "training.threads", source, 0, 1024, out.threads));
+  MIRRA_RETURN_IF_ERROR(read_string(t, "logdir", "training.logdir", source, out.logdir));
+  MIRRA_RETURN_IF_ERROR(read_boolean(t, "logdir_per_worker", "training.logdir_per_worker", source, out.logdir_per_worker));
+  MIRRA_RETURN_IF_ERROR(
+      read_integer(t, "histogram_every", "training.histogram_every", source, 0, int64_t{1} << 40, out.histogram_every));
   if (t.contains("learning_rate")) {
     const json& lr = t.at("learning_rate");
     if (!lr.is_number() || !(lr.get<double>() > 0) || !(lr.get<double>() < 1e6)) {
@@ -238,7 +242,10 @@ std::string run_config_json(const RunConfig& c) {
                    {"cuda_graph", c.training.cuda_graph},
                    {"mixed_precision", ops::mixed_precision_name(c.training.mixed_precision)},
                    {"recompute", ops::recompute_name(c.training.recompute)},
-                   {"sync_batch_norm", c.strategy.sync_batch_norm}};
+                   {"sync_batch_norm", c.strategy.sync_batch_norm},
+                   {"logdir", c.training.logdir},
+                   {"logdir_per_worker", c.training.logdir_per_worker},
+                   {"histogram_every", c.training.histogram_every}};
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   if (c.training.weight_decay) training["weight_decay"] = *c.training.weight_decay;
   if (c.training.exclude_from_weight_decay) training["exclude_from_weight_decay"] = *c.training.exclude_from_weight_decay;
@@ -320,6 +327,10 @@ graph::Status check_run_config(const RunConfig& c) {
   }
   if (c.strategy.strategy == "one_device" && c.strategy.devices.size() != 1) {
     return graph::invalid_argument("one_device takes exactly one device, not " + std::to_string(c.strategy.devices.size()));
+  }
+  if (c.training.logdir.empty() && (c.training.histogram_every > 0 || c.training.logdir_per_worker)) {
+    return graph::invalid_argument(std::string(c.training.histogram_every > 0 ? "histogram_every" : "logdir_per_worker") +
+                                   " needs a log directory (--logdir, training.logdir)");
   }
   return graph::Status();
 }

@@ -50,6 +50,11 @@ struct TrainingConfig {
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
   // Activations the backward pass computes again instead of keeping (ops/recomputation.h).
   ops::Recompute recompute = ops::Recompute::none;
+  // TensorBoard event files in this directory (empty: none), from worker 0, or from each worker in a
+  // folder of its own; histograms of the variables and gradients every this many steps (0: none).
+  std::string logdir;
+  bool logdir_per_worker = false;
+  int64_t histogram_every = 0;
 };
 
 struct CheckpointConfig {

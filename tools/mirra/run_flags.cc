@@ -78,6 +78,14 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--keep-checkpoints", f.keep_checkpoints, "Newest checkpoints to keep (default 3)")->check(CLI::Range(1, 1000));
   command.add_option("--checkpoint-every", f.checkpoint_every, "Also checkpoint every N steps (default: each epoch)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  command.add_option("--logdir", f.logdir,
+                     "Write TensorBoard event files here (train/ and validation/): scalars every step, the graph, "
+                     "the config, the epochs' metrics (default: none)");
+  command.add_flag("--logdir-per-worker", f.logdir_per_worker,
+                   "Multi-worker runs: every worker writes its own event files (in worker_<rank>/), not only worker 0");
+  command.add_option("--histogram-every", f.histogram_every,
+                     "With --logdir: histograms of the variables and their gradients every N steps (default 0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
 }
 
 std::vector<std::string> split_comma_list(const std::string& list) {
@@ -161,6 +169,9 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
   if (f.checkpoint_dir) config.checkpoint.dir = *f.checkpoint_dir;
   if (f.keep_checkpoints) config.checkpoint.keep = *f.keep_checkpoints;
   if (f.checkpoint_every) config.checkpoint.every_steps = *f.checkpoint_every;
+  if (f.logdir) config.training.logdir = *f.logdir;
+  if (f.logdir_per_worker) config.training.logdir_per_worker = true;
+  if (f.histogram_every) config.training.histogram_every = *f.histogram_every;
   MIRRA_RETURN_IF_ERROR(check_run_config(config));
   return config;
 }

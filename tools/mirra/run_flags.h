@@ -14,8 +14,8 @@ namespace mirra::runner {
 
 struct RunFlags {
   std::string config_file;
-  std::optional<std::string> strategy, devices, data, checkpoint_dir, schedule, memory_limit, mixed_precision, recompute;
-  std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps;
+  std::optional<std::string> strategy, devices, data, checkpoint_dir, logdir, schedule, memory_limit, mixed_precision, recompute;
+  std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps, histogram_every;
   std::optional<double> learning_rate, weight_decay;
   std::optional<std::string> exclude_from_weight_decay;  // comma-separated name parts
   std::optional<int64_t> seed, crop_padding;
@@ -28,6 +28,7 @@ struct RunFlags {
   bool allow_tf32 = false;
   bool cuda_graph = false;
   bool shard_optimizer_state = false;
+  bool logdir_per_worker = false;
 };
 
 void add_run_flags(CLI::App& command, RunFlags& flags);

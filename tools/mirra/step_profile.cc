@@ -10,37 +10,8 @@ namespace mirra::runner {
 
 namespace {
 
-using Interval = std::pair<int64_t, int64_t>;
-
-// Shorter gaps between a device's kernels are the executor's own time, longer ones a wait.
-constexpr int64_t kShortestWaitNs = 20'000;
 // The table names the ops that take longest, and sums the others.
 constexpr size_t kOpsShown = 12;
-
-// The intervals merged where they overlap or touch, in order.
-std::vector<Interval> merged(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> out;
-  for (const Interval& i : intervals) {
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
-
-double length(const std::vector<Interval>& disjoint) {
-  double ns = 0;
-  for (const auto& [start, end] : disjoint) ns += static_cast<double>(end - start);
-  return ns;
-}
-
-std::vector<Interval> joined(std::vector<Interval> a, const std::vector<Interval>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return merged(std::move(a));
-}
 
 double ms(double ns) { return ns / 1e6; }
 
@@ -56,43 +27,17 @@ void StepProfile::add_step(const runtime::training::StepMetrics& step, const std
 
 void StepProfile::count(const Step& step) {
   ++steps_;
-  step_ns_ += static_cast<double>(step.metrics.step_end_ns - step.metrics.step_start_ns);
+  const double step_ns = static_cast<double>(step.metrics.step_end_ns - step.metrics.step_start_ns);
+  step_ns_ += step_ns;
   data_wait_ns_ += static_cast<double>(step.metrics.step_start_ns - step.metrics.data_start_ns);
-  struct Roles {
-    std::vector<Interval> compute, collective, copies;
-  };
-  std::map<std::string, Roles> devices;
   for (const runtime::NodeTiming& timing : step.timeline) {
     if (timing.node >= graph_.size() || timing.end_ns == 0) continue;
-    const graph::Node& node = graph_.node(timing.node);
-    const Interval interval{timing.start_ns, std::max(timing.start_ns, timing.end_ns)};
-    const double ns = static_cast<double>(interval.second - interval.first);
-    Roles& roles = devices[device_of(node)];
-    switch (role_of(node)) {
-      case NodeRole::compute: roles.compute.push_back(interval); break;
-      case NodeRole::collective: roles.collective.push_back(interval); break;
-      case NodeRole::copy: roles.copies.push_back(interval); break;
-    }
-    by_op_ns_[node.op] += ns;
+    const double ns = static_cast<double>(std::max(timing.start_ns, timing.end_ns) - timing.start_ns);
+    by_op_ns_[graph_.node(timing.node).op] += ns;
     by_node_ns_[timing.node] += ns;
     ++kernels_run_;
   }
-  const double step_ns = static_cast<double>(step.metrics.step_end_ns - step.metrics.step_start_ns);
-  for (auto& [device, roles] : devices) {
-    const std::vector<Interval> compute = merged(roles.compute);
-    const std::vector<Interval> collective = merged(roles.collective);
-    const std::vector<Interval> copies = merged(roles.copies);
-    DeviceTime& time = by_device_[device];
-    time.compute_ns += length(compute);
-    time.collective_ns += length(collective);
-    time.copies_ns += length(copies);
-    time.exposed_ns += length(joined(compute, collective)) - length(compute);
-    time.waiting_ns += std::max(0.0, step_ns - length(joined(joined(compute, collective), copies)));
-    for (size_t i = 1; i < compute.size(); ++i) {
-      const int64_t gap = compute[i].first - compute[i - 1].second;
-      if (gap < kShortestWaitNs) gaps_ns_ += static_cast<double>(gap);
-    }
-  }
+  for (const auto& [device, time] : device_step_times(graph_, step.timeline, step_ns)) by_device_[device] += time;
 }
 
 StepProfile StepProfile::with_lone_first() const {
@@ -118,7 +63,9 @@ nlohmann::json StepProfile::json() const {
                      {"nodes", nodes_of_op[op]}});
   }
   nlohmann::json by_device = nlohmann::json::array();
+  double gaps_ns = 0;
   for (const auto& [device, time] : p.by_device_) {
+    gaps_ns += time.executor_gaps_ns;
     by_device.push_back({{"device", device},
                          {"compute_ms", ms(time.compute_ns) / steps},
                          {"collective_ms", ms(time.collective_ns) / steps},
@@ -139,7 +86,7 @@ nlohmann::json StepProfile::json() const {
           {"data_wait_ms", ms(p.data_wait_ns_) / steps},
           {"by_op", by_op},
           {"by_device", by_device},
-          {"executor_us_per_node", p.kernels_run_ > 0 ? p.gaps_ns_ / 1e3 / static_cast<double>(p.kernels_run_) : 0.0},
+          {"executor_us_per_node", p.kernels_run_ > 0 ? gaps_ns / 1e3 / static_cast<double>(p.kernels_run_) : 0.0},
           {"slowest_nodes", slowest}};
 }
 

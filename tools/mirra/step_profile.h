@@ -21,6 +21,7 @@
 #include "graph/graph.h"
 #include "runtime/step_timeline.h"
 #include "runtime/training/trainer.h"
+#include "tools/mirra/step_times.h"
 
 namespace mirra::runner {
 
@@ -42,9 +43,6 @@ class StepProfile {
     runtime::training::StepMetrics metrics;
     std::vector<runtime::NodeTiming> timeline;
   };
-  struct DeviceTime {
-    double compute_ns = 0, collective_ns = 0, copies_ns = 0, waiting_ns = 0, exposed_ns = 0;
-  };
 
   void count(const Step& step);
   // This profile, with the first step counted when it is the only one.
@@ -53,10 +51,10 @@ class StepProfile {
   const graph::Graph& graph_;
   std::optional<Step> first_;  // held until a second step comes, then dropped
   int64_t steps_ = 0;
-  double step_ns_ = 0, data_wait_ns_ = 0, gaps_ns_ = 0;
+  double step_ns_ = 0, data_wait_ns_ = 0;
   int64_t kernels_run_ = 0;
   std::map<std::string, double> by_op_ns_;
-  std::map<std::string, DeviceTime> by_device_;
+  std::map<std::string, DeviceStepTime> by_device_;
   std::map<graph::NodeId, double> by_node_ns_;
 };
 

@@ -1,6 +1,6 @@
 // mirra train: model file -> training program -> strategy -> session; restores weights or the newest
-// checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, a trace, a profile and a
-// summary.
+// checkpoint, trains with the Trainer, checkpoints, reports progress, metrics, TensorBoard event files,
+// a trace, a profile and a summary.
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +28,7 @@
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
 #include "tools/mirra/step_profile.h"
+#include "tools/mirra/tensorboard_log.h"
 #include "tools/mirra/trace_writer.h"
 #include "tools/mirra/variables_io.h"
 #include "tools/mirra/workers.h"
@@ -37,6 +38,13 @@ namespace mirra::runner {
 namespace {
 
 using serialization::TrainingPosition;
+
+// The gradients the update applies, in the order of the program's variables.
+std::vector<graph::ValueRef> gradients_of(const strategies::TrainingProgram& program) {
+  std::vector<graph::ValueRef> gradients;
+  for (const auto& [variable, gradient] : program.variables_and_gradients) gradients.push_back(gradient);
+  return gradients;
+}
 
 bool uses_cpu(const std::vector<graph::DeviceId>& devices) {
   return std::any_of(devices.begin(), devices.end(), [](const graph::DeviceId& d) {
@@ -94,6 +102,17 @@ class TrainRun {
   // Every variable, whole; in a multi-worker run a collective call of every worker (gather_variables).
   graph::Expected<std::vector<serialization::NamedTensor>> read_all_variables();
   void note_metrics_error();  // a failed write to the metrics file: warn once, stop writing it
+  // The TensorBoard log of this worker (worker 0's, or each worker's with logdir_per_worker), with the
+  // graph and the config written; none without a log directory.
+  graph::Status open_tensorboard(int rank, int workers);
+  void log_step(const runtime::training::StepMetrics& step);
+  // The rate a step ran with: the schedule's, or the constant one.
+  double learning_rate_of(const runtime::training::StepMetrics& step) const {
+    return config_.training.schedule.is_constant() ? program_.optimizer.learning_rate : step.learning_rate;
+  }
+  bool logs_to_tensorboard(int rank) const {
+    return !config_.training.logdir.empty() && (rank == 0 || config_.training.logdir_per_worker);
+  }
   graph::Status save_checkpoint(const TrainingPosition& position);
   graph::Status save_model();
   void on_step(const runtime::training::StepMetrics& step);
@@ -127,11 +146,13 @@ class TrainRun {
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<TraceWriter> trace_;
   std::unique_ptr<StepProfile> profile_;
+  std::unique_ptr<TensorBoardLog> tensorboard_;
   std::ofstream metrics_;
   TrainingPosition start_, last_saved_{.step = -1};
   std::optional<TrainingPosition> position_;  // after the last step
   graph::Status step_error_;  // a failed periodic checkpoint: training stops after that step and reports it
   graph::Status metrics_error_;  // reported after training, which goes on without the metrics
+  graph::Status tensorboard_error_;  // likewise for the event files
   bool summary_printed_ = false;
   int64_t skipped_records_ = 0;  // corrupt records the data sets left out (data.skip_corrupt)
   int64_t examples_ = 0;
@@ -180,7 +201,7 @@ graph::Status TrainRun::run() {
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
                               .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
-                              .trace = !command_.trace.empty() || command_.profile,
+                              .trace = !command_.trace.empty() || command_.profile || logs_to_tensorboard(rank),
                               .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .communicators = std::move(communicators)});
@@ -219,6 +240,7 @@ graph::Status TrainRun::run() {
     if (workers_) workers_->record_phases(true);
   }
   if (command_.profile) profile_ = std::make_unique<StepProfile>(session_->graph());
+  MIRRA_RETURN_IF_ERROR(open_tensorboard(rank, workers));
   // Worker 0 speaks for a multi-worker run.
   progress_ = std::make_unique<ProgressReporter>(rank == 0 ? stdout : nullptr, terminal && !command_.json,
                                                  config_.training.steps > 0 ? 0 : config_.training.epochs);
@@ -242,9 +264,14 @@ graph::Status TrainRun::run() {
          .accumulation_steps = config_.training.accumulation_steps,
          .schedule = config_.training.schedule,
          .base_learning_rate = program_.optimizer.learning_rate,
+         .watch = tensorboard_ ? gradients_of(distributed_) : std::vector<graph::ValueRef>(),
+         .watch_every = tensorboard_ ? config_.training.histogram_every : 0,
          .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
          .should_stop = [this] { return interrupt_signal() != 0 || !step_error_.ok(); },
-         .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { progress_->on_epoch(epoch); }});
+         .on_epoch = [this](const runtime::training::EpochMetrics& epoch) {
+           progress_->on_epoch(epoch);
+           if (tensorboard_) tensorboard_->epoch(epoch);
+         }});
     auto fit = trainer.fit(*train_, test_ ? &*test_ : nullptr);
     MIRRA_RETURN_IF_ERROR(step_error_);
     MIRRA_ASSIGN_OR_RETURN(history, std::move(fit));
@@ -256,14 +283,18 @@ graph::Status TrainRun::run() {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (position_ && !(*position_ == last_saved_)) MIRRA_RETURN_IF_ERROR(save_checkpoint(*position_));
   if (saves_.model) MIRRA_RETURN_IF_ERROR(save_model());
+  if (tensorboard_) {
+    tensorboard_error_ = tensorboard_->close();
+    if (!tensorboard_error_.ok()) std::fprintf(stderr, "mirra: warning: %s; the event files are incomplete\n", tensorboard_error_.message().c_str());
+  }
   if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(workers_ && workers > 1 ? command_.trace + ".worker" + std::to_string(rank) : command_.trace));
   if (rank == 0) print_summary(seconds, history);
   if (interrupt_signal() != 0) {
     std::fprintf(stderr, "mirra: interrupted after step %lld%s\n", static_cast<long long>(position_ ? position_->step : start_.step),
                  store_ ? "; the checkpoint is saved, --resume continues from it" : "");
   }
-  // Training and every save went through; the metrics file is short, which a script must hear of.
-  return metrics_error_;
+  // Training and every save went through; the metrics or event files are short, which a script must hear of.
+  return metrics_error_.ok() ? tensorboard_error_ : metrics_error_;
 }
 
 graph::Status TrainRun::open_data(int rank, int workers) {
@@ -363,8 +394,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
                            {"batch", step.batch},
                            {"examples", step.examples},
                            {"loss", step.loss},
-                           {"learning_rate", config_.training.schedule.is_constant() ? program_.optimizer.learning_rate
-                                                                                     : step.learning_rate},
+                           {"learning_rate", learning_rate_of(step)},
                            {"examples_per_s", step.examples_per_second},
                            {"data_wait_ms", static_cast<double>(step.step_start_ns - step.data_start_ns) / 1e6},
                            {"seconds", elapsed}};
@@ -373,11 +403,12 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
     note_metrics_error();
   }
   if (profile_) profile_->add_step(step, session_->last_timeline());
+  if (tensorboard_) log_step(step);
   if (trace_ && !trace_->full()) {
     trace_->add_step(step, session_->last_timeline());
     if (workers_) trace_->add_collective_phases(workers_->take_phases());
     if (trace_->full()) {  // the rest of the run records nothing (but for the profile)
-      session_->set_trace(profile_ != nullptr);
+      session_->set_trace(profile_ != nullptr || tensorboard_ != nullptr);
       if (workers_) workers_->record_phases(false);
     }
   }
@@ -386,6 +417,37 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
     const int64_t every = config_.checkpoint.every_steps;
     if (epoch_end || (every > 0 && position_->step % every == 0)) step_error_ = save_checkpoint(*position_);
   }
+}
+
+graph::Status TrainRun::open_tensorboard(int rank, int workers) {
+  if (!logs_to_tensorboard(rank)) return graph::Status();
+  std::filesystem::path directory = config_.training.logdir;
+  if (config_.training.logdir_per_worker && workers > 1) directory /= "worker_" + std::to_string(rank);
+  MIRRA_ASSIGN_OR_RETURN(tensorboard_, TensorBoardLog::open(directory.string(), session_->graph()));
+  tensorboard_->write_graph();
+  tensorboard_->write_config(run_config_json(config_));
+  return graph::Status();
+}
+
+void TrainRun::log_step(const runtime::training::StepMetrics& step) {
+  TensorBoardLog::StepExtras extras{.learning_rate = learning_rate_of(step)};
+  if (const std::optional<LossScaleReport> scaling = loss_scale_report(step.step + 1 - start_.step)) {
+    extras.loss_scale = scaling->scale;
+    extras.skipped_steps = scaling->skipped_steps;
+  }
+  tensorboard_->step(step, session_->last_timeline(), extras);
+  if (step.watched.empty()) return;
+  // The variables after the step's update, and the gradients it applied (replica 0's).
+  std::vector<std::pair<std::string, runtime::Tensor>> values;
+  const graph::Graph& g = distributed_.graph;
+  for (size_t i = 0; i < distributed_.variables_and_gradients.size() && i < step.watched.size(); ++i) {
+    const std::string& node = g.node(distributed_.variables_and_gradients[i].first.node).name;
+    int replica = -1;
+    const std::string name(strategies::replica_free_name(node, &replica));
+    if (std::optional<runtime::Tensor> value = session_->read_variable(node)) values.emplace_back(name, std::move(*value));
+    values.emplace_back(name + "/gradient", step.watched[i]);
+  }
+  tensorboard_->histograms(step.step + 1, std::move(values));
 }
 
 graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
