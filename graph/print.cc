@@ -1,4 +1,4 @@
-// to_text and to_dot.
+// to_text.
 #include "graph/print.h"
 
 namespace mirra::graph {
@@ -15,15 +15,6 @@ std::string attrs_text(const AttrMap& attrs) {
   for (const auto& [name, value] : attrs.entries()) {
     if (!out.empty()) out += ", ";
     out += name + "=" + attr_to_string(value);
-  }
-  return out;
-}
-
-std::string dot_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
   }
   return out;
 }
@@ -50,25 +41,6 @@ std::string to_text(const Graph& graph) {
     out += "\n";
   }
   return out;
-}
-
-std::string to_dot(const Graph& graph) {
-  std::string out = "digraph mirra {\n  node [shape=box, fontname=\"monospace\"];\n";
-  for (const Node& node : graph.nodes()) {
-    std::string label = dot_escape(node.name) + "\\n" + dot_escape(node.op);
-    if (node.device) label += " @" + node.device->to_string();
-    out += "  n" + std::to_string(node.id) + " [label=\"" + label + "\"];\n";
-  }
-  for (const Node& node : graph.nodes()) {
-    for (ValueRef input : node.inputs) {
-      out += "  n" + std::to_string(input.node) + " -> n" + std::to_string(node.id) + " [label=\"" +
-             dot_escape(graph.type(input).to_string()) + "\"];\n";
-    }
-    for (NodeId control : node.control_inputs) {
-      out += "  n" + std::to_string(control) + " -> n" + std::to_string(node.id) + " [style=dashed];\n";
-    }
-  }
-  return out + "}\n";
 }
 
 }  // namespace mirra::graph

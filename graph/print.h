@@ -1,5 +1,5 @@
-// Stable printed forms of a graph: text (one line per node, in id order, for golden tests and
-// `mirra inspect`) and Graphviz DOT. Same graph, same text, byte for byte.
+// A graph's stable printed text: one line per node, in id order, for golden tests and `mirra
+// inspect` (graph/dot.h draws it). Same graph, same text, byte for byte.
 //
 //   fc1/MatMul = MatMul(x, fc1/w) {transpose_a=false, transpose_b=false} : f32[?,256]
 #pragma once
@@ -11,6 +11,5 @@
 namespace mirra::graph {
 
 std::string to_text(const Graph& graph);
-std::string to_dot(const Graph& graph);
 
 }  // namespace mirra::graph

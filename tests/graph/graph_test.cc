@@ -2,6 +2,9 @@
 // topological order, the nodes some roots need, structural and type verification, attributes, devices and seeds.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include "graph/dot.h"
 #include "graph/print.h"
 #include "graph/verify.h"
 #include "ops/ops.h"
@@ -48,8 +51,22 @@ TEST_CASE("Graph.text_form.is_stable_and_readable") {
 TEST_CASE("Graph.dot_form.has_nodes_and_typed_edges") {
   const std::string dot = to_dot(small_mlp());
   CHECK(dot.starts_with("digraph mirra {"));
-  CHECK(dot.find("n3 [label=\"fc1/MatMul\\nMatMul\"];") != std::string::npos);
+  CHECK(dot.find("n3 [label=\"MatMul\", fillcolor=") != std::string::npos);  // fc1/MatMul in its scope's cluster
+  CHECK(dot.find("label=\"fc1\"; style=\"rounded,dashed\"") != std::string::npos);
   CHECK(dot.find("n0 -> n3 [label=\"f32[?,4]\"];") != std::string::npos);
+}
+
+TEST_CASE("Graph.dot_form.collapses_scopes_below_a_depth") {
+  const Graph g = small_mlp();
+  const std::string dot = to_dot(g, {.collapse_below = 1});
+  // fc1's and fc2's nodes are one box each, the placeholder stays itself, and one edge joins the boxes.
+  CHECK(dot.find("fc1\\n" + std::to_string(std::count_if(g.nodes().begin(), g.nodes().end(), [](const Node& n) {
+                   return n.name.starts_with("fc1/");
+                 })) + " nodes") != std::string::npos);
+  CHECK(dot.find("shape=box3d") != std::string::npos);
+  const auto edges = [](const std::string& text) { return std::count(text.begin(), text.end(), '>'); };
+  CHECK(edges(dot) < edges(to_dot(g)));
+  CHECK(to_dot(g, {.collapse_below = 1}) == dot);  // stable
 }
 
 TEST_CASE("Builder.names.are_scoped_and_unique") {

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/dot.h"
 #include "graph/print.h"
 #include "ops/ops.h"
 #include "strategies/bucket_hooks.h"
@@ -71,7 +72,7 @@ TEST_CASE("Strategies.rewrites_match_golden_text") {
                        graph::to_text(distributed->graph));
     const std::string dot = graph::to_dot(distributed->graph);
     CHECK(dot.find("SplitBatch") != std::string::npos);
-    CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "reduce/") != std::string::npos);
+    CHECK(dot.find(std::string(strategy) == "mirrored" ? "AllReduce" : "label=\"reduce\"") != std::string::npos);
   }
 }
 

@@ -55,6 +55,8 @@ struct InspectCommand {
   std::vector<std::string> devices;
   int logical_gpus_per_gpu = 1;  // with a strategy
   bool dot = false;
+  int collapse_below = 2;  // with dot: the name-scope depth drawn as one box (0: every node)
+  std::string svg;         // with dot: render to this SVG file instead of printing
   std::string mixed_precision = "off";  // with a strategy
   bool shard_optimizer_state = false;  // with a strategy
   int64_t batch_size = 128;  // for the memory the summary plans

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "graph/dot.h"
 #include "graph/print.h"
 #include "ops/model_cost.h"
 #include "ops/registry.h"
@@ -15,6 +16,8 @@
 #include "strategies/pruning.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/model_program.h"
+#include "tools/mirra/node_roles.h"
+#include "tools/mirra/svg.h"
 
 namespace mirra::runner {
 
@@ -123,14 +126,24 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
   print_memory(command, model);
 }
 
+// The graph's picture, printed or rendered to --svg; `comment` (DOT comments) leads it.
+graph::Status print_dot(const InspectCommand& command, const graph::Graph& graph, const std::string& comment) {
+  const std::string dot = comment + graph::to_dot(graph, {.collapse_below = command.collapse_below, .role = dot_role});
+  if (command.svg.empty()) {
+    std::fputs(dot.c_str(), stdout);
+    return graph::Status();
+  }
+  MIRRA_RETURN_IF_ERROR(render_svg(dot, command.svg));
+  std::printf("wrote %s\n", command.svg.c_str());
+  return graph::Status();
+}
+
 graph::Status inspect(const InspectCommand& command) {
+  if (!command.svg.empty() && !command.dot) return graph::invalid_argument("--svg draws the --dot picture: add --dot");
   MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
   if (command.strategy.empty()) {
-    if (command.dot) {
-      std::fputs(graph::to_dot(model.graph).c_str(), stdout);
-    } else {
-      print_summary(command, model);
-    }
+    if (command.dot) return print_dot(command, model.graph, "");
+    print_summary(command, model);
     return graph::Status();
   }
   nlohmann::json config_json = {{"strategy", command.strategy}, {"logical_gpus_per_gpu", command.logical_gpus_per_gpu}};
@@ -145,8 +158,9 @@ graph::Status inspect(const InspectCommand& command) {
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
   // Where the gradients are summed, as a comment of the format printed.
   const std::string plan = describe(strategy->all_reduce_plan(), strategy->config().devices);
-  std::printf("%s all-reduce: %s\n", command.dot ? "//" : "#", plan.c_str());
-  std::fputs((command.dot ? graph::to_dot(distributed.graph) : graph::to_text(distributed.graph)).c_str(), stdout);
+  if (command.dot) return print_dot(command, distributed.graph, "// all-reduce: " + plan + "\n");
+  std::printf("# all-reduce: %s\n", plan.c_str());
+  std::fputs(graph::to_text(distributed.graph).c_str(), stdout);
   return graph::Status();
 }
 

@@ -93,7 +93,13 @@ int main(int argc, char** argv) {
   inspect_app->add_option("--logical-gpus-per-gpu", inspect.logical_gpus_per_gpu,
                           "With --strategy: each GPU (and cpu_async device) split into this many logical devices")
       ->check(CLI::Range(1, mirra::strategies::kMaxLogicalGpusPerGpu));
-  inspect_app->add_flag("--dot", inspect.dot, "Print the graph as DOT for Graphviz");
+  inspect_app->add_flag("--dot", inspect.dot,
+                        "Print the graph as DOT for Graphviz: devices and name scopes as clusters, the collectives, "
+                        "copies and batch split drawn apart");
+  inspect_app->add_option("--collapse-below", inspect.collapse_below,
+                          "With --dot: draw each name scope this many levels deep as one box (0: every node; default 2)")
+      ->check(CLI::Range(0, 64));
+  inspect_app->add_option("--svg", inspect.svg, "With --dot: render the picture to this SVG file with Graphviz's dot");
   inspect_app->add_option("--mixed-precision", inspect.mixed_precision,
                           "With --strategy: the training graph with bf16 or fp16 products (default off)")
       ->check(CLI::IsMember({"off", "bf16", "fp16"}));
