@@ -73,6 +73,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                            {.threads = options.threads,
                             .allow_tf32 = options.allow_tf32,
                             .logical_gpus_per_gpu = options.logical_gpus_per_gpu,
+                            .trace = options.trace,
                             .capture_steps = options.cuda_graph});
   using Clock = std::chrono::steady_clock;
   std::vector<Clock::time_point> step_ends;
@@ -83,6 +84,7 @@ graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughput
                                       .on_step = [&](const runtime::training::StepMetrics& m) {
                                         step_ends.push_back(Clock::now());
                                         final_loss = m.loss;
+                                        if (options.on_step) options.on_step(session, m);
                                       }});
   MIRRA_RETURN_IF_ERROR(trainer.fit(train).status());
   // The window runs from the end of the last warm-up step to the end of the last step.

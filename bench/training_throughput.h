@@ -11,10 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "graph/status.h"
+#include "runtime/session.h"
+#include "runtime/training/trainer.h"
 
 namespace mirra::bench {
 
@@ -34,6 +37,10 @@ struct TrainingThroughputOptions {
   int64_t steps = 200;  // timed
   std::string data_dir;  // empty: Debian's dataset-fashion-mnist
   bool synthetic = false;  // random images of the model's shape instead (what resnet18 and resnet50 train on)
+  // Record each step's node timeline (SessionOptions::trace) and show every step, warm-up included,
+  // with its session to `on_step` (the runner's --profile), once the step is timed.
+  bool trace = false;
+  std::function<void(const runtime::Session&, const runtime::training::StepMetrics&)> on_step;
 };
 
 graph::Expected<nlohmann::json> run_training_throughput(const TrainingThroughputOptions& options);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "bench/worker_all_reduce.h"
 #include "graph/attr.h"
@@ -11,6 +12,7 @@
 #include "tools/mirra/commands.h"
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/run_config.h"
+#include "tools/mirra/step_profile.h"
 
 namespace mirra::runner {
 
@@ -54,6 +56,9 @@ void add_bench_commands(CLI::App& app, BenchCommands& commands) {
   commands.training->add_option("--optimizer", commands.training_options.optimizer,
                                 "momentum (the benchmark's, default) or adam")
       ->check(CLI::IsMember({"momentum", "adam"}));
+  commands.training->add_flag("--profile", commands.training_profile,
+                              "Where the timed steps' time went (as mirra train --profile): in the JSON as profile, "
+                              "and as tables on stderr; the steps record their timelines");
   commands.training->add_flag("--shard-optimizer-state", commands.training_options.shard_optimizer_state,
                               "mirrored: each replica keeps only its share of the optimizer slots");
   commands.accuracy = bench->add_subcommand("accuracy", "Epochs and time until a target test accuracy (JSON)");
@@ -129,9 +134,26 @@ int run_bench(const BenchCommands& commands) {
     std::cout << result->dump() << "\n";
   }
   if (*commands.training || *commands.accuracy) {
-    auto result = *commands.training ? bench::run_training_throughput(commands.training_options)
+    // --profile: the timed steps' profile (the last warm-up step comes first, and is left out as a
+    // profile's first step is), in the JSON and as tables on stderr.
+    std::optional<graph::Graph> graph;  // the session's, kept for the profile, which outlives it
+    std::optional<StepProfile> profile;
+    bench::TrainingThroughputOptions training = commands.training_options;
+    if (commands.training_profile) {
+      training.trace = true;
+      training.on_step = [&](const runtime::Session& session, const runtime::training::StepMetrics& step) {
+        if (step.step + 1 < training.warmup_steps) return;
+        if (!profile) profile.emplace(graph.emplace(session.graph()), "the last warm-up step");
+        profile->add_step(step, session.last_timeline());
+      };
+    }
+    auto result = *commands.training ? bench::run_training_throughput(training)
                                      : bench::run_time_to_accuracy(commands.accuracy_options);
     if (!result.ok()) return report_error(result.status());
+    if (profile) {
+      (*result)["profile"] = profile->json();
+      std::fputs(profile->table().c_str(), stderr);
+    }
     std::cout << result->dump() << "\n";
   }
   return 0;

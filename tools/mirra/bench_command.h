@@ -27,6 +27,7 @@ struct BenchCommands {
   bench::ExecutorOverheadOptions executor_options;
   std::string executor_device = "cpu";  // or gpu:0, cpu_async:0: a chain on a device with streams
   bench::TrainingThroughputOptions training_options;
+  bool training_profile = false;  // mirra bench training --profile
   bench::TimeToAccuracyOptions accuracy_options;
   bench::AllReduceBandwidthOptions all_reduce_options;
   std::string all_reduce_device = "cpu";  // or cpu_async, gpu: logical devices of one device, summed on it

@@ -100,7 +100,7 @@ std::string StepProfile::table() const {
   };
   add("profile of %lld step%s (means per step%s): step %.3f ms, waiting for the batch %.3f ms\n",
       static_cast<long long>(j["steps"].get<int64_t>()), j["steps"].get<int64_t>() == 1 ? "" : "s",
-      j["first_step_left_out"].get<bool>() ? "; the first step, which builds the plans, left out" : "",
+      j["first_step_left_out"].get<bool>() ? ("; " + first_step_ + ", left out").c_str() : "",
       j["step_ms"].get<double>(), j["data_wait_ms"].get<double>());
   add("  %-36s %10s %8s %6s\n", "op", "ms", "share", "nodes");
   const size_t ops = j["by_op"].size();

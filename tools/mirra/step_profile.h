@@ -27,7 +27,9 @@ namespace mirra::runner {
 
 class StepProfile {
  public:
-  explicit StepProfile(const graph::Graph& graph) : graph_(graph) {}
+  // `first_step`: what the first step added is, which the means leave out when others follow.
+  explicit StepProfile(const graph::Graph& graph, std::string first_step = "the first step, which builds the plans")
+      : graph_(graph), first_step_(std::move(first_step)) {}
 
   void add_step(const runtime::training::StepMetrics& step, const std::vector<runtime::NodeTiming>& timeline);
 
@@ -49,6 +51,7 @@ class StepProfile {
   StepProfile with_lone_first() const;
 
   const graph::Graph& graph_;
+  std::string first_step_;
   std::optional<Step> first_;  // held until a second step comes, then dropped
   int64_t steps_ = 0;
   double step_ns_ = 0, data_wait_ns_ = 0;
