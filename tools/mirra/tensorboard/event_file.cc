@@ -97,19 +97,9 @@ void EventFile::queue(int64_t step, Content content) {
     const std::lock_guard lock(mutex_);
     if (closing_) return;
     pending_.push_back({now, step, std::move(content)});
-    ++queued_;
     batch_ready = pending_.size() >= kBatch;
   }
   if (batch_ready) wake_.notify_one();  // else the writer comes by within the interval
-}
-
-graph::Status EventFile::flush() {
-  std::unique_lock lock(mutex_);
-  const uint64_t target = queued_;
-  flush_wanted_ = true;
-  wake_.notify_one();
-  flushed_.wait(lock, [&] { return flushed_count_ >= target; });
-  return error_;
 }
 
 graph::Status EventFile::close() {
@@ -128,10 +118,10 @@ graph::Status EventFile::close() {
 
 void EventFile::write_loop() {
   auto last_flush = std::chrono::steady_clock::now();
-  uint64_t written = 0;  // events written, flushed or not
+  bool unflushed = false;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait_for(lock, flush_interval_, [&] { return closing_ || flush_wanted_ || pending_.size() >= kBatch; });
+    wake_.wait_for(lock, flush_interval_, [&] { return closing_ || pending_.size() >= kBatch; });
     while (!pending_.empty()) {
       Pending next = std::move(pending_.front());
       pending_.pop_front();
@@ -141,11 +131,11 @@ void EventFile::write_loop() {
       event.set_step(next.step);
       next.content(event);
       write_record(event.SerializeAsString());
+      unflushed = true;
       lock.lock();
-      ++written;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (written > flushed_count_ && (closing_ || flush_wanted_ || now - last_flush >= flush_interval_)) {
+    if (unflushed && (closing_ || now - last_flush >= flush_interval_)) {
       lock.unlock();
       const bool ok = std::fflush(file_) == 0;
       lock.lock();
@@ -153,10 +143,8 @@ void EventFile::write_loop() {
         error_ = graph::invalid_argument("writing the event file '" + path_ + "' failed: " + std::strerror(errno));
       }
       last_flush = now;
-      flushed_count_ = written;
+      unflushed = false;
     }
-    flush_wanted_ = false;
-    flushed_.notify_all();
     if (closing_ && pending_.empty()) return;
   }
 }

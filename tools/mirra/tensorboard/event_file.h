@@ -1,14 +1,14 @@
 // EventFile: one TensorBoard event file (`events.out.tfevents.<seconds>.<host>.<pid>.<n>.v2` in a
 // directory): TFRecord records of Event messages, the first saying the file's version. The calls
 // only queue their event; a thread of the writer serialises, frames and writes them, so that a
-// training step never waits on the disk, and flushes the file whenever it has written and at least
-// every `flush_interval`. A record is whole on disk or absent from a reader's view: a run killed
-// mid-write leaves a file TensorBoard reads up to its last whole record.
+// training step never waits on the disk. The thread wakes for a batch of events or once every
+// `flush_interval`, and flushes what it wrote at least that often; a run killed mid-write leaves a
+// file TensorBoard reads up to its last whole record.
 //
 //   MIRRA_ASSIGN_OR_RETURN(auto file, EventFile::open("runs/cnn/train"));
 //   file->scalar("loss", step, 0.42);
 //   file->histogram("fc1/w", step, weights);          // binned on the writer's thread
-//   MIRRA_RETURN_IF_ERROR(file->close());             // flushes; the first write error, if any
+//   MIRRA_RETURN_IF_ERROR(file->close());             // writes the rest; the first write error, if any
 #pragma once
 
 #include <chrono>
@@ -51,9 +51,8 @@ class EventFile {
   // A serialized GraphDef (graph_def.h), for the graph dashboard.
   void graph(std::string graph_def);
 
-  // Waits until every event queued so far is written and flushed; the first write error, if any.
-  graph::Status flush();
-  // flush(), then stops the writer; later calls queue nothing.
+  // Writes and flushes every event queued, then stops the writer (later calls queue nothing); the
+  // first write error, if any.
   graph::Status close();
 
  private:
@@ -69,17 +68,16 @@ class EventFile {
   std::FILE* file_;
   const std::chrono::milliseconds flush_interval_;
   std::mutex mutex_;
-  std::condition_variable wake_, flushed_;
+  std::condition_variable wake_;
   struct Pending {
     double wall_time;
     int64_t step;
     Content content;
   };
   std::deque<Pending> pending_;
-  // The writer wakes for a batch of this many events, a flush or close, or once per interval.
+  // The writer wakes for a batch of this many events, for close, or once per interval.
   static constexpr size_t kBatch = 64;
-  uint64_t queued_ = 0, flushed_count_ = 0;  // events queued, and written and flushed
-  bool flush_wanted_ = false, closing_ = false;
+  bool closing_ = false;
   graph::Status error_;  // the first failed write; later events are dropped
   std::thread writer_;
 };
