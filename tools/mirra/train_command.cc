@@ -113,6 +113,11 @@ class TrainRun {
   bool logs_to_tensorboard(int rank) const {
     return !config_.training.logdir.empty() && (rank == 0 || config_.training.logdir_per_worker);
   }
+  // The log splits each step's time from the step's timeline, except where recording it would stop
+  // the steps from being replayed (cuda_graph).
+  bool timelines_for(int rank) const {
+    return !command_.trace.empty() || command_.profile || (logs_to_tensorboard(rank) && !config_.training.cuda_graph);
+  }
   graph::Status save_checkpoint(const TrainingPosition& position);
   graph::Status save_model();
   void on_step(const runtime::training::StepMetrics& step);
@@ -201,7 +206,7 @@ graph::Status TrainRun::run() {
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
                               .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
-                              .trace = !command_.trace.empty() || command_.profile || logs_to_tensorboard(rank),
+                              .trace = timelines_for(rank),
                               .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .communicators = std::move(communicators)});
@@ -285,7 +290,9 @@ graph::Status TrainRun::run() {
   if (saves_.model) MIRRA_RETURN_IF_ERROR(save_model());
   if (tensorboard_) {
     tensorboard_error_ = tensorboard_->close();
-    if (!tensorboard_error_.ok()) std::fprintf(stderr, "mirra: warning: %s; the event files are incomplete\n", tensorboard_error_.message().c_str());
+    if (!tensorboard_error_.ok()) {
+      std::fprintf(stderr, "mirra: warning: %s; the event files are incomplete\n", tensorboard_error_.message().c_str());
+    }
   }
   if (trace_) MIRRA_RETURN_IF_ERROR(trace_->write(workers_ && workers > 1 ? command_.trace + ".worker" + std::to_string(rank) : command_.trace));
   if (rank == 0) print_summary(seconds, history);
@@ -407,8 +414,8 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
   if (trace_ && !trace_->full()) {
     trace_->add_step(step, session_->last_timeline());
     if (workers_) trace_->add_collective_phases(workers_->take_phases());
-    if (trace_->full()) {  // the rest of the run records nothing (but for the profile)
-      session_->set_trace(profile_ != nullptr || tensorboard_ != nullptr);
+    if (trace_->full()) {  // the rest of the run records timelines only for the profile and the log
+      session_->set_trace(profile_ != nullptr || (tensorboard_ != nullptr && !config_.training.cuda_graph));
       if (workers_) workers_->record_phases(false);
     }
   }
