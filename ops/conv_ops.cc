@@ -30,7 +30,7 @@ namespace {
 // the oneDNN primitives of the problems it saw last.
 struct ConvKernelState : cpu::DnnlKernelState {
   bool nchw = false;
-  bool same_padding = false;
+  WindowPadding padding;
   bool f32_output = false;
   bool relu = false;  // FusedConv2D's activation
   std::vector<int64_t> strides, dilations;
@@ -40,7 +40,7 @@ Expected<std::unique_ptr<runtime::KernelState>> prepare_conv_kernel(const graph:
                                                                   const runtime::Device& /*device*/) {
   auto state = std::make_unique<ConvKernelState>();
   state->nchw = graph::checked_attr<std::string>(node, "data_format") == "NCHW";
-  state->same_padding = graph::checked_attr<std::string>(node, "padding") == "SAME";
+  state->padding = WindowPadding::of(node.attrs);
   state->f32_output = graph::checked_attr<bool>(node, "f32_output");
   state->strides = graph::checked_attr<std::vector<int64_t>>(node, "strides");
   state->dilations = graph::checked_attr<std::vector<int64_t>>(node, "dilations");
@@ -59,7 +59,7 @@ ConvKernelState& conv_state(const KernelContext& ctx) { return ctx.state<ConvKer
 // The node's convolution on `input` and `filter` as the im2col path computes it (f64).
 cpu::UnfoldedConvolution unfolded_problem(KernelContext& ctx, const Tensor& input, const Tensor& filter) {
   const ConvKernelState& s = conv_state(ctx);
-  return {.g = cpu::WindowGeometry::make(input, s.nchw, filter.dim(0), filter.dim(1), s.strides, s.dilations, s.same_padding),
+  return {.g = cpu::WindowGeometry::make(input, s.nchw, filter.dim(0), filter.dim(1), s.strides, s.dilations, s.padding),
           .filter_height = filter.dim(0),
           .filter_width = filter.dim(1),
           .out_channels = filter.dim(3),
@@ -367,7 +367,7 @@ std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {
                                 "differentiation"));
     return std::vector<graph::ValueRef>(2);
   }
-  const graph::AttrMap attrs = copy_attrs(g.node, {"strides", "padding", "dilations", "data_format"});
+  const graph::AttrMap attrs = copy_attrs(g.node, {"strides", "padding", "explicit_paddings", "dilations", "data_format"});
   std::vector<graph::ValueRef> grads(2);
   for (size_t i : {0u, 1u}) {
     if (!g.needs(i)) continue;
@@ -385,6 +385,7 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
       .inputs = {"input", "filter", "dy"},
       .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"padding", AttrType::string, std::string("SAME")},
+                {"explicit_paddings", AttrType::int_list, std::vector<int64_t>{}},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"data_format", AttrType::string, std::string("NHWC")},
                 {"f32_output", AttrType::boolean, false}},
@@ -395,7 +396,12 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
         for (size_t i = 0; i < 3; ++i) MIRRA_RETURN_IF_ERROR(require_rank(ctx, i, 4));
         MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
         MIRRA_RETURN_IF_ERROR(check_pair(ctx, "dilations"));
-        MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
+        MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx, /*explicit_allowed=*/true));
+        const Shape& filter = ctx.input(1).shape;
+        if (filter.is_fully_defined()) {
+          MIRRA_RETURN_IF_ERROR(check_explicit_padding_fits(ctx, filter.dim(0), filter.dim(1),
+                                                            ctx.attr<std::vector<int64_t>>("dilations")));
+        }
         return std::vector<TensorType>{{output, ctx.input(shape_from).shape}};
       },
       .summary = "A gradient of Conv2D, given its input, filter and the gradient of its output.",
@@ -409,7 +415,7 @@ Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(require_rank(ctx, 1, 4));
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "strides"));
   MIRRA_RETURN_IF_ERROR(check_pair(ctx, "dilations"));
-  MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx));
+  MIRRA_RETURN_IF_ERROR(check_padding_and_format(ctx, /*explicit_allowed=*/true));
   const Shape& filter = ctx.input(1).shape;
   if (!filter.is_fully_defined()) return ctx.error("filter shape must be fully defined");
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
@@ -417,6 +423,7 @@ Expected<std::vector<TensorType>> infer_conv2d(const InferContext& ctx) {
   if (channels >= 0 && channels != filter.dim(2)) return ctx.error("filter's input channels differ from the input's");
   if (filter.dim(0) < 1 || filter.dim(1) < 1) return ctx.error("filter window must be at least 1x1");
   MIRRA_RETURN_IF_ERROR(check_window_extent(ctx, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations")));
+  MIRRA_RETURN_IF_ERROR(check_explicit_padding_fits(ctx, filter.dim(0), filter.dim(1), ctx.attr<std::vector<int64_t>>("dilations")));
   return std::vector<TensorType>{{output, window_output_shape(ctx, filter.dim(0), filter.dim(1),
                                                                    ctx.attr<std::vector<int64_t>>("dilations"),
                                                                    filter.dim(3))}};
@@ -444,6 +451,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .inputs = {"input", "filter"},
       .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"padding", AttrType::string, std::string("SAME")},
+                {"explicit_paddings", AttrType::int_list, std::vector<int64_t>{}},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"data_format", AttrType::string, std::string("NHWC")},
                 {"f32_output", AttrType::boolean, false}},
@@ -458,6 +466,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .inputs = {"input", "filter", "bias"},
       .attrs = {{"strides", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"padding", AttrType::string, std::string("SAME")},
+                {"explicit_paddings", AttrType::int_list, std::vector<int64_t>{}},
                 {"dilations", AttrType::int_list, std::vector<int64_t>{1, 1}},
                 {"data_format", AttrType::string, std::string("NHWC")},
                 {"activation", AttrType::string, std::string("relu")},
@@ -478,6 +487,7 @@ graph::ValueRef conv2d(graph::Builder& b, graph::ValueRef input, graph::ValueRef
                       .inputs = {input, filter},
                       .attrs = {{"strides", options.strides},
                                 {"padding", options.padding},
+                                {"explicit_paddings", options.explicit_paddings},
                                 {"dilations", options.dilations},
                                 {"data_format", options.data_format}}});
 }

@@ -98,6 +98,102 @@ NodeId replace_chain(graph::Graph& g, Node fused, const std::set<NodeId>& replac
 
 }  // namespace
 
+namespace {
+
+// Whether `slice` cuts the zeros `paddings` added around a value of type `unpadded` back off: Pad's
+// gradient.
+bool cuts_padding(const Node& slice, const std::vector<int64_t>& paddings, const graph::TensorType& unpadded) {
+  if (slice.op != "Slice") return false;
+  const auto& begin = *slice.attrs.get<std::vector<int64_t>>("begin");
+  const auto& size = *slice.attrs.get<std::vector<int64_t>>("size");
+  if (begin.size() * 2 != paddings.size() || size.size() != begin.size()) return false;
+  for (size_t d = 0; d < begin.size(); ++d) {
+    if (begin[d] != paddings[2 * d] || size[d] != unpadded.shape.dim(static_cast<int>(d))) return false;
+  }
+  return true;
+}
+
+// Whether `paddings` (of a Pad in `format`) are narrower than `conv`'s dilated window along the height
+// and width, as EXPLICIT padding must be.
+bool padding_fits_window(const graph::Graph& g, const Node& conv, const std::vector<int64_t>& paddings,
+                         const std::string& format) {
+  const graph::Shape& filter = g.type(conv.inputs[1]).shape;
+  if (!filter.is_fully_defined()) return false;
+  const auto& dilations = *conv.attrs.get<std::vector<int64_t>>("dilations");
+  const size_t h = format == "NCHW" ? 2 : 1;
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const int64_t extent = (filter.dim(static_cast<int>(axis)) - 1) * dilations[axis] + 1;
+    if (paddings[2 * (h + axis)] >= extent || paddings[2 * (h + axis) + 1] >= extent) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int fold_padding_into_convolutions(graph::Graph& g) {
+  const Readers readers = value_readers(g);
+  const size_t original = g.size();
+  int folded = 0;
+  for (NodeId pad_id = 0; pad_id < original; ++pad_id) {
+    const Node pad = g.node(pad_id);
+    if (pad.op != "Pad" || *pad.attrs.get<double>("constant_value") != 0.0) continue;
+    const auto& paddings = *pad.attrs.get<std::vector<int64_t>>("paddings");
+    if (paddings.size() != 8) continue;
+    // Each reader's node, and the node whose output its explicitly padded copy replaces: itself, or
+    // for the gradient of the padded value the Slice that cuts the padding off it.
+    std::vector<std::pair<NodeId, NodeId>> rewrites;
+    std::string format;
+    bool foldable = true;
+    for (const auto& [reader, slot] : readers_of(readers, {pad_id, 0})) {
+      const Node& conv = g.node(reader);
+      const bool convolution = conv.op == "Conv2D" || conv.op == "Conv2DBackpropFilter" || conv.op == "Conv2DBackpropInput";
+      if (!convolution || slot != 0 || *conv.attrs.get<std::string>("padding") != "VALID" || conv.device != pad.device ||
+          (!format.empty() && *conv.attrs.get<std::string>("data_format") != format)) {
+        foldable = false;
+        break;
+      }
+      format = *conv.attrs.get<std::string>("data_format");
+      if (!padding_fits_window(g, conv, paddings, format)) {
+        foldable = false;
+        break;
+      }
+      NodeId replaced = reader;
+      if (conv.op == "Conv2DBackpropInput") {
+        const auto& gradient_readers = readers_of(readers, {reader, 0});
+        if (gradient_readers.size() != 1 || gradient_readers[0].second != 0 ||
+            !cuts_padding(g.node(gradient_readers[0].first), paddings, g.type(pad.inputs[0]))) {
+          foldable = false;
+          break;
+        }
+        replaced = gradient_readers[0].first;
+      }
+      rewrites.emplace_back(reader, replaced);
+    }
+    const size_t channel = format == "NCHW" ? 1 : 3;
+    if (!foldable || rewrites.empty() || paddings[0] != 0 || paddings[1] != 0 || paddings[2 * channel] != 0 ||
+        paddings[2 * channel + 1] != 0) {
+      continue;
+    }
+    for (const auto& [reader, replaced] : rewrites) {
+      const Node& conv = g.node(reader);
+      Node node;
+      node.op = conv.op;
+      node.name = g.unique_name(conv.name + "/explicit_padding");
+      node.inputs = conv.inputs;
+      node.inputs[0] = pad.inputs[0];
+      node.attrs = conv.attrs;
+      node.attrs.set("padding", std::string("EXPLICIT"));
+      node.attrs.set("explicit_paddings", paddings);
+      node.outputs = g.node(replaced).outputs;  // the gradient: of the unpadded value
+      node.device = conv.device;
+      replace_chain(g, std::move(node), replaced == reader ? std::set<NodeId>{reader} : std::set<NodeId>{reader, replaced},
+                    replaced);
+    }
+    ++folded;
+  }
+  return folded;
+}
+
 int fuse_conv_bias_relu(graph::Graph& g) {
   const std::vector<int> consumers = data_consumer_counts(g);
   const size_t original = g.size();
@@ -276,8 +372,14 @@ int fuse_max_pool_grad_bias_grad(graph::Graph& g) {
 }
 
 int fuse_for_training(graph::Graph& g) {
-  return fuse_conv_bias_relu(g) + fuse_batch_norm_activation(g) + fuse_max_pool_grad_relu_grad(g) +
-         fuse_batch_norm_grad_activation(g) + fuse_max_pool_grad_bias_grad(g);
+  // One pass after another, in this order (the operands of a sum are evaluated in no fixed order).
+  int fused = fold_padding_into_convolutions(g);
+  fused += fuse_conv_bias_relu(g);
+  fused += fuse_batch_norm_activation(g);
+  fused += fuse_max_pool_grad_relu_grad(g);
+  fused += fuse_batch_norm_grad_activation(g);
+  fused += fuse_max_pool_grad_bias_grad(g);
+  return fused;
 }
 
 }  // namespace mirra::ops

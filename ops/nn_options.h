@@ -9,7 +9,8 @@ namespace mirra::ops {
 
 struct Conv2DOptions {
   std::vector<int64_t> strides = {1, 1};    // [height, width]
-  std::string padding = "SAME";             // SAME or VALID
+  std::string padding = "SAME";             // SAME, VALID or EXPLICIT
+  std::vector<int64_t> explicit_paddings;   // EXPLICIT's: before and after each dim, in data_format order
   std::vector<int64_t> dilations = {1, 1};  // [height, width]
   std::string data_format = "NHWC";         // NHWC or NCHW
 };

@@ -173,7 +173,7 @@ Status pool_kernel(KernelContext& ctx) {
   const auto& ksize = ctx.attr<std::vector<int64_t>>("ksize");
   const auto& strides = ctx.attr<std::vector<int64_t>>("strides");
   const auto g = cpu::WindowGeometry::make(input, nchw, ksize[0], ksize[1], strides, {1, 1},
-                                           ctx.attr<std::string>("padding") == "SAME");
+                                           {.same = ctx.attr<std::string>("padding") == "SAME"});
   Tensor& output = ctx.allocate_output(0, input.dtype(), g.output_shape(nchw, g.channels));
   if (output.num_elements() == 0) return Status();
   if (input.dtype() == DType::f64) {
@@ -484,7 +484,7 @@ Status pool_grad_kernel(KernelContext& ctx) {
                     .strides = ctx.attr<std::vector<int64_t>>("strides"),
                     .through_relu = kMax && ctx.attr<bool>("through_relu")};
   p.g = cpu::WindowGeometry::make(input, p.nchw, p.ksize[0], p.ksize[1], p.strides, {1, 1},
-                                  ctx.attr<std::string>("padding") == "SAME");
+                                  {.same = ctx.attr<std::string>("padding") == "SAME"});
   if (!(dy.shape() == p.g.output_shape(p.nchw, p.g.channels))) {
     return graph::invalid_argument("dy " + dy.type_string() + " does not match the pooled shape of " + input.type_string());
   }

@@ -83,4 +83,28 @@ int64_t same_padding_before(int64_t in, int64_t out, int64_t window, int64_t str
   return total / 2;
 }
 
+WindowPadding WindowPadding::of(const graph::AttrMap& attrs) {
+  const std::string* padding = attrs.get<std::string>("padding");
+  WindowPadding p{.same = padding != nullptr && *padding == "SAME", .is_explicit = padding != nullptr && *padding == "EXPLICIT"};
+  if (!p.is_explicit) return p;
+  const auto& amounts = *attrs.get<std::vector<int64_t>>("explicit_paddings");
+  const std::string* format = attrs.get<std::string>("data_format");
+  const size_t h = format != nullptr && *format == "NCHW" ? 2 : 1;  // the height dim; the width's follows
+  p.top = amounts[2 * h];
+  p.bottom = amounts[2 * h + 1];
+  p.left = amounts[2 * h + 2];
+  p.right = amounts[2 * h + 3];
+  return p;
+}
+
+int64_t WindowPadding::output_dim(int axis, int64_t in, int64_t window, int64_t stride, int64_t dilation) const {
+  if (!is_explicit || in < 0) return window_output_dim(in, window, stride, dilation, same);
+  return window_output_dim(in + (axis == 0 ? top + bottom : left + right), window, stride, dilation, false);
+}
+
+int64_t WindowPadding::before(int axis, int64_t in, int64_t out, int64_t window, int64_t stride, int64_t dilation) const {
+  if (is_explicit) return axis == 0 ? top : left;
+  return same ? same_padding_before(in, out, window, stride, dilation) : 0;
+}
+
 }  // namespace mirra::ops

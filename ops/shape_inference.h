@@ -35,6 +35,22 @@ Expected<graph::DType> product_output_dtype(const InferContext& ctx, size_t oper
 
 // Output dim of a windowed op (conv, pool) along one axis; -1 when `in` is unknown.
 int64_t window_output_dim(int64_t in, int64_t window, int64_t stride, int64_t dilation, bool same_padding);
+
+// A windowed op's spatial padding: TensorFlow's SAME or VALID, or EXPLICIT amounts before and after
+// the height and width dims (Conv2D's explicit_paddings: two numbers per dim in data_format order).
+struct WindowPadding {
+  bool same = false;
+  bool is_explicit = false;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;  // EXPLICIT's
+
+  // From a node's padding, explicit_paddings and data_format attributes as their op's schema check
+  // accepted them (check_padding_and_format).
+  static WindowPadding of(const graph::AttrMap& attrs);
+  // Output dim along height (axis 0) or width (axis 1); -1 when `in` is unknown.
+  int64_t output_dim(int axis, int64_t in, int64_t window, int64_t stride, int64_t dilation) const;
+  // Padding before the first element along the axis (SAME's by TensorFlow's rule, EXPLICIT's as given).
+  int64_t before(int axis, int64_t in, int64_t out, int64_t window, int64_t stride, int64_t dilation) const;
+};
 // Padding before the first element for SAME (TensorFlow's rule: the extra pad goes after).
 int64_t same_padding_before(int64_t in, int64_t out, int64_t window, int64_t stride, int64_t dilation);
 

@@ -1,5 +1,5 @@
-// Schema checks shared by the windowed ops: 2-element bounded positive int lists, padding and data_format
-// strings, and the inferred output shape.
+// Schema checks shared by the windowed ops: 2-element bounded positive int lists, padding (and the
+// convolutions' explicit_paddings) and data_format, and the inferred output shape.
 #pragma once
 
 #include <string>
@@ -34,11 +34,45 @@ inline Status check_window_extent(const InferContext& ctx, int64_t window_h, int
   return Status();
 }
 
-inline Status check_padding_and_format(const InferContext& ctx) {
+// padding SAME or VALID, or with `explicit_allowed` (the convolutions, which have explicit_paddings:
+// TensorFlow's Conv2D) EXPLICIT: 8 amounts, two per dim in data_format order, none on the batch or
+// channel dims, none negative, and none when padding is not EXPLICIT.
+inline Status check_padding_and_format(const InferContext& ctx, bool explicit_allowed = false) {
   const auto& padding = ctx.attr<std::string>("padding");
-  if (padding != "SAME" && padding != "VALID") return ctx.error("padding must be SAME or VALID");
   const auto& format = ctx.attr<std::string>("data_format");
   if (format != "NHWC" && format != "NCHW") return ctx.error("data_format must be NHWC or NCHW");
+  if (!explicit_allowed) {
+    if (padding != "SAME" && padding != "VALID") return ctx.error("padding must be SAME or VALID");
+    return Status();
+  }
+  if (padding != "SAME" && padding != "VALID" && padding != "EXPLICIT") return ctx.error("padding must be SAME, VALID or EXPLICIT");
+  const auto& amounts = ctx.attr<std::vector<int64_t>>("explicit_paddings");
+  if (padding != "EXPLICIT") {
+    if (!amounts.empty()) return ctx.error("explicit_paddings must be empty unless padding is EXPLICIT");
+    return Status();
+  }
+  if (amounts.size() != 8) return ctx.error("explicit_paddings must hold 8 amounts (two per dim), not " + std::to_string(amounts.size()));
+  const size_t channel = format == "NCHW" ? 1 : 3;
+  for (size_t i = 0; i < 8; ++i) {
+    if (amounts[i] < 0 || amounts[i] > kMaxWindowExtent) return ctx.error("explicit_paddings must be in [0, 65536]");
+    if ((i / 2 == 0 || i / 2 == channel) && amounts[i] != 0) {
+      return ctx.error("explicit_paddings must not pad the batch or channel dims");
+    }
+  }
+  return Status();
+}
+
+// EXPLICIT padding narrower than the dilated window along each dim (oneDNN's convolutions read
+// nothing but padding otherwise, which they do not take).
+inline Status check_explicit_padding_fits(const InferContext& ctx, int64_t window_h, int64_t window_w,
+                                          const std::vector<int64_t>& dilations) {
+  const WindowPadding p = WindowPadding::of(ctx.node().attrs);
+  if (!p.is_explicit) return Status();
+  const int64_t extent_h = (window_h - 1) * dilations[0] + 1, extent_w = (window_w - 1) * dilations[1] + 1;
+  if (p.top >= extent_h || p.bottom >= extent_h || p.left >= extent_w || p.right >= extent_w) {
+    return ctx.error("explicit_paddings must be narrower than the window (" + std::to_string(extent_h) + "x" +
+                     std::to_string(extent_w) + ", dilated) along each dim; a Pad before the convolution pads more");
+  }
   return Status();
 }
 
@@ -47,10 +81,10 @@ inline Shape window_output_shape(const InferContext& ctx, int64_t window_h, int6
                                  const std::vector<int64_t>& dilations, int64_t out_channels) {
   const Shape& in = ctx.input(0).shape;
   const bool nchw = ctx.attr<std::string>("data_format") == "NCHW";
-  const bool same = ctx.attr<std::string>("padding") == "SAME";
+  const WindowPadding padding = WindowPadding::of(ctx.node().attrs);
   const auto& strides = ctx.attr<std::vector<int64_t>>("strides");
-  const int64_t h = window_output_dim(in.dim(nchw ? 2 : 1), window_h, strides[0], dilations[0], same);
-  const int64_t w = window_output_dim(in.dim(nchw ? 3 : 2), window_w, strides[1], dilations[1], same);
+  const int64_t h = padding.output_dim(0, in.dim(nchw ? 2 : 1), window_h, strides[0], dilations[0]);
+  const int64_t w = padding.output_dim(1, in.dim(nchw ? 3 : 2), window_w, strides[1], dilations[1]);
   return nchw ? Shape{in.dim(0), out_channels, h, w} : Shape{in.dim(0), h, w, out_channels};
 }
 

@@ -21,12 +21,12 @@ Window Window::of(const KernelContext& ctx, const Tensor& input, int64_t window_
   w.stride_w = strides[1];
   w.dilation_h = dilations[0];
   w.dilation_w = dilations[1];
-  const bool same = ctx.attr<std::string>("padding") == "SAME";
-  w.out_height = window_output_dim(w.height, window_h, w.stride_h, w.dilation_h, same);
-  w.out_width = window_output_dim(w.width, window_w, w.stride_w, w.dilation_w, same);
-  if (!same) return w;
-  w.pad_h = same_padding_before(w.height, w.out_height, window_h, w.stride_h, w.dilation_h);
-  w.pad_w = same_padding_before(w.width, w.out_width, window_w, w.stride_w, w.dilation_w);
+  const WindowPadding padding = WindowPadding::of(ctx.node().attrs);
+  w.out_height = padding.output_dim(0, w.height, window_h, w.stride_h, w.dilation_h);
+  w.out_width = padding.output_dim(1, w.width, window_w, w.stride_w, w.dilation_w);
+  if (!padding.same && !padding.is_explicit) return w;
+  w.pad_h = padding.before(0, w.height, w.out_height, window_h, w.stride_h, w.dilation_h);
+  w.pad_w = padding.before(1, w.width, w.out_width, window_w, w.stride_w, w.dilation_w);
   w.pad_after_h = std::max<int64_t>((w.out_height - 1) * w.stride_h + (window_h - 1) * w.dilation_h + 1 - w.height - w.pad_h, 0);
   w.pad_after_w = std::max<int64_t>((w.out_width - 1) * w.stride_w + (window_w - 1) * w.dilation_w + 1 - w.width - w.pad_w, 0);
   return w;

@@ -1,7 +1,8 @@
 // FusedConv2D against Conv2D + bias + ReLU computed separately, MaxPoolGrad through a ReLU against
 // MaxPoolGrad then ReluGrad, MaxPoolGrad's channel sums against its output summed per channel; the
 // fusion passes on a training graph: the replaced nodes never run, and training gives the same
-// weights (a residual block's batch normalisations fused with their ReLU and sum included).
+// weights (a residual block's batch normalisations fused with their ReLU and sum included, and zero
+// padding folded into the convolutions that read it).
 #include <algorithm>
 #include <set>
 
@@ -312,6 +313,74 @@ TEST_CASE("Fusion.batch_norm_with_relu_and_residual_sum_trains_like_the_unfused_
     CAPTURE(name);
     for (size_t i = 0; i < entry.second.size(); ++i) {
       CHECK(fused.weights.at(name)[i] == doctest::Approx(entry.second[i]).epsilon(1e-5));
+    }
+  }
+}
+
+// A Pad of zeros read by a VALID convolution (the ResNets' symmetric padding; with stride 2 and more
+// after than before too, in NHWC and NCHW) trains as the convolution with that padding EXPLICIT: the
+// Pad and the Slice of its gradient no longer run (the convolution's gradients read the unpadded
+// value, the input's is the unpadded value's), and the weights are those of the padded graph. A Pad
+// that something else reads too is left as it is.
+struct PaddedConv {
+  std::vector<int64_t> paddings;  // NHWC order
+  int64_t stride = 1;
+  bool nchw = false;
+  bool also_read = false;  // a ReLU reads the padded value too
+};
+
+Trained train_padded(const PaddedConv& c, bool fold) {
+  graph::Graph graph;
+  graph::Builder b(graph, ops::registry(), 5);
+  auto images = ops::placeholder(b, "images", DType::f32, {-1, 7, 7, 2});
+  auto filter = ops::variable(b, "filter", {3, 3, 2, 3}, ops::Initializer::glorot_uniform());
+  // A 1x1 convolution first, so that the gradient flows through the Pad (a Slice of the padded gradient).
+  auto mixing = ops::variable(b, "mixing", {1, 1, 2, 2}, ops::Initializer::glorot_uniform());
+  graph::ValueRef x = ops::conv2d(b, images, mixing);
+  if (c.nchw) x = ops::transpose(b, x, {0, 3, 1, 2});
+  std::vector<int64_t> paddings = c.paddings;
+  if (c.nchw) paddings = {c.paddings[0], c.paddings[1], c.paddings[6], c.paddings[7], c.paddings[2], c.paddings[3], c.paddings[4], c.paddings[5]};
+  auto padded = ops::pad(b, x, paddings);
+  auto y = ops::relu(b, ops::conv2d(b, padded, filter,
+                                    {.strides = {c.stride, c.stride}, .padding = "VALID", .data_format = c.nchw ? "NCHW" : "NHWC"}));
+  graph::ValueRef features = ops::reduce_mean(b, y, ops::Axes({c.nchw ? 2 : 1, c.nchw ? 3 : 2}));
+  if (c.also_read) features = ops::add(b, features, ops::reduce_mean(b, ops::relu(b, padded)));
+  auto w = ops::variable(b, "w", {3, 4}, ops::Initializer::glorot_uniform());
+  auto objective = ops::classifier_objective(b, ops::matmul(b, features, w));
+  auto train_op = ops::minimize(b, objective.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  REQUIRE_MESSAGE(train_op.ok(), train_op.status().to_string());
+  if (fold) CHECK(ops::fold_padding_into_convolutions(graph) == (c.also_read ? 0 : 1));
+  const std::vector<graph::NodeId> run = {train_op->train};
+  const graph::Status valid = graph::verify_types(graph, ops::registry(), run);
+  REQUIRE_MESSAGE(valid.ok(), valid.to_string());
+  runtime::Random rng(3);
+  const Tensor images_value = random_tensor<float>(rng, {5, 7, 7, 2});
+  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
+  runtime::Session session(graph, ops::kernels(), {.trace = true});
+  for (int step = 0; step < 5; ++step) {
+    REQUIRE(session.run({{"images", images_value}, {"labels", labels}}, {}, {train_op->train}).ok());
+  }
+  Trained trained;
+  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(graph.node(t.node).op);
+  for (const char* name : {"mixing", "filter", "w"}) trained.weights[name] = session.variables().find(name)->to_vector<float>();
+  return trained;
+}
+
+TEST_CASE("Fusion.zero_padding_folds_into_the_convolutions_that_read_it") {
+  for (const PaddedConv& c : {PaddedConv{.paddings = {0, 0, 1, 1, 1, 1, 0, 0}},
+                              PaddedConv{.paddings = {0, 0, 0, 1, 2, 1, 0, 0}, .stride = 2},
+                              PaddedConv{.paddings = {0, 0, 1, 1, 1, 1, 0, 0}, .stride = 2, .nchw = true},
+                              PaddedConv{.paddings = {0, 0, 1, 1, 1, 1, 0, 0}, .also_read = true}}) {
+    CAPTURE(c.stride);
+    CAPTURE(c.nchw);
+    CAPTURE(c.also_read);
+    const Trained padded = train_padded(c, false), folded = train_padded(c, true);
+    CHECK(padded.ran.count("Pad") == 1u);
+    CHECK(folded.ran.count("Pad") == (c.also_read ? 1u : 0u));
+    CHECK(folded.ran.count("Slice") + (c.also_read ? 0u : 1u) == padded.ran.count("Slice"));
+    for (const auto& [name, values] : padded.weights) {
+      CAPTURE(name);
+      for (size_t i = 0; i < values.size(); ++i) CHECK(folded.weights.at(name)[i] == doctest::Approx(values[i]).epsilon(1e-5));
     }
   }
 }

@@ -136,47 +136,83 @@ const WindowCase kWindowCases[] = {
     {2, 7, 9, 19, 2, 2, 2, 2, 1, 1, false}, {3, 8, 6, 16, 2, 2, 2, 2, 1, 1, false},
 };
 
+// Every window case, and each VALID one again with EXPLICIT padding (1 before and 2 after the height,
+// none before and 1 after the width), against a direct loop, at every dtype and in both layouts.
 TEST_CASE("Kernels.Conv2D.matches_direct_convolution") {
   runtime::Random rng(14);
   for (const WindowCase& c : kWindowCases) {
     for (bool nchw : {false, true}) {
-      const int64_t out_channels = 4;
-      CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.dh); CAPTURE(c.same);
-      check_op_at_every_dtype("Conv2D", [&](DType dtype) {
-        Tensor input = random_of(rng, dtype, layout_shape(nchw, c.n, c.h, c.w, c.c));
-        Tensor filter = random_of(rng, dtype, {c.kh, c.kw, c.c, out_channels});
-        const int64_t oh = ops::window_output_dim(c.h, c.kh, c.sh, c.dh, c.same);
-        const int64_t ow = ops::window_output_dim(c.w, c.kw, c.sw, c.dw, c.same);
-        const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, c.dh) : 0;
-        const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, c.dw) : 0;
-        const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
-        Tensor want = make_tensor(dtype, layout_shape(nchw, c.n, oh, ow, out_channels), [&](int64_t i) {
-          // i is in the output layout; recover (n, y, x, o).
-          const auto idx = unravel(i, layout_shape(nchw, c.n, oh, ow, out_channels).to_vector());
-          const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
-          double sum = 0;
-          for (int64_t ky = 0; ky < c.kh; ++ky) {
-            for (int64_t kx = 0; kx < c.kw; ++kx) {
-              const int64_t iy = y * c.sh - ph + ky * c.dh, ix = x * c.sw - pw + kx * c.dw;
-              if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
-              for (int64_t ic = 0; ic < c.c; ++ic) {
-                sum += element(input, image_index(nchw, in_dims, n, iy, ix, ic)) *
-                       element(filter, ((ky * c.kw + kx) * c.c + ic) * out_channels + o);
+      for (bool explicit_padding : {false, true}) {
+        // (EXPLICIT padding must be narrower than the window: the cases of windows of 3 x 2 and more.)
+        if (explicit_padding && (c.same || (c.kh - 1) * c.dh + 1 < 3 || (c.kw - 1) * c.dw + 1 < 2)) continue;
+        const int64_t out_channels = 4;
+        CAPTURE(nchw); CAPTURE(c.h); CAPTURE(c.kh); CAPTURE(c.sh); CAPTURE(c.dh); CAPTURE(c.same); CAPTURE(explicit_padding);
+        const int64_t top = explicit_padding ? 1 : 0, bottom = explicit_padding ? 2 : 0, right = explicit_padding ? 1 : 0;
+        check_op_at_every_dtype("Conv2D", [&](DType dtype) {
+          Tensor input = random_of(rng, dtype, layout_shape(nchw, c.n, c.h, c.w, c.c));
+          Tensor filter = random_of(rng, dtype, {c.kh, c.kw, c.c, out_channels});
+          const int64_t oh = ops::window_output_dim(c.h + top + bottom, c.kh, c.sh, c.dh, c.same);
+          const int64_t ow = ops::window_output_dim(c.w + right, c.kw, c.sw, c.dw, c.same);
+          const int64_t ph = c.same ? ops::same_padding_before(c.h, oh, c.kh, c.sh, c.dh) : top;
+          const int64_t pw = c.same ? ops::same_padding_before(c.w, ow, c.kw, c.sw, c.dw) : 0;
+          const std::vector<int64_t> in_dims = {c.n, c.h, c.w, c.c};
+          Tensor want = make_tensor(dtype, layout_shape(nchw, c.n, oh, ow, out_channels), [&](int64_t i) {
+            // i is in the output layout; recover (n, y, x, o).
+            const auto idx = unravel(i, layout_shape(nchw, c.n, oh, ow, out_channels).to_vector());
+            const int64_t n = idx[0], y = nchw ? idx[2] : idx[1], x = nchw ? idx[3] : idx[2], o = nchw ? idx[1] : idx[3];
+            double sum = 0;
+            for (int64_t ky = 0; ky < c.kh; ++ky) {
+              for (int64_t kx = 0; kx < c.kw; ++kx) {
+                const int64_t iy = y * c.sh - ph + ky * c.dh, ix = x * c.sw - pw + kx * c.dw;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                for (int64_t ic = 0; ic < c.c; ++ic) {
+                  sum += element(input, image_index(nchw, in_dims, n, iy, ix, ic)) *
+                         element(filter, ((ky * c.kw + kx) * c.c + ic) * out_channels + o);
+                }
               }
             }
+            return sum;
+          });
+          graph::AttrMap attrs{{"strides", std::vector<int64_t>{c.sh, c.sw}},
+                               {"dilations", std::vector<int64_t>{c.dh, c.dw}},
+                               {"padding", std::string(c.same ? "SAME" : explicit_padding ? "EXPLICIT" : "VALID")},
+                               {"data_format", std::string(nchw ? "NCHW" : "NHWC")}};
+          if (explicit_padding) {
+            attrs.set("explicit_paddings", nchw ? std::vector<int64_t>{0, 0, 0, 0, top, bottom, 0, right}
+                                                : std::vector<int64_t>{0, 0, top, bottom, 0, right, 0, 0});
           }
-          return sum;
+          return OpCase{{input, filter}, attrs, {want}, dtype == DType::f32 ? std::optional(1e-4) : std::nullopt};
         });
-        return OpCase{{input, filter},
-                      {{"strides", std::vector<int64_t>{c.sh, c.sw}},
-                       {"dilations", std::vector<int64_t>{c.dh, c.dw}},
-                       {"padding", std::string(c.same ? "SAME" : "VALID")},
-                       {"data_format", std::string(nchw ? "NCHW" : "NHWC")}},
-                      {want},
-                      dtype == DType::f32 ? std::optional(1e-4) : std::nullopt};
-      });
+      }
     }
   }
+}
+
+// EXPLICIT padding's amounts are checked when the node is added: TensorFlow's rules (8 of them, none on
+// the batch or channel dims, none when padding is not EXPLICIT), none negative, and each narrower than
+// the window (mirra's own rule: oneDNN takes no window of padding alone).
+TEST_CASE("Kernels.Conv2D.explicit_paddings_are_checked_when_the_node_is_added") {
+  const std::pair<std::string, std::vector<int64_t>> refused[] = {
+      {"EXPLICIT", {0, 0, 1, 1, 1, 1}},       {"EXPLICIT", {1, 0, 1, 1, 1, 1, 0, 0}}, {"EXPLICIT", {0, 0, 1, 1, 1, 1, 0, 1}},
+      {"EXPLICIT", {0, 0, -1, 1, 1, 1, 0, 0}}, {"SAME", {0, 0, 1, 1, 1, 1, 0, 0}},     {"FULL", {}},
+      {"EXPLICIT", {0, 0, 3, 0, 0, 0, 0, 0}}};  // as wide as the 3x3 window
+  for (const auto& [padding, amounts] : refused) {
+    CAPTURE(padding);
+    CAPTURE(amounts.size());
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    auto x = ops::placeholder(b, "x", DType::f32, {-1, 8, 8, 2});
+    auto w = ops::variable(b, "w", {3, 3, 2, 4});
+    (void)ops::conv2d(b, x, w, {.padding = padding, .explicit_paddings = amounts});
+    CHECK_FALSE(b.status().ok());
+  }
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  auto x = ops::placeholder(b, "x", DType::f32, {-1, 8, 8, 2});
+  auto w = ops::variable(b, "w", {3, 3, 2, 4});
+  auto y = ops::conv2d(b, x, w, {.strides = {2, 2}, .padding = "EXPLICIT", .explicit_paddings = {0, 0, 1, 2, 0, 1, 0, 0}});
+  REQUIRE(b.status().ok());
+  CHECK(g.type(y).to_string() == "f32[?,5,4,4]");  // (8 + 3 - 3) / 2 + 1 and (8 + 1 - 3) / 2 + 1
 }
 
 // A node keeps the oneDNN primitives of the problems it saw last (cpu::kPrimitivesPerNode): fed more

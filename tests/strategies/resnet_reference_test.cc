@@ -13,6 +13,7 @@
 
 #include "examples/models.h"
 #include "graph/gradients.h"
+#include "ops/fusion.h"
 #include "ops/model_cost.h"
 #include "tests/golden_file.h"
 #include "tests/strategies/strategy_test_util.h"
@@ -24,8 +25,10 @@ constexpr int64_t kWidth = 4, kSize = 8, kBatch = 5, kClasses = 10;
 
 // A narrow network on `image`-shaped inputs: its loss and every trained variable's gradient for the
 // script's weights and batch against the reference file's.
+// With `fused`, after the fusion passes training programs take (the padding folded into the
+// convolutions, batch normalisation fused with its ReLU and residual sum).
 void check_against_reference(const std::string& reference_file, const std::vector<int64_t>& image,
-                             const std::function<examples::Classifier(graph::Builder&)>& build) {
+                             const std::function<examples::Classifier(graph::Builder&)>& build, bool fused = false) {
   std::ifstream file(mirra::test::source_file("tests/strategies/reference/" + reference_file));
   REQUIRE(file.good());
   const nlohmann::json reference = nlohmann::json::parse(file);
@@ -43,6 +46,10 @@ void check_against_reference(const std::string& reference_file, const std::vecto
   auto gradients = graph::gradients(b, objective.loss, variables);
   REQUIRE_MESSAGE(gradients.ok(), gradients.status().to_string());
   REQUIRE(trained.size() == reference["gradients"].size());
+  if (fused) {
+    CHECK(ops::fold_padding_into_convolutions(g) > 0);
+    CHECK(ops::fuse_for_training(g) > 0);
+  }
 
   runtime::Session session(g, ops::kernels(), {.threads = 2});
   assign_reference_weights(session, g, trained);
@@ -105,15 +112,19 @@ TEST_CASE("ResNet18_and_ResNet50.parameters_and_multiply_adds_are_torchvisions")
 }
 
 // torchvision's ResNet-18 and ResNet-50 (symmetric padding, max-pooling, projection shortcuts,
-// bottlenecks with their stride on the 3x3 convolution), narrow, on 32x32x3 images.
+// bottlenecks with their stride on the 3x3 convolution), narrow, on 32x32x3 images; as built, and
+// after the fusion passes (their padding then EXPLICIT in the convolutions).
 TEST_CASE("ResNet18_and_ResNet50.loss_and_every_gradient_match_pytorch_in_float64") {
   const std::vector<int64_t> image = {32, 32, 3};
-  check_against_reference("resnet18_torch.json", image, [&](graph::Builder& b) {
-    return examples::build_resnet18(b, {.dtype = graph::DType::f64, .width = 4, .image = image, .classes = kClasses});
-  });
-  check_against_reference("resnet50_torch.json", image, [&](graph::Builder& b) {
-    return examples::build_resnet50(b, {.dtype = graph::DType::f64, .width = 2, .image = image, .classes = kClasses});
-  });
+  for (const bool fused : {false, true}) {
+    CAPTURE(fused);
+    check_against_reference("resnet18_torch.json", image, [&](graph::Builder& b) {
+      return examples::build_resnet18(b, {.dtype = graph::DType::f64, .width = 4, .image = image, .classes = kClasses});
+    }, fused);
+    check_against_reference("resnet50_torch.json", image, [&](graph::Builder& b) {
+      return examples::build_resnet50(b, {.dtype = graph::DType::f64, .width = 2, .image = image, .classes = kClasses});
+    }, fused);
+  }
 }
 
 // The narrow ResNet-20 in float64 as a training program (momentum SGD, its moving statistics updated).

@@ -347,6 +347,18 @@ def main():
     cases.append(case("Conv2D SAME with stride 2", "Conv2D", {"strides": [2, 2], "padding": "SAME", "data_format": "NHWC"},
                       [tensor("f32", [1, 4, 4, 1], list(range(16))), tensor("f32", [3, 3, 1, 1], [1, 0, -1, 2, 0, -2, 1, 0, -1])],
                       lambda x, f: tf.nn.conv2d(x, f, strides=2, padding="SAME"), differentiate=True))
+    conv_x = tensor("f32", [1, 5, 4, 2], [((i * 7) % 11) - 5 for i in range(40)])
+    conv_f = tensor("f32", [3, 2, 2, 2], [((i * 5) % 7) - 3 for i in range(24)])
+    cases.append(case("Conv2D EXPLICIT padding, more after than before, stride 2", "Conv2D",
+                      {"strides": [2, 2], "padding": "EXPLICIT", "explicit_paddings": [0, 0, 1, 2, 0, 1, 0, 0],
+                       "data_format": "NHWC"},
+                      [conv_x, conv_f],
+                      lambda x, f: tf.nn.conv2d(x, f, strides=2, padding=[[0, 0], [1, 2], [0, 1], [0, 0]]), differentiate=True))
+    cases.append(case("Conv2D EXPLICIT padding, symmetric (the ResNets')", "Conv2D",
+                      {"strides": [1, 1], "padding": "EXPLICIT", "explicit_paddings": [0, 0, 1, 1, 1, 1, 0, 0],
+                       "data_format": "NHWC"},
+                      [conv_x, conv_f],
+                      lambda x, f: tf.nn.conv2d(x, f, strides=1, padding=[[0, 0], [1, 1], [1, 1], [0, 0]]), differentiate=True))
     cases.append(case("MaxPool of a zero-size batch", "MaxPool",
                       {"ksize": [2, 2], "strides": [2, 2], "padding": "VALID", "data_format": "NHWC"},
                       [tensor("f32", [0, 2, 2, 1], [])], lambda x: tf.nn.max_pool2d(x, ksize=2, strides=2, padding="VALID")))
