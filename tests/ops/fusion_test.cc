@@ -378,9 +378,12 @@ TEST_CASE("Fusion.zero_padding_folds_into_the_convolutions_that_read_it") {
     CHECK(padded.ran.count("Pad") == 1u);
     CHECK(folded.ran.count("Pad") == (c.also_read ? 1u : 0u));
     CHECK(folded.ran.count("Slice") + (c.also_read ? 0u : 1u) == padded.ran.count("Slice"));
-    for (const auto& [name, values] : padded.weights) {
+    for (const auto& entry : padded.weights) {
+      const std::string& name = entry.first;
       CAPTURE(name);
-      for (size_t i = 0; i < values.size(); ++i) CHECK(folded.weights.at(name)[i] == doctest::Approx(values[i]).epsilon(1e-5));
+      for (size_t i = 0; i < entry.second.size(); ++i) {
+        CHECK(folded.weights.at(name)[i] == doctest::Approx(entry.second[i]).epsilon(1e-5));
+      }
     }
   }
 }

@@ -196,7 +196,9 @@ TEST_CASE("Kernels.Conv2D.explicit_paddings_are_checked_when_the_node_is_added")
       {"EXPLICIT", {0, 0, 1, 1, 1, 1}},       {"EXPLICIT", {1, 0, 1, 1, 1, 1, 0, 0}}, {"EXPLICIT", {0, 0, 1, 1, 1, 1, 0, 1}},
       {"EXPLICIT", {0, 0, -1, 1, 1, 1, 0, 0}}, {"SAME", {0, 0, 1, 1, 1, 1, 0, 0}},     {"FULL", {}},
       {"EXPLICIT", {0, 0, 3, 0, 0, 0, 0, 0}}};  // as wide as the 3x3 window
-  for (const auto& [padding, amounts] : refused) {
+  for (const auto& refusal : refused) {
+    const std::string& padding = refusal.first;
+    const std::vector<int64_t>& amounts = refusal.second;
     CAPTURE(padding);
     CAPTURE(amounts.size());
     graph::Graph g;
