@@ -196,19 +196,29 @@ struct Trained {
   std::map<std::string, std::vector<float>> weights;
 };
 
+// Five steps of `train` on `images` (5 of them) and fixed labels: the ops the last step ran, and the
+// f32 variables named in `weights` (empty: every one).
+Trained train_five_steps(const graph::Graph& graph, graph::NodeId train, const Tensor& images,
+                         const std::vector<std::string>& weights = {}) {
+  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
+  runtime::Session session(graph, ops::kernels(), {.trace = true});
+  for (int step = 0; step < 5; ++step) {
+    REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {train}).ok());
+  }
+  Trained trained;
+  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(graph.node(t.node).op);
+  for (const std::string& name : weights.empty() ? session.variables().names() : weights) {
+    const Tensor value = *session.variables().find(name);
+    if (value.dtype() == DType::f32) trained.weights[name] = value.to_vector<float>();
+  }
+  return trained;
+}
+
 Trained train(Fusion fuse, int fusions, bool pool) {
   runtime::Random rng(2);
   const Tensor images = random_tensor<float>(rng, {5, 6, 6, 2});
-  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  ConvNet net = conv_net(fuse, fusions, pool);
-  runtime::Session session(net.graph, ops::kernels(), {.trace = true});
-  for (int step = 0; step < 5; ++step) {
-    REQUIRE(session.run({{"images", images}, {"labels", labels}}, {}, {net.train}).ok());
-  }
-  Trained trained;
-  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(net.graph.node(t.node).op);
-  for (const char* name : {"filter", "bias", "w"}) trained.weights[name] = session.variables().find(name)->to_vector<float>();
-  return trained;
+  const ConvNet net = conv_net(fuse, fusions, pool);
+  return train_five_steps(net.graph, net.train, images, {"filter", "bias", "w"});
 }
 
 TEST_CASE("Fusion.conv_bias_relu_trains_like_the_unfused_graph") {
@@ -284,19 +294,7 @@ Trained train_residual_block(bool fuse) {
   CHECK_MESSAGE(valid.ok(), valid.to_string());
 
   runtime::Random rng(3);
-  const Tensor images_value = random_tensor<float>(rng, {5, 6, 6, 2});
-  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  runtime::Session session(graph, ops::kernels(), {.trace = true});
-  for (int step = 0; step < 5; ++step) {
-    REQUIRE(session.run({{"images", images_value}, {"labels", labels}}, {}, {train->train}).ok());
-  }
-  Trained trained;
-  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(graph.node(t.node).op);
-  for (const std::string& name : session.variables().names()) {
-    const Tensor value = *session.variables().find(name);
-    if (value.dtype() == DType::f32) trained.weights[name] = value.to_vector<float>();
-  }
-  return trained;
+  return train_five_steps(graph, train->train, random_tensor<float>(rng, {5, 6, 6, 2}));
 }
 
 TEST_CASE("Fusion.batch_norm_with_relu_and_residual_sum_trains_like_the_unfused_graph") {
@@ -354,16 +352,7 @@ Trained train_padded(const PaddedConv& c, bool fold) {
   const graph::Status valid = graph::verify_types(graph, ops::registry(), run);
   REQUIRE_MESSAGE(valid.ok(), valid.to_string());
   runtime::Random rng(3);
-  const Tensor images_value = random_tensor<float>(rng, {5, 7, 7, 2});
-  const Tensor labels = Tensor::from<int64_t>({5}, {0, 1, 2, 3, 1});
-  runtime::Session session(graph, ops::kernels(), {.trace = true});
-  for (int step = 0; step < 5; ++step) {
-    REQUIRE(session.run({{"images", images_value}, {"labels", labels}}, {}, {train_op->train}).ok());
-  }
-  Trained trained;
-  for (const runtime::NodeTiming& t : session.last_timeline()) trained.ran.insert(graph.node(t.node).op);
-  for (const char* name : {"mixing", "filter", "w"}) trained.weights[name] = session.variables().find(name)->to_vector<float>();
-  return trained;
+  return train_five_steps(graph, train_op->train, random_tensor<float>(rng, {5, 7, 7, 2}), {"mixing", "filter", "w"});
 }
 
 TEST_CASE("Fusion.zero_padding_folds_into_the_convolutions_that_read_it") {

@@ -113,10 +113,11 @@ class TrainRun {
   bool logs_to_tensorboard(int rank) const {
     return !config_.training.logdir.empty() && (rank == 0 || config_.training.logdir_per_worker);
   }
-  // The log splits each step's time from the step's timeline, except where recording it would stop
-  // the steps from being replayed (cuda_graph).
-  bool timelines_for(int rank) const {
-    return !command_.trace.empty() || command_.profile || (logs_to_tensorboard(rank) && !config_.training.cuda_graph);
+  // Whether the profile or the log needs each step's timeline (the log splits a step's time from it,
+  // except where recording it would stop the steps from being replayed: cuda_graph); the trace needs
+  // the first steps' too.
+  bool timelines_beside_the_trace(int rank) const {
+    return command_.profile || (logs_to_tensorboard(rank) && !config_.training.cuda_graph);
   }
   graph::Status save_checkpoint(const TrainingPosition& position);
   graph::Status save_model();
@@ -206,7 +207,7 @@ graph::Status TrainRun::run() {
                               .soft_placement = config_.training.soft_placement,
                               .allow_tf32 = config_.training.allow_tf32,
                               .logical_gpus_per_gpu = config_.strategy.logical_gpus_per_gpu,
-                              .trace = timelines_for(rank),
+                              .trace = !command_.trace.empty() || timelines_beside_the_trace(rank),
                               .capture_steps = config_.training.cuda_graph,
                               .memory_limit = memory_limit_bytes(config_.training.memory_limit),
                               .communicators = std::move(communicators)});
@@ -415,7 +416,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
     trace_->add_step(step, session_->last_timeline());
     if (workers_) trace_->add_collective_phases(workers_->take_phases());
     if (trace_->full()) {  // the rest of the run records timelines only for the profile and the log
-      session_->set_trace(profile_ != nullptr || (tensorboard_ != nullptr && !config_.training.cuda_graph));
+      session_->set_trace(timelines_beside_the_trace(workers_ ? workers_->rank() : 0));
       if (workers_) workers_->record_phases(false);
     }
   }

@@ -38,10 +38,7 @@ const std::vector<double>& Histogram::limits() {
 Histogram::Histogram() : counts_(limits().size(), 0.0), min_(DBL_MAX), max_(-DBL_MAX) {}
 
 void Histogram::add(double value) {
-  if (!std::isfinite(value)) {
-    ++non_finite_;
-    return;
-  }
+  if (!std::isfinite(value)) return;
   const std::vector<double>& l = limits();
   // The first limit above the value closes its bucket.
   const size_t bucket = static_cast<size_t>(std::upper_bound(l.begin(), l.end(), value) - l.begin());
@@ -53,15 +50,15 @@ void Histogram::add(double value) {
   ++num_;
 }
 
-bool Histogram::add(const runtime::Tensor& tensor) {
+void Histogram::add(const runtime::Tensor& tensor) {
   switch (tensor.dtype()) {
-    case graph::DType::f32: add_all(*this, tensor.values<float>()); return true;
+    case graph::DType::f32: add_all(*this, tensor.values<float>()); break;
     case graph::DType::f64:
       for (const double v : tensor.values<double>()) add(v);
-      return true;
-    case graph::DType::bf16: add_all(*this, tensor.values<graph::bfloat16>()); return true;
-    case graph::DType::f16: add_all(*this, tensor.values<graph::float16>()); return true;
-    default: return false;
+      break;
+    case graph::DType::bf16: add_all(*this, tensor.values<graph::bfloat16>()); break;
+    case graph::DType::f16: add_all(*this, tensor.values<graph::float16>()); break;
+    default: break;
   }
 }
 

@@ -2,7 +2,7 @@
 // growing by 10% from 1e-12 to 1e20 on each side of 0 (and +-DBL_MAX at the ends), bucket i counting
 // the values in [limit[i - 1], limit[i]); runs of empty buckets are written as one (TensorFlow's
 // encoding), so a tensor of any size makes a message of at most a few hundred buckets. TensorBoard
-// re-bins it for display. Non-finite values are left out of the buckets and counted apart.
+// re-bins it for display. Non-finite values are left out.
 //
 //   Histogram h;
 //   h.add(tensor);                       // f32, f64, bf16 or f16
@@ -23,11 +23,10 @@ class Histogram {
   Histogram();
 
   void add(double value);
-  // Every element of a floating-point tensor on the host; other dtypes add nothing and return false.
-  bool add(const runtime::Tensor& tensor);
+  // Every element of a floating-point tensor on the host; other dtypes add nothing.
+  void add(const runtime::Tensor& tensor);
 
   HistogramProto proto() const;
-  int64_t non_finite() const { return non_finite_; }
 
   // The bucket limits: 0, then +-1e-12 * 1.1^k below 1e20, then +-DBL_MAX.
   static const std::vector<double>& limits();
@@ -35,7 +34,7 @@ class Histogram {
  private:
   std::vector<double> counts_;  // one per limit
   double min_, max_, sum_ = 0, sum_squares_ = 0;
-  int64_t num_ = 0, non_finite_ = 0;
+  int64_t num_ = 0;
 };
 
 }  // namespace mirra::runner::tensorboard
