@@ -7,10 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "runtime/session.h"
 
 namespace mirra::bench {
@@ -25,14 +26,18 @@ struct AllReduceBandwidthOptions {
 
 nlohmann::json run_all_reduce_bandwidth(const AllReduceBandwidthOptions& options);
 
-// One AllReduce(SUM) over `replicas` f32 buffers of `mib` MiB, as a training step has it: each buffer
-// is made by a node (Mul by one, as the gradient scaling makes them), so the all-reduce may work in
-// place. The feeds fill replica r's buffer with first_value + r.
+// One AllReduce(SUM) over `replicas` f32 buffers of `mib` MiB, as a training step has it: a rank's node
+// per replica on the host, each buffer made by a node (Mul by one, as the gradient scaling makes them),
+// so the all-reduce may work in place. The feeds fill replica r's buffer with first_value + r.
 struct AllReduceGraph {
   graph::Graph graph;
-  graph::NodeId all_reduce = graph::kInvalidNode;
+  std::string group;                  // the all-reduce's
+  std::vector<graph::NodeId> ranks;   // its nodes, by rank
+  graph::NodeId all_reduce = graph::kInvalidNode;  // a target that runs every rank
   runtime::Feeds feeds;
 };
+// The all-reduce's time in the last run of `session`: from its first rank's start to its last rank's end.
+double all_reduce_seconds_of(const runtime::Session& session, const AllReduceGraph& g);
 AllReduceGraph all_reduce_graph(int replicas, int64_t mib, float first_value, const ops::CollectiveOptions& collective = {});
 
 }  // namespace mirra::bench

@@ -9,7 +9,7 @@ bandwidth), then OpenMPI's MPI_Allreduce between N processes on this host
 speed-up over MPI.
 
 Across workers (--across-workers): runs `mpirun -np W mirra bench allreduce --across-workers` (an
-AllReduce node in a session on every worker as multi_worker_mirrored runs it: local replicas summed in
+all-reduce (a rank per local replica) in a session on every worker as multi_worker_mirrored runs it: local replicas summed in
 process, then MPI_Iallreduce across workers; the slowest worker's time) next to raw MPI_Allreduce
 between as many processes: W workers x 1 replica against W processes (target: at least 0.9x MPI's
 speed), and 2 workers x 2 local replicas against flat MPI over 4 processes, sizes 1 to 64 MiB.

@@ -14,7 +14,8 @@ namespace mirra::bench {
 
 namespace {
 
-// Fills on N logical devices of device 0 and their AllReduce on the first: two targets.
+// Fills on N logical devices of device 0 and their AllReduce on the first (every rank's node there,
+// sharing its memory, as the on-device plan places them): two targets.
 struct FillsAndAllReduce {
   graph::Graph graph;
   graph::NodeId fills = graph::kInvalidNode;
@@ -32,8 +33,15 @@ FillsAndAllReduce fills_and_all_reduce(graph::DeviceKind kind, int replicas, int
     fills.push_back(buffers.back().node);
   }
   b.set_device(graph::DeviceId{kind, 0});
-  g.all_reduce = ops::all_reduce(b, buffers, replicas).front().node;
+  std::vector<graph::NodeId> ranks;
+  for (int r = 0; r < replicas; ++r) {
+    ranks.push_back(ops::all_reduce(b, {buffers[static_cast<size_t>(r)]},
+                                    {.group = "all_reduce", .rank = r, .ranks = replicas, .shared_memory = true})
+                        .front()
+                        .node);
+  }
   b.set_device(std::nullopt);
+  g.all_reduce = ops::no_op(b, "all_reduce", ranks);
   g.fills = ops::no_op(b, "fills", fills);
   MIRRA_CHECK(b.status().ok(), b.status().to_string());
   return g;

@@ -26,18 +26,14 @@ graph::Expected<double> slowest(runtime::WorkerCommunicator& workers, double sec
 graph::Expected<double> worker_all_reduce_seconds(const std::shared_ptr<runtime::WorkerCommunicator>& workers, int replicas,
                                                   int64_t mib, int threads, int repetitions) {
   const AllReduceGraph g = all_reduce_graph(replicas, mib, static_cast<float>(workers->rank() + 1), {.implementation = "mpi"});
-  // The node's group gets its communicator (every size's node has the same name: prepared once).
-  MIRRA_RETURN_IF_ERROR(workers->prepare({g.graph.node(g.all_reduce).name}));
+  // The group gets its communicator (every size's has the same name: prepared once).
+  MIRRA_RETURN_IF_ERROR(workers->prepare({g.group}));
   runtime::Session session(g.graph, ops::kernels(), {.threads = threads, .trace = true, .communicators = {workers}});
   double best = 1e30;
   for (int rep = 0; rep < repetitions + 1; ++rep) {
     MIRRA_RETURN_IF_ERROR(slowest(*workers, 0).status());  // a barrier
     MIRRA_RETURN_IF_ERROR(session.run(g.feeds, {}, {g.all_reduce}).status());
-    double seconds = 0;
-    for (const runtime::NodeTiming& t : session.last_timeline()) {
-      if (t.node == g.all_reduce) seconds = static_cast<double>(t.end_ns - t.start_ns) * 1e-9;
-    }
-    MIRRA_ASSIGN_OR_RETURN(const double slowest_seconds, slowest(*workers, seconds));
+    MIRRA_ASSIGN_OR_RETURN(const double slowest_seconds, slowest(*workers, all_reduce_seconds_of(session, g)));
     if (rep > 0) best = std::min(best, slowest_seconds);
   }
   return best;

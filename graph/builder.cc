@@ -6,6 +6,12 @@ namespace mirra::graph {
 Builder::Builder(Graph& graph, const OpRegistry& registry, uint64_t seed)
     : graph_(graph), registry_(registry), seed_(seed) {}
 
+std::string Builder::scope_path() const {
+  std::string path;
+  for (const std::string& scope : scopes_) path += (path.empty() ? "" : "/") + scope;
+  return path;
+}
+
 std::string Builder::scoped_name(std::string_view base) {
   std::string name;
   for (const std::string& scope : scopes_) name += scope + "/";

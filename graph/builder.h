@@ -57,6 +57,8 @@ class Builder {
     Builder* builder_;
   };
   [[nodiscard]] ScopeGuard scope(std::string_view name);
+  // The scopes in force, joined: "fc1/inner" (empty outside any).
+  std::string scope_path() const;
 
   // Device placement for nodes added from now on (none: the session's default device).
   void set_device(std::optional<DeviceId> device) { device_ = device; }

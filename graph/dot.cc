@@ -67,7 +67,8 @@ struct Cluster {
 };
 
 // What a picture draws as one shape: a node; every node of a scope `collapse_below` deep (on one
-// device); or the nodes of one op directly in a shallower scope. A group of one node draws as the node.
+// device); the nodes of one op directly in a shallower scope; or, collapsed, the ranks of one
+// collective group on one device. A group of one node draws as the node.
 struct Item {
   enum class Kind { node, scope, op };
   Kind kind = Kind::node;
@@ -106,7 +107,11 @@ class DotPicture {
     const size_t depth = static_cast<size_t>(options_.collapse_below);
     Item item{.id = "n" + std::to_string(items_.size())};
     std::string key;  // empty: the node alone
-    if (!distinct && depth > 0 && scopes.size() >= depth) {
+    const std::string* group = r == DotRole::collective && depth > 0 ? node.attrs.get<std::string>("group") : nullptr;
+    if (group != nullptr) {
+      key = device + "|" + *group;
+      scopes = scopes_of(*group);
+    } else if (!distinct && depth > 0 && scopes.size() >= depth) {
       item.kind = Item::Kind::scope;
       item.title = joined(scopes, depth);
       key = device + "|" + item.title;
@@ -175,9 +180,10 @@ class DotPicture {
       const Item& item = items_[i];
       const Node& first = graph_.node(item.nodes.front());
       std::string label, attributes;
-      if (item.nodes.size() == 1) {
+      if (item.nodes.size() == 1 || item.kind == Item::Kind::node) {  // a node, or a collective's ranks
         const std::string name = first.name.substr(first.name.rfind('/') + 1);
         label = escaped(name) + (name == first.op ? "" : "\\n" + escaped(first.op));
+        if (item.nodes.size() > 1) label += " x" + std::to_string(item.nodes.size());
         if (role(first) == DotRole::collective) label += "\\n" + bucket_size(graph_, first);
         attributes = node_attributes(role(first), device);
       } else if (item.kind == Item::Kind::op) {

@@ -3,9 +3,10 @@
 // that device (the box says how many nodes and which ops it holds), with one edge between two boxes
 // however many values flow between them; d = 0 draws every node, its edges labelled with their
 // values' types. A caller that knows the ops says what each node is for (`role`): collectives
-// (hexagons, labelled with their bucket's size per participant), copies between memory spaces
-// (arrows) and batch splits (trapezia) are never collapsed and each has its colour; variables are
-// cylinders. Same graph and options, same text.
+// (hexagons, labelled with their bucket's size per participant; collapsed, a collective's ranks on one
+// device, which name one `group`, are one hexagon), copies between memory spaces (arrows) and batch
+// splits (trapezia) are never collapsed into scopes and each has its colour; variables are cylinders.
+// Same graph and options, same text.
 //
 //   std::string dot = to_dot(graph, {.collapse_below = 2, .role = [](const Node& n) { ... }});
 #pragma once

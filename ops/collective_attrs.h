@@ -1,6 +1,5 @@
-// What the collective ops (distribute_ops.cc: among a node's replicas; peer_collective_ops.cc: among
-// devices that meet as ranks) share: their attrs and the checks of them, the reductions they take,
-// and the session's Communicator a node calls. Internal to ops/.
+// What the collective ops' kernels (collective_ops.cc, and the GPU's) share: their attrs and the checks
+// of them, the reductions they take, and the session's Communicator a node calls. Internal to ops/.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +7,17 @@
 #include <vector>
 
 #include "graph/builder.h"
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "ops/shape_inference.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/kernel.h"
 
 namespace mirra::ops {
 
-// The most replicas (or ranks, or workers) a collective node spans.
+// The most ranks (or workers) a collective node spans.
 inline constexpr int64_t kMaxReplicas = 4096;
 
-// Every collective node names the Communicator it calls and how long its replicas may take to arrive.
+// Every collective node names the Communicator it calls and how long its ranks may take to arrive.
 inline const graph::AttrSpec kImplementationAttr{"implementation", graph::AttrType::string,
                                                  std::string(CollectiveOptions{}.implementation)};
 inline const graph::AttrSpec kTimeoutAttr{"timeout_ms", graph::AttrType::integer, CollectiveOptions{}.timeout_ms};

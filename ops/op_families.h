@@ -27,7 +27,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
 void register_slicing_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
-void register_peer_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_copy_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 

@@ -26,7 +26,7 @@
 #include "ops/mixed_precision.h"
 #include "ops/optimizer_ops.h"
 #include "ops/optimizers.h"
-#include "ops/peer_collective_ops.h"
+#include "ops/collective_ops.h"
 #include "ops/pool_ops.h"
 #include "ops/recomputation.h"
 #include "ops/reduce_ops.h"

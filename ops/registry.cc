@@ -30,7 +30,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_reduce_ops(schemas, kernels);
   register_optimizer_ops(schemas, kernels);
   register_distribute_ops(schemas, kernels);
-  register_peer_collective_ops(schemas, kernels);
+  register_collective_ops(schemas, kernels);
   register_copy_ops(schemas, kernels);
 #if MIRRA_WITH_CUDA
   register_cuda_kernels(kernels);

@@ -113,10 +113,8 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
       plan.has_stream_nodes |= pn.on_stream;
     }
     int32_t& group = plan.collective_group_of.emplace_back(-1);
-    if (pn.kernel != nullptr && pn.kernel->collective_group != CollectiveGroup::none) {
-      const std::string& name = pn.kernel->collective_group == CollectiveGroup::node_name
-                                    ? node.name
-                                    : graph::checked_attr<std::string>(node, "group");
+    if (pn.kernel != nullptr && pn.kernel->collective) {
+      const std::string& name = graph::checked_attr<std::string>(node, "group");
       const auto known = std::find(plan.collective_groups.begin(), plan.collective_groups.end(), name);
       group = static_cast<int32_t>(known - plan.collective_groups.begin());
       if (known == plan.collective_groups.end()) plan.collective_groups.push_back(name);

@@ -326,7 +326,7 @@ void Executor::run_parallel(StepState& step) const {
 // Note [Deterministic steps with peers]
 // Nodes run one at a time on this thread, each to completion, the first ready one in plan order
 // next, except asynchronous kernels: a collective may wait for peers later in the plan
-// (PeerAllReduce's ranks are nodes of their own), so those are started and left in flight while
+// (every rank of a collective is a node of its own), so those are started and left in flight while
 // the nodes after them run. Each kernel reads only its inputs, and a collective's sums do not depend
 // on when its peers arrive, so the bits stay those of any other deterministic run.
 void Executor::run_sequential(StepState& step) const {

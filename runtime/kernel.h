@@ -65,7 +65,7 @@ class KernelContext {
   VariableStore& variables() const { return resources_.variables; }
   // The collective implementation `name` ("auto": the session's first), or not_found.
   graph::Expected<Communicator*> communicator(std::string_view name) const { return resources_.communicators.find(name); }
-  // For a collective's node (KernelDef::collective_group): which execution of its group this run is,
+  // For a collective's node (KernelDef::collective): which execution of its group this run is,
   // the group's sequence number in the session (0 for other nodes).
   int64_t collective_instance() const { return collective_instance_; }
 
@@ -141,13 +141,6 @@ using AsyncKernelFn = void (*)(KernelContext&, KernelDone done);
 // cannot take) refuses the plan, naming the node.
 using KernelPrepareFn = graph::Expected<std::unique_ptr<KernelState>> (*)(const graph::Node& node, const Device& device);
 
-// What names the collective a node takes part in (KernelDef::collective_group).
-enum class CollectiveGroup : uint8_t {
-  none,        // not a collective
-  node_name,   // the node holds every participant's part (AllReduce among its replicas)
-  group_attr,  // its `group` attribute: each participant is a node of its own (a rank)
-};
-
 // Exactly one of `fn` and `async_fn` is set.
 struct KernelDef {
   KernelFn fn = nullptr;
@@ -182,9 +175,10 @@ struct KernelDef {
   const char* not_capturable = nullptr;
   // Set when the kernel keeps state per node (KernelContext::state).
   KernelPrepareFn prepare = nullptr;
-  // A collective's kernel: each run of the node is one execution of its group, which the session
-  // numbers (KernelContext::collective_instance), and which a failed step abandons.
-  CollectiveGroup collective_group = CollectiveGroup::none;
+  // A collective's kernel: its node is one participant (a rank) of the group its `group` attribute
+  // names; each run of the node is one execution of the group, which the session numbers
+  // (KernelContext::collective_instance), and which a failed step abandons.
+  bool collective = false;
 
   bool accepts(graph::DType dtype) const { return dtypes == 0 || (dtypes >> static_cast<int>(dtype) & 1) != 0; }
   bool accepts_operand(graph::DType dtype) const {

@@ -136,7 +136,7 @@ memcheck_cases+='Kernels.binary.match_reference_with_broadcasting,Kernels.MatMul
 memcheck_cases+='Kernels.Conv2D.matches_direct_convolution,Kernels.Conv2DBackprop.*,Kernels.FusedConv2D.matches*,'
 memcheck_cases+='Kernels.PoolGrad.match_scatter_loops,Kernels.Softmax_and_LogSoftmax.*,'
 memcheck_cases+='Kernels.SparseSoftmaxCrossEntropyWithLogits.*,Kernels.reductions.match_reference,'
-memcheck_cases+='Kernels.AllReduce.*,Kernels.PeerAllReduce.*,Kernels.UpdateLossScale.*'
+memcheck_cases+='Kernels.AllReduce.*,Kernels.UpdateLossScale.*'
 
 stage_memcheck() {
   local sanitizer

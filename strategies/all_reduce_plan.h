@@ -1,15 +1,17 @@
 // AllReducePlan: where Mirrored sums each bucket of gradients, chosen from where its replicas' memory
-// is (`all_reduce.implementation: auto`). Replicas on logical devices of one physical device (GPU, or
-// cpu_async, its model) share that device's memory, so their sum needs no copy:
+// is (`all_reduce.implementation: auto`): where each replica's AllReduce rank runs, and which ranks
+// meet as a group that shares one device's memory (the topology; the op is the same whatever it is).
+// Replicas on logical devices of one physical device (GPU, or cpu_async, its model) share that
+// device's memory, so their sum needs no copy:
 //   - single:       one replica; its bucket stays on its device (a sum of one, in place).
-//   - on_device:    every replica shares one device's memory: one AllReduce there reads every
-//                   replica's buffer once and writes each its sum.
-//   - peer:         one replica per device: the devices sum among themselves, each holding its own
-//                   bucket (PeerAllReduce: NCCL between GPUs); with sharded optimizer state they
-//                   reduce-scatter among themselves (PeerReduceScatter).
+//   - on_device:    every replica shares one device's memory: each rank runs on its replica's device,
+//                   and the last to arrive reads every replica's buffer once and writes each its sum.
+//   - peer:         one replica per device: the devices sum among themselves, a rank each holding its
+//                   own bucket (NCCL between GPUs); with sharded optimizer state they reduce-scatter
+//                   among themselves.
 //   - hierarchical: several devices, some holding several replicas: each device's replicas are
-//                   summed there, the devices sum among themselves as peer does, and each device's
-//                   replicas read their device's total.
+//                   summed there (a group per device), the devices sum among themselves as peer does
+//                   (a rank per device, on its leader), and each device's replicas read its total.
 //   - host:         the replicas' buckets meet on the host (CPU replicas, whose memory is the host's;
 //                   a mix of CPU and device replicas, or of GPUs and cpu_async devices; collectives
 //                   across workers; central_storage; sharded optimizer state of replicas that

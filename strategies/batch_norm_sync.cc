@@ -60,20 +60,10 @@ std::vector<std::pair<NodeId, size_t>> readers(const graph::Graph& g, ValueRef v
   return found;
 }
 
-// One all-reduce (sum) over the replicas of `per_replica[r]` (k tensors each): result[r][j].
-std::vector<std::vector<ValueRef>> summed(ReplicaGraph& r, const std::vector<std::vector<ValueRef>>& per_replica) {
-  std::vector<ValueRef> values;
-  for (const std::vector<ValueRef>& mine : per_replica) values.insert(values.end(), mine.begin(), mine.end());
-  const std::vector<ValueRef> reduced = ops::all_reduce(r.builder, values, r.replicas, "sum", r.plan.collective);
-  std::vector<std::vector<ValueRef>> out(per_replica.size());
-  if (!reduced.front().valid()) return out;
-  r.on(kHost, reduced.front());
-  const size_t k = per_replica.front().size();
-  for (size_t replica = 0; replica < per_replica.size(); ++replica) {
-    out[replica].assign(reduced.begin() + static_cast<std::ptrdiff_t>(replica * k),
-                        reduced.begin() + static_cast<std::ptrdiff_t>((replica + 1) * k));
-  }
-  return out;
+// One all-reduce (sum) `base` over the replicas of `per_replica[r]` (k tensors each): result[r][j].
+// Not chained: a layer's forward and backward sums stand on either side of the later layers'.
+std::vector<std::vector<ValueRef>> summed(ReplicaGraph& r, std::string_view base, const std::vector<std::vector<ValueRef>>& per_replica) {
+  return r.all_reduce_on_host(base, per_replica, "sum", nullptr);
 }
 
 // A batch normalisation the pass synchronises: FusedBatchNormV3, or the FusedBatchNormEx the fusion
@@ -120,7 +110,7 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
     }
     sums[static_cast<size_t>(k)] = {on(k, ops::reduce_sum(b, x, layer.axes)), count};
   }
-  const std::vector<std::vector<ValueRef>> totals = summed(r, sums);
+  const std::vector<std::vector<ValueRef>> totals = summed(r, "sums", sums);
   MIRRA_RETURN_IF_ERROR(b.status());
   std::vector<ValueRef> mean(static_cast<size_t>(replicas)), count(mean.size());
   std::vector<std::vector<ValueRef>> squares(mean.size());
@@ -132,7 +122,7 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
     squares[s] = {on(k, ops::reduce_sum(b, on(k, ops::square(b, deviation)), layer.axes))};
   }
   // The biased variance: the squared deviations from the batch's mean.
-  const std::vector<std::vector<ValueRef>> square_totals = summed(r, squares);
+  const std::vector<std::vector<ValueRef>> square_totals = summed(r, "squares", squares);
   MIRRA_RETURN_IF_ERROR(b.status());
   const ops::BatchNormOptions options{.epsilon = epsilon,
                                       .exponential_avg_factor = graph::checked_attr<double>(original, "exponential_avg_factor"),
@@ -182,7 +172,7 @@ graph::Status synchronise_layer(ReplicaGraph& r, const Node& original) {
     dx_readers.push_back(readers(r.graph, {grads[s], 0}));
     local[s] = {ValueRef{grads[s], 2}, ValueRef{grads[s], 1}};  // sum dy, sum dy (x - mean) inv
   }
-  const std::vector<std::vector<ValueRef>> grad_totals = summed(r, local);
+  const std::vector<std::vector<ValueRef>> grad_totals = summed(r, "gradient_sums", local);
   MIRRA_RETURN_IF_ERROR(b.status());
   for (int k = 0; k < replicas; ++k) {
     const size_t s = static_cast<size_t>(k);

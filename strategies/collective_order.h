@@ -3,8 +3,8 @@
 // issues the buckets in one fixed order (a participant that issued them in another could wait for
 // peers that wait for it).
 //
-//   CollectiveOrder order(replicas);
-//   order.chain(graph, all_reduce.node, /*lane=*/0);
+//   CollectiveOrder order;
+//   order.chain(graph, all_reduce.node, /*lane=*/replica);
 #pragma once
 
 #include <cstddef>
@@ -16,10 +16,9 @@ namespace mirra::strategies {
 
 class CollectiveOrder {
  public:
-  explicit CollectiveOrder(size_t lanes) : last_(lanes, graph::kInvalidNode) {}
-
-  // `node` runs after the node chained last on `lane`. REQUIRES: lane < lanes.
+  // `node` runs after the node chained last on `lane` (lanes are numbered from 0, made when first used).
   void chain(graph::Graph& g, graph::NodeId node, size_t lane) {
+    if (lane >= last_.size()) last_.resize(lane + 1, graph::kInvalidNode);
     graph::NodeId& last = last_[lane];
     if (last != graph::kInvalidNode) g.add_control_edge(last, node);
     last = node;

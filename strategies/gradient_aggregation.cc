@@ -30,54 +30,68 @@ std::vector<std::vector<ValueRef>> central_sums(ReplicaGraph& r, const std::vect
 }
 
 // One bucket's sum for every replica (`values` and the result: replica r's j-th tensor at r * k + j),
-// where plan.reduction says (strategies/all_reduce_plan.h). The nodes that call a collective are
-// chained in `order` (lanes by replica, the host's on lane 0). Empty on error.
+// where plan.reduction says (strategies/all_reduce_plan.h): every replica's rank of all-reduce
+// `group` on the host; or, for replicas sharing one device's memory, each on its replica's device,
+// summed where the buffers are; or, for several devices, each device's replicas summed there (a group
+// per device) and the devices summing among themselves, a rank each on its leader replica's device.
+// Each rank node is chained on its replica's lane of `order`. Empty on error.
 std::vector<ValueRef> reduce_bucket(ReplicaGraph& r, const std::vector<ValueRef>& values, size_t k, const std::string& group,
                                     CollectiveOrder& order) {
   graph::Builder& b = r.builder;
-  const auto chain = [&](ValueRef collective, int lane) { order.chain(r.graph, collective.node, static_cast<size_t>(lane)); };
   const AllReducePlan& reduction = r.plan.reduction;
+  const auto bucket_of = [&](int replica) {
+    return std::vector<ValueRef>(values.begin() + replica * static_cast<std::ptrdiff_t>(k),
+                                 values.begin() + (replica + 1) * static_cast<std::ptrdiff_t>(k));
+  };
+  // Replica `replica`'s rank `rank` of `ranks` in `name`, on its device (on the host with `host`),
+  // over `bucket`, chained on the replica's lane.
+  const auto rank_node = [&](const std::string& name, int64_t rank, int64_t ranks, bool shared, bool host, int replica,
+                             const std::vector<ValueRef>& bucket) {
+    auto scope = b.scope("rank_" + std::to_string(rank));
+    std::vector<ValueRef> sums =
+        ops::all_reduce(b, bucket, {.group = name, .rank = rank, .ranks = ranks, .shared_memory = shared}, "sum", r.plan.collective);
+    if (sums.front().valid()) order.chain(r.graph, r.collective_on(host ? kHost : replica, sums.front()).node, static_cast<size_t>(replica));
+    return sums;
+  };
+  std::vector<ValueRef> reduced(values.size());
   const bool peers = reduction.path == AllReducePath::peer || reduction.path == AllReducePath::hierarchical;
   if (!peers) {
-    std::vector<ValueRef> reduced = ops::all_reduce(b, values, r.replicas, "sum", r.plan.collective);
-    if (!reduced.front().valid()) return {};
-    // A single replica's bucket stays on its device (the sum of one is in place); replicas sharing
-    // one device's memory are summed on it; the rest meet on the host.
-    r.on(kHost, reduced.front());
-    if (reduction.path == AllReducePath::on_device || (r.replicas == 1 && !r.plan.across_workers)) {
-      r.run_on_leader(reduced.front(), reduction.groups.empty() ? 0 : reduction.groups[0][0]);
+    // A single replica's bucket stays on its device (the sum of one, in place); replicas sharing one
+    // device's memory are summed on it; the rest meet on the host.
+    const bool on_device = reduction.path == AllReducePath::on_device || (r.replicas == 1 && !r.plan.across_workers);
+    for (int replica = 0; replica < r.replicas; ++replica) {
+      const std::vector<ValueRef> sums = rank_node(group, replica, r.replicas, on_device, !on_device, replica, bucket_of(replica));
+      if (!sums.front().valid()) return {};
+      std::copy(sums.begin(), sums.end(), reduced.begin() + replica * static_cast<std::ptrdiff_t>(k));
     }
-    chain(reduced.front(), 0);
     return reduced;
   }
   // Each device's replicas are summed on its leader's device (hierarchical), then the leaders sum
   // among themselves, and every replica reads its device's total (one memory, no copy).
-  std::vector<ValueRef> reduced(values.size());
   const int64_t devices = static_cast<int64_t>(reduction.groups.size());
   for (int64_t g = 0; g < devices; ++g) {
     const std::vector<int>& group_replicas = reduction.groups[static_cast<size_t>(g)];
     const int leader = group_replicas.front();
-    std::vector<ValueRef> sums;
-    for (int replica : group_replicas) {
-      sums.insert(sums.end(), values.begin() + replica * static_cast<std::ptrdiff_t>(k),
-                  values.begin() + (replica + 1) * static_cast<std::ptrdiff_t>(k));
-    }
-    auto scope = b.scope("device_" + std::to_string(g));
+    std::vector<ValueRef> sums = bucket_of(leader);
+    std::vector<graph::NodeId> local_ranks;
     if (group_replicas.size() > 1) {
-      sums = ops::all_reduce(b, sums, static_cast<int64_t>(group_replicas.size()), "sum", r.plan.collective);
-      if (!sums.front().valid()) return {};
-      r.on(kHost, sums.front());
-      r.run_on_leader(sums.front(), leader);
-      sums.resize(k);  // the leader's
+      auto scope = b.scope("device_" + std::to_string(g));
+      const std::string local = group + "/device_" + std::to_string(g);
+      const int64_t ranks = static_cast<int64_t>(group_replicas.size());
+      for (int64_t rank = 0; rank < ranks; ++rank) {
+        const int replica = group_replicas[static_cast<size_t>(rank)];
+        std::vector<ValueRef> mine = rank_node(local, rank, ranks, true, false, replica, bucket_of(replica));
+        if (!mine.front().valid()) return {};
+        local_ranks.push_back(mine.front().node);
+        if (rank == 0) sums = std::move(mine);  // the leader's
+      }
     }
-    std::vector<ValueRef> totals = ops::peer_all_reduce(b, sums, {.group = group, .rank = g, .ranks = devices}, "sum", r.plan.collective);
+    const std::vector<ValueRef> totals = rank_node(group, g, devices, false, false, leader, sums);
     if (!totals.front().valid()) return {};
-    r.on(kHost, totals.front());
-    r.run_on_leader(totals.front(), leader);
-    chain(totals.front(), leader);
-    for (int replica : group_replicas) {
-      for (size_t j = 0; j < k; ++j) reduced[static_cast<size_t>(replica) * k + j] = totals[j];
-    }
+    // Only the leader's local sum is read on: every local rank precedes the device's rank, so that
+    // none is pruned (its peers would wait for it).
+    for (graph::NodeId rank : local_ranks) r.graph.add_control_edge(rank, totals.front().node);
+    for (int replica : group_replicas) std::copy(totals.begin(), totals.end(), reduced.begin() + replica * static_cast<std::ptrdiff_t>(k));
   }
   return reduced;
 }
@@ -88,7 +102,7 @@ std::vector<ValueRef> reduce_bucket(ReplicaGraph& r, const std::vector<ValueRef>
 std::vector<std::vector<ValueRef>> bucketed_sums(ReplicaGraph& r, const std::vector<std::vector<ValueRef>>& scaled) {
   std::vector<std::vector<ValueRef>> aggregated(scaled.size());
   const std::vector<std::vector<size_t>> buckets = fill_buckets(r.ready_order(), r.variable_bytes(), r.plan.buckets);
-  CollectiveOrder issue_order(static_cast<size_t>(r.replicas));
+  CollectiveOrder issue_order;
   const BucketHook* hook = r.plan.bucket_hook.get();
   for (size_t k = 0; k < buckets.size(); ++k) {
     const size_t size = buckets[k].size();

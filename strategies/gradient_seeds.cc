@@ -66,7 +66,7 @@ graph::Status divide_by_the_batch_weight(ReplicaGraph& r) {
   for (int replica = 1; replica < r.replicas; ++replica) {
     total = r.on(kHost, ops::add(b, total, r.copy_on(p.signature.loss_weight, replica)));
   }
-  if (r.plan.across_workers) total = r.on(kHost, ops::all_reduce(b, {total}, 1, "sum", r.plan.collective)[0]);
+  if (r.plan.across_workers) total = r.all_reduce_on_host("all_reduce", {{total}}, "sum", nullptr)[0][0];
   r.global_batch = total;
   r.examples = p.accumulate_gradients ? r.accumulated(total, kHost, std::string(kAccumulatorScope), "examples") : total;
   const double replicas = static_cast<double>(r.replicas * (r.plan.across_workers ? r.plan.worker.workers : 1));
@@ -93,7 +93,7 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
     auto scope = b.scope("global_batch");
     r.global_batch = r.on(kHost, ops::cast(b, r.on(kHost, ops::dim_size(b, {r.copies[features][0], 0}, axis)), dtype));
     if (r.plan.across_workers) {
-      r.global_batch = r.on(kHost, ops::all_reduce(b, {r.global_batch}, 1, "sum", r.plan.collective)[0]);
+      r.global_batch = r.all_reduce_on_host("all_reduce", {{r.global_batch}}, "sum", nullptr)[0][0];
     }
   }
   const bool accumulate = p.accumulate_gradients;

@@ -97,8 +97,35 @@ ValueRef ReplicaGraph::on(int replica, ValueRef value) {
   return value;
 }
 
-void ReplicaGraph::run_on_leader(ValueRef collective, int leader) {
-  graph.mutable_node(collective.node).device = plan.devices[static_cast<size_t>(leader)];
+ValueRef ReplicaGraph::collective_on(int leader, ValueRef rank) {
+  on(kHost, rank);
+  if (rank.valid() && leader != kHost) graph.mutable_node(rank.node).device = plan.devices[static_cast<size_t>(leader)];
+  return rank;
+}
+
+std::string ReplicaGraph::new_group(std::string_view base) {
+  const std::string path = builder.scope_path();
+  const std::string name = path.empty() ? std::string(base) : path + "/" + std::string(base);
+  std::string group = name;
+  for (int n = 1; !groups_.insert(group).second; ++n) group = name + "_" + std::to_string(n);
+  return group;
+}
+
+std::vector<std::vector<ValueRef>> ReplicaGraph::all_reduce_on_host(std::string_view base,
+                                                                    const std::vector<std::vector<ValueRef>>& per_replica,
+                                                                    std::string_view reduction, CollectiveOrder* order) {
+  const std::string group = new_group(base);
+  auto scope = builder.scope(base);
+  std::vector<std::vector<ValueRef>> reduced;
+  const int64_t ranks = static_cast<int64_t>(per_replica.size());
+  for (int64_t rank = 0; rank < ranks; ++rank) {
+    auto rank_scope = builder.scope("rank_" + std::to_string(rank));
+    reduced.push_back(ops::all_reduce(builder, per_replica[static_cast<size_t>(rank)],
+                                      {.group = group, .rank = rank, .ranks = ranks}, reduction, plan.collective));
+    const ValueRef node = collective_on(kHost, reduced.back().front());
+    if (node.valid() && order != nullptr) order->chain(graph, node.node, static_cast<size_t>(rank));
+  }
+  return reduced;
 }
 
 NodeId ReplicaGraph::add_copy(const Node& node, std::string name, int replica, std::vector<ValueRef> inputs,

@@ -7,7 +7,9 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/builder.h"
@@ -60,7 +62,7 @@ class ReplicaGraph {
   // seeds: B in the loss's dtype, on the host (with a loss weight, the batch's: Note [Loss weights])
   graph::ValueRef global_batch;
   graph::ValueRef examples;  // seeds: B, or with accumulation the examples (or weight) since the last update
-  CollectiveOrder state_order{1};  // state: its collectives, on the host's lane
+  CollectiveOrder state_order;  // state: its collectives, on each replica's lane
   std::vector<graph::NodeId> accumulations, clears;  // with accumulation: the accumulate target's, train's
   // gradients (or sharding): per variable, each replica's aggregated gradient (or the one sum).
   std::vector<std::vector<graph::ValueRef>> aggregated;
@@ -78,8 +80,17 @@ class ReplicaGraph {
   // `value`, a node the builder just added, placed on replica r's device (kHost: the plan's host).
   graph::ValueRef on(int replica, graph::ValueRef value);
   int replica_of(graph::NodeId id) const { return id < replica_of_.size() ? replica_of_[id] : kHost; }
-  // A node that spans the replicas (a collective) on `leader`'s device; it serves none of them.
-  void run_on_leader(graph::ValueRef collective, int leader);
+  // A collective's rank node, a node the builder just added, on replica `leader`'s device (kHost: the
+  // plan's host); it serves no replica of its own.
+  graph::ValueRef collective_on(int leader, graph::ValueRef rank);
+  // A new collective group: `base` under the builder's scopes, made unique among this rewrite's groups.
+  std::string new_group(std::string_view base);
+  // Every replica's rank of a new all-reduce group `base` over per_replica[r] (its values, one entry
+  // per replica), on the host, each chained on its replica's lane of `order` where one is given:
+  // result[r][j]. Invalid values after an error.
+  std::vector<std::vector<graph::ValueRef>> all_reduce_on_host(std::string_view base,
+                                                               const std::vector<std::vector<graph::ValueRef>>& per_replica,
+                                                               std::string_view reduction, CollectiveOrder* order);
   // Adds a copy of the original `node` serving `replica`, with its inputs and control inputs mapped.
   graph::NodeId add_copy(const graph::Node& node, std::string name, int replica, std::vector<graph::ValueRef> inputs,
                          std::vector<graph::NodeId> control_inputs);
@@ -98,6 +109,7 @@ class ReplicaGraph {
 
  private:
   std::vector<int> replica_of_;  // per new node
+  std::set<std::string> groups_;  // the collective groups made so far
 };
 
 }  // namespace mirra::strategies

@@ -110,8 +110,7 @@ graph::Status report_metrics(ReplicaGraph& r) {
       if (means[i].sum.valid()) parts.insert(parts.end(), {means[i].sum, means[i].count});
       if (sums[i].valid()) parts.push_back(sums[i]);
     }
-    const std::vector<ValueRef> reduced = ops::all_reduce(b, parts, 1, "sum", r.plan.collective);
-    r.on(kHost, reduced[0]);
+    const std::vector<ValueRef> reduced = r.all_reduce_on_host("all_reduce", {parts}, "sum", nullptr)[0];
     size_t next = 0;
     loss.sum = reduced[next++];
     loss.count = reduced[next++];

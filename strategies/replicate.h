@@ -2,8 +2,9 @@
 // strategies/README.md). Every per-example node is cloned once per device as
 // replica_<r>/<name>; each batch input is split on the host by SplitBatch; each replica's gradients
 // are scaled by its share of the global batch (through the seed autodiff started from); then either
-//   - mirror_state (Mirrored): variables, slots and updates are per replica too, and one AllReduce(SUM)
-//     per bucket of gradients, chained in one fixed order, hands every replica the same sum; or
+//   - mirror_state (Mirrored): variables, slots and updates are per replica too, and one all-reduce (SUM)
+//     per bucket of gradients, a rank per replica, chained in one fixed order, hands every replica the
+//     same sum; or
 //   - not (CentralStorage): variables, slots and updates exist once on the host, and each gradient is
 //     summed over the replicas there.
 // Mirrored with shard_optimizer_state keeps only each replica's share of every optimizer slot
@@ -33,7 +34,7 @@
 #include <vector>
 
 #include "graph/device_id.h"
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "strategies/all_reduce_plan.h"
 #include "strategies/bucket_hooks.h"
 #include "strategies/gradient_buckets.h"
@@ -53,7 +54,7 @@ struct ReplicationPlan {
   bool across_workers = false;
   ops::WorkerPart worker;  // which worker's graph to build (across workers; only sharded state differs)
   BucketSizes buckets;  // of the gradients' collectives (all-reduces, or reduce-scatters and all-gathers)
-  ops::CollectiveOptions collective;  // which implementation the AllReduce nodes call, and their deadline
+  ops::CollectiveOptions collective;  // which implementation the collectives' ranks call, and their deadline
   // Where Mirrored's gradient buckets are summed (default: on the host, or on the device of a single
   // replica).
   AllReducePlan reduction;

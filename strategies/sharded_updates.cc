@@ -17,9 +17,9 @@ namespace mirra::strategies {
 // [first_r, first_r + share_r) (runtime::participant_share: shares differ by at most one, the first
 // larger, as the collectives' reduce_scatter cuts them). Per step and variable:
 //   flat_r    = Reshape(gradient_r, [n])                  replica r
-//   shard_r   = ReduceScatter(flat_0 .. flat_N-1)[r]      host: the sum's share r
-//             (or PeerReduceScatter(flat_r), rank r of N on replica r's device, when each replica has
-//             a device of its own: the devices reduce-scatter among themselves, NCCL between GPUs)
+//   shard_r   = ReduceScatter(flat_r)                     rank r of N, on the host: the sum's share r
+//             (on replica r's device when each replica has a device of its own: the devices
+//             reduce-scatter among themselves, NCCL between GPUs)
 //   part_r    = Slice(Reshape(variable_r, [n]), first_r, share_r)   a copy, on replica r
 //   update_r  : applies shard_r to part_r, in place, with slots of share_r elements
 //   updated_r = Identity(part_r) after update_r           the result, as a value others can read
@@ -27,9 +27,9 @@ namespace mirra::strategies {
 // On the host the all-gather is the graph's: every replica's Assign reads every replica's updated
 // share (placement copies a share to a device with memory of its own), so no collective and no
 // gathered buffer is needed, and nothing larger than a share is ever allocated for it. Devices of one
-// replica each (`peer`) gather among themselves instead, one PeerAllGather per device and bucket
-// (NCCL between GPUs), so a share crosses from device to device once rather than through the host:
-//   gathered_r = PeerAllGather(updated_r of each variable, elements = n of each)   rank r of N
+// replica each (`peer`) gather among themselves instead, one AllGather per device and bucket (NCCL
+// between GPUs), so a share crosses from device to device once rather than through the host:
+//   gathered_r = AllGather(updated_r of each variable, rows = n of each)   rank r of N
 //   Assign(variable_r, Reshape(gathered_r, the variable's shape))
 // The update's own control inputs (every reader of the replica's variable) precede its Assign, so
 // no reader of this step sees a half-written variable. Every replica assigns the same bits, so the
@@ -66,9 +66,9 @@ graph::Status gather_among_devices(graph::Builder& b, const std::vector<ShardedV
     b.set_device(plan.devices[static_cast<size_t>(r)]);
     std::vector<graph::ValueRef> gathered;
     {
-      auto scope = b.scope("replica_" + std::to_string(r) + "/" + group);
-      gathered = ops::peer_all_gather(b, updated[static_cast<size_t>(r)], {.group = group, .rank = r, .ranks = replicas},
-                                      sizes, plan.collective);
+      auto scope = b.scope(group + "/rank_" + std::to_string(r));
+      gathered = ops::all_gather(b, updated[static_cast<size_t>(r)], {.group = group, .rank = r, .ranks = replicas}, sizes,
+                                 plan.collective);
       MIRRA_RETURN_IF_ERROR(b.status());
     }
     gather_order.chain(b.graph(), gathered[0].node, static_cast<size_t>(r));
@@ -106,13 +106,14 @@ graph::Expected<std::vector<graph::ValueRef>> clipping_scales(graph::Builder& b,
     partial.push_back(sum);
   }
   std::vector<graph::ValueRef> total;
-  {
-    auto scope = b.scope(scope_name);
-    b.set_device(plan.host);
-    total = ops::all_reduce(b, partial, replicas, "sum", plan.collective);
+  b.set_device(plan.host);
+  for (int64_t r = 0; r < replicas; ++r) {
+    auto scope = b.scope(scope_name + "/rank_" + std::to_string(r));
+    total.push_back(ops::all_reduce(b, {partial[static_cast<size_t>(r)]}, {.group = scope_name, .rank = r, .ranks = replicas},
+                                    "sum", plan.collective)[0]);
+    MIRRA_RETURN_IF_ERROR(b.status());
+    issue_order.chain(b.graph(), total.back().node, static_cast<size_t>(r));
   }
-  MIRRA_RETURN_IF_ERROR(b.status());
-  issue_order.chain(b.graph(), total[0].node, 0);
   std::vector<graph::ValueRef> scales;
   for (int64_t r = 0; r < replicas; ++r) {
     auto scope = b.scope("replica_" + std::to_string(r) + "/" + scope_name);
@@ -144,8 +145,8 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     order.push_back(order.size());
   }
   std::vector<graph::NodeId> writes;
-  CollectiveOrder issue_order(static_cast<size_t>(replicas));  // lanes: the host's (0), or each device's
-  CollectiveOrder gather_order(static_cast<size_t>(replicas));  // each device's PeerAllGathers
+  CollectiveOrder issue_order;   // each replica's reduce-scatters (and clipping's all-reduce)
+  CollectiveOrder gather_order;  // each device's all-gathers
   const std::vector<std::vector<size_t>> buckets = fill_buckets(order, bytes, plan.buckets);
   // Every bucket's reduce-scatter first: clipping needs every share before any update.
   std::vector<std::vector<graph::ValueRef>> bucket_shards;  // replica r's share of the bucket's j-th at r * k + j
@@ -162,24 +163,19 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
     }
     const std::string group = "reduce_scatter/bucket_" + std::to_string(bucket);
     std::vector<graph::ValueRef> shards;  // replica r's share of its j-th at r * k + j
-    if (plan.peer) {
-      for (int64_t r = 0; r < replicas; ++r) {
-        auto scope = b.scope("replica_" + std::to_string(r) + "/" + group);
+    for (int64_t r = 0; r < replicas; ++r) {
+      auto scope = b.scope(group + "/rank_" + std::to_string(r));
+      if (plan.peer) {
         on(r);
-        const std::vector<graph::ValueRef> mine(flat.begin() + r * static_cast<int64_t>(k),
-                                                flat.begin() + (r + 1) * static_cast<int64_t>(k));
-        const std::vector<graph::ValueRef> share =
-            ops::peer_reduce_scatter(b, mine, {.group = group, .rank = r, .ranks = replicas}, "sum", plan.collective);
-        MIRRA_RETURN_IF_ERROR(b.status());
-        issue_order.chain(g, share[0].node, static_cast<size_t>(r));
-        shards.insert(shards.end(), share.begin(), share.end());
+      } else {
+        b.set_device(plan.host);
       }
-    } else {
-      b.set_device(plan.host);
-      auto scope = b.scope(group);
-      shards = ops::reduce_scatter(b, flat, replicas, "sum", plan.collective, plan.worker);
+      const std::vector<graph::ValueRef> mine(flat.begin() + r * static_cast<int64_t>(k), flat.begin() + (r + 1) * static_cast<int64_t>(k));
+      const std::vector<graph::ValueRef> share =
+          ops::reduce_scatter(b, mine, {.group = group, .rank = r, .ranks = replicas}, "sum", plan.collective, plan.worker);
       MIRRA_RETURN_IF_ERROR(b.status());
-      issue_order.chain(g, shards[0].node, 0);
+      issue_order.chain(g, share[0].node, static_cast<size_t>(r));
+      shards.insert(shards.end(), share.begin(), share.end());
     }
     bucket_shards.push_back(std::move(shards));
   }
@@ -225,11 +221,13 @@ graph::Expected<std::vector<graph::NodeId>> shard_updates(graph::Builder& b, con
         g.add_control_edge(update, updated[static_cast<size_t>(r)].back().node);
       }
       if (across_workers) {
-        auto scope = b.scope("replica_" + std::to_string(r) + "/shard/bucket_" + std::to_string(bucket));
+        const std::string scope_name = "replica_" + std::to_string(r) + "/shard/bucket_" + std::to_string(bucket);
+        auto scope = b.scope(scope_name);
         on(r);
         std::vector<int64_t> rows;
         for (size_t j : members) rows.push_back(runtime::participant_share(elements[j], replicas, r));
-        updated[static_cast<size_t>(r)] = ops::all_gather(b, updated[static_cast<size_t>(r)], 1, plan.collective, plan.worker, rows);
+        updated[static_cast<size_t>(r)] = ops::all_gather(b, updated[static_cast<size_t>(r)], {.group = scope_name + "/all_gather"},
+                                                          rows, plan.collective, plan.worker);
         MIRRA_RETURN_IF_ERROR(b.status());
       }
     }

@@ -12,7 +12,7 @@
 
 #include "graph/builder.h"
 #include "graph/device_id.h"
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "strategies/gradient_buckets.h"
 
 namespace mirra::strategies {
@@ -35,7 +35,7 @@ struct ShardingPlan {
   ops::WorkerPart worker;  // across workers: this graph's worker, whose replicas hold its parts of the shares
   BucketSizes buckets;     // of the reduce-scatters and all-gathers, several variables each
   // Each replica has a device of its own (AllReducePath::peer): the devices reduce-scatter among
-  // themselves (PeerReduceScatter, NCCL between GPUs) instead of meeting on the host.
+  // themselves (NCCL between GPUs) instead of meeting on the host.
   bool peer = false;
   // The optimizer clips by the global norm: every replica scales its shares by clip / max(norm, clip),
   // the norm of the whole aggregated gradient (every share of every worker), before its updates.

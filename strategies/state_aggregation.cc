@@ -47,8 +47,16 @@ std::vector<ValueRef> combined(ReplicaGraph& r, ValueRef value, VariableAggregat
   for (int replica = 0; replica < r.replicas; ++replica) values.push_back(r.copy_on(value, replica));
   if (aggregation == VariableAggregation::only_first_replica) {
     if (!r.plan.across_workers) return std::vector<ValueRef>(once ? 1 : values.size(), values[0]);
-    std::vector<ValueRef> first = ops::broadcast(b, values[0], r.replicas, r.plan.collective);
-    r.state_order.chain(r.graph, r.on(kHost, first.front()).node, 0);
+    const std::string group = r.new_group("broadcast");
+    auto scope = b.scope("broadcast");
+    std::vector<ValueRef> first;
+    for (int replica = 0; replica < r.replicas; ++replica) {
+      auto rank_scope = b.scope("rank_" + std::to_string(replica));
+      first.push_back(r.collective_on(
+          kHost, ops::broadcast(b, values[static_cast<size_t>(replica)], {.group = group, .rank = replica, .ranks = r.replicas},
+                                0, r.plan.collective)));
+      if (first.back().valid()) r.state_order.chain(r.graph, first.back().node, static_cast<size_t>(replica));
+    }
     return first;
   }
   const char* reduction = aggregation == VariableAggregation::sum ? "sum" : "mean";
@@ -61,8 +69,12 @@ std::vector<ValueRef> combined(ReplicaGraph& r, ValueRef value, VariableAggregat
     return {sum};
   }
   if (r.replicas == 1 && !r.plan.across_workers) return values;
-  std::vector<ValueRef> reduced = ops::all_reduce(b, values, r.replicas, reduction, r.plan.collective);
-  if (reduced.front().valid()) r.state_order.chain(r.graph, r.on(kHost, reduced.front()).node, 0);
+  std::vector<std::vector<ValueRef>> per_replica;
+  for (ValueRef value : values) per_replica.push_back({value});
+  std::vector<ValueRef> reduced;
+  for (const std::vector<ValueRef>& mine : r.all_reduce_on_host("all_reduce", per_replica, reduction, &r.state_order)) {
+    reduced.push_back(mine[0]);
+  }
   return reduced;
 }
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "ops/registry.h"
 #include "runtime/training/trainer.h"
 #include "strategies/all_reduce_plan.h"

@@ -1,115 +1,130 @@
-// GPU kernels of AllReduce, Broadcast and AllGather for replicas that share this GPU: placement
-// brings every replica's buffer into its memory, so the node needs no rendezvous and no transport,
-// only work on a stream (one reduction kernel, or device-to-device copies). AllReduce runs on the
-// GPU's communication stream (KernelDef::on_communication_stream), so the compute stream goes on
-// with the backward pass while the sum waits for the other replicas' gradients. Replicas on
-// different GPUs or hosts reduce through the session's Communicator on the CPU kernel's path.
-#include <cstdint>
+// AllReduce among ranks that share this GPU's memory (replicas on logical GPUs of one GPU, the plan
+// placing every rank's node on the leader's device, `shared_memory`): the ranks meet at a Rendezvous
+// keyed by (session, group, instance); the last to arrive launches one reduction kernel per tensor over
+// every rank's buffers on its GPU's communication stream, so the compute stream goes on with the
+// backward pass, and every rank completes once the GPU has run it. No transport: NCCL serves ranks on
+// different GPUs (nccl_kernels.cc, whose AllReduce kernel hands shared-memory ranks here).
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "ops/cuda/gpu_kernel.h"
+#include "runtime/allocator.h"
+#include "runtime/collectives/rendezvous.h"
 
 namespace mirra::ops::cuda {
 
 namespace {
 
-using graph::DeviceKind;
+// One rank's buffers, by tensor of its bucket.
+struct SharedPart {
+  const runtime::cuda::GpuDevice* gpu = nullptr;
+  std::vector<const Tensor*> inputs;
+  std::vector<Tensor*> outputs;
+  bool mean = false;
+  std::function<void(Status)> done;
+};
 
-// Replica r's value against replica 0's, worded as the in-process collective words it.
-Status check_same_type(const Tensor& value, const Tensor& first, int64_t replica) {
+// The meetings of every session of this process, and the sessions whose abandoned steps they follow.
+// Never destroyed: CUDA may already be torn down when static destructors run.
+struct SharedMeetings {
+  runtime::Rendezvous<SharedPart> rendezvous{"rank"};
+  std::mutex mutex;
+  std::set<const void*> observed;
+
+  // A step the session abandoned fails its meetings now, not at their deadline.
+  void observe(const void* session, const runtime::CommunicatorSet& communicators) {
+    {
+      std::lock_guard lock(mutex);
+      if (!observed.insert(session).second) return;
+    }
+    struct Forget {
+      SharedMeetings* meetings;
+      const void* session;
+      ~Forget() {
+        meetings->rendezvous.forget(session);
+        std::lock_guard lock(meetings->mutex);
+        meetings->observed.erase(session);
+      }
+    };
+    communicators.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](
+                                        const runtime::CollectiveInstance& which, const Status& why) {
+      forget->meetings->rendezvous.abandon({forget->session, which.group, which.instance}, why);
+    });
+  }
+};
+
+SharedMeetings& shared_meetings() {
+  static auto* meetings = new SharedMeetings();
+  return *meetings;
+}
+
+// Rank r's tensor j against rank 0's, worded as the in-process collective words it.
+Status check_same_type(const Tensor& value, const Tensor& first, size_t rank) {
   if (value.dtype() == first.dtype() && value.shape() == first.shape()) return Status();
-  return graph::invalid_argument("participant " + std::to_string(replica) + " holds " + value.type_string() +
-                                 " where participant 0 holds " + first.type_string());
+  return graph::invalid_argument("rank " + std::to_string(rank) + " holds " + value.type_string() + " where rank 0 holds " +
+                                 first.type_string());
 }
 
-Status copy_on_device(const KernelContext& ctx, void* to, const void* from, size_t bytes) {
-  if (bytes == 0 || to == from) return Status();
-  MIRRA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_of(ctx)));
-  return Status();
-}
-
-// Replica r's bucket is inputs r*k .. r*k+k-1, summed on the communication stream into new outputs
-// (a kernel on a stream is never offered its inputs' buffers).
-Status all_reduce_kernel(KernelContext& ctx) {
-  const cudaStream_t stream = gpu_of(ctx).gpu_communication_stream().handle();
-  const int64_t replicas = ctx.attr<int64_t>("replicas");
-  const size_t k = ctx.num_inputs() / static_cast<size_t>(replicas);
-  const bool mean = ctx.attr<std::string>("reduction") == "mean";
-  std::vector<const void*> inputs(static_cast<size_t>(replicas));
-  std::vector<void*> outputs(static_cast<size_t>(replicas));
-  for (size_t j = 0; j < k; ++j) {
-    const Tensor& first = ctx.input(j);
-    for (int64_t r = 0; r < replicas; ++r) {
-      const size_t i = static_cast<size_t>(r) * k + j;
-      const Tensor& input = ctx.input(i);
-      MIRRA_RETURN_IF_ERROR(check_same_type(input, first, r));
-      Tensor& output = ctx.allocate_output(i, input.dtype(), input.shape());
-      inputs[static_cast<size_t>(r)] = input.raw_data();
-      outputs[static_cast<size_t>(r)] = output.mutable_raw_data();
-    }
-    MIRRA_RETURN_IF_ERROR(launched(sum_over_replicas(first.dtype(), inputs.data(), outputs.data(), static_cast<int>(replicas),
-                                                     mean, first.num_elements(), stream),
-                                   "sum_over_replicas"));
-  }
-  return Status();
-}
-
-// Every replica owns its copy.
-Status broadcast_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  for (size_t r = 0; r < ctx.num_outputs(); ++r) {
-    Tensor& copy = ctx.allocate_output(r, x.dtype(), x.shape());
-    MIRRA_RETURN_IF_ERROR(copy_on_device(ctx, copy.mutable_raw_data(), x.raw_data(), x.byte_size()));
-  }
-  return Status();
-}
-
-// For each tensor j of the bucket, every replica's output j is all replicas' j-th rows in replica order.
-Status all_gather_kernel(KernelContext& ctx) {
-  if (ctx.attr<int64_t>("workers") != 1) {
-    return graph::unimplemented("'" + ctx.node().name + "' gathers across workers, which GPUs do not yet (no NCCL across workers)");
-  }
-  const size_t replicas = static_cast<size_t>(ctx.attr<int64_t>("replicas"));
-  const size_t k = ctx.num_inputs() / replicas;
-  for (size_t j = 0; j < k; ++j) {
-    const Tensor& first = ctx.input(j);
-    if (first.rank() == 0) return graph::invalid_argument("cannot gather scalars along dim 0");
-    int64_t rows = 0;
-    for (size_t q = 0; q < replicas; ++q) {
-      const Tensor& input = ctx.input(q * k + j);
-      bool stacks = input.dtype() == first.dtype() && input.rank() == first.rank();
-      for (int d = 1; stacks && d < input.rank(); ++d) stacks = input.dim(d) == first.dim(d);
-      if (!stacks) {
-        return graph::invalid_argument("participant " + std::to_string(q) + " holds " + input.type_string() +
-                                       ", which does not stack with participant 0's " + first.type_string());
-      }
-      rows += input.dim(0);
-    }
-    TensorShape shape = first.shape();
-    shape.set_dim(0, rows);
-    for (size_t r = 0; r < replicas; ++r) {
-      Tensor& gathered = ctx.allocate_output(r * k + j, first.dtype(), shape);
-      size_t offset = 0;
-      for (size_t q = 0; q < replicas; ++q) {
-        const Tensor& input = ctx.input(q * k + j);
-        MIRRA_RETURN_IF_ERROR(
-            copy_on_device(ctx, static_cast<char*>(gathered.mutable_raw_data()) + offset, input.raw_data(), input.byte_size()));
-        offset += input.byte_size();
-      }
+// The last rank's work: every tensor's sum over the ranks, launched on its GPU's communication stream;
+// every rank completes when the GPU has run the sums.
+void reduce_parts(std::vector<SharedPart> parts) {
+  const auto fail_all = [&](const Status& status) {
+    for (SharedPart& part : parts) part.done(status);
+  };
+  const SharedPart& first = parts.front();
+  for (size_t r = 1; r < parts.size(); ++r) {
+    if (parts[r].inputs.size() != first.inputs.size() || parts[r].gpu != first.gpu) {
+      return fail_all(graph::invalid_argument("rank " + std::to_string(r) + " brings another bucket, or another device's, than rank 0"));
     }
   }
-  return Status();
+  const cudaStream_t stream = first.gpu->gpu_communication_stream().handle();
+  std::vector<const void*> inputs(parts.size());
+  std::vector<void*> outputs(parts.size());
+  for (size_t j = 0; j < first.inputs.size(); ++j) {
+    for (size_t r = 0; r < parts.size(); ++r) {
+      if (Status same = check_same_type(*parts[r].inputs[j], *first.inputs[j], r); !same.ok()) return fail_all(same);
+      inputs[r] = parts[r].inputs[j]->raw_data();
+      outputs[r] = parts[r].outputs[j]->mutable_raw_data();
+    }
+    const Tensor& x = *first.inputs[j];
+    if (Status launch = launched(sum_over_replicas(x.dtype(), inputs.data(), outputs.data(), static_cast<int>(parts.size()),
+                                                   first.mean, x.num_elements(), stream),
+                                 "sum_over_replicas");
+        !launch.ok()) {
+      return fail_all(launch);
+    }
+  }
+  auto shared = std::make_shared<std::vector<SharedPart>>(std::move(parts));
+  shared->front().gpu->gpu_communication_stream().when_device_done([shared](Status status) {
+    for (SharedPart& part : *shared) part.done(status);
+  });
 }
 
 }  // namespace
 
-void register_gpu_collective_kernels(runtime::KernelRegistry& kernels) {
-  kernels.add("AllReduce", DeviceKind::gpu,
-              {.fn = all_reduce_kernel,
-               .dtypes = runtime::dtype_mask({graph::DType::f32, graph::DType::f64, graph::DType::bf16}),
-               .on_communication_stream = true});
-  kernels.add("Broadcast", DeviceKind::gpu, {broadcast_kernel});
-  kernels.add("AllGather", DeviceKind::gpu, {all_gather_kernel});
+void shared_memory_all_reduce(KernelContext& ctx, runtime::KernelDone done) {
+  // Outputs written on the communication stream are allocated for it.
+  const runtime::ScopedAllocationStream allocating(&gpu_of(ctx).communication_stream());
+  SharedPart part{.gpu = &gpu_of(ctx), .mean = ctx.attr<std::string>("reduction") == "mean", .done = std::move(done)};
+  for (size_t j = 0; j < ctx.num_inputs(); ++j) {
+    const Tensor& input = ctx.input(j);
+    part.inputs.push_back(&input);
+    part.outputs.push_back(&ctx.allocate_output(j, input.dtype(), input.shape()));
+  }
+  const void* session = &ctx.resources();
+  SharedMeetings& meetings = shared_meetings();
+  meetings.observe(session, ctx.resources().communicators);
+  const std::string& group = ctx.attr<std::string>("group");
+  const int64_t instance = ctx.collective_instance();
+  const std::string what = "AllReduce '" + group + "' (instance " + std::to_string(instance) + ")";
+  auto parts = meetings.rendezvous.arrive({session, group, instance}, what, static_cast<int>(ctx.attr<int64_t>("rank")),
+                                          static_cast<int>(ctx.attr<int64_t>("ranks")),
+                                          runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms"))),
+                                          std::move(part));
+  if (parts) reduce_parts(std::move(*parts));
 }
 
 }  // namespace mirra::ops::cuda

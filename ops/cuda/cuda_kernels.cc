@@ -8,7 +8,6 @@ namespace mirra::ops {
 void register_cuda_kernels(runtime::KernelRegistry& kernels) {
   cuda::register_gpu_array_kernels(kernels);
   cuda::register_gpu_batch_norm_kernels(kernels);
-  cuda::register_gpu_collective_kernels(kernels);
   cuda::register_gpu_nccl_kernels(kernels);
   cuda::register_gpu_conv_kernels(kernels);
   cuda::register_gpu_elementwise_kernels(kernels);

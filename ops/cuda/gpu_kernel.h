@@ -32,7 +32,6 @@ inline Status launched(cudaError_t result, const char* kernel) { return runtime:
 void register_gpu_array_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_attention_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_batch_norm_kernels(runtime::KernelRegistry& kernels);
-void register_gpu_collective_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_conv_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_elementwise_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_reduce_kernels(runtime::KernelRegistry& kernels);
@@ -41,6 +40,9 @@ void register_gpu_training_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_matmul_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_memory_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels);
+// An AllReduce rank whose peers share this GPU's memory (collective_kernels.cc); the AllReduce kernel
+// (nccl_kernels.cc) hands it those with `shared_memory`.
+void shared_memory_all_reduce(KernelContext& ctx, runtime::KernelDone done);
 void register_gpu_pool_kernels(runtime::KernelRegistry& kernels);
 void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels);
 

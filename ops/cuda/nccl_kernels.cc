@@ -1,4 +1,4 @@
-// PeerAllReduce, PeerReduceScatter and PeerAllGather on GPUs through NCCL: the ranks meet, issue in
+// AllReduce, ReduceScatter and AllGather on GPUs through NCCL: the ranks meet, issue in
 // one group call and are watched by runtime::PeerMeetings (runtime/collectives/peer_meetings.h), to
 // which NCCL is the PeerLibrary: one communicator per GPU of a set (ncclCommInitAll), its errors
 // (ncclCommGetAsyncError) and its abort (ncclCommAbort). A sum is ncclSum, a mean ncclAvg. An
@@ -6,6 +6,8 @@
 // (ncclReduceScatter takes equal ones), is one ncclReduce per rank's share, rooted at that rank; an
 // all-gather is ncclAllGather when the shares are equal, else one ncclBroadcast per share. Each runs
 // on its GPU's communication stream, so the backward pass goes on beside it on the compute stream.
+// Ranks that share one GPU's memory sum there (collective_kernels.cc); ranks of several workers are
+// not NCCL's yet (the plan puts collectives across workers on the host).
 #include <nccl.h>
 
 #include <chrono>
@@ -100,6 +102,17 @@ ncclDataType_t nccl_type(graph::DType dtype) {
 // count, as the CPU's collectives take it, up to rounding).
 ncclRedOp_t nccl_reduction(const KernelContext& ctx) { return ctx.attr<std::string>("reduction") == "mean" ? ncclAvg : ncclSum; }
 
+// What NCCL does not serve: ranks across workers; gathers and scatters among ranks sharing a GPU.
+Status check_nccl_serves(const KernelContext& ctx) {
+  if (ctx.attr<int64_t>("workers") != 1) {
+    return graph::unimplemented("'" + ctx.node().name + "' spans workers, which GPUs do not yet (no NCCL across workers)");
+  }
+  if (ctx.attr<bool>("shared_memory")) {
+    return graph::unimplemented("'" + ctx.node().name + "': " + ctx.node().op + " among ranks sharing one GPU's memory");
+  }
+  return Status();
+}
+
 // The rank's calls join its group's meeting for this step. The executor calls the kernel once its
 // GPU has finished the inputs, so the communication stream waits for nothing.
 void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
@@ -122,8 +135,10 @@ void arrive(KernelContext& ctx, RankLaunch launch, runtime::KernelDone done) {
                   static_cast<int>(ctx.attr<int64_t>("rank")), static_cast<int>(ctx.attr<int64_t>("ranks")), std::move(part));
 }
 
-// This rank's bucket, summed in place where the executor allows.
-void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+// This rank's bucket, summed in place where the executor allows (by NCCL), or with its peers on this
+// GPU (shared memory).
+void all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (ctx.attr<bool>("shared_memory")) return shared_memory_all_reduce(ctx, std::move(done));
   const ncclRedOp_t reduction = nccl_reduction(ctx);
   struct Buffer {
     const void* input;
@@ -149,7 +164,8 @@ void peer_all_reduce_kernel(KernelContext& ctx, runtime::KernelDone done) {
 
 // This rank's share of each tensor's sum: rank q's share (runtime::participant_share, rank order) is
 // reduced to rank q by one ncclReduce, every rank taking part in every rank's.
-void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
+void reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (Status served = check_nccl_serves(ctx); !served.ok()) return done(served);
   const ncclRedOp_t reduction = nccl_reduction(ctx);
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
   struct Buffer {
@@ -189,42 +205,50 @@ void peer_reduce_scatter_kernel(KernelContext& ctx, runtime::KernelDone done) {
   arrive(ctx, std::move(launch), std::move(done));
 }
 
-// Every rank's share of each tensor, joined in rank order: ncclAllGather when the shares are equal,
-// else rank q's share broadcast from rank q into its place. Bytes are copied, whatever the dtype.
-void peer_all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+// Every rank's rows of each tensor, joined in rank order: ncclAllGather when the ranks' rows are
+// equal, else rank q's rows broadcast from rank q into their place. Bytes are copied, whatever the dtype.
+void all_gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  if (Status served = check_nccl_serves(ctx); !served.ok()) return done(served);
   const int64_t rank = ctx.attr<int64_t>("rank"), ranks = ctx.attr<int64_t>("ranks");
-  const auto& elements = ctx.attr<std::vector<int64_t>>("elements");
+  const auto& rows = ctx.attr<std::vector<int64_t>>("rows");
   struct Buffer {
-    const void* share;
+    const void* part;
     std::byte* gathered;
-    int64_t elements;
-    size_t element_size;
+    int64_t rows;
+    size_t row_bytes;
   };
   std::vector<Buffer> buffers;
   const runtime::ScopedAllocationStream allocating = allocating_for_communication(ctx);
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
-    const Tensor& share = ctx.input(j);
-    Tensor& gathered = ctx.allocate_output(j, share.dtype(), {elements[j]});
-    buffers.push_back({share.raw_data(), static_cast<std::byte*>(gathered.mutable_raw_data()), elements[j],
-                       graph::dtype_size(share.dtype())});
+    const Tensor& part = ctx.input(j);
+    if (part.rank() == 0 || part.dim(0) != runtime::participant_share(rows[j], ranks, rank)) {
+      return done(graph::invalid_argument("'" + ctx.node().name + "': input " + std::to_string(j) + " " + part.type_string() +
+                                          " is not its rank's rows of " + std::to_string(rows[j])));
+    }
+    TensorShape shape = part.shape();
+    shape.set_dim(0, rows[j]);
+    Tensor& gathered = ctx.allocate_output(j, part.dtype(), shape);
+    const size_t row_bytes = part.dim(0) > 0 ? part.byte_size() / static_cast<size_t>(part.dim(0))
+                                             : gathered.byte_size() / static_cast<size_t>(std::max<int64_t>(rows[j], 1));
+    buffers.push_back({part.raw_data(), static_cast<std::byte*>(gathered.mutable_raw_data()), rows[j], row_bytes});
   }
   RankLaunch launch = [buffers = std::move(buffers), rank, ranks](ncclComm_t comm, cudaStream_t stream) {
     for (const Buffer& b : buffers) {
-      if (b.elements % ranks == 0) {
-        const size_t bytes = static_cast<size_t>(b.elements / ranks) * b.element_size;
+      if (b.rows % ranks == 0) {
+        const size_t bytes = static_cast<size_t>(b.rows / ranks) * b.row_bytes;
         if (bytes > 0) {
-          MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllGather(b.share, b.gathered, bytes, ncclUint8, comm, stream), "ncclAllGather"));
+          MIRRA_RETURN_IF_ERROR(nccl_status(ncclAllGather(b.part, b.gathered, bytes, ncclUint8, comm, stream), "ncclAllGather"));
         }
         continue;
       }
       int64_t first = 0;
       for (int64_t root = 0; root < ranks; ++root) {
-        const int64_t count = runtime::participant_share(b.elements, ranks, root);
-        std::byte* place = b.gathered + static_cast<size_t>(first) * b.element_size;
+        const int64_t count = runtime::participant_share(b.rows, ranks, root);
+        std::byte* place = b.gathered + static_cast<size_t>(first) * b.row_bytes;
         // Only the root's send buffer is read; the others pass their place in its stead.
-        const void* sent = root == rank ? b.share : place;
+        const void* sent = root == rank ? b.part : place;
         if (count > 0) {
-          MIRRA_RETURN_IF_ERROR(nccl_status(ncclBroadcast(sent, place, static_cast<size_t>(count) * b.element_size,
+          MIRRA_RETURN_IF_ERROR(nccl_status(ncclBroadcast(sent, place, static_cast<size_t>(count) * b.row_bytes,
                                                           ncclUint8, static_cast<int>(root), comm, stream),
                                             "ncclBroadcast"));
         }
@@ -246,15 +270,15 @@ void register_gpu_nccl_kernels(runtime::KernelRegistry& kernels) {
   // cudaStreamSynchronize), and no machine with several GPUs has run one yet: steps with NCCL are not
   // recorded.
   const char* no_deadline_in_replays = "meets its peers through NCCL, which a replay would wait for with no deadline";
-  kernels.add("PeerAllReduce", graph::DeviceKind::gpu,
-              {.expensive = true, .reuses_inputs = true, .async_fn = peer_all_reduce_kernel, .dtypes = summable,
-               .not_capturable = no_deadline_in_replays, .collective_group = runtime::CollectiveGroup::group_attr});
-  kernels.add("PeerReduceScatter", graph::DeviceKind::gpu,
-              {.expensive = true, .async_fn = peer_reduce_scatter_kernel, .dtypes = floats,
-               .not_capturable = no_deadline_in_replays, .collective_group = runtime::CollectiveGroup::group_attr});
-  kernels.add("PeerAllGather", graph::DeviceKind::gpu,
-              {.expensive = true, .async_fn = peer_all_gather_kernel, .not_capturable = no_deadline_in_replays,
-               .collective_group = runtime::CollectiveGroup::group_attr});
+  kernels.add("AllReduce", graph::DeviceKind::gpu,
+              {.expensive = true, .reuses_inputs = true, .async_fn = all_reduce_kernel, .dtypes = summable,
+               .not_capturable = no_deadline_in_replays, .collective = true});
+  kernels.add("ReduceScatter", graph::DeviceKind::gpu,
+              {.expensive = true, .async_fn = reduce_scatter_kernel, .dtypes = floats,
+               .not_capturable = no_deadline_in_replays, .collective = true});
+  kernels.add("AllGather", graph::DeviceKind::gpu,
+              {.expensive = true, .async_fn = all_gather_kernel, .not_capturable = no_deadline_in_replays,
+               .collective = true});
 }
 
 }  // namespace mirra::ops::cuda

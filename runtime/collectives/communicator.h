@@ -8,9 +8,9 @@
 // sequence of steps. Implementations: in process (InProcessCommunicator: the participants are
 // devices of this process) and across worker processes over MPI (runtime/collectives/
 // worker_communicator.h), their participants meeting at a Rendezvous (runtime/collectives/
-// rendezvous.h); a session finds them by name (CommunicatorSet). NCCL, between the GPUs of one
-// process, is not one yet: its ranks are nodes of their own (PeerAllReduce and its siblings), whose
-// GPU kernels meet through PeerMeetings (runtime/collectives/peer_meetings.h).
+// rendezvous.h); a session finds them by name (CommunicatorSet). The collective ops' kernels call one
+// per rank (ops/collective_ops.h). NCCL, between the GPUs of one process, is not one yet: the GPU
+// kernels of those ops meet through PeerMeetings (runtime/collectives/peer_meetings.h).
 //
 //   std::shared_ptr<Work> work = communicator.all_reduce(
 //       {.group = "bucket_0", .instance = 7, .participant = r, .group_size = n, .deadline = deadline_after(timeout)},

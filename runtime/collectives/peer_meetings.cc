@@ -9,7 +9,7 @@ namespace mirra::runtime {
 
 // A group's execution for one step, from the last arrival until every rank completed.
 struct PeerMeetings::Meeting {
-  std::string what;  // "PeerAllReduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
+  std::string what;  // "AllReduce 'all_reduce/bucket_0' (step 7) over gpu:0, gpu:2"
   std::vector<PeerPart> ranks;
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
   std::shared_ptr<Connection> connection;  // set when issued

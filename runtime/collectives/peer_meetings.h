@@ -22,7 +22,7 @@
 //
 //   PeerMeetings meetings(library);  // NCCL's: never destroyed
 //   meetings.observe(session, collectives);
-//   meetings.arrive(session, "PeerAllReduce", "bucket_0", instance, rank, ranks, std::move(part), deadline);
+//   meetings.arrive(session, "AllReduce", "bucket_0", instance, rank, ranks, std::move(part), deadline);
 #pragma once
 
 #include <atomic>

@@ -9,7 +9,7 @@
 //
 //   auto workers = runtime::open_mpi_communicator();       // MPI_Init; rank and size from MPI itself
 //   MIRRA_RETURN_IF_ERROR((*workers)->prepare(groups));  // the graph's collective nodes, same list everywhere
-//   session options: .communicators = {*workers}           // the AllReduce nodes name "mpi"
+//   session options: .communicators = {*workers}           // the collectives' ranks name "mpi"
 #pragma once
 
 #include <memory>

@@ -226,7 +226,7 @@ TEST_CASE("Gpu.nccl.several_gpus_fail_a_failed_step_at_once") {
     b.set_device(graph::DeviceId{graph::DeviceKind::gpu, r});
     auto x = ops::placeholder(b, "x" + std::to_string(r), graph::DType::f32, {2});
     if (r == 1) x = ops::check_numerics(b, x, "rank 1's gradient");
-    sums.push_back(ops::peer_all_reduce(b, {x}, {.group = "doomed", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 3'600'000})[0]);
+    sums.push_back(ops::all_reduce(b, {x}, {.group = "doomed", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 3'600'000})[0]);
   }
   REQUIRE(b.status().ok());
   runtime::Session session(g, ops::kernels());

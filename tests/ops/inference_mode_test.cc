@@ -24,7 +24,7 @@ TEST_CASE("InferenceMode.copies_what_a_training_mode_op_reaches_and_shares_the_r
     bn = batch_normalization(b, x, {.momentum = 0.5});
   }
   const ValueRef y = reduce_sum(b, relu(b, bn.y));
-  const ValueRef peer = peer_all_reduce(b, {y}, {.group = "metrics", .rank = 0, .ranks = 1})[0];
+  const ValueRef peer = all_reduce(b, {y}, {.group = "metrics", .rank = 0, .ranks = 1})[0];
   const ValueRef untouched = reduce_sum(b, x);
   REQUIRE(b.status().ok());
   const size_t before = g.size();

@@ -48,7 +48,7 @@ for model in ("mlp.mirra", "cnn.mirra"):
     check(width < 2000 and height < 2000, f"{model}: collapsed picture is {width} x {height} pixels")
     check('label="cpu:0"' in collapsed and 'label="cpu:1"' in collapsed, f"{model}: a cluster per device")
     check(collapsed.count("shape=invtrapezium") == 2, f"{model}: the images' and labels' batch splits")
-    check(re.search(r'AllReduce\\n[0-9.]+ [KM]B", shape=hexagon', collapsed) is not None, f"{model}: a bucket with its size")
+    check(re.search(r'AllReduce x2\\n[0-9.]+ [KM]B", shape=hexagon', collapsed) is not None, f"{model}: a bucket's two ranks with its size")
     # Every node of the training graph in the uncollapsed picture.
     text_nodes = [line for line in inspect(model).splitlines() if " = " in line and not line.startswith("#")]
     full = inspect(model, "--dot", "--collapse-below", "0")

@@ -75,7 +75,7 @@ struct TestTables : TestOps {
          .attrs = {{"group", AttrType::string, std::string()}},
          .infer = infers({DType::i64, graph::Shape{}}),
          .summary = "test: a collective's rank, giving which execution of its group it ran in"},
-        {.fn = instance_kernel, .collective_group = CollectiveGroup::group_attr});
+        {.fn = instance_kernel, .collective = true});
   }
 };
 

@@ -364,7 +364,7 @@ TEST_CASE("Communicator.sessions_that_ran_other_steps_still_meet_execution_by_ex
   for (int r = 0; r < 2; ++r) {
     graph::Builder b(ranks[r].graph, ops::registry());
     const graph::ValueRef x = ops::placeholder(b, "x", graph::DType::f32, {2});
-    ranks[r].sum = ops::peer_all_reduce(b, {x}, {.group = "bucket", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 20'000})[0];
+    ranks[r].sum = ops::all_reduce(b, {x}, {.group = "bucket", .rank = r, .ranks = 2}, "sum", {.timeout_ms = 20'000})[0];
     ranks[r].other = ops::neg(b, x);
     REQUIRE(b.status().ok());
     ranks[r].session = std::make_unique<Session>(ranks[r].graph, ops::kernels(), SessionOptions{.communicators = {shared}});

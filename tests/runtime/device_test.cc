@@ -331,7 +331,7 @@ TEST_CASE("Plan.a_kernel_reading_a_value_on_the_host.waits_until_the_device_wrot
 }
 
 // A device's work may run a parallel loop: oneTBB hands its tasks to other threads, which touch the
-// device's memory for it (a kernel's loop, the in-process all-reduce of an AllReduce node).
+// device's memory for it (a kernel's loop, the in-process all-reduce of an AllReduce rank).
 TEST_CASE("Devices.parallel_loops_in_device_work.touch_the_device_memory_from_every_thread") {
   DeviceSet devices = DeviceSet::create({kAsync0});
   const Device& device = *devices.find(kAsync0);

@@ -180,9 +180,9 @@ TEST_CASE("PeerMeetings.the_last_rank_issues_every_rank_in_one_group_call_on_com
   FakeDevice gpu0, gpu2;
   for (int64_t step = 1; step <= 2; ++step) {
     Result r0, r1;
-    meetings.arrive(kSession, "PeerAllReduce", "bucket", step, 1, 2, part(library.log, {2, &gpu2, &r1}));
+    meetings.arrive(kSession, "AllReduce", "bucket", step, 1, 2, part(library.log, {2, &gpu2, &r1}));
     CHECK_FALSE(r1.came());
-    meetings.arrive(kSession, "PeerAllReduce", "bucket", step, 0, 2, part(library.log, {0, &gpu0, &r0}));
+    meetings.arrive(kSession, "AllReduce", "bucket", step, 0, 2, part(library.log, {0, &gpu0, &r0}));
     CHECK(r0.wait() == "ok");
     CHECK(r1.wait() == "ok");
   }
@@ -200,17 +200,17 @@ TEST_CASE("PeerMeetings.a_meeting_past_its_deadline_fails_naming_group_step_and_
   library.released_on_abort = {&gpu0, &gpu1};
   Result r0, r1;
   const auto deadline = CollectiveClock::now() + 100ms;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 7, 0, 2, part(library.log, {0, &gpu0, &r0, deadline}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 7, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 7, 0, 2, part(library.log, {0, &gpu0, &r0, deadline}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 7, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
   const std::string expected =
-      "PeerAllReduce 'bucket' (instance 7) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted";
+      "AllReduce 'bucket' (instance 7) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted";
   CHECK(r0.wait() == expected);
   CHECK(r1.wait() == expected);
   CHECK(library.log.lines().back() == "abort 1");
 
   Result next0, next1;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 8, 0, 2, part(library.log, {0, &gpu0, &next0}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 8, 1, 2, part(library.log, {1, &gpu1, &next1}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 8, 0, 2, part(library.log, {0, &gpu0, &next0}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 8, 1, 2, part(library.log, {1, &gpu1, &next1}));
   CHECK(next0.wait() == "ok");
   CHECK(next1.wait() == "ok");
   const std::vector<std::string> lines = library.log.lines();
@@ -225,13 +225,13 @@ TEST_CASE("PeerMeetings.an_error_a_communicator_reports_fails_the_meeting_and_ab
   FakeDevice gpu0(true), gpu1(true);
   library.released_on_abort = {&gpu0, &gpu1};
   Result r0, r1;
-  meetings.arrive(kSession, "PeerReduceScatter", "shards", 3, 0, 2, part(library.log, {0, &gpu0, &r0}));
-  meetings.arrive(kSession, "PeerReduceScatter", "shards", 3, 1, 2, part(library.log, {1, &gpu1, &r1}));
+  meetings.arrive(kSession, "ReduceScatter", "shards", 3, 0, 2, part(library.log, {0, &gpu0, &r0}));
+  meetings.arrive(kSession, "ReduceScatter", "shards", 3, 1, 2, part(library.log, {1, &gpu1, &r1}));
   {
     std::lock_guard lock(library.mutex);
     library.async_error = graph::internal_error("NCCL failed: remote process exited");
   }
-  const std::string expected = "PeerReduceScatter 'shards' (instance 3) over gpu:0, gpu:1: NCCL failed: remote process exited";
+  const std::string expected = "ReduceScatter 'shards' (instance 3) over gpu:0, gpu:1: NCCL failed: remote process exited";
   CHECK(r0.wait() == expected);
   CHECK(r1.wait() == expected);
   const std::vector<std::string> lines = library.log.lines();
@@ -244,10 +244,10 @@ TEST_CASE("PeerMeetings.a_launch_that_fails_aborts_and_its_ranks_complete_only_o
   FakeDevice gpu0(true), gpu1(true);  // rank 0's calls went out and wait for rank 1's, which never come
   library.released_on_abort = {&gpu0};
   Result r0, r1;
-  meetings.arrive(kSession, "PeerAllGather", "params", 2, 0, 2, part(library.log, {0, &gpu0, &r0}));
-  meetings.arrive(kSession, "PeerAllGather", "params", 2, 1, 2,
+  meetings.arrive(kSession, "AllGather", "params", 2, 0, 2, part(library.log, {0, &gpu0, &r0}));
+  meetings.arrive(kSession, "AllGather", "params", 2, 1, 2,
                   part(library.log, {1, &gpu1, &r1, CollectiveClock::time_point::max(), graph::internal_error("ncclBroadcast failed: invalid usage")}));
-  const std::string expected = "PeerAllGather 'params' (instance 2) over gpu:0, gpu:1: ncclBroadcast failed: invalid usage";
+  const std::string expected = "AllGather 'params' (instance 2) over gpu:0, gpu:1: ncclBroadcast failed: invalid usage";
   CHECK(r0.wait() == expected);
   CHECK_FALSE(r1.came());  // its device has not returned yet
   gpu1.release();
@@ -262,13 +262,13 @@ TEST_CASE("PeerMeetings.communicators_that_cannot_be_made_fail_the_meeting_and_t
   PeerMeetings meetings(library, 5ms);
   FakeDevice gpu0, gpu1;
   Result r0, r1;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 0, 2, part(library.log, {0, &gpu0, &r0}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1}));
-  CHECK(r0.wait() == "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1: FAKE: no route to device 1");
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 0, 2, part(library.log, {0, &gpu0, &r0}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1}));
+  CHECK(r0.wait() == "AllReduce 'bucket' (instance 1) over gpu:0, gpu:1: FAKE: no route to device 1");
   CHECK(r1.wait() == r0.wait());
   Result next0, next1;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 2, 0, 2, part(library.log, {0, &gpu0, &next0}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 2, 1, 2, part(library.log, {1, &gpu1, &next1}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 2, 0, 2, part(library.log, {0, &gpu0, &next0}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 2, 1, 2, part(library.log, {1, &gpu1, &next1}));
   CHECK(next0.wait() == "ok");
   CHECK(next1.wait() == "ok");
   CHECK(library.log.lines().front() == "connect 0 1");
@@ -283,14 +283,14 @@ TEST_CASE("PeerMeetings.an_abort_fails_every_meeting_in_flight_on_those_communic
   Result first0, first1, second0, second1;
   const auto soon = CollectiveClock::now() + 150ms;
   // Without a deadline of its own, the second would return from the abort reporting success.
-  meetings.arrive(kSession, "PeerAllReduce", "bucket_0", 5, 0, 2, part(library.log, {0, &gpu0, &first0, soon}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket_0", 5, 1, 2, part(library.log, {1, &gpu1, &first1, soon}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket_1", 5, 0, 2, part(library.log, {0, &gpu0, &second0}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket_1", 5, 1, 2, part(library.log, {1, &gpu1, &second1}));
-  CHECK(first0.wait() == "PeerAllReduce 'bucket_0' (instance 5) over gpu:0, gpu:1: not finished by its deadline; the FAKE "
+  meetings.arrive(kSession, "AllReduce", "bucket_0", 5, 0, 2, part(library.log, {0, &gpu0, &first0, soon}));
+  meetings.arrive(kSession, "AllReduce", "bucket_0", 5, 1, 2, part(library.log, {1, &gpu1, &first1, soon}));
+  meetings.arrive(kSession, "AllReduce", "bucket_1", 5, 0, 2, part(library.log, {0, &gpu0, &second0}));
+  meetings.arrive(kSession, "AllReduce", "bucket_1", 5, 1, 2, part(library.log, {1, &gpu1, &second1}));
+  CHECK(first0.wait() == "AllReduce 'bucket_0' (instance 5) over gpu:0, gpu:1: not finished by its deadline; the FAKE "
                          "communicators were aborted");
   const std::string second =
-      "PeerAllReduce 'bucket_1' (instance 5) over gpu:0, gpu:1: the FAKE communicators were aborted after another meeting on "
+      "AllReduce 'bucket_1' (instance 5) over gpu:0, gpu:1: the FAKE communicators were aborted after another meeting on "
       "them failed: not finished by its deadline; the FAKE communicators were aborted";
   CHECK(second0.wait() == second);
   CHECK(second1.wait() == second);
@@ -307,11 +307,11 @@ TEST_CASE("PeerMeetings.a_rank_whose_device_finished_before_the_failure_keeps_it
   library.released_on_abort = {&gpu1};
   Result r0, r1;
   const auto deadline = CollectiveClock::now() + 100ms;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 0, 2, part(library.log, {0, &gpu0, &r0, deadline}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 0, 2, part(library.log, {0, &gpu0, &r0, deadline}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 1, 2, part(library.log, {1, &gpu1, &r1, deadline}));
   CHECK(r0.wait() == "ok");
   CHECK(r1.wait() ==
-        "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted");
+        "AllReduce 'bucket' (instance 1) over gpu:0, gpu:1: not finished by its deadline; the FAKE communicators were aborted");
 }
 
 TEST_CASE("PeerMeetings.ranks_on_one_device_are_refused_naming_them") {
@@ -319,11 +319,11 @@ TEST_CASE("PeerMeetings.ranks_on_one_device_are_refused_naming_them") {
   PeerMeetings meetings(library, 5ms);
   FakeDevice gpu0;
   Result r0, r1, r2;
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 0, 3, part(library.log, {0, &gpu0, &r0}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 1, 3, part(library.log, {1, &gpu0, &r1}));
-  meetings.arrive(kSession, "PeerAllReduce", "bucket", 1, 2, 3, part(library.log, {1, &gpu0, &r2}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 0, 3, part(library.log, {0, &gpu0, &r0}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 1, 3, part(library.log, {1, &gpu0, &r1}));
+  meetings.arrive(kSession, "AllReduce", "bucket", 1, 2, 3, part(library.log, {1, &gpu0, &r2}));
   CHECK(r2.wait() ==
-        "PeerAllReduce 'bucket' (instance 1) over gpu:0, gpu:1, gpu:1: FAKE takes one rank per device, and ranks 1 and 2 are both on gpu:1");
+        "AllReduce 'bucket' (instance 1) over gpu:0, gpu:1, gpu:1: FAKE takes one rank per device, and ranks 1 and 2 are both on gpu:1");
   CHECK(r0.wait() == r2.wait());
   CHECK(library.log.lines().empty());
 }
@@ -338,13 +338,13 @@ TEST_CASE("PeerMeetings.a_step_that_failed_elsewhere_fails_its_waiting_ranks_now
     CommunicatorSet communicators;
     meetings.observe(&session, communicators);
     meetings.observe(&session, communicators);  // once is enough
-    meetings.arrive(&session, "PeerAllReduce", "bucket", 4, 0, 2, part(library.log, {0, &gpu0, &waiting}));
+    meetings.arrive(&session, "AllReduce", "bucket", 4, 0, 2, part(library.log, {0, &gpu0, &waiting}));
     const std::vector<CollectiveInstance> step = {{"bucket", 4}};
     communicators.abandon(step, graph::internal_error("'loss': NaN"));
-    CHECK(waiting.wait() == "PeerAllReduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
+    CHECK(waiting.wait() == "AllReduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
   }
   Result after;  // the session's set is gone: what it left is forgotten
-  meetings.arrive(&session, "PeerAllReduce", "bucket", 4, 0, 1, part(library.log, {0, &gpu0, &after}));
+  meetings.arrive(&session, "AllReduce", "bucket", 4, 0, 1, part(library.log, {0, &gpu0, &after}));
   CHECK(after.wait() == "ok");
 }
 

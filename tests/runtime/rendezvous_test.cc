@@ -67,14 +67,14 @@ TEST_CASE("Rendezvous.the_last_participant_gets_every_part_in_order_and_scopes_n
 TEST_CASE("Rendezvous.refusals_name_the_participant_in_its_noun") {
   Rendezvous<Part> meetings("rank");
   Part outside{"outside"}, twice{"twice"}, other_size{"other size"}, first{"first"};
-  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (instance 1)", 3, 2, kNever, outside).has_value());
-  CHECK(outside.heard->lines() == std::vector<std::string>{"PeerAllReduce 'g' (instance 1): rank 3 is not in a group of 2"});
-  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (instance 1)", 0, 2, kNever, first).has_value());
-  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (instance 1)", 0, 2, kNever, twice).has_value());
-  CHECK(twice.heard->lines() == std::vector<std::string>{"PeerAllReduce 'g' (instance 1): rank 0 arrived twice"});
-  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "PeerAllReduce 'g' (instance 1)", 1, 3, kNever, other_size).has_value());
+  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "AllReduce 'g' (instance 1)", 3, 2, kNever, outside).has_value());
+  CHECK(outside.heard->lines() == std::vector<std::string>{"AllReduce 'g' (instance 1): rank 3 is not in a group of 2"});
+  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "AllReduce 'g' (instance 1)", 0, 2, kNever, first).has_value());
+  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "AllReduce 'g' (instance 1)", 0, 2, kNever, twice).has_value());
+  CHECK(twice.heard->lines() == std::vector<std::string>{"AllReduce 'g' (instance 1): rank 0 arrived twice"});
+  CHECK_FALSE(meetings.arrive({nullptr, "g", 1}, "AllReduce 'g' (instance 1)", 1, 3, kNever, other_size).has_value());
   CHECK(other_size.heard->lines() ==
-        std::vector<std::string>{"PeerAllReduce 'g' (instance 1): rank 1 names a group of 3 where the first named 2"});
+        std::vector<std::string>{"AllReduce 'g' (instance 1): rank 1 names a group of 3 where the first named 2"});
   CHECK(first.heard->lines().empty());  // still waiting
 }
 
@@ -119,10 +119,10 @@ TEST_CASE("Rendezvous.destruction_fails_the_waiting") {
   Part waiting{"waiting"};
   {
     Rendezvous<Part> meetings("rank");
-    meetings.arrive({nullptr, "g", 1}, "PeerAllGather 'g' (instance 1)", 0, 2, CollectiveClock::now() + 1h, waiting);
+    meetings.arrive({nullptr, "g", 1}, "AllGather 'g' (instance 1)", 0, 2, CollectiveClock::now() + 1h, waiting);
   }
   CHECK(waiting.heard->lines() ==
-        std::vector<std::string>{"PeerAllGather 'g' (instance 1): the collective was shut down before every rank arrived"});
+        std::vector<std::string>{"AllGather 'g' (instance 1): the collective was shut down before every rank arrived"});
 }
 
 }  // namespace

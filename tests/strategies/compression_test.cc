@@ -2,7 +2,7 @@
 // gradient to bf16 on its replica, all-reduces the bf16 buckets and widens the sums back there; the
 // replicas stay bitwise equal after every step, and training follows uncompressed Mirrored within
 // bf16's rounding (8 steps of the small CNN, momentum and Adam). On cpu_async devices (the GPU's
-// model) the bf16 buckets take each of the GPU's paths: among devices (PeerAllReduce; NCCL between
+// model) the bf16 buckets take each of the GPU's paths: among devices (an AllReduce rank each; NCCL between
 // GPUs), on one device's memory, and both (hierarchical). f64 gradients are not compressed. What
 // cannot compress is refused.
 #include <doctest/doctest.h>
@@ -41,11 +41,11 @@ std::map<std::string, std::vector<double>> train(const TrainingProgram& program,
   return trained;
 }
 
-// The dtypes of what the graph's all-reduce nodes (AllReduce, PeerAllReduce) sum; none without.
+// The dtypes of what the graph's all-reduce ranks sum; none without.
 std::vector<graph::DType> all_reduced_dtypes(const TrainingProgram& program) {
   std::vector<graph::DType> dtypes;
   for (const graph::Node& node : program.graph.nodes()) {
-    if (node.op != "AllReduce" && node.op != "PeerAllReduce") continue;
+    if (node.op != "AllReduce") continue;
     for (graph::ValueRef input : node.inputs) dtypes.push_back(program.graph.type(input).dtype);
   }
   return dtypes;

@@ -25,22 +25,23 @@ double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }
 
-// Where a Mirrored graph's collectives must run under `plan`, by op: AllReduce on the host where
-// buckets meet there, else on each shared device's leader; PeerAllReduce on every device's leader
-// where the devices sum among themselves.
-std::map<std::string, std::set<graph::DeviceId>> collective_devices(const AllReducePlan& plan,
-                                                                    const std::vector<graph::DeviceId>& devices) {
-  std::map<std::string, std::set<graph::DeviceId>> where;
-  const auto leader = [&](const std::vector<int>& group) { return devices[static_cast<size_t>(group.front())]; };
+// Where a Mirrored graph's all-reduce ranks must run under `plan`, and whether they share that
+// device's memory with their peers: on the host where buckets meet there; on each replica's device
+// where replicas share one device's memory (and within each device, hierarchical); on each device's
+// leader where the devices sum among themselves.
+std::set<std::pair<graph::DeviceId, bool>> collective_devices(const AllReducePlan& plan, const std::vector<graph::DeviceId>& devices) {
+  std::set<std::pair<graph::DeviceId, bool>> where;
   switch (plan.path) {
-    case AllReducePath::single: where["AllReduce"] = {devices.front()}; break;
-    case AllReducePath::host: where["AllReduce"] = {{graph::DeviceKind::cpu, 0}}; break;
-    case AllReducePath::on_device: where["AllReduce"] = {leader(plan.groups.front())}; break;
+    case AllReducePath::single: where = {{devices.front(), true}}; break;
+    case AllReducePath::host: where = {{{graph::DeviceKind::cpu, 0}, false}}; break;
+    case AllReducePath::on_device:
+      for (int replica : plan.groups.front()) where.insert({devices[static_cast<size_t>(replica)], true});
+      break;
     case AllReducePath::peer:
     case AllReducePath::hierarchical:
       for (const std::vector<int>& group : plan.groups) {
-        if (group.size() > 1) where["AllReduce"].insert(leader(group));
-        where["PeerAllReduce"].insert(leader(group));
+        for (size_t i = 0; i < group.size() && group.size() > 1; ++i) where.insert({devices[static_cast<size_t>(group[i])], true});
+        where.insert({devices[static_cast<size_t>(group.front())], false});
       }
       break;
   }
@@ -85,9 +86,9 @@ void check_equivalence(const std::string& model, const ops::Optimizer& optimizer
     REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
     // A single replica's buckets stay on its device; replicas sharing a device's memory are summed
     // there; devices sum among themselves; the rest meet on the host.
-    std::map<std::string, std::set<graph::DeviceId>> ran_on;
+    std::set<std::pair<graph::DeviceId, bool>> ran_on;
     for (const graph::Node& node : distributed->graph.nodes()) {
-      if (node.op == "AllReduce" || node.op == "PeerAllReduce") ran_on[node.op].insert(*node.device);
+      if (node.op == "AllReduce") ran_on.insert({*node.device, graph::checked_attr<bool>(node, "shared_memory")});
     }
     if (strategy_name == "mirrored") CHECK(ran_on == collective_devices((*strategy)->all_reduce_plan(), devices));
     runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2, .logical_gpus_per_gpu = logical_per_physical});

@@ -74,30 +74,26 @@ void check_sharded(const std::string& model, const ops::Optimizer& optimizer, in
   for (int64_t bytes : replica_slot_bytes) CHECK(bytes <= slot_bytes / replicas + slots);
   CHECK(std::accumulate(replica_slot_bytes.begin(), replica_slot_bytes.end(), int64_t{0}) == slot_bytes);
 
-  // Reduce-scatters of buckets of variables, each gradient in one (on the host, or among devices of
-  // one replica each: one PeerReduceScatter per device, counted by rank 0's), and no all-reduce of
-  // gradients (with clipping, one of the replicas' sums of squares); each replica writes each
-  // variable once, from every replica's share (on the host, the shares themselves; among devices,
-  // what the bucket's PeerAllGather joined of them).
+  // Reduce-scatters of buckets of variables, each gradient in one (a rank per replica, on the host or
+  // on devices of one replica each, counted by rank 0's), and no all-reduce of gradients (with
+  // clipping, one of the replicas' sums of squares); each replica writes each variable once, from
+  // every replica's share (on the host, the shares themselves; among devices, what the bucket's
+  // AllGather joined of them).
   const int variables = static_cast<int>(program.variables_and_gradients.size());
   int reduce_scatters = 0, scattered = 0, all_gathers = 0, gathered = 0, all_reduces = 0, writes = 0;
   const auto& nodes = sharded_program.graph.nodes();
-  const bool peer = std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op == "PeerReduceScatter"; });
+  const bool peer = std::any_of(nodes.begin(), nodes.end(), [](const graph::Node& n) { return n.op == "AllGather"; });
   for (const graph::Node& node : nodes) {
-    if (node.op == "ReduceScatter") {
-      ++reduce_scatters;
-      scattered += static_cast<int>(node.inputs.size()) / replicas;
-    }
     const bool rank_0 = node.attrs.get<int64_t>("rank") && *node.attrs.get<int64_t>("rank") == 0;
-    if (node.op == "PeerReduceScatter" && rank_0) {
+    if (node.op == "ReduceScatter" && rank_0) {
       ++reduce_scatters;
       scattered += static_cast<int>(node.inputs.size());
     }
-    if (node.op == "PeerAllGather" && rank_0) {
+    if (node.op == "AllGather" && rank_0) {
       ++all_gathers;
       gathered += static_cast<int>(node.inputs.size());
     }
-    if (node.op == "AllReduce") {
+    if (node.op == "AllReduce" && rank_0) {
       ++all_reduces;
       for (graph::ValueRef input : node.inputs) CHECK(sharded_program.graph.type(input).shape == graph::Shape{});
     }
@@ -215,7 +211,7 @@ TEST_CASE("ShardedOptimizerState.across_workers.each_replica_of_each_worker_hold
       REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
       int gathers = 0, gathered = 0, reduce_scatters = 0;
       for (const graph::Node& node : distributed->graph.nodes()) {
-        if (node.op == "ReduceScatter") {
+        if (node.op == "ReduceScatter" && *node.attrs.get<int64_t>("rank") == 0) {
           ++reduce_scatters;
           CHECK(*node.attrs.get<int64_t>("workers") == workers);
           CHECK(*node.attrs.get<int64_t>("worker") == w);
@@ -224,7 +220,7 @@ TEST_CASE("ShardedOptimizerState.across_workers.each_replica_of_each_worker_hold
           ++gathers;
           gathered += static_cast<int>(node.inputs.size());
           CHECK(*node.attrs.get<int64_t>("workers") == workers);
-          CHECK(*node.attrs.get<int64_t>("replicas") == 1);
+          CHECK(*node.attrs.get<int64_t>("ranks") == 1);
         }
         const graph::Shape* shard_of = node.attrs.get<graph::Shape>("shard_of");
         if (node.op != "Variable" || shard_of == nullptr) continue;

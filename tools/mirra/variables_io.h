@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/distribute_ops.h"
+#include "ops/collective_ops.h"
 #include "runtime/collectives/worker_communicator.h"
 #include "runtime/session.h"
 #include "serialization/tensor_codec.h"

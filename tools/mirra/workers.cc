@@ -74,7 +74,9 @@ std::string first_difference(const std::string& text, const std::string& referen
 std::vector<std::string> collective_groups(const graph::Graph& graph) {
   std::vector<std::string> groups;
   for (const graph::Node& node : graph.nodes()) {
-    if (is_collective(node)) groups.push_back(node.name);
+    if (!is_collective(node)) continue;
+    const std::string& group = graph::checked_attr<std::string>(node, "group");
+    if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
   }
   return groups;
 }

@@ -17,7 +17,8 @@
 
 namespace mirra::runner {
 
-// The names of the graph's collective nodes, in graph order (the same on every worker that agrees).
+// The groups of the graph's collective nodes, each once, in graph order (the same on every worker that
+// agrees).
 std::vector<std::string> collective_groups(const graph::Graph& graph);
 
 // Compares this worker's resolved config (less what may differ between machines: the data path,
