@@ -4,7 +4,6 @@
 #include "bench/streaming_bandwidth.h"
 
 #include <algorithm>
-#include <climits>
 #include <string>
 
 #include "ops/ops.h"
@@ -30,10 +29,10 @@ double all_reduce_seconds(int replicas, int64_t mib, int threads, int repetition
 }  // namespace
 
 double all_reduce_seconds_of(const runtime::Session& session, const AllReduceGraph& g) {
-  int64_t start = INT64_MAX, end = 0;
+  int64_t start = 0, end = 0;
   for (const runtime::NodeTiming& t : session.last_timeline()) {
     if (std::find(g.ranks.begin(), g.ranks.end(), t.node) == g.ranks.end()) continue;
-    start = std::min(start, t.start_ns);
+    start = std::max(start, t.start_ns);
     end = std::max(end, t.end_ns);
   }
   return static_cast<double>(end - start) * 1e-9;

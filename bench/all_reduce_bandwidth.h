@@ -36,7 +36,8 @@ struct AllReduceGraph {
   graph::NodeId all_reduce = graph::kInvalidNode;  // a target that runs every rank
   runtime::Feeds feeds;
 };
-// The all-reduce's time in the last run of `session`: from its first rank's start to its last rank's end.
+// The all-reduce's time in the last run of `session`: from its last rank's start (when every rank has
+// arrived and the sum can run) to its last rank's end.
 double all_reduce_seconds_of(const runtime::Session& session, const AllReduceGraph& g);
 AllReduceGraph all_reduce_graph(int replicas, int64_t mib, float first_value, const ops::CollectiveOptions& collective = {});
 
