@@ -2,6 +2,8 @@
 #include "runtime/execution_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 namespace mirra::runtime {
 
@@ -10,8 +12,19 @@ using graph::NodeId;
 
 namespace {
 
-// Nodes the request needs: everything the fetches and targets depend on, stopping at fed nodes.
-std::vector<bool> needed_nodes(const graph::Graph& graph, const PlanRequest& request) {
+// Nodes the request needs: everything the fetches and targets depend on, stopping at fed nodes, and
+// with a collective's rank every rank of its group the graph holds (the others would wait for it).
+std::vector<bool> needed_nodes(const graph::Graph& graph, const PlanRequest& request, const KernelRegistry& kernels,
+                               graph::DeviceId default_device) {
+  std::map<std::string, std::vector<NodeId>, std::less<>> ranks;  // by group
+  std::vector<const std::string*> group_of(graph.size(), nullptr);
+  for (const graph::Node& node : graph.nodes()) {
+    const KernelDef* kernel = kernels.find(node.op, node.device.value_or(default_device).kind);
+    const std::string* group = node.attrs.get<std::string>("group");
+    if (kernel == nullptr || !kernel->collective || group == nullptr) continue;
+    group_of[node.id] = group;
+    ranks[*group].push_back(node.id);
+  }
   std::vector<bool> needed(graph.size(), false);
   std::vector<bool> fed(graph.size(), false);
   for (NodeId id : request.fed) fed[id] = true;
@@ -29,6 +42,9 @@ std::vector<bool> needed_nodes(const graph::Graph& graph, const PlanRequest& req
     stack.pop_back();
     for (const auto& input : node.inputs) visit(input.node);
     for (NodeId control : node.control_inputs) visit(control);
+    if (group_of[node.id] != nullptr) {
+      for (NodeId peer : ranks.find(*group_of[node.id])->second) visit(peer);
+    }
   }
   return needed;
 }
@@ -74,7 +90,7 @@ Expected<ExecutionPlan> build_plan(const graph::Graph& graph, const PlanRequest&
     if (id >= graph.size()) return graph::invalid_argument("target refers to a node the graph does not have");
   }
   MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, graph.topological_order());
-  const std::vector<bool> needed = needed_nodes(graph, request);
+  const std::vector<bool> needed = needed_nodes(graph, request, kernels, default_device);
   std::vector<bool> fed(graph.size(), false);
   for (NodeId id : request.fed) fed[id] = true;
 

@@ -73,7 +73,6 @@ std::vector<ValueRef> reduce_bucket(ReplicaGraph& r, const std::vector<ValueRef>
     const std::vector<int>& group_replicas = reduction.groups[static_cast<size_t>(g)];
     const int leader = group_replicas.front();
     std::vector<ValueRef> sums = bucket_of(leader);
-    std::vector<graph::NodeId> local_ranks;
     if (group_replicas.size() > 1) {
       auto scope = b.scope("device_" + std::to_string(g));
       const std::string local = group + "/device_" + std::to_string(g);
@@ -82,15 +81,11 @@ std::vector<ValueRef> reduce_bucket(ReplicaGraph& r, const std::vector<ValueRef>
         const int replica = group_replicas[static_cast<size_t>(rank)];
         std::vector<ValueRef> mine = rank_node(local, rank, ranks, true, false, replica, bucket_of(replica));
         if (!mine.front().valid()) return {};
-        local_ranks.push_back(mine.front().node);
-        if (rank == 0) sums = std::move(mine);  // the leader's
+        if (rank == 0) sums = std::move(mine);  // the leader's; the others' sums are read by no one
       }
     }
     const std::vector<ValueRef> totals = rank_node(group, g, devices, false, false, leader, sums);
     if (!totals.front().valid()) return {};
-    // Only the leader's local sum is read on: every local rank precedes the device's rank, so that
-    // none is pruned (its peers would wait for it).
-    for (graph::NodeId rank : local_ranks) r.graph.add_control_edge(rank, totals.front().node);
     for (int replica : group_replicas) std::copy(totals.begin(), totals.end(), reduced.begin() + replica * static_cast<std::ptrdiff_t>(k));
   }
   return reduced;

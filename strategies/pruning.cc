@@ -1,7 +1,38 @@
-// prune: the nodes the program's references need, then Graph::keep_only and every reference moved.
+// prune: the nodes the program's references need (a collective's rank with its whole group), then
+// Graph::keep_only and every reference moved.
 #include "strategies/pruning.h"
 
+#include <algorithm>
+#include <map>
+#include <string>
+
 namespace mirra::strategies {
+
+namespace {
+
+// What `roots` need, and with a collective's rank every rank of its group (the others would wait for
+// it), and what those need in turn.
+std::vector<bool> with_whole_groups(const graph::Graph& g, const graph::OpRegistry& ops, std::vector<graph::NodeId> roots) {
+  std::map<std::string, std::vector<graph::NodeId>> ranks;  // by group
+  for (const graph::Node& node : g.nodes()) {
+    const graph::OpSchema* schema = ops.find(node.op);
+    const std::string* group = node.attrs.get<std::string>("group");
+    if (schema != nullptr && schema->has(graph::kCollective) && group != nullptr) ranks[*group].push_back(node.id);
+  }
+  for (;;) {
+    const std::vector<bool> needed = g.needed_for(roots);
+    const size_t before = roots.size();
+    for (const auto& [group, members] : ranks) {
+      const bool live = std::any_of(members.begin(), members.end(), [&](graph::NodeId id) { return needed[id]; });
+      for (graph::NodeId id : members) {
+        if (live && !needed[id]) roots.push_back(id);
+      }
+    }
+    if (roots.size() == before) return needed;
+  }
+}
+
+}  // namespace
 
 void prune(TrainingProgram& program) {
   graph::Graph& g = program.graph;
@@ -21,7 +52,7 @@ void prune(TrainingProgram& program) {
     if (node.op == "Variable") roots.push_back(node.id);
   }
   std::erase_if(roots, [&](graph::NodeId id) { return id >= g.size(); });
-  const std::vector<graph::NodeId> moved = g.keep_only(g.needed_for(roots));
+  const std::vector<graph::NodeId> moved = g.keep_only(with_whole_groups(g, *program.ops, roots));
   s.train = graph::remap(s.train, moved);
   s.accumulate = graph::remap(s.accumulate, moved);
   s.loss = graph::remap(s.loss, moved);

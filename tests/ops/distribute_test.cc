@@ -190,6 +190,27 @@ TEST_CASE("Kernels.AllReduce.errors_name_the_rank_and_the_group") {
   CHECK(out.status().message().find("'lonely'") != std::string::npos);
 }
 
+// A run that fetches one rank's sum runs every rank of its group (the others would wait for it).
+TEST_CASE("Kernels.AllReduce.fetching_one_rank_runs_its_whole_group") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  std::vector<graph::ValueRef> sums;
+  for (int r = 0; r < 3; ++r) {
+    const auto x = ops::mul(b, ops::placeholder(b, "x" + std::to_string(r), DType::f32, {2}), ops::scalar(b, 1.0f));
+    sums.push_back(ops::all_reduce(b, {x}, {.group = "g", .rank = r, .ranks = 3}, "sum", {.timeout_ms = 20'000})[0]);
+  }
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels(), {.threads = 2});
+  const runtime::Feeds feeds = {{"x0", Tensor::from<float>({2}, {1, 2})},
+                                {"x1", Tensor::from<float>({2}, {10, 20})},
+                                {"x2", Tensor::from<float>({2}, {100, 200})}};
+  for (int step = 0; step < 2; ++step) {
+    auto out = session.run(feeds, {sums[1]});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{111, 222});
+  }
+}
+
 // Each rank receives its share of each tensor's flattened sum (or mean), the shares in rank order and
 // uneven (7 over 3: 3, 2, 2; 2 over 3: an empty last share; 70001 over 3), bitwise what a plain loop
 // summing in rank order gives.
