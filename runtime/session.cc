@@ -8,6 +8,7 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include "runtime/collectives/communicator_registry.h"
 #include "runtime/collectives/in_process_communicator.h"
 #include "runtime/denormals.h"
 #include "runtime/placement.h"
@@ -62,10 +63,12 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
   return key;
 }
 
+// The session's own communicators (the first is "auto"), then one of each registered communicator.
 CommunicatorSet session_communicators(const SessionOptions& options) {
   CommunicatorSet set;
   for (const auto& communicator : options.communicators) set.add(communicator);
   if (options.communicators.empty()) set.add(std::make_shared<InProcessCommunicator>());
+  for (const auto& [name, make] : registered_communicators()) set.add(make());
   return set;
 }
 

@@ -56,7 +56,9 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
     plan.reason = "one replica: its sum is its own gradient, in place";
     return plan;
   }
-  if (context.implementation == "in_process") return on_the_host("all_reduce.implementation is in_process");
+  if (context.implementation != "auto") {  // in_process, or a registered communicator: the host's memory
+    return on_the_host("all_reduce.implementation is " + std::string(context.implementation));
+  }
   const DeviceKind kind = replicas.front().kind;
   if (!graph::has_own_memory(kind) ||
       std::any_of(replicas.begin(), replicas.end(), [&](const DeviceId& d) { return d.kind != kind; })) {

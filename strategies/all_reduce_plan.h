@@ -15,7 +15,8 @@
 //   - host:         the replicas' buckets meet on the host (CPU replicas, whose memory is the host's;
 //                   a mix of CPU and device replicas, or of GPUs and cpu_async devices; collectives
 //                   across workers; central_storage; sharded optimizer state of replicas that
-//                   share a device; `implementation: in_process`).
+//                   share a device; an `implementation` other than auto: in_process, or a
+//                   registered communicator, runtime/collectives/communicator_registry.h).
 //
 //   AllReducePlan plan = plan_all_reduce({{gpu, 0}, {gpu, 1}, {gpu, 2}, {gpu, 3}}, {.logical_gpus_per_gpu = 2});
 //   // plan.path == hierarchical, plan.groups == {{0, 1}, {2, 3}}
@@ -43,7 +44,7 @@ struct AllReducePlan {
 
 struct AllReduceContext {
   int logical_gpus_per_gpu = 1;
-  std::string_view implementation = "auto";  // in_process forces the host path
+  std::string_view implementation = "auto";  // any other forces the host path
   bool across_workers = false;
   bool central_variables = false;  // central_storage: the gradients are summed where the variables are
   bool sharded_state = false;      // shard_optimizer_state: reduce-scattered, among the devices or on the host

@@ -1,6 +1,7 @@
 // StrategyConfig parsing: strict keys and types, errors naming the key and the source.
 #include "strategies/config.h"
 
+#include "runtime/collectives/communicator_registry.h"
 #include "runtime/gpu_devices.h"
 #include "strategies/config_json.h"
 
@@ -133,10 +134,9 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     if (all_reduce.contains("implementation")) {
       if (!all_reduce["implementation"].is_string()) return config_key_error(source, "all_reduce.implementation", "must be a string");
       config.all_reduce.implementation = all_reduce["implementation"].get<std::string>();
-      if (config.all_reduce.implementation != "auto" && config.all_reduce.implementation != "in_process" &&
-          config.all_reduce.implementation != "mpi") {
+      if (!runtime::is_communicator_name(config.all_reduce.implementation)) {
         return config_key_error(source, "all_reduce.implementation",
-                         "is '" + config.all_reduce.implementation + "', not one of auto, in_process, mpi");
+                                "is '" + config.all_reduce.implementation + "', not one of " + runtime::communicator_names());
       }
     }
     MIRRA_ASSIGN_OR_RETURN(config.all_reduce.bucket_mb,

@@ -8,7 +8,8 @@
 // sequence of steps. Implementations: in process (InProcessCommunicator: the participants are
 // devices of this process) and across worker processes over MPI (runtime/collectives/
 // worker_communicator.h), their participants meeting at a Rendezvous (runtime/collectives/
-// rendezvous.h); a session finds them by name (CommunicatorSet). The collective ops' kernels call one
+// rendezvous.h), and those registered from outside the tree (communicator_registry.h); a session finds
+// them by name (CommunicatorSet). The collective ops' kernels call one
 // per rank (ops/collective_ops.h). NCCL, between the GPUs of one process, is not one yet: the GPU
 // kernels of those ops meet through PeerMeetings (runtime/collectives/peer_meetings.h).
 //

@@ -73,8 +73,8 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
         "test.json: 'all_reduce.timeout_s' must be in [0, 86400] seconds (0: no deadline)");
   CHECK(error_of(R"({"all_reduce": {"first_bucket_mb": 0}})") ==
         "test.json: 'all_reduce.first_bucket_mb' must be in (0, 65536] MiB");
-  CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})") ==
-        "test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi");
+  CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})")  // then any registered communicator
+            .starts_with("test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi"));
   CHECK(error_of(R"({"shard_optimizer_state": "yes"})") == "test.json: 'shard_optimizer_state' must be true or false");
   CHECK(error_of(R"({"strategy": "central_storage", "shard_optimizer_state": true})") ==
         "test.json: 'shard_optimizer_state' applies to mirrored and multi_worker_mirrored, whose replicas each keep "
