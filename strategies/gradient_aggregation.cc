@@ -66,8 +66,9 @@ std::vector<ValueRef> reduce_bucket(ReplicaGraph& r, const std::vector<ValueRef>
     }
     return reduced;
   }
-  // Each device's replicas are summed on its leader's device (hierarchical), then the leaders sum
-  // among themselves, and every replica reads its device's total (one memory, no copy).
+  // Each device's replicas are summed where they are (hierarchical: a shared-memory group per device),
+  // then the devices sum among themselves, and every replica reads its device's total (one memory, no
+  // copy).
   const int64_t devices = static_cast<int64_t>(reduction.groups.size());
   for (int64_t g = 0; g < devices; ++g) {
     const std::vector<int>& group_replicas = reduction.groups[static_cast<size_t>(g)];
