@@ -1,4 +1,4 @@
-// AllReduce, ReduceScatter, AllGather and Broadcast: schemas, builders and CPU kernels (a rank's call of
+// AllReduce, ReduceScatter, AllGather, Broadcast, Send and Recv: schemas, builders and CPU kernels (a rank's call of
 // the session's Communicator, asynchronously). A rank on a device with memory of its own (cpu_async,
 // the GPU's model) is staged through host memory, as a GPU's NCCL call runs beside its compute,
 // unless every rank shares that memory. The GPU kernels are in ops/cuda/nccl_kernels.cc.
@@ -198,6 +198,42 @@ void broadcast_kernel(KernelContext& ctx, runtime::KernelDone done) {
   (*collective)->broadcast(rank_call(ctx), static_cast<int>(ctx.attr<int64_t>("root")), buffer)->then(returning_results(call));
 }
 
+// The node's half of transfer `group` (participant 0 sends, 1 receives).
+runtime::CollectiveCall transfer_call(const KernelContext& ctx, int participant) {
+  return {.group = ctx.attr<std::string>("group"),
+          .instance = ctx.collective_instance(),
+          .participant = participant,
+          .group_size = 2,
+          .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
+}
+
+// Its input (in host memory: the kernel says so, so placement copies a device's value there), to the
+// Recv of its group in another task.
+void send_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_communicator(ctx);
+  if (!collective.ok()) return done(collective.status());
+  (*collective)->send(transfer_call(ctx, 0), ctx.input(0))->then(std::move(done));
+}
+
+// What the Send of its group in another task sent, in host memory (placement copies it on to a device
+// of its own); the executor checks it against the declared type.
+void recv_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  auto collective = node_communicator(ctx);
+  if (!collective.ok()) return done(collective.status());
+  auto received = std::make_shared<Tensor>();
+  KernelContext* context = &ctx;
+  (*collective)->recv(transfer_call(ctx, 1), *received)->then([context, received, done = std::move(done)](Status status) {
+    if (status.ok()) context->set_output(0, std::move(*received));
+    done(std::move(status));
+  });
+}
+
+Status check_transfer_attrs(const InferContext& ctx) {
+  MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
+  if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the transfer its Send and Recv take part in");
+  return Status();
+}
+
 // The attrs every rank's node has: its group and its rank of `ranks`.
 Status check_rank_attrs(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
@@ -322,6 +358,33 @@ void register_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .no_gradient = "it distributes state (initial values), which is not differentiated"});
   kernels.add("Broadcast", graph::DeviceKind::cpu,
               {.expensive = true, .reuses_inputs = true, .async_fn = broadcast_kernel, .collective = true});
+  const std::vector<graph::AttrSpec> transfer_attrs = {{"group", AttrType::string, {}}, kImplementationAttr, kTimeoutAttr};
+  schemas.add(graph::OpSchema{.name = "Send",
+                              .inputs = {"x"},
+                              .attrs = transfer_attrs,
+                              .traits = graph::kCollective,
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                MIRRA_RETURN_IF_ERROR(check_transfer_attrs(ctx));
+                                return std::vector<TensorType>{};
+                              },
+                              .summary = "Sends x to the Recv of transfer `group`, in another task's graph (a value "
+                                         "that crosses from one task to another: ops/task_partition.h).",
+                              .no_gradient = "a partitioned graph is differentiated before it is cut"});
+  kernels.add("Send", graph::DeviceKind::cpu, {.async_fn = send_kernel, .host_memory_inputs = 1, .collective = true});
+  std::vector<graph::AttrSpec> recv_attrs = transfer_attrs;
+  recv_attrs.push_back({"dtype", AttrType::dtype, {}});
+  recv_attrs.push_back({"shape", AttrType::shape, {}});
+  schemas.add(graph::OpSchema{.name = "Recv",
+                              .attrs = recv_attrs,
+                              .traits = graph::kCollective,
+                              .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+                                MIRRA_RETURN_IF_ERROR(check_transfer_attrs(ctx));
+                                return std::vector<TensorType>{{ctx.attr<graph::DType>("dtype"), ctx.attr<graph::Shape>("shape")}};
+                              },
+                              .summary = "The value the Send of transfer `group` sends from another task's graph, of "
+                                         "type `dtype` and `shape` (-1: any size).",
+                              .no_gradient = "a partitioned graph is differentiated before it is cut"});
+  kernels.add("Recv", graph::DeviceKind::cpu, {.async_fn = recv_kernel, .host_memory_outputs = 1, .collective = true});
 }
 
 namespace {

@@ -3,7 +3,9 @@
 // executions, and the kernel calls a Communicator when it runs: the session's (its `implementation`
 // attr, "auto" the first: in process, or MPI across workers), or on GPUs NCCL (ops/cuda/
 // nccl_kernels.cc). The all-reduce plan (strategies/all_reduce_plan.h) chooses where the ranks run
-// and whether they share one device's memory; the ops are the same whatever it chooses.
+// and whether they share one device's memory; the ops are the same whatever it chooses. Send and Recv,
+// the two halves of a transfer between tasks, are of the family too; ops::partition_by_task
+// (ops/task_partition.h) inserts them.
 //
 //   for (int64_t r = 0; r < n; ++r) {
 //     b.set_device(devices[r]);

@@ -35,5 +35,6 @@
 #include "ops/regularizers.h"
 #include "ops/sixteen_bit_activations.h"
 #include "ops/softmax_ops.h"
+#include "ops/task_partition.h"
 #include "ops/source_ops.h"
 #include "ops/training_passes.h"

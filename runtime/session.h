@@ -57,7 +57,8 @@ struct SessionOptions {
   // InProcessCommunicator for the session's own devices.
   std::vector<std::shared_ptr<Communicator>> communicators;
   // The task this process is (a worker's rank): its devices may be named with it (/task:<task>/gpu:0)
-  // or without; a node placed on another task's device is refused (no values cross between tasks).
+  // or without; a node placed on another task's device is refused (ops::partition_by_task cuts a graph
+  // into one per task, whose values cross as Send and Recv).
   int task = 0;
 };
 

@@ -86,6 +86,9 @@ void register_gpu_memory_kernels(runtime::KernelRegistry& kernels) {
   for (const char* op : {"Placeholder", "Identity", "Reshape", "ExpandDims", "Squeeze", "ReshapeLike", "SplitBatch", "NoOp"}) {
     kernels.share(op, DeviceKind::gpu, DeviceKind::cpu);
   }
+  // Send and Recv move host memory, where their kernel definitions ask placement to bring their values.
+  kernels.share("Send", DeviceKind::gpu, DeviceKind::cpu);
+  kernels.share("Recv", DeviceKind::gpu, DeviceKind::cpu);
 }
 
 }  // namespace mirra::ops::cuda

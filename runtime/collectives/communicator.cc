@@ -109,6 +109,18 @@ std::shared_ptr<Work> Communicator::broadcast(const CollectiveCall& call, int ro
   return work;
 }
 
+std::shared_ptr<Work> Communicator::send(const CollectiveCall& call, const Tensor& value) {
+  auto [work, done] = begin("send", call);
+  start_send(call, value, std::move(done));
+  return work;
+}
+
+std::shared_ptr<Work> Communicator::recv(const CollectiveCall& call, Tensor& value) {
+  auto [work, done] = begin("recv", call);
+  start_recv(call, value, std::move(done));
+  return work;
+}
+
 namespace {
 
 graph::Status not_supported(std::string_view operation, const CollectiveCall& call, const Communicator& communicator) {
@@ -135,6 +147,14 @@ void Communicator::start_all_gather(const CollectiveCall& call, std::span<const 
 
 void Communicator::start_broadcast(const CollectiveCall& call, int, Tensor&, CollectiveDone done) {
   done(not_supported("broadcast", call, *this));
+}
+
+void Communicator::start_send(const CollectiveCall& call, const Tensor&, CollectiveDone done) {
+  done(not_supported("send", call, *this));
+}
+
+void Communicator::start_recv(const CollectiveCall& call, Tensor&, CollectiveDone done) {
+  done(not_supported("recv", call, *this));
 }
 
 std::string participant_list(const std::vector<int>& participants) {

@@ -1,6 +1,6 @@
 // Communicator: the operations that span the participants of a group (the replicas of a strategy),
 // in the manner of c10d's Backend: all_reduce, reduce_scatter, all_gather and broadcast over
-// tensors. A call is keyed by its group and instance and returns a Work handle at once (never
+// tensors, and send and receive between two. A call is keyed by its group and instance and returns a Work handle at once (never
 // blocking the caller while peers are missing): done, wait with a deadline, a callback when it
 // finishes, abort. Every call carries a deadline past which it fails with deadline_exceeded naming
 // who did not arrive. The instance of a call is its group's sequence number: a session numbers each
@@ -131,6 +131,11 @@ class Communicator {
   // `buffer` = participant `root`'s buffer, on every participant. Across W workers the participants
   // are numbered worker by worker: participant p of worker w is w * group_size + p.
   std::shared_ptr<Work> broadcast(const CollectiveCall& call, int root, Tensor& buffer);
+  // Point to point, in a group of two: participant 0 sends `value`; participant 1 receives it into
+  // `value`, which is assigned a tensor of its own in host memory (a graph's values crossing from one
+  // task to another).
+  std::shared_ptr<Work> send(const CollectiveCall& call, const Tensor& value);
+  std::shared_ptr<Work> recv(const CollectiveCall& call, Tensor& value);
 
   // Execution `which` failed elsewhere (a node of its step): its calls still waiting for
   // participants that will not come complete with `why` now, and later ones at once, instead of at
@@ -150,6 +155,8 @@ class Communicator {
   virtual void start_all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                                 CollectiveDone done);
   virtual void start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done);
+  virtual void start_send(const CollectiveCall& call, const Tensor& value, CollectiveDone done);
+  virtual void start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done);
 
  private:
   // A Work for `call` of `operation`, aborted through abandon, and the callback that completes it.

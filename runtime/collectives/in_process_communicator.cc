@@ -1,4 +1,4 @@
-// InProcessCommunicator: the four operations over buffers in one address space, run by the last participant
+// InProcessCommunicator: the operations over buffers in one address space, run by the last participant
 // to reach the rendezvous.
 #include "runtime/collectives/in_process_communicator.h"
 
@@ -10,6 +10,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "graph/float16.h"
+#include "runtime/allocator.h"
 #include "runtime/vector_clones.h"
 
 namespace mirra::runtime {
@@ -26,6 +27,7 @@ std::string_view kind_name(Kind kind) {
     case Kind::reduce_scatter: return "reduce_scatter";
     case Kind::all_gather: return "all_gather";
     case Kind::broadcast: return "broadcast";
+    case Kind::transfer: return "transfer";
   }
   return "collective";
 }
@@ -302,13 +304,28 @@ void run_broadcast(const std::vector<Arrival>& arrivals) {
   });
 }
 
+// Participant 0's value, copied into participant 1's slot.
+Status run_transfer(const std::vector<Arrival>& arrivals) {
+  if (arrivals.size() != 2 || arrivals[0].inputs.size() != 1 || arrivals[1].outputs.size() != 1 ||
+      !arrivals[0].outputs.empty() || !arrivals[1].inputs.empty() || arrivals[1].kind != Kind::transfer) {
+    return graph::invalid_argument("a transfer is participant 0's send and participant 1's receive");
+  }
+  const Tensor& value = arrivals[0].inputs[0];
+  Tensor copy = Tensor::empty(host_allocator(), value.dtype(), value.shape());
+  if (value.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), value.raw_data(), value.byte_size());
+  arrivals[1].outputs[0] = std::move(copy);
+  return Status();
+}
+
 Status run_collective(const std::vector<Arrival>& arrivals) {
+  if (arrivals[0].kind == Kind::transfer) return run_transfer(arrivals);
   MIRRA_RETURN_IF_ERROR(check_arrivals(arrivals));
   switch (arrivals[0].kind) {
     case Kind::all_reduce: run_all_reduce(arrivals); break;
     case Kind::reduce_scatter: run_reduce_scatter(arrivals); break;
     case Kind::all_gather: run_all_gather(arrivals); break;
     case Kind::broadcast: run_broadcast(arrivals); break;
+    case Kind::transfer: break;
   }
   return Status();
 }
@@ -333,6 +350,14 @@ void InProcessCommunicator::start_all_gather(const CollectiveCall& call, std::sp
 
 void InProcessCommunicator::start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) {
   arrive(call, {Kind::broadcast, Reduction::sum, root, {&buffer, 1}, {&buffer, 1}, std::move(done)});
+}
+
+void InProcessCommunicator::start_send(const CollectiveCall& call, const Tensor& value, CollectiveDone done) {
+  arrive(call, {Kind::transfer, Reduction::sum, 0, {&value, 1}, {}, std::move(done)});
+}
+
+void InProcessCommunicator::start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done) {
+  arrive(call, {Kind::transfer, Reduction::sum, 0, {}, {&value, 1}, std::move(done)});
 }
 
 void InProcessCommunicator::arrive(const CollectiveCall& call, Arrival arrival) {

@@ -29,7 +29,8 @@ class InProcessCommunicator final : public Communicator {
   void abandon(const CollectiveInstance& which, const graph::Status& why) override;
 
   // What one participant brought to a rendezvous (public for the implementation file's helpers).
-  enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast };
+  // transfer: participant 0 sends inputs[0], participant 1 receives it into outputs[0].
+  enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast, transfer };
   struct Arrival {
     Kind kind = Kind::all_reduce;
     Reduction reduction = Reduction::sum;
@@ -47,6 +48,8 @@ class InProcessCommunicator final : public Communicator {
   void start_all_gather(const CollectiveCall& call, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                         CollectiveDone done) override;
   void start_broadcast(const CollectiveCall& call, int root, Tensor& buffer, CollectiveDone done) override;
+  void start_send(const CollectiveCall& call, const Tensor& value, CollectiveDone done) override;
+  void start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done) override;
 
  private:
   void arrive(const CollectiveCall& call, Arrival arrival);
