@@ -63,6 +63,7 @@ inline Status failed_precondition(std::string message) {
 inline Status out_of_range(std::string message) { return {StatusCode::out_of_range, std::move(message)}; }
 inline Status unimplemented(std::string message) { return {StatusCode::unimplemented, std::move(message)}; }
 inline Status internal_error(std::string message) { return {StatusCode::internal, std::move(message)}; }
+inline Status data_loss(std::string message) { return {StatusCode::data_loss, std::move(message)}; }
 inline Status resource_exhausted(std::string message) { return {StatusCode::resource_exhausted, std::move(message)}; }
 inline Status unavailable(std::string message) { return {StatusCode::unavailable, std::move(message)}; }
 inline Status deadline_exceeded(std::string message) { return {StatusCode::deadline_exceeded, std::move(message)}; }

@@ -204,6 +204,7 @@ runtime::CollectiveCall transfer_call(const KernelContext& ctx, int participant)
           .instance = ctx.collective_instance(),
           .participant = participant,
           .group_size = 2,
+          .peer = static_cast<int>(ctx.attr<int64_t>("peer_task")),
           .deadline = runtime::deadline_after(std::chrono::milliseconds(ctx.attr<int64_t>("timeout_ms")))};
 }
 
@@ -231,6 +232,8 @@ void recv_kernel(KernelContext& ctx, runtime::KernelDone done) {
 Status check_transfer_attrs(const InferContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_collective_attrs(ctx));
   if (ctx.attr<std::string>("group").empty()) return ctx.error("group must name the transfer its Send and Recv take part in");
+  const int64_t peer = ctx.attr<int64_t>("peer_task");
+  if (peer < -1 || peer >= kMaxReplicas) return ctx.error("peer_task must be -1 (this process) or a task in [0, 4096)");
   return Status();
 }
 
@@ -358,7 +361,9 @@ void register_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry
                               .no_gradient = "it distributes state (initial values), which is not differentiated"});
   kernels.add("Broadcast", graph::DeviceKind::cpu,
               {.expensive = true, .reuses_inputs = true, .async_fn = broadcast_kernel, .collective = true});
-  const std::vector<graph::AttrSpec> transfer_attrs = {{"group", AttrType::string, {}}, kImplementationAttr, kTimeoutAttr};
+  // peer_task: the task on the other side (a worker's rank across processes); -1: a task of this process.
+  const std::vector<graph::AttrSpec> transfer_attrs = {
+      {"group", AttrType::string, {}}, {"peer_task", AttrType::integer, int64_t{-1}}, kImplementationAttr, kTimeoutAttr};
   schemas.add(graph::OpSchema{.name = "Send",
                               .inputs = {"x"},
                               .attrs = transfer_attrs,

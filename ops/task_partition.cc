@@ -1,6 +1,7 @@
 // partition_by_task: one graph per task, with a Send and a Recv for each value crossing tasks.
 #include "ops/task_partition.h"
 
+#include <algorithm>
 #include <string>
 
 #include "graph/builder.h"
@@ -38,7 +39,7 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
         send.set_device(producer.device);
         sender.sends.push_back(send.add({.op = "Send",
                                          .inputs = {{copy_of[input.node], input.output}},
-                                         .attrs = {{"group", group}},
+                                         .attrs = {{"group", group}, {"peer_task", int64_t{task}}},
                                          .name = producer.name + "/send_" + std::to_string(input.output) + "_to_task_" +
                                                  std::to_string(task)}));
         MIRRA_RETURN_IF_ERROR(send.status());
@@ -46,7 +47,7 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
         graph::Builder recv(part.graph, ops);
         recv.set_device(node.device);
         found->second = {recv.add({.op = "Recv",
-                                   .attrs = {{"group", group}, {"dtype", type.dtype}, {"shape", type.shape}},
+                                   .attrs = {{"group", group}, {"peer_task", int64_t{from}}, {"dtype", type.dtype}, {"shape", type.shape}},
                                    .name = producer.name + "/recv_" + std::to_string(input.output)}),
                          0};
         MIRRA_RETURN_IF_ERROR(recv.status());
@@ -64,6 +65,15 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
     copy_of[id] = part.graph.add_node(std::move(copy));
   }
   return parts;
+}
+
+std::vector<std::string> transfer_groups(const std::map<int, TaskGraph>& parts) {
+  std::vector<std::string> groups;
+  for (const auto& [task, part] : parts) {
+    for (graph::NodeId send : part.sends) groups.push_back(*part.graph.node(send).attrs.get<std::string>("group"));
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
 }
 
 }  // namespace mirra::ops

@@ -10,10 +10,12 @@
 //
 //   auto parts = ops::partition_by_task(graph);
 //   // task t: Session session(parts->at(t).graph, kernels(), {.task = t, .communicators = {shared}});
+//   //         (across processes: the workers' communicator, given transfer_groups(*parts) first)
 //   //         session.run(feeds, fetches, parts->at(t).sends);  // its Sends as targets
 #pragma once
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -28,5 +30,9 @@ struct TaskGraph {
 
 // Refused, naming them: a control edge between tasks (tasks exchange values, not order); a cycle.
 graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& g, const graph::OpRegistry& ops);
+
+// Every transfer group of `parts`, sorted: what each worker prepares, in the same order everywhere,
+// when the tasks are processes (WorkerCommunicator::prepare).
+std::vector<std::string> transfer_groups(const std::map<int, TaskGraph>& parts);
 
 }  // namespace mirra::ops

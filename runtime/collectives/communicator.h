@@ -50,6 +50,7 @@ struct CollectiveCall {
   int64_t instance = 0;   // which execution of the group (its sequence number); every participant passes the same
   int participant = 0;    // the caller, in [0, group_size)
   int group_size = 1;
+  int peer = -1;          // send and recv: the process (worker rank) on the other side; -1: this process
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
 };
 
@@ -133,7 +134,8 @@ class Communicator {
   std::shared_ptr<Work> broadcast(const CollectiveCall& call, int root, Tensor& buffer);
   // Point to point, in a group of two: participant 0 sends `value`; participant 1 receives it into
   // `value`, which is assigned a tensor of its own in host memory (a graph's values crossing from one
-  // task to another).
+  // task to another). `call.peer` names the other side's process where it is another one; the
+  // transfers of one group between two processes arrive in the order they were sent.
   std::shared_ptr<Work> send(const CollectiveCall& call, const Tensor& value);
   std::shared_ptr<Work> recv(const CollectiveCall& call, Tensor& value);
 

@@ -8,10 +8,13 @@
 // then (its requests never complete), every later job fails at once, and the process ends through
 // abort(), which ends every worker. The four operations span the workers (MPI_Iallreduce,
 // MPI_Ireduce_scatter, MPI_Iallgatherv, MPI_Ibcast) after the local participants met at a
-// rendezvous (and, for the reductions, reduced in process).
+// rendezvous (and, for the reductions, reduced in process). Send and receive go between two workers
+// (MPI_Isend, MPI_Irecv: a header with the tensor's type, then its bytes) on their group's
+// communicator, so that transfers of different groups never match each other.
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +56,39 @@ std::string seconds_between(Clock::time_point from, Clock::time_point to) {
 
 // MPI counts are ints: longer buffers go in pieces of at most this many elements.
 constexpr int64_t kMaxCount = int64_t{1} << 30;
+
+// A transfer's header: the dtype, the rank and the dims of the tensor whose bytes follow.
+using TransferHeader = std::array<int64_t, 2 + kMaxRank>;
+constexpr int kHeaderTag = 0, kBytesTag = 1;
+
+// Posts `bytes` at `data` to (or from) worker `peer` in pieces MPI's counts take, all under one tag:
+// MPI keeps their order between two workers.
+int post_bytes(bool sending, void* data, int64_t bytes, int peer, MPI_Comm comm, std::vector<MPI_Request>& requests) {
+  for (int64_t first = 0; first < bytes; first += kMaxCount) {
+    requests.emplace_back();
+    std::byte* piece = static_cast<std::byte*>(data) + first;
+    const int count = static_cast<int>(std::min(kMaxCount, bytes - first));
+    const int code = sending ? MPI_Isend(piece, count, MPI_BYTE, peer, kBytesTag, comm, &requests.back())
+                             : MPI_Irecv(piece, count, MPI_BYTE, peer, kBytesTag, comm, &requests.back());
+    if (code != MPI_SUCCESS) return code;
+  }
+  return MPI_SUCCESS;
+}
+
+// The tensor type a received header describes, refused unless it is one a sender could have sent.
+graph::Expected<std::pair<graph::DType, TensorShape>> header_type(const TransferHeader& header) {
+  const int64_t dtype = header[0], rank = header[1];
+  if (dtype < 0 || dtype > static_cast<int64_t>(graph::DType::f16) || rank < 0 || rank > kMaxRank) {
+    return graph::data_loss("a transfer header of dtype " + std::to_string(dtype) + " and rank " + std::to_string(rank));
+  }
+  std::vector<int64_t> dims(header.begin() + 2, header.begin() + 2 + rank);
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && elements > (int64_t{1} << 46) / d)) return graph::data_loss("a transfer header of impossible dims");
+    elements *= d;
+  }
+  return std::pair{static_cast<graph::DType>(dtype), TensorShape(dims)};
+}
 
 // How long the communication thread polls (posted jobs, or its queue) without sleeping after the
 // last progress.
@@ -262,6 +298,55 @@ class MpiCommunicator final : public WorkerCommunicator {
          std::move(status));
   }
 
+  // Between two tasks of this process, the in-process communicator; else MPI to the peer worker.
+  void start_send(const CollectiveCall& call, const Tensor& value, CollectiveDone done) override {
+    if (call.peer < 0 || call.peer == rank_) return local_.send(call, value)->then(std::move(done));
+    auto job = transfer_job("send", call);
+    if (!job.ok()) return done(job.status());
+    auto header = std::make_shared<TransferHeader>();
+    (*header)[0] = static_cast<int64_t>(value.dtype());
+    (*header)[1] = value.rank();
+    for (int d = 0; d < value.rank(); ++d) (*header)[2 + static_cast<size_t>(d)] = value.dim(d);
+    job->job.post = [value, header, peer = call.peer, comm = job->comm](std::vector<MPI_Request>& requests) {
+      requests.emplace_back();
+      if (const int code = MPI_Isend(header->data(), static_cast<int>(header->size()), MPI_INT64_T, peer, kHeaderTag, comm,
+                                     &requests.back());
+          code != MPI_SUCCESS) {
+        return code;
+      }
+      return post_bytes(/*sending=*/true, const_cast<void*>(value.raw_data()), static_cast<int64_t>(value.byte_size()), peer,
+                        comm, requests);
+    };
+    job->job.finish = std::move(done);
+    submit(std::move(job->job));
+  }
+  // The header first; then a tensor of its type, which the bytes fill.
+  void start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done) override {
+    if (call.peer < 0 || call.peer == rank_) return local_.recv(call, value)->then(std::move(done));
+    auto job = transfer_job("recv", call);
+    if (!job.ok()) return done(job.status());
+    auto header = std::make_shared<TransferHeader>();
+    job->job.post = [header, peer = call.peer, comm = job->comm](std::vector<MPI_Request>& requests) {
+      requests.emplace_back();
+      return MPI_Irecv(header->data(), static_cast<int>(header->size()), MPI_INT64_T, peer, kHeaderTag, comm, &requests.back());
+    };
+    job->job.finish = [this, header, &value, peer = call.peer, comm = job->comm, what = job->job.what,
+                       deadline = call.deadline, done = std::move(done)](Status status) mutable {
+      if (!status.ok()) return done(std::move(status));
+      auto type = header_type(*header);
+      if (!type.ok()) return done(type.status().with_context(what));
+      value = Tensor::empty(host_allocator(), type->first, type->second);
+      Job bytes{.what = what, .deadline = deadline};
+      bytes.post = [&value, peer, comm](std::vector<MPI_Request>& requests) {
+        return post_bytes(/*sending=*/false, value.mutable_raw_data(), static_cast<int64_t>(value.byte_size()), peer, comm,
+                          requests);
+      };
+      bytes.finish = std::move(done);
+      submit(std::move(bytes));
+    };
+    submit(std::move(job->job));
+  }
+
  public:
   Status prepare(const std::vector<std::string>& groups) override {
     auto made = std::make_shared<std::vector<MPI_Comm>>(groups.size(), MPI_COMM_NULL);
@@ -349,6 +434,24 @@ class MpiCommunicator final : public WorkerCommunicator {
   }
 
  private:
+  // A send's or recv's job on its group's communicator, its peer checked.
+  struct TransferJob {
+    Job job;
+    MPI_Comm comm = MPI_COMM_NULL;
+  };
+  graph::Expected<TransferJob> transfer_job(std::string_view operation, const CollectiveCall& call) {
+    const std::string what = std::string(operation) + " '" + call.group + "' (instance " + std::to_string(call.instance) +
+                             ") " + (operation == "send" ? "to" : "from") + " worker " + std::to_string(call.peer);
+    if (call.peer >= size_) {
+      return graph::invalid_argument(what + ": there are " + std::to_string(size_) + " workers (this is worker " +
+                                     std::to_string(rank_) + ")");
+    }
+    std::lock_guard lock(mutex_);
+    const auto it = comms_.find(call.group);
+    if (it == comms_.end()) return graph::internal_error(what + ": its group was not prepared for MPI");
+    return TransferJob{.job = Job{.what = what, .deadline = call.deadline}, .comm = it->second.comm};
+  }
+
   // Participant `call.participant` is done with the in-process part; the last local one hands the
   // step across workers to the communication thread.
   void meet(const CollectiveCall& call, Kind kind, Reduction reduction, Part part, Clock::time_point start,

@@ -2,12 +2,14 @@
 // x 2 local participants against a plain loop over what every participant brought (integer-valued
 // values, so any order of the sums gives the same bits): all_reduce (sum in f64, mean in f32),
 // reduce_scatter (each participant's worker_share), all_gather (rows in participant-then-worker
-// order), broadcast from a participant of the last worker and from participant 0, and the errors: a
+// order), broadcast from a participant of the last worker and from participant 0, send and receive
+// round a ring of the workers (tensors of several types and sizes in a row), and the errors: a
 // broadcast root outside the participants, and a local participant that never comes (the local
 // meeting fails at its deadline naming it, instead of waiting for ever). Prints "worker w: ok" and
 // exits 0, or names the first mismatch and exits 1.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <string>
 #include <vector>
@@ -162,6 +164,53 @@ void check_broadcast(WorkerCommunicator& collective, int root, const std::string
   }
 }
 
+// Each worker sends to the next one round a ring and receives from the one before it, several tensors
+// of one group in a row (they must arrive in order, whole, with their types), and a send to a worker
+// that is not there is refused naming it.
+void check_send_and_recv(WorkerCommunicator& collective) {
+  const int next = (rank + 1) % workers, before = (rank + workers - 1) % workers;
+  const auto many = [](int w) {  // several MiB: MPI may send it in another protocol than the small ones
+    Tensor t = Tensor::empty(host_allocator(), DType::f64, {1'000'000});
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_data<double>()[i] = value(w, 0, 0, i);
+    return t;
+  };
+  const auto sent_by = [&many](int w) {
+    return std::vector<Tensor>{Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, static_cast<float>(w)}),
+                               Tensor::from<int64_t>({4}, {-1, int64_t{1} << 40, 7, w}),
+                               Tensor::empty(host_allocator(), DType::f64, {0, 3}), Tensor::from<uint8_t>({}, {static_cast<uint8_t>(200 + w)}),
+                               many(w)};
+  };
+  const std::vector<Tensor> mine = sent_by(rank), want = sent_by(before);
+  std::vector<std::shared_ptr<Work>> sends;
+  for (size_t j = 0; j < mine.size(); ++j) {
+    sends.push_back(collective.send({.group = "ring", .instance = static_cast<int64_t>(j) + 1, .participant = 0, .group_size = 2,
+                                     .peer = next, .deadline = deadline_after(std::chrono::seconds(60))},
+                                    mine[j]));
+  }
+  for (size_t j = 0; j < want.size(); ++j) {
+    Tensor received;
+    const Status got = collective
+                           .recv({.group = "ring", .instance = static_cast<int64_t>(j) + 1, .participant = 1, .group_size = 2,
+                                  .peer = before, .deadline = deadline_after(std::chrono::seconds(60))},
+                                 received)
+                           ->wait();
+    if (!got.ok()) fail("recv " + std::to_string(j) + ": " + got.message());
+    if (received.dtype() != want[j].dtype() || !(received.shape() == want[j].shape()) ||
+        std::memcmp(received.raw_data(), want[j].raw_data(), want[j].byte_size()) != 0) {
+      fail("recv " + std::to_string(j) + " from worker " + std::to_string(before) + ": " + received.type_string() +
+           " is not what was sent, " + want[j].type_string());
+    }
+  }
+  for (auto& sent : sends) {
+    if (const Status s = sent->wait(); !s.ok()) fail("send: " + s.message());
+  }
+  const Status nowhere =
+      collective.send({.group = "ring", .participant = 0, .group_size = 2, .peer = workers}, mine[0])->wait();
+  const std::string nowhere_message = "send 'ring' (instance 0) to worker " + std::to_string(workers) + ": there are " +
+                                      std::to_string(workers) + " workers (this is worker " + std::to_string(rank) + ")";
+  if (nowhere.message() != nowhere_message) fail("a send to a worker that is not there gave '" + nowhere.message() + "'");
+}
+
 void check_errors(WorkerCommunicator& collective) {
   std::vector<Tensor> buffers = {filled(DType::f32, 4, 0, 0), filled(DType::f32, 4, 1, 0)};
   const std::vector<Status> outside = for_each_participant([&](int p, CollectiveDone done) {
@@ -195,7 +244,7 @@ int main() {
   workers = collective->world_size();
   rank = collective->rank();
   const std::vector<std::string> groups = {"all_reduce_sum", "all_reduce_mean", "reduce_scatter", "all_gather",
-                                           "broadcast_last", "broadcast_first", "broadcast_errors", "all_gather_unmet"};
+                                           "broadcast_last", "broadcast_first", "broadcast_errors", "all_gather_unmet", "ring"};
   if (Status prepared = collective->prepare(groups); !prepared.ok()) fail(prepared.message());
   check_all_reduce(*collective, DType::f64, Reduction::sum, "all_reduce_sum");
   check_all_reduce(*collective, DType::f32, Reduction::mean, "all_reduce_mean");
@@ -203,6 +252,7 @@ int main() {
   check_all_gather(*collective);
   check_broadcast(*collective, kLocal * workers - 1, "broadcast_last");
   check_broadcast(*collective, 0, "broadcast_first");
+  check_send_and_recv(*collective);
   check_errors(*collective);
   std::printf("worker %d: ok\n", rank);
   std::fflush(stdout);

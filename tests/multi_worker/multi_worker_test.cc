@@ -61,6 +61,13 @@ TEST_CASE("MultiWorker.every_collective_matches_a_plain_loop_across_workers") {
   }
 }
 
+TEST_CASE("MultiWorker.a_graph_cut_by_task_runs_one_task_per_worker") {
+  const Run r = run_program({MIRRA_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", MIRRA_TASK_WORKER}, "task_worker");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (int t = 0; t < 2; ++t) CHECK(r.out.find("task " + std::to_string(t) + ": ok") != std::string::npos);
+}
+
 // The example MLP with Adam instead of its SGD with momentum. Adam divides each gradient element by
 // its own magnitude, so an element whose examples nearly cancel moves by up to the learning rate
 // whatever the rounding of its sum; an epsilon of 1e-3 keeps such elements from amplifying the
