@@ -21,6 +21,7 @@
 
 namespace mirra::runtime {
 
+class Communicator;
 class Device;
 
 // What opening one device is given.
@@ -40,9 +41,11 @@ struct DeviceKindSpec {
   // A kind whose kernel it runs for an op that has none of its own (cpu_async runs the CPU's).
   std::optional<graph::DeviceKind> runs_kernels_of;
   // What its devices sum among themselves with when each replica holds its own memory (the
-  // all-reduce plan's peer path), in words: "NCCL". Empty: the session's in-process collective,
-  // staged through the host.
-  std::string peer_library;
+  // all-reduce plan's peer path): the name of a communicator that every session with devices of this
+  // kind offers ("nccl"), taking their memory, and how to make one (null where this build has none).
+  // Empty: the session's in-process collective, staged through the host.
+  std::string peer_communicator;
+  std::function<std::shared_ptr<Communicator>()> make_peer_communicator;
   // Its 16-bit convolutions need channel counts that are multiples of this (tensor cores: 8); mixed
   // precision keeps the others in f32.
   int sixteen_bit_channel_multiple = 1;

@@ -1,5 +1,5 @@
 // The gpu device kind: CUDA GPUs, opened and listed through runtime/gpu_devices.h (the CUDA backend,
-// or a build's answer that it has none), summing among themselves with NCCL.
+// or a build's answer that it has none), summing among themselves with NCCL (the "nccl" communicator).
 #include "runtime/device.h"
 #include "runtime/device_kinds.h"
 
@@ -17,7 +17,8 @@ DeviceKindSpec gpu_device_kind() {
                                           (gpus->size() == 1 ? "" : "s") +
                                           (per_gpu > 1 ? ", " + std::to_string(per_gpu) + " logical GPUs each)" : ")"));
               },
-          .peer_library = "NCCL",
+          .peer_communicator = "nccl",
+          .make_peer_communicator = make_gpu_peer_communicator,
           // cuDNN's 16-bit convolutions run on the tensor cores, whose NHWC paths take channel counts
           // in multiples of 8; others may have no algorithm at all (one input channel).
           .sixteen_bit_channel_multiple = 8};

@@ -15,6 +15,7 @@
 
 namespace mirra::runtime {
 
+class Communicator;
 class Device;
 
 struct GpuInfo {
@@ -53,5 +54,8 @@ GpuSoftware gpu_software();
 // Logical GPU `ordinal` as a device (gpu:<ordinal>, on GPU ordinal / options.logical_gpus_per_gpu),
 // or unavailable naming it and why.
 graph::Expected<std::unique_ptr<Device>> open_gpu_device(int ordinal, const GpuOptions& options = {});
+// A session's communicator among its GPUs ("nccl": runtime/cuda/nccl_communicator.cc); null in a
+// build without the CUDA backend.
+std::shared_ptr<Communicator> make_gpu_peer_communicator();
 
 }  // namespace mirra::runtime

@@ -11,6 +11,7 @@
 #include "runtime/collectives/communicator_registry.h"
 #include "runtime/collectives/in_process_communicator.h"
 #include "runtime/denormals.h"
+#include "runtime/device_kinds.h"
 #include "runtime/placement.h"
 
 namespace mirra::runtime {
@@ -63,12 +64,19 @@ std::string request_key(const std::vector<graph::NodeId>& fed, std::span<const g
   return key;
 }
 
-// The session's own communicators (the first is "auto"), then one of each registered communicator.
-CommunicatorSet session_communicators(const SessionOptions& options) {
+// The session's own communicators (the first is "auto"), then one of each registered communicator,
+// then the peer communicator of each kind among its devices that has one (NCCL's for GPUs).
+CommunicatorSet session_communicators(const SessionOptions& options, const DeviceSet& devices) {
   CommunicatorSet set;
   for (const auto& communicator : options.communicators) set.add(communicator);
   if (options.communicators.empty()) set.add(std::make_shared<InProcessCommunicator>());
   for (const auto& [name, make] : registered_communicators()) set.add(make());
+  std::set<graph::DeviceKind> kinds;
+  for (const auto& device : devices.devices()) {
+    const DeviceKindSpec* spec = find_device_kind_spec(device->id().kind);
+    if (spec == nullptr || !spec->make_peer_communicator || !kinds.insert(device->id().kind).second) continue;
+    if (std::shared_ptr<Communicator> peer = spec->make_peer_communicator()) set.add(std::move(peer));
+  }
   return set;
 }
 
@@ -90,7 +98,7 @@ Session::Session(const graph::Graph& graph, const KernelRegistry& kernels, Sessi
       prepared_(devices_.status().ok()
                     ? prepare_graph(graph_, kernels, devices_, {options_.default_device, options.soft_placement})
                     : devices_.status()),
-      communicators_(session_communicators(options)), resources_{variables_, communicators_},
+      communicators_(session_communicators(options, devices_)), resources_{variables_, communicators_},
       arena_(make_task_arena(session_threads(options), options.flush_denormals)) {}
 
 Session::~Session() = default;

@@ -68,8 +68,8 @@ AllReducePlan plan_all_reduce(const std::vector<DeviceId>& replicas, const AllRe
   }
   const bool shared = std::any_of(plan.groups.begin(), plan.groups.end(), [](const auto& g) { return g.size() > 1; });
   const runtime::DeviceKindSpec* spec = runtime::find_device_kind_spec(kind);
-  const std::string among = spec != nullptr && !spec->peer_library.empty()
-                                ? spec->peer_library
+  const std::string among = spec != nullptr && !spec->peer_communicator.empty()
+                                ? spec->peer_communicator
                                 : "the in-process collective, staged through the host";
   if (context.sharded_state) {
     if (shared) return on_the_host("sharded optimizer state of replicas that share a device: reduce-scattered on the host");

@@ -8,10 +8,10 @@
 // sequence of steps. Implementations: in process (InProcessCommunicator: the participants are
 // devices of this process) and across worker processes over MPI (runtime/collectives/
 // worker_communicator.h), their participants meeting at a Rendezvous (runtime/collectives/
-// rendezvous.h), and those registered from outside the tree (communicator_registry.h); a session finds
-// them by name (CommunicatorSet). The collective ops' kernels call one
-// per rank (ops/collective_ops.h). NCCL, between the GPUs of one process, is not one yet: the GPU
-// kernels of those ops meet through PeerMeetings (runtime/collectives/peer_meetings.h).
+// rendezvous.h), a peer library's among the devices of one process that issues on the devices'
+// own streams (PeerCommunicator: NCCL's between GPUs, runtime/collectives/peer_communicator.h), and
+// those registered from outside the tree (communicator_registry.h); a session finds them by name
+// (CommunicatorSet). The collective ops' kernels call one per rank (ops/collective_ops.h).
 //
 //   std::shared_ptr<Work> work = communicator.all_reduce(
 //       {.group = "bucket_0", .instance = 7, .participant = r, .group_size = n, .deadline = deadline_after(timeout)},
@@ -34,6 +34,8 @@
 
 namespace mirra::runtime {
 
+class Device;
+
 enum class Reduction { sum, mean };
 
 using CollectiveClock = std::chrono::steady_clock;
@@ -51,6 +53,9 @@ struct CollectiveCall {
   int participant = 0;    // the caller, in [0, group_size)
   int group_size = 1;
   int peer = -1;          // send and recv: the process (worker rank) on the other side; -1: this process
+  // The caller's device, for communicators that issue on its streams (a peer library's: NCCL's); the
+  // others take host memory and leave it unread.
+  const Device* device = nullptr;
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
 };
 

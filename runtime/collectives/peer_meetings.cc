@@ -42,11 +42,11 @@ PeerMeetings::~PeerMeetings() {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-void PeerMeetings::arrive(const void* session, std::string_view op, const std::string& group, int64_t instance, int rank,
+void PeerMeetings::arrive(const void* scope, std::string_view op, const std::string& group, int64_t instance, int rank,
                           int ranks, PeerPart part) {
   const std::string what = std::string(op) + " '" + group + "' (instance " + std::to_string(instance) + ")";
   const CollectiveClock::time_point deadline = part.deadline;
-  std::optional<std::vector<PeerPart>> parts = meetings_.arrive({session, group, instance}, what, rank, ranks, deadline, std::move(part));
+  std::optional<std::vector<PeerPart>> parts = meetings_.arrive({scope, group, instance}, what, rank, ranks, deadline, std::move(part));
   if (!parts) return;
   auto meeting = std::make_shared<Meeting>();
   meeting->what = what;
@@ -55,32 +55,29 @@ void PeerMeetings::arrive(const void* session, std::string_view op, const std::s
   issuer_->enqueue([this, meeting] { issue(meeting); });
 }
 
-void PeerMeetings::observe(const void* session, const CommunicatorSet& communicators) {
-  {
-    std::lock_guard lock(mutex_);
-    if (!observed_.insert(session).second) return;
-  }
-  struct Forget {
-    PeerMeetings* meetings;
-    const void* session;
-    ~Forget() { meetings->forget(session); }
-  };
-  communicators.observe_abandoned([forget = std::make_shared<Forget>(Forget{this, session})](
-                                     const CollectiveInstance& which, const graph::Status& why) {
-    forget->meetings->abandon(forget->session, which, why);
-  });
+void PeerMeetings::abandon(const void* scope, const CollectiveInstance& which, const graph::Status& why) {
+  meetings_.abandon({scope, which.group, which.instance}, why);
 }
 
-void PeerMeetings::abandon(const void* session, const CollectiveInstance& which, const graph::Status& why) {
-  meetings_.abandon({session, which.group, which.instance}, why);
+void PeerMeetings::forget(const void* scope) { meetings_.forget(scope); }
+
+namespace {
+
+graph::Expected<PeerPart> not_offered(const PeerLibrary& library, std::string_view operation, const CollectiveCall& call) {
+  return graph::unimplemented(std::string(operation) + " '" + call.group + "' is not supported by " + std::string(library.name()));
 }
 
-void PeerMeetings::forget(const void* session) {
-  {
-    std::lock_guard lock(mutex_);
-    observed_.erase(session);
-  }
-  meetings_.forget(session);
+}  // namespace
+
+graph::Expected<PeerPart> PeerLibrary::all_reduce(const CollectiveCall& call, Reduction, std::span<const Tensor>, std::span<Tensor>) {
+  return not_offered(*this, "all_reduce", call);
+}
+graph::Expected<PeerPart> PeerLibrary::reduce_scatter(const CollectiveCall& call, Reduction, std::span<const Tensor>,
+                                                      std::span<Tensor>) {
+  return not_offered(*this, "reduce_scatter", call);
+}
+graph::Expected<PeerPart> PeerLibrary::all_gather(const CollectiveCall& call, std::span<const Tensor>, std::span<Tensor>) {
+  return not_offered(*this, "all_gather", call);
 }
 
 // On the issuing thread, one meeting at a time, so that every device's stream receives the

@@ -3,7 +3,7 @@
 // so that what happens when a meeting fails is tested without the devices (with a library whose
 // failures a test injects).
 //
-// The ranks of a group (a node per device) meet at a Rendezvous keyed by (session, group, instance),
+// The ranks of a group (a node per device) meet at a Rendezvous keyed by (scope, group, instance),
 // which fails the ranks of a meeting some rank did not come to by the deadline, naming it, and those
 // of a step that failed elsewhere. Once the last has arrived, the meetings' own issuing thread makes
 // every rank's calls in one group call (one thread launching for several devices must, or NCCL may
@@ -20,9 +20,11 @@
 // keeps its result; every later one receives the failure, once its device has returned (so that no
 // buffer is released while a call may still use it).
 //
+// A PeerCommunicator (peer_communicator.h) is how kernels reach them: one per session, the scope of
+// its meetings.
+//
 //   PeerMeetings meetings(library);  // NCCL's: never destroyed
-//   meetings.observe(session, collectives);
-//   meetings.arrive(session, "AllReduce", "bucket_0", instance, rank, ranks, std::move(part), deadline);
+//   meetings.arrive(scope, "all_reduce", "bucket_0", instance, rank, ranks, std::move(part));
 #pragma once
 
 #include <atomic>
@@ -32,7 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -56,18 +58,6 @@ class PeerCommunicators {
   virtual void abort() = 0;
 };
 
-// A library whose devices meet among themselves.
-class PeerLibrary {
- public:
-  virtual ~PeerLibrary() = default;
-  virtual std::string_view name() const = 0;  // "NCCL"
-  // Communicators for `devices` (physical ordinals, distinct; rank r on devices[r]).
-  virtual graph::Expected<std::shared_ptr<PeerCommunicators>> connect(const std::vector<int>& devices) = 0;
-  // Brackets a meeting's calls, every rank's (ncclGroupStart, ncclGroupEnd).
-  virtual graph::Status group_start() = 0;
-  virtual graph::Status group_end() = 0;
-};
-
 // What one rank brings to its group's meeting.
 struct PeerPart {
   std::string device;  // "gpu:1", for messages
@@ -81,6 +71,29 @@ struct PeerPart {
   std::function<void(graph::Status)> done;
 };
 
+// A library whose devices meet among themselves.
+class PeerLibrary {
+ public:
+  virtual ~PeerLibrary() = default;
+  virtual std::string_view name() const = 0;  // "NCCL"
+  // Communicators for `devices` (physical ordinals, distinct; rank r on devices[r]).
+  virtual graph::Expected<std::shared_ptr<PeerCommunicators>> connect(const std::vector<int>& devices) = 0;
+  // Brackets a meeting's calls, every rank's (ncclGroupStart, ncclGroupEnd).
+  virtual graph::Status group_start() = 0;
+  virtual graph::Status group_end() = 0;
+
+  // A participant's part of each Communicator operation over its device (`call.device`), its deadline
+  // and done left to the caller; unimplemented by default, or where the library does not serve the
+  // call, saying why.
+  virtual graph::Expected<PeerPart> all_reduce(const CollectiveCall& call, Reduction reduction, std::span<const Tensor> inputs,
+                                               std::span<Tensor> outputs);
+  virtual graph::Expected<PeerPart> reduce_scatter(const CollectiveCall& call, Reduction reduction,
+                                                   std::span<const Tensor> inputs, std::span<Tensor> outputs);
+  virtual graph::Expected<PeerPart> all_gather(const CollectiveCall& call, std::span<const Tensor> inputs,
+                                               std::span<Tensor> outputs);
+};
+
+
 class PeerMeetings {
  public:
   // The watchdog looks at the meetings in flight every `poll`.
@@ -90,14 +103,14 @@ class PeerMeetings {
   PeerMeetings(const PeerMeetings&) = delete;
   PeerMeetings& operator=(const PeerMeetings&) = delete;
 
-  // Rank `rank` of `ranks` of `op` (a node's op, for messages) arrives for the group's execution
-  // `instance`; the last issues the meeting.
-  void arrive(const void* session, std::string_view op, const std::string& group, int64_t instance, int rank, int ranks,
+  // Rank `rank` of `ranks` of `op` ("all_reduce", for messages) arrives for the group's execution
+  // `instance` in `scope` (a session's communicator); the last issues the meeting.
+  void arrive(const void* scope, std::string_view op, const std::string& group, int64_t instance, int rank, int ranks,
               PeerPart part);
-
-  // The meetings hear of `session`'s failed steps through `collectives`, its collective set, and
-  // forget the session when the set goes (a later session may have its address).
-  void observe(const void* session, const CommunicatorSet& communicators);
+  // Execution `which` of `scope` failed elsewhere: its ranks still waiting fail with `why` now.
+  void abandon(const void* scope, const CollectiveInstance& which, const graph::Status& why);
+  // `scope` is gone (a later one may have its address): what it left waiting is dropped.
+  void forget(const void* scope);
 
  private:
   // The communicators of one set of devices, while they are usable.
@@ -109,8 +122,6 @@ class PeerMeetings {
   };
   struct Meeting;
 
-  void abandon(const void* session, const CollectiveInstance& which, const graph::Status& why);
-  void forget(const void* session);
   void issue(const std::shared_ptr<Meeting>& meeting);
   graph::Expected<std::shared_ptr<Connection>> connect(const std::shared_ptr<Meeting>& meeting);
   // Fails every meeting in flight on `connection` (with `why` where none failed it yet), then aborts
@@ -120,9 +131,8 @@ class PeerMeetings {
 
   PeerLibrary& library_;
   const std::chrono::milliseconds poll_;
-  Rendezvous<PeerPart> meetings_{"rank"};  // by (session, group, instance), until the last rank arrives
+  Rendezvous<PeerPart> meetings_{"rank"};  // by (scope, group, instance), until the last rank arrives
   std::mutex mutex_;
-  std::set<const void*> observed_;  // sessions whose failed steps the meetings hear of
   std::map<std::vector<int>, std::shared_ptr<Connection>> connections_;  // by devices, rank order
   std::vector<std::shared_ptr<Meeting>> in_flight_;
   std::condition_variable wake_;

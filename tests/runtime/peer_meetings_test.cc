@@ -4,7 +4,8 @@
 // fails and a connection that cannot be made each fail every unfinished rank naming the group, the
 // step and the devices, abort the communicators once (and every other meeting in flight on them) and
 // leave the next meeting new ones; a rank whose device finished first keeps its result; ranks on one
-// device are refused; an abandoned step fails its waiting ranks.
+// device are refused. And the Communicator over them (PeerCommunicator, NCCL's): its calls meet
+// through the library, and refused or abandoned steps fail their waiting participants now.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/collectives/peer_communicator.h"
 #include "runtime/collectives/peer_meetings.h"
 
 namespace mirra::runtime {
@@ -105,7 +107,11 @@ class FakeLibrary final : public PeerLibrary {
     return graph::Status();
   }
 
+  // Participant p's part on gpu:p (devices[p]), for the communicator over it; refused past them.
+  graph::Expected<PeerPart> all_reduce(const CollectiveCall& call, Reduction, std::span<const Tensor>, std::span<Tensor>) override;
+
   Log log;
+  std::vector<FakeDevice*> devices;
   std::mutex mutex;
   int failing_connects = 0;
   int connections = 0;
@@ -170,6 +176,14 @@ PeerPart part(Log& log, const RankSetup& setup) {
   part.deadline = setup.deadline;
   part.done = [result = setup.result](graph::Status status) { result->set(status); };
   return part;
+}
+
+graph::Expected<PeerPart> FakeLibrary::all_reduce(const CollectiveCall& call, Reduction, std::span<const Tensor>,
+                                                  std::span<Tensor>) {
+  if (call.participant >= static_cast<int>(devices.size())) {
+    return graph::invalid_argument("FAKE: participant " + std::to_string(call.participant) + " has no device");
+  }
+  return part(log, {call.participant, devices[static_cast<size_t>(call.participant)]});
 }
 
 constexpr const void* kSession = nullptr;
@@ -328,23 +342,45 @@ TEST_CASE("PeerMeetings.ranks_on_one_device_are_refused_naming_them") {
   CHECK(library.log.lines().empty());
 }
 
-TEST_CASE("PeerMeetings.a_step_that_failed_elsewhere_fails_its_waiting_ranks_now") {
+// A session's PeerCommunicator: its calls meet through the library, an operation the library lacks
+// is refused naming it, a participant the library refuses fails its group now, and a step the
+// session abandons fails its waiting participants now; what it leaves waiting is dropped with it.
+TEST_CASE("PeerCommunicator.meets_through_the_library_and_fails_refused_and_abandoned_steps_now") {
   FakeLibrary library;
   PeerMeetings meetings(library, 5ms);
-  FakeDevice gpu0;
-  Result waiting;
-  int session = 0;
+  FakeDevice gpu0, gpu1;
+  library.devices = {&gpu0, &gpu1};
+  const void* scope = nullptr;
   {
     CommunicatorSet communicators;
-    meetings.observe(&session, communicators);
-    meetings.observe(&session, communicators);  // once is enough
-    meetings.arrive(&session, "AllReduce", "bucket", 4, 0, 2, part(library.log, {0, &gpu0, &waiting}));
+    auto peer = std::make_shared<PeerCommunicator>("fake", meetings, library);
+    communicators.add(peer);
+    scope = peer.get();
+    const auto call = [](int participant, int group_size, int64_t instance) {
+      return CollectiveCall{.group = "bucket", .instance = instance, .participant = participant, .group_size = group_size};
+    };
+    std::vector<Tensor> values = {Tensor::from<float>({2}, {1, 2})};
+    auto first = peer->all_reduce(call(0, 2, 1), Reduction::sum, values, values);
+    auto second = peer->all_reduce(call(1, 2, 1), Reduction::sum, values, values);
+    CHECK(first->wait().ok());
+    CHECK(second->wait().ok());
+    CHECK(library.log.lines() ==
+          std::vector<std::string>{"connect 0 1", "group start", "launch rank 0 on 1", "launch rank 1 on 1", "group end"});
+
+    CHECK(peer->broadcast(call(0, 2, 2), 0, values[0])->wait().message() == "broadcast 'bucket' is not supported by fake");
+
+    auto waiting = peer->all_reduce(call(0, 3, 3), Reduction::sum, values, values);
+    const graph::Status refused = peer->all_reduce(call(2, 3, 3), Reduction::sum, values, values)->wait();
+    CHECK(refused.message() == "FAKE: participant 2 has no device");
+    CHECK(waiting->wait().message() == "all_reduce 'bucket' (instance 3): the step failed elsewhere: FAKE: participant 2 has no device");
+
+    auto abandoned = peer->all_reduce(call(0, 2, 4), Reduction::sum, values, values);
     const std::vector<CollectiveInstance> step = {{"bucket", 4}};
     communicators.abandon(step, graph::internal_error("'loss': NaN"));
-    CHECK(waiting.wait() == "AllReduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
+    CHECK(abandoned->wait().message() == "all_reduce 'bucket' (instance 4): the step failed elsewhere: 'loss': NaN");
   }
-  Result after;  // the session's set is gone: what it left is forgotten
-  meetings.arrive(&session, "AllReduce", "bucket", 4, 0, 1, part(library.log, {0, &gpu0, &after}));
+  Result after;  // the communicator is gone: what it left is forgotten
+  meetings.arrive(scope, "all_reduce", "bucket", 4, 0, 1, part(library.log, {0, &gpu0, &after}));
   CHECK(after.wait() == "ok");
 }
 

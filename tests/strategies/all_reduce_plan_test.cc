@@ -38,7 +38,7 @@ TEST_CASE("AllReducePlan.several_gpus_with_shared_ones_are_hierarchical") {
   CHECK(even.path == AllReducePath::hierarchical);
   CHECK(even.groups == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
   CHECK(describe(even, gpus(4)) ==
-        "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then among the devices: NCCL)");
+        "hierarchical: gpu:0, gpu:1 | gpu:2, gpu:3 (summed on each device, then among the devices: nccl)");
   // Replicas in any order, one GPU holding one of them: groups follow the replicas' order.
   const std::vector<DeviceId> mixed = {{DeviceKind::gpu, 4}, {DeviceKind::gpu, 0}, {DeviceKind::gpu, 1}};
   const AllReducePlan uneven = plan_all_reduce(mixed, {.logical_gpus_per_gpu = 2});
@@ -59,7 +59,7 @@ TEST_CASE("AllReducePlan.one_replica_per_gpu_is_peer_to_peer") {
   const AllReducePlan plan = plan_all_reduce(gpus(3), {});
   CHECK(plan.path == AllReducePath::peer);
   CHECK(plan.groups == std::vector<std::vector<int>>{{0}, {1}, {2}});
-  CHECK(describe(plan, gpus(3)) == "peer: gpu:0 | gpu:1 | gpu:2 (the devices sum among themselves: NCCL)");
+  CHECK(describe(plan, gpus(3)) == "peer: gpu:0 | gpu:1 | gpu:2 (the devices sum among themselves: nccl)");
 }
 
 TEST_CASE("AllReducePlan.the_rest_meets_on_the_host") {
@@ -89,7 +89,7 @@ TEST_CASE("AllReducePlan.the_rest_meets_on_the_host") {
 TEST_CASE("AllReducePlan.sharded_state_of_one_replica_per_device_is_peer_to_peer") {
   const AllReducePlan plan = plan_all_reduce(gpus(3), {.sharded_state = true});
   CHECK(plan.path == AllReducePath::peer);
-  CHECK(plan.reason == "sharded optimizer state: the devices reduce-scatter among themselves: NCCL");
+  CHECK(plan.reason == "sharded optimizer state: the devices reduce-scatter among themselves: nccl");
   const std::vector<DeviceId> async = {{DeviceKind::cpu_async, 0}, {DeviceKind::cpu_async, 1}};
   CHECK(plan_all_reduce(async, {.sharded_state = true}).path == AllReducePath::peer);
 }
