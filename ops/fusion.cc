@@ -174,20 +174,20 @@ int fold_padding_into_convolutions(graph::Graph& g) {
         paddings[2 * channel + 1] != 0) {
       continue;
     }
+    // The node whose output the folded convolution gives becomes it, in place, so that whoever holds
+    // that output (the optimizer's list of gradients, which the strategies aggregate: a filter's
+    // gradient) still finds it.
     for (const auto& [reader, replaced] : rewrites) {
-      const Node& conv = g.node(reader);
-      Node node;
+      const Node conv = g.node(reader);
+      Node& node = g.mutable_node(replaced);
       node.op = conv.op;
-      node.name = g.unique_name(conv.name + "/explicit_padding");
       node.inputs = conv.inputs;
       node.inputs[0] = pad.inputs[0];
       node.attrs = conv.attrs;
       node.attrs.set("padding", std::string("EXPLICIT"));
       node.attrs.set("explicit_paddings", paddings);
-      node.outputs = g.node(replaced).outputs;  // the gradient: of the unpadded value
       node.device = conv.device;
-      replace_chain(g, std::move(node), replaced == reader ? std::set<NodeId>{reader} : std::set<NodeId>{reader, replaced},
-                    replaced);
+      if (replaced != reader) take_over_control_edges(g, replaced, {reader});  // the input's gradient, of the unpadded value
     }
     ++folded;
   }

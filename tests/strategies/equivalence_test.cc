@@ -136,6 +136,19 @@ void check_every_case(graph::DeviceKind kind, int max_replicas, int logical_per_
   }
 }
 
+// The fusion passes the runner's programs take replace nodes; the gradient a strategy aggregates must
+// still be the one each update applies (the padding folded into a convolution and its filter's gradient).
+TEST_CASE("Strategies.equivalent_to_one_device.with_the_padding_folded_into_the_convolution") {
+  const TrainingProgram program = build_program("padded_cnn", ops::Optimizer::momentum_sgd(0.05, 0.9));
+  int explicit_padding = 0;
+  for (const graph::Node& node : program.graph.nodes()) {
+    const std::string* padding = node.attrs.get<std::string>("padding");
+    explicit_padding += padding != nullptr && *padding == "EXPLICIT";
+  }
+  CHECK(explicit_padding == 3);  // the convolution and both its gradients
+  check_equivalence("padded_cnn", ops::Optimizer::momentum_sgd(0.05, 0.9), 61, graph::DeviceKind::cpu, 3);
+}
+
 TEST_CASE("Strategies.equivalent_to_one_device") { check_every_case(graph::DeviceKind::cpu, 4); }
 
 TEST_CASE("Strategies.equivalent_to_one_device.on_cpu_async_devices") { check_every_case(graph::DeviceKind::cpu_async, 3); }

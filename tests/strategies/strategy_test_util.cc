@@ -35,7 +35,12 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
     auto images = ops::placeholder(b, "images", graph::DType::f32, {-1, 8, 8, 1});
     auto filter = ops::variable(b, "conv/filter", {3, 3, 1, 4}, ops::Initializer::glorot_uniform());
     auto bias = ops::variable(b, "conv/b", {4}, ops::Initializer::constant(0.1));
-    auto x = ops::relu(b, ops::bias_add(b, ops::conv2d(b, images, filter, {.padding = "SAME"}), bias));
+    // padded_cnn pads as torchvision does, a Pad and then a VALID convolution.
+    const graph::ValueRef convolved =
+        model == "padded_cnn"
+            ? ops::conv2d(b, ops::pad(b, images, {0, 0, 1, 1, 1, 1, 0, 0}), filter, {.padding = "VALID"})
+            : ops::conv2d(b, images, filter, {.padding = "SAME"});
+    auto x = ops::relu(b, ops::bias_add(b, convolved, bias));
     x = ops::reshape(b, ops::max_pool(b, x, {.ksize = {2, 2}, .strides = {2, 2}, .padding = "VALID"}), {-1, 4 * 4 * 4});
     logits = examples::dense(b, "logits", x, 4 * 4 * 4, 10, false);
   }
@@ -46,6 +51,11 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
                        .correct = objective.correct,
                        .train = train->train,
                        .learning_rate = train->learning_rate};
+  if (model == "padded_cnn") {  // the passes the runner's programs take: the padding folds into the convolution
+    REQUIRE(ops::rewrite_for_training(program.graph, ops::registry(), ops::MixedPrecision::off, {},
+                                      {train->train, objective.loss.node, objective.correct.node})
+                .ok());
+  }
   program.variables_and_gradients = train->variables_and_gradients;
   program.loss_gradient = train->loss_gradient;
   program.step_state = train->step_state;

@@ -16,7 +16,9 @@ namespace mirra::strategies::test {
 
 // "mlp": the benchmark MLP's architecture (784-256-128-10, ReLU) in float64 on [?, 28, 28, 1];
 // "small_cnn": conv 3x3x4 + ReLU, max-pool 2x2, dense 10 in float32 on [?, 8, 8, 1]. Classifier
-// objective and minimize() with `optimizer` and `options`.
+// objective and minimize() with `optimizer` and `options`. "padded_cnn": small_cnn with its padding a Pad
+// before a VALID convolution (as torchvision pads), after the training passes (which fold it into
+// the convolution).
 TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer,
                               const ops::MinimizeOptions& options = {});
 
