@@ -16,6 +16,34 @@ Status InferContext::error(std::string_view message) const {
                           "; inputs " + inputs);
 }
 
+double CostContext::elements(const TensorType& type) {
+  double n = 1;
+  for (int i = 0; i < type.shape.rank(); ++i) n *= static_cast<double>(std::max<int64_t>(type.shape.dim(i), 0));
+  return n;
+}
+
+double CostContext::bytes(const TensorType& type) { return elements(type) * static_cast<double>(dtype_size(type.dtype)); }
+
+double CostContext::bytes_moved() const {
+  double moved = 0;
+  for (const TensorType& t : inputs) moved += bytes(t);
+  for (const TensorType& t : outputs) moved += bytes(t);
+  return moved;
+}
+
+OpCost op_cost(const OpSchema& schema, const CostContext& context) {
+  if (schema.cost) return schema.cost(context);
+  double flops = 0;
+  for (const TensorType& t : context.outputs) flops += CostContext::elements(t);
+  return {.flops = flops, .bytes = context.bytes_moved()};
+}
+
+OpCost costs_nothing(const CostContext&) { return {}; }
+
+OpCost product_cost(const CostContext& context, double multiply_adds) {
+  return {.flops = 2 * multiply_adds, .bytes = context.bytes_moved()};
+}
+
 Expected<std::vector<TensorType>> check_and_infer(const OpSchema& schema, Node& node,
                                                   std::span<const TensorType> inputs) {
   const std::string where = "node '" + node.name + "' (" + node.op + ")";

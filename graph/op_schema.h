@@ -82,6 +82,29 @@ struct GradientContext {
 // gradient for that input. Errors go to the builder's status.
 using GradientFn = std::function<std::vector<ValueRef>(GradientContext&)>;
 
+// What one execution of a node costs, for roofline estimates of its time (mirra simulate): the
+// floating-point operations it performs (a multiply-add is two) and the bytes of memory it reads and
+// writes.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// What a cost rule sees: the node, and its inputs' and outputs' types with the batch's dims bound.
+struct CostContext {
+  const Node& node;
+  std::span<const TensorType> inputs;
+  std::span<const TensorType> outputs;
+
+  // Elements and bytes of a type, unknown dims counted as none.
+  static double elements(const TensorType& type);
+  static double bytes(const TensorType& type);
+  // Every input read once and every output written once.
+  double bytes_moved() const;
+};
+
+using CostFn = std::function<OpCost(const CostContext&)>;
+
 struct OpSchema {
   std::string name;
   std::vector<std::string> inputs;  // names, for messages and docs
@@ -111,6 +134,10 @@ struct OpSchema {
   //   (ops/inference_mode.h).
   std::string training_attr;
   InferFn infer;
+  // What an execution costs (op_cost). None: an element-wise op's cost, one operation per output
+  // element with every input read and every output written once; products, convolutions and
+  // attention state their own, sources and views that move no bytes state zero.
+  CostFn cost;
   std::string summary;
   // Exactly one of these: the op's gradient rule, or why it has none (it outputs integers or
   // constants, say). Differentiating through an op with no gradient is an error that names it.
@@ -130,6 +157,13 @@ struct OpSchema {
     return false;
   }
 };
+
+// The cost of one execution of a node of `schema` (its rule, or the element-wise default).
+OpCost op_cost(const OpSchema& schema, const CostContext& context);
+// The cost rule of sources and views (a Variable's value, a reshape): no operations, no bytes moved.
+OpCost costs_nothing(const CostContext& context);
+// A product's cost: 2 flops per multiply-add, its operands read and its outputs written once.
+OpCost product_cost(const CostContext& context, double multiply_adds);
 
 // Checks `node` (op, inputs, attrs) against `schema`, fills in default attributes, and returns the
 // inferred output types. `inputs` are the types of node.inputs.

@@ -382,6 +382,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .traits = graph::kForwardsInput,
                               .moves_values = {0},
                               .infer = infer_reshape,
+                              .cost = graph::costs_nothing,
                               .summary = "The same elements with another shape; one dim may be -1.",
                               .gradient = reshape_grad});
   kernels.add("Reshape", DeviceKind::cpu, {reshape_kernel});
@@ -392,6 +393,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .traits = graph::kForwardsInput,
                               .moves_values = {0},
                               .infer = infer_expand_dims,
+                              .cost = graph::costs_nothing,
                               .summary = "x with a dim of size 1 inserted at axis (in [-rank-1, rank]); shares the buffer.",
                               .gradient = reshape_grad});
   kernels.add("ExpandDims", DeviceKind::cpu, {reshaping_kernel<expand_dims_shape>});
@@ -401,6 +403,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .traits = graph::kForwardsInput,
                               .moves_values = {0},
                               .infer = infer_squeeze,
+                              .cost = graph::costs_nothing,
                               .summary = "x without the dims of size 1 at axis (every one when axis is empty); shares the buffer.",
                               .gradient = reshape_grad});
   kernels.add("Squeeze", DeviceKind::cpu, {reshaping_kernel<squeeze_shape>});
@@ -430,6 +433,7 @@ void register_array_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ker
                               .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{ctx.input(0)};
                               },
+                              .cost = graph::costs_nothing,
                               .summary = "Its input, unchanged (the buffer is shared).",
                               .gradient = identity_grad});
   kernels.add("Identity", DeviceKind::cpu, {identity_kernel});

@@ -314,6 +314,17 @@ std::vector<graph::AttrSpec> attention_attrs() {
   return {{"causal", AttrType::boolean, false}, {"scale", AttrType::real, std::nullopt, /*optional=*/true}};
 }
 
+// The sizes a cost counts from q [b, h, T, d], k [b, h, S, d] and v [b, h, S, e], unknown ones as none.
+struct AttentionSizes {
+  double heads = 0, t = 0, s = 0, d = 0, e = 0;
+};
+
+AttentionSizes attention_sizes(const graph::Shape& q, const graph::Shape& k, const graph::Shape& v) {
+  const auto known = [](int64_t dim) { return static_cast<double>(std::max<int64_t>(dim, 0)); };
+  return {.heads = known(q.dim(0)) * known(q.dim(1)), .t = known(q.dim(2)), .s = known(k.dim(2)), .d = known(q.dim(3)),
+          .e = known(v.dim(3))};
+}
+
 }  // namespace
 
 void register_attention_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels) {
@@ -323,6 +334,12 @@ void register_attention_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
       .optional_inputs = 1,
       .attrs = attention_attrs(),
       .infer = infer_attention,
+      // Per batch and head: q k^T (T x S x d) and P v (T x S x e), the whole score matrix even where
+      // causality masks it.
+      .cost = [](const graph::CostContext& c) {
+        const AttentionSizes n = attention_sizes(c.inputs[0].shape, c.inputs[1].shape, c.inputs[2].shape);
+        return graph::product_cost(c, n.heads * n.t * n.s * (n.d + n.e));
+      },
       .summary = "softmax(q k^T * scale + mask) v per batch and head (scale: 1 / sqrt(size) unless given; causal: each "
                  "query attends its own and earlier keys), in key tiles with an online softmax; output 1 is each query's "
                  "log-sum-exp of its scores. A query with no key to attend gives zeros.",
@@ -335,6 +352,12 @@ void register_attention_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
       .optional_inputs = 1,
       .attrs = attention_attrs(),
       .infer = infer_attention_grad,
+      // The scores recomputed (T x S x d), then dv (S x T x e), dP (T x S x e), dq (T x S x d) and dk
+      // (S x T x d): FlashAttention-2's backward pass.
+      .cost = [](const graph::CostContext& c) {
+        const AttentionSizes n = attention_sizes(c.inputs[1].shape, c.inputs[2].shape, c.inputs[3].shape);
+        return graph::product_cost(c, n.heads * n.t * n.s * (3 * n.d + 2 * n.e));
+      },
       .summary = "ScaledDotProductAttention's gradient: dq, dk, dv, the probabilities recomputed tile by tile from lse.",
       .no_gradient = "second derivatives of attention are not supported"});
   kernels.add("ScaledDotProductAttentionGrad", graph::DeviceKind::cpu, {.fn = attention_grad_kernel, .expensive = true});

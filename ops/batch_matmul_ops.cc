@@ -116,6 +116,13 @@ void register_batch_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegist
       .attrs = {{"adj_x", AttrType::boolean, false}, {"adj_y", AttrType::boolean, false}, {"f32_output", AttrType::boolean, false}},
       .product_operands = 2,
       .infer = infer_batch_matmul,
+      // Each output sums the shared dim of its matrices: x's last (its second last when adjoint).
+      .cost = [](const graph::CostContext& c) {
+        const graph::Shape& x = c.inputs[0].shape;
+        const bool* adjoint = c.node.attrs.get<bool>("adj_x");
+        const double shared = static_cast<double>(std::max<int64_t>(x.dim(x.rank() - (adjoint != nullptr && *adjoint ? 2 : 1)), 0));
+        return graph::product_cost(c, graph::CostContext::elements(c.outputs[0]) * shared);
+      },
       .summary = "Matrix products over the last two dims, the batch dims broadcast (16-bit operands sum in f32).",
       .gradient = batch_matmul_grad});
   kernels.add("BatchMatMulV2", graph::DeviceKind::cpu, {.fn = batch_matmul_kernel, .expensive = true});

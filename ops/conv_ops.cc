@@ -378,6 +378,15 @@ std::vector<graph::ValueRef> conv2d_grad(graph::GradientContext& g) {
   return grads;
 }
 
+// Each element of `result` (a convolution's output, or the dy its gradients read) sums kh x kw x in
+// products of the filter [kh, kw, in, out], input 1: the forward pass and each gradient alike.
+graph::OpCost convolution_cost(const graph::CostContext& c, const graph::TensorType& result) {
+  const graph::Shape& filter = c.inputs[1].shape;
+  double per_output = 1;
+  for (int d = 0; d < 3; ++d) per_output *= static_cast<double>(std::max<int64_t>(filter.dim(d), 0));
+  return graph::product_cost(c, graph::CostContext::elements(result) * per_output);
+}
+
 void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t shape_from, graph::OpRegistry& schemas,
                             runtime::KernelRegistry& kernels) {
   schemas.add(graph::OpSchema{
@@ -404,6 +413,7 @@ void register_conv_backprop(const char* name, runtime::KernelFn kernel, size_t s
         }
         return std::vector<TensorType>{{output, ctx.input(shape_from).shape}};
       },
+      .cost = [](const graph::CostContext& c) { return convolution_cost(c, c.inputs[2]); },
       .summary = "A gradient of Conv2D, given its input, filter and the gradient of its output.",
       .no_gradient = "second derivatives of Conv2D are not supported"});
   kernels.add(name, graph::DeviceKind::cpu, {.fn = kernel, .expensive = true, .prepare = prepare_conv_kernel});
@@ -458,6 +468,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .product_operands = 2,
       .filter_input = 1,
       .infer = infer_conv2d,
+      .cost = [](const graph::CostContext& c) { return convolution_cost(c, c.outputs[0]); },
       .summary = "2-D convolution with an HWIO filter.",
       .gradient = conv2d_grad});
   kernels.add("Conv2D", graph::DeviceKind::cpu, {.fn = conv2d_kernel, .expensive = true, .prepare = prepare_conv_kernel});
@@ -474,6 +485,7 @@ void register_conv_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kern
       .product_operands = 2,  // the bias is added to the f32 sums
       .filter_input = 1,
       .infer = infer_fused_conv2d,
+      .cost = [](const graph::CostContext& c) { return convolution_cost(c, c.outputs[0]); },
       .summary = "Conv2D + BiasAdd (+ Relu) in one oneDNN call; formed by fuse_conv_bias_relu.",
       .no_gradient = "it is formed after differentiation (fuse_conv_bias_relu); build with Conv2D, BiasAdd, Relu"});
   kernels.add("FusedConv2D", graph::DeviceKind::cpu,

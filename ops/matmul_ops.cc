@@ -201,6 +201,12 @@ void register_matmul_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         if (k >= 0 && kb >= 0 && k != kb) return ctx.error("inner dimensions differ");
         return std::vector<TensorType>{{output, Shape{a.dim(ta ? 1 : 0), b.dim(tb ? 0 : 1)}}};
       },
+      // Each output sums the shared dim: a's columns (its rows when transposed).
+      .cost = [](const graph::CostContext& c) {
+        const double shared = static_cast<double>(std::max<int64_t>(c.inputs[0].shape.dim(
+            c.node.attrs.get<bool>("transpose_a") != nullptr && *c.node.attrs.get<bool>("transpose_a") ? 0 : 1), 0));
+        return graph::product_cost(c, graph::CostContext::elements(c.outputs[0]) * shared);
+      },
       .summary = "Matrix product op(a) * op(b) of rank-2 tensors (16-bit operands sum in f32; f32_output keeps that sum).",
       .gradient = matmul_grad});
   kernels.add("MatMul", graph::DeviceKind::cpu, {.fn = matmul_kernel, .expensive = true, .prepare = cpu::prepare_dnnl_kernel});

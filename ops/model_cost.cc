@@ -1,5 +1,5 @@
-// forward_cost: bound shapes at one example, then each Conv2D's, FusedConv2D's, MatMul's and
-// BatchMatMulV2's products, and each attention's two.
+// forward_cost: bound shapes at one example, then the products of each Conv2D, FusedConv2D, MatMul,
+// BatchMatMulV2 and attention, as their schemas' cost rules count them.
 #include "ops/model_cost.h"
 
 #include <algorithm>
@@ -11,36 +11,21 @@ namespace mirra::ops {
 
 namespace {
 
-// Multiply-adds of one node from its input and output types, or -1 when a shape is unknown.
-int64_t multiply_adds(const graph::Node& node, const std::vector<std::vector<graph::TensorType>>& types) {
-  const graph::Shape& out = types[node.id][0].shape;
-  const std::optional<int64_t> outputs = out.num_elements();
-  if (!outputs) return -1;
-  const graph::ValueRef second = node.inputs[1];
-  const graph::Shape& operand = types[second.node][second.output].shape;
-  if (node.op == "BatchMatMulV2") {  // each output sums the shared dim of its matrices
-    const graph::ValueRef first = node.inputs[0];
-    const graph::Shape& x = types[first.node][first.output].shape;
-    const bool* adjoint = node.attrs.get<bool>("adj_x");
-    const int64_t shared = x.dim(x.rank() - (adjoint != nullptr && *adjoint ? 2 : 1));
-    return shared < 0 ? -1 : *outputs * shared;
+// Multiply-adds of one node by its op's cost rule (graph::OpSchema::cost: half its flops), or -1 when
+// a shape it counts is unknown.
+int64_t multiply_adds(const graph::Node& node, const std::vector<std::vector<graph::TensorType>>& types,
+                      const graph::OpRegistry& schemas) {
+  std::vector<graph::TensorType> inputs;
+  for (const graph::ValueRef input : node.inputs) {
+    const graph::TensorType& type = types[input.node][input.output];
+    if (!type.shape.num_elements()) return -1;
+    inputs.push_back(type);
   }
-  if (node.op == "ScaledDotProductAttention") {  // q k^T: T x S x d, then P v: T x S x e, per head
-    const graph::ValueRef first = node.inputs[0];
-    const graph::Shape& q = types[first.node][first.output].shape;
-    const int64_t d = q.dim(3), s = operand.dim(2);
-    return d < 0 || s < 0 ? -1 : *outputs / std::max<int64_t>(out.dim(3), 1) * s * (d + out.dim(3));
+  for (const graph::TensorType& output : types[node.id]) {
+    if (!output.shape.num_elements()) return -1;
   }
-  if (node.op == "MatMul") {  // each output sums the shared dim: a's columns (rows when transposed)
-    const graph::ValueRef first = node.inputs[0];
-    const graph::Shape& a = types[first.node][first.output].shape;
-    const bool* transposed = node.attrs.get<bool>("transpose_a");
-    const int64_t shared = a.rank() == 2 ? a.dim(transposed != nullptr && *transposed ? 0 : 1) : -1;
-    return shared < 0 ? -1 : *outputs * shared;
-  }
-  // A convolution's filter [kh, kw, in, out]: each output sums kh x kw x in products.
-  if (operand.rank() != 4 || operand.dim(0) < 0 || operand.dim(1) < 0 || operand.dim(2) < 0) return -1;
-  return *outputs * operand.dim(0) * operand.dim(1) * operand.dim(2);
+  const graph::OpCost cost = graph::op_cost(*schemas.find(node.op), {.node = node, .inputs = inputs, .outputs = types[node.id]});
+  return static_cast<int64_t>(cost.flops / 2);
 }
 
 }  // namespace
@@ -57,7 +42,7 @@ graph::Expected<ForwardCost> forward_cost(const graph::Graph& graph, std::span<c
     const bool convolution = node.op == "Conv2D" || node.op == "FusedConv2D";
     const bool attention = node.op == "ScaledDotProductAttention";
     if (!convolution && !attention && node.op != "MatMul" && node.op != "BatchMatMulV2") continue;
-    const int64_t count = multiply_adds(node, types);
+    const int64_t count = multiply_adds(node, types, schemas);
     if (count < 0) {
       return graph::invalid_argument("forward cost: the shapes of '" + node.name + "' (" + node.op +
                                      ") stay unknown at one example");

@@ -300,6 +300,7 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .infer = [](const InferContext&) -> Expected<std::vector<TensorType>> {
                                 return std::vector<TensorType>{};
                               },
+                              .cost = graph::costs_nothing,
                               .summary = "Does nothing; its control inputs make it a target that runs them.",
                               .no_gradient = "it has no inputs"});
   kernels.add("NoOp", graph::DeviceKind::cpu, {no_op_kernel});

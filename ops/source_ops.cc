@@ -92,6 +92,7 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         return std::vector<TensorType>{{ctx.attr<DType>("dtype"), ctx.attr<Shape>("shape")}};
       },
+      .cost = graph::costs_nothing,
       .summary = "An input, fed by name at run time; -1 dims take any size.",
       .no_gradient = "a source has no inputs"});
   // Fed values are host tensors.
@@ -109,6 +110,7 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         }
         return std::vector<TensorType>{value.type};
       },
+      .cost = graph::costs_nothing,
       .summary = "A constant tensor stored in the graph.",
       .no_gradient = "a source has no inputs"});
   kernels.add("Const", DeviceKind::cpu, {const_kernel});
@@ -147,6 +149,7 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
         }
         return infer_fully_defined(ctx);
       },
+      .cost = graph::costs_nothing,
       .summary = "State kept by the session across steps, created from its initialiser on first use. With "
                  "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state). "
                  "aggregation: how replicas' writes of it combine (none, sum, mean, only_first_replica).",

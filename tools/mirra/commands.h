@@ -62,6 +62,18 @@ struct InspectCommand {
   int64_t batch_size = 128;  // for the memory the summary plans
 };
 
+struct SimulateCommand {
+  std::string model;
+  std::string strategy = "mirrored";  // mirrored, multi_worker_mirrored (alike: a replica per device) or one_device
+  std::string cluster;                // the cluster file (examples/clusters/)
+  int64_t batch_size = 32;            // per device
+  std::string bucket_mb = "25";       // a gradient bucket's cap in MiB, or "auto": the best of several per point
+  std::vector<std::string> algorithms;  // empty: ring, tree and hierarchical
+  std::string mixed_precision = "off";
+  bool json = false;
+  std::string plot;                   // an SVG chart of the sweep
+};
+
 struct DevicesCommand {
   bool json = false;
 };
@@ -70,6 +82,7 @@ int run_train(const TrainCommand& command);
 int run_eval(const EvalCommand& command);
 int run_predict(const PredictCommand& command);
 int run_inspect(const InspectCommand& command);
+int run_simulate(const SimulateCommand& command);
 int run_devices(const DevicesCommand& command);
 
 // resource_exhausted when `graph` at `batch_size` needs more than `limit_bytes` (runtime::estimate_memory

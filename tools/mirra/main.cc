@@ -1,12 +1,13 @@
 // mirra: the runner. Trains, evaluates, predicts with and inspects model files with a strategy chosen
-// by flag or config, prints the resolved config, and runs the benchmarks. docs/cli.md describes every
-// command.
+// by flag or config, predicts their scaling on a cluster, prints the resolved config, and runs the
+// benchmarks. docs/cli.md describes every command.
 //   mirra train MODEL [--strategy mirrored] [--epochs N | --steps N] [--checkpoint-dir DIR --resume] ...
 //   mirra predict MODEL --outputs NAME[,NAME] --out FILE.npy|.npz [--data SPEC] [--devices LIST]
 //   mirra eval MODEL          mirra inspect MODEL [--strategy S --devices L [--mixed-precision M]
 //                             [--shard-optimizer-state]] [--dot] [--batch-size N]
 //   mirra config --print      mirra bench executor|training|accuracy|allreduce      mirra ops
 //   mirra devices [--json]      mirra --version
+//   mirra simulate MODEL --cluster CLUSTER.json [--strategy S] [--batch-size N] [--bucket-mb X|auto] [--plot F.svg]
 // Exit codes: 0 success, 2 bad input (file, config, flags, data), 1 a device, peer, deadline or
 // internal failure (docs/cli.md).
 #include <CLI/CLI.hpp>
@@ -114,6 +115,23 @@ int main(int argc, char** argv) {
   config_app->add_flag("--print", print_config, "Print it as JSON")->required();
   runner::add_run_flags(*config_app, config_flags);
 
+  runner::SimulateCommand simulate;
+  std::string simulate_algorithms;
+  auto* simulate_app = app.add_subcommand(
+      "simulate", "Predict a training step's time and its scaling from 1 to 4,096 devices of a cluster");
+  simulate_app->add_option("MODEL", simulate.model, "Model file (.mirra)")->required();
+  simulate_app->add_option("--strategy", simulate.strategy, "mirrored (default), multi_worker_mirrored or one_device");
+  simulate_app->add_option("--cluster", simulate.cluster, "Cluster file (JSON; presets in examples/clusters/)")->required();
+  simulate_app->add_option("--batch-size", simulate.batch_size, "Examples per device and step (default 32)")
+      ->check(CLI::PositiveNumber);
+  simulate_app->add_option("--bucket-mb", simulate.bucket_mb,
+                           "Gradient bucket cap in MiB (default 25), or auto: the fastest of 1 to 100 MiB at each point");
+  simulate_app->add_option("--algorithm", simulate_algorithms,
+                           "Comma-separated all-reduce algorithms: ring, tree, hierarchical (default: all three)");
+  simulate_app->add_option("--mixed-precision", simulate.mixed_precision, "off (default), bf16 or fp16");
+  simulate_app->add_flag("--json", simulate.json, "Print one JSON object instead of the table");
+  simulate_app->add_option("--plot", simulate.plot, "Write an SVG chart of efficiency and exposed communication");
+
   runner::BenchCommands bench;
   runner::add_bench_commands(app, bench);
   auto* ops_app = app.add_subcommand("ops", "List the built-in ops, their inputs and attributes");
@@ -155,6 +173,10 @@ int main(int argc, char** argv) {
     if (*inspect_app) {
       inspect.devices = runner::split_comma_list(inspect_devices);
       return runner::run_inspect(inspect);
+    }
+    if (*simulate_app) {
+      simulate.algorithms = runner::split_comma_list(simulate_algorithms);
+      return runner::run_simulate(simulate);
     }
     if (*config_app) {
       auto config = runner::resolve_run_config(config_flags);
