@@ -42,7 +42,9 @@ TEST_CASE("Runner.simulate.predicts_the_scaling_of_the_mlp_on_every_cluster_pres
   std::map<std::string, std::map<int, double>> efficiency;  // by algorithm and devices
   for (const auto& p : out["points"]) efficiency[p["algorithm"]][p["devices"].get<int>()] = p["efficiency"].get<double>();
   REQUIRE(efficiency.size() == 3);
-  for (auto& [algorithm, by_devices] : efficiency) {
+  for (auto& entry : efficiency) {  // not a structured binding: doctest's CAPTURE takes it in a lambda
+    const std::string& algorithm = entry.first;
+    std::map<int, double>& by_devices = entry.second;
     CAPTURE(algorithm);
     CHECK(by_devices.size() == 9);  // 1, 2, 4, ..., 256
     CHECK(by_devices[1] == 1.0);
