@@ -34,6 +34,7 @@ graph::Expected<StepGraph> step_graph(const graph::Graph& graph, std::span<const
   const std::vector<bool> needed = graph.needed_for(roots);
   std::erase_if(order, [&](graph::NodeId id) { return !needed[id]; });
   const auto types = runtime::bound_types(graph, dims, order);
+  MIRRA_CHECK(dims.schemas != nullptr, "step_graph infers the bound shapes again: it needs the schemas");
   const graph::OpRegistry& schemas = *dims.schemas;
   StepGraph step;
   std::map<graph::NodeId, size_t> index;

@@ -23,6 +23,7 @@ namespace mirra::simulate {
 // The roofline time of one kernel of `cost` whose products take `dtype` operands.
 double kernel_seconds(const graph::OpCost& cost, graph::DType dtype, const DeviceSpec& device);
 
+// REQUIRES: dims.schemas (the shapes are inferred again with the batch bound).
 // Errors: a cyclic graph; dims that stay unknown once the batch is bound (naming the node).
 graph::Expected<StepGraph> step_graph(const graph::Graph& graph, std::span<const graph::NodeId> roots,
                                       const runtime::DimBindings& dims, const graph::DeviceId& replica,

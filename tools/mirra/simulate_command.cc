@@ -67,20 +67,24 @@ struct Point {
   double bucket_mb = 0;
 };
 
-graph::Status check(const SimulateCommand& command) {
+graph::Status check_strategy(const SimulateCommand& command) {
   if (command.strategy != "mirrored" && command.strategy != "multi_worker_mirrored" && command.strategy != "one_device") {
     return graph::invalid_argument("--strategy " + command.strategy +
                                    ": simulate predicts mirrored, multi_worker_mirrored (alike: a replica per device) and "
                                    "one_device; central_storage and parameter_server are not modelled");
   }
-  if (command.bucket_mb != "auto") {
-    char* end = nullptr;
-    const double mb = std::strtod(command.bucket_mb.c_str(), &end);
-    if (end == command.bucket_mb.c_str() || *end != '\0' || !(mb > 0)) {
-      return graph::invalid_argument("--bucket-mb must be a number of MiB > 0 or auto, not '" + command.bucket_mb + "'");
-    }
-  }
   return graph::Status();
+}
+
+// The bucket caps to simulate: --bucket-mb's, or every choice for auto.
+graph::Expected<std::vector<double>> bucket_caps(const SimulateCommand& command) {
+  if (command.bucket_mb == "auto") return std::vector<double>(std::begin(kBucketChoices), std::end(kBucketChoices));
+  char* end = nullptr;
+  const double mb = std::strtod(command.bucket_mb.c_str(), &end);
+  if (end == command.bucket_mb.c_str() || *end != '\0' || !(mb > 0)) {
+    return graph::invalid_argument("--bucket-mb must be a number of MiB > 0 or auto, not '" + command.bucket_mb + "'");
+  }
+  return std::vector<double>{mb};
 }
 
 void print_table(const SimulateCommand& command, const simulate::ClusterSpec& cluster, const Replica& replica,
@@ -123,7 +127,8 @@ nlohmann::json to_json(const SimulateCommand& command, const simulate::ClusterSp
 }
 
 graph::Status simulate_model(const SimulateCommand& command) {
-  MIRRA_RETURN_IF_ERROR(check(command));
+  MIRRA_RETURN_IF_ERROR(check_strategy(command));
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<double> caps, bucket_caps(command));
   MIRRA_ASSIGN_OR_RETURN(const simulate::ClusterSpec cluster, simulate::read_cluster(command.cluster));
   std::vector<Algorithm> algorithms;
   for (const std::string& name : command.algorithms) {
@@ -133,8 +138,6 @@ graph::Status simulate_model(const SimulateCommand& command) {
   if (algorithms.empty()) algorithms = simulate::all_algorithms();
   MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
   const std::vector<int> counts = command.strategy == "one_device" ? std::vector<int>{1} : simulate::device_counts(cluster);
-  const std::vector<double> caps = command.bucket_mb == "auto" ? std::vector<double>(std::begin(kBucketChoices), std::end(kBucketChoices))
-                                                               : std::vector<double>{std::strtod(command.bucket_mb.c_str(), nullptr)};
   // Each point keeps the fastest cap.
   std::vector<Point> best;
   Replica shown;
