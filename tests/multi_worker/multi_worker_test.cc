@@ -317,16 +317,19 @@ TEST_CASE("MultiWorker.state_written_from_the_batch_trains_as_one_device") {
 
 // A loss averaged over a declared weight (the examples not labelled 9): 61 examples split unevenly
 // over 2 workers x 1 and 2 devices, divided by the weight of the whole batch across workers, report
-// the losses and metrics and train the variables one device does.
+// the losses and metrics and train the variables one device does. Two steps: a share divided by its
+// own weight instead is off from the first, while longer runs let rounding differences of products
+// over other row counts (oneDNN's on AVX2 machines) flip a ReLU near zero and move a bias by 1e-3 of
+// itself by the sixth step.
 TEST_CASE("MultiWorker.a_loss_over_a_declared_weight_trains_as_one_device") {
-  const std::vector<std::string> common = {"train", masked_mlp_file(), "--steps", "6", "--batch-size", "61", "--threads", "1"};
+  const std::vector<std::string> common = {"train", masked_mlp_file(), "--steps", "2", "--batch-size", "61", "--threads", "1"};
   std::vector<std::string> reference = common;
   const std::string reference_file = workspace() / "masked_reference.mirra";
   reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file,
                                      "--metrics", workspace() / "masked_one.jsonl"});
   REQUIRE(run(reference, "masked_reference").code == 0);
   const std::vector<double> want = step_losses(workspace() / "masked_one.jsonl");
-  REQUIRE(want.size() == 6);
+  REQUIRE(want.size() == 2);
   for (const char* devices : {"cpu:0", "cpu:0,cpu:1"}) {
     CAPTURE(devices);
     const std::string saved = workspace() / "masked_workers.mirra";
