@@ -84,15 +84,7 @@ graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Bat
 graph::Expected<double> run_batch(Session& session, const TrainingGraph& graph, StagedBatch batch,
                                   std::span<const graph::NodeId> targets, Totals& totals,
                                   std::span<const graph::ValueRef> watch = {}, std::vector<Tensor>* watched = nullptr) {
-  // The loss, the correct count where there is one, then each metric's value and its weight where one
-  // is declared, then the loss's weight.
-  std::vector<graph::ValueRef> fetches = {graph.loss};
-  if (graph.correct.valid()) fetches.push_back(graph.correct);
-  for (const TrainingMetric& metric : graph.metrics) {
-    fetches.push_back(metric.value);
-    if (metric.weight.valid()) fetches.push_back(metric.weight);
-  }
-  if (graph.loss_weight.valid()) fetches.push_back(graph.loss_weight);
+  std::vector<graph::ValueRef> fetches = graph.step_fetches();
   const size_t watched_from = fetches.size();
   fetches.insert(fetches.end(), watch.begin(), watch.end());
   MIRRA_ASSIGN_OR_RETURN(const std::vector<Tensor> out, session.run_staged(std::move(batch.feeds), fetches, targets));
@@ -146,6 +138,17 @@ graph::Status Trainer::set_learning_rate(double rate) {
     session_.assign_variable(node.name, Tensor::scalar<float>(static_cast<float>(rate)));
   }
   return graph::Status();
+}
+
+std::vector<graph::ValueRef> TrainingGraph::step_fetches() const {
+  std::vector<graph::ValueRef> fetches = {loss};
+  if (correct.valid()) fetches.push_back(correct);
+  for (const TrainingMetric& metric : metrics) {
+    fetches.push_back(metric.value);
+    if (metric.weight.valid()) fetches.push_back(metric.weight);
+  }
+  if (loss_weight.valid()) fetches.push_back(loss_weight);
+  return fetches;
 }
 
 TrainingGraph TrainingGraph::for_evaluation() const {

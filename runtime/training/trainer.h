@@ -84,6 +84,9 @@ struct TrainingGraph {
 
   // This signature with the inference values in place of the training ones, where it has them.
   TrainingGraph for_evaluation() const;
+  // What each step fetches, in this order: the loss, the correct count where there is one, each
+  // metric's value and its weight where one is declared, then the loss's weight where there is one.
+  std::vector<graph::ValueRef> step_fetches() const;
 };
 
 // Whether the placeholders the batches feed (`fed`) are every placeholder the steps need: those the

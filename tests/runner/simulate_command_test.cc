@@ -1,7 +1,8 @@
 // `mirra simulate` end to end on the example MLP and every cluster preset: one device is 100%
 // efficient and more are less, hierarchical all-reduce beats a flat ring across nodes, the
 // collectives carry every gradient once, --bucket-mb auto is never slower than the default cap, the
-// chart is written; a bad cluster file or a strategy it does not model is a one-line error, exit 2.
+// chart is written; kernels timed from a real run's trace (--costs); a bad cluster file, trace or
+// device, or a strategy it does not model, is a one-line error, exit 2.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,31 @@ TEST_CASE("Runner.simulate.predicts_the_scaling_of_the_mlp_on_every_cluster_pres
   }
 }
 
+// --costs: a Mirrored run's trace times every kernel of both replicas (the rewrite over the run's
+// devices, --devices); the JSON says how many, how many ran at once and how long the traced steps took.
+TEST_CASE("Runner.simulate.times_kernels_from_a_trace_of_a_real_run") {
+  const std::string trace = workspace() / "simulate_costs.trace.json";
+  const Run trained = run({"train", mlp_file(), "--threads", "2", "--batch-size", "64", "--steps", "6", "--strategy", "mirrored",
+                           "--devices", "cpu:0,cpu:1", "--trace", trace},
+                          "simulate_costs_train");
+  REQUIRE_MESSAGE(trained.code == 0, trained.err);
+  const auto out = simulated({"--cluster", preset("h200_8x_nvlink.json"), "--costs", trace, "--devices", "cpu:0,cpu:1",
+                              "--batch-size", "32", "--algorithm", "ring"},
+                             "simulate_costs");
+  CHECK(out["measured_kernels"].get<int>() > 100);  // both replicas' and the host's
+  CHECK(out["roofline_kernels"].get<int>() <= 4);   // nodes the executor never runs as kernels
+  CHECK(out["costs"]["trace"] == trace);
+  CHECK(out["costs"]["kernels_at_once"].get<int>() >= 1);
+  CHECK(out["costs"]["traced_step_s"].get<double>() > 0);
+  CHECK(out["collective_bytes_per_step"] == 235146 * 4);
+  CHECK(out["points"][1]["step_s"].get<double>() >= out["points"][0]["step_s"].get<double>());
+
+  // Without --devices, the rewrite is over cpu_async devices: the trace's names still time the
+  // replicas' kernels, but the host's nodes are not the replicas'.
+  const auto on_cpu_async = simulated({"--cluster", preset("h200_8x_nvlink.json"), "--costs", trace}, "simulate_costs_async");
+  CHECK(on_cpu_async["measured_kernels"].get<int>() < out["measured_kernels"].get<int>());
+}
+
 TEST_CASE("Runner.simulate.bad_input_is_a_one_line_error_with_exit_code_2") {
   const std::string broken = workspace() / "broken_cluster.json";
   std::ofstream(broken) << R"({"name": "x", "nodes": 1, "devices_per_node": 2, "device": {"tflops": {"f32": 1}},
@@ -80,6 +106,11 @@ TEST_CASE("Runner.simulate.bad_input_is_a_one_line_error_with_exit_code_2") {
        "central_storage and parameter_server are not modelled"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--bucket-mb", "-3"}, "--bucket-mb must be"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--algorithm", "star"}, "unknown all-reduce algorithm 'star'"},
+      {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--costs", workspace() / "none.trace.json"},
+       "none.trace.json: cannot be read"},
+      {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--costs", preset("h200_8x_nvlink.json")},
+       "h200_8x_nvlink.json: not a Chrome trace"},
+      {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--devices", "tpu:0"}, "--devices: 'devices[0]' device 'tpu:0'"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.message);

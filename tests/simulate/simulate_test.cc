@@ -2,7 +2,8 @@
 // network, every error naming its key); the alpha-beta costs of ring, tree and hierarchical
 // all-reduces against their closed forms; the event simulation on hand-made steps (a kernel that
 // waits for a collective, the channel's fixed order, exposed communication); one replica's step of a
-// graph with its kernels' roofline times and its collectives' bytes; the sweep's efficiency.
+// graph with its kernels' roofline times and its collectives' bytes, or its kernels' times measured
+// in a trace; the sweep's efficiency.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "ops/ops.h"
 #include "simulate/cluster.h"
 #include "simulate/collective_cost.h"
+#include "simulate/measured_costs.h"
 #include "simulate/scaling.h"
 #include "simulate/scaling_plot.h"
 #include "simulate/step_graph.h"
@@ -147,6 +149,84 @@ TEST_CASE("StepSimulation.collectives_overlap_the_kernels_that_do_not_wait_for_t
         "simulate: 'a' waits for a node that is not before it");
 }
 
+// Two replicas, the second slower: the all-reduce starts when the second's gradient is ready, and
+// device 0 waits for it. A device with two lanes runs two independent kernels at once.
+TEST_CASE("StepSimulation.the_slowest_replica_sets_the_pace_and_lanes_run_kernels_at_once") {
+  const auto on = [](StepNode node, int device) {
+    node.device = device;
+    return node;
+  };
+  StepGraph step;
+  step.devices = 2;
+  step.nodes = {on(kernel("backward_0", 1, {}), 0),      // 0
+                on(kernel("backward_1", 3, {}), 1),      // 1
+                collective("bucket", 2, {0, 1}),         // 2: 1 s, from 3 s
+                on(kernel("update_0", 0.5, {2}), 0),     // 3
+                on(kernel("update_1", 0.5, {2}), 1)};    // 4
+  const auto times = simulate_step(step, [](const StepNode& c) { return c.bytes / 2; });
+  REQUIRE(times.ok());
+  CHECK(times->step == 4.5);
+  CHECK(times->compute == 1.5);                 // device 0's
+  CHECK(times->exposed_communication == 3);     // waiting for replica 1, then the all-reduce
+
+  StepGraph wide;
+  wide.lanes = 2;
+  wide.nodes = {kernel("a", 2, {}), kernel("b", 1, {}), kernel("c", 1, {0, 1}), kernel("d", 1, {})};
+  const auto both = simulate_step(wide, [](const StepNode&) { return 0.0; });
+  REQUIRE(both.ok());
+  // a 0-2 and b 0-1 at once; d 1-2 on b's lane; c 2-3.
+  CHECK(both->step == 3);
+  CHECK(both->compute == 3);
+
+  StepGraph stray;
+  stray.nodes = {on(kernel("a", 1, {}), 1)};
+  CHECK(simulate_step(stray, [](const StepNode&) { return 0.0; }).status().message() ==
+        "simulate: 'a' runs on a device the step does not have");
+}
+
+// Two replicas' kernels and one all-reduce group of two ranks: the group is one node that waits for
+// both replicas' gradients and carries one rank's bytes; the updates wait for it.
+TEST_CASE("StepGraph.a_collective_group_is_one_node_that_waits_for_every_replica") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const graph::DeviceId devices[] = {{graph::DeviceKind::cpu_async, 0}, {graph::DeviceKind::cpu_async, 1}};
+  std::vector<graph::ValueRef> gradients, sums;
+  for (int64_t r = 0; r < 2; ++r) {
+    b.set_device(devices[r]);
+    auto scope = b.scope("replica_" + std::to_string(r));
+    const auto x = ops::placeholder(b, "x", graph::DType::f32, {-1, 64});
+    const auto w = ops::variable(b, "w", {64, 32});
+    gradients.push_back(ops::matmul(b, x, w));
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    b.set_device(devices[r]);
+    sums.push_back(b.add_value({.op = "AllReduce",
+                                .inputs = {gradients[static_cast<size_t>(r)]},
+                                .attrs = {{"group", std::string("bucket_0")}, {"rank", r}, {"ranks", int64_t{2}}}}));
+  }
+  std::vector<graph::NodeId> roots;
+  for (const auto& sum : sums) roots.push_back(ops::relu(b, sum).node);
+  REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
+  const ClusterSpec c = two_nodes();
+  const auto step = step_graph(g, roots, {.batch_size = 16, .schemas = &ops::registry()}, devices, c.device);
+  REQUIRE_MESSAGE(step.ok(), step.status().to_string());
+  CHECK(step->devices == 2);
+  std::vector<const StepNode*> collectives, products, relus;
+  for (const StepNode& node : step->nodes) {
+    if (node.collective) collectives.push_back(&node);
+    if (node.op == "MatMul") products.push_back(&node);
+    if (node.op == "Relu") relus.push_back(&node);
+  }
+  REQUIRE(collectives.size() == 1);
+  CHECK(collectives[0]->name == "bucket_0");
+  CHECK(collectives[0]->bytes == 16 * 32 * 4);
+  REQUIRE(products.size() == 2);
+  CHECK(products[0]->device != products[1]->device);
+  const size_t bucket = static_cast<size_t>(collectives[0] - step->nodes.data());
+  CHECK(collectives[0]->inputs.size() == 2);  // both products
+  for (const StepNode* relu : relus) CHECK(relu->inputs == std::vector<size_t>{bucket});
+}
+
 // A dense layer's product and its all-reduce on replica 0's device: the product's time is its
 // FLOPs at the device's achieved rate, the all-reduce brings the gradient's bytes; nodes on another
 // device are left out.
@@ -166,7 +246,8 @@ TEST_CASE("StepGraph.one_replica's_kernels_are_timed_by_their_roofline_and_its_c
   REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
   const ClusterSpec c = two_nodes();
   const std::vector<graph::NodeId> roots = {summed.node, elsewhere.node, y.node};
-  const auto step = step_graph(g, roots, {.batch_size = 64, .schemas = &ops::registry()}, replica, c.device);
+  const graph::DeviceId replicas[] = {replica};
+  const auto step = step_graph(g, roots, {.batch_size = 64, .schemas = &ops::registry()}, replicas, c.device);
   REQUIRE_MESSAGE(step.ok(), step.status().to_string());
   std::map<std::string, const StepNode*> by_op;
   for (const StepNode& node : step->nodes) by_op[node.op] = &node;
@@ -179,6 +260,74 @@ TEST_CASE("StepGraph.one_replica's_kernels_are_timed_by_their_roofline_and_its_c
   REQUIRE(by_op.contains("AllReduce"));
   CHECK(by_op["AllReduce"]->collective);
   CHECK(by_op["AllReduce"]->bytes == 256 * 128 * 4);
+}
+
+// A trace as mirra train --trace writes it: tracks named by metadata events, two steps, kernels on a
+// device's compute track and its copies track, a collective and a wait (neither a kernel's time).
+const char* const kTrace = R"({"displayTimeUnit": "ms", "traceEvents": [
+  {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "steps"}},
+  {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "device cpu:0"}},
+  {"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "device cpu:0 communication"}},
+  {"ph": "M", "pid": 1, "tid": 4, "name": "thread_name", "args": {"name": "device cpu:0 copies"}},
+  {"ph": "X", "pid": 1, "tid": 1, "name": "step 0", "cat": "step", "ts": 0, "dur": 5000},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/dense/MatMul", "cat": "kernel", "ts": 10, "dur": 4000},
+  {"ph": "X", "pid": 1, "tid": 1, "name": "step 1", "cat": "step", "ts": 6000, "dur": 1000},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/dense/MatMul", "cat": "kernel", "ts": 6000, "dur": 300},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/relu", "cat": "kernel", "ts": 6304, "dur": 50},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "wait", "cat": "wait", "ts": 6354, "dur": 100},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/loss", "cat": "kernel", "ts": 6454, "dur": 10},
+  {"ph": "X", "pid": 1, "tid": 3, "name": "bucket_0", "cat": "collective", "ts": 6360, "dur": 90},
+  {"ph": "X", "pid": 1, "tid": 4, "name": "replica_0/copy", "cat": "kernel", "ts": 6400, "dur": 7},
+  {"ph": "X", "pid": 1, "tid": 1, "name": "step 2", "cat": "step", "ts": 8000, "dur": 2000},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/dense/MatMul", "cat": "kernel", "ts": 8000, "dur": 500},
+  {"ph": "X", "pid": 1, "tid": 2, "name": "replica_0/relu", "cat": "kernel", "ts": 8506, "dur": 70}
+]})";
+
+// The median of each node's kernel times over the steps after the first; the executor's time between
+// kernels from the short gaps of the compute track (4 and 6 us; the 100 us wait is not one).
+TEST_CASE("MeasuredCosts.a_trace_gives_each_kernel's_median_time_after_the_first_step") {
+  const auto costs = parse_measured_costs(kTrace, "run.json");
+  REQUIRE_MESSAGE(costs.ok(), costs.status().to_string());
+  CHECK(costs->steps == 2);
+  CHECK(costs->step_seconds == doctest::Approx(1.5e-3));
+  CHECK(costs->kernel_seconds.at("replica_0/dense/MatMul") == doctest::Approx(500e-6));  // of 300 and 500 us: the upper
+  CHECK(costs->kernel_seconds.at("replica_0/relu") == doctest::Approx(70e-6));
+  CHECK(costs->kernel_seconds.at("replica_0/copy") == doctest::Approx(7e-6));
+  CHECK_FALSE(costs->kernel_seconds.contains("bucket_0"));
+  CHECK_FALSE(costs->kernel_seconds.contains("wait"));
+  CHECK(costs->dispatch_seconds == doctest::Approx(6e-6));
+  CHECK(parse_measured_costs("{\"traceEvents\": []}", "t.json").status().message() ==
+        "t.json: the trace records no step (no \"steps\" track)");
+  CHECK(parse_measured_costs("[]", "t.json").status().message() ==
+        "t.json: not a Chrome trace (a JSON object with traceEvents) as mirra train --trace writes");
+  CHECK(read_measured_costs("/nonexistent/t.json").status().message() == "/nonexistent/t.json: cannot be read");
+}
+
+// With measured costs, a kernel the trace timed takes that time and the executor's time per kernel;
+// one it did not time keeps its roofline.
+TEST_CASE("StepGraph.kernels_a_trace_timed_take_their_measured_time") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const graph::DeviceId replica{graph::DeviceKind::cpu_async, 0};
+  b.set_device(replica);
+  const auto x = ops::placeholder(b, "x", graph::DType::f32, {-1, 256});
+  const auto w = ops::variable(b, "w", {256, 128});
+  const auto y = ops::matmul(b, x, w);
+  const auto r = ops::relu(b, y);
+  REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
+  const ClusterSpec c = two_nodes();
+  const MeasuredCosts measured{.kernel_seconds = {{g.node(y.node).name, 2e-3}}, .dispatch_seconds = 1e-6};
+  const std::vector<graph::NodeId> roots = {r.node};
+  const graph::DeviceId replicas[] = {replica};
+  const auto step = step_graph(g, roots, {.batch_size = 64, .schemas = &ops::registry()}, replicas, c.device, &measured);
+  REQUIRE_MESSAGE(step.ok(), step.status().to_string());
+  std::map<std::string, const StepNode*> by_op;
+  for (const StepNode& node : step->nodes) by_op[node.op] = &node;
+  CHECK(by_op.at("MatMul")->seconds == doctest::Approx(2e-3 + 1e-6));
+  const double relu_bytes = 4.0 * 2 * 64 * 128;
+  CHECK(by_op.at("Relu")->seconds == doctest::Approx(relu_bytes / (1000e9 * 0.8) + 5e-6));
+  CHECK(step->measured_kernels == 1);
+  CHECK(step->roofline_kernels == static_cast<int64_t>(step->nodes.size()) - 1);
 }
 
 // Every op whose operands are a product's states what it costs (the element-wise default would count

@@ -70,6 +70,8 @@ struct SimulateCommand {
   std::string bucket_mb = "25";       // a gradient bucket's cap in MiB, or "auto": the best of several per point
   std::vector<std::string> algorithms;  // empty: ring, tree and hierarchical
   std::string mixed_precision = "off";
+  std::string costs;                  // a trace of a real run: its kernels' times instead of the roofline
+  std::vector<std::string> devices = {"cpu_async:0", "cpu_async:1"};  // the rewrite's; replica 0 is simulated
   bool json = false;
   std::string plot;                   // an SVG chart of the sweep
 };

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
 
   runner::SimulateCommand simulate;
   std::string simulate_algorithms;
+  std::string simulate_devices;
   auto* simulate_app = app.add_subcommand(
       "simulate", "Predict a training step's time and its scaling from 1 to 4,096 devices of a cluster");
   simulate_app->add_option("MODEL", simulate.model, "Model file (.mirra)")->required();
@@ -129,6 +130,11 @@ int main(int argc, char** argv) {
   simulate_app->add_option("--algorithm", simulate_algorithms,
                            "Comma-separated all-reduce algorithms: ring, tree, hierarchical (default: all three)");
   simulate_app->add_option("--mixed-precision", simulate.mixed_precision, "off (default), bf16 or fp16");
+  simulate_app->add_option("--costs", simulate.costs,
+                           "A trace of a real run (mirra train --trace): its kernels' measured times instead of the roofline");
+  simulate_app->add_option("--devices", simulate_devices,
+                           "Comma-separated devices the strategy's rewrite replicates over (default cpu_async:0,cpu_async:1, "
+                           "the GPU's model); with --costs, the traced run's");
   simulate_app->add_flag("--json", simulate.json, "Print one JSON object instead of the table");
   simulate_app->add_option("--plot", simulate.plot, "Write an SVG chart of efficiency and exposed communication");
 
@@ -176,6 +182,7 @@ int main(int argc, char** argv) {
     }
     if (*simulate_app) {
       simulate.algorithms = runner::split_comma_list(simulate_algorithms);
+      if (!simulate_devices.empty()) simulate.devices = runner::split_comma_list(simulate_devices);
       return runner::run_simulate(simulate);
     }
     if (*config_app) {

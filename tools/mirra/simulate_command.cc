@@ -1,15 +1,19 @@
 // mirra simulate: the step a strategy makes of a model, one replica's part costed on a cluster's device
 // (simulate/step_graph.h), simulated at each device count with each all-reduce algorithm
 // (simulate/scaling.h); a table or JSON, and a chart. The rewrite is made over two cpu_async devices
-// (the GPU's model: a replica per device, each rank of a collective on its own device) with a global
-// batch of twice the batch per device; the simulation then takes replica 0's nodes. docs/simulate.md.
+// (the GPU's model: a replica per device, each rank of a collective on its own device), or the
+// devices --devices names, with the batch per device on each; the simulation then takes the
+// replicas' nodes (with CPU devices, the host's too, on the first), its kernels timed
+// by their roofline or, with --costs, as a real run's trace measured them. docs/simulate.md.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "ops/registry.h"
+#include "simulate/measured_costs.h"
 #include "simulate/scaling.h"
 #include "simulate/scaling_plot.h"
 #include "simulate/step_graph.h"
@@ -35,25 +39,32 @@ struct Replica {
 
 // Replica 0's step of `model` under the command's strategy with buckets of `bucket_mb`.
 graph::Expected<Replica> replica_step(const SimulateCommand& command, const serialization::Model& model,
-                                      const simulate::ClusterSpec& cluster, double bucket_mb) {
+                                      const simulate::ClusterSpec& cluster, const simulate::MeasuredCosts* measured,
+                                      double bucket_mb) {
   const bool replicated = command.strategy != "one_device";
   const std::vector<std::string> devices =
-      replicated ? std::vector<std::string>{"cpu_async:0", "cpu_async:1"} : std::vector<std::string>{"cpu_async:0"};
+      replicated ? command.devices : std::vector<std::string>(command.devices.begin(), command.devices.begin() + 1);
   const nlohmann::json config_json = {{"strategy", replicated ? "mirrored" : "one_device"},
                                       {"devices", devices},
                                       {"all_reduce", {{"bucket_mb", bucket_mb}, {"first_bucket_mb", std::min(1.0, bucket_mb)}}}};
-  MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config, strategies::strategy_config_from_json(config_json, "--strategy"));
+  MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config, strategies::strategy_config_from_json(config_json, "--devices"));
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const ModelProgram program,
                          build_model_program(model, {.mixed_precision = mixed_precision, .devices = strategy->config().devices}));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
+  // The step as the trainer runs it: the update and what it fetches (the loss and the metrics).
   std::vector<graph::NodeId> roots = {distributed.signature.train};
+  for (const graph::ValueRef fetched : distributed.signature.step_fetches()) roots.push_back(fetched.node);
   const runtime::DimBindings dims{.batch_size = command.batch_size * static_cast<int64_t>(devices.size()),
                                   .schemas = distributed.ops};
-  MIRRA_ASSIGN_OR_RETURN(const graph::DeviceId replica, graph::DeviceId::parse(devices[0]));
+  std::vector<graph::DeviceId> replicas;
+  for (const std::string& name : devices) {
+    MIRRA_ASSIGN_OR_RETURN(const graph::DeviceId device, graph::DeviceId::parse(name));
+    replicas.push_back(device);
+  }
   Replica r;
-  MIRRA_ASSIGN_OR_RETURN(r.step, simulate::step_graph(distributed.graph, roots, dims, replica, cluster.device));
+  MIRRA_ASSIGN_OR_RETURN(r.step, simulate::step_graph(distributed.graph, roots, dims, replicas, cluster.device, measured));
   for (const simulate::StepNode& node : r.step.nodes) {
     if (!node.collective) continue;
     ++r.buckets;
@@ -73,6 +84,7 @@ graph::Status check_strategy(const SimulateCommand& command) {
                                    ": simulate predicts mirrored, multi_worker_mirrored (alike: a replica per device) and "
                                    "one_device; central_storage and parameter_server are not modelled");
   }
+  if (command.devices.empty()) return graph::invalid_argument("--devices names no device");
   return graph::Status();
 }
 
@@ -88,10 +100,15 @@ graph::Expected<std::vector<double>> bucket_caps(const SimulateCommand& command)
 }
 
 void print_table(const SimulateCommand& command, const simulate::ClusterSpec& cluster, const Replica& replica,
-                 const std::vector<Point>& points) {
+                 const simulate::MeasuredCosts* measured, const std::vector<Point>& points) {
   std::printf("%s on %s (%d x %d %s), %lld examples per device, %lld collectives a step (%.1f MiB)\n",
               command.model.c_str(), cluster.name.c_str(), cluster.nodes, cluster.devices_per_node, cluster.device.name.c_str(),
               static_cast<long long>(command.batch_size), static_cast<long long>(replica.buckets), replica.bucket_bytes / (1 << 20));
+  if (measured != nullptr) {
+    std::printf("kernels: %lld timed in %s (%d at once; its steps took %.3f ms), %lld by their roofline\n",
+                static_cast<long long>(replica.step.measured_kernels), measured->source.c_str(), measured->concurrency,
+                measured->step_seconds * 1e3, static_cast<long long>(replica.step.roofline_kernels));
+  }
   std::printf("%8s  %-12s  %10s  %10s  %12s  %14s  %10s  %9s\n", "devices", "algorithm", "bucket MiB", "step ms",
               "compute ms", "exposed comm ms", "examples/s", "efficiency");
   for (const Point& p : points) {
@@ -103,14 +120,22 @@ void print_table(const SimulateCommand& command, const simulate::ClusterSpec& cl
 }
 
 nlohmann::json to_json(const SimulateCommand& command, const simulate::ClusterSpec& cluster, const Replica& replica,
-                       const std::vector<Point>& points) {
+                       const simulate::MeasuredCosts* measured, const std::vector<Point>& points) {
   nlohmann::json out = {{"model", command.model},
                         {"strategy", command.strategy},
                         {"cluster", cluster.name},
                         {"batch_per_device", command.batch_size},
                         {"collectives_per_step", replica.buckets},
                         {"collective_bytes_per_step", replica.bucket_bytes},
+                        {"measured_kernels", replica.step.measured_kernels},
+                        {"roofline_kernels", replica.step.roofline_kernels},
                         {"points", nlohmann::json::array()}};
+  if (measured != nullptr) {
+    out["costs"] = {{"trace", measured->source},
+                    {"traced_step_s", measured->step_seconds},
+                    {"kernels_at_once", measured->concurrency},
+                    {"dispatch_s", measured->dispatch_seconds}};
+  }
   for (const Point& p : points) {
     const simulate::ScalingPoint& s = p.point;
     out["points"].push_back({{"devices", s.devices},
@@ -136,13 +161,19 @@ graph::Status simulate_model(const SimulateCommand& command) {
     algorithms.push_back(a);
   }
   if (algorithms.empty()) algorithms = simulate::all_algorithms();
+  std::optional<simulate::MeasuredCosts> measured;
+  if (!command.costs.empty()) {
+    MIRRA_ASSIGN_OR_RETURN(simulate::MeasuredCosts traced, simulate::read_measured_costs(command.costs));
+    measured = std::move(traced);
+  }
+  const simulate::MeasuredCosts* costs = measured ? &*measured : nullptr;
   MIRRA_ASSIGN_OR_RETURN(const serialization::Model model, serialization::load_model(command.model, ops::registry()));
   const std::vector<int> counts = command.strategy == "one_device" ? std::vector<int>{1} : simulate::device_counts(cluster);
   // Each point keeps the fastest cap.
   std::vector<Point> best;
   Replica shown;
   for (const double cap : caps) {
-    MIRRA_ASSIGN_OR_RETURN(const Replica replica, replica_step(command, model, cluster, cap));
+    MIRRA_ASSIGN_OR_RETURN(const Replica replica, replica_step(command, model, cluster, costs, cap));
     MIRRA_ASSIGN_OR_RETURN(const auto sweep, simulate::scaling_sweep(replica.step, cluster, counts, algorithms, command.batch_size));
     if (best.empty()) {
       for (const auto& s : sweep) best.push_back({s, cap});
@@ -161,9 +192,9 @@ graph::Status simulate_model(const SimulateCommand& command) {
     if (!file) return graph::unavailable("--plot " + command.plot + ": cannot be written");
   }
   if (command.json) {
-    std::printf("%s\n", to_json(command, cluster, shown, best).dump().c_str());
+    std::printf("%s\n", to_json(command, cluster, shown, costs, best).dump().c_str());
   } else {
-    print_table(command, cluster, shown, best);
+    print_table(command, cluster, shown, costs, best);
   }
   return graph::Status();
 }
