@@ -19,6 +19,12 @@ const std::vector<ExampleModel>& example_models() {
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 11.7M parameters"},
       {"resnet50", "ResNet-50 (torchvision's v1.5: 7x7 stem, max-pool, 3-4-6-3 bottleneck blocks to 2048 channels, "
                    "projection shortcuts), for 224x224x3 images in 1000 classes; 25.6M parameters"},
+      {"resnet101", "ResNet-101 (torchvision's: as ResNet-50 with 3-4-23-3 bottleneck blocks), for 224x224x3 images in "
+                    "1000 classes; 44.5M parameters"},
+      {"vgg16", "VGG-16 (configuration D: 13 3x3 convolutions with bias, 5 max-pools, dense 4096-4096-1000), for 224x224x3 "
+                "images in 1000 classes; 138.4M parameters"},
+      {"inception_v3", "Inception V3 (torchvision's, without the auxiliary classifier), for 299x299x3 images in 1000 "
+                       "classes; 23.8M parameters"},
       {"linear", "Linear regression: inputs [features] -> targets [outputs] (--features, --outputs), mean squared error"},
       {"bigram", "Bigram language model: token ids [context] -> the next tokens (--vocab, --context), cross-entropy per token"},
       {"gpt", "GPT-2-style decoder: --layers, --heads, --embedding, --context, --vocab (gpt-tiny's by default)"},

@@ -9,7 +9,8 @@ namespace {
 
 constexpr std::pair<std::string_view, ModelBuilder> kModels[] = {
     {"mlp", build_mlp},           {"cnn", build_cnn},           {"resnet20", build_resnet20},
-    {"resnet18", build_resnet18}, {"resnet50", build_resnet50}};
+    {"resnet18", build_resnet18}, {"resnet50", build_resnet50}, {"resnet101", build_resnet101},
+    {"vgg16", build_vgg16},       {"inception_v3", build_inception_v3}};
 
 }  // namespace
 

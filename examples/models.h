@@ -1,10 +1,10 @@
 // The example models, built with the C++ API, each in its own file: an MLP 784-256-128-10 (ReLU),
 // the TensorFlow-tutorial CNN (conv 5x5x32 SAME + ReLU, max-pool 2x2, conv 5x5x64 SAME + ReLU,
 // max-pool 2x2, dense 1024 + ReLU, dense 10) and ResNet-20 (resnet_model.cc), which read images
-// [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18
-// and ResNet-50 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224, 224, 3], logits
-// [batch, 1000]; linear regression (linear_model.cc), a bigram language model (bigram_model.cc) and
-// a GPT (gpt_model.cc).
+// [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18,
+// ResNet-50 and ResNet-101 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224,
+// 224, 3], logits [batch, 1000]; VGG-16 and Inception V3 (vgg_model.cc, inception_model.cc); linear
+// regression (linear_model.cc), a bigram language model (bigram_model.cc) and a GPT (gpt_model.cc).
 #pragma once
 
 #include <string>
@@ -35,7 +35,7 @@ struct ResNet20Options {
 };
 Classifier build_resnet20(graph::Builder& b, const ResNet20Options& options);
 
-// ResNet-18 and ResNet-50 (torchvision's), at ImageNet's shapes by default.
+// ResNet-18, ResNet-50 and ResNet-101 (torchvision's), at ImageNet's shapes by default.
 struct ResNetOptions {
   graph::DType dtype = graph::DType::f32;
   int64_t width = 64;  // the stem's and stage 1's channels; stage k has 2^(k-1) times as many
@@ -44,8 +44,16 @@ struct ResNetOptions {
 };
 Classifier build_resnet18(graph::Builder& b, const ResNetOptions& options);
 Classifier build_resnet50(graph::Builder& b, const ResNetOptions& options);
+Classifier build_resnet101(graph::Builder& b, const ResNetOptions& options);
 Classifier build_resnet18(graph::Builder& b);
 Classifier build_resnet50(graph::Builder& b);
+Classifier build_resnet101(graph::Builder& b);
+
+// The models of the published scaling figures mirra simulate is checked against, at ImageNet's
+// shapes: VGG-16 (vgg_model.cc; images [batch, 224, 224, 3]) and Inception V3 (inception_model.cc;
+// [batch, 299, 299, 3]), logits [batch, 1000].
+Classifier build_vgg16(graph::Builder& b);
+Classifier build_inception_v3(graph::Builder& b);
 
 // A regressor: inputs [?, features], predictions [?, outputs].
 struct Regressor {
@@ -77,10 +85,11 @@ struct GptOptions {
 };
 LanguageModel build_gpt(graph::Builder& b, const GptOptions& options);
 
-// The builder of the classifier called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50"), or nullptr.
+// The builder of the classifier called `name` ("mlp", "cnn", "resnet20", "resnet18", "resnet50",
+// "resnet101", "vgg16", "inception_v3"), or nullptr.
 using ModelBuilder = Classifier (*)(graph::Builder&);
 ModelBuilder model_builder(std::string_view name);
-// "mlp, cnn, resnet20, resnet18, resnet50": for messages.
+// "mlp, cnn, resnet20, ...": for messages.
 std::string model_names();
 
 // A fully connected layer x * w + b (w Glorot-uniform, b zeros), ReLU when `relu`, in scope `name`.

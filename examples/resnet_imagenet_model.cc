@@ -1,11 +1,13 @@
-// build_resnet18 and build_resnet50: He et al.'s ImageNet ResNets (arXiv:1512.03385, table 1) as
+// build_resnet18, build_resnet50 and build_resnet101: He et al.'s ImageNet ResNets (arXiv:1512.03385, table 1) as
 // torchvision builds them (v1.5: a bottleneck's stride is on its 3x3 convolution): a 7x7/2
 // convolution of 64 channels, batch normalisation and ReLU, 3x3/2 max-pooling, four stages at 64,
 // 128, 256 and 512 channels (ResNet-18: two basic blocks of two 3x3 convolutions each; ResNet-50: 3,
-// 4, 6 and 3 bottleneck blocks of 1x1, 3x3 and 1x1 convolutions, the last four times wider), the first
+// 4, 6 and 3 bottleneck blocks of 1x1, 3x3 and 1x1 convolutions, the last four times wider;
+// ResNet-101: 3, 4, 23 and 3 of them), the first
 // block of stages 2-4 at stride 2, projection shortcuts (a 1x1 convolution and batch normalisation)
 // where the shape changes, global average pooling and a dense layer with bias. Padding is symmetric,
-// as torchvision's. ResNet-50 has 25,557,032 trainable parameters, ResNet-18 11,689,512.
+// as torchvision's. ResNet-50 has 25,557,032 trainable parameters, ResNet-101 44,549,160, ResNet-18
+// 11,689,512.
 #include "examples/models.h"
 #include "examples/resnet_layers.h"
 #include "ops/ops.h"
@@ -78,7 +80,12 @@ Classifier build_resnet50(graph::Builder& b, const ResNetOptions& options) {
   return build_imagenet_resnet(b, options, {3, 4, 6, 3}, /*bottleneck=*/true);
 }
 
+Classifier build_resnet101(graph::Builder& b, const ResNetOptions& options) {
+  return build_imagenet_resnet(b, options, {3, 4, 23, 3}, /*bottleneck=*/true);
+}
+
 Classifier build_resnet18(graph::Builder& b) { return build_resnet18(b, {}); }
 Classifier build_resnet50(graph::Builder& b) { return build_resnet50(b, {}); }
+Classifier build_resnet101(graph::Builder& b) { return build_resnet101(b, {}); }
 
 }  // namespace mirra::examples

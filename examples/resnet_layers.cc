@@ -7,8 +7,9 @@ namespace mirra::examples {
 
 graph::ValueRef ResNetLayers::conv_bn(const std::string& name, graph::ValueRef x, const ConvBnShape& shape) {
   auto scope = b.scope(name);
-  auto filter = ops::variable(b, "filter", {shape.kernel, shape.kernel, shape.in, shape.out}, ops::Initializer::he_normal(), dtype);
-  std::string padding = "SAME";
+  const int64_t width = shape.kernel_width > 0 ? shape.kernel_width : shape.kernel;
+  auto filter = ops::variable(b, "filter", {shape.kernel, width, shape.in, shape.out}, ops::Initializer::he_normal(), dtype);
+  std::string padding = shape.valid_padding ? "VALID" : "SAME";
   if (shape.symmetric_padding && shape.kernel > 1) {
     const int64_t p = (shape.kernel - 1) / 2;
     x = ops::pad(b, x, {0, 0, p, p, p, p, 0, 0});
