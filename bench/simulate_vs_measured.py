@@ -39,6 +39,14 @@ SIZES_MIB = ["1", "2", "4", "8", "16"]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 
 
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.machine()
+
+
 def run(command):
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -71,7 +79,7 @@ def cluster_file(path, nodes, devices_per_node, latency, bandwidth, measured_by)
         "name": f"this machine ({nodes} x {devices_per_node}, measured)",
         "nodes": nodes, "devices_per_node": devices_per_node,
         # Only kernels the trace did not time take the roofline; the script reports how many there are.
-        "device": {"name": platform.processor() or "CPU", "tflops": {"f32": 0.1}, "memory_bandwidth_gb_s": 10},
+        "device": {"name": cpu_model(), "tflops": {"f32": 0.1}, "memory_bandwidth_gb_s": 10},
         "intra_node": link,
         "sources": {"intra_node": f"fitted to {measured_by} at {', '.join(SIZES_MIB)} MiB",
                     "device": "assumed: only for kernels the trace did not time"},
@@ -104,7 +112,7 @@ def main():
             sys.exit(f"simulate_vs_measured: {path} is missing; build first")
 
     report = {"benchmark": "mirra simulate's predicted step time against the measured one, this machine",
-              "cpu": platform.processor(), "global_batch": GLOBAL_BATCH, "tolerance": 0.15, "runs": {}}
+              "cpu": cpu_model(), "cores": os.cpu_count(), "global_batch": GLOBAL_BATCH, "tolerance": 0.15, "runs": {}}
     with tempfile.TemporaryDirectory() as work:
         links = {
             "mirrored": fitted_link(last_json(run([mirra, "bench", "allreduce", "--replicas", "2", "--threads", "2",
