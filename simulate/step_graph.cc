@@ -11,12 +11,16 @@ namespace mirra::simulate {
 
 namespace {
 
-// Which collective a node of the collective op family is, if any that runs each step.
-std::optional<CollectiveKind> collective_kind(const std::string& op) {
-  if (op == "AllReduce") return CollectiveKind::all_reduce;
-  if (op == "ReduceScatter") return CollectiveKind::reduce_scatter;
-  if (op == "AllGather") return CollectiveKind::all_gather;
-  return std::nullopt;
+// Which collective a node is (its op's schema spans the replicas), if any: nullopt for a kernel;
+// an error for a collective the cost model does not know.
+graph::Expected<std::optional<CollectiveKind>> collective_kind(const graph::Node& node, const graph::OpRegistry& schemas) {
+  const graph::OpSchema* schema = schemas.find(node.op);
+  if (schema == nullptr || !schema->has(graph::kCollective)) return std::optional<CollectiveKind>();
+  if (node.op == "AllReduce") return std::optional(CollectiveKind::all_reduce);
+  if (node.op == "ReduceScatter") return std::optional(CollectiveKind::reduce_scatter);
+  if (node.op == "AllGather") return std::optional(CollectiveKind::all_gather);
+  return graph::unimplemented("simulate: '" + node.name + "' is a " + node.op +
+                              ", a collective whose cost is not modelled (AllReduce, ReduceScatter and AllGather are)");
 }
 
 // The kernel's time in the measured run, if it timed it.
@@ -54,7 +58,7 @@ graph::Expected<StepGraph> step_graph(const graph::Graph& graph, std::span<const
   std::vector<std::vector<graph::NodeId>> members;  // the graph's nodes each step node stands for
   for (const graph::NodeId id : order) {
     const graph::Node& node = graph.node(id);
-    const std::optional<CollectiveKind> kind = collective_kind(node.op);
+    MIRRA_ASSIGN_OR_RETURN(const std::optional<CollectiveKind> kind, collective_kind(node, schemas));
     const auto replica = std::find_if(replicas.begin(), replicas.end(),
                                       [&](const graph::DeviceId& d) { return node.device && *node.device == d; });
     if (!kind && replica == replicas.end()) continue;

@@ -225,6 +225,17 @@ TEST_CASE("StepGraph.a_collective_group_is_one_node_that_waits_for_every_replica
   const size_t bucket = static_cast<size_t>(collectives[0] - step->nodes.data());
   CHECK(collectives[0]->inputs.size() == 2);  // both products
   for (const StepNode* relu : relus) CHECK(relu->inputs == std::vector<size_t>{bucket});
+
+  // A collective the cost model does not know is named, not timed as a kernel.
+  graph::Graph other;
+  graph::Builder ob(other, ops::registry());
+  ob.set_device(devices[0]);
+  const auto sent = ops::broadcast(ob, ops::variable(ob, "w", {4}), {.group = "state", .rank = 0, .ranks = 2}, 0);
+  REQUIRE_MESSAGE(ob.status().ok(), ob.status().to_string());
+  const std::vector<graph::NodeId> broadcast_root = {sent.node};
+  CHECK(step_graph(other, broadcast_root, {.batch_size = 16, .schemas = &ops::registry()}, devices, c.device).status().message() ==
+        "simulate: '" + other.node(sent.node).name + "' is a Broadcast, a collective whose cost is not modelled (AllReduce, "
+        "ReduceScatter and AllGather are)");
 }
 
 // A dense layer's product and its all-reduce on replica 0's device: the product's time is its
