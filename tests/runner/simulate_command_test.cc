@@ -63,6 +63,7 @@ TEST_CASE("Runner.simulate.predicts_the_scaling_of_the_mlp_on_every_cluster_pres
   REQUIRE(automatic["points"].size() == out["points"].size());
   for (size_t i = 0; i < out["points"].size(); ++i) {
     CHECK(automatic["points"][i]["step_s"].get<double>() <= out["points"][i]["step_s"].get<double>());
+    CHECK(automatic["points"][i]["collectives_per_step"].get<int>() >= 1);  // its own cap's
   }
 }
 

@@ -76,7 +76,11 @@ graph::Expected<Replica> replica_step(const SimulateCommand& command, const seri
 struct Point {
   simulate::ScalingPoint point;
   double bucket_mb = 0;
+  int64_t collectives = 0;  // each step, with that cap
 };
+
+// Collectives each step by bucket cap (--bucket-mb auto tries several).
+using CollectivesByCap = std::map<double, int64_t>;
 
 graph::Status check_strategy(const SimulateCommand& command) {
   if (command.strategy != "mirrored" && command.strategy != "multi_worker_mirrored" && command.strategy != "one_device") {
@@ -100,10 +104,22 @@ graph::Expected<std::vector<double>> bucket_caps(const SimulateCommand& command)
 }
 
 void print_table(const SimulateCommand& command, const simulate::ClusterSpec& cluster, const Replica& replica,
-                 const simulate::MeasuredCosts* measured, const std::vector<Point>& points) {
-  std::printf("%s on %s (%d x %d %s), %lld examples per device, %lld collectives a step (%.1f MiB)\n",
-              command.model.c_str(), cluster.name.c_str(), cluster.nodes, cluster.devices_per_node, cluster.device.name.c_str(),
-              static_cast<long long>(command.batch_size), static_cast<long long>(replica.buckets), replica.bucket_bytes / (1 << 20));
+                 const CollectivesByCap& by_cap, const simulate::MeasuredCosts* measured, const std::vector<Point>& points) {
+  // The collectives' bytes are the same whatever the cap; their number is not.
+  std::string collectives;  // "111 collectives", or "collectives: 141 (1 MiB cap), 131 (2 MiB cap), ..."
+  if (by_cap.size() == 1) {
+    collectives = std::to_string(by_cap.begin()->second) + " collectives";
+  } else {
+    for (const auto& [cap, count] : by_cap) {
+      char entry[64];
+      std::snprintf(entry, sizeof entry, "%s%lld (%g MiB cap)", collectives.empty() ? "collectives: " : ", ",
+                    static_cast<long long>(count), cap);
+      collectives += entry;
+    }
+  }
+  std::printf("%s on %s (%d x %d %s), %lld examples per device, %.1f MiB a step in %s\n", command.model.c_str(),
+              cluster.name.c_str(), cluster.nodes, cluster.devices_per_node, cluster.device.name.c_str(),
+              static_cast<long long>(command.batch_size), replica.bucket_bytes / (1 << 20), collectives.c_str());
   if (measured != nullptr) {
     std::printf("kernels: %lld timed in %s (%d at once; its steps took %.3f ms), %lld by their roofline\n",
                 static_cast<long long>(replica.step.measured_kernels), measured->source.c_str(), measured->concurrency,
@@ -121,6 +137,7 @@ void print_table(const SimulateCommand& command, const simulate::ClusterSpec& cl
 
 nlohmann::json to_json(const SimulateCommand& command, const simulate::ClusterSpec& cluster, const Replica& replica,
                        const simulate::MeasuredCosts* measured, const std::vector<Point>& points) {
+  // The collectives and their bytes are the first cap's; each point says its own cap's count.
   nlohmann::json out = {{"model", command.model},
                         {"strategy", command.strategy},
                         {"cluster", cluster.name},
@@ -141,6 +158,7 @@ nlohmann::json to_json(const SimulateCommand& command, const simulate::ClusterSp
     out["points"].push_back({{"devices", s.devices},
                              {"algorithm", simulate::algorithm_name(s.algorithm)},
                              {"bucket_mb", p.bucket_mb},
+                             {"collectives_per_step", p.collectives},
                              {"step_s", s.times.step},
                              {"compute_s", s.times.compute},
                              {"communication_s", s.times.communication},
@@ -172,16 +190,18 @@ graph::Status simulate_model(const SimulateCommand& command) {
   // Each point keeps the fastest cap.
   std::vector<Point> best;
   Replica shown;
+  CollectivesByCap by_cap;
   for (const double cap : caps) {
     MIRRA_ASSIGN_OR_RETURN(const Replica replica, replica_step(command, model, cluster, costs, cap));
     MIRRA_ASSIGN_OR_RETURN(const auto sweep, simulate::scaling_sweep(replica.step, cluster, counts, algorithms, command.batch_size));
+    by_cap[cap] = replica.buckets;
     if (best.empty()) {
-      for (const auto& s : sweep) best.push_back({s, cap});
+      for (const auto& s : sweep) best.push_back({s, cap, replica.buckets});
       shown = replica;
       continue;
     }
     for (size_t i = 0; i < sweep.size(); ++i) {
-      if (sweep[i].times.step < best[i].point.times.step) best[i] = {sweep[i], cap};
+      if (sweep[i].times.step < best[i].point.times.step) best[i] = {sweep[i], cap, replica.buckets};
     }
   }
   if (!command.plot.empty()) {
@@ -194,7 +214,7 @@ graph::Status simulate_model(const SimulateCommand& command) {
   if (command.json) {
     std::printf("%s\n", to_json(command, cluster, shown, costs, best).dump().c_str());
   } else {
-    print_table(command, cluster, shown, costs, best);
+    print_table(command, cluster, shown, by_cap, costs, best);
   }
   return graph::Status();
 }
