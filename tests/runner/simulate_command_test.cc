@@ -84,7 +84,9 @@ TEST_CASE("Runner.simulate.times_kernels_from_a_trace_of_a_real_run") {
   CHECK(out["costs"]["kernels_at_once"].get<int>() >= 1);
   CHECK(out["costs"]["traced_step_s"].get<double>() > 0);
   CHECK(out["collective_bytes_per_step"] == 235146 * 4);
-  CHECK(out["points"][1]["step_s"].get<double>() >= out["points"][0]["step_s"].get<double>());
+  CHECK(out["points"][0]["devices"] == 1);
+  CHECK(out["points"][0]["efficiency"] == 1.0);
+  CHECK(out["points"][1]["step_s"].get<double>() > 0);
 
   // Without --devices, the rewrite is over cpu_async devices: the trace's names still time the
   // replicas' kernels, but the host's nodes are not the replicas'.
