@@ -26,10 +26,11 @@ BatchNormalization batch_normalization(graph::Builder& b, graph::ValueRef x, con
   const graph::DType statistics = type.dtype == graph::DType::f64 ? graph::DType::f64 : graph::DType::f32;
   layer.gamma = variable(b, "gamma", {channels}, Initializer::ones(), statistics);
   layer.beta = variable(b, "beta", {channels}, Initializer::zeros(), statistics);
-  layer.moving_mean =
-      variable(b, "moving_mean", {channels}, Initializer::zeros(), statistics, false, VariableAggregation::mean);
-  layer.moving_variance =
-      variable(b, "moving_variance", {channels}, Initializer::ones(), statistics, false, VariableAggregation::mean);
+  // Each replica keeps its own moving averages; they are averaged when read (TensorFlow's ON_READ).
+  layer.moving_mean = variable(b, "moving_mean", {channels}, Initializer::zeros(), statistics, false,
+                               VariableAggregation::mean, VariableSynchronization::on_read);
+  layer.moving_variance = variable(b, "moving_variance", {channels}, Initializer::ones(), statistics, false,
+                                   VariableAggregation::mean, VariableSynchronization::on_read);
   const BatchNorm bn = fused_batch_norm(b, x, layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance,
                                         {.epsilon = options.epsilon,
                                          .exponential_avg_factor = 1.0 - options.momentum,

@@ -124,12 +124,22 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"seed", AttrType::integer, int64_t{0}},
                 {"trainable", AttrType::boolean, true},
                 {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true},
-                {"aggregation", AttrType::string, std::nullopt, /*optional=*/true}},
+                {"aggregation", AttrType::string, std::nullopt, /*optional=*/true},
+                {"synchronization", AttrType::string, std::nullopt, /*optional=*/true}},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
         const DType dtype = ctx.attr<DType>("dtype");
         if (const std::string* aggregation = ctx.node().attrs.get<std::string>("aggregation");
             aggregation != nullptr && !aggregation_from_name(*aggregation)) {
           return ctx.error("unknown aggregation '" + *aggregation + "' (none, sum, mean or only_first_replica)");
+        }
+        if (const std::string* synchronization = ctx.node().attrs.get<std::string>("synchronization")) {
+          if (!synchronization_from_name(*synchronization)) {
+            return ctx.error("unknown synchronization '" + *synchronization + "' (on_write or on_read)");
+          }
+          if (*synchronization == "on_read" && variable_aggregation(ctx.node()) != VariableAggregation::mean) {
+            return ctx.error("synchronization on_read needs the aggregation mean, not " +
+                             std::string(aggregation_name(variable_aggregation(ctx.node()))));
+          }
         }
         if (const Shape* whole = ctx.node().attrs.get<Shape>("shard_of")) {
           const Shape& shape = ctx.attr<Shape>("shape");
@@ -152,7 +162,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       .cost = graph::costs_nothing,
       .summary = "State kept by the session across steps, created from its initialiser on first use. With "
                  "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state). "
-                 "aggregation: how replicas' writes of it combine (none, sum, mean, only_first_replica).",
+                 "aggregation: how replicas' writes of it combine (none, sum, mean, only_first_replica); "
+                 "synchronization: when (on_write, at every write; on_read, when read from outside the step).",
       .no_gradient = "a source has no inputs"});
   kernels.add("Variable", DeviceKind::cpu, {variable_kernel});
 
@@ -200,7 +211,32 @@ constexpr std::pair<VariableAggregation, std::string_view> kAggregationNames[] =
     {VariableAggregation::only_first_replica, "only_first_replica"},
 };
 
+constexpr std::pair<VariableSynchronization, std::string_view> kSynchronizationNames[] = {
+    {VariableSynchronization::on_write, "on_write"},
+    {VariableSynchronization::on_read, "on_read"},
+};
+
 }  // namespace
+
+std::string_view synchronization_name(VariableSynchronization synchronization) {
+  for (const auto& [value, name] : kSynchronizationNames) {
+    if (value == synchronization) return name;
+  }
+  return "on_write";
+}
+
+std::optional<VariableSynchronization> synchronization_from_name(std::string_view name) {
+  for (const auto& [value, known] : kSynchronizationNames) {
+    if (known == name) return value;
+  }
+  return std::nullopt;
+}
+
+VariableSynchronization variable_synchronization(const graph::Node& variable) {
+  const std::string* name = variable.attrs.get<std::string>("synchronization");
+  return name != nullptr ? synchronization_from_name(*name).value_or(VariableSynchronization::on_write)
+                         : VariableSynchronization::on_write;
+}
 
 std::string_view aggregation_name(VariableAggregation aggregation) {
   for (const auto& [value, name] : kAggregationNames) {
@@ -227,7 +263,7 @@ VariableAggregation variable_aggregation(const graph::Node& variable) {
 }
 
 ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype, bool trainable,
-                  VariableAggregation aggregation) {
+                  VariableAggregation aggregation, VariableSynchronization synchronization) {
   graph::AttrMap attrs = {{"dtype", dtype},
                           {"shape", std::move(shape)},
                           {"initializer", init.kind},
@@ -235,6 +271,9 @@ ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer in
                           {"seed", static_cast<int64_t>(b.next_seed() >> 1)},
                           {"trainable", trainable}};
   if (aggregation != VariableAggregation::none) attrs.set("aggregation", std::string(aggregation_name(aggregation)));
+  if (synchronization != VariableSynchronization::on_write) {
+    attrs.set("synchronization", std::string(synchronization_name(synchronization)));
+  }
   return b.add_value({.op = "Variable", .attrs = std::move(attrs), .name = std::string(name)});
 }
 

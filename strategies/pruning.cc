@@ -37,8 +37,8 @@ std::vector<bool> with_whole_groups(const graph::Graph& g, const graph::OpRegist
 void prune(TrainingProgram& program) {
   graph::Graph& g = program.graph;
   runtime::training::TrainingGraph& s = program.signature;
-  std::vector<graph::NodeId> roots = {s.train, s.accumulate, s.loss.node, s.loss_weight.node, s.correct.node, s.learning_rate.node,
-                                      program.loss_gradient.node};
+  std::vector<graph::NodeId> roots = {s.train,          s.accumulate,   s.synchronize,        s.loss.node,
+                                      s.loss_weight.node, s.correct.node, s.learning_rate.node, program.loss_gradient.node};
   roots.insert(roots.end(), program.step_state.begin(), program.step_state.end());
   for (const runtime::training::TrainingMetric& metric : s.metrics) roots.insert(roots.end(), {metric.value.node, metric.weight.node});
   for (const auto& [variable, gradient] : program.variables_and_gradients) roots.insert(roots.end(), {variable.node, gradient.node});
@@ -55,6 +55,7 @@ void prune(TrainingProgram& program) {
   const std::vector<graph::NodeId> moved = g.keep_only(with_whole_groups(g, *program.ops, roots));
   s.train = graph::remap(s.train, moved);
   s.accumulate = graph::remap(s.accumulate, moved);
+  s.synchronize = graph::remap(s.synchronize, moved);
   s.loss = graph::remap(s.loss, moved);
   s.loss_weight = graph::remap(s.loss_weight, moved);
   s.correct = graph::remap(s.correct, moved);

@@ -63,6 +63,7 @@ class ReplicaGraph {
   graph::ValueRef global_batch;
   graph::ValueRef examples;  // seeds: B, or with accumulation the examples (or weight) since the last update
   CollectiveOrder state_order;  // state: its collectives, on each replica's lane
+  graph::NodeId synchronize = graph::kInvalidNode;  // state: the target combining on_read variables
   std::vector<graph::NodeId> accumulations, clears;  // with accumulation: the accumulate target's, train's
   // gradients (or sharding): per variable, each replica's aggregated gradient (or the one sum).
   std::vector<std::vector<graph::ValueRef>> aggregated;

@@ -18,6 +18,7 @@ graph::Status finish_signature(ReplicaGraph& r) {
   result.ops = p.ops;
   result.signature = p.signature;
   result.signature.train = r.copies[p.signature.train][0];
+  result.signature.synchronize = r.synchronize;
   result.accumulate_gradients = p.accumulate_gradients;
   for (graph::NodeId write : r.writes) r.graph.add_control_edge(write, result.signature.train);
   if (p.accumulate_gradients) {

@@ -10,8 +10,9 @@
 // Mirrored with shard_optimizer_state keeps only each replica's share of every optimizer slot
 // (strategies/sharded_updates.h): gradients are reduce-scattered, each replica updates its share of
 // each variable, and the shares are all-gathered. State the step writes from each replica's own values
-// (moving statistics) is combined as its variable's aggregation says (ops::VariableAggregation) before
-// it is written. A bucket hook (bf16 compression) changes what the
+// is combined as its variable's aggregation says (ops::VariableAggregation) before it is written, or,
+// for a variable synchronised on read (moving statistics), by the signature's synchronize target
+// before it is read. A bucket hook (bf16 compression) changes what the
 // gradients are as they cross the all-reduce. The rewrite is a sequence of passes over a ReplicaGraph
 // (strategies/replicate_passes.h), each pinned by a golden text.
 // The loss and correct count are re-aggregated on the host: the loss's mean over the batch as the sum

@@ -42,7 +42,11 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r);
 // combination its variable's aggregation names (ops::VariableAggregation): the sum or mean over the
 // replicas (an AllReduce, across workers too; under CentralStorage, whose write exists once, a sum on
 // the host), or the first replica's (across workers, a Broadcast from the first worker's). A write of
-// a variable whose aggregation is none is an error naming the two.
+// a variable whose aggregation is none is an error naming the two. Under Mirrored a variable
+// synchronised on read (ops::VariableSynchronization::on_read) is instead written by each replica
+// from its own values, and the synchronize target (one all-reduce of the mean per dtype, then an
+// Assign to every copy) combines the copies when something outside the step reads them. Sets
+// synchronize.
 graph::Status aggregate_state(ReplicaGraph& r);
 
 // Mirrored: sums the replicas' gradients by buckets (strategies/gradient_buckets.h) in the order they

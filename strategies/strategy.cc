@@ -92,7 +92,7 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
   const runtime::training::TrainingGraph evaluated = signature.for_evaluation();
   std::vector<graph::NodeId> run;
   for (const graph::NodeId id : {signature.train, signature.loss.node, signature.correct.node, signature.accumulate,
-                                 evaluated.loss.node, evaluated.correct.node}) {
+                                 signature.synchronize, evaluated.loss.node, evaluated.correct.node}) {
     if (id < distributed.graph.size()) run.push_back(id);
   }
   if (const graph::Status valid = graph::verify_types(distributed.graph, *distributed.ops, run); !valid.ok()) {

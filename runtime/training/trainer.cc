@@ -189,6 +189,12 @@ graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGrap
                                  (fed.empty() ? std::string("nothing") : fed_names));
 }
 
+graph::Status synchronize_on_read(Session& session, const TrainingGraph& signature) {
+  if (signature.synchronize == graph::kInvalidNode) return graph::Status();
+  const graph::NodeId targets[] = {signature.synchronize};
+  return session.run({}, {}, targets).status();
+}
+
 graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& train, const data::Dataset* test) {
   MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), graph_, train.placeholders(), /*training=*/true));
   MIRRA_RETURN_IF_ERROR(options_.schedule.check());
@@ -320,12 +326,14 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     history.push_back(std::move(metrics));
     if (reached) break;
   }
+  MIRRA_RETURN_IF_ERROR(synchronize_on_read(session_, graph_));
   return history;
 }
 
 graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
   const TrainingGraph evaluated = graph_.for_evaluation();
   MIRRA_RETURN_IF_ERROR(check_fed_by_batches(session_.graph(), evaluated, data.placeholders(), /*training=*/false));
+  MIRRA_RETURN_IF_ERROR(synchronize_on_read(session_, graph_));
   Totals totals;
   auto batches = data.epoch(0);
   for (;;) {

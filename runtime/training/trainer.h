@@ -79,6 +79,12 @@ struct TrainingGraph {
   // Target: add a micro-batch's gradients to the accumulators, no update (only with accumulation,
   // strategies::TrainingProgram::accumulate_gradients).
   graph::NodeId accumulate = graph::kInvalidNode;
+  // Target: set every replica's copy of each variable synchronised on read (ops::VariableSynchronization:
+  // batch normalisation's moving statistics, which each replica averages on its own during training)
+  // to the replicas' mean, across workers too (a collective call of every worker). Whatever reads
+  // such variables from outside the steps runs it first: the trainer before each evaluation and at
+  // the end of fit, checkpoints and model files before they read. Invalid: nothing to combine.
+  graph::NodeId synchronize = graph::kInvalidNode;
   // Absent: evaluation fetches the training values (no op of the graph has an inference mode).
   std::optional<InferenceValues> inference;
 
@@ -95,6 +101,10 @@ struct TrainingGraph {
 // its first step is refused before it starts.
 graph::Status check_fed_by_batches(const graph::Graph& graph, const TrainingGraph& signature,
                                    const std::vector<std::string>& fed, bool training);
+
+// Runs the signature's synchronize target where it has one: every replica's copy of each variable
+// synchronised on read then holds the replicas' mean. A collective call of every worker.
+graph::Status synchronize_on_read(Session& session, const TrainingGraph& signature);
 
 struct StepMetrics {
   int64_t step = 0;  // counted from 0 over the whole training (from first_step when resumed)
@@ -170,8 +180,10 @@ class Trainer {
 
   // Trains for the configured epochs (or steps), evaluating on `test` after each epoch when given.
   // A non-finite loss ends training with an error naming the step, before on_step sees that step.
+  // The variables synchronised on read are synchronised at the end (synchronize_on_read).
   graph::Expected<std::vector<EpochMetrics>> fit(const data::Dataset& train, const data::Dataset* test = nullptr);
-  // Accuracy and mean loss over every example of `data`, without updating anything.
+  // Accuracy and mean loss over every example of `data`, without updating anything but the variables
+  // synchronised on read, which it synchronises first.
   graph::Expected<Evaluation> evaluate(const data::Dataset& data);
 
   // Steps taken, counting from first_step.

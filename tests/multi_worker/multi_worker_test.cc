@@ -293,7 +293,8 @@ TEST_CASE("MultiWorker.reports_a_loss_over_batch_and_classes_as_one_device") {
 }
 
 // State the train step writes from the batch (a count of images, a moving mean image, the first
-// image), combined across 2 workers x 1 and 2 devices as each variable's aggregation says, holds
+// image, and the moving mean synchronised on read: averaged across the workers when saved), combined
+// across 2 workers x 1 and 2 devices as each variable's aggregation says, holds
 // what one device's holds; batches of 128 split evenly, so the mean of the replicas' means is the
 // batch's mean.
 TEST_CASE("MultiWorker.state_written_from_the_batch_trains_as_one_device") {

@@ -95,6 +95,8 @@ const std::string& stats_mlp_file() {
         ops::variable(b, "mean_image", image, ops::Initializer::zeros(), graph::DType::f32, false, VariableAggregation::mean);
     const graph::ValueRef first = ops::variable(b, "first_image", image, ops::Initializer::zeros(), graph::DType::f32, false,
                                                 VariableAggregation::only_first_replica);
+    const graph::ValueRef mean_on_read = ops::variable(b, "mean_image_on_read", image, ops::Initializer::zeros(), graph::DType::f32,
+                                                       false, VariableAggregation::mean, ops::VariableSynchronization::on_read);
     const graph::ValueRef momentum = ops::scalar_of(b, 0.9, mean), rest = ops::scalar_of(b, 0.1, mean);
     std::vector<int64_t> begin(static_cast<size_t>(image.rank()) + 1, 0), size = {1};
     size.insert(size.end(), image.dims.begin(), image.dims.end());
@@ -102,6 +104,8 @@ const std::string& stats_mlp_file() {
         ops::assign_add(b, seen, ops::cast(b, ops::dim_size(b, images, 0), graph::DType::f32)),
         ops::assign(b, mean, ops::add(b, ops::mul(b, momentum, mean), ops::mul(b, rest, ops::reduce_mean(b, images, {0})))),
         ops::assign(b, first, ops::reshape(b, ops::slice(b, images, begin, size), image.dims)),
+        ops::assign(b, mean_on_read,
+                    ops::add(b, ops::mul(b, momentum, mean_on_read), ops::mul(b, rest, ops::reduce_mean(b, images, {0})))),
     };
     MIRRA_CHECK(b.status().ok(), b.status().message());
     for (graph::NodeId update : updates) model->signature.state_updates.push_back(g.node(update).name);

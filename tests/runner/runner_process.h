@@ -32,8 +32,9 @@ const std::string& resnet20_file();
 // its probabilities against the one-hot labels (a Brier score) + 1e-4 * sum(fc1/w ^ 2), written once.
 const std::string& brier_mlp_file();
 // The same MLP whose train step also writes state from the batch, one variable per aggregation:
-// "stats/images_seen" (sum), "stats/mean_image" (a moving mean of the images, mean) and
-// "stats/first_image" (the batch's first image, only_first_replica), written once.
+// "stats/images_seen" (sum), "stats/mean_image" (a moving mean of the images, mean),
+// "stats/first_image" (the batch's first image, only_first_replica) and "stats/mean_image_on_read"
+// (the same moving mean, mean synchronised on read), written once.
 const std::string& stats_mlp_file();
 
 // The same MLP with a loss that leaves out the examples labelled 9: the cross-entropy of the others

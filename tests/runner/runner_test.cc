@@ -444,7 +444,8 @@ TEST_CASE("Runner.every_strategy_reports_a_loss_over_batch_and_classes_as_one_de
 
 // A model file whose train step writes state from the batch (tests/runner/runner_process.h's
 // stats_mlp_file): Mirrored over 2 and 4 devices and CentralStorage over 2 save the state one device
-// saves, and `mirra inspect` shows the aggregations and the state updates.
+// saves (a variable synchronised on read too, which Mirrored's replicas average only before saving),
+// and `mirra inspect` shows the aggregations and the state updates.
 TEST_CASE("Runner.state_updates_of_a_model_file_train_as_one_device_under_every_strategy") {
   const std::vector<std::string> common = {"train", stats_mlp_file(), "--steps", "4", "--batch-size", "64", "--threads", "2"};
   const auto trained = [&](const std::string& tag, const std::vector<std::string>& extra) {
@@ -468,7 +469,9 @@ TEST_CASE("Runner.state_updates_of_a_model_file_train_as_one_device_under_every_
   }
   const Run inspect = run({"inspect", stats_mlp_file()}, "stats_inspect");
   REQUIRE(inspect.code == 0);
-  CHECK(inspect.out.find("stats/mean_image: f32[28,28,1], aggregation mean") != std::string::npos);
+  CHECK(inspect.out.find("stats/mean_image: f32[28,28,1], aggregation mean\n") != std::string::npos);
+  CHECK(inspect.out.find("stats/mean_image_on_read: f32[28,28,1], aggregation mean, synchronized on read\n") !=
+        std::string::npos);
   CHECK(inspect.out.find(", state update stats/Assign, state update stats/Assign_1") != std::string::npos);
 }
 

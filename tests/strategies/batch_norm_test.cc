@@ -1,10 +1,12 @@
 // Batch normalisation under the strategies, in per-replica mode (TensorFlow's default): each replica
 // normalises with the statistics of its own share of the batch, so the loss differs from one
 // device's, and the moving statistics become the mean over the replicas of what each computed (an
-// ON_READ/MEAN variable), one value in every replica's copy. Checked against the statistics of each
-// share computed here, under Mirrored and CentralStorage over 2 and 3 replicas, even and uneven
-// shares. Evaluation normalises with the moving statistics, so what it reports does not depend on
-// how the data is batched or split.
+// ON_READ/MEAN variable: under Mirrored each replica keeps its own moving averages and the
+// signature's synchronize target averages them, one value in every replica's copy). Checked against
+// the statistics of each share computed here, under Mirrored and CentralStorage over 2 and 3
+// replicas, even and uneven shares, and over several steps against CentralStorage, which averages at
+// every write. Evaluation normalises with the moving statistics, so what it reports does not depend
+// on how the data is batched or split.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -101,21 +103,30 @@ Statistics expected_moving_statistics(const Batch& batch, int replicas) {
 }
 
 struct Stepped {
-  double loss = 0;
+  std::vector<double> losses;
   std::map<std::string, std::vector<double>> variables;  // replica 0's, by replica-free name
+  bool replicas_differed = false;  // whether the replicas' moving statistics differed before synchronize
 };
 
-Stepped one_step(const TrainingProgram& program, const std::string& strategy, int replicas, const Batch& batch,
-                 bool sync = false) {
-  auto made = make_strategy(
-      {.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas), .sync_batch_norm = sync});
+Stepped steps(const TrainingProgram& program, const std::string& strategy, int replicas, const std::vector<Batch>& batches) {
+  auto made = make_strategy({.strategy = strategy, .devices = devices_of(graph::DeviceKind::cpu, replicas)});
   REQUIRE(made.ok());
   auto distributed = (*made)->distribute(program);
   REQUIRE_MESSAGE(distributed.ok(), distributed.status().to_string());
   runtime::Session session(distributed->graph, ops::kernels(), {.threads = 2});
-  auto step = session.run(feeds(*distributed, batch), {distributed->signature.loss}, {distributed->signature.train});
-  REQUIRE_MESSAGE(step.ok(), step.status().to_string());
-  Stepped out{.loss = (*step)[0].values<double>()[0]};
+  Stepped out;
+  for (const Batch& batch : batches) {
+    auto step = session.run(feeds(*distributed, batch), {distributed->signature.loss}, {distributed->signature.train});
+    REQUIRE_MESSAGE(step.ok(), step.status().to_string());
+    out.losses.push_back((*step)[0].values<double>()[0]);
+  }
+  const std::map<std::string, std::vector<double>> before = float_variables(session);
+  for (const auto& [name, value] : before) {
+    int replica = -1;
+    const std::string plain(replica_free_name(name, &replica));
+    if (replica > 0 && plain.starts_with("bn/moving")) out.replicas_differed |= value != before.at("replica_0/" + plain);
+  }
+  REQUIRE(runtime::training::synchronize_on_read(session, distributed->signature).ok());
   const std::map<std::string, std::vector<double>> variables = float_variables(session);
   for (const auto& [name, value] : variables) {
     int replica = -1;
@@ -134,7 +145,7 @@ Stepped one_step(const TrainingProgram& program, const std::string& strategy, in
 TEST_CASE("BatchNorm.one_device_moves_the_statistics_towards_the_batch") {
   const TrainingProgram program = build();
   const Batch batch = batch_of(8, 1);
-  const Stepped got = one_step(program, "one_device", 1, batch);
+  const Stepped got = steps(program, "one_device", 1, {batch});
   const Statistics want = expected_moving_statistics(batch, 1);
   check_within("bn/moving_mean", got.variables.at("bn/moving_mean"), want.mean, 1e-12);
   check_within("bn/moving_variance", got.variables.at("bn/moving_variance"), want.variance, 1e-12);
@@ -145,20 +156,40 @@ TEST_CASE("BatchNorm.per_replica_statistics_differ_from_one_device_and_the_movin
   const TrainingProgram program = build(), fused_program = fused(build());  // 3 replicas: fused
   for (const int64_t size : {8, 7}) {
     const Batch batch = batch_of(size, 2);
-    const Stepped reference = one_step(program, "one_device", 1, batch);
+    const Stepped reference = steps(program, "one_device", 1, {batch});
     for (const char* strategy : {"mirrored", "central_storage"}) {
       for (int replicas : {2, 3}) {
         const std::string strategy_name = strategy;
         CAPTURE(strategy_name); CAPTURE(replicas); CAPTURE(size);
-        const Stepped got = one_step(replicas == 2 ? program : fused_program, strategy, replicas, batch);
+        const Stepped got = steps(replicas == 2 ? program : fused_program, strategy, replicas, {batch});
         const Statistics want = expected_moving_statistics(batch, replicas);
         check_within("bn/moving_mean", got.variables.at("bn/moving_mean"), want.mean, 1e-12);
         check_within("bn/moving_variance", got.variables.at("bn/moving_variance"), want.variance, 1e-12);
+        CHECK(got.replicas_differed == (strategy_name == "mirrored"));  // averaged on read, not at each write
         // Each replica normalised with its own share's statistics, not the batch's.
-        CHECK(std::abs(got.loss - reference.loss) > 1e-9);
+        CHECK(std::abs(got.losses[0] - reference.losses[0]) > 1e-9);
         CHECK(std::abs(got.variables.at("bn/moving_variance")[0] - reference.variables.at("bn/moving_variance")[0]) > 1e-6);
       }
     }
+  }
+}
+
+TEST_CASE("BatchNorm.moving_statistics_averaged_on_read_equal_those_averaged_at_every_write") {
+  // Every moving average is affine in its old value and the batch's statistic, so the replicas' mean
+  // of their own moving averages is the moving average of their means: Mirrored, which averages when
+  // the statistics are read, trains what CentralStorage, which averages at every write, trains.
+  const TrainingProgram program = build();
+  std::vector<Batch> batches;
+  for (int64_t size : {8, 7, 9, 6, 8}) batches.push_back(batch_of(size, static_cast<uint64_t>(size) + 10));
+  for (int replicas : {2, 3}) {
+    CAPTURE(replicas);
+    const Stepped on_read = steps(program, "mirrored", replicas, batches);
+    const Stepped every_write = steps(program, "central_storage", replicas, batches);
+    CHECK(on_read.replicas_differed);
+    for (size_t step = 0; step < batches.size(); ++step) {
+      CHECK(on_read.losses[step] == doctest::Approx(every_write.losses[step]).epsilon(1e-12));
+    }
+    for (const auto& [name, value] : every_write.variables) check_within(name, on_read.variables.at(name), value, 1e-12);
   }
 }
 
@@ -182,6 +213,7 @@ Run synchronised_run(const TrainingProgram& program, const std::string& strategy
     REQUIRE_MESSAGE(step.ok(), step.status().to_string());
     run.losses.push_back((*step)[0].values<double>()[0]);
   }
+  REQUIRE(runtime::training::synchronize_on_read(session, distributed->signature).ok());
   for (const auto& [name, value] : float_variables(session)) {
     int replica = -1;
     const std::string plain(replica_free_name(name, &replica));
@@ -207,7 +239,7 @@ TEST_CASE("BatchNorm.synchronised_replicas_compute_what_one_device_computes") {
     }
   }
   // Per replica the same steps differ: the test above can fail.
-  CHECK(std::abs(one_step(program, "mirrored", 2, batches[0]).loss - reference.losses[0]) > 1e-9);
+  CHECK(std::abs(steps(program, "mirrored", 2, {batches[0]}).losses[0] - reference.losses[0]) > 1e-9);
 }
 
 // 40 examples of bytes, as a data set of images [2, 2, 3] normalised to [0, 1], in batches of `batch`.

@@ -176,6 +176,7 @@ std::pair<std::vector<double>, std::map<std::string, std::vector<double>>> train
     REQUIRE_MESSAGE(out.ok(), out.status().to_string());
     losses.push_back((*out)[0].values<double>()[0]);
   }
+  REQUIRE(runtime::training::synchronize_on_read(session, distributed->signature).ok());
   std::map<std::string, std::vector<double>> variables;
   for (const auto& [name, value] : float_variables(session)) {
     int replica = -1;

@@ -3,8 +3,10 @@
 // (sum), a moving mean of the features (mean, on shares of equal size, where the mean of the
 // replicas' means is the batch's), and the batch's first example (only_first_replica), under
 // Mirrored and CentralStorage over 1 to 3 replicas and Mirrored with sharded optimizer state, every
-// replica's copy equal. Such a write to a
-// variable without an aggregation is refused naming both, and so is an aggregation no one knows.
+// replica's copy equal once the signature's synchronize target ran. The moving mean is combined at
+// every write (on_write) or, with on_read, only by that target, the replicas' copies differing
+// before it. Such a write to a variable without an aggregation is refused naming both, and so is an
+// aggregation or synchronization no one knows, and on_read with another aggregation than mean.
 #include <doctest/doctest.h>
 
 #include "tests/strategies/strategy_test_util.h"
@@ -22,6 +24,7 @@ struct StateModel {
   VariableAggregation seen = VariableAggregation::sum;
   VariableAggregation mean = VariableAggregation::mean;
   VariableAggregation first = VariableAggregation::only_first_replica;
+  ops::VariableSynchronization mean_synchronization = ops::VariableSynchronization::on_write;
 };
 
 graph::Expected<TrainingProgram> build(const StateModel& m) {
@@ -35,7 +38,8 @@ graph::Expected<TrainingProgram> build(const StateModel& m) {
     auto scope = b.scope("stats");
     const ValueRef seen = ops::variable(b, "examples_seen", {}, ops::Initializer::zeros(), DType::f64, false, m.seen);
     updates.push_back(ops::assign_add(b, seen, ops::cast(b, ops::dim_size(b, images, 0), DType::f64)));
-    const ValueRef mean = ops::variable(b, "feature_mean", {kFeatures}, ops::Initializer::zeros(), DType::f64, false, m.mean);
+    const ValueRef mean = ops::variable(b, "feature_mean", {kFeatures}, ops::Initializer::zeros(), DType::f64, false, m.mean,
+                                       m.mean_synchronization);
     const ValueRef half = ops::scalar_of(b, 0.5, mean);
     const ValueRef batch_mean = ops::reduce_mean(b, images, {0});
     updates.push_back(ops::assign(b, mean, ops::add(b, ops::mul(b, half, mean), ops::mul(b, half, batch_mean))));
@@ -69,6 +73,7 @@ std::vector<Batch> batches_of(std::initializer_list<int64_t> sizes) {
 struct Trained {
   std::vector<double> losses;
   std::map<std::string, std::vector<double>> variables;  // replica 0's, by replica-free name
+  bool replicas_differed = false;  // whether the replicas' copies differed before synchronize ran
 };
 
 Trained train(const TrainingProgram& program, const std::string& strategy, int replicas, const std::vector<Batch>& batches,
@@ -85,6 +90,13 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
     REQUIRE_MESSAGE(step.ok(), step.status().to_string());
     out.losses.push_back((*step)[0].values<double>()[0]);
   }
+  const std::map<std::string, std::vector<double>> before = float_variables(session);
+  for (const auto& [name, value] : before) {
+    int replica = -1;
+    const std::string plain(replica_free_name(name, &replica));
+    if (replica > 0 && !is_slot(plain)) out.replicas_differed |= value != before.at("replica_0/" + plain);
+  }
+  REQUIRE(runtime::training::synchronize_on_read(session, distributed->signature).ok());
   const std::map<std::string, std::vector<double>> variables = float_variables(session);
   for (const auto& [name, value] : variables) {
     int replica = -1;
@@ -101,28 +113,37 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
 }
 
 TEST_CASE("Strategies.state_written_from_each_replica_trains_as_one_device") {
-  auto program = build({});
-  REQUIRE_MESSAGE(program.ok(), program.status().to_string());
-  const std::vector<Batch> batches = batches_of({6, 12, 6});
-  const Trained reference = train(*program, "one_device", 1, batches);
-  CHECK(reference.variables.at("stats/examples_seen") == std::vector<double>{24});
-  CHECK(reference.variables.at("stats/first_example") ==
-        std::vector<double>(batches[2].images.values<double>().begin(), batches[2].images.values<double>().begin() + kFeatures));
-  for (const char* strategy : {"mirrored", "central_storage"}) {
-    for (int replicas = 1; replicas <= 3; ++replicas) {
-      const std::string strategy_name = strategy;
-      CAPTURE(strategy_name);
-      CAPTURE(replicas);
-      const Trained got = train(*program, strategy, replicas, batches);
-      for (size_t step = 0; step < batches.size(); ++step) {
-        CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
+  for (const ops::VariableSynchronization synchronization :
+       {ops::VariableSynchronization::on_write, ops::VariableSynchronization::on_read}) {
+    const std::string mean_synchronization(ops::synchronization_name(synchronization));
+    CAPTURE(mean_synchronization);
+    auto program = build({.mean_synchronization = synchronization});
+    REQUIRE_MESSAGE(program.ok(), program.status().to_string());
+    const std::vector<Batch> batches = batches_of({6, 12, 6});
+    const Trained reference = train(*program, "one_device", 1, batches);
+    CHECK(reference.variables.at("stats/examples_seen") == std::vector<double>{24});
+    CHECK(reference.variables.at("stats/first_example") ==
+          std::vector<double>(batches[2].images.values<double>().begin(), batches[2].images.values<double>().begin() + kFeatures));
+    for (const char* strategy : {"mirrored", "central_storage"}) {
+      for (int replicas = 1; replicas <= 3; ++replicas) {
+        const std::string strategy_name = strategy;
+        CAPTURE(strategy_name);
+        CAPTURE(replicas);
+        const Trained got = train(*program, strategy, replicas, batches);
+        for (size_t step = 0; step < batches.size(); ++step) {
+          CHECK(got.losses[step] == doctest::Approx(reference.losses[step]).epsilon(1e-12));
+        }
+        for (const auto& [name, value] : reference.variables) check_within(name, got.variables.at(name), value, 1e-12);
+        // Only Mirrored's copies of an on_read variable go their own ways between reads.
+        const bool mirrored_on_read = strategy_name == "mirrored" && replicas > 1 &&
+                                      synchronization == ops::VariableSynchronization::on_read;
+        CHECK(got.replicas_differed == mirrored_on_read);
       }
-      for (const auto& [name, value] : reference.variables) check_within(name, got.variables.at(name), value, 1e-12);
     }
-  }
-  const Trained sharded = train(*program, "mirrored", 3, batches, /*sharded=*/true);
-  for (const auto& [name, value] : reference.variables) {
-    if (!is_slot(name)) check_within(name, sharded.variables.at(name), value, 1e-12);
+    const Trained sharded = train(*program, "mirrored", 3, batches, /*sharded=*/true);
+    for (const auto& [name, value] : reference.variables) {
+      if (!is_slot(name)) check_within(name, sharded.variables.at(name), value, 1e-12);
+    }
   }
 }
 
@@ -154,6 +175,26 @@ TEST_CASE("Ops.variable_aggregations_are_named") {
   REQUIRE_FALSE(b.status().ok());
   CHECK(b.status().message().find("unknown aggregation 'average' (none, sum, mean or only_first_replica)") !=
         std::string::npos);
+}
+
+TEST_CASE("Ops.variable_synchronizations_are_named_and_on_read_needs_the_mean") {
+  for (ops::VariableSynchronization s : {ops::VariableSynchronization::on_write, ops::VariableSynchronization::on_read}) {
+    CHECK(ops::synchronization_from_name(ops::synchronization_name(s)) == s);
+  }
+  const auto refusal = [](graph::AttrMap attrs) {
+    graph::Graph g;
+    graph::Builder b(g, ops::registry());
+    attrs.set("dtype", DType::f32);
+    attrs.set("shape", graph::Shape{2});
+    b.add_value({.op = "Variable", .attrs = std::move(attrs), .name = "v"});
+    return b.status().message();
+  };
+  CHECK(refusal({{"synchronization", std::string("lazily")}}).find("unknown synchronization 'lazily' (on_write or on_read)") !=
+        std::string::npos);
+  CHECK(refusal({{"aggregation", std::string("sum")}, {"synchronization", std::string("on_read")}})
+            .find("synchronization on_read needs the aggregation mean, not sum") != std::string::npos);
+  CHECK(refusal({{"synchronization", std::string("on_read")}}).find("needs the aggregation mean, not none") != std::string::npos);
+  CHECK(refusal({{"aggregation", std::string("mean")}, {"synchronization", std::string("on_read")}}).empty());
 }
 
 }  // namespace

@@ -102,6 +102,7 @@ void print_summary(const InspectCommand& command, const serialization::Model& mo
     std::printf("  %s: %s", node.name.c_str(), node.outputs[0].to_string().c_str());
     if (ops::variable_aggregation(node) != ops::VariableAggregation::none) {
       std::printf(", aggregation %s", std::string(ops::aggregation_name(ops::variable_aggregation(node))).c_str());
+      if (ops::variable_synchronization(node) == ops::VariableSynchronization::on_read) std::printf(", synchronized on read");
     }
     std::printf("\n");
   }

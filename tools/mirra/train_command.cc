@@ -99,7 +99,8 @@ class TrainRun {
   // The training data (each worker's shard of every global batch) and, with --eval, the evaluation data.
   graph::Status open_data(int rank, int workers);
   graph::Status restore();
-  // Every variable, whole; in a multi-worker run a collective call of every worker (gather_variables).
+  // Every variable, whole, those synchronised on read synchronised first; in a multi-worker run a
+  // collective call of every worker (gather_variables).
   graph::Expected<std::vector<serialization::NamedTensor>> read_all_variables();
   void note_metrics_error();  // a failed write to the metrics file: warn once, stop writing it
   // The TensorBoard log of this worker (worker 0's, or each worker's with logdir_per_worker), with the
@@ -475,6 +476,7 @@ graph::Status TrainRun::save_checkpoint(const TrainingPosition& position) {
 }
 
 graph::Expected<std::vector<serialization::NamedTensor>> TrainRun::read_all_variables() {
+  MIRRA_RETURN_IF_ERROR(runtime::training::synchronize_on_read(*session_, distributed_.signature));
   if (!workers_) return read_variables(*session_, program_.learning_rate_variable);
   return gather_variables(*session_, program_.learning_rate_variable, *workers_,
                           runtime::deadline_after(std::chrono::milliseconds(
