@@ -23,28 +23,30 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
+
+from peer_runs import built_programs, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
-def run(command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"all_reduce_vs_mpi: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+DRIVER = "all_reduce_vs_mpi"
+
+
+def reports(command):
+    """The JSON objects command prints, one a line."""
+    return [json.loads(line) for line in run(command, DRIVER).splitlines() if line.startswith("{")]
 
 
 def across_workers(args, mirra, peer, sizes):
     def mirra_ms(workers, replicas):
-        report = run(MPIRUN + ["-np", str(workers), mirra, "bench", "allreduce", "--across-workers", "--threads", "1",
+        report = reports(MPIRUN + ["-np", str(workers), mirra, "bench", "allreduce", "--across-workers", "--threads", "1",
                                "--replicas", str(replicas), "--sizes-mib"] + sizes)[0]
         return {r["mib"]: r["ms"] for r in report["results"]}
 
     def mpi_ms(processes):
-        return {line["mib"]: line["ms"] for line in run(MPIRUN + ["-np", str(processes), peer] + sizes)}
+        return {line["mib"]: line["ms"] for line in reports(MPIRUN + ["-np", str(processes), peer] + sizes)}
 
     results = []
     for workers, replicas, processes in [(int(w), 1, int(w)) for w in args.workers.split(",")] + [(2, 2, 4)]:
@@ -66,22 +68,19 @@ def main():
     parser.add_argument("--across-workers", action="store_true")
     parser.add_argument("--workers", default="2")
     args = parser.parse_args()
-    mirra = os.path.join(args.build, "tools", "mirra", "mirra")
-    peer = os.path.join(args.build, "bench", "mirra-mpi-allreduce-peer")
-    for path in (mirra, peer):
-        if not os.access(path, os.X_OK):
-            sys.exit(f"all_reduce_vs_mpi: {path} is missing; build first (the peer needs libopenmpi-dev)")
+    mirra, peer = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "bench/mirra-mpi-allreduce-peer"],
+                                 "build first (the peer needs libopenmpi-dev)")
     if not shutil.which("mpirun"):
         sys.exit("all_reduce_vs_mpi: mpirun is missing (apt-get install openmpi-bin)")
 
     if args.across_workers:
         return across_workers(args, mirra, peer, (args.sizes_mib or "1,4,16,64").split(","))
     sizes = (args.sizes_mib or "1,4,16,64,256").split(",")
-    report = run([mirra, "bench", "allreduce", "--threads", args.threads, "--replicas"] + args.replicas.split(",") +
+    report = reports([mirra, "bench", "allreduce", "--threads", args.threads, "--replicas"] + args.replicas.split(",") +
                  ["--sizes-mib"] + sizes)[0]
     mpi = {}
     for n in args.replicas.split(","):
-        for line in run(MPIRUN + ["-np", n, peer] + sizes):
+        for line in reports(MPIRUN + ["-np", n, peer] + sizes):
             mpi[(line["ranks"], line["mib"])] = line["ms"]
     for result in report["results"]:
         mpi_ms = mpi.get((result["replicas"], result["mib"]))

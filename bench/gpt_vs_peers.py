@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from peer_runs import measure, require_time, tensorflow_python
+from peer_runs import cpu_model, measure, require_time, tensorflow_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -202,8 +202,7 @@ def main():
     require_time(DRIVER)
     if not os.path.exists(os.path.join(args.data, "val.bin")):
         sys.exit(f"{DRIVER}: no Shakespeare tokens in {args.data} (scripts/setup.sh prepares them)")
-    with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    cpu = cpu_model()
     with tempfile.TemporaryDirectory() as work:
         result = {"benchmark": "gpt_tiny_vs_peers", "cpu": cpu, "batch": BATCH, "context": CONTEXT}
         result.update(accuracy(args, work) if args.accuracy else {"throughput": throughput(args, work)})

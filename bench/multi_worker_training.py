@@ -26,28 +26,24 @@ import subprocess
 import sys
 import tempfile
 
+from peer_runs import built_programs, last_json, metrics_window, run
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
 WARMUP = 20
 
 
-def run(command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"multi_worker_training: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
+DRIVER = "multi_worker_training"
 
 
 def mirra_examples_per_s(command, metrics, summaries=None):
     """Runs a `mirra train ... --metrics FILE` command; examples/s over the steps after WARMUP. Appends
     its JSON summary (worker 0's) to `summaries` when given."""
-    summary = json.loads(run(command + ["--metrics", metrics]).strip().splitlines()[-1])
+    summary = last_json(run(command + ["--metrics", metrics], DRIVER))
     if summaries is not None:
         summaries.append(summary)
-    lines = [json.loads(line) for line in open(metrics)]
-    window = [line for line in lines if line["step"] > WARMUP]
-    start = next(line["seconds"] for line in lines if line["step"] == WARMUP)
-    return sum(line["examples"] for line in window) / (window[-1]["seconds"] - start)
+    examples, seconds, _ = metrics_window(metrics, WARMUP)
+    return examples / seconds
 
 
 def main():
@@ -56,11 +52,7 @@ def main():
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    mirra = os.path.join(args.build, "tools", "mirra", "mirra")
-    examples = os.path.join(args.build, "examples", "mirra-examples")
-    for path in (mirra, examples):
-        if not os.access(path, os.X_OK):
-            sys.exit(f"multi_worker_training: {path} is missing; build first")
+    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("multi_worker_training: PyTorch is missing (apt-get install python3-torch)")
 
@@ -72,7 +64,7 @@ def main():
             json.dump({"all_reduce": {"compression": "bf16"}}, f)
         for model in args.models.split(","):
             model_file = os.path.join(work, model + ".mirra")
-            run([examples, "write", model, model_file])
+            run([examples, "write", model, model_file], DRIVER)
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--json"]
             summaries = {"unsharded": [], "sharded": []}
             commands = {
@@ -89,12 +81,12 @@ def main():
                     ["--config", bf16_config, "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--threads", "1"], m),
                 "mirra_mirrored": lambda m: mirra_examples_per_s(
                     train + ["--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--threads", "2"], m),
-                "pytorch_ddp": lambda m: json.loads(run(
+                "pytorch_ddp": lambda m: last_json(run(
                     ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1",
-                     "--ddp", "2", "--steps", str(STEPS[model])]).strip().splitlines()[-1])["examples_per_s"],
-                "pytorch_ddp_zero": lambda m: json.loads(run(
+                     "--ddp", "2", "--steps", str(STEPS[model])], DRIVER))["examples_per_s"],
+                "pytorch_ddp_zero": lambda m: last_json(run(
                     ["/usr/bin/python3", os.path.join(HERE, "peers", "torch_training.py"), model, "--threads", "1",
-                     "--ddp", "2", "--zero", "--steps", str(STEPS[model])]).strip().splitlines()[-1])["examples_per_s"],
+                     "--ddp", "2", "--zero", "--steps", str(STEPS[model])], DRIVER))["examples_per_s"],
             }
             runs = {name: [] for name in commands}
             for _ in range(args.repeats):

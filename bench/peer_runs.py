@@ -1,8 +1,9 @@
 """Running mirra's benchmark programs and their peers, each in a process of its own under
 /usr/bin/time -v: a run's result is the JSON object its last stdout line prints plus its peak RSS;
 repeated runs are summarised by their medians; TensorFlow runs from a virtual environment made on
-first use. The training drivers (training_vs_pytorch.py, training_vs_tensorflow.py,
-mixed_precision_vs_peers.py) share this."""
+first use; a `mirra train --metrics` run's throughput is read from its lines after the warm-up. The
+drivers (training_vs_pytorch.py, training_vs_tensorflow.py, mixed_precision_vs_peers.py,
+multi_worker_training.py, simulate_vs_measured.py, all_reduce_vs_mpi.py, gpt_vs_peers.py) share this."""
 import json
 import os
 import re
@@ -26,6 +27,42 @@ def tensorflow_python(venv, driver):
         if done.returncode != 0:
             sys.exit(f"{driver}: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
     return python
+
+
+def cpu_model():
+    """The CPU's model name, as the figures name the machine they were measured on."""
+    with open("/proc/cpuinfo") as f:
+        return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+
+
+def run(command, driver):
+    """Runs command; its stdout, or the driver's exit naming the command with the tail of its stderr."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{driver}: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def last_json(text):
+    """The JSON object a benchmark program prints on its last line."""
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def built_programs(build, driver, programs, hint="build first"):
+    """The paths of `programs` (relative to the build tree), or the driver's exit naming the missing one."""
+    paths = [os.path.join(build, program) for program in programs]
+    for path in paths:
+        if not os.access(path, os.X_OK):
+            sys.exit(f"{driver}: {path} is missing; {hint}")
+    return paths
+
+
+def metrics_window(metrics, warmup):
+    """Of a `mirra train --metrics` file: the examples, the seconds and the steps after step `warmup`."""
+    lines = [json.loads(line) for line in open(metrics)]
+    start = next(line["seconds"] for line in lines if line["step"] == warmup)
+    window = [line for line in lines if line["step"] > warmup]
+    return sum(line["examples"] for line in window), window[-1]["seconds"] - start, len(window)
 
 
 def best_of(section, names):

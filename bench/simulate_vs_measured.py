@@ -25,11 +25,10 @@ Usage: bench/simulate_vs_measured.py [--build DIR] [--models mlp,cnn] [--repeats
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
+
+from peer_runs import built_programs, cpu_model, last_json, metrics_window, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 300, "cnn": 40, "resnet20": 20}
@@ -39,23 +38,7 @@ SIZES_MIB = ["1", "2", "4", "8", "16"]
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.machine()
-
-
-def run(command):
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"simulate_vs_measured: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
+DRIVER = "simulate_vs_measured"
 
 
 def fitted_link(results):
@@ -92,11 +75,9 @@ def cluster_file(path, nodes, devices_per_node, latency, bandwidth, measured_by)
 
 
 def measured_step_ms(command, metrics, warmup):
-    run(command + ["--metrics", metrics])
-    lines = [json.loads(line) for line in open(metrics)]
-    start = next(line["seconds"] for line in lines if line["step"] == warmup)
-    window = [line for line in lines if line["step"] > warmup]
-    return (window[-1]["seconds"] - start) / len(window) * 1e3
+    run(command + ["--metrics", metrics], DRIVER)
+    _, seconds, steps = metrics_window(metrics, warmup)
+    return seconds / steps * 1e3
 
 
 def main():
@@ -105,21 +86,17 @@ def main():
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    mirra = os.path.join(args.build, "tools", "mirra", "mirra")
-    examples = os.path.join(args.build, "examples", "mirra-examples")
-    for path in (mirra, examples):
-        if not os.access(path, os.X_OK):
-            sys.exit(f"simulate_vs_measured: {path} is missing; build first")
+    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
 
     report = {"benchmark": "mirra simulate's predicted step time against the measured one, this machine",
               "cpu": cpu_model(), "cores": os.cpu_count(), "global_batch": GLOBAL_BATCH, "tolerance": 0.15, "runs": {}}
     with tempfile.TemporaryDirectory() as work:
         links = {
             "mirrored": fitted_link(last_json(run([mirra, "bench", "allreduce", "--replicas", "2", "--threads", "2",
-                                                   "--sizes-mib"] + SIZES_MIB))["results"]),
+                                                   "--sizes-mib"] + SIZES_MIB, DRIVER))["results"]),
             "multi_worker_mirrored": fitted_link(last_json(run(MPIRUN + [mirra, "bench", "allreduce", "--across-workers",
                                                                          "--replicas", "1", "--threads", "1",
-                                                                         "--sizes-mib"] + SIZES_MIB))["results"]),
+                                                                         "--sizes-mib"] + SIZES_MIB, DRIVER))["results"]),
         }
         clusters = {}
         for strategy, (latency, bandwidth) in links.items():
@@ -131,7 +108,7 @@ def main():
                                        for s, (l, b) in links.items()}
         for model in args.models.split(","):
             model_file = os.path.join(work, model + ".mirra")
-            run([examples, "write", model, model_file])
+            run([examples, "write", model, model_file], DRIVER)
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", str(GLOBAL_BATCH), "--json"]
             setups = {
                 "mirrored": train + ["--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--threads", "2"],
@@ -143,12 +120,12 @@ def main():
                 predictions, measured = [], []
                 for _ in range(args.repeats):
                     trace = os.path.join(work, f"{model}.{strategy}.trace.json")
-                    run(command + ["--trace", trace])
+                    run(command + ["--trace", trace], DRIVER)
                     traced = trace + (".worker0" if strategy == "multi_worker_mirrored" else "")
                     predictions.append(last_json(run(
                         [mirra, "simulate", model_file, "--strategy", strategy, "--cluster", clusters[strategy], "--costs",
                          traced, "--devices", "cpu:0,cpu:1", "--batch-size", str(GLOBAL_BATCH // 2), "--algorithm", "ring",
-                         "--json"])))
+                         "--json"], DRIVER)))
                     measured.append(measured_step_ms(command, os.path.join(work, "metrics.jsonl"), WARMUP[model]))
                 points = [next(p for p in predicted["points"] if p["devices"] == 2) for predicted in predictions]
                 predicted_ms = statistics.median(p["step_s"] * 1e3 for p in points)

@@ -74,6 +74,11 @@ graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_vie
   return bytes;
 }
 
+graph::Expected<std::string> read_text_file(const std::string& path, std::string_view what) {
+  MIRRA_ASSIGN_OR_RETURN(const AlignedBytes bytes, read_file(path, what));
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 graph::Expected<std::string> resolve_write_target(const std::string& path, std::string_view what) {
   std::filesystem::path target(path);
   for (int hop = 0;; ++hop) {

@@ -39,6 +39,8 @@ std::span<const uint8_t> aligned_view(std::span<const uint8_t> bytes, AlignedByt
 // `what` names the file's kind in errors ("model file"). Only a regular file is read: the type is
 // checked without blocking, so a FIFO or a device is an error, not a hang.
 graph::Expected<AlignedBytes> read_file(const std::string& path, std::string_view what);
+// A whole text file (a config, a cluster description, a trace) as read_file reads it.
+graph::Expected<std::string> read_text_file(const std::string& path, std::string_view what);
 
 // Note [Write targets]
 // Files are written only as regular files. A symlink is followed (hop by hop, at most 40), and the

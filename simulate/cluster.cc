@@ -3,10 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
+
+#include "serialization/file_io.h"
 
 namespace mirra::simulate {
 
@@ -173,11 +173,8 @@ graph::Expected<ClusterSpec> parse_cluster(const std::string& text, const std::s
 }
 
 graph::Expected<ClusterSpec> read_cluster(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return graph::not_found(path + ": cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_cluster(text.str(), path);
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, serialization::read_text_file(path, "cluster file"));
+  return parse_cluster(text, path);
 }
 
 }  // namespace mirra::simulate

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <vector>
+
+#include "serialization/file_io.h"
 
 namespace mirra::simulate {
 
@@ -92,11 +92,8 @@ graph::Expected<MeasuredCosts> parse_measured_costs(const std::string& text, con
 }
 
 graph::Expected<MeasuredCosts> read_measured_costs(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return graph::not_found(path + ": cannot be read");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_measured_costs(text.str(), path);
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, serialization::read_text_file(path, "trace"));
+  return parse_measured_costs(text, path);
 }
 
 }  // namespace mirra::simulate

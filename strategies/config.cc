@@ -3,13 +3,12 @@
 
 #include "runtime/collectives/communicator_registry.h"
 #include "runtime/gpu_devices.h"
+#include "serialization/file_io.h"
 #include "strategies/config_json.h"
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 namespace mirra::strategies {
@@ -203,16 +202,8 @@ graph::Status check_config_keys(const json& object, std::initializer_list<std::s
   return graph::Status();
 }
 
-graph::Expected<std::string> read_config_file(const std::string& path, std::string_view what) {
-  std::ifstream file(path);
-  if (!file) return graph::invalid_argument("cannot read " + std::string(what) + " '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 graph::Expected<StrategyConfig> load_strategy_config(const std::string& path) {
-  MIRRA_ASSIGN_OR_RETURN(const std::string text, read_config_file(path, "strategy config"));
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, serialization::read_text_file(path, "strategy config"));
   return parse_strategy_config(text, path);
 }
 

@@ -22,7 +22,5 @@ graph::Status check_config_keys(const nlohmann::json& object, std::initializer_l
 graph::Expected<nlohmann::json> parse_config_object(std::string_view json_text, std::string_view source);
 // The strategy keys of an already parsed config object (strategy, devices, all_reduce; no others).
 graph::Expected<StrategyConfig> strategy_config_from_json(const nlohmann::json& root, std::string_view source);
-// The file's text, or an error naming it as a `what` ("strategy config").
-graph::Expected<std::string> read_config_file(const std::string& path, std::string_view what);
 
 }  // namespace mirra::strategies

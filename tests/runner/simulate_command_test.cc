@@ -104,13 +104,14 @@ TEST_CASE("Runner.simulate.bad_input_is_a_one_line_error_with_exit_code_2") {
   };
   const std::vector<Case> cases = {
       {{"simulate", mlp_file(), "--cluster", broken}, "broken_cluster.json: 'device.memory_bandwidth_gb_s' is missing"},
-      {{"simulate", mlp_file(), "--cluster", workspace() / "none.json"}, "none.json: cannot be read"},
+      {{"simulate", mlp_file(), "--cluster", workspace() / "none.json"},
+       "cannot read cluster file '" + workspace() / "none.json" + "': No such file or directory"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--strategy", "central_storage"},
        "central_storage and parameter_server are not modelled"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--bucket-mb", "-3"}, "--bucket-mb must be"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--algorithm", "star"}, "unknown all-reduce algorithm 'star'"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--costs", workspace() / "none.trace.json"},
-       "none.trace.json: cannot be read"},
+       "cannot read trace '" + workspace() / "none.trace.json" + "': No such file or directory"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--costs", preset("h200_8x_nvlink.json")},
        "h200_8x_nvlink.json: not a Chrome trace"},
       {{"simulate", mlp_file(), "--cluster", preset("h200_8x_nvlink.json"), "--devices", "tpu:0"}, "--devices: 'devices[0]' device 'tpu:0'"},

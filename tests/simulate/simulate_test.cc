@@ -72,7 +72,8 @@ TEST_CASE("Cluster.a_file_reads_in_seconds_and_bytes_and_errors_name_the_key") {
   CHECK(parse_cluster("[1]", "c.json").status().message() == "c.json: must be a JSON object");
   CHECK(error(kTwoNodes, "{\"bandwidth_gb_s\": 100, \"latency_us\": 2}", "3") == "c.json: 'intra_node' must be a JSON object");
   CHECK(parse_cluster("{", "c.json").status().message() == "c.json: not valid JSON");
-  CHECK(read_cluster("/nonexistent/c.json").status().message() == "/nonexistent/c.json: cannot be read");
+  CHECK(read_cluster("/nonexistent/c.json").status().message() ==
+        "cannot read cluster file '/nonexistent/c.json': No such file or directory");
 }
 
 TEST_CASE("CollectiveCost.each_algorithm_matches_its_closed_form") {
@@ -311,7 +312,8 @@ TEST_CASE("MeasuredCosts.a_trace_gives_each_kernel's_median_time_after_the_first
         "t.json: the trace records no step (no \"steps\" track)");
   CHECK(parse_measured_costs("[]", "t.json").status().message() ==
         "t.json: not a Chrome trace (a JSON object with traceEvents) as mirra train --trace writes");
-  CHECK(read_measured_costs("/nonexistent/t.json").status().message() == "/nonexistent/t.json: cannot be read");
+  CHECK(read_measured_costs("/nonexistent/t.json").status().message() ==
+        "cannot read trace '/nonexistent/t.json': No such file or directory");
 }
 
 // With measured costs, a kernel the trace timed takes that time and the executor's time per kernel;

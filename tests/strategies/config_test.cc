@@ -83,7 +83,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"devices": ["gpu:0", "gpu:1"], "shard_optimizer_state": true})") == "ok");
   CHECK(error_of(R"({"strategy": "one_device", "shard_optimizer_state": false})") == "ok");
   CHECK(load_strategy_config("/nonexistent/strategy.json").status().message() ==
-        "cannot read strategy config '/nonexistent/strategy.json'");
+        "cannot read strategy config '/nonexistent/strategy.json': No such file or directory");
 }
 
 TEST_CASE("StrategyConfig.every_example_config_trains") {

@@ -7,6 +7,7 @@
 
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/memory_estimate.h"
+#include "serialization/file_io.h"
 #include "strategies/config_json.h"
 
 namespace mirra::runner {
@@ -220,7 +221,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
 }
 
 graph::Expected<RunConfig> load_run_config(const std::string& path) {
-  MIRRA_ASSIGN_OR_RETURN(const std::string text, strategies::read_config_file(path, "config file"));
+  MIRRA_ASSIGN_OR_RETURN(const std::string text, serialization::read_text_file(path, "config file"));
   return parse_run_config(text, path);
 }
 
