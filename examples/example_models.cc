@@ -62,6 +62,20 @@ ops::Optimizer gpt_optimizer() {
   return o;
 }
 
+// The classifier `name` in `dtype`: the ResNets in f32 or f64, the others in f32 only.
+graph::Expected<Classifier> build_classifier(graph::Builder& b, std::string_view name, graph::DType dtype) {
+  if (dtype == graph::DType::f32) return model_builder(name)(b);
+  if (dtype != graph::DType::f64) {
+    return graph::invalid_argument("the ResNets are built in f32 or f64, not " + std::string(graph::dtype_name(dtype)) +
+                                   " (16-bit training is a run's mixed_precision)");
+  }
+  if (name == "resnet20") return build_resnet20(b, {.dtype = dtype});
+  if (name == "resnet18") return build_resnet18(b, {.dtype = dtype});
+  if (name == "resnet50") return build_resnet50(b, {.dtype = dtype});
+  if (name == "resnet101") return build_resnet101(b, {.dtype = dtype});
+  return graph::invalid_argument("example model '" + std::string(name) + "' is built in f32 only; f64 is for the ResNets");
+}
+
 }  // namespace
 
 graph::Expected<serialization::Model> build_example_model(std::string_view name, uint64_t seed,
@@ -116,7 +130,7 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
     model.signature.metrics = {{.name = "perplexity", .value = loss, .reduction = "exp_mean"},
                                {.name = "tokens", .value = tokens, .reduction = "sum"}};
   } else {
-    const Classifier classifier = model_builder(name)(b);
+    MIRRA_ASSIGN_OR_RETURN(const Classifier classifier, build_classifier(b, name, options.dtype));
     const ops::ClassifierObjective objective =
         ops::classifier_objective(b, classifier.logits, {.label_smoothing = options.label_smoothing});
     MIRRA_RETURN_IF_ERROR(b.status());

@@ -30,6 +30,9 @@ struct ExampleModelOptions {
   std::optional<int64_t> vocab, context;
   std::optional<int64_t> layers, heads, embedding;  // of the GPTs
   double dropout = 0.0;                              // of the GPTs
+  // Of the ResNets: their activations' and variables' dtype, f32 or f64 (a float64 ResNet is what
+  // equivalence checks compare at 1e-9; the others are built in f32).
+  graph::DType dtype = graph::DType::f32;
 };
 
 const std::vector<ExampleModel>& example_models();

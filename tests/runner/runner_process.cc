@@ -48,6 +48,16 @@ const std::string& mlp_file() {
   return path;
 }
 
+const std::string& resnet20_f64_file() {
+  static const std::string path = [] {
+    const std::string p = workspace() / "resnet20_f64.mirra";
+    auto model = examples::build_example_model("resnet20", 1, {.dtype = graph::DType::f64});
+    MIRRA_CHECK(model.ok() && serialization::save_model(*model, p).ok());
+    return p;
+  }();
+  return path;
+}
+
 const std::string& resnet20_file() {
   static const std::string path = [] {
     const std::string p = workspace() / "resnet20.mirra";
@@ -228,6 +238,20 @@ std::map<std::string, graph::TensorValue> trained_values(const std::string& path
   return values;
 }
 
+namespace {
+
+// A value's elements as doubles (f32, f64 or i64).
+std::vector<double> as_doubles(const graph::TensorValue& value) {
+  switch (value.type.dtype) {
+    case graph::DType::f32: return {value.values<float>().begin(), value.values<float>().end()};
+    case graph::DType::f64: return {value.values<double>().begin(), value.values<double>().end()};
+    case graph::DType::i64: return {value.values<int64_t>().begin(), value.values<int64_t>().end()};
+    default: FAIL("no comparison of " << value.type.to_string()); return {};
+  }
+}
+
+}  // namespace
+
 void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want,
                  double relative) {
   REQUIRE(got.size() == want.size());
@@ -235,8 +259,8 @@ void check_close(const std::map<std::string, graph::TensorValue>& got, const std
     const std::string& name = entry.first;  // not a structured binding: CAPTURE's lambda takes it
     CAPTURE(name);
     REQUIRE(got.contains(name));
-    const auto a = got.at(name).values<float>();
-    const auto b = entry.second.values<float>();
+    REQUIRE(got.at(name).type == entry.second.type);
+    const std::vector<double> a = as_doubles(got.at(name)), b = as_doubles(entry.second);
     REQUIRE(a.size() == b.size());
     double scale = 0, diff = 0;
     for (size_t i = 0; i < b.size(); ++i) {

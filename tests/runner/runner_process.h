@@ -26,8 +26,9 @@ const Workspace& workspace();
 
 // The MLP from mirra-examples (seed 1), written once.
 const std::string& mlp_file();
-// ResNet-20 from mirra-examples (seed 1), written once.
+// ResNet-20 from mirra-examples (seed 1), written once; the same in float64.
 const std::string& resnet20_file();
+const std::string& resnet20_f64_file();
 // The same MLP trained on a loss over [batch, classes] plus a weight decay: the mean squared error of
 // its probabilities against the one-hot labels (a Brier score) + 1e-4 * sum(fc1/w ^ 2), written once.
 const std::string& brier_mlp_file();
@@ -71,7 +72,8 @@ std::vector<double> step_losses(const std::string& path);
 std::vector<double> step_metric(const std::string& path, const std::string& name);
 // Weights and optimizer state of a saved model, by name.
 std::map<std::string, graph::TensorValue> trained_values(const std::string& path);
-// The same f32 values by name, each within max |got - want| <= relative * max |want|.
+// The same values by name (f32, f64 or i64, each of one type on both sides), each within
+// max |got - want| <= relative * max |want|.
 void check_close(const std::map<std::string, graph::TensorValue>& got, const std::map<std::string, graph::TensorValue>& want,
                  double relative);
 
