@@ -120,13 +120,17 @@ TEST_CASE("Runner.resume.across_strategies_and_replica_counts") {
   }
 }
 
-// A ResNet trained with synchronised batch normalisation on three replicas keeps one value of each
+// A ResNet trained on three replicas, with synchronised batch normalisation or per replica (each
+// replica's moving statistics its own until they are averaged on read), keeps one value of each
 // moving statistic in its checkpoint, which restores bit for bit onto one device and onto four
-// replicas (the moving statistics are mean-aggregated: every replica holds the same value).
-TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") {
-  const std::string ckpt = workspace() / "resnet_ckpt";
-  const std::vector<std::string> common = {"train", resnet20_file(), "--deterministic", "--threads", "2", "--batch-size", "30",
-                                           "--steps", "3", "--sync-batch-norm"};
+// replicas.
+namespace {
+void check_batch_norm_statistics_restore(bool sync) {
+  const std::string tag = sync ? "sync" : "per_replica";
+  const std::string ckpt = workspace() / ("resnet_ckpt_" + tag);
+  std::vector<std::string> common = {"train", resnet20_file(), "--deterministic", "--threads", "2", "--batch-size", "30",
+                                     "--steps", "3"};
+  if (sync) common.push_back("--sync-batch-norm");
   const auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.begin(), common.begin(), common.end());
     return extra;
@@ -140,7 +144,8 @@ TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") 
     const std::string& name = target.first;  // a structured binding cannot be captured by CAPTURE with clang 14
     const std::string& replicas = target.second;
     CAPTURE(name);
-    const std::string dir = workspace() / ("resnet_ckpt_" + name), out = workspace() / ("resnet_restored_" + name + ".mirra");
+    const std::string dir = workspace() / ("resnet_ckpt_" + tag + "_" + name),
+                      out = workspace() / ("resnet_restored_" + tag + "_" + name + ".mirra");
     fs::copy(ckpt, dir);
     const std::vector<std::string> strategy = name == "one" ? std::vector<std::string>{"--strategy", "one_device"}
                                                             : std::vector<std::string>{"--strategy", "mirrored", "--devices", replicas};
@@ -148,6 +153,14 @@ TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") 
     extra.insert(extra.end(), strategy.begin(), strategy.end());
     REQUIRE(run(with(extra), "resnet_restored_" + name).code == 0);
     CHECK(trained_values(out) == checkpoint_values);  // every bit, the moving statistics too
+  }
+}
+}  // namespace
+
+TEST_CASE("Runner.resume.batch_norm_statistics_restore_into_any_replica_count") {
+  for (const bool sync : {true, false}) {
+    CAPTURE(sync);
+    check_batch_norm_statistics_restore(sync);
   }
 }
 
