@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "serialization/file_io.h"
+#include "strategies/strategy.h"
 
 namespace mirra::simulate {
 
@@ -86,9 +87,23 @@ graph::Expected<MeasuredCosts> parse_measured_costs(const std::string& text, con
     if (busy_us > 0) costs.concurrency = std::max(costs.concurrency, static_cast<int>(std::lround(kernel_us / busy_us)));
   }
   if (durations.empty()) return graph::invalid_argument(source + ": the trace records no kernel of a counted step");
-  for (auto& [name, seconds] : durations) costs.kernel_seconds[name] = median(std::move(seconds));
+  std::map<std::string, std::vector<double>> twins;
+  for (auto& [name, seconds] : durations) {
+    int replica = -1;
+    std::vector<double>& twin = twins[std::string(strategies::replica_free_name(name, &replica))];
+    twin.insert(twin.end(), seconds.begin(), seconds.end());
+    costs.kernel_seconds[name] = median(std::move(seconds));
+  }
+  for (auto& [name, seconds] : twins) costs.twin_seconds[name] = median(std::move(seconds));
   costs.dispatch_seconds = gaps.empty() ? 0 : median(std::move(gaps));
   return costs;
+}
+
+const double* measured_kernel_seconds(const MeasuredCosts& costs, const std::string& name) {
+  if (const auto own = costs.kernel_seconds.find(name); own != costs.kernel_seconds.end()) return &own->second;
+  int replica = -1;
+  const auto twin = costs.twin_seconds.find(std::string(strategies::replica_free_name(name, &replica)));
+  return twin == costs.twin_seconds.end() ? nullptr : &twin->second;
 }
 
 graph::Expected<MeasuredCosts> read_measured_costs(const std::string& path) {

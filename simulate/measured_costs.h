@@ -7,6 +7,9 @@
 // kernels' time over the time some kernel ran, rounded: a CPU device's executor runs independent
 // kernels on several threads, each then slower than alone). The collectives' times are not taken from the
 // trace (a rank's time there includes its wait for the other ranks): the cluster file models them.
+// A kernel the trace did not time takes the time of its twins, the same node of the one-replica
+// program on the replicas the trace did time (strategies::replica_free_name): a worker's trace so
+// times the other workers' replicas, which run the same kernels on their shares.
 //
 //   MIRRA_ASSIGN_OR_RETURN(MeasuredCosts costs, read_measured_costs("run.trace.json"));
 //   step_graph(graph, roots, dims, replica, cluster.device, &costs);
@@ -22,6 +25,7 @@ namespace mirra::simulate {
 struct MeasuredCosts {
   std::string source;                           // the trace's path
   std::map<std::string, double> kernel_seconds; // by node name
+  std::map<std::string, double> twin_seconds;   // by replica-free name, over every replica's kernels
   double dispatch_seconds = 0;                  // the executor's time from one kernel of a device to the next
   int concurrency = 1;                          // kernels a device ran at once, the most of any device
   int64_t steps = 0;                            // steps whose kernels count
@@ -32,5 +36,8 @@ struct MeasuredCosts {
 // kernels were recorded.
 graph::Expected<MeasuredCosts> parse_measured_costs(const std::string& text, const std::string& source);
 graph::Expected<MeasuredCosts> read_measured_costs(const std::string& path);
+
+// The time of the kernel of node `name`: its own, else its twins', else none.
+const double* measured_kernel_seconds(const MeasuredCosts& costs, const std::string& name);
 
 }  // namespace mirra::simulate

@@ -23,11 +23,9 @@ graph::Expected<std::optional<CollectiveKind>> collective_kind(const graph::Node
                               ", a collective whose cost is not modelled (AllReduce, ReduceScatter and AllGather are)");
 }
 
-// The kernel's time in the measured run, if it timed it.
+// The kernel's time in the measured run (or its twins'), if it timed it.
 const double* measured_seconds(const MeasuredCosts* measured, const std::string& name) {
-  if (measured == nullptr) return nullptr;
-  const auto it = measured->kernel_seconds.find(name);
-  return it == measured->kernel_seconds.end() ? nullptr : &it->second;
+  return measured == nullptr ? nullptr : measured_kernel_seconds(*measured, name);
 }
 
 }  // namespace

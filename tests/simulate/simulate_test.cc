@@ -297,7 +297,7 @@ const char* const kTrace = R"({"displayTimeUnit": "ms", "traceEvents": [
 
 // The median of each node's kernel times over the steps after the first; the executor's time between
 // kernels from the short gaps of the compute track (4 and 6 us; the 100 us wait is not one).
-TEST_CASE("MeasuredCosts.a_trace_gives_each_kernel's_median_time_after_the_first_step") {
+TEST_CASE("MeasuredCosts.a_trace_gives_each_kernel's_median_time_after_the_first_step_and_its_twins'") {
   const auto costs = parse_measured_costs(kTrace, "run.json");
   REQUIRE_MESSAGE(costs.ok(), costs.status().to_string());
   CHECK(costs->steps == 2);
@@ -308,6 +308,11 @@ TEST_CASE("MeasuredCosts.a_trace_gives_each_kernel's_median_time_after_the_first
   CHECK_FALSE(costs->kernel_seconds.contains("bucket_0"));
   CHECK_FALSE(costs->kernel_seconds.contains("wait"));
   CHECK(costs->dispatch_seconds == doctest::Approx(6e-6));
+  // A replica the trace did not time (another worker's) takes its twins' times; other nodes none.
+  CHECK(*measured_kernel_seconds(*costs, "replica_0/relu") == doctest::Approx(70e-6));
+  CHECK(*measured_kernel_seconds(*costs, "replica_3/relu") == doctest::Approx(70e-6));
+  CHECK(*measured_kernel_seconds(*costs, "replica_1/dense/MatMul") == doctest::Approx(500e-6));
+  CHECK(measured_kernel_seconds(*costs, "replica_1/dense/BiasAdd") == nullptr);
   CHECK(parse_measured_costs("{\"traceEvents\": []}", "t.json").status().message() ==
         "t.json: the trace records no step (no \"steps\" track)");
   CHECK(parse_measured_costs("[]", "t.json").status().message() ==
