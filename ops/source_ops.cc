@@ -216,40 +216,48 @@ constexpr std::pair<VariableSynchronization, std::string_view> kSynchronizationN
     {VariableSynchronization::on_read, "on_read"},
 };
 
+// Of a table of names whose first entry is the default: the name of `value`, the value called
+// `name`, and the value a node's string attr `attr` names (the default when absent or unknown).
+template <class T, size_t N>
+std::string_view name_in(const std::pair<T, std::string_view> (&table)[N], T value) {
+  for (const auto& [known, name] : table) {
+    if (known == value) return name;
+  }
+  return table[0].second;
+}
+
+template <class T, size_t N>
+std::optional<T> value_named(const std::pair<T, std::string_view> (&table)[N], std::string_view name) {
+  for (const auto& [value, known] : table) {
+    if (known == name) return value;
+  }
+  return std::nullopt;
+}
+
+template <class T, size_t N>
+T attr_value(const graph::Node& node, std::string_view attr, const std::pair<T, std::string_view> (&table)[N]) {
+  const std::string* name = node.attrs.get<std::string>(attr);
+  return name != nullptr ? value_named(table, *name).value_or(table[0].first) : table[0].first;
+}
+
 }  // namespace
 
 std::string_view synchronization_name(VariableSynchronization synchronization) {
-  for (const auto& [value, name] : kSynchronizationNames) {
-    if (value == synchronization) return name;
-  }
-  return "on_write";
+  return name_in(kSynchronizationNames, synchronization);
 }
 
 std::optional<VariableSynchronization> synchronization_from_name(std::string_view name) {
-  for (const auto& [value, known] : kSynchronizationNames) {
-    if (known == name) return value;
-  }
-  return std::nullopt;
+  return value_named(kSynchronizationNames, name);
 }
 
 VariableSynchronization variable_synchronization(const graph::Node& variable) {
-  const std::string* name = variable.attrs.get<std::string>("synchronization");
-  return name != nullptr ? synchronization_from_name(*name).value_or(VariableSynchronization::on_write)
-                         : VariableSynchronization::on_write;
+  return attr_value(variable, "synchronization", kSynchronizationNames);
 }
 
-std::string_view aggregation_name(VariableAggregation aggregation) {
-  for (const auto& [value, name] : kAggregationNames) {
-    if (value == aggregation) return name;
-  }
-  return "none";
-}
+std::string_view aggregation_name(VariableAggregation aggregation) { return name_in(kAggregationNames, aggregation); }
 
 std::optional<VariableAggregation> aggregation_from_name(std::string_view name) {
-  for (const auto& [value, known] : kAggregationNames) {
-    if (known == name) return value;
-  }
-  return std::nullopt;
+  return value_named(kAggregationNames, name);
 }
 
 bool is_trainable_variable(const graph::Node& node) {
@@ -258,8 +266,7 @@ bool is_trainable_variable(const graph::Node& node) {
 }
 
 VariableAggregation variable_aggregation(const graph::Node& variable) {
-  const std::string* name = variable.attrs.get<std::string>("aggregation");
-  return name != nullptr ? aggregation_from_name(*name).value_or(VariableAggregation::none) : VariableAggregation::none;
+  return attr_value(variable, "aggregation", kAggregationNames);
 }
 
 ValueRef variable(Builder& b, std::string_view name, Shape shape, Initializer init, DType dtype, bool trainable,

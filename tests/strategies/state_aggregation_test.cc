@@ -90,12 +90,7 @@ Trained train(const TrainingProgram& program, const std::string& strategy, int r
     REQUIRE_MESSAGE(step.ok(), step.status().to_string());
     out.losses.push_back((*step)[0].values<double>()[0]);
   }
-  const std::map<std::string, std::vector<double>> before = float_variables(session);
-  for (const auto& [name, value] : before) {
-    int replica = -1;
-    const std::string plain(replica_free_name(name, &replica));
-    if (replica > 0 && !is_slot(plain)) out.replicas_differed |= value != before.at("replica_0/" + plain);
-  }
+  out.replicas_differed = replicas_differ(float_variables(session), [](std::string_view plain) { return !is_slot(plain); });
   REQUIRE(runtime::training::synchronize_on_read(session, distributed->signature).ok());
   const std::map<std::string, std::vector<double>> variables = float_variables(session);
   for (const auto& [name, value] : variables) {

@@ -86,6 +86,16 @@ bool is_slot(std::string_view name) {
   return name.ends_with("/m") || name.ends_with("/v") || name.ends_with("/momentum");
 }
 
+bool replicas_differ(const std::map<std::string, std::vector<double>>& variables,
+                     const std::function<bool(std::string_view)>& compared) {
+  for (const auto& [name, value] : variables) {
+    int replica = -1;
+    const std::string plain(replica_free_name(name, &replica));
+    if (replica > 0 && compared(plain) && value != variables.at("replica_0/" + plain)) return true;
+  }
+  return false;
+}
+
 std::map<std::string, std::vector<double>> train_checking_replicas(const TrainingProgram& program,
                                                                    const std::vector<Batch>& batches, int replicas,
                                                                    bool check_slots, int logical_gpus_per_gpu) {

@@ -2,6 +2,7 @@
 // batches, and running steps through a Session.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -43,6 +44,11 @@ std::map<std::string, std::vector<double>> float_variables(runtime::Session& ses
 
 // Whether a variable, by name, is an optimizer slot (momentum; Adam's m and v).
 bool is_slot(std::string_view name);
+
+// Whether some replica's copy of a variable whose replica-free name `compared` accepts differs from
+// replica 0's, in `variables` (float_variables' map).
+bool replicas_differ(const std::map<std::string, std::vector<double>>& variables,
+                     const std::function<bool(std::string_view)>& compared);
 
 // Runs the train target on each batch and returns the session's float variables; with `replicas` > 1,
 // checks after every step that each replica's copy of every variable is bitwise equal to replica 0's
