@@ -12,6 +12,37 @@ namespace {
 
 int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
 
+// Note [Order across tasks]
+// A control edge from a node of another task, reader -> n, says that n (an update in place, say)
+// runs after the reader has read a value: one that crossed from n's task, directly or through nodes
+// of the reader's task that forward it (an Identity). In n's task that read is the value's Send,
+// which finishes once the value is copied out, so n waits for those Sends instead. A reader that
+// reads nothing of n's task leaves nothing to wait for there: refused.
+
+// The Sends of `task` (by their ids in its part) whose values `reader`, of another task, reads
+// directly or through nodes of its own task that forward their input.
+std::vector<graph::NodeId> sends_read_by(const graph::Graph& g, const graph::OpRegistry& ops, graph::NodeId reader, int task,
+                                         const std::map<std::pair<graph::ValueRef, int>, graph::NodeId>& sent) {
+  const int reading_task = task_of(g.node(reader));
+  std::vector<graph::NodeId> sends, stack = {reader};
+  while (!stack.empty()) {
+    const graph::Node& node = g.node(stack.back());
+    stack.pop_back();
+    for (graph::ValueRef input : node.inputs) {
+      const graph::Node& producer = g.node(input.node);
+      if (task_of(producer) == task) {
+        if (const auto found = sent.find({input, reading_task}); found != sent.end()) sends.push_back(found->second);
+      } else if (task_of(producer) == reading_task) {
+        const graph::OpSchema* schema = ops.find(producer.op);
+        if (schema != nullptr && schema->has(graph::kForwardsInput)) stack.push_back(producer.id);
+      }
+    }
+  }
+  std::sort(sends.begin(), sends.end());
+  sends.erase(std::unique(sends.begin(), sends.end()), sends.end());
+  return sends;
+}
+
 }  // namespace
 
 graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& g, const graph::OpRegistry& ops) {
@@ -19,6 +50,7 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
   std::map<int, TaskGraph> parts;
   std::vector<graph::NodeId> copy_of(g.size(), graph::kInvalidNode);  // in its task's part
   std::map<std::pair<graph::ValueRef, int>, graph::ValueRef> received;  // (value, reading task) -> its Recv
+  std::map<std::pair<graph::ValueRef, int>, graph::NodeId> sent;        // (value, reading task) -> its Send
   for (graph::NodeId id : order) {
     const graph::Node& node = g.node(id);
     const int task = task_of(node);
@@ -37,11 +69,13 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
         TaskGraph& sender = parts[from];
         graph::Builder send(sender.graph, ops);
         send.set_device(producer.device);
-        sender.sends.push_back(send.add({.op = "Send",
-                                         .inputs = {{copy_of[input.node], input.output}},
-                                         .attrs = {{"group", group}, {"peer_task", int64_t{task}}},
-                                         .name = producer.name + "/send_" + std::to_string(input.output) + "_to_task_" +
-                                                 std::to_string(task)}));
+        const graph::NodeId sent_by = send.add({.op = "Send",
+                                                .inputs = {{copy_of[input.node], input.output}},
+                                                .attrs = {{"group", group}, {"peer_task", int64_t{task}}},
+                                                .name = producer.name + "/send_" + std::to_string(input.output) +
+                                                        "_to_task_" + std::to_string(task)});
+        sender.sends.push_back(sent_by);
+        sent[{input, task}] = sent_by;
         MIRRA_RETURN_IF_ERROR(send.status());
         const graph::TensorType type = g.type(input);
         graph::Builder recv(part.graph, ops);
@@ -54,14 +88,24 @@ graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& 
       }
       input = found->second;
     }
-    for (graph::NodeId& control : copy.control_inputs) {
-      if (task_of(g.node(control)) != task) {
-        return graph::invalid_argument("partition_by_task: a control edge from '" + g.node(control).name + "' (task " +
-                                       std::to_string(task_of(g.node(control))) + ") to '" + node.name + "' (task " +
-                                       std::to_string(task) + "): tasks exchange values, not order");
+    std::vector<graph::NodeId> controls;
+    for (graph::NodeId control : copy.control_inputs) {
+      const int from = task_of(g.node(control));
+      if (from == task) {
+        controls.push_back(copy_of[control]);
+        continue;
       }
-      control = copy_of[control];
+      // Note [Order across tasks]
+      const std::vector<graph::NodeId> sends = sends_read_by(g, ops, control, task, sent);
+      if (sends.empty()) {
+        return graph::invalid_argument("partition_by_task: a control edge from '" + g.node(control).name + "' (task " +
+                                       std::to_string(from) + ") to '" + node.name + "' (task " + std::to_string(task) +
+                                       "), which reads nothing of task " + std::to_string(task) +
+                                       ": tasks exchange values, not order");
+      }
+      controls.insert(controls.end(), sends.begin(), sends.end());
     }
+    copy.control_inputs = std::move(controls);
     copy_of[id] = part.graph.add_node(std::move(copy));
   }
   return parts;

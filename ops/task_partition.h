@@ -28,7 +28,10 @@ struct TaskGraph {
   std::vector<graph::NodeId> sends;  // the part's Send nodes: targets of every run that feeds a Recv elsewhere
 };
 
-// Refused, naming them: a control edge between tasks (tasks exchange values, not order); a cycle.
+// A control edge from a node of another task orders the node after the Sends of the values that
+// node read from its task (Note [Order across tasks]: a variable's readers before its update).
+// Refused, naming them: a control edge from a node of another task that reads nothing of this one
+// (tasks exchange values, not order); a cycle.
 graph::Expected<std::map<int, TaskGraph>> partition_by_task(const graph::Graph& g, const graph::OpRegistry& ops);
 
 // Every transfer group of `parts`, sorted: what each worker prepares, in the same order everywhere,

@@ -89,6 +89,10 @@ graph::Status split_batch_inputs(ReplicaGraph& r) {
   graph::Builder& b = r.builder;
   for (NodeId id : r.order) {
     if (!r.classification.batch_input[id]) continue;
+    if (r.plan.replicas_feed_their_batches) {  // each replica's own placeholder is its share
+      for (NodeId copy : r.copies[id]) r.shares[id].push_back({copy, 0});
+      continue;
+    }
     const ValueRef batch = {r.copies[id][0], 0};
     {
       auto scope = b.scope(r.program.graph.node(id).name);

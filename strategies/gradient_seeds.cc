@@ -89,9 +89,26 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
   const graph::NodeId features = *p.graph.find(p.signature.features);
   const int64_t axis = r.classification.batch_axis[features];  // where the features carry the batch
   const graph::DType dtype = p.graph.type(p.signature.loss).dtype;
+  // Replica r's share of the batch, on its device.
+  const auto count_share = [&](int replica) {
+    auto scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
+    const graph::ValueRef share_of_batch = r.shares.at(features)[static_cast<size_t>(replica)];
+    return r.on(replica, ops::cast(b, r.on(replica, ops::dim_size(b, share_of_batch, axis)), dtype));
+  };
+  std::vector<graph::ValueRef> local(static_cast<size_t>(r.replicas));
+  if (r.plan.replicas_feed_their_batches) {  // first: the global batch is their sum
+    for (int replica = 0; replica < r.replicas; ++replica) local[static_cast<size_t>(replica)] = count_share(replica);
+  }
   {
     auto scope = b.scope("global_batch");
-    r.global_batch = r.on(kHost, ops::cast(b, r.on(kHost, ops::dim_size(b, {r.copies[features][0], 0}, axis)), dtype));
+    if (r.plan.replicas_feed_their_batches) {  // no whole batch anywhere: the sum of the shares
+      r.global_batch = local[0];
+      for (int replica = 1; replica < r.replicas; ++replica) {
+        r.global_batch = r.on(kHost, ops::add(b, r.global_batch, local[static_cast<size_t>(replica)]));
+      }
+    } else {
+      r.global_batch = r.on(kHost, ops::cast(b, r.on(kHost, ops::dim_size(b, {r.copies[features][0], 0}, axis)), dtype));
+    }
     if (r.plan.across_workers) {
       r.global_batch = r.all_reduce_on_host("all_reduce", {{r.global_batch}}, "sum", nullptr)[0][0];
     }
@@ -99,10 +116,10 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
   const bool accumulate = p.accumulate_gradients;
   r.examples = accumulate ? r.accumulated(r.global_batch, kHost, std::string(kAccumulatorScope), "examples") : r.global_batch;
   for (int replica = 0; replica < r.replicas; ++replica) {
+    const graph::ValueRef share = local[static_cast<size_t>(replica)].valid() ? local[static_cast<size_t>(replica)]
+                                                                              : count_share(replica);
     auto scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
-    const graph::ValueRef share_of_batch = r.shares.at(features)[static_cast<size_t>(replica)];
-    const graph::ValueRef local = r.on(replica, ops::cast(b, r.on(replica, ops::dim_size(b, share_of_batch, axis)), dtype));
-    scale_seed(r, replica, accumulate ? local : r.on(replica, ops::div(b, local, r.examples)));
+    scale_seed(r, replica, accumulate ? share : r.on(replica, ops::div(b, share, r.examples)));
   }
   return b.status();
 }

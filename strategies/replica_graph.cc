@@ -25,7 +25,7 @@ bool writes_state_from_replicas(const graph::OpRegistry& schemas, const Node& no
   return false;
 }
 
-Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, bool mirror_state) {
+Classification classify(const TrainingProgram& program, const std::vector<NodeId>& order, const ReplicationPlan& plan) {
   const graph::Graph& g = program.graph;
   Classification c{std::vector<bool>(g.size(), false), std::vector<int64_t>(g.size(), 0),
                    std::vector<bool>(g.size(), false), std::vector<bool>(g.size(), false),
@@ -45,6 +45,7 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
       c.batch_input[id] = from_batch[id] = shape.rank() > 0 && (declared.empty() ? shape.dim(0) < 0 : found != declared.end());
       c.batch_axis[id] = found != declared.end() ? found->axis : 0;
       c.uniform[id] = !c.batch_input[id];
+      c.replicated[id] = c.batch_input[id] && plan.replicas_feed_their_batches;
       continue;
     }
     c.uniform[id] = true;
@@ -60,7 +61,7 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
     }
     c.state_write[id] = writes_state_from_replicas(*program.ops, node, c.uniform);
     if (step_state[id] || id == program.signature.train) continue;
-    c.replicated[id] = mirror_state || (from_batch[id] && !after_gradient[id] && !c.state_write[id]);
+    c.replicated[id] = plan.mirror_state || (from_batch[id] && !after_gradient[id] && !c.state_write[id]);
   }
   return c;
 }
@@ -69,7 +70,7 @@ Classification classify(const TrainingProgram& program, const std::vector<NodeId
 
 ReplicaGraph::ReplicaGraph(const TrainingProgram& program, const ReplicationPlan& plan, std::vector<NodeId> order)
     : program(program), plan(plan), replicas(static_cast<int>(plan.devices.size())), order(std::move(order)),
-      classification(classify(program, this->order, plan.mirror_state)), builder(graph, *program.ops) {}
+      classification(classify(program, this->order, plan)), builder(graph, *program.ops) {}
 
 std::string ReplicaGraph::clone_name(int replica, const std::string& name) {
   return replica == kHost ? name : "replica_" + std::to_string(replica) + "/" + name;

@@ -69,6 +69,11 @@ struct ReplicationPlan {
   // Batch normalisation in training normalises with the statistics of the whole batch, across every
   // replica and worker (strategies/batch_norm_sync.cc), instead of each replica's share.
   bool sync_batch_norm = false;
+  // Each replica's batch inputs are placeholders of its own (replica_<r>/<name>, on its device), fed
+  // with its share of the global batch by the task that runs it, instead of one batch split on the
+  // host (the parameter-server strategy's workers, each reading its own data); the global batch is
+  // the sum of the shares.
+  bool replicas_feed_their_batches = false;
 };
 
 // Called after each pass with its name and the graph it left (the passes' golden tests).

@@ -24,7 +24,9 @@ graph::Status clone_per_replica(ReplicaGraph& r);
 
 // Splits each batch input on the host (SplitBatch, TensorFlow's rule: shares differ by at most one
 // example, the first B mod N replicas take the larger, a share may be empty) and has each replica's
-// clones read their share; nodes that exist once go on reading the whole batch. Sets shares.
+// clones read their share; nodes that exist once go on reading the whole batch. Where the replicas
+// feed their batches (ReplicationPlan::replicas_feed_their_batches), each one's placeholder is its
+// share. Sets shares.
 graph::Status split_batch_inputs(ReplicaGraph& r);
 
 // With ReplicationPlan::sync_batch_norm: every replica's batch normalisation in training mode takes

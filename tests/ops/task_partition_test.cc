@@ -1,6 +1,7 @@
 // partition_by_task against the whole graph: a graph over two tasks cut into two parts, run by two
 // sessions (one per task) that share an in-process communicator, computes what a plain loop computes,
-// step after step; a value read twice in another task crosses once; a control edge between tasks is
+// step after step; a value read twice in another task crosses once; an update ordered after a reader
+// of another task waits for the Send of what it read; a control edge from a task that read nothing is
 // refused naming it; a Send or Recv without a peer fails at its deadline naming its group.
 #include <future>
 
@@ -99,6 +100,45 @@ TEST_CASE("TaskPartition.send_and_recv_at_every_dtype") {
     attrs.set("shape", graph::Shape{3});
     return std::pair{std::vector<graph::TensorType>{}, attrs};
   }, check_transfer_everywhere);
+}
+
+// A variable of task 0 read on task 1, then updated in place on task 0 after its reader (a control
+// edge across tasks): the update waits for the variable's Send, so every step task 1 reads the value
+// before that step's update.
+TEST_CASE("TaskPartition.an_update_after_a_reader_of_another_task_waits_for_what_it_read") {
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  b.set_device(on_task(0));
+  const auto v = ops::variable(b, "v", {2}, ops::Initializer::constant(1.0));
+  b.set_device(on_task(1));
+  const auto read = ops::identity(b, v);  // forwards v: its reader is the product below
+  const auto doubled = ops::mul(b, read, ops::scalar(b, 2.0f));
+  b.set_device(on_task(0));
+  const graph::NodeId update = ops::assign_add(b, v, ops::fill(b, {2}, 1.0));
+  REQUIRE_MESSAGE(b.status().ok(), b.status().to_string());
+  g.add_control_edge(doubled.node, update);
+  REQUIRE(b.status().ok());
+  auto parts = ops::partition_by_task(g, ops::registry());
+  REQUIRE_MESSAGE(parts.ok(), parts.status().to_string());
+  const ops::TaskGraph& owner = parts->at(0);
+  REQUIRE(owner.sends.size() == 1);
+  const graph::Node& updated = owner.graph.node(*owner.graph.find(g.node(update).name));
+  CHECK(updated.control_inputs == std::vector<graph::NodeId>{owner.sends[0]});
+
+  auto shared = std::make_shared<runtime::InProcessCommunicator>();
+  runtime::Session holder(owner.graph, ops::kernels(), {.threads = 2, .communicators = {shared}, .task = 0});
+  runtime::Session reader(parts->at(1).graph, ops::kernels(), {.threads = 2, .communicators = {shared}, .task = 1});
+  const graph::NodeId doubled_there = *parts->at(1).graph.find(g.node(doubled.node).name);
+  for (int step = 0; step < 20; ++step) {
+    auto updated_step = std::async(std::launch::async, [&] {
+      return holder.run({}, {}, {owner.sends[0], *owner.graph.find(g.node(update).name)});
+    });
+    auto out = reader.run({}, {{doubled_there, 0}});
+    REQUIRE(updated_step.get().ok());
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    const float want = 2.0f * static_cast<float>(1 + step);
+    CHECK((*out)[0].to_vector<float>() == std::vector<float>{want, want});
+  }
 }
 
 TEST_CASE("TaskPartition.refuses_order_between_tasks_and_a_lone_half_fails_at_its_deadline") {

@@ -1,0 +1,154 @@
+// place_on_parameter_servers and parameter_server_tasks: CentralStorage over the workers with server
+// 0 as its host, the variables spread over the servers, and the result cut by task.
+#include "strategies/parameter_server.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "ops/optimizer_ops.h"
+#include "ops/task_partition.h"
+#include "strategies/replicate.h"
+
+namespace mirra::strategies {
+
+namespace {
+
+using graph::NodeId;
+
+graph::DeviceId server_device(int server) { return {graph::DeviceKind::cpu, 0, server}; }
+
+int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
+
+// The trained variables, then every update of one with the state it updates (an optimizer's slots),
+// on their servers; then each node of server 0 (the host) that only nodes of one other server read
+// (a sum of a variable's gradients, a scaling of it) on that server too.
+void spread_over_servers(TrainingProgram& cluster, int servers) {
+  graph::Graph& g = cluster.graph;
+  std::vector<int64_t> bytes;
+  for (const auto& [variable, gradient] : cluster.variables_and_gradients) {
+    const graph::TensorType& type = g.type(variable);
+    bytes.push_back(type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype)));
+  }
+  const std::vector<int> assigned = assign_servers(bytes, servers);
+  std::vector<int> server_of(g.size(), -1);  // -1: where replicate put it
+  for (size_t j = 0; j < assigned.size(); ++j) server_of[cluster.variables_and_gradients[j].first.node] = assigned[j];
+  for (const graph::Node& node : g.nodes()) {
+    const graph::OpSchema* schema = cluster.ops->find(node.op);
+    if (schema == nullptr || schema->updates.empty()) continue;
+    int server = -1;
+    for (size_t i : schema->updates) {
+      if (i < node.inputs.size() && server_of[node.inputs[i].node] >= 0) server = server_of[node.inputs[i].node];
+    }
+    if (server < 0) continue;
+    server_of[node.id] = server;
+    for (size_t i : schema->updates) {
+      if (i < node.inputs.size()) server_of[node.inputs[i].node] = server;
+    }
+  }
+  std::vector<std::vector<NodeId>> consumers(g.size());
+  for (const graph::Node& node : g.nodes()) {
+    for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
+    for (NodeId control : node.control_inputs) consumers[control].push_back(node.id);
+  }
+  const std::set<NodeId> stay(cluster.step_state.begin(), cluster.step_state.end());
+  const graph::DeviceId host = server_device(0);
+  const auto where = [&](NodeId id) { return server_of[id] >= 0 ? server_of[id] : task_of(g.node(id)); };
+  for (NodeId id = static_cast<NodeId>(g.size()); id-- > 0;) {
+    const graph::Node& node = g.node(id);
+    if (server_of[id] >= 0 || node.device != host || node.op == "Variable" || stay.count(id) > 0 || consumers[id].empty()) {
+      continue;
+    }
+    const int server = where(consumers[id].front());
+    const bool one_server = server > 0 && server < servers &&
+                            std::all_of(consumers[id].begin(), consumers[id].end(), [&](NodeId c) { return where(c) == server; });
+    if (one_server) server_of[id] = server;
+  }
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (server_of[id] >= 0) g.mutable_node(id).device = server_device(server_of[id]);
+  }
+}
+
+}  // namespace
+
+std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers) {
+  std::vector<size_t> largest_first(bytes.size());
+  std::iota(largest_first.begin(), largest_first.end(), size_t{0});
+  std::stable_sort(largest_first.begin(), largest_first.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  std::vector<int64_t> held(static_cast<size_t>(servers), 0);
+  std::vector<int> server(bytes.size(), 0);
+  for (size_t j : largest_first) {
+    const auto least = std::min_element(held.begin(), held.end());
+    server[j] = static_cast<int>(least - held.begin());
+    *least += bytes[j];
+  }
+  return server;
+}
+
+graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgram& program, const ParameterServerPlan& plan) {
+  if (plan.servers < 1) return graph::invalid_argument("parameter_server: no parameter server");
+  if (plan.workers.empty()) return graph::invalid_argument("parameter_server: no worker");
+  std::set<int> tasks;
+  for (const graph::DeviceId& device : plan.workers) {
+    if (!device.task || *device.task < plan.servers) {
+      return graph::invalid_argument("parameter_server: worker device '" + device.to_string() +
+                                     "' must name a worker's task (/task:N/..., N >= " + std::to_string(plan.servers) +
+                                     "; tasks below are the servers)");
+    }
+    if (!tasks.insert(*device.task).second) {
+      return graph::invalid_argument("parameter_server: two devices of task " + std::to_string(*device.task) +
+                                     "; a worker trains one replica");
+    }
+  }
+  if (program.accumulate_gradients) {
+    return graph::invalid_argument("parameter_server: gradient accumulation is not supported yet");
+  }
+  ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
+  replication.replicas_feed_their_batches = true;
+  MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(program, replication));
+  spread_over_servers(cluster, plan.servers);
+  return cluster;
+}
+
+graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster) {
+  graph::Graph g = cluster.graph;
+  // The train target becomes one per task, each over that task's updates.
+  const NodeId train = cluster.signature.train;
+  const int train_task = task_of(g.node(train));
+  std::map<int, std::vector<NodeId>> updates;
+  for (NodeId control : g.node(train).control_inputs) updates[task_of(g.node(control))].push_back(control);
+  g.mutable_node(train).control_inputs = updates[train_task];
+  std::map<int, std::string> train_names = {{train_task, g.node(train).name}};
+  for (const auto& [task, controls] : updates) {
+    if (task == train_task) continue;
+    graph::Builder b(g, *cluster.ops);
+    b.set_device(g.node(controls.front()).device);
+    const NodeId share = ops::no_op(b, g.node(train).name + "/task_" + std::to_string(task), controls);
+    MIRRA_RETURN_IF_ERROR(b.status());
+    train_names[task] = g.node(share).name;
+  }
+  using TaskGraphs = std::map<int, ops::TaskGraph>;
+  MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, ops::partition_by_task(g, *cluster.ops));
+  std::map<int, TaskProgram> tasks;
+  for (auto& [task, part] : parts) {
+    TaskProgram& program = tasks[task];
+    // A worker's batch inputs, replica_<r>/<name> in the cluster, by their own names.
+    for (graph::Node node : part.graph.nodes()) {
+      int replica = -1;
+      const std::string_view name = replica_free_name(node.name, &replica);
+      if (node.op == "Placeholder" && replica >= 0) node.name = std::string(name);
+      program.graph.add_node(std::move(node));
+    }
+    program.step_targets = part.sends;
+    for (const graph::Node& node : program.graph.nodes()) {
+      if (node.op == "Recv") program.step_targets.push_back(node.id);
+    }
+    if (const auto found = train_names.find(task); found != train_names.end()) {
+      program.step_targets.push_back(*program.graph.find(found->second));
+    }
+  }
+  return tasks;
+}
+
+}  // namespace mirra::strategies

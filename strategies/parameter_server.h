@@ -1,0 +1,53 @@
+// ParameterServerStrategy's synchronous rewrite (staleness 0): the variables, their optimizer slots
+// and their updates live on parameter-server tasks; every worker task trains one replica on the batch
+// it reads itself. Each step the workers receive the variables, compute their gradients scaled by
+// their share of the global batch, and send them to the variables' servers, which sum them per
+// variable and apply one update: one device's training on the global batch. It is CentralStorage
+// over the workers' devices with server 0 as its host and each replica feeding its own batch
+// (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers,
+// whole, the largest first onto the least loaded. Cut by task (ops::partition_by_task), each task's
+// session runs its part every step; the parts exchange values as Send and Recv over a communicator
+// that offers them.
+//
+//   auto cluster = strategies::place_on_parameter_servers(program, {.servers = 2, .workers = {
+//       graph::DeviceId{graph::DeviceKind::cpu, 0, 2}, graph::DeviceId{graph::DeviceKind::cpu, 0, 3}}});
+//   auto tasks = strategies::parameter_server_tasks(*cluster);
+//   // task t: Session session(tasks->at(t).graph, kernels(), {.communicators = {transfers}, .task = t});
+//   //         each step: session.run(feeds (a worker's batch), fetches, tasks->at(t).step_targets);
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "graph/device_id.h"
+#include "strategies/strategy.h"
+
+namespace mirra::strategies {
+
+struct ParameterServerPlan {
+  int servers = 1;  // tasks 0 .. servers - 1, on their cpu:0
+  // One replica on each, every one a device of its own worker task (numbered from `servers` up).
+  std::vector<graph::DeviceId> workers;
+};
+
+// The program of the whole cluster: every node on a device of its task. Its signature's loss,
+// correct count and metrics are the global batch's, computed on server 0. Errors: no server or
+// worker, a worker device without a task of its own above the servers', gradient accumulation.
+graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgram& program, const ParameterServerPlan& plan);
+
+// Each variable's server, by index in `bytes` (their sizes): the largest first, each onto the server
+// holding the fewest bytes so far (the lowest such index on a tie).
+std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers);
+
+// One task's part of the cluster's program.
+struct TaskProgram {
+  graph::Graph graph;
+  // What each step runs: the part's Sends and Recvs and its share of the update. A worker's batch
+  // inputs keep the one-replica program's names.
+  std::vector<graph::NodeId> step_targets;
+};
+
+// The cluster's program (place_on_parameter_servers) cut by task.
+graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster);
+
+}  // namespace mirra::strategies

@@ -1,0 +1,144 @@
+// The parameter-server strategy, synchronous: 1 or 2 servers and 2 or 3 workers, each worker feeding
+// its own share of global batches of 128 and 61, cut by task and run by one session per task over an
+// in-process communicator, give the variables (and optimizer slots) one device gives on the whole
+// batches after 20 steps, with SGD and Adam, the MLP and a small CNN; the servers hold every variable
+// and the workers none; the global batch's loss is computed on server 0; the servers share the bytes
+// evenly; plans without a server, or with a worker outside a worker task, are refused naming it.
+#include <doctest/doctest.h>
+
+#include <future>
+
+#include "runtime/collectives/in_process_communicator.h"
+#include "strategies/parameter_server.h"
+#include "tests/strategies/strategy_test_util.h"
+
+namespace mirra::strategies::test {
+namespace {
+
+constexpr int kSteps = 20;
+
+struct Case {
+  std::string model;
+  ops::Optimizer optimizer;
+  int servers;
+  int workers;
+  int64_t batch;
+};
+
+double scalar(const runtime::Tensor& t) {
+  return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
+}
+
+void check_trains_as_one_device(const Case& c) {
+  CAPTURE(c.model);
+  CAPTURE(c.optimizer.kind);
+  CAPTURE(c.servers);
+  CAPTURE(c.workers);
+  CAPTURE(c.batch);
+  const TrainingProgram program = build_program(c.model, c.optimizer);
+  // Worker w's shares: the first (batch mod workers) one example larger.
+  std::vector<std::vector<Batch>> shares;
+  for (int w = 0; w < c.workers; ++w) {
+    const int64_t share = c.batch / c.workers + (w < c.batch % c.workers ? 1 : 0);
+    shares.push_back(random_batches(c.model, share, kSteps, 31 + static_cast<uint64_t>(w)));
+  }
+  runtime::Session reference(program.graph, ops::kernels(), {.threads = 2});
+  std::vector<double> reference_loss;
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<Batch> parts;
+    for (const std::vector<Batch>& worker : shares) parts.push_back(worker[static_cast<size_t>(step)]);
+    auto out = reference.run(feeds(program, join(parts)), {program.signature.loss}, {program.signature.train});
+    REQUIRE(out.ok());
+    reference_loss.push_back(scalar((*out)[0]));
+  }
+
+  ParameterServerPlan plan{.servers = c.servers};
+  for (int w = 0; w < c.workers; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, c.servers + w});
+  auto cluster = place_on_parameter_servers(program, plan);
+  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+  auto tasks = parameter_server_tasks(*cluster);
+  REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
+  REQUIRE(tasks->size() == static_cast<size_t>(c.servers + c.workers));
+  for (int w = 0; w < c.workers; ++w) {
+    for (const graph::Node& node : tasks->at(c.servers + w).graph.nodes()) {
+      if (node.op == "Variable") FAIL("worker " << w << " holds variable '" << node.name << "'");
+    }
+  }
+  for (int s = 0; s < c.servers; ++s) {
+    int variables = 0;
+    for (const graph::Node& node : tasks->at(s).graph.nodes()) variables += node.op == "Variable";
+    CHECK_MESSAGE(variables > 0, "server " << s << " holds no variable");
+  }
+  const std::string loss_name = cluster->graph.node(cluster->signature.loss.node).name;
+  const auto loss_on_server = tasks->at(0).graph.find(loss_name);
+  REQUIRE(loss_on_server.has_value());
+
+  auto transfers = std::make_shared<runtime::InProcessCommunicator>();
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  for (auto& [task, part] : *tasks) {
+    sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
+                                                          runtime::SessionOptions{.threads = 1, .communicators = {transfers}, .task = task}));
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<std::future<graph::Expected<std::vector<runtime::Tensor>>>> runs;
+    for (int task = 0; task < c.servers + c.workers; ++task) {
+      runtime::Feeds fed;
+      std::vector<graph::ValueRef> fetches;
+      if (task >= c.servers) fed = feeds(program, shares[static_cast<size_t>(task - c.servers)][static_cast<size_t>(step)]);
+      if (task == 0) fetches.push_back({*loss_on_server, cluster->signature.loss.output});
+      runs.push_back(std::async(std::launch::async, [&, task, fed, fetches] {
+        return sessions[static_cast<size_t>(task)]->run(fed, fetches, tasks->at(task).step_targets);
+      }));
+    }
+    for (int task = 0; task < c.servers + c.workers; ++task) {
+      auto out = runs[static_cast<size_t>(task)].get();
+      REQUIRE_MESSAGE(out.ok(), "task " << task << " step " << step << ": " << out.status().to_string());
+      if (task == 0) {
+        CHECK(scalar((*out)[0]) == doctest::Approx(reference_loss[static_cast<size_t>(step)]).epsilon(1e-5));
+      }
+    }
+  }
+  const auto want = float_variables(reference);
+  std::map<std::string, std::vector<double>> got;
+  for (int s = 0; s < c.servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
+  for (const auto& [name, value] : want) {
+    const auto found = got.find(name);
+    if (found == got.end()) FAIL("no server holds '" << name << "'");
+    check_close(name, found->second, value);
+  }
+}
+
+TEST_CASE("ParameterServer.sync.trains_as_one_device_on_the_global_batch") {
+  const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
+  const ops::Optimizer adam{.kind = "adam", .learning_rate = 0.01};
+  for (const Case& c : {Case{"mlp", sgd, 1, 2, 128}, Case{"mlp", adam, 2, 2, 61}, Case{"mlp", adam, 1, 3, 61},
+                        Case{"small_cnn", sgd, 2, 2, 128}, Case{"small_cnn", adam, 2, 3, 61}}) {
+    check_trains_as_one_device(c);
+  }
+}
+
+TEST_CASE("ParameterServer.assign_servers_puts_the_largest_first_on_the_least_loaded") {
+  // 40 on 0; 30 on 1; 20 on 1 (30 < 40); 10 on 0 (40 < 50): 50 bytes each.
+  CHECK(assign_servers({10, 40, 30, 20}, 2) == std::vector<int>{0, 0, 1, 1});
+  CHECK(assign_servers({5, 5, 5}, 1) == std::vector<int>{0, 0, 0});
+  CHECK(assign_servers({7}, 3) == std::vector<int>{0});
+}
+
+TEST_CASE("ParameterServer.refuses_plans_without_servers_or_with_workers_outside_a_worker_task") {
+  const TrainingProgram program = build_program("mlp", {.kind = "sgd", .learning_rate = 0.1});
+  const auto refusal = [&](const ParameterServerPlan& plan) {
+    auto cluster = place_on_parameter_servers(program, plan);
+    REQUIRE_FALSE(cluster.ok());
+    return cluster.status().message();
+  };
+  CHECK(refusal({.servers = 0, .workers = {{graph::DeviceKind::cpu, 0, 1}}}).find("no parameter server") != std::string::npos);
+  CHECK(refusal({.servers = 1}).find("no worker") != std::string::npos);
+  CHECK(refusal({.servers = 2, .workers = {{graph::DeviceKind::cpu, 0, 1}}}).find("'/task:1/cpu:0' must name a worker's task") !=
+        std::string::npos);
+  CHECK(refusal({.servers = 1, .workers = {{graph::DeviceKind::cpu, 0}}}).find("must name a worker's task") != std::string::npos);
+  CHECK(refusal({.servers = 1, .workers = {{graph::DeviceKind::cpu, 0, 1}, {graph::DeviceKind::cpu, 1, 1}}})
+            .find("two devices of task 1") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mirra::strategies::test
