@@ -13,6 +13,8 @@ target_include_directories(mirra_openblas SYSTEM INTERFACE ${MIRRA_CBLAS_INCLUDE
 # TFRecord data sets: protobuf parses their Examples (runtime/data/example.proto), ISA-L computes their
 # CRC-32C, libpng and libjpeg-turbo's TurboJPEG decode the images they hold.
 find_package(Protobuf REQUIRED)
+# The parameter-server strategy's tasks exchange values over gRPC (runtime/collectives/grpc_communicator.h).
+find_package(gRPC CONFIG REQUIRED)
 find_package(PNG REQUIRED)
 find_library(MIRRA_ISAL_LIBRARY NAMES isal REQUIRED)
 find_path(MIRRA_ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)

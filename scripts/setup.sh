@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libtbb-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
   libdnnl-dev libopenblas-dev libopenmpi-dev openmpi-bin
-  libcli11-dev nlohmann-json3-dev zlib1g-dev libminizip-dev libcsv-dev libprotobuf-dev protobuf-compiler libisal-dev libpng-dev libturbojpeg0-dev dataset-fashion-mnist python3-flatbuffers iproute2 dpkg-dev debootstrap
+  libcli11-dev nlohmann-json3-dev zlib1g-dev libminizip-dev libcsv-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc libisal-dev libpng-dev libturbojpeg0-dev dataset-fashion-mnist python3-flatbuffers iproute2 dpkg-dev debootstrap
   python3-pip python3-venv python3-numpy patchelf graphviz
 )
 

@@ -3,10 +3,12 @@
 #include "strategies/parameter_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <set>
 #include <string>
 
+#include "graph/print.h"
 #include "ops/optimizer_ops.h"
 #include "ops/task_partition.h"
 #include "strategies/replicate.h"
@@ -149,6 +151,17 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
     }
   }
   return tasks;
+}
+
+std::string program_fingerprint(const graph::Graph& cluster) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : graph::to_text(cluster)) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
 }
 
 }  // namespace mirra::strategies

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "graph/device_id.h"
@@ -49,5 +50,9 @@ struct TaskProgram {
 
 // The cluster's program (place_on_parameter_servers) cut by task.
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster);
+
+// What every task of a cluster agrees on before they exchange values (runtime::GrpcCluster's
+// fingerprint): the cluster program's text (graph::to_text), hashed (64-bit FNV-1a), in hex.
+std::string program_fingerprint(const graph::Graph& cluster);
 
 }  // namespace mirra::strategies

@@ -1,6 +1,6 @@
 // The parameter-server strategy, synchronous: 1 or 2 servers and 2 or 3 workers, each worker feeding
 // its own share of global batches of 128 and 61, cut by task and run by one session per task over an
-// in-process communicator, give the variables (and optimizer slots) one device gives on the whole
+// in-process communicator (or gRPC between localhost ports), give the variables (and optimizer slots) one device gives on the whole
 // batches after 20 steps, with SGD and Adam, the MLP and a small CNN; the servers hold every variable
 // and the workers none; the global batch's loss is computed on server 0; the servers share the bytes
 // evenly; plans without a server, or with a worker outside a worker task, are refused naming it.
@@ -8,12 +8,16 @@
 
 #include <future>
 
+#include "runtime/collectives/grpc_communicator.h"
 #include "runtime/collectives/in_process_communicator.h"
 #include "strategies/parameter_server.h"
+#include "tests/local_addresses.h"
 #include "tests/strategies/strategy_test_util.h"
 
 namespace mirra::strategies::test {
 namespace {
+
+using mirra::test::free_local_addresses;
 
 constexpr int kSteps = 20;
 
@@ -23,6 +27,7 @@ struct Case {
   int servers;
   int workers;
   int64_t batch;
+  bool over_grpc = false;  // else over one in-process communicator
 };
 
 double scalar(const runtime::Tensor& t) {
@@ -35,6 +40,7 @@ void check_trains_as_one_device(const Case& c) {
   CAPTURE(c.servers);
   CAPTURE(c.workers);
   CAPTURE(c.batch);
+  CAPTURE(c.over_grpc);
   const TrainingProgram program = build_program(c.model, c.optimizer);
   // Worker w's shares: the first (batch mod workers) one example larger.
   std::vector<std::vector<Batch>> shares;
@@ -73,9 +79,17 @@ void check_trains_as_one_device(const Case& c) {
   const auto loss_on_server = tasks->at(0).graph.find(loss_name);
   REQUIRE(loss_on_server.has_value());
 
-  auto transfers = std::make_shared<runtime::InProcessCommunicator>();
+  std::shared_ptr<runtime::Communicator> in_process = std::make_shared<runtime::InProcessCommunicator>();
+  const std::vector<std::string> addresses = c.over_grpc ? free_local_addresses(c.servers + c.workers) : std::vector<std::string>();
+  const std::string fingerprint = program_fingerprint(cluster->graph);
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   for (auto& [task, part] : *tasks) {
+    std::shared_ptr<runtime::Communicator> transfers = in_process;
+    if (c.over_grpc) {
+      auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
+      REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
+      transfers = *grpc;
+    }
     sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
                                                           runtime::SessionOptions{.threads = 1, .communicators = {transfers}, .task = task}));
   }
@@ -112,7 +126,8 @@ TEST_CASE("ParameterServer.sync.trains_as_one_device_on_the_global_batch") {
   const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
   const ops::Optimizer adam{.kind = "adam", .learning_rate = 0.01};
   for (const Case& c : {Case{"mlp", sgd, 1, 2, 128}, Case{"mlp", adam, 2, 2, 61}, Case{"mlp", adam, 1, 3, 61},
-                        Case{"small_cnn", sgd, 2, 2, 128}, Case{"small_cnn", adam, 2, 3, 61}}) {
+                        Case{"small_cnn", sgd, 2, 2, 128}, Case{"small_cnn", adam, 2, 3, 61},
+                        Case{"mlp", adam, 2, 2, 61, true}}) {
     check_trains_as_one_device(c);
   }
 }

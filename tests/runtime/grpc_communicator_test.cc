@@ -1,0 +1,207 @@
+// GrpcCommunicator between tasks of one process on localhost ports: every dtype crosses bit for bit,
+// whether the Send or the Recv comes first; a Recv whose value never comes fails at its deadline
+// naming the missing side; a task with another token or another program is refused on both sides,
+// naming why; malformed deliveries (a dtype mirra lacks, bytes that do not fill the shape, negative
+// or huge dimensions, bytes that are no message at all) are refused and the task goes on receiving;
+// an address it cannot listen on is an error naming it; collectives it does not offer say so.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <future>
+
+#include "runtime/collectives/grpc_communicator.h"
+#include "runtime/random.h"
+#include "tests/local_addresses.h"
+
+namespace mirra::runtime {
+namespace {
+
+std::vector<std::string> free_addresses(int n) {
+  std::vector<std::string> addresses = test::free_local_addresses(n);
+  REQUIRE(addresses.size() == static_cast<size_t>(n));
+  return addresses;
+}
+
+std::shared_ptr<GrpcCommunicator> start(const std::vector<std::string>& addresses, int task, std::string token = "t0k3n",
+                                        std::string fingerprint = "program-a") {
+  auto communicator = GrpcCommunicator::start({.addresses = addresses, .task = task, .token = token, .fingerprint = fingerprint});
+  REQUIRE_MESSAGE(communicator.ok(), communicator.status().to_string());
+  return *communicator;
+}
+
+CollectiveCall transfer(const std::string& group, int64_t instance, int participant, int peer, double seconds = 20) {
+  return {.group = group, .instance = instance, .participant = participant, .group_size = 2, .peer = peer,
+          .deadline = deadline_after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)))};
+}
+
+graph::Status sent(GrpcCommunicator& from, const CollectiveCall& call, const Tensor& value) {
+  return from.send(call, value)->wait();
+}
+
+TEST_CASE("GrpcCommunicator.every_dtype_crosses_bit_for_bit_whichever_side_comes_first") {
+  const auto addresses = free_addresses(2);
+  auto sender = start(addresses, 0);
+  auto receiver = start(addresses, 1);
+  CHECK(sender->name() == "grpc");
+  CHECK(receiver->rank() == 1);
+  CHECK(receiver->world_size() == 2);
+  Random rng(5);
+  std::vector<uint8_t> bytes(4 * 3 * 8);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng.below(256));
+  int64_t instance = 0;
+  for (graph::DType dtype : {graph::DType::f32, graph::DType::f64, graph::DType::i32, graph::DType::i64, graph::DType::u8,
+                             graph::DType::boolean, graph::DType::bf16, graph::DType::f16}) {
+    CAPTURE(graph::dtype_name(dtype));
+    Tensor value = Tensor::empty(host_allocator(), dtype, {4, 3});
+    std::memcpy(value.mutable_raw_data(), bytes.data(), value.byte_size());
+    if (dtype == graph::DType::boolean) {  // only 0 and 1 are booleans
+      for (size_t i = 0; i < value.byte_size(); ++i) static_cast<uint8_t*>(value.mutable_raw_data())[i] = bytes[i] & 1;
+    }
+    for (bool send_first : {true, false}) {
+      Tensor received;
+      std::shared_ptr<Work> receiving;
+      if (!send_first) receiving = receiver->recv(transfer("g", instance, 1, 0), received);
+      REQUIRE(sent(*sender, transfer("g", instance, 0, 1), value).ok());
+      if (send_first) receiving = receiver->recv(transfer("g", instance, 1, 0), received);
+      const graph::Status status = receiving->wait();
+      REQUIRE_MESSAGE(status.ok(), status.to_string());
+      REQUIRE(received.dtype() == dtype);
+      REQUIRE(received.shape().to_vector() == std::vector<int64_t>{4, 3});
+      CHECK(std::memcmp(received.raw_data(), value.raw_data(), value.byte_size()) == 0);
+      ++instance;
+    }
+  }
+  Tensor empty = Tensor::empty(host_allocator(), graph::DType::f32, {0, 5});
+  Tensor received;
+  REQUIRE(sent(*sender, transfer("empty", 0, 0, 1), empty).ok());
+  REQUIRE(receiver->recv(transfer("empty", 0, 1, 0), received)->wait().ok());
+  CHECK(received.shape().to_vector() == std::vector<int64_t>{0, 5});
+  CHECK(sender->bytes_sent() == receiver->bytes_received());
+  CHECK(sender->bytes_sent() > 0);
+}
+
+TEST_CASE("GrpcCommunicator.a_recv_whose_value_never_comes_fails_at_its_deadline") {
+  const auto addresses = free_addresses(2);
+  auto receiver = start(addresses, 1);
+  Tensor received;
+  const graph::Status status = receiver->recv(transfer("lonely", 3, 1, 0, 0.2), received)->wait();
+  REQUIRE(status.code() == graph::StatusCode::deadline_exceeded);
+  CHECK(status.message().find("recv 'lonely' (instance 3) from task 0") != std::string::npos);
+  CHECK(status.message().find("side 0 of 2 did not arrive") != std::string::npos);
+  // A task that never started: the Send waits for it until its deadline.
+  auto sender = start(addresses, 0);
+  const auto three = free_addresses(3);
+  auto alone = start(three, 0);
+  const graph::Status unanswered = sent(*alone, transfer("g", 0, 0, 2, 0.3), Tensor::scalar(1.0f));
+  CHECK(unanswered.code() == graph::StatusCode::deadline_exceeded);
+  CHECK(unanswered.message().find("send 'g' (instance 0) to task 2 at " + three[2]) != std::string::npos);
+}
+
+TEST_CASE("GrpcCommunicator.another_token_or_program_is_refused_on_both_sides") {
+  const auto addresses = free_addresses(2);
+  auto receiver = start(addresses, 1, "right");
+  {
+    auto intruder = start(addresses, 0, "wrong");
+    const graph::Status refused = sent(*intruder, transfer("g", 0, 0, 1), Tensor::scalar(1.0f));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.message().find("task 1 refused a transfer from task 0: the cluster token differs") != std::string::npos);
+    Tensor received;
+    const graph::Status there = receiver->recv(transfer("g", 0, 1, 0), received)->wait();
+    CHECK(there.message().find("the cluster token differs") != std::string::npos);
+  }
+  auto other_receiver_addresses = free_addresses(2);
+  auto checked = start(other_receiver_addresses, 1, "same", "program-a");
+  auto other = start(other_receiver_addresses, 0, "same", "program-b");
+  const graph::Status refused = sent(*other, transfer("g", 0, 0, 1), Tensor::scalar(1.0f));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.code() == graph::StatusCode::failed_precondition);
+  CHECK(refused.message().find("it runs another program (its fingerprint program-b, this task's program-a)") != std::string::npos);
+}
+
+// Protocol-buffer wire format, written by hand so the test can say what no well-formed sender would.
+std::string varint(uint64_t value) {
+  std::string out;
+  do {
+    uint8_t byte = value & 0x7f;
+    value >>= 7;
+    if (value != 0) byte |= 0x80;
+    out.push_back(static_cast<char>(byte));
+  } while (value != 0);
+  return out;
+}
+std::string number_field(int field, int64_t value) { return varint(static_cast<uint64_t>(field) << 3) + varint(static_cast<uint64_t>(value)); }
+std::string bytes_field(int field, const std::string& value) {
+  return varint((static_cast<uint64_t>(field) << 3) | 2) + varint(value.size()) + value;
+}
+
+// A Delivery from task 0 to task 1 with the right token and fingerprint, and `rest`.
+std::string delivery(const std::string& rest) {
+  return bytes_field(1, "t0k3n") + bytes_field(2, "program-a") + number_field(3, 0) + number_field(4, 1) + bytes_field(5, "g") + rest;
+}
+
+grpc::Status deliver_raw(const std::string& address, const std::string& message) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::Slice slice(message);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext context;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/mirra.transfers.Transfers/Deliver", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
+TEST_CASE("GrpcCommunicator.malformed_deliveries_are_refused_and_the_task_goes_on") {
+  const auto addresses = free_addresses(2);
+  auto receiver = start(addresses, 1);
+  const std::string f32 = number_field(7, 0);
+  std::string nine_ones;
+  for (int i = 0; i < 9; ++i) nine_ones += number_field(8, 1);
+  struct Bad {
+    std::string message, why;
+  };
+  const std::vector<Bad> bad = {
+      {delivery(number_field(7, 99)), "its dtype 99 is not one of mirra's"},
+      {delivery(f32 + number_field(8, 2) + bytes_field(9, "abc")), "it carries 3 bytes where its shape asks 8"},
+      {delivery(f32 + number_field(8, -4)), "its shape has a negative dimension -4"},
+      {delivery(f32 + number_field(8, int64_t{1} << 40) + number_field(8, int64_t{1} << 40)), "its shape holds more bytes than a tensor can"},
+      {delivery(f32 + nine_ones), "its rank 9 is above 8"},
+  };
+  for (const Bad& b : bad) {
+    const grpc::Status status = deliver_raw(addresses[1], b.message);
+    CHECK_FALSE(status.ok());
+    CHECK_MESSAGE(status.error_message().find(b.why) != std::string::npos, status.error_message());
+  }
+  // Not a message at all: gRPC cannot parse it.
+  CHECK_FALSE(deliver_raw(addresses[1], std::string("\xff\xff\xff\xff\x0f garbage", 14)).ok());
+  // The task goes on receiving from a well-formed sender.
+  auto sender = GrpcCommunicator::start({.addresses = addresses, .task = 0, .token = "t0k3n", .fingerprint = "program-a"});
+  REQUIRE(sender.ok());
+  Tensor received;
+  REQUIRE(sent(**sender, transfer("after", 0, 0, 1), Tensor::scalar(7.0f)).ok());
+  REQUIRE(receiver->recv(transfer("after", 0, 1, 0), received)->wait().ok());
+  CHECK(received.values<float>()[0] == 7.0f);
+}
+
+TEST_CASE("GrpcCommunicator.says_what_it_cannot_do") {
+  const auto addresses = free_addresses(2);
+  auto first = start(addresses, 0);
+  auto taken = GrpcCommunicator::start({.addresses = addresses, .task = 0});
+  REQUIRE_FALSE(taken.ok());
+  CHECK(taken.status().message().find("task 0 cannot listen on '" + addresses[0] + "'") != std::string::npos);
+  auto outside = GrpcCommunicator::start({.addresses = addresses, .task = 2});
+  REQUIRE_FALSE(outside.ok());
+  CHECK(outside.status().message().find("task 2 is not in the cluster of 2 tasks") != std::string::npos);
+  Tensor value = Tensor::scalar(1.0f);
+  const graph::Status all_reduce =
+      first->all_reduce({.group = "g", .group_size = 2}, Reduction::sum, {&value, 1}, {&value, 1})->wait();
+  CHECK(all_reduce.code() == graph::StatusCode::unimplemented);
+  CHECK(all_reduce.message().find("not supported by grpc") != std::string::npos);
+  const graph::Status to_itself = sent(*first, transfer("g", 0, 0, 0), value);
+  CHECK(to_itself.message().find("not another task of this cluster of 2") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace mirra::runtime
