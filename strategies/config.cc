@@ -33,10 +33,10 @@ std::vector<graph::DeviceId> default_devices(std::string_view strategy, int logi
   if (const auto gpus = runtime::list_gpus(); gpus.ok()) {
     std::vector<graph::DeviceId> devices;
     for (int i = 0; i < static_cast<int>(gpus->size()) * logical_gpus_per_gpu; ++i) devices.push_back({graph::DeviceKind::gpu, i});
-    if (strategy == "one_device") devices.resize(1);
+    if (strategy == "one_device" || strategy == "parameter_server") devices.resize(1);
     return devices;
   }
-  if (strategy == "one_device") return {{graph::DeviceKind::cpu, 0}};
+  if (strategy == "one_device" || strategy == "parameter_server") return {{graph::DeviceKind::cpu, 0}};
   return {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu, 1}};
 }
 
@@ -86,9 +86,10 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     config.strategy = root.at("strategy").get<std::string>();
   }
   if (config.strategy != "one_device" && config.strategy != "mirrored" && config.strategy != "central_storage" &&
-      config.strategy != "multi_worker_mirrored") {
+      config.strategy != "multi_worker_mirrored" && config.strategy != "parameter_server") {
     return config_key_error(source, "strategy",
-                            "is '" + config.strategy + "', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
+                            "is '" + config.strategy +
+                                "', not one of one_device, mirrored, central_storage, multi_worker_mirrored, parameter_server");
   }
   if (root.contains("logical_gpus_per_gpu")) {
     const json& per_gpu = root.at("logical_gpus_per_gpu");
@@ -111,8 +112,8 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       }
       config.devices.push_back(*device);
     }
-    if (config.strategy == "one_device" && config.devices.size() != 1) {
-      return config_key_error(source, "devices", "must name exactly one device for one_device");
+    if ((config.strategy == "one_device" || config.strategy == "parameter_server") && config.devices.size() != 1) {
+      return config_key_error(source, "devices", "must name exactly one device for " + config.strategy);
     }
   } else {
     config.devices = default_devices(config.strategy, config.logical_gpus_per_gpu);

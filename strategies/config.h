@@ -27,8 +27,16 @@ struct AllReduceConfig {
   std::string compression = "none";     // or bf16: f32 gradients all-reduced as bf16, summed in f32
 };
 
+// parameter_server: how many tasks of each role the cluster has (the runner takes them from its
+// cluster spec, MIRRA_CLUSTER); every worker trains one replica on the config's one device.
+struct ClusterShape {
+  int servers = 1;
+  int workers = 1;
+};
+
 struct StrategyConfig {
-  std::string strategy = "mirrored";  // one_device, mirrored, central_storage, multi_worker_mirrored
+  // one_device, mirrored, central_storage, multi_worker_mirrored, parameter_server
+  std::string strategy = "mirrored";
   std::vector<graph::DeviceId> devices;  // empty: the local devices (default_devices)
   // Logical GPUs per physical GPU (graph/device_id.h): gpu:0 .. gpu:kP-1 on P GPUs, so that one GPU
   // holds several replicas. cpu_async devices, the GPU's model, split the same way.
@@ -41,13 +49,14 @@ struct StrategyConfig {
   // statistics of the whole batch across the replicas and workers (the run config's
   // training.sync_batch_norm), not each replica's share's.
   bool sync_batch_norm = false;
+  ClusterShape cluster;  // parameter_server's
 };
 
 inline constexpr int kMaxLogicalGpusPerGpu = 64;
 
 // The local devices a strategy uses when the config names none: the machine's GPUs when it has any,
-// each as `logical_gpus_per_gpu` logical GPUs (the first for one_device), else two logical CPU
-// devices (cpu:0 for one_device).
+// each as `logical_gpus_per_gpu` logical GPUs (the first for one_device and parameter_server), else
+// two logical CPU devices (cpu:0 for one_device and parameter_server).
 std::vector<graph::DeviceId> default_devices(std::string_view strategy, int logical_gpus_per_gpu = 1);
 
 // Why `config` cannot shard its optimizer state ("applies to ..."), or "" when it can or does not ask to.

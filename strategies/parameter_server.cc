@@ -3,6 +3,7 @@
 #include "strategies/parameter_server.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <numeric>
 #include <set>
@@ -72,7 +73,36 @@ void spread_over_servers(TrainingProgram& cluster, int servers) {
   }
 }
 
+// The strategy: one replica per worker task on the config's device, the cluster's shape from its config.
+class ParameterServerStrategy final : public Strategy {
+ public:
+  explicit ParameterServerStrategy(StrategyConfig config) : config_(std::move(config)) {}
+  const StrategyConfig& config() const override { return config_; }
+
+ private:
+  graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart&) const override {
+    ParameterServerPlan plan{.servers = config_.cluster.servers};
+    const graph::DeviceId& local = config_.devices.front();
+    for (int w = 0; w < config_.cluster.workers; ++w) plan.workers.push_back({local.kind, local.ordinal, config_.cluster.servers + w});
+    return place_on_parameter_servers(program, plan);
+  }
+
+  StrategyConfig config_;
+};
+
 }  // namespace
+
+graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(StrategyConfig config) {
+  if (config.devices.size() != 1) {
+    return graph::invalid_argument("parameter_server trains one replica on each worker: give it one device, not " +
+                                   std::to_string(config.devices.size()));
+  }
+  if (config.cluster.servers < 1 || config.cluster.workers < 1) {
+    return graph::invalid_argument("parameter_server needs at least one server and one worker, not " +
+                                   std::to_string(config.cluster.servers) + " and " + std::to_string(config.cluster.workers));
+  }
+  return std::unique_ptr<Strategy>(new ParameterServerStrategy(std::move(config)));
+}
 
 std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers) {
   std::vector<size_t> largest_first(bytes.size());
@@ -113,8 +143,34 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   return cluster;
 }
 
-graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster) {
+namespace {
+
+// The signature's values each worker reports: the loss, correct count, metrics and weights.
+std::vector<graph::ValueRef> reported_values(const runtime::training::TrainingGraph& signature) {
+  std::vector<graph::ValueRef> values = {signature.loss, signature.correct, signature.loss_weight};
+  for (const runtime::training::TrainingMetric& metric : signature.metrics) {
+    values.push_back(metric.value);
+    values.push_back(metric.weight);
+  }
+  return values;
+}
+
+std::string on_task(const std::string& name, int task) { return name + "/on_task_" + std::to_string(task); }
+
+// `value` of the cluster's graph `g` in a part, where a node of its name (`rename` of it) is; invalid elsewhere.
+graph::ValueRef in_part(const graph::Graph& part, const graph::Graph& g, graph::ValueRef value,
+                        const std::function<std::string(const std::string&)>& rename) {
+  if (!value.valid()) return value;
+  const auto found = part.find(rename(g.node(value.node).name));
+  return found ? graph::ValueRef{*found, value.output} : graph::ValueRef{};
+}
+
+}  // namespace
+
+graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
+                                                                   const ops::CollectiveOptions& transfers) {
   graph::Graph g = cluster.graph;
+  graph::Builder b(g, *cluster.ops);
   // The train target becomes one per task, each over that task's updates.
   const NodeId train = cluster.signature.train;
   const int train_task = task_of(g.node(train));
@@ -124,12 +180,23 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
   std::map<int, std::string> train_names = {{train_task, g.node(train).name}};
   for (const auto& [task, controls] : updates) {
     if (task == train_task) continue;
-    graph::Builder b(g, *cluster.ops);
     b.set_device(g.node(controls.front()).device);
-    const NodeId share = ops::no_op(b, g.node(train).name + "/task_" + std::to_string(task), controls);
-    MIRRA_RETURN_IF_ERROR(b.status());
-    train_names[task] = g.node(share).name;
+    train_names[task] = g.node(ops::no_op(b, g.node(train).name + "/task_" + std::to_string(task), controls)).name;
   }
+  // Each worker (a task whose replica feeds a batch input) receives the values the signature reports.
+  std::map<int, graph::DeviceId> workers;
+  for (const graph::Node& node : cluster.graph.nodes()) {
+    int replica = -1;
+    replica_free_name(node.name, &replica);
+    if (node.op == "Placeholder" && replica >= 0 && node.device) workers.emplace(task_of(node), *node.device);
+  }
+  for (const auto& [task, device] : workers) {
+    b.set_device(device);
+    for (graph::ValueRef value : reported_values(cluster.signature)) {
+      if (value.valid()) b.add({.op = "Identity", .inputs = {value}, .name = on_task(g.node(value.node).name, task)});
+    }
+  }
+  MIRRA_RETURN_IF_ERROR(b.status());
   using TaskGraphs = std::map<int, ops::TaskGraph>;
   MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, ops::partition_by_task(g, *cluster.ops));
   std::map<int, TaskProgram> tasks;
@@ -140,14 +207,35 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
       int replica = -1;
       const std::string_view name = replica_free_name(node.name, &replica);
       if (node.op == "Placeholder" && replica >= 0) node.name = std::string(name);
+      if (node.op == "Send" || node.op == "Recv") {
+        node.attrs.set("implementation", transfers.implementation);
+        node.attrs.set("timeout_ms", transfers.timeout_ms);
+      }
       program.graph.add_node(std::move(node));
     }
-    program.step_targets = part.sends;
+    std::vector<NodeId> step = part.sends;
     for (const graph::Node& node : program.graph.nodes()) {
-      if (node.op == "Recv") program.step_targets.push_back(node.id);
+      if (node.op == "Recv") step.push_back(node.id);
     }
-    if (const auto found = train_names.find(task); found != train_names.end()) {
-      program.step_targets.push_back(*program.graph.find(found->second));
+    if (const auto found = train_names.find(task); found != train_names.end()) step.push_back(*program.graph.find(found->second));
+    graph::Builder in_part_builder(program.graph, *cluster.ops);
+    runtime::training::TrainingGraph& signature = program.signature;
+    signature.train = ops::no_op(in_part_builder, "parameter_server_step", step);
+    MIRRA_RETURN_IF_ERROR(in_part_builder.status());
+    const bool worker = workers.contains(task);
+    if (!worker && task != train_task) continue;
+    const auto rename = [&](const std::string& name) { return worker ? on_task(name, task) : name; };
+    const runtime::training::TrainingGraph& whole = cluster.signature;
+    signature.features = whole.features;
+    signature.labels = whole.labels;
+    signature.batch_inputs = whole.batch_inputs;
+    signature.loss = in_part(program.graph, g, whole.loss, rename);
+    signature.correct = in_part(program.graph, g, whole.correct, rename);
+    signature.loss_weight = in_part(program.graph, g, whole.loss_weight, rename);
+    for (runtime::training::TrainingMetric metric : whole.metrics) {
+      metric.value = in_part(program.graph, g, metric.value, rename);
+      metric.weight = in_part(program.graph, g, metric.weight, rename);
+      signature.metrics.push_back(std::move(metric));
     }
   }
   return tasks;

@@ -17,10 +17,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/device_id.h"
+#include "ops/collective_ops.h"
 #include "strategies/strategy.h"
 
 namespace mirra::strategies {
@@ -36,6 +38,10 @@ struct ParameterServerPlan {
 // worker, a worker device without a task of its own above the servers', gradient accumulation.
 graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgram& program, const ParameterServerPlan& plan);
 
+// The Strategy over config.cluster's servers and workers (StrategyConfig::cluster), each worker's
+// replica on config.devices' one device; make_strategy's for "parameter_server".
+graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(StrategyConfig config);
+
 // Each variable's server, by index in `bytes` (their sizes): the largest first, each onto the server
 // holding the fewest bytes so far (the lowest such index on a tie).
 std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers);
@@ -43,13 +49,17 @@ std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers);
 // One task's part of the cluster's program.
 struct TaskProgram {
   graph::Graph graph;
-  // What each step runs: the part's Sends and Recvs and its share of the update. A worker's batch
-  // inputs keep the one-replica program's names.
-  std::vector<graph::NodeId> step_targets;
+  // Its step is `signature.train`: after the part's Sends, its Recvs and its share of the update. On a
+  // worker, the batch inputs keep the one-replica program's names, and the loss, correct count and
+  // metrics are the global batch's, received from server 0 (which computes them); on another server,
+  // the signature holds only the step.
+  runtime::training::TrainingGraph signature;
 };
 
-// The cluster's program (place_on_parameter_servers) cut by task.
-graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster);
+// The cluster's program (place_on_parameter_servers) cut by task, its Sends and Recvs calling
+// `transfers`' implementation with its deadline.
+graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
+                                                                   const ops::CollectiveOptions& transfers = {});
 
 // What every task of a cluster agrees on before they exchange values (runtime::GrpcCluster's
 // fingerprint): the cluster program's text (graph::to_text), hashed (64-bit FNV-1a), in hex.

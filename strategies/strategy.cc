@@ -9,6 +9,7 @@
 #include "runtime/device_kinds.h"
 #include "strategies/bucket_hooks.h"
 #include "strategies/one_device.h"
+#include "strategies/parameter_server.h"
 #include "strategies/pruning.h"
 #include "strategies/replicate.h"
 
@@ -144,8 +145,10 @@ graph::Expected<std::unique_ptr<Strategy>> make_strategy(const StrategyConfig& c
     const bool across_workers = resolved.strategy == "multi_worker_mirrored";
     return std::unique_ptr<Strategy>(new ReplicatingStrategy(std::move(resolved), mirror_state, across_workers));
   }
+  if (resolved.strategy == "parameter_server") return make_parameter_server_strategy(std::move(resolved));
   return graph::invalid_argument("strategy '" + resolved.strategy +
-                                 "' is not known (one_device, mirrored, central_storage, multi_worker_mirrored)");
+                                 "' is not known (one_device, mirrored, central_storage, multi_worker_mirrored, "
+                                 "parameter_server)");
 }
 
 }  // namespace mirra::strategies

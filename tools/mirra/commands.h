@@ -81,6 +81,8 @@ struct DevicesCommand {
 };
 
 int run_train(const TrainCommand& command);
+// run_train's for the parameter_server strategy: this process's task of the cluster MIRRA_CLUSTER names.
+int run_parameter_server_task(const TrainCommand& command);
 int run_eval(const EvalCommand& command);
 int run_predict(const PredictCommand& command);
 int run_inspect(const InspectCommand& command);

@@ -398,17 +398,7 @@ void TrainRun::on_step(const runtime::training::StepMetrics& step) {
   progress_->on_step(step);
   if (metrics_.is_open()) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    nlohmann::json line = {{"step", step.step + 1},
-                           {"epoch", step.epoch + 1},
-                           {"batch", step.batch},
-                           {"examples", step.examples},
-                           {"loss", step.loss},
-                           {"learning_rate", learning_rate_of(step)},
-                           {"examples_per_s", step.examples_per_second},
-                           {"data_wait_ms", static_cast<double>(step.step_start_ns - step.data_start_ns) / 1e6},
-                           {"seconds", elapsed}};
-    if (!step.metrics.empty()) line["metrics"] = metrics_json(step.metrics);
-    metrics_ << line.dump() << '\n';
+    metrics_ << step_line(step, learning_rate_of(step), elapsed).dump() << '\n';
     note_metrics_error();
   }
   if (profile_) profile_->add_step(step, session_->last_timeline());
@@ -487,20 +477,7 @@ graph::Status TrainRun::save_model() {
   MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, read_all_variables());
   if (workers_ && workers_->rank() != 0) return graph::Status();  // it took part in gathering the values
   MIRRA_RETURN_IF_ERROR(check_values(values, "not saving '" + command_.save + "'"));
-  serialization::Model trained{.graph = model_.graph, .signature = model_.signature, .metadata = model_.metadata};
-  trained.signature.optimizer.state.clear();
-  trained.signature.optimizer.hyper_parameters = ops::optimizer_hyper_parameters(program_.optimizer);
-  for (auto& value : values) {
-    const auto id = trained.graph.find(value.name);
-    if (id && trained.graph.node(*id).op == "Variable") {
-      trained.weights.push_back(std::move(value));
-    } else {
-      trained.signature.optimizer.state.push_back(std::move(value));
-    }
-  }
-  trained.metadata.producer.clear();
-  trained.metadata.created.clear();
-  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained, command_.save));
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(values)), command_.save));
   if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
   return graph::Status();
 }
@@ -596,6 +573,7 @@ int report_error(const graph::Status& status) {
 }
 
 int run_train(const TrainCommand& command) {
+  if (command.config.strategy.strategy == "parameter_server") return run_parameter_server_task(command);
   TrainRun run(command);
   const graph::Status status = run.run();
   if (!status.ok()) {

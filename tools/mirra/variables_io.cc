@@ -216,4 +216,22 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
   return graph::Status();
 }
 
+serialization::Model trained_model(const serialization::Model& model, const ops::Optimizer& optimizer,
+                                   std::vector<serialization::NamedTensor> values) {
+  serialization::Model trained{.graph = model.graph, .signature = model.signature, .metadata = model.metadata};
+  trained.signature.optimizer.state.clear();
+  trained.signature.optimizer.hyper_parameters = ops::optimizer_hyper_parameters(optimizer);
+  for (auto& value : values) {
+    const auto id = trained.graph.find(value.name);
+    if (id && trained.graph.node(*id).op == "Variable") {
+      trained.weights.push_back(std::move(value));
+    } else {
+      trained.signature.optimizer.state.push_back(std::move(value));
+    }
+  }
+  trained.metadata.producer.clear();
+  trained.metadata.created.clear();
+  return trained;
+}
+
 }  // namespace mirra::runner

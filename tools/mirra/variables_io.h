@@ -17,6 +17,8 @@
 #include "ops/collective_ops.h"
 #include "runtime/collectives/worker_communicator.h"
 #include "runtime/session.h"
+#include "ops/optimizers.h"
+#include "serialization/model_file.h"
 #include "serialization/tensor_codec.h"
 
 namespace mirra::runner {
@@ -41,6 +43,11 @@ graph::Expected<std::vector<serialization::NamedTensor>> gather_variables(runtim
 graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
                               bool require_all, std::string_view source, std::string_view skip = {},
                               const ops::WorkerPart& part = {});
+
+// The model file a training run saves: `model`'s graph and signature, `values` its weights (the
+// variables of its graph) and optimizer state (the rest), with `optimizer`'s hyper-parameters.
+serialization::Model trained_model(const serialization::Model& model, const ops::Optimizer& optimizer,
+                                   std::vector<serialization::NamedTensor> values);
 
 // An error naming `source` and the first value that holds a NaN or an infinity, or that is a negative
 // optimizer iteration count: no such value enters a session or reaches a file.

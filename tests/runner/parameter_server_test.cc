@@ -1,0 +1,179 @@
+// `mirra train --strategy parameter_server`, one process per task of the cluster MIRRA_CLUSTER names
+// (localhost ports): 1 server + 2 workers and 2 servers + 2 workers, global batches of 128 and 61,
+// save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses; a bad
+// cluster spec is refused naming the key; a task with another token is refused at its first transfer
+// and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
+// the transfer that did not arrive.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <thread>
+
+#include "tests/local_addresses.h"
+#include "tests/runner/runner_process.h"
+
+namespace mirra::runner::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Cluster {
+  std::vector<std::string> servers, workers;
+  std::string token = "s3cret";
+
+  std::string spec(bool server, int index, const std::string& token_override = "") const {
+    const auto list = [](const std::vector<std::string>& addresses) {
+      std::string out;
+      for (const std::string& a : addresses) out += (out.empty() ? "\"" : ", \"") + a + "\"";
+      return "[" + out + "]";
+    };
+    return "{\"cluster\": {\"ps\": " + list(servers) + ", \"worker\": " + list(workers) + "}, \"task\": {\"type\": \"" +
+           (server ? "ps" : "worker") + "\", \"index\": " + std::to_string(index) + "}, \"token\": \"" +
+           (token_override.empty() ? token : token_override) + "\"}";
+  }
+};
+
+Cluster make_cluster(int servers, int workers) {
+  const std::vector<std::string> addresses = mirra::test::free_local_addresses(servers + workers);
+  REQUIRE(addresses.size() == static_cast<size_t>(servers + workers));
+  return {{addresses.begin(), addresses.begin() + servers}, {addresses.begin() + servers, addresses.end()}};
+}
+
+// Starts every task of `cluster` with `args` (server 0 also with `server_0_args`); returns them, servers first.
+std::vector<Process> start_tasks(const Cluster& cluster, const std::vector<std::string>& args,
+                                 const std::vector<std::string>& server_0_args, const std::string& tag,
+                                 const std::string& odd_token_for_worker_1 = "") {
+  std::vector<Process> tasks;
+  for (size_t s = 0; s < cluster.servers.size(); ++s) {
+    ::setenv("MIRRA_CLUSTER", cluster.spec(true, static_cast<int>(s)).c_str(), 1);
+    std::vector<std::string> mine = args;
+    if (s == 0) mine.insert(mine.end(), server_0_args.begin(), server_0_args.end());
+    tasks.push_back(spawn(mine, tag + "_ps" + std::to_string(s)));
+  }
+  for (size_t w = 0; w < cluster.workers.size(); ++w) {
+    const std::string token = w == 1 ? odd_token_for_worker_1 : "";
+    ::setenv("MIRRA_CLUSTER", cluster.spec(false, static_cast<int>(w), token).c_str(), 1);
+    std::vector<std::string> mine = args;
+    if (w == 0) mine.insert(mine.end(), {"--metrics", workspace() / (tag + "_metrics.jsonl")});
+    tasks.push_back(spawn(mine, tag + "_worker" + std::to_string(w)));
+  }
+  ::unsetenv("MIRRA_CLUSTER");
+  return tasks;
+}
+
+std::vector<int> wait_for_all(const std::vector<Process>& tasks, std::chrono::seconds limit) {
+  std::vector<int> codes;
+  for (const Process& p : tasks) {
+    const std::optional<int> code = wait_for(p, limit);
+    codes.push_back(code ? *code : -1);  // -1: still running at the limit (then killed)
+  }
+  return codes;
+}
+
+std::string config_with_timeout(const std::string& name, double seconds) {
+  const std::string path = workspace() / name;
+  std::ofstream(path) << "{\"strategy\": \"parameter_server\", \"all_reduce\": {\"timeout_s\": " << seconds << "}}";
+  return path;
+}
+
+TEST_CASE("ParameterServer.sync_trains_as_one_device") {
+  for (const char* batch : {"128", "61"}) {
+    const std::vector<std::string> common = {"train", mlp_file(), "--steps", "20", "--batch-size", batch, "--threads", "1"};
+    std::vector<std::string> reference = common;
+    const std::string reference_file = workspace() / "ps_reference.mirra";
+    const std::string reference_metrics = workspace() / "ps_reference_metrics.jsonl";
+    reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file, "--metrics",
+                                       reference_metrics});
+    REQUIRE(run(reference, "ps_reference").code == 0);
+    const auto want = trained_values(reference_file);
+    const std::vector<double> want_losses = step_losses(reference_metrics);
+    for (int servers : {1, 2}) {
+      CAPTURE(batch);
+      CAPTURE(servers);
+      const Cluster cluster = make_cluster(servers, 2);
+      const std::string saved = workspace() / "ps_saved.mirra";
+      std::vector<std::string> args = common;
+      args.insert(args.end(), {"--strategy", "parameter_server", "--json"});
+      const std::vector<Process> tasks = start_tasks(cluster, args, {"--save", saved}, "ps_sync");
+      const std::vector<int> codes = wait_for_all(tasks, 300s);
+      for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+      check_close(trained_values(saved), want, 1e-5);
+      const std::vector<double> losses = step_losses(workspace() / "ps_sync_metrics.jsonl");
+      REQUIRE(losses.size() == want_losses.size());
+      for (size_t i = 0; i < losses.size(); ++i) CHECK(losses[i] == doctest::Approx(want_losses[i]).epsilon(1e-5));
+      const std::string summary = last_line(read_text(tasks[static_cast<size_t>(servers)].out));
+      CHECK(summary.find("\"strategy\":\"parameter_server\"") != std::string::npos);
+      CHECK(summary.find("\"workers\":2") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
+  const std::vector<std::string> args = {"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server"};
+  struct Bad {
+    std::string spec, why;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {"", "MIRRA_CLUSTER is not set"},
+           {"not json", "MIRRA_CLUSTER is not a JSON object"},
+           {R"({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}})", "'cluster.worker' is missing"},
+           {R"({"cluster": {"ps": ["a:1"], "worker": ["b"]}, "task": {"type": "ps", "index": 0}})", "holds \"b\", not a \"host:port\""},
+           {R"({"cluster": {"ps": ["a:1"], "worker": ["a:1"]}, "task": {"type": "ps", "index": 0}})", "names a:1 twice"},
+           {R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "chief", "index": 0}})", "'task.type' must be \"ps\" or \"worker\""},
+           {R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "worker", "index": 1}})", "'task.index' must be an integer in [0, 1)"},
+           {R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"], "chief": []}, "task": {"type": "ps", "index": 0}})", "'cluster.chief' is not known"},
+       }) {
+    CAPTURE(bad.spec);
+    if (bad.spec.empty()) {
+      ::unsetenv("MIRRA_CLUSTER");
+    } else {
+      ::setenv("MIRRA_CLUSTER", bad.spec.c_str(), 1);
+    }
+    const Run r = run(args, "ps_bad_spec");
+    ::unsetenv("MIRRA_CLUSTER");
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.err.find(bad.why) != std::string::npos, r.err);
+  }
+  const Run refused = run({"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server", "--eval"}, "ps_eval");
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("parameter_server does not offer evaluation during training (--eval) yet") != std::string::npos);
+}
+
+TEST_CASE("ParameterServer.a_task_with_another_token_is_refused_and_every_task_ends") {
+  const Cluster cluster = make_cluster(1, 2);
+  const std::vector<std::string> args = {"train", mlp_file(), "--steps", "5", "--threads", "1", "--config",
+                                         config_with_timeout("ps_token.json", 10)};
+  const std::vector<Process> tasks = start_tasks(cluster, args, {}, "ps_token", "forged");
+  const std::vector<int> codes = wait_for_all(tasks, 120s);
+  for (int code : codes) CHECK(code != 0);
+  CHECK(codes[2] != -1);  // it ended by itself
+  // Each side refuses the other's transfers (whichever comes first), and both say why.
+  const std::string worker_1 = read_text(tasks[2].err);
+  CHECK_MESSAGE(worker_1.find("the cluster token differs") != std::string::npos, worker_1);
+  const std::string server = read_text(tasks[0].err);
+  CHECK_MESSAGE(server.find("the cluster token differs") != std::string::npos, server);
+  CHECK_MESSAGE(server.find("task 2") != std::string::npos, server);
+}
+
+TEST_CASE("ParameterServer.a_lost_server_ends_every_worker_within_the_deadline") {
+  const Cluster cluster = make_cluster(1, 2);
+  const std::vector<std::string> args = {"train", mlp_file(), "--steps", "100000", "--threads", "1", "--config",
+                                         config_with_timeout("ps_lost.json", 5)};
+  const std::vector<Process> tasks = start_tasks(cluster, args, {}, "ps_lost");
+  std::this_thread::sleep_for(2s);
+  ::kill(tasks[0].pid, SIGKILL);
+  CHECK(wait_for(tasks[0]) == 128 + SIGKILL);
+  for (size_t w = 1; w < tasks.size(); ++w) {
+    const std::optional<int> code = wait_for(tasks[w], 60s);
+    REQUIRE_MESSAGE(code.has_value(), "worker " << w - 1 << " still runs a minute after its server died");
+    CHECK(*code != 0);
+    const std::string err = read_text(tasks[w].err);
+    CHECK_MESSAGE((err.find("to task 0") != std::string::npos || err.find("from task 0") != std::string::npos), err);
+  }
+}
+
+}  // namespace
+}  // namespace mirra::runner::test

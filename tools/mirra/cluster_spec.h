@@ -1,0 +1,34 @@
+// ClusterSpec: the tasks of a parameter-server run and which one this process is, as TensorFlow's
+// TF_CONFIG says it: `MIRRA_CLUSTER` holds
+//   {"cluster": {"ps": ["host:port", ...], "worker": ["host:port", ...]},
+//    "task": {"type": "worker", "index": 0}, "token": "optional shared secret"}
+// Tasks are numbered servers first: ps i is task i, worker i is task (servers + i). Every error names
+// the key and MIRRA_CLUSTER.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/status.h"
+
+namespace mirra::runner {
+
+struct ClusterSpec {
+  std::vector<std::string> servers;  // "ps"
+  std::vector<std::string> workers;  // "worker"
+  bool is_server = false;            // this process's role
+  int index = 0;                     // among its role's tasks
+  std::string token;
+
+  int task() const { return is_server ? index : static_cast<int>(servers.size()) + index; }
+  std::vector<std::string> addresses() const;  // by task
+  std::string role() const;                    // "ps 0", "worker 1"
+};
+
+// `source` names where the text came from in errors ("MIRRA_CLUSTER").
+graph::Expected<ClusterSpec> parse_cluster_spec(std::string_view json_text, std::string_view source);
+// MIRRA_CLUSTER's; not_found when it is not set.
+graph::Expected<ClusterSpec> cluster_spec_from_environment();
+
+}  // namespace mirra::runner

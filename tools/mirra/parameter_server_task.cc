@@ -1,0 +1,256 @@
+// mirra train --strategy parameter_server: this process's task of the cluster MIRRA_CLUSTER names.
+// Every task builds the same cluster program from the model file and the config, cuts it by task
+// (strategies::parameter_server_tasks) and runs its part, the parts exchanging values over gRPC
+// (runtime::GrpcCommunicator). A server holds its variables, set from the model file, and runs a step
+// whenever the workers do, as many as they train; a worker trains on its share of every global batch
+// and reports the global batch's loss (worker 0 prints the progress and the summary); at the end
+// server 0 receives every other server's variables and writes --save. Synchronous training, one
+// replica per worker; what the other strategies offer beyond that is refused naming it.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/collectives/grpc_communicator.h"
+#include "serialization/file_io.h"
+#include "strategies/parameter_server.h"
+#include "tools/mirra/cluster_spec.h"
+#include "tools/mirra/commands.h"
+#include "tools/mirra/interrupts.h"
+#include "tools/mirra/metrics_json.h"
+#include "tools/mirra/model_program.h"
+#include "tools/mirra/program_data.h"
+#include "tools/mirra/progress.h"
+#include "tools/mirra/variables_io.h"
+
+namespace mirra::runner {
+
+namespace {
+
+// The group under which server s sends server 0 its variable `name` at the end.
+std::string saved_group(const std::string& name) { return "save/" + name; }
+
+// What this first version of the strategy does not do, by the flag or key that asks for it.
+graph::Status refuse_unsupported(const TrainCommand& command) {
+  const RunConfig& c = command.config;
+  const auto no = [](const std::string& what, const std::string& instead = "") {
+    return graph::invalid_argument("parameter_server does not offer " + what + " yet" + (instead.empty() ? "" : "; " + instead));
+  };
+  if (command.resume || !c.checkpoint.dir.empty()) return no("checkpoints (--checkpoint-dir, --resume)", "--save writes the trained model");
+  if (command.eval) return no("evaluation during training (--eval)", "evaluate the saved model with mirra eval");
+  if (!command.trace.empty() || command.profile) return no("--trace or --profile");
+  if (!c.training.schedule.is_constant()) return no("a learning-rate schedule");
+  if (c.training.accumulation_steps > 1) return no("gradient accumulation");
+  if (!c.training.logdir.empty()) return no("TensorBoard event files (training.logdir)");
+  if (c.training.cuda_graph) return no("captured steps (training.cuda_graph)");
+  return graph::Status();
+}
+
+class ParameterServerTask {
+ public:
+  explicit ParameterServerTask(const TrainCommand& command) : command_(command), config_(command.config) {}
+  graph::Status run();
+
+ private:
+  graph::Status serve();
+  graph::Status train();
+  // Server 0: its own variables and every other server's, as they arrive; another server sends its own.
+  graph::Expected<std::vector<serialization::NamedTensor>> gather_on_server_0();
+  double timeout_s() const { return config_.strategy.all_reduce.timeout_s; }
+
+  const TrainCommand& command_;
+  const RunConfig& config_;
+  ClusterSpec cluster_;
+  serialization::Model model_;
+  ModelProgram program_;
+  strategies::TrainingProgram distributed_;
+  strategies::TaskProgram part_;
+  std::shared_ptr<runtime::GrpcCommunicator> transfers_;
+  std::unique_ptr<runtime::Session> session_;
+};
+
+graph::Status ParameterServerTask::run() {
+  MIRRA_RETURN_IF_ERROR(check_run_config(config_));
+  MIRRA_RETURN_IF_ERROR(refuse_unsupported(command_));
+  auto cluster = cluster_spec_from_environment();
+  if (!cluster.ok()) {
+    return graph::invalid_argument("parameter_server needs its cluster: " + cluster.status().message() +
+                                   " (docs/strategies.md, \"parameter_server\")");
+  }
+  cluster_ = *cluster;
+  MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
+  strategies::StrategyConfig strategy_config = config_.strategy;
+  strategy_config.cluster = {.servers = static_cast<int>(cluster_.servers.size()), .workers = static_cast<int>(cluster_.workers.size())};
+  MIRRA_ASSIGN_OR_RETURN(const std::unique_ptr<strategies::Strategy> strategy, strategies::make_strategy(strategy_config));
+  MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, {.learning_rate = config_.training.learning_rate,
+                                                                .weight_decay = config_.training.weight_decay,
+                                                                .exclude_from_weight_decay = config_.training.exclude_from_weight_decay,
+                                                                .check_numerics = config_.training.check_numerics,
+                                                                .mixed_precision = config_.training.mixed_precision,
+                                                                .recompute = config_.training.recompute,
+                                                                .devices = strategy_config.devices}));
+  MIRRA_ASSIGN_OR_RETURN(distributed_, strategy->distribute(program_.program));
+  MIRRA_ASSIGN_OR_RETURN(auto tasks, strategies::parameter_server_tasks(
+                                         distributed_, {.timeout_ms = static_cast<int64_t>(timeout_s() * 1000)}));
+  const int task = cluster_.task();
+  if (!tasks.contains(task)) return graph::internal_error("the cluster program has no part for " + cluster_.role());
+  part_ = std::move(tasks.at(task));
+  MIRRA_ASSIGN_OR_RETURN(transfers_, runtime::GrpcCommunicator::start({.addresses = cluster_.addresses(),
+                                                                       .task = task,
+                                                                       .token = cluster_.token,
+                                                                       .fingerprint = strategies::program_fingerprint(distributed_.graph)}));
+  session_ = std::make_unique<runtime::Session>(part_.graph, ops::kernels(),
+                                                runtime::SessionOptions{.threads = config_.training.threads,
+                                                                        .deterministic = config_.training.deterministic,
+                                                                        .communicators = {transfers_},
+                                                                        .task = task});
+  return cluster_.is_server ? serve() : train();
+}
+
+graph::Status ParameterServerTask::serve() {
+  MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command_.save, "--save"));
+  // This server's variables, from the model file.
+  std::vector<serialization::NamedTensor> initial;
+  for (const auto* list : {&model_.weights, &model_.signature.optimizer.state}) {
+    for (const serialization::NamedTensor& value : *list) {
+      const auto id = part_.graph.find(value.name);
+      if (id && part_.graph.node(*id).op == "Variable" && value.name != program_.learning_rate_variable) initial.push_back(value);
+    }
+  }
+  MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
+                                        program_.learning_rate_variable));
+  // As many steps as the workers take: the config's, or its epochs of the data's global batches.
+  int64_t steps = config_.training.steps;
+  if (steps <= 0) {
+    MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
+    MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
+                           program_dataset(spec, program_.program.graph, program_.program.signature, DataUse::train,
+                                           {.batch_size = config_.training.batch_size,
+                                            .seed = config_.training.seed,
+                                            .shard = 0,
+                                            .shards = static_cast<int>(cluster_.workers.size()),
+                                            .shard_policy = config_.data.shard}));
+    if (data.batches_per_epoch() <= 0) {
+      return graph::invalid_argument("parameter_server: the training data's length is not known ahead; give --steps");
+    }
+    steps = config_.training.epochs * data.batches_per_epoch();
+  }
+  if (!command_.json) std::printf("%s serving %lld steps on %s\n", cluster_.role().c_str(), static_cast<long long>(steps),
+                                  cluster_.addresses()[static_cast<size_t>(cluster_.task())].c_str());
+  for (int64_t step = 0; step < steps; ++step) {
+    const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.signature.train}).status();
+    if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(step + 1));
+  }
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, gather_on_server_0());
+  if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
+  MIRRA_RETURN_IF_ERROR(check_values(values, "not saving '" + command_.save + "'"));
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(values)), command_.save));
+  if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
+  return graph::Status();
+}
+
+graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::gather_on_server_0() {
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, read_variables(*session_, program_.learning_rate_variable));
+  const auto deadline = runtime::deadline_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s() * 1000)));
+  if (cluster_.task() != 0) {
+    for (const serialization::NamedTensor& value : values) {
+      const runtime::Tensor tensor = runtime::from_tensor_value(value.value);
+      MIRRA_RETURN_IF_ERROR(transfers_->send({.group = saved_group(value.name), .participant = 0, .group_size = 2, .peer = 0,
+                                              .deadline = deadline}, tensor)->wait());
+    }
+    return values;
+  }
+  for (const graph::Node& node : distributed_.graph.nodes()) {
+    const int server = node.device && node.device->task ? *node.device->task : 0;
+    if (node.op != "Variable" || server == 0 || server >= static_cast<int>(cluster_.servers.size())) continue;
+    runtime::Tensor received;
+    MIRRA_RETURN_IF_ERROR(transfers_->recv({.group = saved_group(node.name), .participant = 1, .group_size = 2, .peer = server,
+                                            .deadline = deadline}, received)->wait());
+    values.push_back({node.name, runtime::to_tensor_value(received)});
+  }
+  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return values;
+}
+
+graph::Status ParameterServerTask::train() {
+  const bool speaks = cluster_.index == 0;  // worker 0 speaks for the run
+  const int workers = static_cast<int>(cluster_.workers.size());
+  MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
+  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
+                         program_dataset(spec, program_.program.graph, program_.program.signature, DataUse::train,
+                                         {.batch_size = config_.training.batch_size,
+                                          .seed = config_.training.seed,
+                                          .threads = config_.data.threads,
+                                          .shuffle_buffer = config_.data.shuffle_buffer,
+                                          .shard = cluster_.index,
+                                          .shards = workers,
+                                          .shard_policy = config_.data.shard}));
+  std::ofstream metrics;
+  if (!command_.metrics.empty() && speaks) {
+    metrics.open(command_.metrics);
+    if (!metrics) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
+  }
+  if (speaks && !command_.json) {
+    std::printf("training %s with parameter_server (synchronous) on %zu server%s and %d worker%s, global batch %lld\n",
+                command_.model.c_str(), cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
+                workers == 1 ? "" : "s", static_cast<long long>(config_.training.batch_size));
+  }
+  ProgressReporter progress(speaks ? stdout : nullptr, false, config_.training.steps > 0 ? 0 : config_.training.epochs);
+  const auto started = std::chrono::steady_clock::now();
+  int64_t steps = 0, examples = 0;
+  double last_loss = 0;
+  runtime::training::Trainer trainer(
+      *session_, part_.signature,
+      {.epochs = config_.training.steps > 0 ? 0 : config_.training.epochs,
+       .max_steps = config_.training.steps,
+       .base_learning_rate = program_.optimizer.learning_rate,
+       .on_step = [&](const runtime::training::StepMetrics& step) {
+         ++steps;
+         examples += step.examples;
+         last_loss = step.loss;
+         progress.on_step(step);
+         if (metrics.is_open()) {
+           const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+           metrics << step_line(step, program_.optimizer.learning_rate, elapsed).dump() << '\n';
+         }
+       },
+       .on_epoch = [&](const runtime::training::EpochMetrics& epoch) { progress.on_epoch(epoch); }});
+  MIRRA_RETURN_IF_ERROR(trainer.fit(data).status());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!speaks) return graph::Status();
+  if (!command_.json) {
+    std::printf("trained %lld steps in %.1f s, this worker's %lld examples at %.0f examples/s, final loss %.4f\n",
+                static_cast<long long>(steps), seconds, static_cast<long long>(examples),
+                seconds > 0 ? static_cast<double>(examples) / seconds : 0.0, last_loss);
+    return graph::Status();
+  }
+  const nlohmann::json summary = {{"model", command_.model},
+                                  {"strategy", "parameter_server"},
+                                  {"servers", cluster_.servers.size()},
+                                  {"workers", workers},
+                                  {"steps", steps},
+                                  {"examples", examples},
+                                  {"seconds", seconds},
+                                  {"examples_per_s", seconds > 0 ? static_cast<double>(examples) / seconds : 0.0},
+                                  {"bytes_sent", transfers_->bytes_sent()},
+                                  {"bytes_received", transfers_->bytes_received()},
+                                  {"final_loss", last_loss}};
+  std::printf("%s\n", summary.dump().c_str());
+  return graph::Status();
+}
+
+}  // namespace
+
+int run_parameter_server_task(const TrainCommand& command) {
+  ParameterServerTask task(command);
+  const graph::Status status = task.run();
+  if (!status.ok()) {
+    if (command.json) std::printf("%s\n", nlohmann::json({{"model", command.model}, {"error", status.message()}}).dump().c_str());
+    return report_error(status);
+  }
+  return interrupt_signal() != 0 ? 128 + interrupt_signal() : 0;
+}
+
+}  // namespace mirra::runner
