@@ -9,7 +9,8 @@ set(CPACK_PACKAGE_VENDOR "mirra developers")
 set(CPACK_PACKAGE_CONTACT "mirra developers")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_DESCRIPTION "mirra builds a computation graph once, rewrites it for the devices at hand \
-with a strategy chosen by config (one_device, mirrored, central_storage, multi_worker_mirrored) and runs it \
+with a strategy chosen by config (one_device, mirrored, central_storage, multi_worker_mirrored, \
+parameter_server) and runs it \
 on a oneTBB-scheduled dataflow executor. This package holds the C++ libraries and headers with their CMake \
 package and pkg-config file, and the mirra runner.")
 set(CPACK_GENERATOR DEB)

@@ -158,7 +158,9 @@ graph::Status inspect(const InspectCommand& command) {
                          build_model_program(model, {.mixed_precision = mixed_precision, .devices = strategy->config().devices}));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
   // Where the gradients are summed, as a comment of the format printed.
-  const std::string plan = describe(strategy->all_reduce_plan(), strategy->config().devices);
+  const std::string plan = config.strategy == "parameter_server"
+                               ? "none (each variable's server sums its gradients; 1 server and 1 worker shown)"
+                               : describe(strategy->all_reduce_plan(), strategy->config().devices);
   if (command.dot) return print_dot(command, distributed.graph, "// all-reduce: " + plan + "\n");
   std::printf("# all-reduce: %s\n", plan.c_str());
   std::fputs(graph::to_text(distributed.graph).c_str(), stdout);

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""The parameter-server strategy next to MultiWorkerMirrored with the same worker processes, in one run.
+
+For each model (MLP, CNN), interleaved and repeated:
+  - mirra parameter_server: 1 server and 2 workers, each a `mirra train --strategy parameter_server`
+    process with one thread (MIRRA_CLUSTER on localhost ports), synchronous;
+  - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
+    per worker.
+Both train on Fashion-MNIST with global batch 128. Throughput is worker 0's --metrics lines over the
+steps after the first 20; bytes are the tensor bytes worker 0 sent and received (its JSON summary),
+per step. Prints one JSON object: medians of examples/s, parameter_server over multi_worker_mirrored,
+and bytes per step.
+
+Needs: a built tree (build/release, or --build DIR) with MPI and mpirun.
+Usage: bench/parameter_server_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+
+from peer_runs import built_programs, cpu_model, last_json, metrics_window, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = {"mlp": 400, "cnn": 40}
+WARMUP = 20
+DRIVER = "parameter_server_training"
+
+
+def free_addresses(n):
+    """n localhost addresses whose ports were free a moment ago."""
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    addresses = [f"127.0.0.1:{s.getsockname()[1]}" for s in sockets]
+    for s in sockets:
+        s.close()
+    return addresses
+
+
+def parameter_server(train, metrics, workers=2):
+    """Runs 1 server and `workers` workers of `train`; returns worker 0's summary and examples/s."""
+    addresses = free_addresses(1 + workers)
+    cluster = {"ps": addresses[:1], "worker": addresses[1:]}
+    tasks = [("ps", 0)] + [("worker", w) for w in range(workers)]
+    processes = []
+    for kind, index in tasks:
+        env = dict(os.environ, MIRRA_CLUSTER=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}))
+        extra = ["--metrics", metrics] if (kind, index) == ("worker", 0) else []
+        processes.append(subprocess.Popen(train + extra, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate() for p in processes]
+    for (kind, index), p, (out, err) in zip(tasks, processes, outputs):
+        if p.returncode != 0:
+            raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
+    summary = last_json(outputs[1][0])
+    examples, seconds, _ = metrics_window(metrics, WARMUP)
+    return summary, examples / seconds
+
+
+def multi_worker(train, metrics, workers=2):
+    run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(workers)] + train + ["--metrics", metrics], DRIVER)
+    examples, seconds, _ = metrics_window(metrics, WARMUP)
+    return examples / seconds
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
+    report = {"benchmark": "synchronous training over 2 worker processes, Fashion-MNIST, global batch 128, one thread each",
+              "cpu": cpu_model(),
+              "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}
+    with tempfile.TemporaryDirectory() as work:
+        metrics = os.path.join(work, "metrics.jsonl")
+        for model in args.models.split(","):
+            model_file = os.path.join(work, model + ".mirra")
+            run([examples, "write", model, model_file], DRIVER)
+            train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--threads", "1", "--json"]
+            ps_runs, mw_runs, summaries = [], [], []
+            for _ in range(args.repeats):
+                summary, rate = parameter_server(train + ["--strategy", "parameter_server"], metrics)
+                summaries.append(summary)
+                ps_runs.append(rate)
+                mw_runs.append(multi_worker(train + ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0"], metrics))
+            ps, mw = statistics.median(ps_runs), statistics.median(mw_runs)
+            steps = summaries[-1]["steps"]
+            report["models"][model] = {
+                "parameter_server": {"examples_per_s": round(ps, 1), "runs": [round(x, 1) for x in ps_runs]},
+                "multi_worker_mirrored": {"examples_per_s": round(mw, 1), "runs": [round(x, 1) for x in mw_runs]},
+                "ratio_parameter_server_over_multi_worker_mirrored": round(ps / mw, 3),
+                "worker_0_bytes_received_per_step": summaries[-1]["bytes_received"] // steps,
+                "worker_0_bytes_sent_per_step": summaries[-1]["bytes_sent"] // steps,
+            }
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
