@@ -224,7 +224,8 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
     MIRRA_RETURN_IF_ERROR(in_part_builder.status());
     const bool worker = workers.contains(task);
     if (!worker && task != train_task) continue;
-    const auto rename = [&](const std::string& name) { return worker ? on_task(name, task) : name; };
+    const int this_task = task;  // a lambda may not capture a structured binding (clang 14)
+    const auto rename = [&](const std::string& name) { return worker ? on_task(name, this_task) : name; };
     const runtime::training::TrainingGraph& whole = cluster.signature;
     signature.features = whole.features;
     signature.labels = whole.labels;

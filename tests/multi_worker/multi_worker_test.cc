@@ -4,7 +4,8 @@
 // Adam, global batch 128 and 61, 20 steps) and report its losses (for a loss over [batch, classes]
 // with a weight decay too, and for a loss over a declared weight), hold the state its train step writes from the batch as one device does, also accumulating gradients over 2 batches per step, with
 // optimizer state sharded over every worker's replicas, and (within bf16's rounding) with the gradients all-reduced in bf16;
-// ResNet-20 with synchronised batch normalisation trains as one device does; a GPT with dropout
+// ResNet-20 with synchronised batch normalisation trains as one device does; the parameter-server
+// strategy's tasks, started by mpirun from a config, take their roles from their ranks; a GPT with dropout
 // (masks keyed by example) trains over 2 workers x 2 devices as one device does; a TFRecord and an npz
 // data set shard across workers as one device trains on them;
 // checkpoints resume across worker counts and strategies; each worker's trace splits its all-reduces
@@ -27,6 +28,7 @@
 
 #include "examples/example_models.h"
 #include "serialization/model_file.h"
+#include "tests/local_addresses.h"
 #include "tests/runner/runner_process.h"
 
 namespace mirra::runner::test {
@@ -113,6 +115,32 @@ TEST_CASE("MultiWorker.equivalent_to_one_device") {
       }
     }
   }
+}
+
+// The parameter-server strategy from the config alone: its "cluster" names the tasks' addresses and
+// mpirun starts them, each taking its role from its rank (ranks 0 and 1 the servers, 2 and 3 the
+// workers); server 0 saves what one device saves after 20 steps of 61.
+TEST_CASE("MultiWorker.parameter_server_tasks_take_their_roles_from_their_ranks") {
+  const std::vector<std::string> addresses = mirra::test::free_local_addresses(4);
+  REQUIRE(addresses.size() == 4);
+  const std::string config = workspace() / "parameter_server.json";
+  std::ofstream(config) << nlohmann::json({{"strategy", "parameter_server"},
+                                           {"cluster", {{"ps", {addresses[0], addresses[1]}},
+                                                        {"worker", {addresses[2], addresses[3]}},
+                                                        {"token", "s3cret"}}}})
+                               .dump();
+  const std::vector<std::string> common = {"train", mlp_file(), "--steps", "20", "--batch-size", "61", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "ps_reference.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "ps_reference").code == 0);
+  const std::string saved = workspace() / "ps_from_ranks.mirra";
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--config", config, "--save", saved});
+  const Run r = run_program(mpirun(4, args), "ps_from_ranks");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("ps 1 serving 20 steps") != std::string::npos);
+  check_close(trained_values(saved), trained_values(reference_file), 1e-5);
 }
 
 // The data sets users bring shard across workers as Fashion-MNIST's files do: TensorFlow's TFRecord

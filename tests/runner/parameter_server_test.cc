@@ -1,7 +1,7 @@
 // `mirra train --strategy parameter_server`, one process per task of the cluster MIRRA_CLUSTER names
 // (localhost ports): 1 server + 2 workers and 2 servers + 2 workers, global batches of 128 and 61,
 // save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses; a bad
-// cluster spec is refused naming the key; a task with another token is refused at its first transfer
+// cluster spec (MIRRA_CLUSTER's, or the config's "cluster") is refused naming the key; a task with another token is refused at its first transfer
 // and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
 // the transfer that did not arrive.
 #include <doctest/doctest.h>
@@ -117,7 +117,7 @@ TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
     std::string spec, why;
   };
   for (const Bad& bad : std::vector<Bad>{
-           {"", "MIRRA_CLUSTER is not set"},
+           {"", "no cluster: set MIRRA_CLUSTER, or the config's key 'cluster'"},
            {"not json", "MIRRA_CLUSTER is not a JSON object"},
            {R"({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}})", "'cluster.worker' is missing"},
            {R"({"cluster": {"ps": ["a:1"], "worker": ["b"]}, "task": {"type": "ps", "index": 0}})", "holds \"b\", not a \"host:port\""},
@@ -137,6 +137,18 @@ TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
     CHECK(r.code == 2);
     CHECK_MESSAGE(r.err.find(bad.why) != std::string::npos, r.err);
   }
+  // The config's "cluster", without a task and without a launcher's rank to take one from.
+  const std::string config = workspace() / "ps_cluster.json";
+  std::ofstream(config) << R"({"strategy": "parameter_server", "cluster": {"ps": ["a:1"], "worker": ["b:2"]}})";
+  const Run no_task = run({"train", mlp_file(), "--steps", "1", "--config", config}, "ps_no_task");
+  CHECK(no_task.code == 2);
+  CHECK_MESSAGE(no_task.err.find("config: 'cluster.task' is missing, and no launcher (mpirun, srun) gave this process a rank") !=
+                    std::string::npos,
+                no_task.err);
+  std::ofstream(config) << R"({"strategy": "parameter_server", "cluster": {"ps": ["a:1"], "worker": ["b:2"], "chief": ["c:3"]}})";
+  const Run unknown = run({"train", mlp_file(), "--steps", "1", "--config", config}, "ps_unknown_role");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("config: 'cluster.chief' is not known (ps, worker, task, token)") != std::string::npos);
   const Run refused = run({"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server", "--eval"}, "ps_eval");
   CHECK(refused.code == 2);
   CHECK(refused.err.find("parameter_server does not offer evaluation during training (--eval) yet") != std::string::npos);

@@ -726,7 +726,7 @@ TEST_CASE("Runner.bad_input.one_line_error_and_exit_code_2") {
       {{"train", workspace() / "missing.mirra"}, "cannot read model file"},
       {{"train", not_a_model}, "not a mirra model file"},
       {{"train", mlp_file(), "--config", bad_config}, "unknown key 'training.epoch'"},
-      {{"train", mlp_file(), "--strategy", "parameter_server"}, "'strategy' is 'parameter_server'"},
+      {{"train", mlp_file(), "--strategy", "parameter_servers"}, "'strategy' is 'parameter_servers'"},
       {{"train", mlp_file(), "--devices", "gpu:x"}, "devices[0]"},
       {{"train", mlp_file(), "--steps", "1", "--data", workspace() / "no_data"}, "no_data"},
       {{"train", mlp_file(), "--resume"}, "--resume needs a checkpoint directory"},

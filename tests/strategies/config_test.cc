@@ -57,7 +57,8 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
           "test.json: 'logical_gpus_per_gpu' must be an integer in [1, 64]");
   }
   CHECK(error_of(R"({"strategy": "mirror"})") ==
-        "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage, multi_worker_mirrored");
+        "test.json: 'strategy' is 'mirror', not one of one_device, mirrored, central_storage, multi_worker_mirrored, "
+        "parameter_server");
   CHECK(error_of(R"({"strategy": 3})") == "test.json: 'strategy' must be a string");
   CHECK(error_of(R"({"devices": "cpu:0"})") == "test.json: 'devices' must be a non-empty list like [\"cpu:0\"]");
   CHECK(error_of(R"({"devices": ["cpu:0", 1]})") == "test.json: 'devices[1]' must be a device name like \"cpu:0\"");

@@ -2,8 +2,11 @@
 // TF_CONFIG says it: `MIRRA_CLUSTER` holds
 //   {"cluster": {"ps": ["host:port", ...], "worker": ["host:port", ...]},
 //    "task": {"type": "worker", "index": 0}, "token": "optional shared secret"}
-// Tasks are numbered servers first: ps i is task i, worker i is task (servers + i). Every error names
-// the key and MIRRA_CLUSTER.
+// or the config's key "cluster" holds {"ps": [...], "worker": [...], "task": {...}, "token": "..."}
+// (MIRRA_CLUSTER wins where both are given). Without a task, the process's rank under mpirun or
+// srun names it: ranks 0 .. servers - 1 are the servers, the next the workers. Tasks are numbered
+// servers first: ps i is task i, worker i is task (servers + i). Every error names the key and where
+// it came from.
 #pragma once
 
 #include <string>
@@ -28,7 +31,8 @@ struct ClusterSpec {
 
 // `source` names where the text came from in errors ("MIRRA_CLUSTER").
 graph::Expected<ClusterSpec> parse_cluster_spec(std::string_view json_text, std::string_view source);
-// MIRRA_CLUSTER's; not_found when it is not set.
-graph::Expected<ClusterSpec> cluster_spec_from_environment();
+// The spec MIRRA_CLUSTER holds, else `config_cluster` (the config's "cluster" object as JSON text,
+// "" for none; `config_source` names it); not_found when neither is given.
+graph::Expected<ClusterSpec> find_cluster_spec(std::string_view config_cluster, std::string_view config_source);
 
 }  // namespace mirra::runner

@@ -1,4 +1,5 @@
-// mirra train --strategy parameter_server: this process's task of the cluster MIRRA_CLUSTER names.
+// mirra train --strategy parameter_server: this process's task of the cluster MIRRA_CLUSTER (or the
+// config's "cluster") names.
 // Every task builds the same cluster program from the model file and the config, cuts it by task
 // (strategies::parameter_server_tasks) and runs its part, the parts exchanging values over gRPC
 // (runtime::GrpcCommunicator). A server holds its variables, set from the model file, and runs a step
@@ -74,7 +75,7 @@ class ParameterServerTask {
 graph::Status ParameterServerTask::run() {
   MIRRA_RETURN_IF_ERROR(check_run_config(config_));
   MIRRA_RETURN_IF_ERROR(refuse_unsupported(command_));
-  auto cluster = cluster_spec_from_environment();
+  auto cluster = find_cluster_spec(config_.cluster, "config");
   if (!cluster.ok()) {
     return graph::invalid_argument("parameter_server needs its cluster: " + cluster.status().message() +
                                    " (docs/strategies.md, \"parameter_server\")");

@@ -199,7 +199,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   MIRRA_RETURN_IF_ERROR(
       strategies::check_config_keys(root,
                                     {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state",
-                                     "training", "data", "checkpoint"},
+                                     "training", "data", "checkpoint", "cluster"},
                                     source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   // A choice of the strategy's rewrite, written with the training settings (as Keras's layer flag is).
@@ -212,6 +212,13 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
     MIRRA_ASSIGN_OR_RETURN(config.data, data_config_from_json(root["data"], source));
   }
   config.devices_given = root.contains("devices");
+  if (root.contains("cluster")) {
+    if (!root["cluster"].is_object()) {
+      return strategies::config_key_error(source, "cluster", "must be an object {\"ps\": [...], \"worker\": [...]}");
+    }
+    config.cluster = root["cluster"].dump();
+  }
+  root.erase("cluster");
   root.erase("training");
   root.erase("data");
   root.erase("checkpoint");
@@ -258,7 +265,7 @@ std::string run_config_json(const RunConfig& c) {
                           {"decay_steps", s.decay_steps},
                           {"decay_rate", s.decay_rate},
                           {"alpha", s.alpha}};
-  const json root = {
+  json root = {
       {"strategy", c.strategy.strategy},
       {"devices", devices},
       {"logical_gpus_per_gpu", c.strategy.logical_gpus_per_gpu},
@@ -272,6 +279,7 @@ std::string run_config_json(const RunConfig& c) {
       {"training", training},
       {"data", data_config_json(c.data)},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
+  if (!c.cluster.empty()) root["cluster"] = json::parse(c.cluster);
   return root.dump(2);
 }
 

@@ -69,6 +69,9 @@ struct RunConfig {
   DataConfig data;
   CheckpointConfig checkpoint;
   bool devices_given = false;  // the devices were named, not defaulted from the strategy
+  // parameter_server's cluster, the config's "cluster" object as JSON text ("" for none; the runner
+  // reads it with MIRRA_CLUSTER: tools/mirra/cluster_spec.h).
+  std::string cluster;
 };
 
 // The defaults (data from the Debian Fashion-MNIST package, Mirrored over the local devices).
