@@ -15,7 +15,8 @@ namespace {
 using graph::NodeId;
 using graph::ValueRef;
 
-// CentralStorage: a chain of Adds per gradient on the host; aggregated[j] = {the sum}.
+// CentralStorage: a chain of Adds per gradient on the host; aggregated[j] = {the sum}, divided there by
+// the global batch where the replicas feed their own batches (Note [Batch shares]).
 std::vector<std::vector<ValueRef>> central_sums(ReplicaGraph& r, const std::vector<std::vector<ValueRef>>& scaled) {
   std::vector<std::vector<ValueRef>> aggregated(scaled.size());
   for (size_t j = 0; j < scaled.size(); ++j) {
@@ -24,7 +25,7 @@ std::vector<std::vector<ValueRef>> central_sums(ReplicaGraph& r, const std::vect
     for (int replica = 1; replica < r.replicas; ++replica) {
       sum = r.on(kHost, ops::add(r.builder, sum, scaled[j][static_cast<size_t>(replica)]));
     }
-    aggregated[j] = {sum};
+    aggregated[j] = {r.sums_divided_on_host ? r.on(kHost, ops::div(r.builder, sum, r.examples)) : sum};
   }
   return aggregated;
 }

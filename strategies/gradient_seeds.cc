@@ -11,6 +11,10 @@ namespace mirra::strategies {
 // linear in the seed autodiff started from, so replica r's seed is multiplied by b_r / B: one scalar
 // product instead of a pass over every gradient. With accumulation the seed is multiplied by b_r and
 // the gradients are divided by the examples since the last update (Note [Gradient accumulation]).
+// Where the replicas feed their own batches (the parameter-server strategy's workers, each a process)
+// no replica knows B before every share has reached the host, so replica r's seed is multiplied by
+// b_r alone and the host divides the sum of the gradients by B (aggregate_gradients): the same
+// gradient, with no round trip to the host before a replica's backward pass can start.
 
 // Note [Loss weights]
 // A loss Div(s, w) + d, whose weight w the signature declares (the tokens a mask keeps) and whose d
@@ -114,12 +118,13 @@ graph::Status weight_gradient_seeds(ReplicaGraph& r) {
     }
   }
   const bool accumulate = p.accumulate_gradients;
+  r.sums_divided_on_host = r.plan.replicas_feed_their_batches && !accumulate;
   r.examples = accumulate ? r.accumulated(r.global_batch, kHost, std::string(kAccumulatorScope), "examples") : r.global_batch;
   for (int replica = 0; replica < r.replicas; ++replica) {
     const graph::ValueRef share = local[static_cast<size_t>(replica)].valid() ? local[static_cast<size_t>(replica)]
                                                                               : count_share(replica);
     auto scope = b.scope(ReplicaGraph::clone_name(replica, "batch_share"));
-    scale_seed(r, replica, accumulate ? share : r.on(replica, ops::div(b, share, r.examples)));
+    scale_seed(r, replica, accumulate || r.sums_divided_on_host ? share : r.on(replica, ops::div(b, share, r.examples)));
   }
   return b.status();
 }

@@ -3,8 +3,8 @@
 #include "strategies/parameter_server.h"
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <string>
@@ -27,8 +27,9 @@ int task_of(const graph::Node& node) { return node.device && node.device->task ?
 // The trained variables, then every update of one with the state it updates (an optimizer's slots),
 // on their servers; then each node of server 0 (the host) that only nodes of one other server read
 // (a sum of a variable's gradients, a scaling of it) on that server too.
-void spread_over_servers(TrainingProgram& cluster, int servers) {
+graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
   graph::Graph& g = cluster.graph;
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, g.topological_order());
   std::vector<int64_t> bytes;
   for (const auto& [variable, gradient] : cluster.variables_and_gradients) {
     const graph::TensorType& type = g.type(variable);
@@ -58,7 +59,8 @@ void spread_over_servers(TrainingProgram& cluster, int servers) {
   const std::set<NodeId> stay(cluster.step_state.begin(), cluster.step_state.end());
   const graph::DeviceId host = server_device(0);
   const auto where = [&](NodeId id) { return server_of[id] >= 0 ? server_of[id] : task_of(g.node(id)); };
-  for (NodeId id = static_cast<NodeId>(g.size()); id-- > 0;) {
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {  // each node's consumers first
+    const NodeId id = *it;
     const graph::Node& node = g.node(id);
     if (server_of[id] >= 0 || node.device != host || node.op == "Variable" || stay.count(id) > 0 || consumers[id].empty()) {
       continue;
@@ -71,6 +73,27 @@ void spread_over_servers(TrainingProgram& cluster, int servers) {
   for (NodeId id = 0; id < g.size(); ++id) {
     if (server_of[id] >= 0) g.mutable_node(id).device = server_device(server_of[id]);
   }
+  return graph::Status();
+}
+
+// The signature's values each worker reports: the loss, correct count, metrics and weights.
+std::vector<graph::ValueRef> reported_values(const runtime::training::TrainingGraph& signature) {
+  std::vector<graph::ValueRef> values = {signature.loss, signature.correct, signature.loss_weight};
+  for (const runtime::training::TrainingMetric& metric : signature.metrics) {
+    values.push_back(metric.value);
+    values.push_back(metric.weight);
+  }
+  return values;
+}
+
+std::string on_task(const std::string& name, int task) { return name + "/on_task_" + std::to_string(task); }
+
+// `value` of the cluster's graph `g` in a part, where a node of its name (`rename` of it) is; invalid elsewhere.
+graph::ValueRef in_part(const graph::Graph& part, const graph::Graph& g, graph::ValueRef value,
+                        const std::function<std::string(const std::string&)>& rename) {
+  if (!value.valid()) return value;
+  const auto found = part.find(rename(g.node(value.node).name));
+  return found ? graph::ValueRef{*found, value.output} : graph::ValueRef{};
 }
 
 // The strategy: one replica per worker task on the config's device, the cluster's shape from its config.
@@ -139,33 +162,9 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
   replication.replicas_feed_their_batches = true;
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(program, replication));
-  spread_over_servers(cluster, plan.servers);
+  MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers));
   return cluster;
 }
-
-namespace {
-
-// The signature's values each worker reports: the loss, correct count, metrics and weights.
-std::vector<graph::ValueRef> reported_values(const runtime::training::TrainingGraph& signature) {
-  std::vector<graph::ValueRef> values = {signature.loss, signature.correct, signature.loss_weight};
-  for (const runtime::training::TrainingMetric& metric : signature.metrics) {
-    values.push_back(metric.value);
-    values.push_back(metric.weight);
-  }
-  return values;
-}
-
-std::string on_task(const std::string& name, int task) { return name + "/on_task_" + std::to_string(task); }
-
-// `value` of the cluster's graph `g` in a part, where a node of its name (`rename` of it) is; invalid elsewhere.
-graph::ValueRef in_part(const graph::Graph& part, const graph::Graph& g, graph::ValueRef value,
-                        const std::function<std::string(const std::string&)>& rename) {
-  if (!value.valid()) return value;
-  const auto found = part.find(rename(g.node(value.node).name));
-  return found ? graph::ValueRef{*found, value.output} : graph::ValueRef{};
-}
-
-}  // namespace
 
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
                                                                    const ops::CollectiveOptions& transfers) {

@@ -62,6 +62,9 @@ class ReplicaGraph {
   // seeds: B in the loss's dtype, on the host (with a loss weight, the batch's: Note [Loss weights])
   graph::ValueRef global_batch;
   graph::ValueRef examples;  // seeds: B, or with accumulation the examples (or weight) since the last update
+  // seeds: the replicas' seeds carry only their own shares, and the host divides the gradients' sums
+  // by `examples` (replicas that feed their own batches: Note [Batch shares]).
+  bool sums_divided_on_host = false;
   CollectiveOrder state_order;  // state: its collectives, on each replica's lane
   graph::NodeId synchronize = graph::kInvalidNode;  // state: the target combining on_read variables
   std::vector<graph::NodeId> accumulations, clears;  // with accumulation: the accumulate target's, train's

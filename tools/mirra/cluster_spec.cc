@@ -45,17 +45,6 @@ graph::Expected<std::vector<std::string>> addresses_of(const json& cluster, cons
   return addresses;
 }
 
-}  // namespace
-
-std::vector<std::string> ClusterSpec::addresses() const {
-  std::vector<std::string> all = servers;
-  all.insert(all.end(), workers.begin(), workers.end());
-  return all;
-}
-
-std::string ClusterSpec::role() const { return (is_server ? "ps " : "worker ") + std::to_string(index); }
-
-namespace {
 
 // The rank mpirun (OpenMPI, PMIx) or srun gave this process, if one did.
 std::optional<int64_t> launcher_rank() {
@@ -130,6 +119,15 @@ graph::Status check_keys(const json& object, std::initializer_list<const char*> 
 }
 
 }  // namespace
+
+std::vector<std::string> ClusterSpec::addresses() const {
+  std::vector<std::string> all = servers;
+  all.insert(all.end(), workers.begin(), workers.end());
+  return all;
+}
+
+std::string ClusterSpec::role() const { return (is_server ? "ps " : "worker ") + std::to_string(index); }
+
 
 graph::Expected<ClusterSpec> parse_cluster_spec(std::string_view json_text, std::string_view source) {
   const json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
