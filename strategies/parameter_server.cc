@@ -120,6 +120,10 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
     return graph::invalid_argument("parameter_server trains one replica on each worker: give it one device, not " +
                                    std::to_string(config.devices.size()));
   }
+  if (config.sync_batch_norm) {
+    return graph::invalid_argument("parameter_server does not offer synchronised batch normalisation "
+                                   "(training.sync_batch_norm) yet; each worker normalises with its share's statistics");
+  }
   if (config.cluster.servers < 1 || config.cluster.workers < 1) {
     return graph::invalid_argument("parameter_server needs at least one server and one worker, not " +
                                    std::to_string(config.cluster.servers) + " and " + std::to_string(config.cluster.workers));

@@ -1,6 +1,7 @@
 // `mirra train --strategy parameter_server`, one process per task of the cluster MIRRA_CLUSTER names
 // (localhost ports): 1 server + 2 workers and 2 servers + 2 workers, global batches of 128 and 61,
-// save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses; a bad
+// save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses, state
+// written from the batch too (2 servers, 2 workers); a bad
 // cluster spec (MIRRA_CLUSTER's, or the config's "cluster") is refused naming the key; a task with another token is refused at its first transfer
 // and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
 // the transfer that did not arrive.
@@ -111,6 +112,28 @@ TEST_CASE("ParameterServer.sync_trains_as_one_device") {
   }
 }
 
+// State the train step writes from the batch (a sum, moving means, the first replica's value, and a
+// moving mean synchronised on read) is combined on server 0 as one device writes it.
+TEST_CASE("ParameterServer.state_written_from_the_batch_trains_as_one_device") {
+  // Even shares: a mean aggregation averages the replicas' means (TensorFlow's), the mean over the
+  // batch only where the shares are equal.
+  const std::vector<std::string> common = {"train", stats_mlp_file(), "--steps", "20", "--batch-size", "128", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "ps_stats_reference.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "ps_stats_reference").code == 0);
+  const Cluster cluster = make_cluster(2, 2);
+  const std::string saved = workspace() / "ps_stats.mirra";
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--strategy", "parameter_server"});
+  const std::vector<Process> tasks = start_tasks(cluster, args, {"--save", saved}, "ps_stats");
+  const std::vector<int> codes = wait_for_all(tasks, 300s);
+  for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+  const auto got = trained_values(saved);
+  CHECK(got.count("stats/mean_image_on_read") == 1);
+  check_close(got, trained_values(reference_file), 1e-5);
+}
+
 TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
   const std::vector<std::string> args = {"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server"};
   struct Bad {
@@ -149,6 +172,11 @@ TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
   const Run unknown = run({"train", mlp_file(), "--steps", "1", "--config", config}, "ps_unknown_role");
   CHECK(unknown.code == 2);
   CHECK(unknown.err.find("config: 'cluster.chief' is not known (ps, worker, task, token)") != std::string::npos);
+  std::ofstream(config) << R"({"strategy": "parameter_server", "training": {"sync_batch_norm": true},
+                               "cluster": {"ps": ["a:1"], "worker": ["b:2"], "task": {"type": "worker", "index": 0}}})";
+  const Run synchronised = run({"train", mlp_file(), "--steps", "1", "--config", config}, "ps_sync_batch_norm");
+  CHECK(synchronised.code == 2);
+  CHECK(synchronised.err.find("parameter_server does not offer synchronised batch normalisation") != std::string::npos);
   const Run refused = run({"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server", "--eval"}, "ps_eval");
   CHECK(refused.code == 2);
   CHECK(refused.err.find("parameter_server does not offer evaluation during training (--eval) yet") != std::string::npos);

@@ -94,7 +94,7 @@ graph::Status ParameterServerTask::run() {
                                                                 .devices = strategy_config.devices}));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy->distribute(program_.program));
   MIRRA_ASSIGN_OR_RETURN(auto tasks, strategies::parameter_server_tasks(
-                                         distributed_, {.timeout_ms = static_cast<int64_t>(timeout_s() * 1000)}));
+                                         distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)}));
   const int task = cluster_.task();
   if (!tasks.contains(task)) return graph::internal_error("the cluster program has no part for " + cluster_.role());
   part_ = std::move(tasks.at(task));
