@@ -1,8 +1,9 @@
 // Writes the fuzzers' seed corpus: valid model files (tiny ones, so mutations reach every field),
 // a checkpoint, run configs for each strategy with every key (a data set's among them), and data
 // files (an .npy, an .npz, a CSV file and TensorFlow's TFRecord file, each behind the byte that
-// picks its reader in data_file_fuzzer).
-//   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR
+// picks its reader in data_file_fuzzer), and deliveries a parameter-server task receives (a value of
+// each dtype, an empty one, a scalar).
+//   write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR TRANSFER_DIR
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,17 +15,18 @@
 
 #include "runtime/data/numpy_file.h"
 #include "serialization/checkpoint.h"
+#include "tests/protobuf_wire.h"
 #include "tests/serialization/tiny_model.h"
 #include "tools/mirra/run_config.h"
 
 int main(int argc, char** argv) {
   using namespace mirra;
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: write_seed_corpus MODEL_DIR CONFIG_DIR DATA_DIR TRANSFER_DIR\n");
     return 2;
   }
-  const std::filesystem::path models(argv[1]), configs(argv[2]), data(argv[3]);
-  for (const auto& dir : {models, configs, data}) std::filesystem::create_directories(dir);
+  const std::filesystem::path models(argv[1]), configs(argv[2]), data(argv[3]), transfers(argv[4]);
+  for (const auto& dir : {models, configs, data, transfers}) std::filesystem::create_directories(dir);
   for (const auto& [name, model] : {std::pair{"tiny_mlp.mirra", testing::tiny_model()},
                                     std::pair{"tiny_cnn.mirra", testing::tiny_cnn_model()},
                                     std::pair{"tiny_sized.mirra", testing::tiny_sized_model()}}) {
@@ -72,5 +74,18 @@ int main(int argc, char** argv) {
   // The same records GZIP-compressed, read as a stream, behind byte 4.
   std::ifstream compressed(MIRRA_SOURCE_DIR "/tests/runtime/tfrecord_reference/every_kind.tfrecord.gz", std::ios::binary);
   std::ofstream(data / "records.tfrecord.gz", std::ios::binary) << '\4' << compressed.rdbuf();
+  // Deliveries of [2, 3] values of each dtype (instance = dtype), an empty [0, 4] and a scalar, each
+  // waiting a millisecond for its Recv.
+  for (int dtype = 0; dtype <= static_cast<int>(graph::DType::f16); ++dtype) {
+    const size_t bytes = 6 * graph::dtype_size(static_cast<graph::DType>(dtype));
+    std::ofstream(transfers / ("dtype_" + std::to_string(dtype)), std::ios::binary)
+        << test::delivery("", "", test::number_field(6, dtype) + test::number_field(7, dtype) + test::number_field(8, 2) +
+                                      test::number_field(8, 3) + test::bytes_field(9, std::string(bytes, '\x11')) +
+                                      test::number_field(10, 1));
+  }
+  std::ofstream(transfers / "empty", std::ios::binary)
+      << test::delivery("", "", test::number_field(6, 100) + test::number_field(8, 0) + test::number_field(8, 4) + test::number_field(10, 1));
+  std::ofstream(transfers / "scalar", std::ios::binary)
+      << test::delivery("", "", test::number_field(6, 101) + test::bytes_field(9, std::string(4, '\0')) + test::number_field(10, 1));
   return 0;
 }

@@ -15,9 +15,13 @@
 #include "runtime/collectives/grpc_communicator.h"
 #include "runtime/random.h"
 #include "tests/local_addresses.h"
+#include "tests/protobuf_wire.h"
 
 namespace mirra::runtime {
 namespace {
+
+using test::bytes_field;
+using test::number_field;
 
 std::vector<std::string> free_addresses(int n) {
   std::vector<std::string> addresses = test::free_local_addresses(n);
@@ -121,26 +125,8 @@ TEST_CASE("GrpcCommunicator.another_token_or_program_is_refused_on_both_sides") 
   CHECK(refused.message().find("it runs another program (its fingerprint program-b, this task's program-a)") != std::string::npos);
 }
 
-// Protocol-buffer wire format, written by hand so the test can say what no well-formed sender would.
-std::string varint(uint64_t value) {
-  std::string out;
-  do {
-    uint8_t byte = value & 0x7f;
-    value >>= 7;
-    if (value != 0) byte |= 0x80;
-    out.push_back(static_cast<char>(byte));
-  } while (value != 0);
-  return out;
-}
-std::string number_field(int field, int64_t value) { return varint(static_cast<uint64_t>(field) << 3) + varint(static_cast<uint64_t>(value)); }
-std::string bytes_field(int field, const std::string& value) {
-  return varint((static_cast<uint64_t>(field) << 3) | 2) + varint(value.size()) + value;
-}
-
 // A Delivery from task 0 to task 1 with the right token and fingerprint, and `rest`.
-std::string delivery(const std::string& rest) {
-  return bytes_field(1, "t0k3n") + bytes_field(2, "program-a") + number_field(3, 0) + number_field(4, 1) + bytes_field(5, "g") + rest;
-}
+std::string delivery(const std::string& rest) { return test::delivery("t0k3n", "program-a", rest); }
 
 grpc::Status deliver_raw(const std::string& address, const std::string& message) {
   grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
