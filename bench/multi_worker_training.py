@@ -18,7 +18,6 @@ and slot bytes per replica) and over DDP with ZeRO.
 Needs: a built tree (build/release, or --build DIR) with MPI, mpirun, and Debian's python3-torch.
 Usage: bench/multi_worker_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
 """
-import argparse
 import json
 import os
 import statistics
@@ -26,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from peer_runs import built_programs, last_json, metrics_window, run
+from peer_runs import example_models_driver, last_json, run, window_rate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
@@ -42,17 +41,11 @@ def mirra_examples_per_s(command, metrics, summaries=None):
     summary = last_json(run(command + ["--metrics", metrics], DRIVER))
     if summaries is not None:
         summaries.append(summary)
-    examples, seconds, _ = metrics_window(metrics, WARMUP)
-    return examples / seconds
+    return window_rate(metrics, WARMUP)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
-    parser.add_argument("--models", default="mlp,cnn")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
+    args, mirra, examples = example_models_driver(DRIVER, os.path.join(HERE, "..", "build", "release"))
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
         sys.exit("multi_worker_training: PyTorch is missing (apt-get install python3-torch)")
 

@@ -14,7 +14,6 @@ and bytes per step.
 Needs: a built tree (build/release, or --build DIR) with MPI and mpirun.
 Usage: bench/parameter_server_training.py [--build DIR] [--models mlp,cnn] [--repeats 3]
 """
-import argparse
 import json
 import os
 import socket
@@ -22,7 +21,7 @@ import statistics
 import subprocess
 import tempfile
 
-from peer_runs import built_programs, cpu_model, last_json, metrics_window, run
+from peer_runs import cpu_model, example_models_driver, last_json, run, window_rate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
@@ -55,24 +54,16 @@ def parameter_server(train, metrics, workers=2):
     for (kind, index), p, (out, err) in zip(tasks, processes, outputs):
         if p.returncode != 0:
             raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
-    summary = last_json(outputs[1][0])
-    examples, seconds, _ = metrics_window(metrics, WARMUP)
-    return summary, examples / seconds
+    return last_json(outputs[1][0]), window_rate(metrics, WARMUP)
 
 
 def multi_worker(train, metrics, workers=2):
     run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(workers)] + train + ["--metrics", metrics], DRIVER)
-    examples, seconds, _ = metrics_window(metrics, WARMUP)
-    return examples / seconds
+    return window_rate(metrics, WARMUP)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
-    parser.add_argument("--models", default="mlp,cnn")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
+    args, mirra, examples = example_models_driver(DRIVER, os.path.join(HERE, "..", "build", "release"))
     report = {"benchmark": "synchronous training over 2 worker processes, Fashion-MNIST, global batch 128, one thread each",
               "cpu": cpu_model(),
               "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}

@@ -3,7 +3,9 @@
 repeated runs are summarised by their medians; TensorFlow runs from a virtual environment made on
 first use; a `mirra train --metrics` run's throughput is read from its lines after the warm-up. The
 drivers (training_vs_pytorch.py, training_vs_tensorflow.py, mixed_precision_vs_peers.py,
-multi_worker_training.py, simulate_vs_measured.py, all_reduce_vs_mpi.py, gpt_vs_peers.py) share this."""
+multi_worker_training.py, simulate_vs_measured.py, all_reduce_vs_mpi.py, gpt_vs_peers.py,
+parameter_server_training.py) share this."""
+import argparse
 import json
 import os
 import re
@@ -63,6 +65,24 @@ def metrics_window(metrics, warmup):
     start = next(line["seconds"] for line in lines if line["step"] == warmup)
     window = [line for line in lines if line["step"] > warmup]
     return sum(line["examples"] for line in window), window[-1]["seconds"] - start, len(window)
+
+
+def window_rate(metrics, warmup):
+    """Examples/s of a `mirra train --metrics` file over the steps after step `warmup`."""
+    examples, seconds, _ = metrics_window(metrics, warmup)
+    return examples / seconds
+
+
+def example_models_driver(driver, build):
+    """The command line of a driver that trains the example models (--build, default `build`; --models;
+    --repeats), and the paths of mirra and mirra-examples in its build tree."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=build)
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    mirra, examples = built_programs(args.build, driver, ["tools/mirra/mirra", "examples/mirra-examples"])
+    return args, mirra, examples
 
 
 def best_of(section, names):

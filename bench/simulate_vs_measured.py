@@ -22,13 +22,12 @@ Prints one JSON object: per model and set-up, predicted and measured ms per step
 Needs: a built tree (build/release, or --build DIR) with MPI and mpirun.
 Usage: bench/simulate_vs_measured.py [--build DIR] [--models mlp,cnn] [--repeats 3]
 """
-import argparse
 import json
 import os
 import statistics
 import tempfile
 
-from peer_runs import built_programs, cpu_model, last_json, metrics_window, run
+from peer_runs import cpu_model, example_models_driver, last_json, metrics_window, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 300, "cnn": 40, "resnet20": 20}
@@ -81,12 +80,7 @@ def measured_step_ms(command, metrics, warmup):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(HERE, "..", "build", "release"))
-    parser.add_argument("--models", default="mlp,cnn")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    mirra, examples = built_programs(args.build, DRIVER, ["tools/mirra/mirra", "examples/mirra-examples"])
+    args, mirra, examples = example_models_driver(DRIVER, os.path.join(HERE, "..", "build", "release"))
 
     report = {"benchmark": "mirra simulate's predicted step time against the measured one, this machine",
               "cpu": cpu_model(), "cores": os.cpu_count(), "global_batch": GLOBAL_BATCH, "tolerance": 0.15, "runs": {}}

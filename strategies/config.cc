@@ -27,16 +27,19 @@ graph::Expected<double> positive_mb(const json& object, const char* key, const c
   return mb;
 }
 
+// Strategies of one replica (per process, for parameter_server's workers): one device.
+bool takes_one_device(std::string_view strategy) { return strategy == "one_device" || strategy == "parameter_server"; }
+
 }  // namespace
 
 std::vector<graph::DeviceId> default_devices(std::string_view strategy, int logical_gpus_per_gpu) {
   if (const auto gpus = runtime::list_gpus(); gpus.ok()) {
     std::vector<graph::DeviceId> devices;
     for (int i = 0; i < static_cast<int>(gpus->size()) * logical_gpus_per_gpu; ++i) devices.push_back({graph::DeviceKind::gpu, i});
-    if (strategy == "one_device" || strategy == "parameter_server") devices.resize(1);
+    if (takes_one_device(strategy)) devices.resize(1);
     return devices;
   }
-  if (strategy == "one_device" || strategy == "parameter_server") return {{graph::DeviceKind::cpu, 0}};
+  if (takes_one_device(strategy)) return {{graph::DeviceKind::cpu, 0}};
   return {{graph::DeviceKind::cpu, 0}, {graph::DeviceKind::cpu, 1}};
 }
 
@@ -112,7 +115,7 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       }
       config.devices.push_back(*device);
     }
-    if ((config.strategy == "one_device" || config.strategy == "parameter_server") && config.devices.size() != 1) {
+    if (takes_one_device(config.strategy) && config.devices.size() != 1) {
       return config_key_error(source, "devices", "must name exactly one device for " + config.strategy);
     }
   } else {
