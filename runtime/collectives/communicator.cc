@@ -9,7 +9,12 @@ namespace mirra::runtime {
 
 CollectiveClock::time_point deadline_after(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return CollectiveClock::time_point::max();
-  return CollectiveClock::now() + timeout;
+  const auto now = CollectiveClock::now();
+  // Compared in milliseconds: converting a huge timeout to the clock's nanoseconds would overflow.
+  if (timeout >= std::chrono::duration_cast<std::chrono::milliseconds>(CollectiveClock::time_point::max() - now)) {
+    return CollectiveClock::time_point::max();
+  }
+  return now + timeout;
 }
 
 ShareRange worker_share(int64_t count, int64_t group_size, int64_t p, int64_t workers, int64_t w) {

@@ -59,7 +59,7 @@ struct CollectiveCall {
   CollectiveClock::time_point deadline = CollectiveClock::time_point::max();
 };
 
-// `timeout` from now; a timeout of zero or less means none.
+// `timeout` from now; a timeout of zero or less, or one past the clock's end, means none.
 CollectiveClock::time_point deadline_after(std::chrono::milliseconds timeout);
 
 // Called exactly once per call, from any thread, when the collective finished for this participant.

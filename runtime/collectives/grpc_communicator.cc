@@ -160,9 +160,7 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
                     "its value for '" + delivery->group() + "' is malformed: " + value.status().message());
     }
     received += static_cast<int64_t>(delivery->data().size());
-    const auto deadline = delivery->timeout_ms() > 0
-                              ? CollectiveClock::now() + std::chrono::milliseconds(delivery->timeout_ms())
-                              : CollectiveClock::time_point::max();
+    const auto deadline = deadline_after(std::chrono::milliseconds(delivery->timeout_ms()));
     auto sides = meetings.arrive({nullptr, meeting_group(from, delivery->group()), delivery->instance()},
                                  describe(from, delivery->group(), delivery->instance()), kDelivered, 2, deadline,
                                  Side{std::move(*value), nullptr, [](const graph::Status&) {}});

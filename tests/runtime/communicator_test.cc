@@ -217,6 +217,16 @@ TEST_CASE("Communicator.in_process.mismatched_participants.are_an_error_naming_w
   CHECK(outside.get().message() == "broadcast 'outside' (instance 7): participant 3 is not in a group of 2");
 }
 
+TEST_CASE("Communicator.deadline_after.none_for_no_timeout_or_one_past_the_clocks_end") {
+  CHECK(deadline_after(0ms) == CollectiveClock::time_point::max());
+  CHECK(deadline_after(-1ms) == CollectiveClock::time_point::max());
+  CHECK(deadline_after(std::chrono::milliseconds::max()) == CollectiveClock::time_point::max());
+  const auto before = CollectiveClock::now();
+  const auto deadline = deadline_after(250ms);
+  CHECK(deadline >= before + 250ms);
+  CHECK(deadline <= CollectiveClock::now() + 250ms);
+}
+
 TEST_CASE("Communicator.in_process.deadline.names_who_did_not_arrive") {
   InProcessCommunicator collective;
   const auto deadline = deadline_after(100ms);

@@ -1,9 +1,10 @@
 // GrpcCommunicator between tasks of one process on localhost ports: every dtype crosses bit for bit,
 // whether the Send or the Recv comes first; a Recv whose value never comes fails at its deadline
 // naming the missing side; a task with another token or another program is refused on both sides,
-// naming why; malformed deliveries (a dtype mirra lacks, bytes that do not fill the shape, negative
-// or huge dimensions, bytes that are no message at all) are refused and the task goes on receiving;
-// an address it cannot listen on is an error naming it; collectives it does not offer say so.
+// naming why; a delivery's timeout past the clock's end is none; malformed deliveries (a dtype mirra
+// lacks, bytes that do not fill the shape, negative or huge dimensions, bytes that are no message at
+// all) are refused and the task goes on receiving; an address it cannot listen on is an error naming
+// it; collectives it does not offer say so.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -11,6 +12,7 @@
 
 #include <cstring>
 #include <future>
+#include <limits>
 
 #include "runtime/collectives/grpc_communicator.h"
 #include "runtime/random.h"
@@ -169,6 +171,20 @@ TEST_CASE("GrpcCommunicator.malformed_deliveries_are_refused_and_the_task_goes_o
   REQUIRE(sent(**sender, transfer("after", 0, 0, 1), Tensor::scalar(7.0f)).ok());
   REQUIRE(receiver->recv(transfer("after", 0, 1, 0), received)->wait().ok());
   CHECK(received.values<float>()[0] == 7.0f);
+}
+
+TEST_CASE("GrpcCommunicator.a_delivery_may_wait_past_the_clocks_end") {
+  // A timeout beyond what the clock can count (the largest int64 milliseconds) is no timeout: the
+  // value waits for its Recv instead of overflowing the deadline.
+  const auto addresses = free_addresses(2);
+  auto receiver = start(addresses, 1);
+  const std::string value = number_field(7, 0) + bytes_field(9, std::string(4, '\0'));
+  for (const int64_t timeout_ms : {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, int64_t{-5}}) {
+    CHECK(deliver_raw(addresses[1], delivery(number_field(6, timeout_ms & 0xff) + value + number_field(10, timeout_ms))).ok());
+    Tensor received;
+    REQUIRE(receiver->recv(transfer("g", timeout_ms & 0xff, 1, 0), received)->wait().ok());
+    CHECK(received.values<float>()[0] == 0.0f);
+  }
 }
 
 TEST_CASE("GrpcCommunicator.says_what_it_cannot_do") {
