@@ -1,7 +1,9 @@
 // Initialiser fills.
 #include "ops/initializers.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "ops/cpu/dtype_dispatch.h"
@@ -77,6 +79,25 @@ graph::Status fill_initial_value(std::string_view kind, double value, uint64_t s
     for (int64_t i = 0; i < out.num_elements(); ++i) data[i] = static_cast<T>(draw());
     return graph::Status();
   });
+}
+
+graph::Expected<runtime::Tensor> initial_variable_value(const runtime::KernelContext& ctx,
+                                                        const std::shared_ptr<runtime::Allocator>& allocator) {
+  const graph::DType dtype = ctx.attr<graph::DType>("dtype");
+  const graph::Shape& shape = ctx.attr<graph::Shape>("shape");
+  const graph::Shape* whole_shape = ctx.node().attrs.get<graph::Shape>("partition_of");
+  runtime::Tensor whole = runtime::Tensor::empty(whole_shape ? runtime::host_allocator() : allocator, dtype,
+                                                 runtime::TensorShape((whole_shape ? *whole_shape : shape).dims));
+  MIRRA_RETURN_IF_ERROR(fill_initial_value(ctx.attr<std::string>("initializer"), ctx.attr<double>("init_value"),
+                                           static_cast<uint64_t>(ctx.attr<int64_t>("seed")), whole));
+  if (whole_shape == nullptr) return whole;
+  runtime::Tensor part = runtime::Tensor::empty(allocator, dtype, runtime::TensorShape(shape.dims));
+  const size_t row_bytes = whole.byte_size() / static_cast<size_t>(std::max<int64_t>(1, whole_shape->dim(0)));
+  if (part.byte_size() > 0) {
+    std::memcpy(part.mutable_raw_data(), static_cast<const std::byte*>(whole.raw_data()) + static_cast<size_t>(*ctx.node().attrs.get<int64_t>("partition_offset")) * row_bytes,
+                part.byte_size());
+  }
+  return part;
 }
 
 }  // namespace mirra::ops

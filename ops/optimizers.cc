@@ -18,38 +18,10 @@ namespace mirra::ops {
 
 namespace {
 
-// Every node that reads `variable`'s buffer: its consumers, and the consumers of those that forward
-// it (kForwardsInput: Identity, Reshape). Nodes further on read other buffers, so an update need not
-// wait for them: the last layer's update overlaps the rest of the backward pass. An input read only
-// for its shape (OpSchema::reads_only_shape: SumToShape's `like`) reads no buffer.
-std::vector<graph::NodeId> readers_of(const graph::Graph& g, const graph::OpRegistry& registry, graph::NodeId variable) {
-  std::vector<std::vector<graph::NodeId>> consumers(g.size());
-  for (const graph::Node& node : g.nodes()) {
-    const graph::OpSchema* schema = registry.find(node.op);
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (schema == nullptr || !schema->reads_only_shape_of(i)) consumers[node.inputs[i].node].push_back(node.id);
-    }
-  }
-  std::vector<bool> seen(g.size(), false);
-  std::vector<graph::NodeId> stack = {variable}, readers;
-  while (!stack.empty()) {
-    const graph::NodeId id = stack.back();
-    stack.pop_back();
-    for (graph::NodeId consumer : consumers[id]) {
-      if (seen[consumer]) continue;
-      seen[consumer] = true;
-      readers.push_back(consumer);
-      const graph::OpSchema* schema = registry.find(g.node(consumer).op);
-      if (schema == nullptr || schema->has(graph::kForwardsInput)) stack.push_back(consumer);
-    }
-  }
-  return readers;
-}
-
 // Every node reading `state` runs before `update`.
 void order_after_readers(graph::Builder& b, graph::NodeId state, graph::NodeId update) {
   graph::Graph& g = b.graph();
-  for (graph::NodeId reader : readers_of(g, b.registry(), state)) {
+  for (graph::NodeId reader : buffer_readers(g, b.registry(), state)) {
     if (reader != update) g.add_control_edge(reader, update);
   }
 }
@@ -74,6 +46,30 @@ graph::Status check(const Optimizer& o) {
 }
 
 }  // namespace
+
+std::vector<graph::NodeId> buffer_readers(const graph::Graph& g, const graph::OpRegistry& registry, graph::NodeId variable) {
+  std::vector<std::vector<graph::NodeId>> consumers(g.size());
+  for (const graph::Node& node : g.nodes()) {
+    const graph::OpSchema* schema = registry.find(node.op);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (schema == nullptr || !schema->reads_only_shape_of(i)) consumers[node.inputs[i].node].push_back(node.id);
+    }
+  }
+  std::vector<bool> seen(g.size(), false);
+  std::vector<graph::NodeId> stack = {variable}, readers;
+  while (!stack.empty()) {
+    const graph::NodeId id = stack.back();
+    stack.pop_back();
+    for (graph::NodeId consumer : consumers[id]) {
+      if (seen[consumer]) continue;
+      seen[consumer] = true;
+      readers.push_back(consumer);
+      const graph::OpSchema* schema = registry.find(g.node(consumer).op);
+      if (schema == nullptr || schema->has(graph::kForwardsInput)) stack.push_back(consumer);
+    }
+  }
+  return readers;
+}
 
 std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::vector<graph::ValueRef>& gradients,
                                                  double clip_norm) {

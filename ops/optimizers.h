@@ -105,6 +105,13 @@ std::vector<graph::ValueRef> clip_by_global_norm(graph::Builder& b, const std::v
 graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const Optimizer& optimizer,
                                   const MinimizeOptions& options = {});
 
+// Every node that reads `variable`'s buffer: its consumers, and the consumers of those that forward
+// it (kForwardsInput: Identity, Reshape). Nodes further on read other buffers, so an update need not
+// wait for them: the last layer's update overlaps the rest of the backward pass. An input read only
+// for its shape (OpSchema::reads_only_shape: SumToShape's `like`) reads no buffer. minimize orders
+// each update after these readers of its variable and slots.
+std::vector<graph::NodeId> buffer_readers(const graph::Graph& g, const graph::OpRegistry& registry, graph::NodeId variable);
+
 // Whether `name` contains one of `parts`: how exclude_from_weight_decay (and kernel_variables) match.
 bool contains_any(std::string_view name, const std::vector<std::string>& parts);
 

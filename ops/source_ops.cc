@@ -5,6 +5,7 @@
 
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/elementwise_math.h"
+#include "ops/initializers.h"
 #include "ops/kernel_shapes.h"
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
@@ -31,15 +32,28 @@ Status const_kernel(KernelContext& ctx) {
   return Status();
 }
 
+// Why a Variable's partition_of and partition_offset do not name rows of a whole variable cut along
+// axis 0, or "" when they do or it has neither.
+std::string partition_problem(const graph::Node& node, const Shape& shape) {
+  const Shape* whole = node.attrs.get<Shape>("partition_of");
+  const int64_t* offset = node.attrs.get<int64_t>("partition_offset");
+  if (whole == nullptr && offset == nullptr) return "";
+  if (whole == nullptr || offset == nullptr) return "partition_of and partition_offset come together";
+  if (node.attrs.contains("shard_of")) return "a part of a partitioned variable is no share of sharded optimizer state";
+  bool same_rows = whole->rank() == shape.rank() && whole->rank() > 0 && whole->num_elements().has_value();
+  for (int64_t d = 1; same_rows && d < shape.rank(); ++d) same_rows = whole->dim(d) == shape.dim(d);
+  if (!same_rows) {
+    return "a part " + shape.to_string() + " of " + whole->to_string() + " along axis 0 keeps its rank and its other dimensions";
+  }
+  if (*offset < 0 || shape.dim(0) < 0 || *offset > whole->dim(0) - shape.dim(0)) {
+    return "rows [" + std::to_string(*offset) + ", " + std::to_string(*offset + shape.dim(0)) + ") are outside " + whole->to_string();
+  }
+  return "";
+}
+
 Status variable_kernel(KernelContext& ctx) {
   const auto& node = ctx.node();
-  auto value = ctx.variables().get_or_create(node.name, [&]() -> graph::Expected<Tensor> {
-    Tensor initial = Tensor::empty(ctx.device().allocator(), ctx.attr<DType>("dtype"),
-                                   TensorShape(ctx.attr<Shape>("shape").dims));
-    MIRRA_RETURN_IF_ERROR(fill_initial_value(ctx.attr<std::string>("initializer"), ctx.attr<double>("init_value"),
-                                             static_cast<uint64_t>(ctx.attr<int64_t>("seed")), initial));
-    return initial;
-  });
+  auto value = ctx.variables().get_or_create(node.name, [&]() { return initial_variable_value(ctx, ctx.device().allocator()); });
   if (!value.ok()) return value.status();
   ctx.set_output(0, *value);
   return Status();
@@ -124,6 +138,8 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                 {"seed", AttrType::integer, int64_t{0}},
                 {"trainable", AttrType::boolean, true},
                 {"shard_of", AttrType::shape, std::nullopt, /*optional=*/true},
+                {"partition_of", AttrType::shape, std::nullopt, /*optional=*/true},
+                {"partition_offset", AttrType::integer, std::nullopt, /*optional=*/true},
                 {"aggregation", AttrType::string, std::nullopt, /*optional=*/true},
                 {"synchronization", AttrType::string, std::nullopt, /*optional=*/true}},
       .infer = [](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
@@ -149,6 +165,7 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
                              std::to_string(whole_elements.value_or(0)) + " elements, not " + shape.to_string());
           }
         }
+        if (auto problem = partition_problem(ctx.node(), ctx.attr<Shape>("shape")); !problem.empty()) return ctx.error(problem);
         const std::string& kind = ctx.attr<std::string>("initializer");
         if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64) {
           return ctx.error("variables must be f32, f64, i32 or i64");
@@ -161,7 +178,9 @@ void register_source_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
       },
       .cost = graph::costs_nothing,
       .summary = "State kept by the session across steps, created from its initialiser on first use. With "
-                 "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state). "
+                 "shard_of, one replica's flat share of a variable of that shape (sharded optimizer state); "
+                 "with partition_of and partition_offset, rows [offset, offset + shape[0]) of a variable of that "
+                 "shape cut along axis 0 (a parameter server's part of it), initialised as those rows of the whole. "
                  "aggregation: how replicas' writes of it combine (none, sum, mean, only_first_replica); "
                  "synchronization: when (on_write, at every write; on_read, when read from outside the step).",
       .no_gradient = "a source has no inputs"});

@@ -12,7 +12,8 @@
 // 4. Tensors (weights, constants, optimizer state): known dtype, rank and dimensions within
 //    limits.h, exactly prod(shape) * sizeof(dtype) bytes computed in 64 bits with overflow checks,
 //    CRC-32 matching; a weight names a Variable of the same dtype and shape.
-//    A Variable is whole: shard_of (a replica's share, made by the sharded optimizer rewrite) is refused.
+//    A Variable is whole: shard_of (a replica's share, made by the sharded optimizer rewrite) and
+//    partition_of (a parameter server's part, made by the partitioning rewrite) are refused.
 // 5. Signature: features and labels are Placeholders, the loss a floating scalar, metrics in range,
 //    the loss weight (when there is one) a floating scalar, each state update a node whose op writes
 //    a variable.
@@ -118,6 +119,9 @@ class ModelReader {
     node.attrs = std::move(*attrs);
     if (node.op == "Variable" && node.attrs.contains("shard_of")) {
       return error(where + ": shard_of marks a replica's share of sharded optimizer state, which no model file holds");
+    }
+    if (node.op == "Variable" && (node.attrs.contains("partition_of") || node.attrs.contains("partition_offset"))) {
+      return error(where + ": partition_of marks a parameter server's part of a variable, which no model file holds");
     }
     upgrade_from_older_version(*schema, node);
     auto outputs = graph::check_and_infer(*schema, node, input_types);

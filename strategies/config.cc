@@ -82,7 +82,7 @@ graph::Expected<json> parse_config_object(std::string_view json_text, std::strin
 
 graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std::string_view source) {
   MIRRA_RETURN_IF_ERROR(check_config_keys(
-      root, {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state"}, source, ""));
+      root, {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state", "min_shard_bytes"}, source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
     if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
@@ -120,6 +120,16 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
     }
   } else {
     config.devices = default_devices(config.strategy, config.logical_gpus_per_gpu);
+  }
+  if (root.contains("min_shard_bytes")) {
+    const json& bytes = root.at("min_shard_bytes");
+    if (!bytes.is_number_integer() || bytes.get<int64_t>() < 0) {
+      return config_key_error(source, "min_shard_bytes", "must be a number of bytes, 0 or more");
+    }
+    if (bytes.get<int64_t>() > 0 && config.strategy != "parameter_server") {
+      return config_key_error(source, "min_shard_bytes", "applies to parameter_server, whose servers hold parts of variables, not to " + config.strategy);
+    }
+    config.min_shard_bytes = bytes.get<int64_t>();
   }
   if (root.contains("shard_optimizer_state")) {
     if (!root.at("shard_optimizer_state").is_boolean()) return config_key_error(source, "shard_optimizer_state", "must be true or false");

@@ -50,6 +50,10 @@ struct StrategyConfig {
   // training.sync_batch_norm), not each replica's share's.
   bool sync_batch_norm = false;
   ClusterShape cluster;  // parameter_server's
+  // parameter_server: a trained variable of B bytes is cut along axis 0 into min(servers,
+  // B / min_shard_bytes, its rows) parts, each on a server of its own when it can (TensorFlow's
+  // MinSizePartitioner); 0 keeps every variable whole (TensorFlow's default: no partitioner).
+  int64_t min_shard_bytes = 0;
 };
 
 inline constexpr int kMaxLogicalGpusPerGpu = 64;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "ops/optimizer_ops.h"
 #include "ops/task_partition.h"
 #include "strategies/replicate.h"
+#include "strategies/variable_partitioning.h"
 
 namespace mirra::strategies {
 
@@ -31,11 +33,15 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
   graph::Graph& g = cluster.graph;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, g.topological_order());
   std::vector<int64_t> bytes;
+  std::vector<std::string> whole;  // of a variable's part, the whole variable's name
   for (const auto& [variable, gradient] : cluster.variables_and_gradients) {
     const graph::TensorType& type = g.type(variable);
     bytes.push_back(type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype)));
+    int part = -1;
+    const graph::Node& node = g.node(variable.node);
+    whole.emplace_back(node.attrs.contains("partition_of") ? partition_free_name(node.name, &part) : std::string_view());
   }
-  const std::vector<int> assigned = assign_servers(bytes, servers);
+  const std::vector<int> assigned = assign_servers(bytes, servers, whole);
   std::vector<int> server_of(g.size(), -1);  // -1: where replicate put it
   for (size_t j = 0; j < assigned.size(); ++j) server_of[cluster.variables_and_gradients[j].first.node] = assigned[j];
   for (const graph::Node& node : g.nodes()) {
@@ -76,6 +82,45 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
   return graph::Status();
 }
 
+// Each join of a variable's parts (made on server 0 by partition_variables) copied onto every task
+// that reads it, so that the parts travel from their servers straight to their readers; the parts'
+// updates wait for every copy, and the join itself goes where no node of its own task reads it.
+void join_on_reading_tasks(graph::Graph& g, const std::vector<std::string>& joins) {
+  for (const std::string& name : joins) {
+    const std::optional<NodeId> found = g.find(name);
+    if (!found) continue;
+    const NodeId join = *found;
+    std::map<int, std::vector<NodeId>> readers;  // by task, other than the join's
+    for (const graph::Node& node : g.nodes()) {
+      const bool reads = std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueRef v) { return v.node == join; });
+      if (reads && task_of(node) != task_of(g.node(join))) readers[task_of(node)].push_back(node.id);
+    }
+    std::vector<NodeId> copies;
+    for (const auto& [task, nodes] : readers) {
+      graph::Node copy = g.node(join);
+      copy.name = g.unique_name(name + "/task_" + std::to_string(task));
+      copy.device = g.node(nodes.front()).device;
+      const NodeId id = g.add_node(std::move(copy));
+      copies.push_back(id);
+      for (NodeId reader : nodes) {
+        for (graph::ValueRef& input : g.mutable_node(reader).inputs) {
+          if (input.node == join) input.node = id;
+        }
+      }
+    }
+    bool still_read = false;
+    for (const graph::Node& node : g.nodes()) {
+      still_read = still_read || std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueRef v) { return v.node == join; });
+    }
+    for (NodeId id = 0; id < g.size(); ++id) {
+      std::vector<NodeId>& controls = g.mutable_node(id).control_inputs;
+      if (std::find(controls.begin(), controls.end(), join) == controls.end()) continue;
+      if (!still_read) std::erase(controls, join);
+      controls.insert(controls.end(), copies.begin(), copies.end());
+    }
+  }
+}
+
 // The signature's values each worker reports: the loss, correct count, metrics and weights.
 std::vector<graph::ValueRef> reported_values(const runtime::training::TrainingGraph& signature) {
   std::vector<graph::ValueRef> values = {signature.loss, signature.correct, signature.loss_weight};
@@ -104,7 +149,7 @@ class ParameterServerStrategy final : public Strategy {
 
  private:
   graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart&) const override {
-    ParameterServerPlan plan{.servers = config_.cluster.servers};
+    ParameterServerPlan plan{.servers = config_.cluster.servers, .min_shard_bytes = config_.min_shard_bytes};
     const graph::DeviceId& local = config_.devices.front();
     for (int w = 0; w < config_.cluster.workers; ++w) plan.workers.push_back({local.kind, local.ordinal, config_.cluster.servers + w});
     return place_on_parameter_servers(program, plan);
@@ -131,16 +176,24 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
   return std::unique_ptr<Strategy>(new ParameterServerStrategy(std::move(config)));
 }
 
-std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers) {
+std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers, const std::vector<std::string>& whole) {
   std::vector<size_t> largest_first(bytes.size());
   std::iota(largest_first.begin(), largest_first.end(), size_t{0});
   std::stable_sort(largest_first.begin(), largest_first.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
   std::vector<int64_t> held(static_cast<size_t>(servers), 0);
+  std::map<std::string, std::set<int>> holding;  // by whole variable: the servers that hold a part of it
   std::vector<int> server(bytes.size(), 0);
   for (size_t j : largest_first) {
-    const auto least = std::min_element(held.begin(), held.end());
-    server[j] = static_cast<int>(least - held.begin());
-    *least += bytes[j];
+    const std::set<int>* taken = nullptr;
+    if (j < whole.size() && !whole[j].empty()) taken = &holding[whole[j]];
+    int least = -1;
+    for (int k = 0; k < servers; ++k) {
+      const bool free = taken == nullptr || !taken->contains(k) || static_cast<int>(taken->size()) >= servers;
+      if (free && (least < 0 || held[static_cast<size_t>(k)] < held[static_cast<size_t>(least)])) least = k;
+    }
+    server[j] = least;
+    held[static_cast<size_t>(least)] += bytes[j];
+    if (taken != nullptr) holding[whole[j]].insert(least);
   }
   return server;
 }
@@ -163,10 +216,14 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   if (program.accumulate_gradients) {
     return graph::invalid_argument("parameter_server: gradient accumulation is not supported yet");
   }
+  TrainingProgram partitioned = program;
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<std::string> joins,
+                         partition_variables(partitioned, {.min_shard_bytes = plan.min_shard_bytes, .max_shards = plan.servers}));
   ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
   replication.replicas_feed_their_batches = true;
-  MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(program, replication));
+  MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(partitioned, replication));
   MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers));
+  join_on_reading_tasks(cluster.graph, joins);
   return cluster;
 }
 

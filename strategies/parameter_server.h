@@ -5,7 +5,8 @@
 // variable and apply one update: one device's training on the global batch. It is CentralStorage
 // over the workers' devices with server 0 as its host and each replica feeding its own batch
 // (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers,
-// whole, the largest first onto the least loaded. Cut by task (ops::partition_by_task), each task's
+// the largest first onto the least loaded; a variable above the plan's min_shard_bytes is cut into
+// parts first, which land on different servers, and each worker joins the parts it reads. Cut by task (ops::partition_by_task), each task's
 // session runs its part every step; the parts exchange values as Send and Recv over a communicator
 // that offers them.
 //
@@ -31,6 +32,9 @@ struct ParameterServerPlan {
   int servers = 1;  // tasks 0 .. servers - 1, on their cpu:0
   // One replica on each, every one a device of its own worker task (numbered from `servers` up).
   std::vector<graph::DeviceId> workers;
+  // Trained variables of at least twice this many bytes are cut along axis 0 into parts, up to one
+  // per server (strategies/variable_partitioning.h); 0: every variable whole.
+  int64_t min_shard_bytes = 0;
 };
 
 // The program of the whole cluster: every node on a device of its task. Its signature's loss,
@@ -43,8 +47,9 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
 graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(StrategyConfig config);
 
 // Each variable's server, by index in `bytes` (their sizes): the largest first, each onto the server
-// holding the fewest bytes so far (the lowest such index on a tie).
-std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers);
+// holding the fewest bytes so far (the lowest such index on a tie). Variables with the same
+// non-empty `whole` name (the parts of one variable) go onto different servers while there are some.
+std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers, const std::vector<std::string>& whole = {});
 
 // One task's part of the cluster's program.
 struct TaskProgram {

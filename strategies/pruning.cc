@@ -34,7 +34,7 @@ std::vector<bool> with_whole_groups(const graph::Graph& g, const graph::OpRegist
 
 }  // namespace
 
-void prune(TrainingProgram& program) {
+void prune(TrainingProgram& program, std::span<const graph::NodeId> replaced) {
   graph::Graph& g = program.graph;
   runtime::training::TrainingGraph& s = program.signature;
   std::vector<graph::NodeId> roots = {s.train,          s.accumulate,   s.synchronize,        s.loss.node,
@@ -49,7 +49,7 @@ void prune(TrainingProgram& program) {
     if (const auto id = g.find(batch.name)) roots.push_back(*id);
   }
   for (const graph::Node& node : g.nodes()) {
-    if (node.op == "Variable") roots.push_back(node.id);
+    if (node.op == "Variable" && std::find(replaced.begin(), replaced.end(), node.id) == replaced.end()) roots.push_back(node.id);
   }
   std::erase_if(roots, [&](graph::NodeId id) { return id >= g.size(); });
   const std::vector<graph::NodeId> moved = g.keep_only(with_whole_groups(g, *program.ops, roots));

@@ -4,13 +4,16 @@
 // which checkpoints and model files keep.
 #pragma once
 
+#include <span>
+
 #include "strategies/strategy.h"
 
 namespace mirra::strategies {
 
 // Keeps what the signature's targets and values need (train, accumulate, loss, correct count,
 // learning rate, the batch placeholders), the step state, the variables with their gradients and the
-// gradients' seed; moves every reference the program holds along with its node.
-void prune(TrainingProgram& program);
+// gradients' seed; moves every reference the program holds along with its node. `replaced`: variables
+// a rewrite replaced (cut into parts), which go too.
+void prune(TrainingProgram& program, std::span<const graph::NodeId> replaced = {});
 
 }  // namespace mirra::strategies

@@ -102,6 +102,20 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
   return distributed;
 }
 
+std::string_view partition_free_name(std::string_view name, int* part) {
+  *part = -1;
+  constexpr std::string_view kInfix = "/part_";
+  const size_t at = name.rfind(kInfix);
+  if (at == std::string_view::npos || at == 0 || at + kInfix.size() == name.size()) return name;
+  int p = 0;
+  for (size_t i = at + kInfix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || p > 100000) return name;
+    p = p * 10 + (name[i] - '0');
+  }
+  *part = p;
+  return name.substr(0, at);
+}
+
 std::string_view replica_free_name(std::string_view name, int* replica) {
   *replica = -1;
   constexpr std::string_view kPrefix = "replica_";

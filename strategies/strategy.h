@@ -85,4 +85,9 @@ bool is_accumulator(std::string_view name);
 // store variables under these names, so any strategy restores them.
 std::string_view replica_free_name(std::string_view name, int* replica);
 
+// A variable part's name ("<variable>/part_<i>", strategies/variable_partitioning.h) gives the whole
+// variable's and sets *part to i; any other name comes back as it is, with *part = -1. Checkpoints
+// store the whole variable, joined from its parts.
+std::string_view partition_free_name(std::string_view name, int* part);
+
 }  // namespace mirra::strategies

@@ -13,7 +13,6 @@ namespace mirra::ops::cuda {
 namespace {
 
 using graph::DeviceKind;
-using graph::DType;
 
 Status copy_to_host_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -51,10 +50,7 @@ Status variable_kernel(KernelContext& ctx) {
   auto value = ctx.variables().get_or_create(node.name, [&]() -> graph::Expected<Tensor> {
     const runtime::MemorySpace space = ctx.device().memory_space();
     runtime::ScopedMemoryAccess with_host(space, /*host_too=*/true);  // the initialiser runs on the host
-    Tensor initial = Tensor::empty(runtime::host_allocator(), ctx.attr<DType>("dtype"),
-                                   TensorShape(ctx.attr<graph::Shape>("shape").dims));
-    MIRRA_RETURN_IF_ERROR(fill_initial_value(ctx.attr<std::string>("initializer"), ctx.attr<double>("init_value"),
-                                             static_cast<uint64_t>(ctx.attr<int64_t>("seed")), initial));
+    MIRRA_ASSIGN_OR_RETURN(const Tensor initial, initial_variable_value(ctx, runtime::host_allocator()));
     Tensor on_device = Tensor::empty(ctx.device().allocator(), initial.dtype(), initial.shape());
     if (initial.byte_size() > 0) {
       MIRRA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(on_device.mutable_raw_data(), initial.raw_data(), initial.byte_size(),

@@ -257,6 +257,43 @@ TEST_CASE("Kernels.Variable.shard_of_holds_a_flat_share") {
   CHECK(b.status().message().find("a shard of [3,2] must be a list of at most its 6 elements, not [7]") != std::string::npos);
 }
 
+TEST_CASE("Kernels.Variable.parts_start_as_the_rows_of_the_whole") {
+  // A Glorot-initialised [5, 3] variable and its parts [0, 2) and [2, 5) along axis 0: the parts'
+  // first values are the whole's rows, so a partitioned variable starts where the whole would.
+  graph::Graph g;
+  graph::Builder b(g, ops::registry());
+  const auto variable = [&](const std::string& name, graph::Shape shape, std::optional<int64_t> offset) {
+    graph::AttrMap attrs = {{"shape", std::move(shape)}, {"initializer", std::string("glorot_uniform")}, {"seed", int64_t{7}}};
+    if (offset) {
+      attrs.set("partition_of", graph::Shape{5, 3});
+      attrs.set("partition_offset", *offset);
+    }
+    return b.add_value({.op = "Variable", .attrs = std::move(attrs), .name = name});
+  };
+  const graph::ValueRef whole = variable("whole", {5, 3}, std::nullopt);
+  const graph::ValueRef first = variable("whole/part_0", {2, 3}, 0);
+  const graph::ValueRef second = variable("whole/part_1", {3, 3}, 2);
+  REQUIRE(b.status().ok());
+  runtime::Session session(g, ops::kernels(), {.threads = 1});
+  auto values = session.run({}, {whole, first, second});
+  REQUIRE(values.ok());
+  const std::vector<float> rows = (*values)[0].to_vector<float>();
+  std::vector<float> joined = (*values)[1].to_vector<float>();
+  const std::vector<float> rest = (*values)[2].to_vector<float>();
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  CHECK(joined == rows);
+  CHECK(std::set<float>(rows.begin(), rows.end()).size() == rows.size());  // drawn, not zeros
+
+  SUBCASE("rows outside the whole are refused") {
+    variable("bad", {3, 3}, 3);
+    CHECK(b.status().message().find("rows [3, 6) are outside [5,3]") != std::string::npos);
+  }
+  SUBCASE("another row shape is refused") {
+    variable("bad", {2, 4}, 0);
+    CHECK(b.status().message().find("a part [2,4] of [5,3] along axis 0 keeps its rank and its other dimensions") != std::string::npos);
+  }
+}
+
 TEST_CASE("Optimizers.global_norm_clipping") {
   // The first gradients have norm sqrt(4 + 25 + 6.25) = 5.94: a clip of 1 scales them, one of 100 does not.
   for (double clip : {1.0, 100.0}) {

@@ -1,7 +1,8 @@
 // `mirra train --strategy parameter_server`, one process per task of the cluster MIRRA_CLUSTER names
 // (localhost ports): 1 server + 2 workers and 2 servers + 2 workers, global batches of 128 and 61,
 // save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses, state
-// written from the batch too (2 servers, 2 workers); a bad
+// written from the batch too (2 servers, 2 workers); variables cut into parts across 2 servers
+// saved whole, as the uncut run saves them, and trained on by one device; a bad
 // cluster spec (MIRRA_CLUSTER's, or the config's "cluster") is refused naming the key; a task with another token is refused at its first transfer
 // and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
 // the transfer that did not arrive.
@@ -110,6 +111,37 @@ TEST_CASE("ParameterServer.sync_trains_as_one_device") {
       CHECK(summary.find("\"workers\":2") != std::string::npos);
     }
   }
+}
+
+// With min_shard_bytes the MLP's two kernels are cut into a part on each of the 2 servers (and
+// their optimizer slots); the saved model holds them whole, bit for bit what the uncut run saves (the
+// updates are elementwise, the sums in the same order), and one device trains on from it.
+TEST_CASE("ParameterServer.variables_cut_across_servers_save_whole_and_restore_into_one_device") {
+  const std::string config = workspace() / "ps_parts.json";
+  std::ofstream(config) << R"({"strategy": "parameter_server", "min_shard_bytes": 65536})";
+  const std::vector<std::string> common = {"train", mlp_file(), "--steps", "20", "--batch-size", "61", "--threads", "1",
+                                           "--strategy", "parameter_server"};
+  std::map<std::string, std::map<std::string, graph::TensorValue>> saved;
+  for (const bool cut : {false, true}) {
+    CAPTURE(cut);
+    const Cluster cluster = make_cluster(2, 2);
+    const std::string file = workspace() / (cut ? "ps_parts.mirra" : "ps_whole.mirra");
+    std::vector<std::string> args = common;
+    if (cut) args.insert(args.end(), {"--config", config});
+    const std::vector<Process> tasks = start_tasks(cluster, args, {"--save", file}, cut ? "ps_parts" : "ps_whole");
+    const std::vector<int> codes = wait_for_all(tasks, 300s);
+    for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+    saved[file] = trained_values(file);
+  }
+  const auto& whole = saved.at(workspace() / "ps_whole.mirra");
+  const auto& parts = saved.at(workspace() / "ps_parts.mirra");
+  for (const auto& [name, value] : parts) CHECK_MESSAGE(name.find("/part_") == std::string::npos, name);
+  check_close(parts, whole, 0.0);
+  const Run evaluated = run({"eval", workspace() / "ps_parts.mirra", "--json"}, "ps_parts_eval");
+  CHECK_MESSAGE(evaluated.code == 0, evaluated.err);
+  const Run resumed = run({"train", workspace() / "ps_parts.mirra", "--steps", "2", "--strategy", "one_device", "--devices", "cpu:0"},
+                          "ps_parts_one_device");
+  CHECK_MESSAGE(resumed.code == 0, resumed.err);
 }
 
 // State the train step writes from the batch (a sum, moving means, the first replica's value, and a

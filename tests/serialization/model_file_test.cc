@@ -325,6 +325,12 @@ TEST_CASE("ModelFile.malformed.graph_semantics") {
     model.graph.mutable_node(*model.graph.find("dense/b")).attrs.set("shard_of", graph::Shape{3, 2});
     require_rejected(bytes_of(model), "shard_of marks a replica's share of sharded optimizer state, which no model file holds");
   }
+  SUBCASE("a parameter server's part of a variable") {
+    graph::Node& b = model.graph.mutable_node(*model.graph.find("dense/b"));
+    b.attrs.set("partition_of", graph::Shape{6});
+    b.attrs.set("partition_offset", int64_t{0});
+    require_rejected(bytes_of(model), "partition_of marks a parameter server's part of a variable, which no model file holds");
+  }
   SUBCASE("a weight for no variable") {
     model.weights.push_back({"MatMul", model.weights[0].value});
     CHECK_FALSE(serialize_model(model).ok());  // the writer refuses too

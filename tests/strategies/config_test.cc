@@ -40,6 +40,10 @@ TEST_CASE("StrategyConfig.defaults_and_keys") {
   auto logical = parse_strategy_config(R"({"devices": ["gpu:0", "gpu:1"], "logical_gpus_per_gpu": 2})", "test.json");
   REQUIRE(logical.ok());
   CHECK(logical->logical_gpus_per_gpu == 2);
+  auto cut = parse_strategy_config(R"({"strategy": "parameter_server", "min_shard_bytes": 262144})", "test.json");
+  REQUIRE(cut.ok());
+  CHECK(cut->min_shard_bytes == 262144);
+  CHECK(parse_strategy_config(R"({"strategy": "mirrored", "min_shard_bytes": 0})", "test.json").ok());
   auto one = parse_strategy_config(R"({"strategy": "one_device"})", "test.json");
   REQUIRE(one.ok());
   CHECK(one->devices.size() == 1);
@@ -50,7 +54,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of("{").starts_with("test.json: not valid JSON"));
   CHECK(error_of(R"({"stratgy": "mirrored"})") ==
         "test.json: unknown key 'stratgy' (known: strategy, devices, logical_gpus_per_gpu, all_reduce, "
-        "shard_optimizer_state)");
+        "shard_optimizer_state, min_shard_bytes)");
   for (const char* bad : {"0", "-1", "1.5", "\"2\"", "65"}) {
     CAPTURE(bad);
     CHECK(error_of(std::string(R"({"logical_gpus_per_gpu": )") + bad + "}") ==
@@ -77,6 +81,13 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of(R"({"all_reduce": {"implementation": "nccl"}})")  // then any registered communicator
             .starts_with("test.json: 'all_reduce.implementation' is 'nccl', not one of auto, in_process, mpi"));
   CHECK(error_of(R"({"shard_optimizer_state": "yes"})") == "test.json: 'shard_optimizer_state' must be true or false");
+  for (const char* bad : {"-1", "1.5", "\"64K\""}) {
+    CAPTURE(bad);
+    CHECK(error_of(std::string(R"({"strategy": "parameter_server", "min_shard_bytes": )") + bad + "}") ==
+          "test.json: 'min_shard_bytes' must be a number of bytes, 0 or more");
+  }
+  CHECK(error_of(R"({"strategy": "mirrored", "min_shard_bytes": 1024})") ==
+        "test.json: 'min_shard_bytes' applies to parameter_server, whose servers hold parts of variables, not to mirrored");
   CHECK(error_of(R"({"strategy": "central_storage", "shard_optimizer_state": true})") ==
         "test.json: 'shard_optimizer_state' applies to mirrored and multi_worker_mirrored, whose replicas each keep "
         "optimizer slots, not to central_storage");

@@ -3,14 +3,17 @@
 // in-process communicator (or gRPC between localhost ports), give the variables (and optimizer slots) one device gives on the whole
 // batches after 20 steps, with SGD and Adam, the MLP and a small CNN; the servers hold every variable
 // and the workers none; the global batch's loss is computed on server 0 and reported by every worker; the servers share the bytes
-// evenly; plans without a server, or with a worker outside a worker task, are refused naming it.
+// evenly; variables above min_shard_bytes are cut into parts on different servers (evenly or not)
+// and still train as one device; plans without a server, or with a worker outside a worker task, are refused naming it.
 #include <doctest/doctest.h>
 
 #include <future>
+#include <set>
 
 #include "runtime/collectives/grpc_communicator.h"
 #include "runtime/collectives/in_process_communicator.h"
 #include "strategies/parameter_server.h"
+#include "strategies/variable_partitioning.h"
 #include "tests/local_addresses.h"
 #include "tests/strategies/strategy_test_util.h"
 
@@ -28,7 +31,33 @@ struct Case {
   int workers;
   int64_t batch;
   bool over_grpc = false;  // else over one in-process communicator
+  int64_t min_shard_bytes = 0;
 };
+
+// Each partitioned variable's parts ("<name>/part_<i>") joined in part order: rows along axis 0, so
+// the flat values follow one another.
+std::map<std::string, std::vector<double>> joined_parts(const std::map<std::string, std::vector<double>>& values) {
+  std::map<std::string, std::map<int, const std::vector<double>*>> parts;
+  std::map<std::string, std::vector<double>> joined;
+  for (const auto& [name, value] : values) {
+    int part = -1;
+    const std::string whole(partition_free_name(name, &part));
+    if (part < 0) {
+      joined[name] = value;
+    } else {
+      parts[whole][part] = &value;
+    }
+  }
+  for (const auto& [whole, by_index] : parts) {
+    std::vector<double>& all = joined[whole];
+    int expected = 0;
+    for (const auto& [index, value] : by_index) {
+      CHECK_MESSAGE(index == expected++, "'" << whole << "' lacks a part before " << index);
+      all.insert(all.end(), value->begin(), value->end());
+    }
+  }
+  return joined;
+}
 
 double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
@@ -41,6 +70,7 @@ void check_trains_as_one_device(const Case& c) {
   CAPTURE(c.workers);
   CAPTURE(c.batch);
   CAPTURE(c.over_grpc);
+  CAPTURE(c.min_shard_bytes);
   const TrainingProgram program = build_program(c.model, c.optimizer);
   // Worker w's shares: the first (batch mod workers) one example larger.
   std::vector<std::vector<Batch>> shares;
@@ -58,7 +88,7 @@ void check_trains_as_one_device(const Case& c) {
     reference_loss.push_back(scalar((*out)[0]));
   }
 
-  ParameterServerPlan plan{.servers = c.servers};
+  ParameterServerPlan plan{.servers = c.servers, .min_shard_bytes = c.min_shard_bytes};
   for (int w = 0; w < c.workers; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, c.servers + w});
   auto cluster = place_on_parameter_servers(program, plan);
   REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
@@ -70,10 +100,23 @@ void check_trains_as_one_device(const Case& c) {
       if (node.op == "Variable") FAIL("worker " << w << " holds variable '" << node.name << "'");
     }
   }
+  std::map<std::string, std::set<int>> servers_of_parts;  // by whole variable
   for (int s = 0; s < c.servers; ++s) {
     int variables = 0;
-    for (const graph::Node& node : tasks->at(s).graph.nodes()) variables += node.op == "Variable";
+    for (const graph::Node& node : tasks->at(s).graph.nodes()) {
+      variables += node.op == "Variable";
+      int part = -1;
+      const std::string_view whole = partition_free_name(node.name, &part);
+      if (node.op == "Variable" && node.attrs.contains("partition_of")) servers_of_parts[std::string(whole)].insert(s);
+    }
     CHECK_MESSAGE(variables > 0, "server " << s << " holds no variable");
+  }
+  if (c.min_shard_bytes > 0) {
+    // The first layer's kernel and its slots are cut, one part on each server.
+    CHECK(servers_of_parts.size() >= 1);
+    for (const auto& [whole, servers] : servers_of_parts) CHECK_MESSAGE(servers.size() == static_cast<size_t>(c.servers), whole);
+  } else {
+    CHECK(servers_of_parts.empty());
   }
   std::shared_ptr<runtime::Communicator> in_process = std::make_shared<runtime::InProcessCommunicator>();
   const std::vector<std::string> addresses = c.over_grpc ? free_local_addresses(c.servers + c.workers) : std::vector<std::string>();
@@ -113,6 +156,7 @@ void check_trains_as_one_device(const Case& c) {
   const auto want = float_variables(reference);
   std::map<std::string, std::vector<double>> got;
   for (int s = 0; s < c.servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
+  got = joined_parts(got);
   for (const auto& [name, value] : want) {
     const auto found = got.find(name);
     if (found == got.end()) FAIL("no server holds '" << name << "'");
@@ -123,9 +167,11 @@ void check_trains_as_one_device(const Case& c) {
 TEST_CASE("ParameterServer.sync.trains_as_one_device_on_the_global_batch") {
   const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
   const ops::Optimizer adam{.kind = "adam", .learning_rate = 0.01};
+  const ops::Optimizer momentum{.kind = "momentum", .learning_rate = 0.05, .momentum = 0.9};
   for (const Case& c : {Case{"mlp", sgd, 1, 2, 128}, Case{"mlp", adam, 2, 2, 61}, Case{"mlp", adam, 1, 3, 61},
                         Case{"small_cnn", sgd, 2, 2, 128}, Case{"small_cnn", adam, 2, 3, 61},
-                        Case{"mlp", adam, 2, 2, 61, true}}) {
+                        Case{"mlp", adam, 2, 2, 61, true}, Case{"mlp", adam, 2, 2, 61, false, 64 << 10},
+                        Case{"small_cnn", momentum, 2, 3, 128, false, 64}, Case{"mlp", sgd, 2, 2, 128, true, 64 << 10}}) {
     check_trains_as_one_device(c);
   }
 }
@@ -135,6 +181,32 @@ TEST_CASE("ParameterServer.assign_servers_puts_the_largest_first_on_the_least_lo
   CHECK(assign_servers({10, 40, 30, 20}, 2) == std::vector<int>{0, 0, 1, 1});
   CHECK(assign_servers({5, 5, 5}, 1) == std::vector<int>{0, 0, 0});
   CHECK(assign_servers({7}, 3) == std::vector<int>{0});
+  // Parts of one variable go onto different servers: w's 30 would join its 40 on the less loaded
+  // server 1 (40 < 50) were they not parts of one variable.
+  CHECK(assign_servers({40, 50, 30}, 2) == std::vector<int>{1, 0, 1});
+  CHECK(assign_servers({40, 50, 30}, 2, {"w", "", "w"}) == std::vector<int>{1, 0, 0});
+  CHECK(assign_servers({40, 41, 30}, 2, {"w", "w", "w"}) == std::vector<int>{1, 0, 1});  // more parts than servers
+}
+
+TEST_CASE("ParameterServer.partition_rows_cuts_as_tensorflows_min_size_partitioner") {
+  CHECK(partition_rows(784, 784 * 256 * 4, {.min_shard_bytes = 64 << 10, .max_shards = 2}) == std::vector<int64_t>{392, 392});
+  CHECK(partition_rows(5, 100, {.min_shard_bytes = 30, .max_shards = 4}) == std::vector<int64_t>{2, 2, 1});  // 100 / 30 = 3 parts
+  CHECK(partition_rows(5, 100, {.min_shard_bytes = 60, .max_shards = 4}) == std::vector<int64_t>{5});        // under twice the least
+  CHECK(partition_rows(2, 1 << 20, {.min_shard_bytes = 1, .max_shards = 8}) == std::vector<int64_t>{1, 1});  // a row each at most
+  CHECK(partition_rows(9, 1 << 20, {.min_shard_bytes = 0, .max_shards = 8}) == std::vector<int64_t>{9});     // 0: never cut
+}
+
+TEST_CASE("ParameterServer.a_variable_whose_gradient_is_clipped_by_the_global_norm_is_not_cut") {
+  ops::Optimizer clipped{.kind = "sgd", .learning_rate = 0.1};
+  clipped.clip_global_norm = 1.0;
+  const TrainingProgram program = build_program("mlp", clipped);
+  auto cluster = place_on_parameter_servers(
+      program, {.servers = 2, .workers = {{graph::DeviceKind::cpu, 0, 2}}, .min_shard_bytes = 64 << 10});
+  REQUIRE_FALSE(cluster.ok());
+  CHECK(cluster.status().message().find("parameter_server cannot cut '") != std::string::npos);
+  CHECK(cluster.status().message().find("raise min_shard_bytes to keep it whole") != std::string::npos);
+  // Kept whole, it trains.
+  CHECK(place_on_parameter_servers(program, {.servers = 2, .workers = {{graph::DeviceKind::cpu, 0, 2}}}).ok());
 }
 
 TEST_CASE("ParameterServer.refuses_plans_without_servers_or_with_workers_outside_a_worker_task") {

@@ -114,10 +114,10 @@ graph::Status ParameterServerTask::serve() {
   MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command_.save, "--save"));
   // This server's variables, from the model file.
   std::vector<serialization::NamedTensor> initial;
+  const std::set<std::string, std::less<>> held = variable_names(part_.graph);
   for (const auto* list : {&model_.weights, &model_.signature.optimizer.state}) {
     for (const serialization::NamedTensor& value : *list) {
-      const auto id = part_.graph.find(value.name);
-      if (id && part_.graph.node(*id).op == "Variable" && value.name != program_.learning_rate_variable) initial.push_back(value);
+      if (held.contains(value.name) && value.name != program_.learning_rate_variable) initial.push_back(value);
     }
   }
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
@@ -171,8 +171,7 @@ graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::ga
                                             .deadline = deadline}, received)->wait());
     values.push_back({node.name, runtime::to_tensor_value(received)});
   }
-  std::sort(values.begin(), values.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  return values;
+  return join_partitions(std::move(values), distributed_.graph);
 }
 
 graph::Status ParameterServerTask::train() {

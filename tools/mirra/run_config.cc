@@ -199,7 +199,7 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   MIRRA_RETURN_IF_ERROR(
       strategies::check_config_keys(root,
                                     {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state",
-                                     "training", "data", "checkpoint", "cluster"},
+                                     "min_shard_bytes", "training", "data", "checkpoint", "cluster"},
                                     source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   // A choice of the strategy's rewrite, written with the training settings (as Keras's layer flag is).
@@ -276,6 +276,7 @@ std::string run_config_json(const RunConfig& c) {
         {"timeout_s", c.strategy.all_reduce.timeout_s},
         {"compression", c.strategy.all_reduce.compression}}},
       {"shard_optimizer_state", c.strategy.shard_optimizer_state},
+      {"min_shard_bytes", c.strategy.min_shard_bytes},
       {"training", training},
       {"data", data_config_json(c.data)},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};

@@ -179,7 +179,12 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
   for (const graph::Node& node : session.graph().nodes()) {
     if (node.op != "Variable") continue;
     int replica = -1;
-    const std::string_view name = strategies::replica_free_name(node.name, &replica);
+    std::string_view name = strategies::replica_free_name(node.name, &replica);
+    const graph::Shape* rows_of = node.attrs.get<graph::Shape>("partition_of");
+    if (rows_of != nullptr) {
+      int part = -1;
+      name = strategies::partition_free_name(name, &part);
+    }
     if (name == skip || strategies::is_accumulator(name)) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
@@ -187,12 +192,20 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
       continue;
     }
     const graph::TensorValue& value = it->second->value;
-    const graph::TensorType whole = shard_of(node) ? graph::TensorType{node.outputs[0].dtype, *shard_of(node)} : node.outputs[0];
+    const graph::TensorType whole = shard_of(node) ? graph::TensorType{node.outputs[0].dtype, *shard_of(node)}
+                                    : rows_of      ? graph::TensorType{node.outputs[0].dtype, *rows_of}
+                                                   : node.outputs[0];
     if (!(value.type == whole)) {
       return graph::invalid_argument(std::string(source) + ": variable '" + std::string(name) + "' is " +
                                      value.type.to_string() + ", but the model's is " + whole.to_string());
     }
-    if (shard_of(node) == nullptr) {
+    if (rows_of != nullptr) {
+      const int64_t row = *whole.shape.num_elements() / std::max<int64_t>(1, whole.shape.dim(0));
+      const int64_t first = *node.attrs.get<int64_t>("partition_offset");
+      graph::TensorValue rows = flat_part(value, first * row, *node.outputs[0].shape.num_elements());
+      rows.type.shape = node.outputs[0].shape;
+      session.assign_variable(node.name, runtime::from_tensor_value(rows));
+    } else if (shard_of(node) == nullptr) {
       session.assign_variable(node.name, runtime::from_tensor_value(value));
     } else {
       // Replica r's share of the whole value (runtime::worker_share's cut).
@@ -214,6 +227,60 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     }
   }
   return graph::Status();
+}
+
+graph::Expected<std::vector<serialization::NamedTensor>> join_partitions(std::vector<serialization::NamedTensor> values,
+                                                                         const graph::Graph& cluster) {
+  struct Part {
+    int64_t offset;
+    const graph::Node* node;
+  };
+  std::map<std::string, std::vector<Part>, std::less<>> parts_by_whole;
+  for (const graph::Node& node : cluster.nodes()) {
+    const graph::Shape* rows_of = node.attrs.get<graph::Shape>("partition_of");
+    if (node.op != "Variable" || rows_of == nullptr) continue;
+    int part = -1;
+    parts_by_whole[std::string(strategies::partition_free_name(node.name, &part))].push_back(
+        {*node.attrs.get<int64_t>("partition_offset"), &node});
+  }
+  std::map<std::string, const graph::TensorValue*, std::less<>> by_name;
+  for (const serialization::NamedTensor& v : values) by_name[v.name] = &v.value;
+  std::vector<serialization::NamedTensor> joined;
+  for (auto& [name, parts] : parts_by_whole) {
+    std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.offset < b.offset; });
+    const graph::TensorType type{parts.front().node->outputs[0].dtype, *parts.front().node->attrs.get<graph::Shape>("partition_of")};
+    auto bytes = std::make_shared<std::vector<std::byte>>();
+    for (const Part& part : parts) {
+      const auto found = by_name.find(part.node->name);
+      if (found == by_name.end() || !(found->second->type == part.node->outputs[0])) {
+        return graph::internal_error("variable '" + name + "' lacks its part '" + part.node->name + "' (" +
+                                     part.node->outputs[0].to_string() + ")");
+      }
+      bytes->insert(bytes->end(), found->second->bytes->begin(), found->second->bytes->end());
+    }
+    if (static_cast<int64_t>(bytes->size()) != *type.shape.num_elements() * static_cast<int64_t>(graph::dtype_size(type.dtype))) {
+      return graph::internal_error("the parts of variable '" + name + "' do not fill " + type.to_string());
+    }
+    joined.push_back({name, {type, std::move(bytes)}});
+  }
+  std::erase_if(values, [&](const serialization::NamedTensor& v) {
+    int part = -1;
+    return parts_by_whole.contains(strategies::partition_free_name(v.name, &part)) && part >= 0;
+  });
+  values.insert(values.end(), std::make_move_iterator(joined.begin()), std::make_move_iterator(joined.end()));
+  return sorted(std::move(values));
+}
+
+std::set<std::string, std::less<>> variable_names(const graph::Graph& g) {
+  std::set<std::string, std::less<>> names;
+  for (const graph::Node& node : g.nodes()) {
+    if (node.op != "Variable") continue;
+    int replica = -1, part = -1;
+    std::string_view name = strategies::replica_free_name(node.name, &replica);
+    if (node.attrs.contains("partition_of")) name = strategies::partition_free_name(name, &part);
+    names.emplace(name);
+  }
+  return names;
 }
 
 serialization::Model trained_model(const serialization::Model& model, const ops::Optimizer& optimizer,

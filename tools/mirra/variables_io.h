@@ -3,13 +3,16 @@
 // equal) or the one host copy; writing sets every copy. A sharded optimizer slot (shard_optimizer_state:
 // each replica holds a flat share) is read as its replicas' shares joined in replica order (across
 // workers, in runtime::worker_share's order), under the whole variable's shape, and written by
-// cutting the whole value into the shares. So a checkpoint saved
+// cutting the whole value into the shares. A parameter server's part of a variable (partition_of:
+// rows of it) is written with those rows of the whole value; join_partitions joins the parts read
+// from every server. So a checkpoint saved
 // under one strategy, replica count and sharding restores under any other. Gradient accumulation's accumulators are neither read nor
 // written (strategies::is_accumulator: zero between steps). Loss scaling's state may be there or not
 // on either side: a run without loss scaling ignores it, and one with it starts from the initial
 // scale when the source lacks it (fp16 mixed precision can be switched on and off between runs).
 #pragma once
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +46,16 @@ graph::Expected<std::vector<serialization::NamedTensor>> gather_variables(runtim
 graph::Status write_variables(runtime::Session& session, const std::vector<serialization::NamedTensor>& values,
                               bool require_all, std::string_view source, std::string_view skip = {},
                               const ops::WorkerPart& part = {});
+
+// `values` with the parts of each partitioned variable of `cluster` (Variables with partition_of,
+// named "<variable>/part_<i>") replaced by the whole variable, their rows joined in order. A part
+// missing, or of another dtype or row size, is an internal error naming the variable.
+graph::Expected<std::vector<serialization::NamedTensor>> join_partitions(std::vector<serialization::NamedTensor> values,
+                                                                         const graph::Graph& cluster);
+
+// Every name under which `values` for `g`'s variables go: its Variables' replica-free names, and the
+// whole variable's name for each part of a partitioned one.
+std::set<std::string, std::less<>> variable_names(const graph::Graph& g);
 
 // The model file a training run saves: `model`'s graph and signature, `values` its weights (the
 // variables of its graph) and optimizer state (the rest), with `optimizer`'s hyper-parameters.
