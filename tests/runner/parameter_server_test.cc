@@ -135,7 +135,7 @@ TEST_CASE("ParameterServer.variables_cut_across_servers_save_whole_and_restore_i
   }
   const auto& whole = saved.at(workspace() / "ps_whole.mirra");
   const auto& parts = saved.at(workspace() / "ps_parts.mirra");
-  for (const auto& [name, value] : parts) CHECK_MESSAGE(name.find("/part_") == std::string::npos, name);
+  for (const auto& entry : parts) CHECK_MESSAGE(entry.first.find("/part_") == std::string::npos, entry.first);
   check_close(parts, whole, 0.0);
   const Run evaluated = run({"eval", workspace() / "ps_parts.mirra", "--json"}, "ps_parts_eval");
   CHECK_MESSAGE(evaluated.code == 0, evaluated.err);

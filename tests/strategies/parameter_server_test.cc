@@ -48,12 +48,12 @@ std::map<std::string, std::vector<double>> joined_parts(const std::map<std::stri
       parts[whole][part] = &value;
     }
   }
-  for (const auto& [whole, by_index] : parts) {
-    std::vector<double>& all = joined[whole];
+  for (const auto& whole : parts) {  // no structured bindings: CHECK_MESSAGE's lambda takes them
+    std::vector<double>& all = joined[whole.first];
     int expected = 0;
-    for (const auto& [index, value] : by_index) {
-      CHECK_MESSAGE(index == expected++, "'" << whole << "' lacks a part before " << index);
-      all.insert(all.end(), value->begin(), value->end());
+    for (const auto& part : whole.second) {
+      CHECK_MESSAGE(part.first == expected++, "'" << whole.first << "' lacks a part before " << part.first);
+      all.insert(all.end(), part.second->begin(), part.second->end());
     }
   }
   return joined;
@@ -114,7 +114,7 @@ void check_trains_as_one_device(const Case& c) {
   if (c.min_shard_bytes > 0) {
     // The first layer's kernel and its slots are cut, one part on each server.
     CHECK(servers_of_parts.size() >= 1);
-    for (const auto& [whole, servers] : servers_of_parts) CHECK_MESSAGE(servers.size() == static_cast<size_t>(c.servers), whole);
+    for (const auto& entry : servers_of_parts) CHECK_MESSAGE(entry.second.size() == static_cast<size_t>(c.servers), entry.first);
   } else {
     CHECK(servers_of_parts.empty());
   }
