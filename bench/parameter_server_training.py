@@ -4,6 +4,8 @@
 For each model (MLP, CNN), interleaved and repeated:
   - mirra parameter_server: 1 server and 2 workers, each a `mirra train --strategy parameter_server`
     process with one thread (MIRRA_CLUSTER on localhost ports), synchronous;
+  - the same on 2 servers, every variable whole, and with min_shard_bytes 64 KiB (the large kernels
+    cut into a part on each server);
   - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
     per worker.
 Both train on Fashion-MNIST with global batch 128. Throughput is worker 0's --metrics lines over the
@@ -27,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = {"mlp": 400, "cnn": 40}
 WARMUP = 20
 DRIVER = "parameter_server_training"
+CUT_BYTES = 64 << 10
 
 
 def free_addresses(n):
@@ -40,11 +43,11 @@ def free_addresses(n):
     return addresses
 
 
-def parameter_server(train, metrics, workers=2):
-    """Runs 1 server and `workers` workers of `train`; returns worker 0's summary and examples/s."""
-    addresses = free_addresses(1 + workers)
-    cluster = {"ps": addresses[:1], "worker": addresses[1:]}
-    tasks = [("ps", 0)] + [("worker", w) for w in range(workers)]
+def parameter_server(train, metrics, servers=1, workers=2):
+    """Runs `servers` servers and `workers` workers of `train`; returns worker 0's summary and examples/s."""
+    addresses = free_addresses(servers + workers)
+    cluster = {"ps": addresses[:servers], "worker": addresses[servers:]}
+    tasks = [("ps", s) for s in range(servers)] + [("worker", w) for w in range(workers)]
     processes = []
     for kind, index in tasks:
         env = dict(os.environ, MIRRA_CLUSTER=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}))
@@ -54,7 +57,7 @@ def parameter_server(train, metrics, workers=2):
     for (kind, index), p, (out, err) in zip(tasks, processes, outputs):
         if p.returncode != 0:
             raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
-    return last_json(outputs[1][0]), window_rate(metrics, WARMUP)
+    return last_json(outputs[servers][0]), window_rate(metrics, WARMUP)
 
 
 def multi_worker(train, metrics, workers=2):
@@ -69,22 +72,32 @@ def main():
               "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}
     with tempfile.TemporaryDirectory() as work:
         metrics = os.path.join(work, "metrics.jsonl")
+        cut_config = os.path.join(work, "cut.json")
+        with open(cut_config, "w") as f:
+            json.dump({"strategy": "parameter_server", "min_shard_bytes": CUT_BYTES}, f)
         for model in args.models.split(","):
             model_file = os.path.join(work, model + ".mirra")
             run([examples, "write", model, model_file], DRIVER)
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--threads", "1", "--json"]
-            ps_runs, mw_runs, summaries = [], [], []
+            ps_runs, two_runs, cut_runs, mw_runs, summaries = [], [], [], [], []
             for _ in range(args.repeats):
                 summary, rate = parameter_server(train + ["--strategy", "parameter_server"], metrics)
                 summaries.append(summary)
                 ps_runs.append(rate)
+                two_runs.append(parameter_server(train + ["--strategy", "parameter_server"], metrics, servers=2)[1])
+                cut_runs.append(parameter_server(train + ["--config", cut_config], metrics, servers=2)[1])
                 mw_runs.append(multi_worker(train + ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0"], metrics))
             ps, mw = statistics.median(ps_runs), statistics.median(mw_runs)
+            two, cut = statistics.median(two_runs), statistics.median(cut_runs)
             steps = summaries[-1]["steps"]
             report["models"][model] = {
                 "parameter_server": {"examples_per_s": round(ps, 1), "runs": [round(x, 1) for x in ps_runs]},
+                "parameter_server_2_servers": {"examples_per_s": round(two, 1), "runs": [round(x, 1) for x in two_runs]},
+                "parameter_server_2_servers_cut": {"examples_per_s": round(cut, 1), "runs": [round(x, 1) for x in cut_runs],
+                                                   "min_shard_bytes": CUT_BYTES},
                 "multi_worker_mirrored": {"examples_per_s": round(mw, 1), "runs": [round(x, 1) for x in mw_runs]},
                 "ratio_parameter_server_over_multi_worker_mirrored": round(ps / mw, 3),
+                "ratio_2_servers_cut_over_whole": round(cut / two, 3),
                 "worker_0_bytes_received_per_step": summaries[-1]["bytes_received"] // steps,
                 "worker_0_bytes_sent_per_step": summaries[-1]["bytes_sent"] // steps,
             }
