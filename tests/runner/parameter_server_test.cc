@@ -2,7 +2,8 @@
 // (localhost ports): 1 server + 2 workers and 2 servers + 2 workers, global batches of 128 and 61,
 // save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses, state
 // written from the batch too (2 servers, 2 workers); variables cut into parts across 2 servers
-// saved whole, as the uncut run saves them, and trained on by one device; a bad
+// saved whole, as the uncut run saves them, and trained on by one device, and `mirra inspect` showing
+// the parts on their servers and the joins on the workers; a bad
 // cluster spec (MIRRA_CLUSTER's, or the config's "cluster") is refused naming the key; a task with another token is refused at its first transfer
 // and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
 // the transfer that did not arrive.
@@ -142,6 +143,24 @@ TEST_CASE("ParameterServer.variables_cut_across_servers_save_whole_and_restore_i
   const Run resumed = run({"train", workspace() / "ps_parts.mirra", "--steps", "2", "--strategy", "one_device", "--devices", "cpu:0"},
                           "ps_parts_one_device");
   CHECK_MESSAGE(resumed.code == 0, resumed.err);
+}
+
+TEST_CASE("ParameterServer.inspect_shows_the_parts_on_their_servers_and_the_joins_on_the_workers") {
+  const Run shown = run({"inspect", mlp_file(), "--strategy", "parameter_server", "--servers", "2", "--workers", "2",
+                         "--min-shard-bytes", "65536"},
+                        "ps_inspect");
+  REQUIRE_MESSAGE(shown.code == 0, shown.err);
+  CHECK(shown.out.find("# all-reduce: none (each variable's server sums its gradients; 2 servers and 2 workers shown)") !=
+        std::string::npos);
+  CHECK(shown.out.find("fc1/w/part_0 = Variable()") != std::string::npos);
+  CHECK(shown.out.find("partition_of=[784,256], partition_offset=392") != std::string::npos);
+  for (const char* task : {"@/task:0/cpu:0", "@/task:1/cpu:0"}) {
+    CHECK(shown.out.find("shape=[392,256], trainable=true} : f32[392,256] " + std::string(task)) != std::string::npos);
+  }
+  CHECK(shown.out.find("replica_1/fc1/MatMul = MatMul(replica_1/Reshape, fc1/w/parts/Concat/task_3)") != std::string::npos);
+  const Run refused = run({"inspect", mlp_file(), "--strategy", "mirrored", "--servers", "2"}, "ps_inspect_mirrored");
+  CHECK(refused.code != 0);
+  CHECK(refused.err.find("--servers and --workers shape a parameter_server cluster, not mirrored") != std::string::npos);
 }
 
 // State the train step writes from the batch (a sum, moving means, the first replica's value, and a

@@ -150,16 +150,24 @@ graph::Status inspect(const InspectCommand& command) {
   nlohmann::json config_json = {{"strategy", command.strategy}, {"logical_gpus_per_gpu", command.logical_gpus_per_gpu}};
   if (!command.devices.empty()) config_json["devices"] = command.devices;
   if (command.shard_optimizer_state) config_json["shard_optimizer_state"] = true;
-  MIRRA_ASSIGN_OR_RETURN(const strategies::StrategyConfig config,
-                         strategies::strategy_config_from_json(config_json, "--strategy/--devices/--logical-gpus-per-gpu"));
+  if (command.min_shard_bytes > 0) config_json["min_shard_bytes"] = command.min_shard_bytes;
+  const bool cluster_given = command.servers != 1 || command.workers != 1;
+  if (cluster_given && command.strategy != "parameter_server") {
+    return graph::invalid_argument("--servers and --workers shape a parameter_server cluster, not " + command.strategy);
+  }
+  MIRRA_ASSIGN_OR_RETURN(strategies::StrategyConfig config,
+                         strategies::strategy_config_from_json(config_json, "--strategy/--devices/--min-shard-bytes"));
+  config.cluster = {.servers = command.servers, .workers = command.workers};
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
   MIRRA_ASSIGN_OR_RETURN(const ModelProgram program,
                          build_model_program(model, {.mixed_precision = mixed_precision, .devices = strategy->config().devices}));
   MIRRA_ASSIGN_OR_RETURN(const strategies::TrainingProgram distributed, strategy->distribute(program.program));
   // Where the gradients are summed, as a comment of the format printed.
+  const auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   const std::string plan = config.strategy == "parameter_server"
-                               ? "none (each variable's server sums its gradients; 1 server and 1 worker shown)"
+                               ? "none (each variable's server sums its gradients; " + count(command.servers, "server") +
+                                     " and " + count(command.workers, "worker") + " shown)"
                                : describe(strategy->all_reduce_plan(), strategy->config().devices);
   if (command.dot) return print_dot(command, distributed.graph, "// all-reduce: " + plan + "\n");
   std::printf("# all-reduce: %s\n", plan.c_str());

@@ -108,6 +108,14 @@ int main(int argc, char** argv) {
                         "With --strategy mirrored: the training graph with sharded optimizer state");
   inspect_app->add_option("--batch-size", inspect.batch_size, "Batch size of the memory the summary plans (default 128)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  inspect_app->add_option("--servers", inspect.servers, "With --strategy parameter_server: parameter servers (default 1)")
+      ->check(CLI::Range(1, 1024));
+  inspect_app->add_option("--workers", inspect.workers, "With --strategy parameter_server: workers (default 1)")
+      ->check(CLI::Range(1, 1024));
+  inspect_app->add_option("--min-shard-bytes", inspect.min_shard_bytes,
+                          "With --strategy parameter_server: cut variables into parts of at least this many bytes across the "
+                          "servers (default 0: whole)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
 
   runner::RunFlags config_flags;
   bool print_config = false;
