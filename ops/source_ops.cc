@@ -46,7 +46,7 @@ std::string partition_problem(const graph::Node& node, const Shape& shape) {
     return "a part " + shape.to_string() + " of " + whole->to_string() + " along axis 0 keeps its rank and its other dimensions";
   }
   if (*offset < 0 || shape.dim(0) < 0 || *offset > whole->dim(0) - shape.dim(0)) {
-    return "rows [" + std::to_string(*offset) + ", " + std::to_string(*offset + shape.dim(0)) + ") are outside " + whole->to_string();
+    return std::to_string(shape.dim(0)) + " rows from row " + std::to_string(*offset) + " are outside " + whole->to_string();
   }
   return "";
 }

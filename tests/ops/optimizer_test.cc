@@ -6,6 +6,7 @@
 // flat share of its whole.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "tests/ops/op_test_util.h"
@@ -286,7 +287,11 @@ TEST_CASE("Kernels.Variable.parts_start_as_the_rows_of_the_whole") {
 
   SUBCASE("rows outside the whole are refused") {
     variable("bad", {3, 3}, 3);
-    CHECK(b.status().message().find("rows [3, 6) are outside [5,3]") != std::string::npos);
+    CHECK(b.status().message().find("3 rows from row 3 are outside [5,3]") != std::string::npos);
+  }
+  SUBCASE("an offset past any row is refused") {
+    variable("bad", {2, 3}, std::numeric_limits<int64_t>::max());
+    CHECK(b.status().message().find("2 rows from row 9223372036854775807 are outside [5,3]") != std::string::npos);
   }
   SUBCASE("another row shape is refused") {
     variable("bad", {2, 4}, 0);
