@@ -93,9 +93,9 @@ graph::Expected<runtime::Tensor> initial_variable_value(const runtime::KernelCon
   if (whole_shape == nullptr) return whole;
   runtime::Tensor part = runtime::Tensor::empty(allocator, dtype, runtime::TensorShape(shape.dims));
   const size_t row_bytes = whole.byte_size() / static_cast<size_t>(std::max<int64_t>(1, whole_shape->dim(0)));
+  const size_t first_row = static_cast<size_t>(*ctx.node().attrs.get<int64_t>("partition_offset"));
   if (part.byte_size() > 0) {
-    std::memcpy(part.mutable_raw_data(), static_cast<const std::byte*>(whole.raw_data()) + static_cast<size_t>(*ctx.node().attrs.get<int64_t>("partition_offset")) * row_bytes,
-                part.byte_size());
+    std::memcpy(part.mutable_raw_data(), static_cast<const std::byte*>(whole.raw_data()) + first_row * row_bytes, part.byte_size());
   }
   return part;
 }

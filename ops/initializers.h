@@ -33,9 +33,10 @@ bool is_known_initializer(std::string_view kind);
 // Fills `out` (f32 or f64) as `kind` says, drawing from `seed`.
 graph::Status fill_initial_value(std::string_view kind, double value, uint64_t seed, runtime::Tensor& out);
 
-// A Variable node's first value, from `allocator` (host memory): its initialiser's over its shape; for a part of a
-// variable cut along axis 0 (attrs partition_of, the whole's shape, and partition_offset, its first
-// row), those rows of the whole's initial value, so that the parts start as the whole would.
+// A Variable node's first value, from `allocator` (host memory): its initialiser's over its shape;
+// for a part of a variable cut along axis 0 (attrs partition_of, the whole's shape, and
+// partition_offset, its first row), those rows of the whole's initial value, so that the parts start
+// as the whole would.
 graph::Expected<runtime::Tensor> initial_variable_value(const runtime::KernelContext& ctx,
                                                         const std::shared_ptr<runtime::Allocator>& allocator);
 

@@ -37,9 +37,8 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
   for (const auto& [variable, gradient] : cluster.variables_and_gradients) {
     const graph::TensorType& type = g.type(variable);
     bytes.push_back(type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype)));
-    int part = -1;
     const graph::Node& node = g.node(variable.node);
-    whole.emplace_back(node.attrs.contains("partition_of") ? partition_free_name(node.name, &part) : std::string_view());
+    whole.emplace_back(node.attrs.contains("partition_of") ? stored_variable_name(node) : std::string_view());
   }
   const std::vector<int> assigned = assign_servers(bytes, servers, whole);
   std::vector<int> server_of(g.size(), -1);  // -1: where replicate put it
@@ -91,9 +90,14 @@ void join_on_reading_tasks(graph::Graph& g, const std::vector<std::string>& join
     if (!found) continue;
     const NodeId join = *found;
     std::map<int, std::vector<NodeId>> readers;  // by task, other than the join's
+    bool read_on_its_task = false;
     for (const graph::Node& node : g.nodes()) {
-      const bool reads = std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueRef v) { return v.node == join; });
-      if (reads && task_of(node) != task_of(g.node(join))) readers[task_of(node)].push_back(node.id);
+      if (std::none_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueRef v) { return v.node == join; })) continue;
+      if (task_of(node) == task_of(g.node(join))) {
+        read_on_its_task = true;
+      } else {
+        readers[task_of(node)].push_back(node.id);
+      }
     }
     std::vector<NodeId> copies;
     for (const auto& [task, nodes] : readers) {
@@ -108,14 +112,10 @@ void join_on_reading_tasks(graph::Graph& g, const std::vector<std::string>& join
         }
       }
     }
-    bool still_read = false;
-    for (const graph::Node& node : g.nodes()) {
-      still_read = still_read || std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueRef v) { return v.node == join; });
-    }
     for (NodeId id = 0; id < g.size(); ++id) {
       std::vector<NodeId>& controls = g.mutable_node(id).control_inputs;
       if (std::find(controls.begin(), controls.end(), join) == controls.end()) continue;
-      if (!still_read) std::erase(controls, join);
+      if (!read_on_its_task) std::erase(controls, join);
       controls.insert(controls.end(), copies.begin(), copies.end());
     }
   }

@@ -79,6 +79,17 @@ class ReplicatingStrategy final : public Strategy {
   bool mirror_state_, across_workers_;
 };
 
+// The number `digits` spell (non-empty, up to 100000-odd), or -1.
+int index_of(std::string_view digits) {
+  if (digits.empty()) return -1;
+  int n = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9' || n > 100000) return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
 }  // namespace
 
 graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& program, const ops::WorkerPart& part) const {
@@ -103,32 +114,24 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
 }
 
 std::string_view partition_free_name(std::string_view name, int* part) {
-  *part = -1;
   constexpr std::string_view kInfix = "/part_";
   const size_t at = name.rfind(kInfix);
-  if (at == std::string_view::npos || at == 0 || at + kInfix.size() == name.size()) return name;
-  int p = 0;
-  for (size_t i = at + kInfix.size(); i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9' || p > 100000) return name;
-    p = p * 10 + (name[i] - '0');
-  }
-  *part = p;
-  return name.substr(0, at);
+  *part = at == std::string_view::npos || at == 0 ? -1 : index_of(name.substr(at + kInfix.size()));
+  return *part < 0 ? name : name.substr(0, at);
 }
 
 std::string_view replica_free_name(std::string_view name, int* replica) {
-  *replica = -1;
   constexpr std::string_view kPrefix = "replica_";
-  if (!name.starts_with(kPrefix)) return name;
   const size_t slash = name.find('/');
-  if (slash == std::string_view::npos || slash == kPrefix.size()) return name;
-  int r = 0;
-  for (size_t i = kPrefix.size(); i < slash; ++i) {
-    if (name[i] < '0' || name[i] > '9' || r > 100000) return name;
-    r = r * 10 + (name[i] - '0');
-  }
-  *replica = r;
-  return name.substr(slash + 1);
+  *replica = !name.starts_with(kPrefix) || slash == std::string_view::npos ? -1
+                                                                           : index_of(name.substr(kPrefix.size(), slash - kPrefix.size()));
+  return *replica < 0 ? name : name.substr(slash + 1);
+}
+
+std::string_view stored_variable_name(const graph::Node& variable) {
+  int replica = -1, part = -1;
+  const std::string_view name = replica_free_name(variable.name, &replica);
+  return variable.attrs.contains("partition_of") ? partition_free_name(name, &part) : name;
 }
 
 bool is_accumulator(std::string_view name) {

@@ -90,4 +90,8 @@ std::string_view replica_free_name(std::string_view name, int* replica);
 // store the whole variable, joined from its parts.
 std::string_view partition_free_name(std::string_view name, int* part);
 
+// The name under which checkpoints and model files store a Variable node's value: its replica-free
+// name, and for a part of a cut variable (attr partition_of), the whole variable's.
+std::string_view stored_variable_name(const graph::Node& variable);
+
 }  // namespace mirra::strategies

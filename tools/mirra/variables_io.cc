@@ -178,13 +178,8 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
   const auto shards = shards_by_name(session.graph());
   for (const graph::Node& node : session.graph().nodes()) {
     if (node.op != "Variable") continue;
-    int replica = -1;
-    std::string_view name = strategies::replica_free_name(node.name, &replica);
+    const std::string_view name = strategies::stored_variable_name(node);
     const graph::Shape* rows_of = node.attrs.get<graph::Shape>("partition_of");
-    if (rows_of != nullptr) {
-      int part = -1;
-      name = strategies::partition_free_name(name, &part);
-    }
     if (name == skip || strategies::is_accumulator(name)) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
@@ -209,6 +204,8 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
       session.assign_variable(node.name, runtime::from_tensor_value(value));
     } else {
       // Replica r's share of the whole value (runtime::worker_share's cut).
+      int replica = -1;
+      (void)strategies::replica_free_name(node.name, &replica);
       const int64_t replicas = static_cast<int64_t>(shards.find(name)->second.size());
       const runtime::ShareRange share = runtime::worker_share(*whole.shape.num_elements(), replicas, replica, part.workers, part.worker);
       if (!(node.outputs[0].shape == graph::Shape{share.count})) {
@@ -237,11 +234,8 @@ graph::Expected<std::vector<serialization::NamedTensor>> join_partitions(std::ve
   };
   std::map<std::string, std::vector<Part>, std::less<>> parts_by_whole;
   for (const graph::Node& node : cluster.nodes()) {
-    const graph::Shape* rows_of = node.attrs.get<graph::Shape>("partition_of");
-    if (node.op != "Variable" || rows_of == nullptr) continue;
-    int part = -1;
-    parts_by_whole[std::string(strategies::partition_free_name(node.name, &part))].push_back(
-        {*node.attrs.get<int64_t>("partition_offset"), &node});
+    if (node.op != "Variable" || !node.attrs.contains("partition_of")) continue;
+    parts_by_whole[std::string(strategies::stored_variable_name(node))].push_back({*node.attrs.get<int64_t>("partition_offset"), &node});
   }
   std::map<std::string, const graph::TensorValue*, std::less<>> by_name;
   for (const serialization::NamedTensor& v : values) by_name[v.name] = &v.value;
@@ -274,11 +268,7 @@ graph::Expected<std::vector<serialization::NamedTensor>> join_partitions(std::ve
 std::set<std::string, std::less<>> variable_names(const graph::Graph& g) {
   std::set<std::string, std::less<>> names;
   for (const graph::Node& node : g.nodes()) {
-    if (node.op != "Variable") continue;
-    int replica = -1, part = -1;
-    std::string_view name = strategies::replica_free_name(node.name, &replica);
-    if (node.attrs.contains("partition_of")) name = strategies::partition_free_name(name, &part);
-    names.emplace(name);
+    if (node.op == "Variable") names.emplace(strategies::stored_variable_name(node));
   }
   return names;
 }
