@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <future>
+#include <thread>
 
 #include "runtime/executor_state.h"
 
@@ -23,7 +24,22 @@ using executor_detail::stream_of;
 Executor::Executor(ExecutionPlan plan, const SessionResources& resources, bool deterministic, bool capture)
     : plan_(std::move(plan)), resources_(resources), deterministic_(deterministic), capture_(capture) {}
 
-Executor::~Executor() = default;
+// Note [Continuations from other threads]
+// The done callback of an asynchronous kernel runs on the thread that finished it and enqueues the
+// node's continuation in the step's arena. The continuation may run, and the step end, while that
+// thread is still inside the arena's enqueue (after it queued the task, it wakes the arena's
+// workers); so may the session, and with it the arena, which the thread would then touch after it
+// was freed. The executor (which the session ends before its arena) counts those callbacks and ends
+// only after the last has left.
+Executor::~Executor() {
+  while (continuing_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
+
+void Executor::continue_in_arena(StepState& step, AsyncNode& call) const {
+  continuing_.fetch_add(1, std::memory_order_acq_rel);  // before the continuation runs, so before the step can end
+  step.arena->enqueue(std::move(call.continuation));
+  continuing_.fetch_sub(1, std::memory_order_acq_rel);
+}
 
 std::unique_ptr<Executor::StepState> Executor::acquire_state() {
   std::unique_ptr<StepState> state;
@@ -122,18 +138,18 @@ void Executor::start_async_node(StepState& step, uint32_t index, std::vector<uin
     process(step, std::move(next), tasks);
   });
   if (pn.on_stream) {
-    enqueue_on_stream(step, index, *call, [call, arena = &*step.arena](Status status) {
+    enqueue_on_stream(step, index, *call, [this, &step, call](Status status) {
       call->status = std::move(status);
-      arena->enqueue(std::move(call->continuation));
+      continue_in_arena(step, *call);
     });
     make_ready(step, plan_.early_consumers_of(index), ready, tasks);
     return;
   }
   if (step.observer != nullptr) step.observer->on_node_start(index, *pn.node);
-  launch(pn, call->context, [call, arena = &*step.arena, observer = step.observer, &pn, index](Status status) {
+  launch(pn, call->context, [this, &step, call, observer = step.observer, &pn, index](Status status) {
     if (observer != nullptr) observer->on_node_end(index, *pn.node);
     call->status = std::move(status);
-    arena->enqueue(std::move(call->continuation));
+    continue_in_arena(step, *call);
   });
 }
 

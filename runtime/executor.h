@@ -15,6 +15,7 @@
 // are recorded once and replayed (Note [Captured steps]).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,10 @@ class Executor {
   void process(StepState& step, std::vector<uint32_t> ready, oneapi::tbb::task_group& tasks) const;
   void run_parallel(StepState& step) const;
   void run_sequential(StepState& step) const;
+  // An asynchronous kernel's done callback, on whatever thread finished the kernel (a stream's, a
+  // communicator's): hands the node's continuation to the step's arena (Note [Continuations from
+  // other threads]).
+  void continue_in_arena(StepState& step, AsyncNode& call) const;
 
   ExecutionPlan plan_;
   const SessionResources& resources_;
@@ -120,6 +125,7 @@ class Executor {
   std::string capture_refusal_;
   std::unique_ptr<CapturedStep> captured_;
   int64_t replays_ = 0;
+  mutable std::atomic<int> continuing_{0};  // done callbacks inside continue_in_arena
 };
 
 }  // namespace mirra::runtime

@@ -144,9 +144,9 @@ void Executor::record_ready_node(StepState& step, uint32_t index, std::vector<ui
     make_ready(step, plan_.consumers_of(node), next, tasks);
     process(step, std::move(next), tasks);
   });
-  record_node(step, index, *call, [call, arena = &*step.arena](Status status) {
+  record_node(step, index, *call, [this, &step, call](Status status) {
     call->status = std::move(status);
-    arena->enqueue(std::move(call->continuation));
+    continue_in_arena(step, *call);
   });
 }
 

@@ -6,12 +6,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 
 #include "runtime/allocator.h"
 #include "runtime/collectives/rendezvous.h"
@@ -91,7 +92,8 @@ void transfer(std::vector<Side>& sides) {
   sides[kDelivered].done(graph::Status());
 }
 
-// One delivery in flight: what gRPC's callback needs until it is called.
+// One delivery in flight: what gRPC's callback needs until it is called. Its context holds the
+// channel it goes over.
 struct Delivering {
   grpc::ClientContext context;
   transfers::Delivery request;
@@ -110,6 +112,45 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
   std::map<int, std::unique_ptr<transfers::Transfers::Stub>> stubs;  // by task, made on first use
   std::set<int> refused_tasks;                                      // those refused so far (said once each)
   std::atomic<int64_t> sent{0}, received{0};
+  // The deliveries whose callbacks have not finished. The communicator's end cancels them (one to
+  // a task that never came, without a deadline, would wait for ever) and ends only after the last
+  // callback has returned, so none runs on a gRPC thread after the communicator, with the channels
+  // it goes over, is gone.
+  std::map<Delivering*, std::shared_ptr<Delivering>> in_flight;  // under `mutex`
+  int landing = 0;  // deliveries started whose callbacks have not returned; under `mutex`
+  std::condition_variable landed;
+
+  void take_off(std::shared_ptr<Delivering> flight) {
+    std::lock_guard lock(mutex);
+    in_flight.emplace(flight.get(), std::move(flight));
+    ++landing;
+  }
+
+  void land(Delivering* landed_flight, const grpc::Status& status) {
+    std::shared_ptr<Delivering> flight;
+    {
+      std::lock_guard lock(mutex);
+      flight = std::move(in_flight.extract(landed_flight).mapped());
+    }
+    flight->done(status.ok() ? graph::Status() : status_of(status, flight->what));
+    flight.reset();  // the context and its hold on the channel go here, unless the communicator's end holds them
+    std::lock_guard lock(mutex);
+    --landing;
+    landed.notify_all();
+  }
+
+  // Cancels the deliveries in flight and waits until their callbacks are over.
+  void cancel_deliveries() {
+    std::vector<std::shared_ptr<Delivering>> flights;
+    {
+      std::lock_guard lock(mutex);
+      for (const auto& entry : in_flight) flights.push_back(entry.second);
+    }
+    for (const std::shared_ptr<Delivering>& flight : flights) flight->context.TryCancel();
+    flights.clear();
+    std::unique_lock lock(mutex);
+    landed.wait(lock, [&] { return landing == 0; });
+  }
 
   int tasks() const { return static_cast<int>(cluster.addresses.size()); }
 
@@ -192,7 +233,10 @@ graph::Expected<std::shared_ptr<GrpcCommunicator>> GrpcCommunicator::start(const
 
 GrpcCommunicator::GrpcCommunicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-GrpcCommunicator::~GrpcCommunicator() { state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1)); }
+GrpcCommunicator::~GrpcCommunicator() {
+  state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  state_->cancel_deliveries();
+}
 
 int GrpcCommunicator::rank() const { return state_->cluster.task; }
 int GrpcCommunicator::world_size() const { return state_->tasks(); }
@@ -212,7 +256,7 @@ void GrpcCommunicator::start_send(const CollectiveCall& call, const Tensor& valu
   if (call.peer < 0 || call.peer >= s.tasks() || call.peer == s.cluster.task) {
     return done(graph::invalid_argument(what + ": not another task of this cluster of " + std::to_string(s.tasks())));
   }
-  auto delivering = std::make_unique<Delivering>();
+  auto delivering = std::make_shared<Delivering>();
   delivering->what = what + " at " + s.cluster.addresses[static_cast<size_t>(call.peer)];
   delivering->done = std::move(done);
   transfers::Delivery& request = delivering->request;
@@ -232,11 +276,10 @@ void GrpcCommunicator::start_send(const CollectiveCall& call, const Tensor& valu
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - CollectiveClock::now());
     request.set_timeout_ms(std::max<int64_t>(1, left.count()));
   }
-  Delivering* flight = delivering.release();
-  s.stub(call.peer).async()->Deliver(&flight->context, &flight->request, &flight->reply, [flight](grpc::Status status) {
-    std::unique_ptr<Delivering> done_with(flight);
-    flight->done(status.ok() ? graph::Status() : status_of(status, flight->what));
-  });
+  Delivering* flight = delivering.get();
+  s.take_off(std::move(delivering));
+  s.stub(call.peer).async()->Deliver(&flight->context, &flight->request, &flight->reply,
+                                     [&s, flight](grpc::Status status) { s.land(flight, status); });
 }
 
 void GrpcCommunicator::start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done) {

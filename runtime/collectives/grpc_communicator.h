@@ -6,7 +6,9 @@
 // carries the cluster's token and the fingerprint of the sender's program: a task refuses one with
 // another token, another fingerprint or from a task outside the cluster, the sender's Send fails
 // with the receiver's reason, and the Recv it was for fails at once with it there.
-// Collectives other than send and receive are not offered (Communicator's "not supported").
+// Collectives other than send and receive are not offered (Communicator's "not supported"). Its end
+// cancels the deliveries still in flight (their sends fail as cancelled) and waits for their
+// callbacks, so no gRPC work of it outlives it.
 //
 //   auto transfers = runtime::GrpcCommunicator::start({.addresses = {"localhost:7000", "localhost:7001"},
 //                                                       .task = 1, .token = "s3cret", .fingerprint = hash});

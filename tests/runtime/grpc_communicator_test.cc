@@ -1,7 +1,8 @@
 // GrpcCommunicator between tasks of one process on localhost ports: every dtype crosses bit for bit,
 // whether the Send or the Recv comes first; a Recv whose value never comes fails at its deadline
 // naming the missing side; a task with another token or another program is refused on both sides,
-// naming why; a delivery's timeout past the clock's end is none; malformed deliveries (a dtype mirra
+// naming why; a delivery's timeout past the clock's end is none; a communicator's end cancels the
+// deliveries it still has in flight; malformed deliveries (a dtype mirra
 // lacks, bytes that do not fill the shape, negative or huge dimensions, bytes that are no message at
 // all) are refused and the task goes on receiving; an address it cannot listen on is an error naming
 // it; collectives it does not offer say so.
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <thread>
 
 #include "runtime/collectives/grpc_communicator.h"
 #include "runtime/random.h"
@@ -185,6 +187,22 @@ TEST_CASE("GrpcCommunicator.a_delivery_may_wait_past_the_clocks_end") {
     REQUIRE(receiver->recv(transfer("g", timeout_ms & 0xff, 1, 0), received)->wait().ok());
     CHECK(received.values<float>()[0] == 0.0f);
   }
+}
+
+TEST_CASE("GrpcCommunicator.its_end_cancels_the_deliveries_in_flight") {
+  // A send without a deadline to a task that never starts waits for it; the communicator's end
+  // cancels it, and its done hears so, before the communicator is gone (no gRPC callback outlives it).
+  const auto three = free_addresses(3);
+  auto alone = start(three, 0);
+  CollectiveCall call = transfer("g", 0, 0, 2);
+  call.deadline = CollectiveClock::time_point::max();
+  const std::shared_ptr<Work> sending = alone->send(call, Tensor::scalar(1.0f));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(sending->done());
+  alone.reset();
+  const graph::Status status = sending->wait(deadline_after(std::chrono::seconds(10)));
+  CHECK(status.code() == graph::StatusCode::cancelled);
+  CHECK_MESSAGE(status.message().find("send 'g' (instance 0) to task 2 at " + three[2]) != std::string::npos, status.to_string());
 }
 
 TEST_CASE("GrpcCommunicator.says_what_it_cannot_do") {
