@@ -3,7 +3,10 @@
 // save what one device saves after 20 steps (1e-5), worker 0 reporting one device's losses, state
 // written from the batch too (2 servers, 2 workers); variables cut into parts across 2 servers
 // saved whole, as the uncut run saves them, and trained on by one device, and `mirra inspect` showing
-// the parts on their servers and the joins on the workers; a bad
+// the parts on their servers and the joins on the workers; checkpoints written by server 0 (the
+// parts joined) that a --resume of every task trains on from as one device trains, and that one
+// device resumes from; a server killed mid-run and the cluster restarted with --resume going on
+// from the last checkpoint; a bad
 // cluster spec (MIRRA_CLUSTER's, or the config's "cluster") is refused naming the key; a task with another token is refused at its first transfer
 // and every task ends non-zero; a server that is gone ends every worker within the deadline, naming
 // the transfer that did not arrive.
@@ -12,6 +15,8 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -74,6 +79,21 @@ std::vector<int> wait_for_all(const std::vector<Process>& tasks, std::chrono::se
     codes.push_back(code ? *code : -1);  // -1: still running at the limit (then killed)
   }
   return codes;
+}
+
+// Kills server 0 (the first task) and waits for the others to end by themselves, each non-zero;
+// returns their stderr.
+std::vector<std::string> kill_server_0(const std::vector<Process>& tasks) {
+  ::kill(tasks[0].pid, SIGKILL);
+  CHECK(wait_for(tasks[0]) == 128 + SIGKILL);
+  std::vector<std::string> errors;
+  for (size_t t = 1; t < tasks.size(); ++t) {
+    const std::optional<int> code = wait_for(tasks[t], 60s);
+    REQUIRE_MESSAGE(code.has_value(), "task " << t << " still runs a minute after server 0 died");
+    CHECK(*code != 0);
+    errors.push_back(read_text(tasks[t].err));
+  }
+  return errors;
 }
 
 std::string config_with_timeout(const std::string& name, double seconds) {
@@ -185,6 +205,119 @@ TEST_CASE("ParameterServer.state_written_from_the_batch_trains_as_one_device") {
   check_close(got, trained_values(reference_file), 1e-5);
 }
 
+// The steps of the checkpoints in `dir` (ckpt-<step>.mirrackpt), in order.
+std::vector<int64_t> checkpoint_steps(const std::string& dir) {
+  std::vector<int64_t> steps;
+  if (!std::filesystem::exists(dir)) return steps;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("ckpt-") && name.ends_with(".mirrackpt")) steps.push_back(std::stoll(name.substr(5)));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::string checkpoint_config(const std::string& name, const std::string& dir, int every_steps, double timeout_s,
+                              int64_t min_shard_bytes = 0) {
+  const std::string path = workspace() / name;
+  std::ofstream(path) << "{\"strategy\": \"parameter_server\", \"min_shard_bytes\": " << min_shard_bytes
+                      << ", \"all_reduce\": {\"timeout_s\": " << timeout_s << "}, \"checkpoint\": {\"dir\": \"" << dir
+                      << "\", \"every_steps\": " << every_steps << ", \"keep\": 10}}";
+  return path;
+}
+
+// 2 servers with the kernels cut across them, 2 workers, global batch 61: 10 steps checkpointed
+// every 4 (and at the end), then every task resumed to step 20 saves what one device saves after
+// 20 steps; one device resumed from the cluster's step-10 checkpoint does too.
+TEST_CASE("ParameterServer.checkpoints_resume_every_task_and_restore_into_one_device") {
+  const std::vector<std::string> common = {"train", mlp_file(), "--batch-size", "61", "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "ps_ckpt_reference.mirra";
+  reference.insert(reference.end(), {"--steps", "20", "--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "ps_ckpt_reference").code == 0);
+  const auto want = trained_values(reference_file);
+
+  const std::string dir = workspace() / "ps_ckpts";
+  const std::string config = checkpoint_config("ps_ckpt.json", dir, 4, 60, 65536);
+  const Cluster cluster = make_cluster(2, 2);
+  std::vector<std::string> first = common;
+  first.insert(first.end(), {"--steps", "10", "--config", config});
+  const std::vector<Process> tasks = start_tasks(cluster, first, {}, "ps_ckpt_first");
+  const std::vector<int> codes = wait_for_all(tasks, 300s);
+  for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+  REQUIRE(checkpoint_steps(dir) == std::vector<int64_t>{4, 8, 10});
+  const std::string copy = workspace() / "ps_ckpts_for_one_device";
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(dir, copy);
+
+  const std::string saved = workspace() / "ps_ckpt_resumed.mirra";
+  std::vector<std::string> second = common;
+  second.insert(second.end(), {"--steps", "20", "--config", config, "--resume"});
+  const std::vector<Process> resumed = start_tasks(make_cluster(2, 2), second, {"--save", saved}, "ps_ckpt_second");
+  const std::vector<int> resumed_codes = wait_for_all(resumed, 300s);
+  for (size_t t = 0; t < resumed.size(); ++t) {
+    CHECK_MESSAGE(resumed_codes[t] == 0, "task " << t << ": " << read_text(resumed[t].err));
+  }
+  CHECK(read_text(resumed[0].out).find("resumed from step 10 (epoch 1, batch 10), saved by parameter_server with 2 replicas") !=
+        std::string::npos);
+  CHECK(read_text(resumed[0].out).find("ps 0 serving 10 steps") != std::string::npos);
+  CHECK(checkpoint_steps(dir) == std::vector<int64_t>{4, 8, 10, 12, 16, 20});
+  check_close(trained_values(saved), want, 1e-5);
+
+  const std::string one_device_file = workspace() / "ps_ckpt_one_device.mirra";
+  std::vector<std::string> one_device = common;
+  one_device.insert(one_device.end(), {"--steps", "20", "--strategy", "one_device", "--devices", "cpu:0", "--checkpoint-dir", copy,
+                                       "--resume", "--save", one_device_file});
+  const Run one = run(one_device, "ps_ckpt_one_device");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  CHECK(one.out.find("resumed from step 10") != std::string::npos);
+  check_close(trained_values(one_device_file), want, 1e-5);
+}
+
+// A server killed mid-run ends the workers; the cluster started again with --resume goes on from
+// the last checkpoint server 0 wrote, to the end.
+TEST_CASE("ParameterServer.a_cluster_restarted_after_a_lost_server_resumes_from_the_last_checkpoint") {
+  const std::string dir = workspace() / "ps_lost_ckpts";
+  std::filesystem::remove_all(dir);
+  const std::string config = checkpoint_config("ps_lost_ckpt.json", dir, 5, 5);
+  const std::vector<std::string> common = {"train", mlp_file(), "--threads", "1", "--config", config};
+  std::vector<std::string> endless = common;
+  endless.insert(endless.end(), {"--steps", "1000000"});
+  const std::vector<Process> tasks = start_tasks(make_cluster(1, 2), endless, {}, "ps_lost_ckpt");
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (checkpoint_steps(dir).size() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  kill_server_0(tasks);
+  const std::vector<int64_t> steps = checkpoint_steps(dir);
+  REQUIRE(steps.size() >= 2);
+  const int64_t last = steps.back();
+  std::vector<std::string> again = common;
+  const std::string saved = workspace() / "ps_lost_resumed.mirra";
+  again.insert(again.end(), {"--steps", std::to_string(last + 3), "--resume"});
+  const std::vector<Process> restarted = start_tasks(make_cluster(1, 2), again, {"--save", saved}, "ps_lost_again");
+  const std::vector<int> codes = wait_for_all(restarted, 300s);
+  for (size_t t = 0; t < restarted.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(restarted[t].err));
+  CHECK(read_text(restarted[0].out).find("resumed from step " + std::to_string(last)) != std::string::npos);
+  CHECK(read_text(restarted[0].out).find("ps 0 serving 3 steps") != std::string::npos);
+  CHECK(checkpoint_steps(dir).back() == last + 3);
+  const Run evaluated = run({"eval", saved, "--json"}, "ps_lost_eval");
+  CHECK_MESSAGE(evaluated.code == 0, evaluated.err);
+}
+
+// Every task takes --resume; where server 0 cannot resume (no checkpoint directory), each task ends
+// naming it.
+TEST_CASE("ParameterServer.a_resume_server_0_cannot_make_ends_every_task_naming_it") {
+  const std::vector<std::string> args = {"train", mlp_file(), "--steps", "5", "--threads", "1", "--resume", "--config",
+                                         config_with_timeout("ps_resume_without_dir.json", 10)};
+  const std::vector<Process> tasks = start_tasks(make_cluster(1, 2), args, {}, "ps_resume_without_dir");
+  const std::vector<int> codes = wait_for_all(tasks, 120s);
+  for (int code : codes) CHECK(code != 0);
+  CHECK(read_text(tasks[0].err).find("--resume needs a checkpoint directory (--checkpoint-dir) on server 0") != std::string::npos);
+  for (size_t w = 1; w < tasks.size(); ++w) {
+    CHECK_MESSAGE(read_text(tasks[w].err).find("server 0 could not resume from its checkpoint") != std::string::npos,
+                  read_text(tasks[w].err));
+  }
+}
+
 TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
   const std::vector<std::string> args = {"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server"};
   struct Bad {
@@ -255,13 +388,7 @@ TEST_CASE("ParameterServer.a_lost_server_ends_every_worker_within_the_deadline")
                                          config_with_timeout("ps_lost.json", 5)};
   const std::vector<Process> tasks = start_tasks(cluster, args, {}, "ps_lost");
   std::this_thread::sleep_for(2s);
-  ::kill(tasks[0].pid, SIGKILL);
-  CHECK(wait_for(tasks[0]) == 128 + SIGKILL);
-  for (size_t w = 1; w < tasks.size(); ++w) {
-    const std::optional<int> code = wait_for(tasks[w], 60s);
-    REQUIRE_MESSAGE(code.has_value(), "worker " << w - 1 << " still runs a minute after its server died");
-    CHECK(*code != 0);
-    const std::string err = read_text(tasks[w].err);
+  for (const std::string& err : kill_server_0(tasks)) {
     CHECK_MESSAGE((err.find("to task 0") != std::string::npos || err.find("from task 0") != std::string::npos), err);
   }
 }

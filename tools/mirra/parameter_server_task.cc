@@ -4,9 +4,12 @@
 // (strategies::parameter_server_tasks) and runs its part, the parts exchanging values over gRPC
 // (runtime::GrpcCommunicator). A server holds its variables, set from the model file, and runs a step
 // whenever the workers do, as many as they train; a worker trains on its share of every global batch
-// and reports the global batch's loss (worker 0 prints the progress and the summary); at the end
-// server 0 receives every other server's variables and writes --save. Synchronous training, one
-// replica per worker; what the other strategies offer beyond that is refused naming it.
+// and reports the global batch's loss (worker 0 prints the progress and the summary). Server 0
+// writes the checkpoints (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at
+// the end), each server's variables gathered onto it, and at the end --save; with --resume, given to
+// every task, server 0 hands its latest checkpoint out and training goes on from its position.
+// Synchronous training, one replica per worker; what the other strategies offer beyond that is
+// refused naming it.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -17,21 +20,21 @@
 #include "runtime/collectives/grpc_communicator.h"
 #include "serialization/file_io.h"
 #include "strategies/parameter_server.h"
+#include "serialization/checkpoint.h"
 #include "tools/mirra/cluster_spec.h"
+#include "tools/mirra/cluster_variables.h"
 #include "tools/mirra/commands.h"
 #include "tools/mirra/interrupts.h"
 #include "tools/mirra/metrics_json.h"
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
+#include "tools/mirra/training_position.h"
 #include "tools/mirra/variables_io.h"
 
 namespace mirra::runner {
 
 namespace {
-
-// The group under which server s sends server 0 its variable `name` at the end.
-std::string saved_group(const std::string& name) { return "save/" + name; }
 
 // What this first version of the strategy does not do, by the flag or key that asks for it.
 graph::Status refuse_unsupported(const TrainCommand& command) {
@@ -39,7 +42,6 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   const auto no = [](const std::string& what, const std::string& instead = "") {
     return graph::invalid_argument("parameter_server does not offer " + what + " yet" + (instead.empty() ? "" : "; " + instead));
   };
-  if (command.resume || !c.checkpoint.dir.empty()) return no("checkpoints (--checkpoint-dir, --resume)", "--save writes the trained model");
   if (command.eval) return no("evaluation during training (--eval)", "evaluate the saved model with mirra eval");
   if (!command.trace.empty() || command.profile) return no("--trace or --profile");
   if (!c.training.schedule.is_constant()) return no("a learning-rate schedule");
@@ -57,9 +59,17 @@ class ParameterServerTask {
  private:
   graph::Status serve();
   graph::Status train();
-  // Server 0: its own variables and every other server's, as they arrive; another server sends its own.
-  graph::Expected<std::vector<serialization::NamedTensor>> gather_on_server_0();
+  // With --resume, every task: where training goes on from (server 0's latest checkpoint, handed
+  // out); without, the start.
+  graph::Expected<serialization::TrainingPosition> start_position();
+  // Server 0's latest checkpoint, its position converted to this run's batches; nullopt for none.
+  graph::Expected<std::optional<serialization::Checkpoint>> checkpoint_to_resume();
+  // Every server: the variables gathered, and server 0 writes them as the checkpoint at `position`.
+  graph::Expected<std::vector<serialization::NamedTensor>> save_checkpoint(const serialization::TrainingPosition& position);
+  // The global batches of an epoch of the training data (0 when its length is not known ahead).
+  graph::Expected<int64_t> batches_per_epoch();
   double timeout_s() const { return config_.strategy.all_reduce.timeout_s; }
+  bool checkpoints() const { return !config_.checkpoint.dir.empty(); }
 
   const TrainCommand& command_;
   const RunConfig& config_;
@@ -70,6 +80,8 @@ class ParameterServerTask {
   strategies::TaskProgram part_;
   std::shared_ptr<runtime::GrpcCommunicator> transfers_;
   std::unique_ptr<runtime::Session> session_;
+  std::unique_ptr<ClusterVariables> variables_;
+  std::unique_ptr<serialization::CheckpointStore> store_;  // server 0's
 };
 
 graph::Status ParameterServerTask::run() {
@@ -97,6 +109,8 @@ graph::Status ParameterServerTask::run() {
                                          distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)}));
   const int task = cluster_.task();
   if (!tasks.contains(task)) return graph::internal_error("the cluster program has no part for " + cluster_.role());
+  std::map<int, std::set<std::string, std::less<>>> held;
+  for (const auto& [t, part] : tasks) held[t] = variable_names(part.graph);
   part_ = std::move(tasks.at(task));
   MIRRA_ASSIGN_OR_RETURN(transfers_, runtime::GrpcCommunicator::start({.addresses = cluster_.addresses(),
                                                                        .task = task,
@@ -107,7 +121,65 @@ graph::Status ParameterServerTask::run() {
                                                                         .deterministic = config_.training.deterministic,
                                                                         .communicators = {transfers_},
                                                                         .task = task});
+  variables_ = std::make_unique<ClusterVariables>(*transfers_, ClusterVariablesOptions{.task = task,
+                                                                                       .servers = static_cast<int>(cluster_.servers.size()),
+                                                                                       .timeout_s = timeout_s(),
+                                                                                       .skip = program_.learning_rate_variable,
+                                                                                       .held = std::move(held),
+                                                                                       .cluster = &distributed_.graph});
+  if (task == 0 && checkpoints()) {
+    std::error_code ec;
+    if (!std::filesystem::create_directories(config_.checkpoint.dir, ec) && ec) {
+      return graph::invalid_argument("cannot create checkpoint directory '" + config_.checkpoint.dir + "': " + ec.message());
+    }
+    MIRRA_RETURN_IF_ERROR(serialization::check_writable_directory(config_.checkpoint.dir, "checkpoint directory"));
+    store_ = std::make_unique<serialization::CheckpointStore>(config_.checkpoint.dir, config_.checkpoint.keep);
+  }
   return cluster_.is_server ? serve() : train();
+}
+
+graph::Expected<std::optional<serialization::Checkpoint>> ParameterServerTask::checkpoint_to_resume() {
+  if (!store_) return graph::invalid_argument("--resume needs a checkpoint directory (--checkpoint-dir) on server 0");
+  MIRRA_ASSIGN_OR_RETURN(std::optional<serialization::Checkpoint> latest, latest_checkpoint(*store_));
+  if (!latest) return latest;
+  latest->position = resumed_position(*latest, config_);
+  if (!command_.json) print_resumed(*latest, latest->position);
+  return latest;
+}
+
+graph::Expected<serialization::TrainingPosition> ParameterServerTask::start_position() {
+  serialization::TrainingPosition start{.data_seed = config_.training.seed, .batch_size = config_.training.batch_size};
+  if (!command_.resume) return start;
+  graph::Expected<std::optional<serialization::Checkpoint>> latest = std::optional<serialization::Checkpoint>();
+  if (cluster_.task() == 0) latest = checkpoint_to_resume();
+  auto resumed = variables_->resume(*session_, latest);
+  if (!resumed.ok()) return resumed.status().with_context(cluster_.role() + ", resuming");
+  return resumed->value_or(start);
+}
+
+graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::save_checkpoint(
+    const serialization::TrainingPosition& position) {
+  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, variables_->gather(*session_));
+  if (!store_) return values;
+  const std::string not_saving = "not checkpointing step " + std::to_string(position.step);
+  MIRRA_RETURN_IF_ERROR(check_values(values, not_saving));
+  MIRRA_RETURN_IF_ERROR(store_->save({.position = position,
+                                      .variables = values,
+                                      .strategy = "parameter_server",
+                                      .replicas = static_cast<int>(cluster_.workers.size())}));
+  return values;
+}
+
+graph::Expected<int64_t> ParameterServerTask::batches_per_epoch() {
+  MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
+  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
+                         program_dataset(spec, program_.program.graph, program_.program.signature, DataUse::train,
+                                         {.batch_size = config_.training.batch_size,
+                                          .seed = config_.training.seed,
+                                          .shard = 0,
+                                          .shards = static_cast<int>(cluster_.workers.size()),
+                                          .shard_policy = config_.data.shard}));
+  return std::max<int64_t>(0, data.batches_per_epoch());
 }
 
 graph::Status ParameterServerTask::serve() {
@@ -122,63 +194,51 @@ graph::Status ParameterServerTask::serve() {
   }
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, initial, /*require_all=*/false, "model file '" + command_.model + "'",
                                         program_.learning_rate_variable));
-  // As many steps as the workers take: the config's, or its epochs of the data's global batches.
-  int64_t steps = config_.training.steps;
-  if (steps <= 0) {
-    MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
-    MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
-                           program_dataset(spec, program_.program.graph, program_.program.signature, DataUse::train,
-                                           {.batch_size = config_.training.batch_size,
-                                            .seed = config_.training.seed,
-                                            .shard = 0,
-                                            .shards = static_cast<int>(cluster_.workers.size()),
-                                            .shard_policy = config_.data.shard}));
-    if (data.batches_per_epoch() <= 0) {
-      return graph::invalid_argument("parameter_server: the training data's length is not known ahead; give --steps");
-    }
-    steps = config_.training.epochs * data.batches_per_epoch();
+  MIRRA_ASSIGN_OR_RETURN(const serialization::TrainingPosition start, start_position());
+  // As many steps as the workers take: to the config's, or to the end of its epochs of the data's
+  // global batches.
+  MIRRA_ASSIGN_OR_RETURN(const int64_t epoch_batches, batches_per_epoch());
+  if (epoch_batches == 0 && (config_.training.steps <= 0 || checkpoints())) {
+    return graph::invalid_argument(std::string("parameter_server: the training data's length is not known ahead; ") +
+                                   (checkpoints() ? "checkpoints count epochs of it" : "give --steps"));
   }
-  if (!command_.json) std::printf("%s serving %lld steps on %s\n", cluster_.role().c_str(), static_cast<long long>(steps),
+  const int64_t steps = config_.training.steps > 0
+                            ? config_.training.steps - start.step
+                            : config_.training.epochs * epoch_batches - (start.epoch * epoch_batches + start.batch_in_epoch);
+  if (!command_.json) std::printf("%s serving %lld steps on %s\n", cluster_.role().c_str(), static_cast<long long>(std::max<int64_t>(0, steps)),
                                   cluster_.addresses()[static_cast<size_t>(cluster_.task())].c_str());
+  serialization::TrainingPosition position = start;
+  std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end;  // gathered by the last checkpoint
   for (int64_t step = 0; step < steps; ++step) {
     const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.signature.train}).status();
-    if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(step + 1));
+    if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(position.step + 1));
+    position = position_after_steps(start, step + 1, std::max<int64_t>(1, epoch_batches));
+    const int64_t every = config_.checkpoint.every_steps;
+    if (checkpoints() && (position.batch_in_epoch == 0 || (every > 0 && position.step % every == 0))) {
+      MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, save_checkpoint(position));
+      if (step + 1 == steps) saved_at_the_end = std::move(values);
+    }
   }
-  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, gather_on_server_0());
+  if (!saved_at_the_end) {
+    if (checkpoints() && steps > 0) {
+      MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, save_checkpoint(position));
+    } else {
+      MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, variables_->gather(*session_));
+    }
+  }
   if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
-  MIRRA_RETURN_IF_ERROR(check_values(values, "not saving '" + command_.save + "'"));
-  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(values)), command_.save));
+  MIRRA_RETURN_IF_ERROR(check_values(*saved_at_the_end, "not saving '" + command_.save + "'"));
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(*saved_at_the_end)), command_.save));
   if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
   return graph::Status();
-}
-
-graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::gather_on_server_0() {
-  MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, read_variables(*session_, program_.learning_rate_variable));
-  const auto deadline = runtime::deadline_after(std::chrono::milliseconds(static_cast<int64_t>(timeout_s() * 1000)));
-  if (cluster_.task() != 0) {
-    for (const serialization::NamedTensor& value : values) {
-      const runtime::Tensor tensor = runtime::from_tensor_value(value.value);
-      MIRRA_RETURN_IF_ERROR(transfers_->send({.group = saved_group(value.name), .participant = 0, .group_size = 2, .peer = 0,
-                                              .deadline = deadline}, tensor)->wait());
-    }
-    return values;
-  }
-  for (const graph::Node& node : distributed_.graph.nodes()) {
-    const int server = node.device && node.device->task ? *node.device->task : 0;
-    if (node.op != "Variable" || server == 0 || server >= static_cast<int>(cluster_.servers.size())) continue;
-    runtime::Tensor received;
-    MIRRA_RETURN_IF_ERROR(transfers_->recv({.group = saved_group(node.name), .participant = 1, .group_size = 2, .peer = server,
-                                            .deadline = deadline}, received)->wait());
-    values.push_back({node.name, runtime::to_tensor_value(received)});
-  }
-  return join_partitions(std::move(values), distributed_.graph);
 }
 
 graph::Status ParameterServerTask::train() {
   const bool speaks = cluster_.index == 0;  // worker 0 speaks for the run
   const int workers = static_cast<int>(cluster_.workers.size());
+  MIRRA_ASSIGN_OR_RETURN(const serialization::TrainingPosition start, start_position());
   MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
-  MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
+  MIRRA_ASSIGN_OR_RETURN(runtime::data::Dataset data,
                          program_dataset(spec, program_.program.graph, program_.program.signature, DataUse::train,
                                          {.batch_size = config_.training.batch_size,
                                           .seed = config_.training.seed,
@@ -187,6 +247,7 @@ graph::Status ParameterServerTask::train() {
                                           .shard = cluster_.index,
                                           .shards = workers,
                                           .shard_policy = config_.data.shard}));
+  if (start.data_seed != data.options().seed) data = data.reseeded(start.data_seed);  // the checkpoint's
   std::ofstream metrics;
   if (!command_.metrics.empty() && speaks) {
     metrics.open(command_.metrics);
@@ -203,7 +264,10 @@ graph::Status ParameterServerTask::train() {
   double last_loss = 0;
   runtime::training::Trainer trainer(
       *session_, part_.signature,
-      {.epochs = config_.training.steps > 0 ? 0 : config_.training.epochs,
+      {.epochs = config_.training.steps > 0 ? 0 : config_.training.epochs - start.epoch,
+       .first_epoch = start.epoch,
+       .first_batch = start.batch_in_epoch,
+       .first_step = start.step,
        .max_steps = config_.training.steps,
        .base_learning_rate = program_.optimizer.learning_rate,
        .on_step = [&](const runtime::training::StepMetrics& step) {
@@ -217,7 +281,8 @@ graph::Status ParameterServerTask::train() {
          }
        },
        .on_epoch = [&](const runtime::training::EpochMetrics& epoch) { progress.on_epoch(epoch); }});
-  MIRRA_RETURN_IF_ERROR(trainer.fit(data).status());
+  const bool finished = config_.training.steps > 0 ? start.step >= config_.training.steps : start.epoch >= config_.training.epochs;
+  if (!finished) MIRRA_RETURN_IF_ERROR(trainer.fit(data).status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!speaks) return graph::Status();
   if (!command_.json) {

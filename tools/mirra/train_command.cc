@@ -30,6 +30,7 @@
 #include "tools/mirra/step_profile.h"
 #include "tools/mirra/tensorboard_log.h"
 #include "tools/mirra/trace_writer.h"
+#include "tools/mirra/training_position.h"
 #include "tools/mirra/variables_io.h"
 #include "tools/mirra/workers.h"
 
@@ -50,16 +51,6 @@ bool uses_cpu(const std::vector<graph::DeviceId>& devices) {
   return std::any_of(devices.begin(), devices.end(), [](const graph::DeviceId& d) {
     return runtime::device_kind_spec(d.kind).computes_on_host_cpu;
   });
-}
-
-// The position after a step: the next batch of its epoch, or the start of the next epoch.
-TrainingPosition position_after(const runtime::training::StepMetrics& step, const TrainingPosition& start) {
-  const bool epoch_done = step.batch + 1 >= step.batches_in_epoch;
-  return {.step = step.step + 1,
-          .epoch = epoch_done ? step.epoch + 1 : step.epoch,
-          .batch_in_epoch = epoch_done ? 0 : step.batch + 1,
-          .data_seed = start.data_seed,
-          .batch_size = start.batch_size};
 }
 
 // Problems that would otherwise surface only after training: unusable output paths, a model whose
@@ -354,40 +345,15 @@ graph::Status TrainRun::restore() {
   }
   store_ = std::make_unique<serialization::CheckpointStore>(config_.checkpoint.dir, config_.checkpoint.keep);
   if (!command_.resume) return graph::Status();
-  std::vector<std::string> warnings;
-  auto latest = store_->load_latest(warnings);
-  for (const std::string& w : warnings) std::fprintf(stderr, "mirra: warning: %s\n", w.c_str());
-  MIRRA_RETURN_IF_ERROR(latest.status());
-  if (!*latest) {
-    std::fprintf(stderr, "mirra: no checkpoint in '%s' yet; starting from the model file\n", config_.checkpoint.dir.c_str());
-    return graph::Status();
-  }
-  const serialization::Checkpoint& checkpoint = **latest;
+  MIRRA_ASSIGN_OR_RETURN(const std::optional<serialization::Checkpoint> latest, latest_checkpoint(*store_));
+  if (!latest) return graph::Status();
+  const serialization::Checkpoint& checkpoint = *latest;
   MIRRA_RETURN_IF_ERROR(write_variables(*session_, checkpoint.variables, /*require_all=*/true, "the checkpoint",
                                         program_.learning_rate_variable, worker_part()));
   restored_.insert(restored_.begin(), checkpoint.variables.begin(), checkpoint.variables.end());  // found first
-  start_ = checkpoint.position;
-  last_saved_ = start_;
-  if (start_.data_seed != config_.training.seed) {
-    std::fprintf(stderr, "mirra: warning: resuming with the checkpoint's shuffle seed %llu, not %llu\n",
-                 static_cast<unsigned long long>(start_.data_seed), static_cast<unsigned long long>(config_.training.seed));
-  }
-  const int64_t batch = config_.training.batch_size;
-  if (start_.batch_size != batch) {
-    // The same place in the epoch's example order, counted in the new batches (a partial batch's
-    // examples are seen again).
-    const int64_t examples_done = start_.batch_in_epoch * start_.batch_size;
-    std::fprintf(stderr, "mirra: warning: the checkpoint counts batches of %lld; continuing with %lld from example %lld of the epoch\n",
-                 static_cast<long long>(start_.batch_size), static_cast<long long>(batch), static_cast<long long>(examples_done));
-    start_.batch_in_epoch = examples_done / batch;
-    start_.batch_size = batch;
-  }
-  if (!command_.json) {
-    std::printf("resumed from step %lld (epoch %lld, batch %lld), saved by %s with %d replica%s\n",
-                static_cast<long long>(start_.step), static_cast<long long>(start_.epoch + 1),
-                static_cast<long long>(start_.batch_in_epoch), checkpoint.strategy.c_str(), checkpoint.replicas,
-                checkpoint.replicas == 1 ? "" : "s");
-  }
+  last_saved_ = checkpoint.position;
+  start_ = resumed_position(checkpoint, config_);
+  if (!command_.json) print_resumed(checkpoint, start_);
   return graph::Status();
 }
 
