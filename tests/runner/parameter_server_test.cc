@@ -226,6 +226,30 @@ std::string checkpoint_config(const std::string& name, const std::string& dir, i
   return path;
 }
 
+// A cosine schedule after a warmup: server 0 sets the rate every step, and the cluster trains as one
+// device does, worker 0 reporting the rates one device reports.
+TEST_CASE("ParameterServer.a_learning_rate_schedule_trains_as_one_device") {
+  const std::vector<std::string> common = {"train", mlp_file(), "--steps", "20", "--batch-size", "128", "--threads", "1",
+                                           "--schedule", "cosine", "--warmup-steps", "5", "--decay-steps", "15"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "ps_schedule_reference.mirra";
+  const std::string reference_metrics = workspace() / "ps_schedule_reference_metrics.jsonl";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file, "--metrics",
+                                     reference_metrics});
+  REQUIRE(run(reference, "ps_schedule_reference").code == 0);
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--strategy", "parameter_server"});
+  const std::string saved = workspace() / "ps_schedule.mirra";
+  const std::vector<Process> tasks = start_tasks(make_cluster(2, 2), args, {"--save", saved}, "ps_schedule");
+  const std::vector<int> codes = wait_for_all(tasks, 300s);
+  for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+  check_close(trained_values(saved), trained_values(reference_file), 1e-5);
+  const std::vector<double> want = step_field(reference_metrics, "learning_rate");
+  REQUIRE(want.size() == 20);
+  CHECK(want[0] < want[4]);  // the warmup
+  CHECK(step_field(workspace() / "ps_schedule_metrics.jsonl", "learning_rate") == want);
+}
+
 // 2 servers with the kernels cut across them, 2 workers, global batch 61: 10 steps checkpointed
 // every 4 (and at the end), then every task resumed to step 20 saves what one device saves after
 // 20 steps; one device resumed from the cluster's step-10 checkpoint does too.

@@ -215,12 +215,14 @@ std::string last_line(const std::string& text) {
   return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
 }
 
-std::vector<double> step_losses(const std::string& path) {
+std::vector<double> step_field(const std::string& path, const std::string& key) {
   std::ifstream lines(path);
-  std::vector<double> losses;
-  for (std::string line; std::getline(lines, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
-  return losses;
+  std::vector<double> values;
+  for (std::string line; std::getline(lines, line);) values.push_back(nlohmann::json::parse(line)[key].get<double>());
+  return values;
 }
+
+std::vector<double> step_losses(const std::string& path) { return step_field(path, "loss"); }
 
 std::vector<double> step_metric(const std::string& path, const std::string& name) {
   std::ifstream lines(path);

@@ -68,6 +68,8 @@ Run run(std::vector<std::string> args, const std::string& tag);
 std::string last_line(const std::string& text);
 // The loss of each step, from a --metrics file.
 std::vector<double> step_losses(const std::string& path);
+// Each line's number under `key` ("learning_rate").
+std::vector<double> step_field(const std::string& path, const std::string& key);
 // A metric of the signature at each step, by name, from a --metrics file.
 std::vector<double> step_metric(const std::string& path, const std::string& name);
 // Weights and optimizer state of a saved model, by name.

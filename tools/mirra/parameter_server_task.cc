@@ -44,7 +44,6 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   };
   if (command.eval) return no("evaluation during training (--eval)", "evaluate the saved model with mirra eval");
   if (!command.trace.empty() || command.profile) return no("--trace or --profile");
-  if (!c.training.schedule.is_constant()) return no("a learning-rate schedule");
   if (c.training.accumulation_steps > 1) return no("gradient accumulation");
   if (!c.training.logdir.empty()) return no("TensorBoard event files (training.logdir)");
   if (c.training.cuda_graph) return no("captured steps (training.cuda_graph)");
@@ -66,6 +65,9 @@ class ParameterServerTask {
   graph::Expected<std::optional<serialization::Checkpoint>> checkpoint_to_resume();
   // Every server: the variables gathered, and server 0 writes them as the checkpoint at `position`.
   graph::Expected<std::vector<serialization::NamedTensor>> save_checkpoint(const serialization::TrainingPosition& position);
+  // With a learning-rate schedule, on the server holding the learning-rate variable: its value for
+  // the step after `steps` steps, which the servers' updates read.
+  void set_learning_rate(int64_t steps);
   // The global batches of an epoch of the training data (0 when its length is not known ahead).
   graph::Expected<int64_t> batches_per_epoch();
   double timeout_s() const { return config_.strategy.all_reduce.timeout_s; }
@@ -170,6 +172,17 @@ graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::sa
   return values;
 }
 
+void ParameterServerTask::set_learning_rate(int64_t steps) {
+  const runtime::training::LearningRateSchedule& schedule = config_.training.schedule;
+  const std::optional<graph::NodeId> variable = part_.graph.find(program_.learning_rate_variable);
+  if (schedule.is_constant() || !variable) return;
+  const double rate = schedule.at(program_.optimizer.learning_rate, steps);
+  const graph::DType dtype = part_.graph.node(*variable).outputs[0].dtype;
+  session_->assign_variable(program_.learning_rate_variable, dtype == graph::DType::f64
+                                                                  ? runtime::Tensor::scalar<double>(rate)
+                                                                  : runtime::Tensor::scalar<float>(static_cast<float>(rate)));
+}
+
 graph::Expected<int64_t> ParameterServerTask::batches_per_epoch() {
   MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
@@ -210,6 +223,7 @@ graph::Status ParameterServerTask::serve() {
   serialization::TrainingPosition position = start;
   std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end;  // gathered by the last checkpoint
   for (int64_t step = 0; step < steps; ++step) {
+    set_learning_rate(position.step);
     const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.signature.train}).status();
     if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(position.step + 1));
     position = position_after_steps(start, step + 1, std::max<int64_t>(1, epoch_batches));
@@ -277,7 +291,9 @@ graph::Status ParameterServerTask::train() {
          progress.on_step(step);
          if (metrics.is_open()) {
            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-           metrics << step_line(step, program_.optimizer.learning_rate, elapsed).dump() << '\n';
+           // The rate server 0 set for the step.
+           const double rate = config_.training.schedule.at(program_.optimizer.learning_rate, step.step);
+           metrics << step_line(step, rate, elapsed).dump() << '\n';
          }
        },
        .on_epoch = [&](const runtime::training::EpochMetrics& epoch) { progress.on_epoch(epoch); }});
