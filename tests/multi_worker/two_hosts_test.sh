@@ -3,10 +3,12 @@
 # mirra-ns2 joined by a veth pair (10.231.0.1 and .2), their names in /etc/hosts; mpirun runs in the
 # first and starts one worker in each (its remote agent is `ip netns exec HOST`), OpenMPI over TCP on
 # that link only. Checks the run against one device (final loss and the trained model's test loss,
-# and the final loss with the optimizer state sharded over both hosts),
-# then limits the link to 1 Gbit/s each way (tc tbf; plus 2 ms delay with netem where the kernel has
-# it) and checks that training completes, printing its exposed communication per step
-# (bench/exposed_communication.py over worker 0's trace). Removes the namespaces and the hosts lines
+# and the final loss with the optimizer state sharded over both hosts); then the parameter-server
+# strategy with a server and a worker on each host (gRPC over the link) against one device too. Then
+# limits the link to 1 Gbit/s each way (tc tbf; plus 2 ms delay with netem where the kernel has
+# it) and checks that training completes under both strategies, printing multi-worker training's
+# exposed communication per step (bench/exposed_communication.py over worker 0's trace) and the
+# parameter servers' throughput. Removes the namespaces and the hosts lines
 # however it ends. Skips (exit 77) only where namespaces cannot be made.
 #   two_hosts_test.sh MIRRA MIRRA_EXAMPLES
 set -euo pipefail
@@ -73,6 +75,28 @@ sharded=$(two_hosts "${common[@]}" --strategy multi_worker_mirrored --devices cp
 echo "final loss with the optimizer state sharded over both hosts: $sharded"
 close "$sharded" "$want" || { echo "FAIL: sharded training between the hosts differs from one device"; exit 1; }
 
+# Parameter servers: ps 0 and worker 0 on the first host, ps 1 and worker 1 on the second, each task
+# a process of its own in its host's namespace. Prints worker 0's JSON summary.
+ps_cluster='"cluster": {"ps": ["mirra-ns1:7100", "mirra-ns2:7100"], "worker": ["mirra-ns1:7101", "mirra-ns2:7101"]}, "token": "two-hosts"'
+parameter_server() {
+  local args=("$@") pids=() spec role index host pid failed=0
+  for spec in "ps 0 mirra-ns1" "ps 1 mirra-ns2" "worker 0 mirra-ns1" "worker 1 mirra-ns2"; do
+    read -r role index host <<< "$spec"
+    MIRRA_CLUSTER="{$ps_cluster, \"task\": {\"type\": \"$role\", \"index\": $index}}" \
+      ip netns exec "$host" "$mirra" "${args[@]}" --strategy parameter_server > "$work/$role$index.out" 2> "$work/$role$index.err" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  if [ $failed -ne 0 ]; then cat "$work"/ps?.err "$work"/worker?.err >&2; return 1; fi
+  tail -n 1 "$work/worker0.out"
+}
+got_ps=$(parameter_server "${common[@]}" --save "$work/ps.mirra" | field final_loss)
+echo "final loss with parameter servers on both hosts: $got_ps"
+close "$got_ps" "$want" || { echo "FAIL: parameter-server training between the hosts differs from one device"; exit 1; }
+got_ps_test=$("$mirra" eval "$work/ps.mirra" --json | field test_loss)
+echo "test loss of the model the parameter servers trained: $got_ps_test"
+close "$got_ps_test" "$want_test" || { echo "FAIL: the parameter servers' trained model differs"; exit 1; }
+
 for n in 1 2; do ip netns exec mirra-ns$n tc qdisc add dev veth-m$n root handle 1: tbf rate 1gbit burst 256kb latency 50ms; done
 delay="no netem in this kernel"
 if ip netns exec mirra-ns1 tc qdisc add dev veth-m1 parent 1:1 handle 10: netem delay 2ms 2>/dev/null; then
@@ -84,4 +108,8 @@ limited=$(two_hosts train "$work/mlp.mirra" --steps 50 --batch-size 128 --thread
 echo "over a 1 Gbit/s link ($delay): $limited steps"
 [ "$limited" = 50 ] || { echo "FAIL: training over the limited link did not complete"; exit 1; }
 echo "exposed communication per step there: $(python3 "$(dirname "$0")/../../bench/exposed_communication.py" "$work/limited.json.worker0")"
+ps_summary=$(parameter_server train "$work/mlp.mirra" --steps 50 --batch-size 128 --threads 1 --json)
+ps_steps=$(field steps <<< "$ps_summary")
+echo "parameter servers over the same link: $ps_steps steps, $(field examples_per_s <<< "$ps_summary") examples/s on worker 0"
+[ "$ps_steps" = 50 ] || { echo "FAIL: parameter-server training over the limited link did not complete"; exit 1; }
 echo "two hosts: pass"
