@@ -15,7 +15,10 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -250,6 +253,35 @@ TEST_CASE("ParameterServer.a_learning_rate_schedule_trains_as_one_device") {
   CHECK(step_field(workspace() / "ps_schedule_metrics.jsonl", "learning_rate") == want);
 }
 
+// --eval: where worker 0's trainer ends an epoch (after each, and at the end of training mid-epoch)
+// it evaluates the variables server 0 sends it, and reports what one device reports.
+TEST_CASE("ParameterServer.eval_after_each_epoch_reports_what_one_device_reports") {
+  const std::string tfrecord = std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord";
+  const std::string data = R"({"files": [")" + tfrecord + R"("],
+    "features": {"image": {"type": "bytes", "shape": [28, 28, 1], "decode": "image"}, "label": {"type": "int64"}},
+    "fields": {"images": {"field": "image", "scale": 0.00392156862745098}, "labels": "label"}})";
+  const std::string config = workspace() / "ps_eval.json";
+  std::ofstream(config) << R"({"all_reduce": {"timeout_s": 60}, "data": {"train": )" << data << R"(, "eval": )" << data << "}}";
+  for (const std::vector<std::string>& length : {std::vector<std::string>{"--epochs", "2"}, std::vector<std::string>{"--steps", "7"}}) {
+    CAPTURE(length[0]);
+    std::vector<std::string> common = {"train", mlp_file(), "--batch-size", "128", "--threads", "1", "--eval", "--json", "--config", config};
+    common.insert(common.end(), length.begin(), length.end());
+    std::vector<std::string> reference = common;
+    reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0"});
+    const Run one = run(reference, "ps_eval_reference");
+    REQUIRE_MESSAGE(one.code == 0, one.err);
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--strategy", "parameter_server"});
+    const std::vector<Process> tasks = start_tasks(make_cluster(1, 2), args, {}, "ps_eval");
+    const std::vector<int> codes = wait_for_all(tasks, 300s);
+    for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+    const nlohmann::json want = nlohmann::json::parse(last_line(one.out));
+    const nlohmann::json got = nlohmann::json::parse(last_line(read_text(tasks[1].out)));
+    CHECK(got.at("test_loss").get<double>() == doctest::Approx(want.at("test_loss").get<double>()).epsilon(1e-5));
+    CHECK(std::abs(got.at("test_accuracy").get<double>() - want.at("test_accuracy").get<double>()) <= 1.0 / 600 + 1e-9);
+  }
+}
+
 // 2 servers with the kernels cut across them, 2 workers, global batch 61: 10 steps checkpointed
 // every 4 (and at the end), then every task resumed to step 20 saves what one device saves after
 // 20 steps; one device resumed from the cluster's step-10 checkpoint does too.
@@ -385,9 +417,6 @@ TEST_CASE("ParameterServer.a_bad_cluster_spec_is_refused_naming_the_key") {
   const Run synchronised = run({"train", mlp_file(), "--steps", "1", "--config", config}, "ps_sync_batch_norm");
   CHECK(synchronised.code == 2);
   CHECK(synchronised.err.find("parameter_server does not offer synchronised batch normalisation") != std::string::npos);
-  const Run refused = run({"train", mlp_file(), "--steps", "1", "--strategy", "parameter_server", "--eval"}, "ps_eval");
-  CHECK(refused.code == 2);
-  CHECK(refused.err.find("parameter_server does not offer evaluation during training (--eval) yet") != std::string::npos);
 }
 
 TEST_CASE("ParameterServer.a_task_with_another_token_is_refused_and_every_task_ends") {

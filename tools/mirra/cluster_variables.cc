@@ -1,6 +1,6 @@
-// ClusterVariables: gathering the servers' variables on server 0 and handing a checkpoint out from
-// it, as Sends and Recvs of the cluster's transfers outside the steps' groups ("save/...",
-// "resume/...").
+// ClusterVariables: gathering the servers' variables on server 0, and handing a checkpoint or the
+// values to evaluate out from it, as Sends and Recvs of the cluster's transfers outside the steps'
+// groups ("save/...", "resume/...", "evaluate/...").
 #include "tools/mirra/cluster_variables.h"
 
 #include <chrono>
@@ -102,14 +102,7 @@ graph::Expected<std::optional<TrainingPosition>> ClusterVariables::resume(
     return graph::failed_precondition("server 0 could not resume from its checkpoint (its log says why)");
   }
   if (p[0] == static_cast<int64_t>(Resumption::none)) return std::optional<TrainingPosition>();
-  runtime::Tensor names;
-  MIRRA_RETURN_IF_ERROR(transfers_.recv(call("resume/names", 0, 1, 0), names)->wait());
-  std::vector<NamedTensor> values;
-  for (const std::string& name : names_of(names)) {
-    runtime::Tensor value;
-    MIRRA_RETURN_IF_ERROR(transfers_.recv(call("resume/" + name, 0, 1, 0), value)->wait());
-    values.push_back({name, runtime::to_tensor_value(value)});
-  }
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<NamedTensor> values, receive_values("resume/", 0));
   MIRRA_RETURN_IF_ERROR(write_variables(session, values, /*require_all=*/true, "server 0's checkpoint", options_.skip));
   return std::optional<TrainingPosition>(
       {.step = p[1], .epoch = p[2], .batch_in_epoch = p[3], .data_seed = static_cast<uint64_t>(p[4]), .batch_size = p[5]});
@@ -150,13 +143,49 @@ graph::Status ClusterVariables::resume_from_server_0(runtime::Session& session,
   MIRRA_RETURN_IF_ERROR(problem);
   if (!resuming) return graph::Status();
   for (int task = 1; task < transfers_.world_size(); ++task) {
-    MIRRA_RETURN_IF_ERROR(transfers_.send(call("resume/names", 0, 0, task), names_tensor(names[task]))->wait());
-    for (const std::string& name : names[task]) {
-      MIRRA_RETURN_IF_ERROR(
-          transfers_.send(call("resume/" + name, 0, 0, task), runtime::from_tensor_value(by_name.at(name)->value))->wait());
-    }
+    std::vector<const NamedTensor*> values;
+    for (const std::string& name : names[task]) values.push_back(by_name.at(name));
+    MIRRA_RETURN_IF_ERROR(send_values(task, "resume/", 0, values));
   }
   return graph::Status();
+}
+
+graph::Status ClusterVariables::send_for_evaluation(const std::vector<NamedTensor>& values, int task) {
+  const int64_t instance = evaluations_++;
+  if (options_.task != 0) return graph::Status();
+  std::vector<const NamedTensor*> all;
+  for (const NamedTensor& value : values) all.push_back(&value);
+  return send_values(task, "evaluate/", instance, all);
+}
+
+graph::Expected<std::vector<NamedTensor>> ClusterVariables::receive_for_evaluation() {
+  return receive_values("evaluate/", evaluations_++);
+}
+
+graph::Status ClusterVariables::send_values(int task, const std::string& prefix, int64_t instance,
+                                            const std::vector<const NamedTensor*>& values) {
+  std::vector<std::string> names;
+  for (const NamedTensor* value : values) names.push_back(value->name);
+  MIRRA_RETURN_IF_ERROR(transfers_.send(call(prefix + "names", instance, 0, task), names_tensor(names))->wait());
+  for (const NamedTensor* value : values) {
+    MIRRA_RETURN_IF_ERROR(transfers_.send(call(prefix + value->name, instance, 0, task), runtime::from_tensor_value(value->value))->wait());
+  }
+  return graph::Status();
+}
+
+graph::Expected<std::vector<NamedTensor>> ClusterVariables::receive_values(const std::string& prefix, int64_t instance) {
+  runtime::Tensor names;
+  MIRRA_RETURN_IF_ERROR(transfers_.recv(call(prefix + "names", instance, 1, 0), names)->wait());
+  if (names.dtype() != graph::DType::u8 || names.rank() != 1) {
+    return graph::internal_error("server 0 sent malformed variable names (" + names.type_string() + ")");
+  }
+  std::vector<NamedTensor> values;
+  for (const std::string& name : names_of(names)) {
+    runtime::Tensor value;
+    MIRRA_RETURN_IF_ERROR(transfers_.recv(call(prefix + name, instance, 1, 0), value)->wait());
+    values.push_back({name, runtime::to_tensor_value(value)});
+  }
+  return values;
 }
 
 }  // namespace mirra::runner

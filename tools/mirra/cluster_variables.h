@@ -2,8 +2,9 @@
 // every server's gathered on server 0 (for the trained model --save writes and the checkpoints server
 // 0 writes), and on --resume server 0's checkpoint handed out: every task the position training goes
 // on from, and each task the values of the variables it holds (whole: a task holding a part of a cut
-// variable writes its rows). Every task makes the same calls in the same order: a gathering is a
-// collective call of the servers, a resumption one of every task.
+// variable writes its rows); and the gathered values sent to the worker that evaluates them. Every
+// task makes the same calls in the same order: a gathering is a collective call of the servers, a
+// resumption one of every task, a hand-over for evaluation one of the servers and that worker.
 //
 //   ClusterVariables variables(*transfers, {.task = t, .servers = 2, .timeout_s = 60, .skip = lr,
 //                                            .held = held_by_task, .cluster = &cluster_graph});
@@ -50,6 +51,11 @@ class ClusterVariables {
   graph::Expected<std::optional<serialization::TrainingPosition>> resume(
       runtime::Session& session, const graph::Expected<std::optional<serialization::Checkpoint>>& latest);
 
+ // Every server, with the values gather returned: server 0 sends them to `task` (a worker that
+  // evaluates them), the others do nothing. That task calls receive_for_evaluation.
+  graph::Status send_for_evaluation(const std::vector<serialization::NamedTensor>& values, int task);
+  graph::Expected<std::vector<serialization::NamedTensor>> receive_for_evaluation();
+
  private:
   runtime::CollectiveCall call(const std::string& group, int64_t instance, int participant, int peer) const;
   graph::Status resume_from_server_0(runtime::Session& session,
@@ -57,7 +63,13 @@ class ClusterVariables {
 
   runtime::Communicator& transfers_;
   ClusterVariablesOptions options_;
-  int64_t gatherings_ = 0;  // numbers each gathering's transfers
+  // Server 0 sends `task` the names, then each value, under `prefix`; a task receives them from it.
+  graph::Status send_values(int task, const std::string& prefix, int64_t instance,
+                            const std::vector<const serialization::NamedTensor*>& values);
+  graph::Expected<std::vector<serialization::NamedTensor>> receive_values(const std::string& prefix, int64_t instance);
+
+  int64_t gatherings_ = 0;   // numbers each gathering's transfers
+  int64_t evaluations_ = 0;  // and each hand-over for evaluation
 };
 
 }  // namespace mirra::runner

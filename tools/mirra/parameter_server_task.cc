@@ -42,7 +42,6 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   const auto no = [](const std::string& what, const std::string& instead = "") {
     return graph::invalid_argument("parameter_server does not offer " + what + " yet" + (instead.empty() ? "" : "; " + instead));
   };
-  if (command.eval) return no("evaluation during training (--eval)", "evaluate the saved model with mirra eval");
   if (!command.trace.empty() || command.profile) return no("--trace or --profile");
   if (c.training.accumulation_steps > 1) return no("gradient accumulation");
   if (!c.training.logdir.empty()) return no("TensorBoard event files (training.logdir)");
@@ -70,6 +69,9 @@ class ParameterServerTask {
   void set_learning_rate(int64_t steps);
   // The global batches of an epoch of the training data (0 when its length is not known ahead).
   graph::Expected<int64_t> batches_per_epoch();
+  // Worker 0 (with --eval): the test set's accuracy and loss with the variables server 0 sent after an epoch.
+  graph::Expected<runtime::training::Evaluation> evaluate(runtime::Session& evaluator, const runtime::data::Dataset& test);
+  int evaluating_task() const { return static_cast<int>(cluster_.servers.size()); }  // worker 0's
   double timeout_s() const { return config_.strategy.all_reduce.timeout_s; }
   bool checkpoints() const { return !config_.checkpoint.dir.empty(); }
 
@@ -95,6 +97,10 @@ graph::Status ParameterServerTask::run() {
                                    " (docs/strategies.md, \"parameter_server\")");
   }
   cluster_ = *cluster;
+  if (command_.eval) {  // on every task, so that none waits for a worker 0 that cannot evaluate
+    MIRRA_ASSIGN_OR_RETURN(const DataSpec train_spec, training_data_spec(config_));
+    MIRRA_RETURN_IF_ERROR(evaluation_spec(config_.data.eval, train_spec).status());
+  }
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
   strategies::StrategyConfig strategy_config = config_.strategy;
   strategy_config.cluster = {.servers = static_cast<int>(cluster_.servers.size()), .workers = static_cast<int>(cluster_.workers.size())};
@@ -183,6 +189,13 @@ void ParameterServerTask::set_learning_rate(int64_t steps) {
                                                                   : runtime::Tensor::scalar<float>(static_cast<float>(rate)));
 }
 
+graph::Expected<runtime::training::Evaluation> ParameterServerTask::evaluate(runtime::Session& evaluator,
+                                                                             const runtime::data::Dataset& test) {
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<serialization::NamedTensor> values, variables_->receive_for_evaluation());
+  MIRRA_RETURN_IF_ERROR(write_variables(evaluator, values, /*require_all=*/true, "server 0's variables", program_.learning_rate_variable));
+  return runtime::training::Trainer(evaluator, program_.program.signature).evaluate(test);
+}
+
 graph::Expected<int64_t> ParameterServerTask::batches_per_epoch() {
   MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
   MIRRA_ASSIGN_OR_RETURN(const runtime::data::Dataset data,
@@ -227,18 +240,20 @@ graph::Status ParameterServerTask::serve() {
     const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.signature.train}).status();
     if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(position.step + 1));
     position = position_after_steps(start, step + 1, std::max<int64_t>(1, epoch_batches));
+    // At the end of each epoch and of training, and every checkpoint.every_steps: the checkpoint;
+    // where worker 0's trainer ends an epoch (at its end, or at the end of training): its evaluation.
+    const bool last = step + 1 == steps, epoch_done = position.batch_in_epoch == 0;
     const int64_t every = config_.checkpoint.every_steps;
-    if (checkpoints() && (position.batch_in_epoch == 0 || (every > 0 && position.step % every == 0))) {
-      MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values, save_checkpoint(position));
-      if (step + 1 == steps) saved_at_the_end = std::move(values);
-    }
+    const bool checkpoint_due = checkpoints() && (epoch_done || last || (every > 0 && position.step % every == 0));
+    const bool evaluation_due = command_.eval && (epoch_done || last);
+    if (!checkpoint_due && !evaluation_due) continue;
+    MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
+                           checkpoint_due ? save_checkpoint(position) : variables_->gather(*session_));
+    if (evaluation_due) MIRRA_RETURN_IF_ERROR(variables_->send_for_evaluation(values, evaluating_task()));
+    if (last) saved_at_the_end = std::move(values);
   }
   if (!saved_at_the_end) {
-    if (checkpoints() && steps > 0) {
-      MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, save_checkpoint(position));
-    } else {
-      MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, variables_->gather(*session_));
-    }
+    MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, variables_->gather(*session_));
   }
   if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
   MIRRA_RETURN_IF_ERROR(check_values(*saved_at_the_end, "not saving '" + command_.save + "'"));
@@ -262,6 +277,22 @@ graph::Status ParameterServerTask::train() {
                                           .shards = workers,
                                           .shard_policy = config_.data.shard}));
   if (start.data_seed != data.options().seed) data = data.reseeded(start.data_seed);  // the checkpoint's
+  // With --eval, worker 0 evaluates the variables after each epoch in a session of the one-replica
+  // program of its own.
+  std::optional<runtime::data::Dataset> test;
+  std::unique_ptr<runtime::Session> evaluator;
+  if (speaks && command_.eval) {
+    MIRRA_ASSIGN_OR_RETURN(const DataSpec eval_spec, evaluation_spec(config_.data.eval, spec));
+    MIRRA_ASSIGN_OR_RETURN(test, program_dataset(eval_spec, program_.program.graph, program_.program.signature, DataUse::eval,
+                                                 {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
+                                                  .shuffle = false,
+                                                  .threads = config_.data.threads}));
+    evaluator = std::make_unique<runtime::Session>(program_.program.graph, ops::kernels(),
+                                                   runtime::SessionOptions{.threads = config_.training.threads,
+                                                                           .deterministic = config_.training.deterministic});
+  }
+  graph::Status evaluation_error;
+  std::optional<runtime::training::Evaluation> last_evaluation;
   std::ofstream metrics;
   if (!command_.metrics.empty() && speaks) {
     metrics.open(command_.metrics);
@@ -296,18 +327,37 @@ graph::Status ParameterServerTask::train() {
            metrics << step_line(step, rate, elapsed).dump() << '\n';
          }
        },
-       .on_epoch = [&](const runtime::training::EpochMetrics& epoch) { progress.on_epoch(epoch); }});
+       .should_stop = [&] { return !evaluation_error.ok(); },
+       .on_epoch = [&](const runtime::training::EpochMetrics& epoch) {
+         runtime::training::EpochMetrics shown = epoch;
+         if (evaluator && evaluation_error.ok()) {
+           auto evaluation = evaluate(*evaluator, *test);
+           if (evaluation.ok()) {
+             shown.evaluation = last_evaluation = *evaluation;
+           } else {
+             evaluation_error = evaluation.status().with_context("evaluating after epoch " + std::to_string(epoch.epoch + 1));
+           }
+         }
+         progress.on_epoch(shown);
+       }});
   const bool finished = config_.training.steps > 0 ? start.step >= config_.training.steps : start.epoch >= config_.training.epochs;
-  if (!finished) MIRRA_RETURN_IF_ERROR(trainer.fit(data).status());
+  if (!finished) {
+    const graph::Status fitted = trainer.fit(data).status();
+    MIRRA_RETURN_IF_ERROR(evaluation_error);
+    MIRRA_RETURN_IF_ERROR(fitted);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!speaks) return graph::Status();
   if (!command_.json) {
-    std::printf("trained %lld steps in %.1f s, this worker's %lld examples at %.0f examples/s, final loss %.4f\n",
+    std::printf("trained %lld steps in %.1f s, this worker's %lld examples at %.0f examples/s, final loss %.4f",
                 static_cast<long long>(steps), seconds, static_cast<long long>(examples),
                 seconds > 0 ? static_cast<double>(examples) / seconds : 0.0, last_loss);
+    if (last_evaluation && last_evaluation->accuracy) std::printf(", test accuracy %.4f", *last_evaluation->accuracy);
+    if (last_evaluation && !last_evaluation->accuracy) std::printf(", test loss %.4f", last_evaluation->mean_loss);
+    std::printf("\n");
     return graph::Status();
   }
-  const nlohmann::json summary = {{"model", command_.model},
+  nlohmann::json summary = {{"model", command_.model},
                                   {"strategy", "parameter_server"},
                                   {"servers", cluster_.servers.size()},
                                   {"workers", workers},
@@ -318,6 +368,10 @@ graph::Status ParameterServerTask::train() {
                                   {"bytes_sent", transfers_->bytes_sent()},
                                   {"bytes_received", transfers_->bytes_received()},
                                   {"final_loss", last_loss}};
+  if (last_evaluation) {
+    if (last_evaluation->accuracy) summary["test_accuracy"] = *last_evaluation->accuracy;
+    summary["test_loss"] = last_evaluation->mean_loss;
+  }
   std::printf("%s\n", summary.dump().c_str());
   return graph::Status();
 }
