@@ -254,7 +254,8 @@ TEST_CASE("ParameterServer.a_learning_rate_schedule_trains_as_one_device") {
 }
 
 // --eval: where worker 0's trainer ends an epoch (after each, and at the end of training mid-epoch)
-// it evaluates the variables server 0 sends it, and reports what one device reports.
+// it evaluates the variables server 0 sends it, and reports what one device reports; with --logdir
+// it alone writes TensorBoard's event files, of the training and of the evaluations.
 TEST_CASE("ParameterServer.eval_after_each_epoch_reports_what_one_device_reports") {
   const std::string tfrecord = std::string(MIRRA_SOURCE_DIR) + "/tests/runtime/tfrecord_reference/fashion_mnist_600.tfrecord";
   const std::string data = R"({"files": [")" + tfrecord + R"("],
@@ -270,8 +271,9 @@ TEST_CASE("ParameterServer.eval_after_each_epoch_reports_what_one_device_reports
     reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0"});
     const Run one = run(reference, "ps_eval_reference");
     REQUIRE_MESSAGE(one.code == 0, one.err);
+    const std::filesystem::path logdir = workspace() / ("ps_logs" + length[0]);
     std::vector<std::string> args = common;
-    args.insert(args.end(), {"--strategy", "parameter_server"});
+    args.insert(args.end(), {"--strategy", "parameter_server", "--logdir", logdir.string()});
     const std::vector<Process> tasks = start_tasks(make_cluster(1, 2), args, {}, "ps_eval");
     const std::vector<int> codes = wait_for_all(tasks, 300s);
     for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
@@ -279,6 +281,14 @@ TEST_CASE("ParameterServer.eval_after_each_epoch_reports_what_one_device_reports
     const nlohmann::json got = nlohmann::json::parse(last_line(read_text(tasks[1].out)));
     CHECK(got.at("test_loss").get<double>() == doctest::Approx(want.at("test_loss").get<double>()).epsilon(1e-5));
     CHECK(std::abs(got.at("test_accuracy").get<double>() - want.at("test_accuracy").get<double>()) <= 1.0 / 600 + 1e-9);
+    for (const char* kind : {"train", "validation"}) {
+      CAPTURE(kind);
+      int files = 0;
+      for (const auto& entry : std::filesystem::directory_iterator(logdir / kind)) {
+        files += entry.path().filename().string().starts_with("events.out.tfevents.") && entry.file_size() > 0 ? 1 : 0;
+      }
+      CHECK(files == 1);
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
+#include "tools/mirra/tensorboard_log.h"
 #include "tools/mirra/training_position.h"
 #include "tools/mirra/variables_io.h"
 
@@ -44,7 +45,8 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   };
   if (!command.trace.empty() || command.profile) return no("--trace or --profile");
   if (c.training.accumulation_steps > 1) return no("gradient accumulation");
-  if (!c.training.logdir.empty()) return no("TensorBoard event files (training.logdir)");
+  if (c.training.histogram_every > 0) return no("histograms in TensorBoard logs (training.histogram_every)");
+  if (c.training.logdir_per_worker) return no("TensorBoard logs of every worker (training.logdir_per_worker)", "worker 0 writes the run's");
   if (c.training.cuda_graph) return no("captured steps (training.cuda_graph)");
   return graph::Status();
 }
@@ -293,6 +295,12 @@ graph::Status ParameterServerTask::train() {
   }
   graph::Status evaluation_error;
   std::optional<runtime::training::Evaluation> last_evaluation;
+  std::unique_ptr<TensorBoardLog> tensorboard;  // worker 0's, with training.logdir
+  if (speaks && !config_.training.logdir.empty()) {
+    MIRRA_ASSIGN_OR_RETURN(tensorboard, TensorBoardLog::open(config_.training.logdir, session_->graph()));
+    tensorboard->write_graph();
+    tensorboard->write_config(run_config_json(config_));
+  }
   std::ofstream metrics;
   if (!command_.metrics.empty() && speaks) {
     metrics.open(command_.metrics);
@@ -320,12 +328,12 @@ graph::Status ParameterServerTask::train() {
          examples += step.examples;
          last_loss = step.loss;
          progress.on_step(step);
+         const double rate = config_.training.schedule.at(program_.optimizer.learning_rate, step.step);  // server 0's
          if (metrics.is_open()) {
            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-           // The rate server 0 set for the step.
-           const double rate = config_.training.schedule.at(program_.optimizer.learning_rate, step.step);
            metrics << step_line(step, rate, elapsed).dump() << '\n';
          }
+         if (tensorboard) tensorboard->step(step, {}, {.learning_rate = rate});
        },
        .should_stop = [&] { return !evaluation_error.ok(); },
        .on_epoch = [&](const runtime::training::EpochMetrics& epoch) {
@@ -339,6 +347,7 @@ graph::Status ParameterServerTask::train() {
            }
          }
          progress.on_epoch(shown);
+         if (tensorboard) tensorboard->epoch(shown);
        }});
   const bool finished = config_.training.steps > 0 ? start.step >= config_.training.steps : start.epoch >= config_.training.epochs;
   if (!finished) {
@@ -346,6 +355,7 @@ graph::Status ParameterServerTask::train() {
     MIRRA_RETURN_IF_ERROR(evaluation_error);
     MIRRA_RETURN_IF_ERROR(fitted);
   }
+  if (tensorboard) MIRRA_RETURN_IF_ERROR(tensorboard->close());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!speaks) return graph::Status();
   if (!command_.json) {
