@@ -292,6 +292,31 @@ TEST_CASE("ParameterServer.eval_after_each_epoch_reports_what_one_device_reports
   }
 }
 
+// --trace and --profile: each worker writes the trace of its steps (its Recvs of the variables and
+// Sends of the gradients among its kernels), and worker 0 reports the profile.
+TEST_CASE("ParameterServer.each_worker_traces_its_steps_and_worker_0_reports_the_profile") {
+  const std::string trace = workspace() / "ps_trace.json";
+  const std::vector<std::string> args = {"train", mlp_file(), "--steps", "5", "--threads", "1", "--strategy", "parameter_server",
+                                         "--trace", trace, "--profile", "--json"};
+  const std::vector<Process> tasks = start_tasks(make_cluster(1, 2), args, {}, "ps_trace");
+  const std::vector<int> codes = wait_for_all(tasks, 300s);
+  for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+  for (const char* worker : {".worker0", ".worker1"}) {
+    CAPTURE(worker);
+    const nlohmann::json events = nlohmann::json::parse(read_text(trace + worker)).at("traceEvents");
+    const auto named = [&](const std::string& op) {
+      return std::count_if(events.begin(), events.end(), [&](const nlohmann::json& e) {
+        return e.value("name", "").find(op) != std::string::npos;
+      });
+    };
+    CHECK(named("recv") >= 5);
+    CHECK(named("send") >= 5);
+  }
+  CHECK(!std::filesystem::exists(trace));
+  const nlohmann::json summary = nlohmann::json::parse(last_line(read_text(tasks[1].out)));
+  CHECK(summary.contains("profile"));
+}
+
 // 2 servers with the kernels cut across them, 2 workers, global batch 61: 10 steps checkpointed
 // every 4 (and at the end), then every task resumed to step 20 saves what one device saves after
 // 20 steps; one device resumed from the cluster's step-10 checkpoint does too.

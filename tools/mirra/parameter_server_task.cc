@@ -8,8 +8,10 @@
 // writes the checkpoints (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at
 // the end), each server's variables gathered onto it, and at the end --save; with --resume, given to
 // every task, server 0 hands its latest checkpoint out and training goes on from its position.
-// Synchronous training, one replica per worker; what the other strategies offer beyond that is
-// refused naming it.
+// Server 0 sets a learning-rate schedule's rate before every step. With --eval, worker 0 evaluates
+// the variables server 0 sends it where its epochs end; with training.logdir it writes TensorBoard's
+// event files. Synchronous training, one replica per worker; what the other strategies offer beyond
+// that is refused naming it.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -29,7 +31,9 @@
 #include "tools/mirra/model_program.h"
 #include "tools/mirra/program_data.h"
 #include "tools/mirra/progress.h"
+#include "tools/mirra/step_profile.h"
 #include "tools/mirra/tensorboard_log.h"
+#include "tools/mirra/trace_writer.h"
 #include "tools/mirra/training_position.h"
 #include "tools/mirra/variables_io.h"
 
@@ -43,7 +47,6 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   const auto no = [](const std::string& what, const std::string& instead = "") {
     return graph::invalid_argument("parameter_server does not offer " + what + " yet" + (instead.empty() ? "" : "; " + instead));
   };
-  if (!command.trace.empty() || command.profile) return no("--trace or --profile");
   if (c.training.accumulation_steps > 1) return no("gradient accumulation");
   if (c.training.histogram_every > 0) return no("histograms in TensorBoard logs (training.histogram_every)");
   if (c.training.logdir_per_worker) return no("TensorBoard logs of every worker (training.logdir_per_worker)", "worker 0 writes the run's");
@@ -129,6 +132,7 @@ graph::Status ParameterServerTask::run() {
   session_ = std::make_unique<runtime::Session>(part_.graph, ops::kernels(),
                                                 runtime::SessionOptions{.threads = config_.training.threads,
                                                                         .deterministic = config_.training.deterministic,
+                                                                        .trace = !cluster_.is_server && (!command_.trace.empty() || command_.profile),
                                                                         .communicators = {transfers_},
                                                                         .task = task});
   variables_ = std::make_unique<ClusterVariables>(*transfers_, ClusterVariablesOptions{.task = task,
@@ -295,6 +299,11 @@ graph::Status ParameterServerTask::train() {
   }
   graph::Status evaluation_error;
   std::optional<runtime::training::Evaluation> last_evaluation;
+  // Each worker's trace and profile of its steps (the servers' are not recorded).
+  std::unique_ptr<TraceWriter> trace;
+  if (!command_.trace.empty()) trace = std::make_unique<TraceWriter>(session_->graph(), "none (each variable's server sums its gradients)");
+  std::unique_ptr<StepProfile> profile;
+  if (command_.profile) profile = std::make_unique<StepProfile>(session_->graph());
   std::unique_ptr<TensorBoardLog> tensorboard;  // worker 0's, with training.logdir
   if (speaks && !config_.training.logdir.empty()) {
     MIRRA_ASSIGN_OR_RETURN(tensorboard, TensorBoardLog::open(config_.training.logdir, session_->graph()));
@@ -334,6 +343,11 @@ graph::Status ParameterServerTask::train() {
            metrics << step_line(step, rate, elapsed).dump() << '\n';
          }
          if (tensorboard) tensorboard->step(step, {}, {.learning_rate = rate});
+         if (profile) profile->add_step(step, session_->last_timeline());
+         if (trace && !trace->full()) {
+           trace->add_step(step, session_->last_timeline());
+           if (trace->full() && !profile) session_->set_trace(false);  // the rest of the run needs no timelines
+         }
        },
        .should_stop = [&] { return !evaluation_error.ok(); },
        .on_epoch = [&](const runtime::training::EpochMetrics& epoch) {
@@ -356,6 +370,7 @@ graph::Status ParameterServerTask::train() {
     MIRRA_RETURN_IF_ERROR(fitted);
   }
   if (tensorboard) MIRRA_RETURN_IF_ERROR(tensorboard->close());
+  if (trace) MIRRA_RETURN_IF_ERROR(trace->write(workers > 1 ? command_.trace + ".worker" + std::to_string(cluster_.index) : command_.trace));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!speaks) return graph::Status();
   if (!command_.json) {
@@ -365,6 +380,7 @@ graph::Status ParameterServerTask::train() {
     if (last_evaluation && last_evaluation->accuracy) std::printf(", test accuracy %.4f", *last_evaluation->accuracy);
     if (last_evaluation && !last_evaluation->accuracy) std::printf(", test loss %.4f", last_evaluation->mean_loss);
     std::printf("\n");
+    if (profile) std::printf("%s", profile->table().c_str());
     return graph::Status();
   }
   nlohmann::json summary = {{"model", command_.model},
@@ -382,6 +398,7 @@ graph::Status ParameterServerTask::train() {
     if (last_evaluation->accuracy) summary["test_accuracy"] = *last_evaluation->accuracy;
     summary["test_loss"] = last_evaluation->mean_loss;
   }
+  if (profile) summary["profile"] = profile->json();
   std::printf("%s\n", summary.dump().c_str());
   return graph::Status();
 }
