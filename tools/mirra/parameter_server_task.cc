@@ -74,6 +74,12 @@ class ParameterServerTask {
   void set_learning_rate(int64_t steps);
   // The global batches of an epoch of the training data (0 when its length is not known ahead).
   graph::Expected<int64_t> batches_per_epoch();
+  // A worker's outputs (worker 0's progress, metrics file, event files and evaluations; each worker's
+  // trace and profile), opened before its first step.
+  graph::Status open_outputs(const DataSpec& spec);
+  void on_step(const runtime::training::StepMetrics& step);
+  void on_epoch(const runtime::training::EpochMetrics& epoch);
+  void print_summary(double seconds) const;  // worker 0's
   // Worker 0 (with --eval): the test set's accuracy and loss with the variables server 0 sent after an epoch.
   graph::Expected<runtime::training::Evaluation> evaluate(runtime::Session& evaluator, const runtime::data::Dataset& test);
   int evaluating_task() const { return static_cast<int>(cluster_.servers.size()); }  // worker 0's
@@ -91,6 +97,20 @@ class ParameterServerTask {
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<ClusterVariables> variables_;
   std::unique_ptr<serialization::CheckpointStore> store_;  // server 0's
+  struct WorkerOutputs {
+    std::unique_ptr<ProgressReporter> progress;
+    std::ofstream metrics;
+    std::unique_ptr<TensorBoardLog> tensorboard;
+    std::unique_ptr<TraceWriter> trace;
+    std::unique_ptr<StepProfile> profile;
+    std::optional<runtime::data::Dataset> test;
+    std::unique_ptr<runtime::Session> evaluator;  // a session of the one-replica program
+    graph::Status evaluation_error;               // stops training after its epoch
+    std::optional<runtime::training::Evaluation> last_evaluation;
+    int64_t steps = 0, examples = 0;
+    double last_loss = 0;
+    std::chrono::steady_clock::time_point started;
+  } out_;
 };
 
 graph::Status ParameterServerTask::run() {
@@ -269,8 +289,6 @@ graph::Status ParameterServerTask::serve() {
 }
 
 graph::Status ParameterServerTask::train() {
-  const bool speaks = cluster_.index == 0;  // worker 0 speaks for the run
-  const int workers = static_cast<int>(cluster_.workers.size());
   MIRRA_ASSIGN_OR_RETURN(const serialization::TrainingPosition start, start_position());
   MIRRA_ASSIGN_OR_RETURN(const DataSpec spec, training_data_spec(config_));
   MIRRA_ASSIGN_OR_RETURN(runtime::data::Dataset data,
@@ -280,50 +298,10 @@ graph::Status ParameterServerTask::train() {
                                           .threads = config_.data.threads,
                                           .shuffle_buffer = config_.data.shuffle_buffer,
                                           .shard = cluster_.index,
-                                          .shards = workers,
+                                          .shards = static_cast<int>(cluster_.workers.size()),
                                           .shard_policy = config_.data.shard}));
   if (start.data_seed != data.options().seed) data = data.reseeded(start.data_seed);  // the checkpoint's
-  // With --eval, worker 0 evaluates the variables after each epoch in a session of the one-replica
-  // program of its own.
-  std::optional<runtime::data::Dataset> test;
-  std::unique_ptr<runtime::Session> evaluator;
-  if (speaks && command_.eval) {
-    MIRRA_ASSIGN_OR_RETURN(const DataSpec eval_spec, evaluation_spec(config_.data.eval, spec));
-    MIRRA_ASSIGN_OR_RETURN(test, program_dataset(eval_spec, program_.program.graph, program_.program.signature, DataUse::eval,
-                                                 {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
-                                                  .shuffle = false,
-                                                  .threads = config_.data.threads}));
-    evaluator = std::make_unique<runtime::Session>(program_.program.graph, ops::kernels(),
-                                                   runtime::SessionOptions{.threads = config_.training.threads,
-                                                                           .deterministic = config_.training.deterministic});
-  }
-  graph::Status evaluation_error;
-  std::optional<runtime::training::Evaluation> last_evaluation;
-  // Each worker's trace and profile of its steps (the servers' are not recorded).
-  std::unique_ptr<TraceWriter> trace;
-  if (!command_.trace.empty()) trace = std::make_unique<TraceWriter>(session_->graph(), "none (each variable's server sums its gradients)");
-  std::unique_ptr<StepProfile> profile;
-  if (command_.profile) profile = std::make_unique<StepProfile>(session_->graph());
-  std::unique_ptr<TensorBoardLog> tensorboard;  // worker 0's, with training.logdir
-  if (speaks && !config_.training.logdir.empty()) {
-    MIRRA_ASSIGN_OR_RETURN(tensorboard, TensorBoardLog::open(config_.training.logdir, session_->graph()));
-    tensorboard->write_graph();
-    tensorboard->write_config(run_config_json(config_));
-  }
-  std::ofstream metrics;
-  if (!command_.metrics.empty() && speaks) {
-    metrics.open(command_.metrics);
-    if (!metrics) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
-  }
-  if (speaks && !command_.json) {
-    std::printf("training %s with parameter_server (synchronous) on %zu server%s and %d worker%s, global batch %lld\n",
-                command_.model.c_str(), cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
-                workers == 1 ? "" : "s", static_cast<long long>(config_.training.batch_size));
-  }
-  ProgressReporter progress(speaks ? stdout : nullptr, false, config_.training.steps > 0 ? 0 : config_.training.epochs);
-  const auto started = std::chrono::steady_clock::now();
-  int64_t steps = 0, examples = 0;
-  double last_loss = 0;
+  MIRRA_RETURN_IF_ERROR(open_outputs(spec));
   runtime::training::Trainer trainer(
       *session_, part_.signature,
       {.epochs = config_.training.steps > 0 ? 0 : config_.training.epochs - start.epoch,
@@ -332,75 +310,123 @@ graph::Status ParameterServerTask::train() {
        .first_step = start.step,
        .max_steps = config_.training.steps,
        .base_learning_rate = program_.optimizer.learning_rate,
-       .on_step = [&](const runtime::training::StepMetrics& step) {
-         ++steps;
-         examples += step.examples;
-         last_loss = step.loss;
-         progress.on_step(step);
-         const double rate = config_.training.schedule.at(program_.optimizer.learning_rate, step.step);  // server 0's
-         if (metrics.is_open()) {
-           const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-           metrics << step_line(step, rate, elapsed).dump() << '\n';
-         }
-         if (tensorboard) tensorboard->step(step, {}, {.learning_rate = rate});
-         if (profile) profile->add_step(step, session_->last_timeline());
-         if (trace && !trace->full()) {
-           trace->add_step(step, session_->last_timeline());
-           if (trace->full() && !profile) session_->set_trace(false);  // the rest of the run needs no timelines
-         }
-       },
-       .should_stop = [&] { return !evaluation_error.ok(); },
-       .on_epoch = [&](const runtime::training::EpochMetrics& epoch) {
-         runtime::training::EpochMetrics shown = epoch;
-         if (evaluator && evaluation_error.ok()) {
-           auto evaluation = evaluate(*evaluator, *test);
-           if (evaluation.ok()) {
-             shown.evaluation = last_evaluation = *evaluation;
-           } else {
-             evaluation_error = evaluation.status().with_context("evaluating after epoch " + std::to_string(epoch.epoch + 1));
-           }
-         }
-         progress.on_epoch(shown);
-         if (tensorboard) tensorboard->epoch(shown);
-       }});
+       .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
+       .should_stop = [this] { return !out_.evaluation_error.ok(); },
+       .on_epoch = [this](const runtime::training::EpochMetrics& epoch) { on_epoch(epoch); }});
   const bool finished = config_.training.steps > 0 ? start.step >= config_.training.steps : start.epoch >= config_.training.epochs;
   if (!finished) {
     const graph::Status fitted = trainer.fit(data).status();
-    MIRRA_RETURN_IF_ERROR(evaluation_error);
+    MIRRA_RETURN_IF_ERROR(out_.evaluation_error);
     MIRRA_RETURN_IF_ERROR(fitted);
   }
-  if (tensorboard) MIRRA_RETURN_IF_ERROR(tensorboard->close());
-  if (trace) MIRRA_RETURN_IF_ERROR(trace->write(workers > 1 ? command_.trace + ".worker" + std::to_string(cluster_.index) : command_.trace));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (!speaks) return graph::Status();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - out_.started).count();
+  if (out_.tensorboard) MIRRA_RETURN_IF_ERROR(out_.tensorboard->close());
+  if (out_.trace) {
+    const std::string& path = command_.trace;
+    MIRRA_RETURN_IF_ERROR(out_.trace->write(cluster_.workers.size() > 1 ? path + ".worker" + std::to_string(cluster_.index) : path));
+  }
+  if (cluster_.index == 0) print_summary(seconds);
+  return graph::Status();
+}
+
+graph::Status ParameterServerTask::open_outputs(const DataSpec& spec) {
+  const bool speaks = cluster_.index == 0;
+  if (!command_.trace.empty()) {
+    out_.trace = std::make_unique<TraceWriter>(session_->graph(), "none (each variable's server sums its gradients)");
+  }
+  if (command_.profile) out_.profile = std::make_unique<StepProfile>(session_->graph());
+  if (speaks && command_.eval) {
+    MIRRA_ASSIGN_OR_RETURN(const DataSpec eval_spec, evaluation_spec(config_.data.eval, spec));
+    MIRRA_ASSIGN_OR_RETURN(out_.test, program_dataset(eval_spec, program_.program.graph, program_.program.signature, DataUse::eval,
+                                                      {.batch_size = std::max<int64_t>(config_.training.batch_size, 500),
+                                                       .shuffle = false,
+                                                       .threads = config_.data.threads}));
+    out_.evaluator = std::make_unique<runtime::Session>(program_.program.graph, ops::kernels(),
+                                                        runtime::SessionOptions{.threads = config_.training.threads,
+                                                                                .deterministic = config_.training.deterministic});
+  }
+  if (speaks && !config_.training.logdir.empty()) {
+    MIRRA_ASSIGN_OR_RETURN(out_.tensorboard, TensorBoardLog::open(config_.training.logdir, session_->graph()));
+    out_.tensorboard->write_graph();
+    out_.tensorboard->write_config(run_config_json(config_));
+  }
+  if (!command_.metrics.empty() && speaks) {
+    out_.metrics.open(command_.metrics);
+    if (!out_.metrics) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
+  }
+  const int workers = static_cast<int>(cluster_.workers.size());
+  if (speaks && !command_.json) {
+    std::printf("training %s with parameter_server (synchronous) on %zu server%s and %d worker%s, global batch %lld\n",
+                command_.model.c_str(), cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
+                workers == 1 ? "" : "s", static_cast<long long>(config_.training.batch_size));
+  }
+  out_.progress = std::make_unique<ProgressReporter>(speaks ? stdout : nullptr, false,
+                                                     config_.training.steps > 0 ? 0 : config_.training.epochs);
+  out_.started = std::chrono::steady_clock::now();
+  return graph::Status();
+}
+
+void ParameterServerTask::on_step(const runtime::training::StepMetrics& step) {
+  ++out_.steps;
+  out_.examples += step.examples;
+  out_.last_loss = step.loss;
+  out_.progress->on_step(step);
+  const double rate = config_.training.schedule.at(program_.optimizer.learning_rate, step.step);  // server 0's
+  if (out_.metrics.is_open()) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - out_.started).count();
+    out_.metrics << step_line(step, rate, elapsed).dump() << '\n';
+  }
+  if (out_.tensorboard) out_.tensorboard->step(step, {}, {.learning_rate = rate});
+  if (out_.profile) out_.profile->add_step(step, session_->last_timeline());
+  if (out_.trace && !out_.trace->full()) {
+    out_.trace->add_step(step, session_->last_timeline());
+    if (out_.trace->full() && !out_.profile) session_->set_trace(false);  // the rest of the run needs no timelines
+  }
+}
+
+void ParameterServerTask::on_epoch(const runtime::training::EpochMetrics& epoch) {
+  runtime::training::EpochMetrics shown = epoch;
+  if (out_.evaluator && out_.evaluation_error.ok()) {
+    auto evaluation = evaluate(*out_.evaluator, *out_.test);
+    if (evaluation.ok()) {
+      shown.evaluation = out_.last_evaluation = *evaluation;
+    } else {
+      out_.evaluation_error = evaluation.status().with_context("evaluating after epoch " + std::to_string(epoch.epoch + 1));
+    }
+  }
+  out_.progress->on_epoch(shown);
+  if (out_.tensorboard) out_.tensorboard->epoch(shown);
+}
+
+void ParameterServerTask::print_summary(double seconds) const {
+  const double rate = seconds > 0 ? static_cast<double>(out_.examples) / seconds : 0.0;
+  const std::optional<runtime::training::Evaluation>& evaluation = out_.last_evaluation;
   if (!command_.json) {
     std::printf("trained %lld steps in %.1f s, this worker's %lld examples at %.0f examples/s, final loss %.4f",
-                static_cast<long long>(steps), seconds, static_cast<long long>(examples),
-                seconds > 0 ? static_cast<double>(examples) / seconds : 0.0, last_loss);
-    if (last_evaluation && last_evaluation->accuracy) std::printf(", test accuracy %.4f", *last_evaluation->accuracy);
-    if (last_evaluation && !last_evaluation->accuracy) std::printf(", test loss %.4f", last_evaluation->mean_loss);
+                static_cast<long long>(out_.steps), seconds, static_cast<long long>(out_.examples), rate, out_.last_loss);
+    if (evaluation && evaluation->accuracy) std::printf(", test accuracy %.4f", *evaluation->accuracy);
+    if (evaluation && !evaluation->accuracy) std::printf(", test loss %.4f", evaluation->mean_loss);
     std::printf("\n");
-    if (profile) std::printf("%s", profile->table().c_str());
-    return graph::Status();
+    if (out_.profile) std::printf("%s", out_.profile->table().c_str());
+    return;
   }
   nlohmann::json summary = {{"model", command_.model},
-                                  {"strategy", "parameter_server"},
-                                  {"servers", cluster_.servers.size()},
-                                  {"workers", workers},
-                                  {"steps", steps},
-                                  {"examples", examples},
-                                  {"seconds", seconds},
-                                  {"examples_per_s", seconds > 0 ? static_cast<double>(examples) / seconds : 0.0},
-                                  {"bytes_sent", transfers_->bytes_sent()},
-                                  {"bytes_received", transfers_->bytes_received()},
-                                  {"final_loss", last_loss}};
-  if (last_evaluation) {
-    if (last_evaluation->accuracy) summary["test_accuracy"] = *last_evaluation->accuracy;
-    summary["test_loss"] = last_evaluation->mean_loss;
+                            {"strategy", "parameter_server"},
+                            {"servers", cluster_.servers.size()},
+                            {"workers", cluster_.workers.size()},
+                            {"steps", out_.steps},
+                            {"examples", out_.examples},
+                            {"seconds", seconds},
+                            {"examples_per_s", rate},
+                            {"bytes_sent", transfers_->bytes_sent()},
+                            {"bytes_received", transfers_->bytes_received()},
+                            {"final_loss", out_.last_loss}};
+  if (evaluation) {
+    if (evaluation->accuracy) summary["test_accuracy"] = *evaluation->accuracy;
+    summary["test_loss"] = evaluation->mean_loss;
   }
-  if (profile) summary["profile"] = profile->json();
+  if (out_.profile) summary["profile"] = out_.profile->json();
   std::printf("%s\n", summary.dump().c_str());
-  return graph::Status();
 }
 
 }  // namespace
