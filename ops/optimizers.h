@@ -33,6 +33,11 @@ inline constexpr std::string_view kIterationsVariable = "optimizer/iterations";
 inline constexpr std::string_view kLossScaleVariable = "loss_scale/scale";
 inline constexpr std::string_view kLossScaleGoodStepsVariable = "loss_scale/good_steps";
 
+// Whether `name` is loss scaling's state, which only runs with fp16 mixed precision have.
+inline bool is_loss_scale_variable(std::string_view name) {
+  return name == kLossScaleVariable || name == kLossScaleGoodStepsVariable;
+}
+
 struct Optimizer {
   std::string kind = "sgd";  // sgd, momentum, adam, adamw
   double learning_rate = 0.01;

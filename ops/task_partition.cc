@@ -8,9 +8,10 @@
 
 namespace mirra::ops {
 
+int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
+
 namespace {
 
-int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
 
 // Note [Order across tasks]
 // A control edge from a node of another task, reader -> n, says that n (an update in place, say)

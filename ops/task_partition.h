@@ -23,6 +23,9 @@
 
 namespace mirra::ops {
 
+// The task whose device the node names; 0 for a node without a task.
+int task_of(const graph::Node& node);
+
 struct TaskGraph {
   graph::Graph graph;
   std::vector<graph::NodeId> sends;  // the part's Send nodes: targets of every run that feeds a Recv elsewhere

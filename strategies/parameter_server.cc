@@ -24,7 +24,7 @@ using graph::NodeId;
 
 graph::DeviceId server_device(int server) { return {graph::DeviceKind::cpu, 0, server}; }
 
-int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
+using ops::task_of;
 
 // The trained variables, then every update of one with the state it updates (an optimizer's slots),
 // on their servers; then each node of server 0 (the host) that only nodes of one other server read

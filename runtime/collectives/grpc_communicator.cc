@@ -117,25 +117,20 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
   // callback has returned, so none runs on a gRPC thread after the communicator, with the channels
   // it goes over, is gone.
   std::map<Delivering*, std::shared_ptr<Delivering>> in_flight;  // under `mutex`
-  int landing = 0;  // deliveries started whose callbacks have not returned; under `mutex`
   std::condition_variable landed;
 
   void take_off(std::shared_ptr<Delivering> flight) {
     std::lock_guard lock(mutex);
     in_flight.emplace(flight.get(), std::move(flight));
-    ++landing;
   }
 
-  void land(Delivering* landed_flight, const grpc::Status& status) {
-    std::shared_ptr<Delivering> flight;
-    {
-      std::lock_guard lock(mutex);
-      flight = std::move(in_flight.extract(landed_flight).mapped());
-    }
+  // A delivery's callback: its done, then it leaves the flights (its context, and the context's
+  // hold on the channel, go here unless cancel_deliveries holds them); nothing of the communicator
+  // is touched after.
+  void land(Delivering* flight, const grpc::Status& status) {
     flight->done(status.ok() ? graph::Status() : status_of(status, flight->what));
-    flight.reset();  // the context and its hold on the channel go here, unless the communicator's end holds them
     std::lock_guard lock(mutex);
-    --landing;
+    in_flight.erase(flight);
     landed.notify_all();
   }
 
@@ -149,7 +144,7 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
     for (const std::shared_ptr<Delivering>& flight : flights) flight->context.TryCancel();
     flights.clear();
     std::unique_lock lock(mutex);
-    landed.wait(lock, [&] { return landing == 0; });
+    landed.wait(lock, [&] { return in_flight.empty(); });
   }
 
   int tasks() const { return static_cast<int>(cluster.addresses.size()); }

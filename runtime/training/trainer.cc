@@ -130,14 +130,12 @@ Trainer::Trainer(Session& session, TrainingGraph graph, TrainerOptions options)
   base_learning_rate_ = options_.base_learning_rate;
 }
 
-graph::Status Trainer::set_learning_rate(double rate) {
-  const graph::Node& node = session_.graph().node(graph_.learning_rate.node);
-  if (node.outputs[0].dtype == graph::DType::f64) {
-    session_.assign_variable(node.name, Tensor::scalar<double>(rate));
+void set_learning_rate(Session& session, const graph::Node& variable, double rate) {
+  if (variable.outputs[0].dtype == graph::DType::f64) {
+    session.assign_variable(variable.name, Tensor::scalar<double>(rate));
   } else {
-    session_.assign_variable(node.name, Tensor::scalar<float>(static_cast<float>(rate)));
+    session.assign_variable(variable.name, Tensor::scalar<float>(static_cast<float>(rate)));
   }
-  return graph::Status();
 }
 
 std::vector<graph::ValueRef> TrainingGraph::step_fetches() const {
@@ -256,7 +254,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
         step_data_start = data_start;
         if (scheduled) {
           rate = options_.schedule.at(*base_learning_rate_, step_);
-          MIRRA_RETURN_IF_ERROR(set_learning_rate(rate));
+          set_learning_rate(session_, session_.graph().node(graph_.learning_rate.node), rate);
         }
       }
       const auto where = [&] {  // built only for an error, off the per-step path

@@ -174,6 +174,9 @@ struct TrainerOptions {
   std::function<void(const EpochMetrics&)> on_epoch;
 };
 
+// Sets the learning-rate `variable` (an f32 or f64 scalar Variable of the session's graph) to `rate`.
+void set_learning_rate(Session& session, const graph::Node& variable, double rate);
+
 class Trainer {
  public:
   Trainer(Session& session, TrainingGraph graph, TrainerOptions options = {});
@@ -190,8 +193,6 @@ class Trainer {
   int64_t steps_taken() const { return step_; }
 
  private:
-  graph::Status set_learning_rate(double rate);
-
   Session& session_;
   TrainingGraph graph_;
   TrainerOptions options_;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "ops/optimizers.h"
+#include "ops/task_partition.h"
 #include "strategies/strategy.h"
 #include "tools/mirra/variables_io.h"
 
@@ -19,12 +20,6 @@ using serialization::TrainingPosition;
 // What server 0 tells every task before it resumes: no checkpoint, the checkpoint's position, or
 // that it could not resume (why is in its log and its exit status).
 enum class Resumption : int64_t { none = 0, resumed = 1, failed = 2 };
-
-int task_of(const graph::Node& node) { return node.device && node.device->task ? *node.device->task : 0; }
-
-bool is_loss_scale_state(std::string_view name) {
-  return name == ops::kLossScaleVariable || name == ops::kLossScaleGoodStepsVariable;
-}
 
 runtime::Tensor position_tensor(Resumption resumption, const TrainingPosition& p) {
   return runtime::Tensor::from<int64_t>({6}, {static_cast<int64_t>(resumption), p.step, p.epoch, p.batch_in_epoch,
@@ -74,7 +69,7 @@ graph::Expected<std::vector<NamedTensor>> ClusterVariables::gather(runtime::Sess
     return values;
   }
   for (const graph::Node& node : options_.cluster->nodes()) {
-    const int server = task_of(node);
+    const int server = ops::task_of(node);
     if (node.op != "Variable" || server == 0 || server >= options_.servers) continue;
     int replica = -1;
     const std::string_view name = strategies::replica_free_name(node.name, &replica);
@@ -118,19 +113,7 @@ graph::Status ClusterVariables::resume_from_server_0(runtime::Session& session,
   // Each task's values, every variable it holds found before anything is sent.
   std::map<int, std::vector<std::string>> names;
   graph::Status problem = latest.status();
-  for (const auto& [task, held] : options_.held) {
-    if (!resuming || !problem.ok()) continue;
-    for (const std::string& name : held) {
-      if (name == options_.skip || strategies::is_accumulator(name)) continue;
-      if (by_name.contains(name)) {
-        names[task].push_back(name);
-      } else if (!is_loss_scale_state(name)) {
-        problem = graph::invalid_argument("the checkpoint has no value for variable '" + name + "' (held by task " +
-                                          std::to_string(task) + ")");
-        break;
-      }
-    }
-  }
+  if (resuming) problem = names_by_task(by_name, names);
   if (problem.ok() && resuming) {
     std::vector<NamedTensor> own;
     for (const std::string& name : names[0]) own.push_back(*by_name.at(name));
@@ -146,6 +129,22 @@ graph::Status ClusterVariables::resume_from_server_0(runtime::Session& session,
     std::vector<const NamedTensor*> values;
     for (const std::string& name : names[task]) values.push_back(by_name.at(name));
     MIRRA_RETURN_IF_ERROR(send_values(task, "resume/", 0, values));
+  }
+  return graph::Status();
+}
+
+graph::Status ClusterVariables::names_by_task(const std::map<std::string_view, const NamedTensor*>& values,
+                                             std::map<int, std::vector<std::string>>& names) const {
+  for (const auto& [task, held] : options_.held) {
+    for (const std::string& name : held) {
+      if (name == options_.skip || strategies::is_accumulator(name)) continue;
+      if (values.contains(name)) {
+        names[task].push_back(name);
+      } else if (!ops::is_loss_scale_variable(name)) {
+        return graph::invalid_argument("the checkpoint has no value for variable '" + name + "' (held by task " +
+                                       std::to_string(task) + ")");
+      }
+    }
   }
   return graph::Status();
 }

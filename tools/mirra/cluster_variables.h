@@ -63,6 +63,10 @@ class ClusterVariables {
 
   runtime::Communicator& transfers_;
   ClusterVariablesOptions options_;
+  // Per task, the names of `values` (a checkpoint's, by name) that it holds, each held variable found
+  // there (loss scaling's state may be missing); an error names the first that is not.
+  graph::Status names_by_task(const std::map<std::string_view, const serialization::NamedTensor*>& values,
+                              std::map<int, std::vector<std::string>>& names) const;
   // Server 0 sends `task` the names, then each value, under `prefix`; a task receives them from it.
   graph::Status send_values(int task, const std::string& prefix, int64_t instance,
                             const std::vector<const serialization::NamedTensor*>& values);

@@ -69,9 +69,9 @@ class ParameterServerTask {
   graph::Expected<std::optional<serialization::Checkpoint>> checkpoint_to_resume();
   // Every server: the variables gathered, and server 0 writes them as the checkpoint at `position`.
   graph::Expected<std::vector<serialization::NamedTensor>> save_checkpoint(const serialization::TrainingPosition& position);
-  // With a learning-rate schedule, on the server holding the learning-rate variable: its value for
-  // the step after `steps` steps, which the servers' updates read.
-  void set_learning_rate(int64_t steps);
+  // With a learning-rate schedule, on the server holding the learning-rate variable: that variable,
+  // whose value the server sets before every step (the servers' updates read it); else null.
+  const graph::Node* scheduled_rate() const;
   // The global batches of an epoch of the training data (0 when its length is not known ahead).
   graph::Expected<int64_t> batches_per_epoch();
   // A worker's outputs (worker 0's progress, metrics file, event files and evaluations; each worker's
@@ -162,11 +162,7 @@ graph::Status ParameterServerTask::run() {
                                                                                        .held = std::move(held),
                                                                                        .cluster = &distributed_.graph});
   if (task == 0 && checkpoints()) {
-    std::error_code ec;
-    if (!std::filesystem::create_directories(config_.checkpoint.dir, ec) && ec) {
-      return graph::invalid_argument("cannot create checkpoint directory '" + config_.checkpoint.dir + "': " + ec.message());
-    }
-    MIRRA_RETURN_IF_ERROR(serialization::check_writable_directory(config_.checkpoint.dir, "checkpoint directory"));
+    MIRRA_RETURN_IF_ERROR(prepare_checkpoint_directory(config_.checkpoint.dir));
     store_ = std::make_unique<serialization::CheckpointStore>(config_.checkpoint.dir, config_.checkpoint.keep);
   }
   return cluster_.is_server ? serve() : train();
@@ -204,15 +200,9 @@ graph::Expected<std::vector<serialization::NamedTensor>> ParameterServerTask::sa
   return values;
 }
 
-void ParameterServerTask::set_learning_rate(int64_t steps) {
-  const runtime::training::LearningRateSchedule& schedule = config_.training.schedule;
+const graph::Node* ParameterServerTask::scheduled_rate() const {
   const std::optional<graph::NodeId> variable = part_.graph.find(program_.learning_rate_variable);
-  if (schedule.is_constant() || !variable) return;
-  const double rate = schedule.at(program_.optimizer.learning_rate, steps);
-  const graph::DType dtype = part_.graph.node(*variable).outputs[0].dtype;
-  session_->assign_variable(program_.learning_rate_variable, dtype == graph::DType::f64
-                                                                  ? runtime::Tensor::scalar<double>(rate)
-                                                                  : runtime::Tensor::scalar<float>(static_cast<float>(rate)));
+  return config_.training.schedule.is_constant() || !variable ? nullptr : &part_.graph.node(*variable);
 }
 
 graph::Expected<runtime::training::Evaluation> ParameterServerTask::evaluate(runtime::Session& evaluator,
@@ -261,8 +251,12 @@ graph::Status ParameterServerTask::serve() {
                                   cluster_.addresses()[static_cast<size_t>(cluster_.task())].c_str());
   serialization::TrainingPosition position = start;
   std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end;  // gathered by the last checkpoint
+  const graph::Node* rate_variable = scheduled_rate();
   for (int64_t step = 0; step < steps; ++step) {
-    set_learning_rate(position.step);
+    if (rate_variable != nullptr) {
+      runtime::training::set_learning_rate(*session_, *rate_variable,
+                                           config_.training.schedule.at(program_.optimizer.learning_rate, position.step));
+    }
     const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.signature.train}).status();
     if (!status.ok()) return status.with_context(cluster_.role() + ", step " + std::to_string(position.step + 1));
     position = position_after_steps(start, step + 1, std::max<int64_t>(1, epoch_batches));

@@ -63,12 +63,7 @@ graph::Status check_before_training(const TrainCommand& command, const strategie
   if (!command.metrics.empty() && !std::filesystem::exists(command.metrics)) {
     MIRRA_RETURN_IF_ERROR(serialization::check_writable_file(command.metrics, "--metrics"));
   }
-  const std::string& dir = command.config.checkpoint.dir;
-  std::error_code ec;
-  if (!dir.empty() && !std::filesystem::create_directories(dir, ec) && ec) {
-    return graph::invalid_argument("cannot create checkpoint directory '" + dir + "': " + ec.message());
-  }
-  if (!dir.empty()) MIRRA_RETURN_IF_ERROR(serialization::check_writable_directory(dir, "checkpoint directory"));
+  if (!command.config.checkpoint.dir.empty()) MIRRA_RETURN_IF_ERROR(prepare_checkpoint_directory(command.config.checkpoint.dir));
   if (const graph::Status fed = runtime::training::check_fed_by_batches(program.graph, program.signature, train.placeholders(),
                                                                         /*training=*/true);
       !fed.ok()) {

@@ -2,6 +2,9 @@
 #include "tools/mirra/training_position.h"
 
 #include <cstdio>
+#include <filesystem>
+
+#include "serialization/file_io.h"
 
 namespace mirra::runner {
 
@@ -23,6 +26,14 @@ TrainingPosition position_after_steps(const TrainingPosition& start, int64_t ste
           .batch_in_epoch = batches % batches_per_epoch,
           .data_seed = start.data_seed,
           .batch_size = start.batch_size};
+}
+
+graph::Status prepare_checkpoint_directory(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::create_directories(dir, ec) && ec) {
+    return graph::invalid_argument("cannot create checkpoint directory '" + dir + "': " + ec.message());
+  }
+  return serialization::check_writable_directory(dir, "checkpoint directory");
 }
 
 graph::Expected<std::optional<serialization::Checkpoint>> latest_checkpoint(const serialization::CheckpointStore& store) {

@@ -1,6 +1,6 @@
 // Where training stands, as checkpoints record it: the position after a step (from the trainer's
 // step, or counted on a parameter server that runs the workers' steps without their data); the
-// newest good checkpoint to resume from, and the position it resumes at under this run's config (its
+// checkpoint directory made ready, the newest good checkpoint to resume from, and the position it resumes at under this run's config (its
 // shuffle seed kept, its place in the epoch converted to this run's global batch).
 #pragma once
 
@@ -20,6 +20,10 @@ serialization::TrainingPosition position_after(const runtime::training::StepMetr
 // The position `steps` steps after `start`, in epochs of `batches_per_epoch` global batches (> 0).
 serialization::TrainingPosition position_after_steps(const serialization::TrainingPosition& start, int64_t steps,
                                                      int64_t batches_per_epoch);
+
+// Creates the checkpoint directory `dir` where it is missing, and checks that files can be written
+// in it: errors name it.
+graph::Status prepare_checkpoint_directory(const std::string& dir);
 
 // The newest checkpoint of `store` that loads (a warning on stderr for each newer one that does not,
 // and a note when there is none yet); nullopt for none.

@@ -14,11 +14,6 @@ namespace mirra::runner {
 
 namespace {
 
-// Loss scaling's state, which only runs with fp16 mixed precision have (ops/optimizers.h).
-bool is_loss_scale_state(std::string_view name) {
-  return name == ops::kLossScaleVariable || name == ops::kLossScaleGoodStepsVariable;
-}
-
 // The whole shape a replica's Variable node is a flat share of (sharded optimizer state), or null. A
 // node that exists once is never a share, whatever its attributes say.
 const graph::Shape* shard_of(const graph::Node& node) {
@@ -183,7 +178,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     if (name == skip || strategies::is_accumulator(name)) continue;
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
-      if (require_all && !is_loss_scale_state(name)) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");
+      if (require_all && !ops::is_loss_scale_variable(name)) return graph::invalid_argument(std::string(source) + " has no value for variable '" + std::string(name) + "'");
       continue;
     }
     const graph::TensorValue& value = it->second->value;
@@ -219,7 +214,7 @@ graph::Status write_variables(runtime::Session& session, const std::vector<seria
     used.insert(it->first);
   }
   for (const auto& v : values) {
-    if (!used.contains(v.name) && v.name != skip && !is_loss_scale_state(v.name)) {
+    if (!used.contains(v.name) && v.name != skip && !ops::is_loss_scale_variable(v.name)) {
       return graph::invalid_argument(std::string(source) + " holds '" + v.name + "', which is no variable of this model");
     }
   }
