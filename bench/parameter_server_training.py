@@ -4,6 +4,7 @@
 For each model (MLP, CNN), interleaved and repeated:
   - mirra parameter_server: 1 server and 2 workers, each a `mirra train --strategy parameter_server`
     process with one thread (MIRRA_CLUSTER on localhost ports), synchronous;
+  - the same, asynchronous (each worker's examples/s summed: they do not wait for each other);
   - the same on 2 servers, every variable whole, and with min_shard_bytes 64 KiB (the large kernels
     cut into a part on each server);
   - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
@@ -44,20 +45,25 @@ def free_addresses(n):
 
 
 def parameter_server(train, metrics, servers=1, workers=2):
-    """Runs `servers` servers and `workers` workers of `train`; returns worker 0's summary and examples/s."""
+    """Runs `servers` servers and `workers` workers of `train`; returns worker 0's summary and the
+    cluster's examples/s: synchronous, worker 0's (each counts the global batch); asynchronous, the
+    workers' summed (each counts its own batches)."""
     addresses = free_addresses(servers + workers)
     cluster = {"ps": addresses[:servers], "worker": addresses[servers:]}
     tasks = [("ps", s) for s in range(servers)] + [("worker", w) for w in range(workers)]
     processes = []
     for kind, index in tasks:
         env = dict(os.environ, MIRRA_CLUSTER=json.dumps({"cluster": cluster, "task": {"type": kind, "index": index}}))
-        extra = ["--metrics", metrics] if (kind, index) == ("worker", 0) else []
+        extra = ["--metrics", f"{metrics}.{index}"] if kind == "worker" else []
         processes.append(subprocess.Popen(train + extra, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate() for p in processes]
     for (kind, index), p, (out, err) in zip(tasks, processes, outputs):
         if p.returncode != 0:
             raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
-    return last_json(outputs[servers][0]), window_rate(metrics, WARMUP)
+    summary = last_json(outputs[servers][0])
+    if summary["update_mode"] == "sync":
+        return summary, window_rate(f"{metrics}.0", WARMUP)
+    return summary, sum(window_rate(f"{metrics}.{w}", WARMUP) for w in range(workers))
 
 
 def multi_worker(train, metrics, workers=2):
@@ -67,31 +73,35 @@ def multi_worker(train, metrics, workers=2):
 
 def main():
     args, mirra, examples = example_models_driver(DRIVER, os.path.join(HERE, "..", "build", "release"))
-    report = {"benchmark": "synchronous training over 2 worker processes, Fashion-MNIST, global batch 128, one thread each",
+    report = {"benchmark": "parameter-server training (sync and async) over 2 worker processes, Fashion-MNIST, global batch 128, one thread each",
               "cpu": cpu_model(),
               "window": f"examples/s after {WARMUP} warm-up steps; medians over repeats", "models": {}}
     with tempfile.TemporaryDirectory() as work:
         metrics = os.path.join(work, "metrics.jsonl")
         cut_config = os.path.join(work, "cut.json")
         with open(cut_config, "w") as f:
-            json.dump({"strategy": "parameter_server", "min_shard_bytes": CUT_BYTES}, f)
+            json.dump({"strategy": "parameter_server", "update_mode": "sync", "min_shard_bytes": CUT_BYTES}, f)
         for model in args.models.split(","):
             model_file = os.path.join(work, model + ".mirra")
             run([examples, "write", model, model_file], DRIVER)
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--threads", "1", "--json"]
-            ps_runs, two_runs, cut_runs, mw_runs, summaries = [], [], [], [], []
+            sync = ["--strategy", "parameter_server", "--update-mode", "sync"]
+            ps_runs, async_runs, two_runs, cut_runs, mw_runs, summaries = [], [], [], [], [], []
             for _ in range(args.repeats):
-                summary, rate = parameter_server(train + ["--strategy", "parameter_server"], metrics)
+                summary, rate = parameter_server(train + sync, metrics)
                 summaries.append(summary)
                 ps_runs.append(rate)
-                two_runs.append(parameter_server(train + ["--strategy", "parameter_server"], metrics, servers=2)[1])
+                async_runs.append(parameter_server(train + ["--strategy", "parameter_server", "--update-mode", "async"], metrics)[1])
+                two_runs.append(parameter_server(train + sync, metrics, servers=2)[1])
                 cut_runs.append(parameter_server(train + ["--config", cut_config], metrics, servers=2)[1])
                 mw_runs.append(multi_worker(train + ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0"], metrics))
-            ps, mw = statistics.median(ps_runs), statistics.median(mw_runs)
+            ps, mw, asynchronous = statistics.median(ps_runs), statistics.median(mw_runs), statistics.median(async_runs)
             two, cut = statistics.median(two_runs), statistics.median(cut_runs)
             steps = summaries[-1]["steps"]
             report["models"][model] = {
                 "parameter_server": {"examples_per_s": round(ps, 1), "runs": [round(x, 1) for x in ps_runs]},
+                "parameter_server_async": {"examples_per_s": round(asynchronous, 1), "runs": [round(x, 1) for x in async_runs]},
+                "ratio_async_over_sync": round(asynchronous / ps, 3),
                 "parameter_server_2_servers": {"examples_per_s": round(two, 1), "runs": [round(x, 1) for x in two_runs]},
                 "parameter_server_2_servers_cut": {"examples_per_s": round(cut, 1), "runs": [round(x, 1) for x in cut_runs],
                                                    "min_shard_bytes": CUT_BYTES},

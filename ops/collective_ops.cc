@@ -51,12 +51,6 @@ struct RankCall {
   runtime::KernelDone done;
 };
 
-Tensor host_copy(const Tensor& t) {
-  Tensor copy = Tensor::empty(runtime::host_allocator(), t.dtype(), t.shape());
-  if (t.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), t.raw_data(), t.byte_size());
-  return copy;
-}
-
 // On a device with memory of its own whose peers are elsewhere (one rank per cpu_async device, as one
 // per GPU), the inputs are staged through host memory and the results return on the device's
 // communication stream; ranks on cpu devices, or sharing one device's memory, are read and written
@@ -79,7 +73,7 @@ std::shared_ptr<RankCall> rank_call_of(KernelContext& ctx, std::vector<Tensor> o
   runtime::ScopedMemoryAccess access(call->space, /*host_too=*/true);
   for (size_t j = 0; j < ctx.num_inputs(); ++j) {
     const Tensor& input = ctx.input(j);
-    call->inputs.push_back(call->staged ? host_copy(input) : input);
+    call->inputs.push_back(call->staged ? runtime::host_copy(input) : input);
     call->results.push_back(call->staged ? Tensor::empty(runtime::host_allocator(), outputs[j].dtype(), outputs[j].shape())
                                          : outputs[j]);
   }

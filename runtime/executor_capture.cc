@@ -40,13 +40,6 @@ bool same_type(const Tensor& a, const Tensor& b) {
   return a.defined() && b.defined() && a.dtype() == b.dtype() && a.shape() == b.shape();
 }
 
-// A copy of a host tensor that nobody else holds.
-Tensor host_copy(const Tensor& tensor, const std::shared_ptr<Allocator>& allocator) {
-  Tensor copy = Tensor::empty(allocator, tensor.dtype(), tensor.shape());
-  if (tensor.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
-  return copy;
-}
-
 }  // namespace
 
 std::string Executor::capture_refusal() const {

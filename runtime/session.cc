@@ -109,17 +109,6 @@ Tensor Session::to_host(const Tensor& tensor) const {
   return owner == nullptr ? tensor : owner->copy_to_host(tensor);
 }
 
-namespace {
-
-// A host tensor's values in a buffer of their own.
-Tensor host_copy(const Tensor& tensor) {
-  Tensor copy = Tensor::empty(host_allocator(), tensor.dtype(), tensor.shape());
-  if (tensor.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
-  return copy;
-}
-
-}  // namespace
-
 std::optional<Tensor> Session::read_variable(const std::string& name) const {
   const std::optional<Tensor> value = variables_.find(name);
   if (!value) return value;

@@ -69,6 +69,12 @@ Tensor Tensor::rows(int64_t first, int64_t count) const {
 
 std::string Tensor::type_string() const { return std::string(graph::dtype_name(dtype_)) + shape_.to_string(); }
 
+Tensor host_copy(const Tensor& tensor, const std::shared_ptr<Allocator>& allocator) {
+  Tensor copy = Tensor::empty(allocator, tensor.dtype(), tensor.shape());
+  if (tensor.byte_size() > 0) std::memcpy(copy.mutable_raw_data(), tensor.raw_data(), tensor.byte_size());
+  return copy;
+}
+
 graph::TensorValue to_tensor_value(const Tensor& tensor) {
   const auto* first = static_cast<const std::byte*>(tensor.byte_size() > 0 ? tensor.raw_data() : nullptr);
   auto bytes = std::make_shared<std::vector<std::byte>>(first, first + tensor.byte_size());

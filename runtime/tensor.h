@@ -128,6 +128,10 @@ Tensor Tensor::from(const TensorShape& shape, std::span<const T> values) {
   return tensor;
 }
 
+// A host tensor's values in a buffer of their own, from `allocator`: later writes to the original
+// (a variable updated in place) leave the copy as it is.
+Tensor host_copy(const Tensor& tensor, const std::shared_ptr<Allocator>& allocator = host_allocator());
+
 // Copies between a run-time tensor and a graph constant (model weights, checkpoint entries).
 graph::TensorValue to_tensor_value(const Tensor& tensor);
 Tensor from_tensor_value(const graph::TensorValue& value);

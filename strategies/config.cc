@@ -82,7 +82,8 @@ graph::Expected<json> parse_config_object(std::string_view json_text, std::strin
 
 graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std::string_view source) {
   MIRRA_RETURN_IF_ERROR(check_config_keys(
-      root, {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state", "min_shard_bytes"}, source, ""));
+      root, {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state", "min_shard_bytes", "update_mode", "staleness"},
+      source, ""));
   StrategyConfig config;
   if (root.contains("strategy")) {
     if (!root.at("strategy").is_string()) return config_key_error(source, "strategy", "must be a string");
@@ -130,6 +131,26 @@ graph::Expected<StrategyConfig> strategy_config_from_json(const json& root, std:
       return config_key_error(source, "min_shard_bytes", "applies to parameter_server, whose servers hold parts of variables, not to " + config.strategy);
     }
     config.min_shard_bytes = bytes.get<int64_t>();
+  }
+  if (root.contains("update_mode")) {
+    const json& mode = root.at("update_mode");
+    if (!mode.is_string() || (mode.get<std::string>() != "async" && mode.get<std::string>() != "sync")) {
+      return config_key_error(source, "update_mode", "must be \"async\" or \"sync\"");
+    }
+    if (config.strategy != "parameter_server") {
+      return config_key_error(source, "update_mode", "applies to parameter_server, whose servers apply the updates, not to " + config.strategy);
+    }
+    config.asynchronous = mode.get<std::string>() == "async";
+  }
+  if (root.contains("staleness")) {
+    const json& staleness = root.at("staleness");
+    if (!staleness.is_number_integer() || staleness.get<int64_t>() < 0 || staleness.get<int64_t>() > 1000000) {
+      return config_key_error(source, "staleness", "must be a number of steps, 0 or more");
+    }
+    if (config.strategy != "parameter_server" || config.asynchronous) {
+      return config_key_error(source, "staleness", "bounds how far a worker runs ahead under parameter_server's \"update_mode\": \"sync\"");
+    }
+    config.staleness = staleness.get<int>();
   }
   if (root.contains("shard_optimizer_state")) {
     if (!root.at("shard_optimizer_state").is_boolean()) return config_key_error(source, "shard_optimizer_state", "must be true or false");

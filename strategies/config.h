@@ -54,6 +54,12 @@ struct StrategyConfig {
   // B / min_shard_bytes, its rows) parts, each on a server of its own when it can (TensorFlow's
   // MinSizePartitioner); 0 keeps every variable whole (TensorFlow's default: no partitioner).
   int64_t min_shard_bytes = 0;
+  // parameter_server: "update_mode": "async" (the default, TensorFlow's: each worker pulls, computes
+  // and pushes at its own pace, its gradients applied as they come) or "sync" (every worker's
+  // gradients of a step summed and applied once: one device's training on the global batch).
+  bool asynchronous = true;
+  // parameter_server, sync: how many steps a worker may run ahead of the slowest ("staleness"); only 0 so far.
+  int staleness = 0;
 };
 
 inline constexpr int kMaxLogicalGpusPerGpu = 64;

@@ -141,6 +141,136 @@ graph::ValueRef in_part(const graph::Graph& part, const graph::Graph& g, graph::
   return found ? graph::ValueRef{*found, value.output} : graph::ValueRef{};
 }
 
+std::string copy_name(size_t worker, const std::string& name) { return "replica_" + std::to_string(worker) + "/" + name; }
+
+// Asynchronous training's placement of the variables: the trained ones by size (assign_servers), the
+// state an update writes with a trained variable on that variable's server, the rest on server 0.
+std::vector<int> asynchronous_servers(const TrainingProgram& program, int servers) {
+  const graph::Graph& g = program.graph;
+  std::vector<int64_t> bytes;
+  std::vector<std::string> whole;
+  std::vector<bool> trained(g.size(), false);
+  for (const auto& [variable, gradient] : program.variables_and_gradients) {
+    const graph::TensorType& type = g.type(variable);
+    bytes.push_back(type.shape.num_elements().value_or(0) * static_cast<int64_t>(graph::dtype_size(type.dtype)));
+    const graph::Node& node = g.node(variable.node);
+    whole.emplace_back(node.attrs.contains("partition_of") ? stored_variable_name(node) : std::string_view());
+    trained[variable.node] = true;
+  }
+  const std::vector<int> assigned = assign_servers(bytes, servers, whole);
+  std::vector<int> server_of(g.size(), 0);
+  for (size_t j = 0; j < assigned.size(); ++j) server_of[program.variables_and_gradients[j].first.node] = assigned[j];
+  for (const graph::Node& node : g.nodes()) {
+    const graph::OpSchema* schema = program.ops->find(node.op);
+    if (schema == nullptr) continue;
+    for (size_t i : schema->updates) {
+      if (i >= node.inputs.size() || !trained[node.inputs[i].node]) continue;
+      for (size_t k : schema->updates) {
+        if (k < node.inputs.size() && !trained[node.inputs[k].node]) server_of[node.inputs[k].node] = server_of[node.inputs[i].node];
+      }
+    }
+  }
+  return server_of;
+}
+
+// The asynchronous cluster: every Variable once, on its server; every other node once per worker w
+// as replica_<w>/<name>, on w's device, but an update (a node that writes a variable) on its
+// variable's server. A copy reads a variable through its own read (an Identity on the variable's
+// server, replica_<w>/<variable>/read), so that every value crossing tasks belongs to one copy; an
+// update writes the variable itself. The signature is worker 0's copy's, its train a NoOp over
+// every copy's train.
+graph::Expected<TrainingProgram> place_asynchronously(const TrainingProgram& program, const ParameterServerPlan& plan) {
+  const graph::Graph& one = program.graph;
+  const std::vector<int> server_of = asynchronous_servers(program, plan.servers);
+  TrainingProgram cluster;
+  cluster.ops = program.ops;
+  graph::Graph& g = cluster.graph;
+  graph::Builder b(g, *program.ops);
+  MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, one.topological_order());
+  const size_t workers = plan.workers.size();
+  std::vector<NodeId> shared(one.size(), graph::kInvalidNode);  // a variable's one node
+  std::vector<std::vector<NodeId>> copies(workers, std::vector<NodeId>(one.size(), graph::kInvalidNode));
+  std::map<std::pair<size_t, NodeId>, graph::ValueRef> reads;  // by worker and variable (of `one`)
+  const auto read = [&](size_t w, graph::ValueRef variable) {
+    auto [found, inserted] = reads.try_emplace({w, variable.node});
+    if (inserted) {
+      b.set_device(server_device(server_of[variable.node]));
+      found->second = b.add_value({.op = "Identity",
+                                   .inputs = {{shared[variable.node], variable.output}},
+                                   .name = copy_name(w, one.node(variable.node).name + "/read")});
+    }
+    return found->second;
+  };
+  for (NodeId id : order) {
+    const graph::Node& node = one.node(id);
+    if (node.op == "Variable") {
+      graph::Node variable = node;
+      variable.device = server_device(server_of[id]);
+      shared[id] = g.add_node(std::move(variable));
+      continue;
+    }
+    const graph::OpSchema* schema = program.ops->find(node.op);
+    const std::vector<size_t> no_updates;
+    const std::vector<size_t>& updates = schema != nullptr ? schema->updates : no_updates;
+    const auto updated = [&](size_t i) { return std::find(updates.begin(), updates.end(), i) != updates.end(); };
+    std::optional<int> server;  // an update's: its variables'
+    for (size_t i : updates) {
+      if (i < node.inputs.size() && shared[node.inputs[i].node] != graph::kInvalidNode) server = server_of[node.inputs[i].node];
+    }
+    for (size_t w = 0; w < workers; ++w) {
+      graph::Node copy = node;
+      copy.name = copy_name(w, node.name);
+      copy.device = server ? server_device(*server) : plan.workers[w];
+      for (size_t i = 0; i < copy.inputs.size(); ++i) {
+        const graph::ValueRef input = node.inputs[i];
+        if (shared[input.node] == graph::kInvalidNode) {
+          copy.inputs[i].node = copies[w][input.node];
+        } else {
+          copy.inputs[i] = updated(i) ? graph::ValueRef{shared[input.node], input.output} : read(w, input);
+        }
+      }
+      for (NodeId& control : copy.control_inputs) {
+        control = shared[control] != graph::kInvalidNode ? shared[control] : copies[w][control];
+      }
+      copies[w][id] = g.add_node(std::move(copy));
+    }
+  }
+  MIRRA_RETURN_IF_ERROR(b.status());
+  const auto in_copy = [&](graph::ValueRef value, size_t w) {
+    if (!value.valid()) return value;
+    return graph::ValueRef{shared[value.node] != graph::kInvalidNode ? shared[value.node] : copies[w][value.node], value.output};
+  };
+  runtime::training::TrainingGraph& signature = cluster.signature;
+  signature = program.signature;
+  signature.loss = in_copy(signature.loss, 0);
+  signature.correct = in_copy(signature.correct, 0);
+  signature.loss_weight = in_copy(signature.loss_weight, 0);
+  signature.learning_rate = in_copy(signature.learning_rate, 0);
+  for (runtime::training::TrainingMetric& metric : signature.metrics) {
+    metric.value = in_copy(metric.value, 0);
+    metric.weight = in_copy(metric.weight, 0);
+  }
+  signature.inference.reset();
+  signature.synchronize = graph::kInvalidNode;
+  for (size_t w = 1; w < workers; ++w) {
+    for (graph::ValueRef value : reported_values(program.signature)) {
+      if (value.valid()) cluster.reported.push_back(in_copy(value, w));
+    }
+  }
+  std::vector<NodeId> trains;
+  for (size_t w = 0; w < workers; ++w) trains.push_back(copies[w][program.signature.train]);
+  b.set_device(server_device(0));
+  signature.train = ops::no_op(b, one.node(program.signature.train).name, trains);
+  MIRRA_RETURN_IF_ERROR(b.status());
+  for (const auto& [variable, gradient] : program.variables_and_gradients) {
+    cluster.variables_and_gradients.emplace_back(in_copy(variable, 0), in_copy(gradient, 0));
+  }
+  for (NodeId state : program.step_state) {
+    if (shared[state] != graph::kInvalidNode) cluster.step_state.push_back(shared[state]);
+  }
+  return cluster;
+}
+
 // The strategy: one replica per worker task on the config's device, the cluster's shape from its config.
 class ParameterServerStrategy final : public Strategy {
  public:
@@ -149,7 +279,9 @@ class ParameterServerStrategy final : public Strategy {
 
  private:
   graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart&) const override {
-    ParameterServerPlan plan{.servers = config_.cluster.servers, .min_shard_bytes = config_.min_shard_bytes};
+    ParameterServerPlan plan{.servers = config_.cluster.servers,
+                             .min_shard_bytes = config_.min_shard_bytes,
+                             .asynchronous = config_.asynchronous};
     const graph::DeviceId& local = config_.devices.front();
     for (int w = 0; w < config_.cluster.workers; ++w) plan.workers.push_back({local.kind, local.ordinal, config_.cluster.servers + w});
     return place_on_parameter_servers(program, plan);
@@ -168,6 +300,10 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
   if (config.sync_batch_norm) {
     return graph::invalid_argument("parameter_server does not offer synchronised batch normalisation "
                                    "(training.sync_batch_norm) yet; each worker normalises with its share's statistics");
+  }
+  if (!config.asynchronous && config.staleness > 0) {
+    return graph::invalid_argument("parameter_server does not offer bounded staleness (staleness " + std::to_string(config.staleness) +
+                                   ") yet; staleness 0 (every step synchronous) or update_mode \"async\"");
   }
   if (config.cluster.servers < 1 || config.cluster.workers < 1) {
     return graph::invalid_argument("parameter_server needs at least one server and one worker, not " +
@@ -219,6 +355,7 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   TrainingProgram partitioned = program;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<std::string> joins,
                          partition_variables(partitioned, {.min_shard_bytes = plan.min_shard_bytes, .max_shards = plan.servers}));
+  if (plan.asynchronous) return place_asynchronously(partitioned, plan);
   ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
   replication.replicas_feed_their_batches = true;
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(partitioned, replication));
@@ -227,22 +364,189 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   return cluster;
 }
 
+namespace {
+
+// A task's signature: `whole`'s batch inputs, and its loss, correct count and metrics where a node
+// named `rename` of theirs is in `part`.
+void report_in_part(runtime::training::TrainingGraph& signature, const graph::Graph& part, const graph::Graph& g,
+                    const runtime::training::TrainingGraph& whole, const std::function<std::string(const std::string&)>& rename) {
+  signature.features = whole.features;
+  signature.labels = whole.labels;
+  signature.batch_inputs = whole.batch_inputs;
+  signature.loss = in_part(part, g, whole.loss, rename);
+  signature.correct = in_part(part, g, whole.correct, rename);
+  signature.loss_weight = in_part(part, g, whole.loss_weight, rename);
+  for (runtime::training::TrainingMetric metric : whole.metrics) {
+    metric.value = in_part(part, g, metric.value, rename);
+    metric.weight = in_part(part, g, metric.weight, rename);
+    signature.metrics.push_back(std::move(metric));
+  }
+}
+
+// `g` cut by task (ops::partition_by_task): each part's Sends and Recvs call `transfers`' implementation
+// with its deadline, and a worker's batch inputs (replica_<r>/<name> in the cluster) take their names
+// in the one-replica program. Nodes keep their ids within their part.
+graph::Expected<std::map<int, ops::TaskGraph>> cut_by_task(const graph::Graph& g, const graph::OpRegistry& ops,
+                                                           const ops::CollectiveOptions& transfers) {
+  using TaskGraphs = std::map<int, ops::TaskGraph>;
+  MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, ops::partition_by_task(g, ops));
+  TaskGraphs cut;
+  for (auto& [task, part] : parts) {
+    ops::TaskGraph& named = cut[task];
+    named.sends = part.sends;
+    for (graph::Node node : part.graph.nodes()) {
+      int replica = -1;
+      const std::string_view name = replica_free_name(node.name, &replica);
+      if (node.op == "Placeholder" && replica >= 0) node.name = std::string(name);
+      if (node.op == "Send" || node.op == "Recv") {
+        node.attrs.set("implementation", transfers.implementation);
+        node.attrs.set("timeout_ms", transfers.timeout_ms);
+      }
+      named.graph.add_node(std::move(node));
+    }
+  }
+  return cut;
+}
+
+// A task's step target, "parameter_server_step": its Sends, its Recvs and the node named `train`
+// (its part of the train target) when it has one.
+graph::Expected<NodeId> add_step(graph::Graph& part, const std::vector<NodeId>& sends, const std::string& train,
+                                 const graph::OpRegistry& ops) {
+  std::vector<NodeId> step = sends;
+  for (const graph::Node& node : part.nodes()) {
+    if (node.op == "Recv") step.push_back(node.id);
+  }
+  if (const auto found = part.find(train)) step.push_back(*found);
+  graph::Builder b(part, ops);
+  const NodeId added = ops::no_op(b, "parameter_server_step", step);
+  MIRRA_RETURN_IF_ERROR(b.status());
+  return added;
+}
+
+// Splits the control inputs of `train` by task: it keeps those of its own task, and each other
+// task's become a NoOp there, "<train>/task_<t>". The names of those, by task.
+std::map<int, std::string> split_by_task(graph::Graph& g, graph::Builder& b, NodeId train) {
+  std::map<int, std::vector<NodeId>> by_task;
+  for (NodeId control : g.node(train).control_inputs) by_task[task_of(g.node(control))].push_back(control);
+  const int own = task_of(g.node(train));
+  g.mutable_node(train).control_inputs = by_task[own];
+  std::map<int, std::string> names = {{own, g.node(train).name}};
+  for (const auto& [task, controls] : by_task) {
+    if (task == own) continue;
+    b.set_device(g.node(controls.front()).device);
+    names[task] = g.node(ops::no_op(b, g.node(train).name + "/task_" + std::to_string(task), controls)).name;
+  }
+  return names;
+}
+
+// The copy (worker index) a node of the asynchronous cluster belongs to, by its name; -1 for none.
+int copy_of(std::string_view name) {
+  int replica = -1;
+  replica_free_name(name, &replica);
+  return replica;
+}
+
+// The worker copy a transfer of an asynchronous server moves a value of: its Send's input's, or its
+// Recv's producer's (named by its group, "<producer>:<output>->task_<t>").
+int copy_of_transfer(const graph::Graph& part, const graph::Node& transfer) {
+  if (transfer.op == "Send") return copy_of(part.node(transfer.inputs.front().node).name);
+  const std::string& group = graph::checked_attr<std::string>(transfer, "group");
+  return copy_of(std::string_view(group).substr(0, group.rfind(':')));
+}
+
+// An asynchronous server's loops over its part `part`: each worker's transfers and updates. A control
+// input from a Send is dropped (the loop's runs order its Sends before its updates); a Send that
+// waits for a Recv of its loop is an error naming both, as the loop sends before it receives.
+graph::Expected<std::vector<WorkerLoop>> worker_loops(graph::Graph& part, const std::map<int, int>& worker_tasks,
+                                                      const std::map<int, std::string>& applies) {
+  for (NodeId id = 0; id < part.size(); ++id) {
+    std::vector<NodeId>& controls = part.mutable_node(id).control_inputs;
+    std::erase_if(controls, [&](NodeId control) { return part.node(control).op == "Send"; });
+  }
+  std::map<int, WorkerLoop> loops;
+  for (const auto& [w, task] : worker_tasks) loops[w].worker_task = task;
+  for (const graph::Node& node : part.nodes()) {
+    if (node.op != "Send" && node.op != "Recv") continue;
+    const int w = copy_of_transfer(part, node);
+    if (!loops.contains(w)) {
+      return graph::internal_error("asynchronous server: transfer '" + node.name + "' belongs to no worker's copy");
+    }
+    WorkerLoop& loop = loops[w];
+    if (node.op == "Recv") {
+      loop.recvs.push_back(node.id);
+      continue;
+    }
+    const std::vector<NodeId> root = {node.id};
+    const std::vector<bool> needed = part.needed_for(root);
+    for (NodeId id = 0; id < part.size(); ++id) {
+      if (needed[id] && part.node(id).op == "Recv") {
+        return graph::unimplemented("asynchronous training: the server's send '" + node.name + "' needs what '" +
+                                    part.node(id).name + "' receives in the same step");
+      }
+    }
+    loop.sends.push_back(node.id);
+    loop.pulled.push_back(node.inputs.front());
+  }
+  std::vector<WorkerLoop> result;
+  for (auto& [w, loop] : loops) {
+    if (const auto apply = applies.find(w); apply != applies.end()) {
+      if (const auto found = part.find(apply->second)) loop.apply = *found;
+    }
+    result.push_back(std::move(loop));
+  }
+  return result;
+}
+
+graph::Expected<std::map<int, TaskProgram>> asynchronous_tasks(const TrainingProgram& cluster,
+                                                               const ops::CollectiveOptions& transfers) {
+  graph::Graph g = cluster.graph;
+  graph::Builder b(g, *cluster.ops);
+  // Each copy's train becomes one per task; the train over every copy's holds nothing then.
+  std::map<int, int> worker_tasks;                     // copy -> its worker's task
+  std::map<int, std::map<int, std::string>> applies;   // task -> copy -> its part of the copy's train
+  const std::vector<NodeId> trains = g.node(cluster.signature.train).control_inputs;
+  g.mutable_node(cluster.signature.train).control_inputs.clear();
+  for (NodeId train : trains) {
+    const int w = copy_of(g.node(train).name);
+    worker_tasks[w] = task_of(g.node(train));
+    for (const auto& [task, name] : split_by_task(g, b, train)) applies[task][w] = name;
+  }
+  MIRRA_RETURN_IF_ERROR(b.status());
+  using TaskGraphs = std::map<int, ops::TaskGraph>;
+  MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, cut_by_task(g, *cluster.ops, transfers));
+  std::map<int, TaskProgram> tasks;
+  for (auto& [task, part] : parts) {
+    TaskProgram& program = tasks[task];
+    program.graph = std::move(part.graph);
+    const int this_task = task;  // a lambda may not capture a structured binding (clang 14)
+    const auto worker =
+        std::find_if(worker_tasks.begin(), worker_tasks.end(), [&](const auto& entry) { return entry.second == this_task; });
+    if (worker == worker_tasks.end()) {
+      MIRRA_ASSIGN_OR_RETURN(program.loops, worker_loops(program.graph, worker_tasks, applies[task]));
+      continue;
+    }
+    // A worker: its step is its Sends, its Recvs and its copy's train; its signature its copy's.
+    const int w = worker->first;
+    MIRRA_ASSIGN_OR_RETURN(program.signature.train, add_step(program.graph, part.sends, applies[task][w], *cluster.ops));
+    const std::string copy_0 = "replica_0/", own = "replica_" + std::to_string(w) + "/";
+    const auto rename = [&](const std::string& name) { return name.starts_with(copy_0) ? own + name.substr(copy_0.size()) : name; };
+    report_in_part(program.signature, program.graph, g, cluster.signature, rename);
+  }
+  return tasks;
+}
+
+}  // namespace
+
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
-                                                                   const ops::CollectiveOptions& transfers) {
+                                                                   const ops::CollectiveOptions& transfers,
+                                                                   bool asynchronous) {
+  if (asynchronous) return asynchronous_tasks(cluster, transfers);
   graph::Graph g = cluster.graph;
   graph::Builder b(g, *cluster.ops);
   // The train target becomes one per task, each over that task's updates.
   const NodeId train = cluster.signature.train;
   const int train_task = task_of(g.node(train));
-  std::map<int, std::vector<NodeId>> updates;
-  for (NodeId control : g.node(train).control_inputs) updates[task_of(g.node(control))].push_back(control);
-  g.mutable_node(train).control_inputs = updates[train_task];
-  std::map<int, std::string> train_names = {{train_task, g.node(train).name}};
-  for (const auto& [task, controls] : updates) {
-    if (task == train_task) continue;
-    b.set_device(g.node(controls.front()).device);
-    train_names[task] = g.node(ops::no_op(b, g.node(train).name + "/task_" + std::to_string(task), controls)).name;
-  }
+  const std::map<int, std::string> train_names = split_by_task(g, b, train);
   // Each worker (a task whose replica feeds a batch input) receives the values the signature reports.
   std::map<int, graph::DeviceId> workers;
   for (const graph::Node& node : cluster.graph.nodes()) {
@@ -258,46 +562,19 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
   }
   MIRRA_RETURN_IF_ERROR(b.status());
   using TaskGraphs = std::map<int, ops::TaskGraph>;
-  MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, ops::partition_by_task(g, *cluster.ops));
+  MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, cut_by_task(g, *cluster.ops, transfers));
   std::map<int, TaskProgram> tasks;
   for (auto& [task, part] : parts) {
     TaskProgram& program = tasks[task];
-    // A worker's batch inputs, replica_<r>/<name> in the cluster, by their own names.
-    for (graph::Node node : part.graph.nodes()) {
-      int replica = -1;
-      const std::string_view name = replica_free_name(node.name, &replica);
-      if (node.op == "Placeholder" && replica >= 0) node.name = std::string(name);
-      if (node.op == "Send" || node.op == "Recv") {
-        node.attrs.set("implementation", transfers.implementation);
-        node.attrs.set("timeout_ms", transfers.timeout_ms);
-      }
-      program.graph.add_node(std::move(node));
-    }
-    std::vector<NodeId> step = part.sends;
-    for (const graph::Node& node : program.graph.nodes()) {
-      if (node.op == "Recv") step.push_back(node.id);
-    }
-    if (const auto found = train_names.find(task); found != train_names.end()) step.push_back(*program.graph.find(found->second));
-    graph::Builder in_part_builder(program.graph, *cluster.ops);
-    runtime::training::TrainingGraph& signature = program.signature;
-    signature.train = ops::no_op(in_part_builder, "parameter_server_step", step);
-    MIRRA_RETURN_IF_ERROR(in_part_builder.status());
+    program.graph = std::move(part.graph);
+    const auto train_name = train_names.find(task);
+    MIRRA_ASSIGN_OR_RETURN(program.signature.train, add_step(program.graph, part.sends,
+                                                             train_name != train_names.end() ? train_name->second : "", *cluster.ops));
     const bool worker = workers.contains(task);
     if (!worker && task != train_task) continue;
     const int this_task = task;  // a lambda may not capture a structured binding (clang 14)
     const auto rename = [&](const std::string& name) { return worker ? on_task(name, this_task) : name; };
-    const runtime::training::TrainingGraph& whole = cluster.signature;
-    signature.features = whole.features;
-    signature.labels = whole.labels;
-    signature.batch_inputs = whole.batch_inputs;
-    signature.loss = in_part(program.graph, g, whole.loss, rename);
-    signature.correct = in_part(program.graph, g, whole.correct, rename);
-    signature.loss_weight = in_part(program.graph, g, whole.loss_weight, rename);
-    for (runtime::training::TrainingMetric metric : whole.metrics) {
-      metric.value = in_part(program.graph, g, metric.value, rename);
-      metric.weight = in_part(program.graph, g, metric.weight, rename);
-      signature.metrics.push_back(std::move(metric));
-    }
+    report_in_part(program.signature, program.graph, g, cluster.signature, rename);
   }
   return tasks;
 }

@@ -1,14 +1,18 @@
-// ParameterServerStrategy's synchronous rewrite (staleness 0): the variables, their optimizer slots
-// and their updates live on parameter-server tasks; every worker task trains one replica on the batch
-// it reads itself. Each step the workers receive the variables, compute their gradients scaled by
-// their share of the global batch, and send them to the variables' servers, which sum them per
-// variable and apply one update: one device's training on the global batch. It is CentralStorage
+// ParameterServerStrategy's rewrites: the variables, their optimizer slots and their updates live on
+// parameter-server tasks; every worker task trains one replica on the batch it reads itself.
+// Synchronous (staleness 0): each step the workers receive the variables, compute their gradients
+// scaled by their share of the global batch, and send them to the variables' servers, which sum them
+// per variable and apply one update: one device's training on the global batch. It is CentralStorage
 // over the workers' devices with server 0 as its host and each replica feeding its own batch
 // (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers,
 // the largest first onto the least loaded; a variable above the plan's min_shard_bytes is cut into
 // parts first, which land on different servers, and each worker joins the parts it reads. Cut by task (ops::partition_by_task), each task's
 // session runs its part every step; the parts exchange values as Send and Recv over a communicator
 // that offers them.
+// Asynchronous (TensorFlow's ParameterServerStrategy as its coordinator runs it): the one-replica
+// program once per worker, each copy reading the variables through reads of its own on their servers
+// and applying its own gradients there, scaled by its own batch alone; a server serves each worker's
+// steps as they come (WorkerLoop), and no worker waits for another.
 //
 //   auto cluster = strategies::place_on_parameter_servers(program, {.servers = 2, .workers = {
 //       graph::DeviceId{graph::DeviceKind::cpu, 0, 2}, graph::DeviceId{graph::DeviceKind::cpu, 0, 3}}});
@@ -35,6 +39,7 @@ struct ParameterServerPlan {
   // Trained variables of at least twice this many bytes are cut along axis 0 into parts, up to one
   // per server (strategies/variable_partitioning.h); 0: every variable whole.
   int64_t min_shard_bytes = 0;
+  bool asynchronous = false;
 };
 
 // The program of the whole cluster: every node on a device of its task. Its signature's loss,
@@ -51,6 +56,21 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
 // non-empty `whole` name (the parts of one variable) go onto different servers while there are some.
 std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers, const std::vector<std::string>& whole = {});
 
+// Asynchronous training: what a server does for each step of one worker: under a shared lock of its
+// variables, fetch `pulled` and copy it; with no lock, send the copies as `sends` would (the worker's
+// variables, and values other servers' updates for this worker read) and receive what `recvs` would
+// (the worker's gradients, and the other servers' values); then, with those fed to the Recv nodes
+// and the lock held alone, run `apply`. Every transfer of a loop names its worker's copy, so the
+// loop's n-th step meets the n-th step of its worker (and of the other servers' loops for that
+// worker) whatever the other loops do.
+struct WorkerLoop {
+  int worker_task = 0;
+  std::vector<graph::ValueRef> pulled;  // what `sends` send: single-output nodes, fed by name
+  std::vector<graph::NodeId> sends;
+  std::vector<graph::NodeId> recvs;
+  graph::NodeId apply = graph::kInvalidNode;  // the worker's updates on this server; invalid for none
+};
+
 // One task's part of the cluster's program.
 struct TaskProgram {
   graph::Graph graph;
@@ -58,13 +78,17 @@ struct TaskProgram {
   // worker, the batch inputs keep the one-replica program's names, and the loss, correct count and
   // metrics are the global batch's, received from server 0 (which computes them); on another server,
   // the signature holds only the step.
+  // Asynchronously a worker's signature is its copy's (its own batch's loss, correct count and
+  // metrics); a server's holds no step but `loops`.
   runtime::training::TrainingGraph signature;
+  std::vector<WorkerLoop> loops;  // an asynchronous server's: one per worker
 };
 
 // The cluster's program (place_on_parameter_servers) cut by task, its Sends and Recvs calling
-// `transfers`' implementation with its deadline.
+// `transfers`' implementation with its deadline. `asynchronous` as the plan that made it.
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
-                                                                   const ops::CollectiveOptions& transfers = {});
+                                                                   const ops::CollectiveOptions& transfers = {},
+                                                                   bool asynchronous = false);
 
 // What every task of a cluster agrees on before they exchange values (runtime::GrpcCluster's
 // fingerprint): the cluster program's text (graph::to_text), hashed (64-bit FNV-1a), in hex.

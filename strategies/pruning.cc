@@ -40,6 +40,7 @@ void prune(TrainingProgram& program, std::span<const graph::NodeId> replaced) {
   std::vector<graph::NodeId> roots = {s.train,          s.accumulate,   s.synchronize,        s.loss.node,
                                       s.loss_weight.node, s.correct.node, s.learning_rate.node, program.loss_gradient.node};
   roots.insert(roots.end(), program.step_state.begin(), program.step_state.end());
+  for (graph::ValueRef value : program.reported) roots.push_back(value.node);
   for (const runtime::training::TrainingMetric& metric : s.metrics) roots.insert(roots.end(), {metric.value.node, metric.weight.node});
   for (const auto& [variable, gradient] : program.variables_and_gradients) roots.insert(roots.end(), {variable.node, gradient.node});
   for (const std::string& batch : {s.features, s.labels}) {
@@ -66,6 +67,7 @@ void prune(TrainingProgram& program, std::span<const graph::NodeId> replaced) {
   s.learning_rate = graph::remap(s.learning_rate, moved);
   program.loss_gradient = graph::remap(program.loss_gradient, moved);
   for (graph::NodeId& id : program.step_state) id = graph::remap(id, moved);
+  for (graph::ValueRef& value : program.reported) value = graph::remap(value, moved);
   for (auto& [variable, gradient] : program.variables_and_gradients) {
     variable = graph::remap(variable, moved);
     gradient = graph::remap(gradient, moved);

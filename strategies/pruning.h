@@ -11,7 +11,7 @@
 namespace mirra::strategies {
 
 // Keeps what the signature's targets and values need (train, accumulate, loss, correct count,
-// learning rate, the batch placeholders), the step state, the variables with their gradients and the
+// learning rate, the batch placeholders), the step state, the values reported besides them, the variables with their gradients and the
 // gradients' seed; moves every reference the program holds along with its node. `replaced`: variables
 // a rewrite replaced (cut into parts), which go too.
 void prune(TrainingProgram& program, std::span<const graph::NodeId> replaced = {});

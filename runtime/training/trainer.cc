@@ -71,12 +71,12 @@ struct Totals {
 // A batch whose tensors are on their way to the devices.
 struct StagedBatch {
   StagedFeeds feeds;
-  int64_t size = 0;  // of the global batch (a worker's batch is its shard of it)
+  int64_t size = 0;  // of the global batch (a worker's batch is its shard of it), or with own_batches its own
 };
 
-graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Batch& batch) {
+graph::Expected<StagedBatch> stage_batch(const Session& session, const data::Batch& batch, bool own_batches) {
   MIRRA_ASSIGN_OR_RETURN(StagedFeeds feeds, session.stage(batch.feeds()));
-  return StagedBatch{std::move(feeds), batch.global_size};
+  return StagedBatch{std::move(feeds), own_batches ? batch.size : batch.global_size};
 }
 
 // Runs one batch (with `targets`, an update) and adds its loss and correct count (where the
@@ -229,7 +229,7 @@ graph::Expected<std::vector<EpochMetrics>> Trainer::fit(const data::Dataset& tra
     const auto next_batch = [&]() -> graph::Expected<std::optional<StagedBatch>> {
       MIRRA_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches.next());
       if (!batch) return std::optional<StagedBatch>();
-      MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch));
+      MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch, options_.own_batches));
       return std::optional<StagedBatch>(std::move(staged));
     };
     auto data_start = Clock::now();  // since when this step waits for data
@@ -337,7 +337,7 @@ graph::Expected<Evaluation> Trainer::evaluate(const data::Dataset& data) {
   for (;;) {
     MIRRA_ASSIGN_OR_RETURN(std::optional<data::Batch> batch, batches.next());
     if (!batch) break;
-    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch));
+    MIRRA_ASSIGN_OR_RETURN(StagedBatch staged, stage_batch(session_, *batch, options_.own_batches));
     MIRRA_RETURN_IF_ERROR(run_batch(session_, evaluated, std::move(staged), {}, totals).status());
   }
   return Evaluation{.examples = totals.examples,

@@ -155,6 +155,10 @@ struct TrainerOptions {
   int64_t first_batch = 0;
   int64_t first_step = 0;
   int64_t max_steps = 0;  // > 0: stop after this many steps in all, mid-epoch if need be
+  // A worker's shard of each global batch is a batch of its own, whose loss and accuracy its signature
+  // reports (an asynchronous parameter-server worker): its examples are counted and weigh, not the
+  // global batch's.
+  bool own_batches = false;
   // Micro-batches per step (gradient accumulation; > 1 needs TrainingGraph::accumulate): each step
   // runs the accumulate target on k - 1 batches and the train target on the k-th, which updates once
   // with the gradient of the mean loss over all k. An epoch's last step takes the batches that are

@@ -125,6 +125,7 @@ TEST_CASE("MultiWorker.parameter_server_tasks_take_their_roles_from_their_ranks"
   REQUIRE(addresses.size() == 4);
   const std::string config = workspace() / "parameter_server.json";
   std::ofstream(config) << nlohmann::json({{"strategy", "parameter_server"},
+                                           {"update_mode", "sync"},
                                            {"cluster", {{"ps", {addresses[0], addresses[1]}},
                                                         {"worker", {addresses[2], addresses[3]}},
                                                         {"token", "s3cret"}}}})

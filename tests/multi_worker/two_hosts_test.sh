@@ -76,21 +76,24 @@ echo "final loss with the optimizer state sharded over both hosts: $sharded"
 close "$sharded" "$want" || { echo "FAIL: sharded training between the hosts differs from one device"; exit 1; }
 
 # Parameter servers: ps 0 and worker 0 on the first host, ps 1 and worker 1 on the second, each task
-# a process of its own in its host's namespace. Prints worker 0's JSON summary.
+# a process of its own in its host's namespace; the first argument is the update mode (sync or
+# async). Prints worker 0's JSON summary.
 ps_cluster='"cluster": {"ps": ["mirra-ns1:7100", "mirra-ns2:7100"], "worker": ["mirra-ns1:7101", "mirra-ns2:7101"]}, "token": "two-hosts"'
 parameter_server() {
+  local mode=$1
+  shift
   local args=("$@") pids=() spec role index host pid failed=0
   for spec in "ps 0 mirra-ns1" "ps 1 mirra-ns2" "worker 0 mirra-ns1" "worker 1 mirra-ns2"; do
     read -r role index host <<< "$spec"
     MIRRA_CLUSTER="{$ps_cluster, \"task\": {\"type\": \"$role\", \"index\": $index}}" \
-      ip netns exec "$host" "$mirra" "${args[@]}" --strategy parameter_server > "$work/$role$index.out" 2> "$work/$role$index.err" &
+      ip netns exec "$host" "$mirra" "${args[@]}" --strategy parameter_server --update-mode "$mode" > "$work/$role$index.out" 2> "$work/$role$index.err" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   if [ $failed -ne 0 ]; then cat "$work"/ps?.err "$work"/worker?.err >&2; return 1; fi
   tail -n 1 "$work/worker0.out"
 }
-got_ps=$(parameter_server "${common[@]}" --save "$work/ps.mirra" | field final_loss)
+got_ps=$(parameter_server sync "${common[@]}" --save "$work/ps.mirra" | field final_loss)
 echo "final loss with parameter servers on both hosts: $got_ps"
 close "$got_ps" "$want" || { echo "FAIL: parameter-server training between the hosts differs from one device"; exit 1; }
 got_ps_test=$("$mirra" eval "$work/ps.mirra" --json | field test_loss)
@@ -108,8 +111,10 @@ limited=$(two_hosts train "$work/mlp.mirra" --steps 50 --batch-size 128 --thread
 echo "over a 1 Gbit/s link ($delay): $limited steps"
 [ "$limited" = 50 ] || { echo "FAIL: training over the limited link did not complete"; exit 1; }
 echo "exposed communication per step there: $(python3 "$(dirname "$0")/../../bench/exposed_communication.py" "$work/limited.json.worker0")"
-ps_summary=$(parameter_server train "$work/mlp.mirra" --steps 50 --batch-size 128 --threads 1 --json)
-ps_steps=$(field steps <<< "$ps_summary")
-echo "parameter servers over the same link: $ps_steps steps, $(field examples_per_s <<< "$ps_summary") examples/s on worker 0"
-[ "$ps_steps" = 50 ] || { echo "FAIL: parameter-server training over the limited link did not complete"; exit 1; }
+for mode in sync async; do
+  ps_summary=$(parameter_server "$mode" train "$work/mlp.mirra" --steps 50 --batch-size 128 --threads 1 --json)
+  ps_steps=$(field steps <<< "$ps_summary")
+  echo "parameter servers ($mode) over the same link: $ps_steps steps, $(field examples_per_s <<< "$ps_summary") examples/s on worker 0"
+  [ "$ps_steps" = 50 ] || { echo "FAIL: $mode parameter-server training over the limited link did not complete"; exit 1; }
+done
 echo "two hosts: pass"

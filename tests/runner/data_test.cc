@@ -34,6 +34,7 @@
 namespace mirra::runner {
 namespace {
 
+using test::kSanitized;
 using test::run;
 using test::Run;
 using test::workspace;
@@ -183,15 +184,7 @@ TEST_CASE("Runner.data.linear_regression_on_a_csv_file_reaches_the_least_squares
   }
 }
 
-// Sanitizer runtimes reserve terabytes of shadow memory, which no data limit admits.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-constexpr bool kSanitized = __has_feature(address_sanitizer);
-#else
-constexpr bool kSanitized = false;
-#endif
-
+// Sanitizer runtimes reserve terabytes of shadow memory, which no data limit admits (kSanitized).
 TEST_CASE("Runner.data.a_gzip_tfrecord_data_set_larger_than_the_memory_limit_streams_and_trains" * doctest::skip(kSanitized)) {
   // 5,120 examples of 65,536 floats (1.25 GiB inflated, a few MB compressed), each with 8 features set
   // among 512 places; the target is those features weighted, a linear function to learn.

@@ -15,6 +15,16 @@
 
 namespace mirra::runner::test {
 
+// Whether this build runs under AddressSanitizer: tests that would take minutes there, or that
+// limit memory (its shadow reserves terabytes), skip themselves (doctest::skip(kSanitized)).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+inline constexpr bool kSanitized = __has_feature(address_sanitizer);
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // A directory of its own for this test process, removed at exit.
 struct Workspace {
   std::filesystem::path dir;

@@ -43,6 +43,10 @@ TEST_CASE("StrategyConfig.defaults_and_keys") {
   auto cut = parse_strategy_config(R"({"strategy": "parameter_server", "min_shard_bytes": 262144})", "test.json");
   REQUIRE(cut.ok());
   CHECK(cut->min_shard_bytes == 262144);
+  CHECK(cut->asynchronous);  // TensorFlow's parameter servers train asynchronously
+  auto sync = parse_strategy_config(R"({"strategy": "parameter_server", "update_mode": "sync"})", "test.json");
+  REQUIRE(sync.ok());
+  CHECK_FALSE(sync->asynchronous);
   CHECK(parse_strategy_config(R"({"strategy": "mirrored", "min_shard_bytes": 0})", "test.json").ok());
   auto one = parse_strategy_config(R"({"strategy": "one_device"})", "test.json");
   REQUIRE(one.ok());
@@ -54,7 +58,7 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   CHECK(error_of("{").starts_with("test.json: not valid JSON"));
   CHECK(error_of(R"({"stratgy": "mirrored"})") ==
         "test.json: unknown key 'stratgy' (known: strategy, devices, logical_gpus_per_gpu, all_reduce, "
-        "shard_optimizer_state, min_shard_bytes)");
+        "shard_optimizer_state, min_shard_bytes, update_mode, staleness)");
   for (const char* bad : {"0", "-1", "1.5", "\"2\"", "65"}) {
     CAPTURE(bad);
     CHECK(error_of(std::string(R"({"logical_gpus_per_gpu": )") + bad + "}") ==
@@ -88,6 +92,15 @@ TEST_CASE("StrategyConfig.bad_configs_name_the_key") {
   }
   CHECK(error_of(R"({"strategy": "mirrored", "min_shard_bytes": 1024})") ==
         "test.json: 'min_shard_bytes' applies to parameter_server, whose servers hold parts of variables, not to mirrored");
+  CHECK(error_of(R"({"strategy": "parameter_server", "update_mode": "asynchronous"})") ==
+        "test.json: 'update_mode' must be \"async\" or \"sync\"");
+  CHECK(error_of(R"({"strategy": "mirrored", "update_mode": "sync"})") ==
+        "test.json: 'update_mode' applies to parameter_server, whose servers apply the updates, not to mirrored");
+  CHECK(error_of(R"({"strategy": "parameter_server", "update_mode": "sync", "staleness": -1})") ==
+        "test.json: 'staleness' must be a number of steps, 0 or more");
+  CHECK(error_of(R"({"strategy": "parameter_server", "staleness": 2})") ==
+        "test.json: 'staleness' bounds how far a worker runs ahead under parameter_server's \"update_mode\": \"sync\"");
+  CHECK(error_of(R"({"strategy": "parameter_server", "update_mode": "sync", "staleness": 0})") == "ok");
   CHECK(error_of(R"({"strategy": "central_storage", "shard_optimizer_state": true})") ==
         "test.json: 'shard_optimizer_state' applies to mirrored and multi_worker_mirrored, whose replicas each keep "
         "optimizer slots, not to central_storage");

@@ -5,6 +5,7 @@
 // and the workers none; the global batch's loss is computed on server 0 and reported by every worker; the servers share the bytes
 // evenly; variables above min_shard_bytes are cut into parts on different servers (evenly or not)
 // and still train as one device; plans without a server, or with a worker outside a worker task, are refused naming it.
+// Asynchronous: a copy of the program per worker, and on each server a loop per worker over that copy's transfers.
 #include <doctest/doctest.h>
 
 #include <future>
@@ -223,6 +224,59 @@ TEST_CASE("ParameterServer.refuses_plans_without_servers_or_with_workers_outside
   CHECK(refusal({.servers = 1, .workers = {{graph::DeviceKind::cpu, 0}}}).find("must name a worker's task") != std::string::npos);
   CHECK(refusal({.servers = 1, .workers = {{graph::DeviceKind::cpu, 0, 1}, {graph::DeviceKind::cpu, 1, 1}}})
             .find("two devices of task 1") != std::string::npos);
+}
+
+// Asynchronous: each worker runs a copy of the one-replica program and holds no variable; each server
+// has a loop per worker whose transfers are all of that worker's copy (the Sends' values its own
+// reads, no Send waiting for a Recv, no update ordered after a Send) and whose updates apply that
+// copy's gradients; with Adam on 2 servers, the updates read server 0's step count through a loop too.
+TEST_CASE("ParameterServer.async.each_worker_a_copy_each_server_a_loop_per_worker") {
+  const TrainingProgram program = build_program("mlp", {.kind = "adam", .learning_rate = 0.01});
+  for (int servers : {1, 2}) {
+    CAPTURE(servers);
+    ParameterServerPlan plan{.servers = servers, .asynchronous = true};
+    for (int w = 0; w < 2; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, servers + w});
+    auto cluster = place_on_parameter_servers(program, plan);
+    REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+    auto tasks = parameter_server_tasks(*cluster, {}, /*asynchronous=*/true);
+    REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
+    REQUIRE(tasks->size() == static_cast<size_t>(servers + 2));
+    for (int w = 0; w < 2; ++w) {
+      const TaskProgram& worker = tasks->at(servers + w);
+      CHECK(worker.loops.empty());
+      REQUIRE(worker.signature.loss.valid());
+      CHECK(worker.graph.node(worker.signature.loss.node).name.starts_with("replica_" + std::to_string(w) + "/"));
+      CHECK(worker.graph.find("images"));  // the batch input by its one-replica name
+      for (const graph::Node& node : worker.graph.nodes()) {
+        if (node.op == "Variable") FAIL("worker " << w << " holds variable '" << node.name << "'");
+      }
+    }
+    for (int s = 0; s < servers; ++s) {
+      CAPTURE(s);
+      const TaskProgram& server = tasks->at(s);
+      REQUIRE(server.loops.size() == 2);
+      size_t transfers = 0;
+      for (const graph::Node& node : server.graph.nodes()) {
+        transfers += node.op == "Send" || node.op == "Recv";
+        for (graph::NodeId control : node.control_inputs) CHECK(server.graph.node(control).op != "Send");
+      }
+      for (int w = 0; w < 2; ++w) {
+        const WorkerLoop& loop = server.loops[static_cast<size_t>(w)];
+        CHECK(loop.worker_task == servers + w);
+        CHECK(loop.apply != graph::kInvalidNode);
+        CHECK_FALSE(loop.sends.empty());
+        CHECK_FALSE(loop.recvs.empty());
+        REQUIRE(loop.pulled.size() == loop.sends.size());
+        const std::string copy = "replica_" + std::to_string(w) + "/";
+        for (graph::ValueRef pulled : loop.pulled) CHECK(server.graph.node(pulled.node).name.starts_with(copy));
+        for (graph::NodeId recv : loop.recvs) {
+          CHECK(graph::checked_attr<std::string>(server.graph.node(recv), "group").starts_with(copy));
+        }
+        transfers -= loop.sends.size() + loop.recvs.size();
+      }
+      CHECK(transfers == 0);
+    }
+  }
 }
 
 }  // namespace

@@ -60,10 +60,12 @@ struct InspectCommand {
   std::string mixed_precision = "off";  // with a strategy
   bool shard_optimizer_state = false;  // with a strategy
   int64_t batch_size = 128;  // for the memory the summary plans
-  // With --strategy parameter_server: the cluster's shape, and the least bytes of a variable's part.
+  // With --strategy parameter_server: the cluster's shape, the least bytes of a variable's part, and
+  // async or sync ("" for the default).
   int servers = 1;
   int workers = 1;
   int64_t min_shard_bytes = 0;
+  std::string update_mode;
 };
 
 struct SimulateCommand {

@@ -151,12 +151,13 @@ graph::Status inspect(const InspectCommand& command) {
   if (!command.devices.empty()) config_json["devices"] = command.devices;
   if (command.shard_optimizer_state) config_json["shard_optimizer_state"] = true;
   if (command.min_shard_bytes > 0) config_json["min_shard_bytes"] = command.min_shard_bytes;
+  if (!command.update_mode.empty()) config_json["update_mode"] = command.update_mode;
   const bool cluster_given = command.servers != 1 || command.workers != 1;
   if (cluster_given && command.strategy != "parameter_server") {
     return graph::invalid_argument("--servers and --workers shape a parameter_server cluster, not " + command.strategy);
   }
   MIRRA_ASSIGN_OR_RETURN(strategies::StrategyConfig config,
-                         strategies::strategy_config_from_json(config_json, "--strategy/--devices/--min-shard-bytes"));
+                         strategies::strategy_config_from_json(config_json, "--strategy/--devices/--min-shard-bytes/--update-mode"));
   config.cluster = {.servers = command.servers, .workers = command.workers};
   MIRRA_ASSIGN_OR_RETURN(const ops::MixedPrecision mixed_precision, ops::parse_mixed_precision(command.mixed_precision));
   MIRRA_ASSIGN_OR_RETURN(const auto strategy, strategies::make_strategy(config));
@@ -166,7 +167,9 @@ graph::Status inspect(const InspectCommand& command) {
   // Where the gradients are summed, as a comment of the format printed.
   const auto count = [](int n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   const std::string plan = config.strategy == "parameter_server"
-                               ? "none (each variable's server sums its gradients; " + count(command.servers, "server") +
+                               ? std::string(config.asynchronous ? "none (each worker's gradients applied as they come; "
+                                                                 : "none (each variable's server sums its gradients; ") +
+                                     count(command.servers, "server") +
                                      " and " + count(command.workers, "worker") + " shown)"
                                : describe(strategy->all_reduce_plan(), strategy->config().devices);
   if (command.dot) return print_dot(command, distributed.graph, "// all-reduce: " + plan + "\n");

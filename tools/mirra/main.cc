@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
                           "With --strategy parameter_server: cut variables into parts of at least this many bytes across the "
                           "servers (default 0: whole)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 62));
+  inspect_app->add_option("--update-mode", inspect.update_mode,
+                          "With --strategy parameter_server: async (each worker's copy of the program; the default) or sync")
+      ->check(CLI::IsMember({"async", "sync"}));
 
   runner::RunFlags config_flags;
   bool print_config = false;

@@ -2,16 +2,18 @@
 // config's "cluster") names.
 // Every task builds the same cluster program from the model file and the config, cuts it by task
 // (strategies::parameter_server_tasks) and runs its part, the parts exchanging values over gRPC
-// (runtime::GrpcCommunicator). A server holds its variables, set from the model file, and runs a step
-// whenever the workers do, as many as they train; a worker trains on its share of every global batch
-// and reports the global batch's loss (worker 0 prints the progress and the summary). Server 0
+// (runtime::GrpcCommunicator). A server holds its variables, set from the model file. Synchronous:
+// it runs a step whenever the workers do, as many as they train; a worker trains on its share of
+// every global batch and reports the global batch's loss (worker 0 prints the progress and the
+// summary). Asynchronous: it serves each worker's steps as they come (serve_asynchronously), and each
+// worker reports its own batches' loss; a lost worker ends its own loop only. Server 0
 // writes the checkpoints (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at
 // the end), each server's variables gathered onto it, and at the end --save; with --resume, given to
 // every task, server 0 hands its latest checkpoint out and training goes on from its position.
 // Server 0 sets a learning-rate schedule's rate before every step. With --eval, worker 0 evaluates
 // the variables server 0 sends it where its epochs end; with training.logdir it writes TensorBoard's
-// event files. Synchronous training, one replica per worker; what the other strategies offer beyond
-// that is refused naming it.
+// event files (synchronous training only, but --save and the event files). One replica per worker;
+// what the other strategies offer beyond that is refused naming it.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "serialization/file_io.h"
 #include "strategies/parameter_server.h"
 #include "serialization/checkpoint.h"
+#include "tools/mirra/asynchronous_serving.h"
 #include "tools/mirra/cluster_spec.h"
 #include "tools/mirra/cluster_variables.h"
 #include "tools/mirra/commands.h"
@@ -51,6 +54,13 @@ graph::Status refuse_unsupported(const TrainCommand& command) {
   if (c.training.histogram_every > 0) return no("histograms in TensorBoard logs (training.histogram_every)");
   if (c.training.logdir_per_worker) return no("TensorBoard logs of every worker (training.logdir_per_worker)", "worker 0 writes the run's");
   if (c.training.cuda_graph) return no("captured steps (training.cuda_graph)");
+  if (c.strategy.asynchronous) {  // what asks for every worker at one step
+    const std::string sync = "train with \"update_mode\": \"sync\"";
+    if (!c.checkpoint.dir.empty()) return no("checkpoints of asynchronous training (checkpoint.dir)", "save at the end (--save), or " + sync);
+    if (command.resume) return no("--resume of asynchronous training", sync);
+    if (command.eval) return no("--eval during asynchronous training", "evaluate what --save wrote (mirra eval), or " + sync);
+    if (!c.training.schedule.is_constant()) return no("learning-rate schedules in asynchronous training", sync);
+  }
   return graph::Status();
 }
 
@@ -61,6 +71,12 @@ class ParameterServerTask {
 
  private:
   graph::Status serve();
+  // A synchronous server's steps, from `start`: each one a step of every worker's, with the
+  // checkpoints and evaluations due after it.
+  graph::Status serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches);
+  // An asynchronous server's: `steps` of each worker, as they come (serve_asynchronously); a lost
+  // worker is reported and the others go on, and the server fails only when every worker was lost.
+  graph::Status serve_workers(int64_t steps);
   graph::Status train();
   // With --resume, every task: where training goes on from (server 0's latest checkpoint, handed
   // out); without, the start.
@@ -97,6 +113,7 @@ class ParameterServerTask {
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<ClusterVariables> variables_;
   std::unique_ptr<serialization::CheckpointStore> store_;  // server 0's
+  std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end_;  // a server's, gathered by the last checkpoint
   struct WorkerOutputs {
     std::unique_ptr<ProgressReporter> progress;
     std::ofstream metrics;
@@ -139,7 +156,8 @@ graph::Status ParameterServerTask::run() {
                                                                 .devices = strategy_config.devices}));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy->distribute(program_.program));
   MIRRA_ASSIGN_OR_RETURN(auto tasks, strategies::parameter_server_tasks(
-                                         distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)}));
+                                         distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)},
+                                         config_.strategy.asynchronous));
   const int task = cluster_.task();
   if (!tasks.contains(task)) return graph::internal_error("the cluster program has no part for " + cluster_.role());
   std::map<int, std::set<std::string, std::less<>>> held;
@@ -249,8 +267,38 @@ graph::Status ParameterServerTask::serve() {
                             : config_.training.epochs * epoch_batches - (start.epoch * epoch_batches + start.batch_in_epoch);
   if (!command_.json) std::printf("%s serving %lld steps on %s\n", cluster_.role().c_str(), static_cast<long long>(std::max<int64_t>(0, steps)),
                                   cluster_.addresses()[static_cast<size_t>(cluster_.task())].c_str());
+  if (config_.strategy.asynchronous) {
+    MIRRA_RETURN_IF_ERROR(serve_workers(steps));
+  } else {
+    MIRRA_RETURN_IF_ERROR(serve_steps(start, steps, epoch_batches));
+  }
+  if (!saved_at_the_end_) {
+    MIRRA_ASSIGN_OR_RETURN(saved_at_the_end_, variables_->gather(*session_));
+  }
+  if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
+  MIRRA_RETURN_IF_ERROR(check_values(*saved_at_the_end_, "not saving '" + command_.save + "'"));
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(*saved_at_the_end_)), command_.save));
+  if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
+  return graph::Status();
+}
+
+graph::Status ParameterServerTask::serve_workers(int64_t steps) {
+  const std::vector<ServedWorker> served = serve_asynchronously(*session_, *transfers_, part_.loops, steps);
+  const auto lost = [](const ServedWorker& worker) { return !worker.status.ok(); };
+  for (const ServedWorker& worker : served) {
+    if (!lost(worker)) continue;
+    std::fprintf(stderr, "%s: lost worker %d (task %d) after %lld of its steps, went on with the others: %s\n", cluster_.role().c_str(),
+                 worker.task - static_cast<int>(cluster_.servers.size()), worker.task, static_cast<long long>(worker.steps),
+                 worker.status.message().c_str());
+  }
+  if (!served.empty() && std::all_of(served.begin(), served.end(), lost)) {
+    return graph::unavailable(cluster_.role() + ": every worker was lost; the last: " + served.back().status.message());
+  }
+  return graph::Status();
+}
+
+graph::Status ParameterServerTask::serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches) {
   serialization::TrainingPosition position = start;
-  std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end;  // gathered by the last checkpoint
   const graph::Node* rate_variable = scheduled_rate();
   for (int64_t step = 0; step < steps; ++step) {
     if (rate_variable != nullptr) {
@@ -270,15 +318,8 @@ graph::Status ParameterServerTask::serve() {
     MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
                            checkpoint_due ? save_checkpoint(position) : variables_->gather(*session_));
     if (evaluation_due) MIRRA_RETURN_IF_ERROR(variables_->send_for_evaluation(values, evaluating_task()));
-    if (last) saved_at_the_end = std::move(values);
+    if (last) saved_at_the_end_ = std::move(values);
   }
-  if (!saved_at_the_end) {
-    MIRRA_ASSIGN_OR_RETURN(saved_at_the_end, variables_->gather(*session_));
-  }
-  if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
-  MIRRA_RETURN_IF_ERROR(check_values(*saved_at_the_end, "not saving '" + command_.save + "'"));
-  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(*saved_at_the_end)), command_.save));
-  if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
   return graph::Status();
 }
 
@@ -303,6 +344,7 @@ graph::Status ParameterServerTask::train() {
        .first_batch = start.batch_in_epoch,
        .first_step = start.step,
        .max_steps = config_.training.steps,
+       .own_batches = config_.strategy.asynchronous,
        .base_learning_rate = program_.optimizer.learning_rate,
        .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
        .should_stop = [this] { return !out_.evaluation_error.ok(); },
@@ -344,14 +386,14 @@ graph::Status ParameterServerTask::open_outputs(const DataSpec& spec) {
     out_.tensorboard->write_graph();
     out_.tensorboard->write_config(run_config_json(config_));
   }
-  if (!command_.metrics.empty() && speaks) {
+  if (!command_.metrics.empty() && (speaks || config_.strategy.asynchronous)) {  // asynchronous: each worker's own steps
     out_.metrics.open(command_.metrics);
     if (!out_.metrics) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }
   const int workers = static_cast<int>(cluster_.workers.size());
   if (speaks && !command_.json) {
-    std::printf("training %s with parameter_server (synchronous) on %zu server%s and %d worker%s, global batch %lld\n",
-                command_.model.c_str(), cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
+    std::printf("training %s with parameter_server (%s) on %zu server%s and %d worker%s, global batch %lld\n",
+                command_.model.c_str(), config_.strategy.asynchronous ? "asynchronous" : "synchronous", cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
                 workers == 1 ? "" : "s", static_cast<long long>(config_.training.batch_size));
   }
   out_.progress = std::make_unique<ProgressReporter>(speaks ? stdout : nullptr, false,
@@ -406,6 +448,7 @@ void ParameterServerTask::print_summary(double seconds) const {
   }
   nlohmann::json summary = {{"model", command_.model},
                             {"strategy", "parameter_server"},
+                            {"update_mode", config_.strategy.asynchronous ? "async" : "sync"},
                             {"servers", cluster_.servers.size()},
                             {"workers", cluster_.workers.size()},
                             {"steps", out_.steps},

@@ -199,7 +199,8 @@ graph::Expected<RunConfig> parse_run_config(std::string_view json_text, std::str
   MIRRA_RETURN_IF_ERROR(
       strategies::check_config_keys(root,
                                     {"strategy", "devices", "logical_gpus_per_gpu", "all_reduce", "shard_optimizer_state",
-                                     "min_shard_bytes", "training", "data", "checkpoint", "cluster"},
+                                     "min_shard_bytes", "update_mode", "staleness", "training", "data", "checkpoint",
+                                     "cluster"},
                                     source, ""));
   if (root.contains("training")) MIRRA_RETURN_IF_ERROR(read_training(root["training"], source, config.training));
   // A choice of the strategy's rewrite, written with the training settings (as Keras's layer flag is).
@@ -280,6 +281,10 @@ std::string run_config_json(const RunConfig& c) {
       {"training", training},
       {"data", data_config_json(c.data)},
       {"checkpoint", {{"dir", c.checkpoint.dir}, {"keep", c.checkpoint.keep}, {"every_steps", c.checkpoint.every_steps}}}};
+  if (c.strategy.strategy == "parameter_server") {
+    root["update_mode"] = c.strategy.asynchronous ? "async" : "sync";
+    if (!c.strategy.asynchronous) root["staleness"] = c.strategy.staleness;
+  }
   if (!c.cluster.empty()) root["cluster"] = json::parse(c.cluster);
   return root.dump(2);
 }

@@ -11,7 +11,11 @@ namespace mirra::runner {
 
 void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--config", f.config_file, "JSON config file (docs/config.md); flags override it");
-  command.add_option("--strategy", f.strategy, "one_device, mirrored, central_storage or multi_worker_mirrored (default mirrored)");
+  command.add_option("--strategy", f.strategy,
+                     "one_device, mirrored, central_storage, multi_worker_mirrored or parameter_server (default mirrored)");
+  command.add_option("--update-mode", f.update_mode,
+                     "parameter_server: async (each worker at its own pace; the default) or sync (one update per global batch)")
+      ->check(CLI::IsMember({"async", "sync"}));
   command.add_option("--devices", f.devices, "Comma-separated devices, e.g. cpu:0,cpu:1 (default: the local devices)");
   command.add_option("--logical-gpus-per-gpu", f.logical_gpus_per_gpu,
                      "Split each GPU into this many logical GPUs, each a replica of its own (default 1)")
@@ -113,15 +117,26 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
       for (const auto& d : config.strategy.devices) names.push_back(d.to_string());
       strategy["devices"] = names;
     }
-    const strategies::AllReduceConfig all_reduce = config.strategy.all_reduce;
-    const bool shard_optimizer_state = config.strategy.shard_optimizer_state;
+    const strategies::StrategyConfig from_file = config.strategy;
     MIRRA_ASSIGN_OR_RETURN(config.strategy,
                            strategies::strategy_config_from_json(strategy, "--strategy/--devices/--logical-gpus-per-gpu"));
-    config.strategy.all_reduce = all_reduce;
-    config.strategy.shard_optimizer_state = shard_optimizer_state;
+    config.strategy.all_reduce = from_file.all_reduce;
+    config.strategy.shard_optimizer_state = from_file.shard_optimizer_state;
+    if (config.strategy.strategy == from_file.strategy) {  // the config's keys of that strategy still hold
+      config.strategy.min_shard_bytes = from_file.min_shard_bytes;
+      config.strategy.asynchronous = from_file.asynchronous;
+      config.strategy.staleness = from_file.staleness;
+    }
     config.devices_given = config.devices_given || f.devices.has_value();
   }
   if (f.shard_optimizer_state) config.strategy.shard_optimizer_state = true;
+  if (f.update_mode) {
+    if (config.strategy.strategy != "parameter_server") {
+      return graph::invalid_argument("--update-mode applies to parameter_server, not to " + config.strategy.strategy);
+    }
+    config.strategy.asynchronous = *f.update_mode == "async";
+    if (config.strategy.asynchronous) config.strategy.staleness = 0;
+  }
   if (f.data) {
     config.training.data = *f.data;
     config.data.train.reset();  // the flag names the training data

@@ -14,7 +14,7 @@ namespace mirra::runner {
 
 struct RunFlags {
   std::string config_file;
-  std::optional<std::string> strategy, devices, data, checkpoint_dir, logdir, schedule, memory_limit, mixed_precision, recompute;
+  std::optional<std::string> strategy, update_mode, devices, data, checkpoint_dir, logdir, schedule, memory_limit, mixed_precision, recompute;
   std::optional<int64_t> epochs, steps, batch_size, accumulation_steps, checkpoint_every, warmup_steps, decay_steps, histogram_every;
   std::optional<double> learning_rate, weight_decay;
   std::optional<std::string> exclude_from_weight_decay;  // comma-separated name parts
