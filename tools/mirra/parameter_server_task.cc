@@ -12,7 +12,7 @@
 // every task, server 0 hands its latest checkpoint out and training goes on from its position.
 // Server 0 sets a learning-rate schedule's rate before every step. With --eval, worker 0 evaluates
 // the variables server 0 sends it where its epochs end; with training.logdir it writes TensorBoard's
-// event files (synchronous training only, but --save and the event files). One replica per worker;
+// event files. Checkpoints, --resume, --eval and schedules are synchronous training's only. One replica per worker;
 // what the other strategies offer beyond that is refused naming it.
 #include <nlohmann/json.hpp>
 
