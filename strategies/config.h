@@ -58,7 +58,8 @@ struct StrategyConfig {
   // and pushes at its own pace, its gradients applied as they come) or "sync" (every worker's
   // gradients of a step summed and applied once: one device's training on the global batch).
   bool asynchronous = true;
-  // parameter_server, sync: how many steps a worker may run ahead of the slowest ("staleness"); only 0 so far.
+  // parameter_server, sync: how many steps old the variables a worker's step reads are, and so how
+  // far it may run ahead of the slowest worker ("staleness"; 0: none).
   int staleness = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -281,7 +282,7 @@ class ParameterServerStrategy final : public Strategy {
   graph::Expected<TrainingProgram> rewrite(const TrainingProgram& program, const ops::WorkerPart&) const override {
     ParameterServerPlan plan{.servers = config_.cluster.servers,
                              .min_shard_bytes = config_.min_shard_bytes,
-                             .asynchronous = config_.asynchronous};
+                             .mode = {.asynchronous = config_.asynchronous, .staleness = config_.staleness}};
     const graph::DeviceId& local = config_.devices.front();
     for (int w = 0; w < config_.cluster.workers; ++w) plan.workers.push_back({local.kind, local.ordinal, config_.cluster.servers + w});
     return place_on_parameter_servers(program, plan);
@@ -300,10 +301,6 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
   if (config.sync_batch_norm) {
     return graph::invalid_argument("parameter_server does not offer synchronised batch normalisation "
                                    "(training.sync_batch_norm) yet; each worker normalises with its share's statistics");
-  }
-  if (!config.asynchronous && config.staleness > 0) {
-    return graph::invalid_argument("parameter_server does not offer bounded staleness (staleness " + std::to_string(config.staleness) +
-                                   ") yet; staleness 0 (every step synchronous) or update_mode \"async\"");
   }
   if (config.cluster.servers < 1 || config.cluster.workers < 1) {
     return graph::invalid_argument("parameter_server needs at least one server and one worker, not " +
@@ -355,9 +352,13 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   TrainingProgram partitioned = program;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<std::string> joins,
                          partition_variables(partitioned, {.min_shard_bytes = plan.min_shard_bytes, .max_shards = plan.servers}));
-  if (plan.asynchronous) return place_asynchronously(partitioned, plan);
+  if (plan.mode.asynchronous) {
+    if (plan.mode.staleness > 0) return graph::invalid_argument("parameter_server: a staleness bound is synchronous training's");
+    return place_asynchronously(partitioned, plan);
+  }
   ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
   replication.replicas_feed_their_batches = true;
+  replication.report_each_replica = plan.mode.staleness > 0;
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(partitioned, replication));
   MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers));
   join_on_reading_tasks(cluster.graph, joins);
@@ -408,6 +409,16 @@ graph::Expected<std::map<int, ops::TaskGraph>> cut_by_task(const graph::Graph& g
   return cut;
 }
 
+// A target of `part` named `name`: a NoOp over `nodes`; invalid for none.
+graph::Expected<NodeId> add_target(graph::Graph& part, const std::string& name, const std::vector<NodeId>& nodes,
+                                   const graph::OpRegistry& ops) {
+  if (nodes.empty()) return graph::kInvalidNode;
+  graph::Builder b(part, ops);
+  const NodeId added = ops::no_op(b, name, nodes);
+  MIRRA_RETURN_IF_ERROR(b.status());
+  return added;
+}
+
 // A task's step target, "parameter_server_step": its Sends, its Recvs and the node named `train`
 // (its part of the train target) when it has one.
 graph::Expected<NodeId> add_step(graph::Graph& part, const std::vector<NodeId>& sends, const std::string& train,
@@ -417,10 +428,29 @@ graph::Expected<NodeId> add_step(graph::Graph& part, const std::vector<NodeId>& 
     if (node.op == "Recv") step.push_back(node.id);
   }
   if (const auto found = part.find(train)) step.push_back(*found);
-  graph::Builder b(part, ops);
-  const NodeId added = ops::no_op(b, "parameter_server_step", step);
-  MIRRA_RETURN_IF_ERROR(b.status());
-  return added;
+  return add_target(part, "parameter_server_step", step, ops);
+}
+
+// A Recv of `part` that `send` needs (it sends a value computed from what the step receives); none
+// for a value the step has before it receives anything.
+std::optional<NodeId> recv_needed_by(const graph::Graph& part, NodeId send) {
+  const std::vector<bool> needed = part.needed_for(std::vector<NodeId>{send});
+  for (NodeId id = 0; id < part.size(); ++id) {
+    if (needed[id] && part.node(id).op == "Recv") return id;
+  }
+  return std::nullopt;
+}
+
+// A server's pulls among its Sends: those to a worker task (of `workers`) of a value its step has
+// before it receives anything (a variable, or a part of one).
+std::vector<NodeId> pulls_to_workers(const graph::Graph& part, const std::vector<NodeId>& sends,
+                                     const std::map<int, graph::DeviceId>& workers) {
+  std::vector<NodeId> pulls;
+  for (NodeId send : sends) {
+    const int peer = static_cast<int>(graph::checked_attr<int64_t>(part.node(send), "peer_task"));
+    if (workers.contains(peer) && !recv_needed_by(part, send)) pulls.push_back(send);
+  }
+  return pulls;
 }
 
 // Splits the control inputs of `train` by task: it keeps those of its own task, and each other
@@ -476,13 +506,9 @@ graph::Expected<std::vector<WorkerLoop>> worker_loops(graph::Graph& part, const 
       loop.recvs.push_back(node.id);
       continue;
     }
-    const std::vector<NodeId> root = {node.id};
-    const std::vector<bool> needed = part.needed_for(root);
-    for (NodeId id = 0; id < part.size(); ++id) {
-      if (needed[id] && part.node(id).op == "Recv") {
-        return graph::unimplemented("asynchronous training: the server's send '" + node.name + "' needs what '" +
-                                    part.node(id).name + "' receives in the same step");
-      }
+    if (const std::optional<NodeId> recv = recv_needed_by(part, node.id)) {
+      return graph::unimplemented("asynchronous training: the server's send '" + node.name + "' needs what '" +
+                                  part.node(*recv).name + "' receives in the same step");
     }
     loop.sends.push_back(node.id);
     loop.pulled.push_back(node.inputs.front());
@@ -539,22 +565,27 @@ graph::Expected<std::map<int, TaskProgram>> asynchronous_tasks(const TrainingPro
 
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
                                                                    const ops::CollectiveOptions& transfers,
-                                                                   bool asynchronous) {
-  if (asynchronous) return asynchronous_tasks(cluster, transfers);
+                                                                   const ParameterServerMode& mode) {
+  if (mode.asynchronous) return asynchronous_tasks(cluster, transfers);
   graph::Graph g = cluster.graph;
   graph::Builder b(g, *cluster.ops);
   // The train target becomes one per task, each over that task's updates.
   const NodeId train = cluster.signature.train;
   const int train_task = task_of(g.node(train));
   const std::map<int, std::string> train_names = split_by_task(g, b, train);
-  // Each worker (a task whose replica feeds a batch input) receives the values the signature reports.
+  // The workers: each task whose replica feeds a batch input, with its device and its replica.
   std::map<int, graph::DeviceId> workers;
+  std::map<int, int> replicas;
   for (const graph::Node& node : cluster.graph.nodes()) {
     int replica = -1;
     replica_free_name(node.name, &replica);
-    if (node.op == "Placeholder" && replica >= 0 && node.device) workers.emplace(task_of(node), *node.device);
+    if (node.op != "Placeholder" || replica < 0 || !node.device) continue;
+    workers.emplace(task_of(node), *node.device);
+    replicas.emplace(task_of(node), replica);
   }
+  // Each worker receives the values the signature reports; with staleness it reports its own.
   for (const auto& [task, device] : workers) {
+    if (mode.staleness > 0) break;
     b.set_device(device);
     for (graph::ValueRef value : reported_values(cluster.signature)) {
       if (value.valid()) b.add({.op = "Identity", .inputs = {value}, .name = on_task(g.node(value.node).name, task)});
@@ -564,17 +595,35 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
   using TaskGraphs = std::map<int, ops::TaskGraph>;
   MIRRA_ASSIGN_OR_RETURN(TaskGraphs parts, cut_by_task(g, *cluster.ops, transfers));
   std::map<int, TaskProgram> tasks;
+  std::set<std::string> pulled;  // with staleness: the groups of the servers' pulls
   for (auto& [task, part] : parts) {
     TaskProgram& program = tasks[task];
     program.graph = std::move(part.graph);
     const auto train_name = train_names.find(task);
     MIRRA_ASSIGN_OR_RETURN(program.signature.train, add_step(program.graph, part.sends,
                                                              train_name != train_names.end() ? train_name->second : "", *cluster.ops));
-    const bool worker = workers.contains(task);
-    if (!worker && task != train_task) continue;
-    const int this_task = task;  // a lambda may not capture a structured binding (clang 14)
-    const auto rename = [&](const std::string& name) { return worker ? on_task(name, this_task) : name; };
+    if (mode.staleness > 0 && !workers.contains(task)) {
+      const std::vector<NodeId> pulls = pulls_to_workers(program.graph, part.sends, workers);
+      for (NodeId send : pulls) pulled.insert(graph::checked_attr<std::string>(program.graph.node(send), "group"));
+      MIRRA_ASSIGN_OR_RETURN(program.pulls, add_target(program.graph, "parameter_server_pulls", pulls, *cluster.ops));
+    }
+    const auto worker = replicas.find(task);
+    if (worker == replicas.end() && task != train_task) continue;
+    const int this_task = task, replica = worker != replicas.end() ? worker->second : -1;  // no structured binding in a lambda (clang 14)
+    const auto rename = [&](const std::string& name) {
+      if (replica < 0) return name;
+      return mode.staleness > 0 ? replica_report_name(name, replica) : on_task(name, this_task);
+    };
     report_in_part(program.signature, program.graph, g, cluster.signature, rename);
+  }
+  for (const auto& [task, device] : workers) {
+    if (mode.staleness == 0) break;
+    TaskProgram& program = tasks.at(task);
+    std::vector<NodeId> recvs;
+    for (const graph::Node& node : program.graph.nodes()) {
+      if (node.op == "Recv" && pulled.contains(graph::checked_attr<std::string>(node, "group"))) recvs.push_back(node.id);
+    }
+    MIRRA_ASSIGN_OR_RETURN(program.pulls, add_target(program.graph, "parameter_server_pulls", recvs, *cluster.ops));
   }
   return tasks;
 }

@@ -1,8 +1,12 @@
 // ParameterServerStrategy's rewrites: the variables, their optimizer slots and their updates live on
 // parameter-server tasks; every worker task trains one replica on the batch it reads itself.
-// Synchronous (staleness 0): each step the workers receive the variables, compute their gradients
+// Synchronous: each step the workers receive the variables, compute their gradients
 // scaled by their share of the global batch, and send them to the variables' servers, which sum them
-// per variable and apply one update: one device's training on the global batch. It is CentralStorage
+// per variable and apply one update: one device's training on the global batch. With a staleness
+// bound k > 0, a server sends the variables of its step t for the workers' step t + k (the first k
+// steps read the starting values), so a worker computes step t on the variables as they were k
+// steps earlier and runs up to k steps ahead of the slowest; each worker then reports its own share's
+// loss. It is CentralStorage
 // over the workers' devices with server 0 as its host and each replica feeding its own batch
 // (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers,
 // the largest first onto the least loaded; a variable above the plan's min_shard_bytes is cut into
@@ -32,6 +36,14 @@
 
 namespace mirra::strategies {
 
+// How the servers apply the workers' gradients.
+struct ParameterServerMode {
+  bool asynchronous = false;
+  // Synchronous: how many steps old the variables a worker's step reads are (the steps it may run
+  // ahead of the slowest worker); 0: each step reads the last step's update.
+  int staleness = 0;
+};
+
 struct ParameterServerPlan {
   int servers = 1;  // tasks 0 .. servers - 1, on their cpu:0
   // One replica on each, every one a device of its own worker task (numbered from `servers` up).
@@ -39,7 +51,7 @@ struct ParameterServerPlan {
   // Trained variables of at least twice this many bytes are cut along axis 0 into parts, up to one
   // per server (strategies/variable_partitioning.h); 0: every variable whole.
   int64_t min_shard_bytes = 0;
-  bool asynchronous = false;
+  ParameterServerMode mode;
 };
 
 // The program of the whole cluster: every node on a device of its task. Its signature's loss,
@@ -76,19 +88,25 @@ struct TaskProgram {
   graph::Graph graph;
   // Its step is `signature.train`: after the part's Sends, its Recvs and its share of the update. On a
   // worker, the batch inputs keep the one-replica program's names, and the loss, correct count and
-  // metrics are the global batch's, received from server 0 (which computes them); on another server,
-  // the signature holds only the step.
+  // metrics are the global batch's, received from server 0 (which computes them), or with staleness
+  // its own share's; on another server, the signature holds only the step.
   // Asynchronously a worker's signature is its copy's (its own batch's loss, correct count and
   // metrics); a server's holds no step but `loops`.
   runtime::training::TrainingGraph signature;
   std::vector<WorkerLoop> loops;  // an asynchronous server's: one per worker
+  // With staleness k > 0: on a server, a target of its pulls alone (its Sends to workers of what
+  // its step reads before it receives anything: the variables), which it runs k times before its
+  // first step (the first k steps' variables); on a worker, of the Recvs of those, which it runs k
+  // times after its last step (the servers' last k steps send values no step reads). Invalid for
+  // none.
+  graph::NodeId pulls = graph::kInvalidNode;
 };
 
 // The cluster's program (place_on_parameter_servers) cut by task, its Sends and Recvs calling
-// `transfers`' implementation with its deadline. `asynchronous` as the plan that made it.
+// `transfers`' implementation with its deadline. `mode` as the plan that made it.
 graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
                                                                    const ops::CollectiveOptions& transfers = {},
-                                                                   bool asynchronous = false);
+                                                                   const ParameterServerMode& mode = {});
 
 // What every task of a cluster agrees on before they exchange values (runtime::GrpcCluster's
 // fingerprint): the cluster program's text (graph::to_text), hashed (64-bit FNV-1a), in hex.

@@ -31,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -74,7 +75,15 @@ struct ReplicationPlan {
   // host (the parameter-server strategy's workers, each reading its own data); the global batch is
   // the sum of the shares.
   bool replicas_feed_their_batches = false;
+  // Each replica's own loss, correct count and metrics too, on its device (its share of the batch
+  // alone), each an Identity named replica_report_name of the global batch's value and kept in the
+  // result's `reported` (the bounded-staleness parameter-server workers, which report their own).
+  bool report_each_replica = false;
 };
+
+// The name of replica r's own value of the global batch's reported value `global`
+// (ReplicationPlan::report_each_replica): "<global>/of_replica_<r>".
+std::string replica_report_name(std::string_view global, int replica);
 
 // Called after each pass with its name and the graph it left (the passes' golden tests).
 using PassObserver = std::function<void(std::string_view pass, const graph::Graph& graph)>;

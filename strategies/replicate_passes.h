@@ -66,7 +66,7 @@ graph::Status shard_optimizer_updates(ReplicaGraph& r);
 // The metrics of the global batch on the host: the loss's mean over the batch from the replicas'
 // summed elements over the elements they average, the rest of the loss built again around it, the
 // correct counts summed; across workers, summed across them first. Sets the result's loss and
-// correct count.
+// correct count; with report_each_replica, also each replica's own (its share's alone) in `reported`.
 graph::Status report_metrics(ReplicaGraph& r);
 
 }  // namespace mirra::strategies

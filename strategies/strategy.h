@@ -33,8 +33,9 @@ struct TrainingProgram {
   // replica's share of the batch. Invalid after replication.
   graph::ValueRef loss_gradient;
   std::vector<graph::NodeId> step_state;  // learning rate, iteration counter and its increment
-  // Values besides the signature's that tasks report, kept with it: each asynchronous parameter-server
-  // worker's own loss, correct count and metrics (the signature holds worker 0's).
+  // Values besides the signature's that tasks report, kept with it: each parameter-server worker's own
+  // loss, correct count and metrics where it reports its own (asynchronous: the signature holds
+  // worker 0's; bounded staleness: the signature holds the global batch's).
   std::vector<graph::ValueRef> reported;
   // Gradient accumulation: a strategy then also builds signature.accumulate, which adds a
   // micro-batch's gradients to accumulators on each replica without updating anything; the next

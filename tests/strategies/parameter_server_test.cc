@@ -5,6 +5,9 @@
 // and the workers none; the global batch's loss is computed on server 0 and reported by every worker; the servers share the bytes
 // evenly; variables above min_shard_bytes are cut into parts on different servers (evenly or not)
 // and still train as one device; plans without a server, or with a worker outside a worker task, are refused naming it.
+// With a staleness bound k (over gRPC, whose sends do not wait for their receives): the variables
+// step t reads are those before step t - k, exactly (one device fed the gradients of those, computed
+// on the global batch by a second session), and each worker reports its own share's loss.
 // Asynchronous: a copy of the program per worker, and on each server a loop per worker over that copy's transfers.
 #include <doctest/doctest.h>
 
@@ -33,6 +36,7 @@ struct Case {
   int64_t batch;
   bool over_grpc = false;  // else over one in-process communicator
   int64_t min_shard_bytes = 0;
+  int staleness = 0;
 };
 
 // Each partitioned variable's parts ("<name>/part_<i>") joined in part order: rows along axis 0, so
@@ -64,21 +68,27 @@ double scalar(const runtime::Tensor& t) {
   return t.dtype() == graph::DType::f64 ? t.values<double>()[0] : static_cast<double>(t.values<float>()[0]);
 }
 
-void check_trains_as_one_device(const Case& c) {
-  CAPTURE(c.model);
-  CAPTURE(c.optimizer.kind);
-  CAPTURE(c.servers);
-  CAPTURE(c.workers);
-  CAPTURE(c.batch);
-  CAPTURE(c.over_grpc);
-  CAPTURE(c.min_shard_bytes);
-  const TrainingProgram program = build_program(c.model, c.optimizer);
-  // Worker w's shares: the first (batch mod workers) one example larger.
+// Each worker's batches, shares of global batches of c.batch: the first (batch mod workers) one example larger.
+std::vector<std::vector<Batch>> worker_shares(const Case& c) {
   std::vector<std::vector<Batch>> shares;
   for (int w = 0; w < c.workers; ++w) {
     const int64_t share = c.batch / c.workers + (w < c.batch % c.workers ? 1 : 0);
     shares.push_back(random_batches(c.model, share, kSteps, 31 + static_cast<uint64_t>(w)));
   }
+  return shares;
+}
+
+// The case as a failure names it.
+std::string describe(const Case& c) {
+  return c.model + " " + c.optimizer.kind + ", " + std::to_string(c.servers) + " servers, " + std::to_string(c.workers) +
+         " workers, batch " + std::to_string(c.batch) + (c.over_grpc ? ", over gRPC" : "") + ", min_shard_bytes " +
+         std::to_string(c.min_shard_bytes) + ", staleness " + std::to_string(c.staleness);
+}
+
+void check_trains_as_one_device(const Case& c) {
+  INFO(describe(c));
+  const TrainingProgram program = build_program(c.model, c.optimizer);
+  const std::vector<std::vector<Batch>> shares = worker_shares(c);
   runtime::Session reference(program.graph, ops::kernels(), {.threads = 2});
   std::vector<double> reference_loss;
   for (int step = 0; step < kSteps; ++step) {
@@ -226,6 +236,134 @@ TEST_CASE("ParameterServer.refuses_plans_without_servers_or_with_workers_outside
             .find("two devices of task 1") != std::string::npos);
 }
 
+// One device's training in which step t applies the gradients of the variables as they were before
+// step max(0, t - k) on global batch t (computed by a second session holding those variables, and fed
+// to the first's updates): the variables it ends with, and at each step each worker's share's loss at
+// the variables its gradients were computed on.
+struct StaleReference {
+  std::map<std::string, std::vector<double>> variables;
+  std::vector<std::vector<double>> share_losses;  // [step][worker]
+};
+
+StaleReference train_with_stale_gradients(const TrainingProgram& program, const std::vector<std::vector<Batch>>& shares, int k) {
+  runtime::Session trainer(program.graph, ops::kernels(), {.threads = 2});
+  runtime::Session reader(program.graph, ops::kernels(), {.threads = 2});
+  std::vector<graph::ValueRef> variables, gradients;
+  for (const auto& [variable, gradient] : program.variables_and_gradients) {
+    REQUIRE(gradient.output == 0);  // fed by its node's name
+    variables.push_back(variable);
+    gradients.push_back(gradient);
+  }
+  REQUIRE(trainer.run({}, variables).ok());  // their initial values
+  std::vector<std::map<std::string, runtime::Tensor>> before;  // before[t]: the trained variables before step t
+  StaleReference reference;
+  for (size_t step = 0; step < shares.front().size(); ++step) {
+    before.emplace_back();
+    for (const auto& [variable, gradient] : program.variables_and_gradients) {
+      const std::string& name = program.graph.node(variable.node).name;
+      before.back().emplace(name, *trainer.read_variable(name));
+    }
+    for (const auto& [name, value] : before[step >= static_cast<size_t>(k) ? step - static_cast<size_t>(k) : 0]) {
+      reader.assign_variable(name, value);
+    }
+    std::vector<Batch> parts;
+    reference.share_losses.emplace_back();
+    for (const std::vector<Batch>& worker : shares) {
+      parts.push_back(worker[step]);
+      auto loss = reader.run(feeds(program, worker[step]), {program.signature.loss});
+      REQUIRE_MESSAGE(loss.ok(), loss.status().to_string());
+      reference.share_losses.back().push_back(scalar((*loss)[0]));
+    }
+    const runtime::Feeds batch = feeds(program, join(parts));
+    auto computed = reader.run(batch, gradients);
+    REQUIRE_MESSAGE(computed.ok(), computed.status().to_string());
+    runtime::Feeds fed = batch;
+    for (size_t j = 0; j < gradients.size(); ++j) fed[program.graph.node(gradients[j].node).name] = (*computed)[j];
+    const graph::Status updated = trainer.run(fed, {}, {program.signature.train}).status();
+    REQUIRE_MESSAGE(updated.ok(), updated.to_string());
+  }
+  reference.variables = float_variables(trainer);
+  return reference;
+}
+
+void check_trains_with_stale_variables(const Case& c) {
+  INFO(describe(c));
+  const TrainingProgram program = build_program(c.model, c.optimizer);
+  const std::vector<std::vector<Batch>> shares = worker_shares(c);
+  const StaleReference reference = train_with_stale_gradients(program, shares, c.staleness);
+
+  const ParameterServerMode mode{.staleness = c.staleness};
+  ParameterServerPlan plan{.servers = c.servers, .min_shard_bytes = c.min_shard_bytes, .mode = mode};
+  for (int w = 0; w < c.workers; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, c.servers + w});
+  auto cluster = place_on_parameter_servers(program, plan);
+  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+  auto tasks = parameter_server_tasks(*cluster, {}, mode);
+  REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
+  const std::vector<std::string> addresses = free_local_addresses(c.servers + c.workers);
+  const std::string fingerprint = program_fingerprint(cluster->graph);
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  for (auto& [task, part] : *tasks) {
+    CHECK_MESSAGE(part.pulls != graph::kInvalidNode, "task " << task << " has no pulls");
+    auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
+    REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
+    sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
+                                                          runtime::SessionOptions{.threads = 1, .communicators = {*grpc}, .task = task}));
+  }
+  // Each task at its own pace: a server sends its pulls k times, then steps; a worker steps (each
+  // reporting its loss), then receives the pulls of the servers' last k steps.
+  std::vector<std::future<graph::Expected<std::vector<double>>>> runs;
+  for (int task = 0; task < c.servers + c.workers; ++task) {
+    runs.push_back(std::async(std::launch::async, [&, task]() -> graph::Expected<std::vector<double>> {
+      runtime::Session& session = *sessions[static_cast<size_t>(task)];
+      const TaskProgram& part = tasks->at(task);
+      const std::vector<graph::NodeId> pulls = {part.pulls}, train = {part.signature.train};
+      const bool worker = task >= c.servers;
+      for (int i = 0; i < c.staleness && !worker; ++i) MIRRA_RETURN_IF_ERROR(session.run({}, {}, pulls).status());
+      std::vector<double> losses;
+      for (int step = 0; step < kSteps; ++step) {
+        runtime::Feeds fed;
+        std::vector<graph::ValueRef> fetches;
+        if (worker) {
+          fed = feeds(program, shares[static_cast<size_t>(task - c.servers)][static_cast<size_t>(step)]);
+          fetches.push_back(part.signature.loss);
+        }
+        MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> out, session.run(fed, fetches, train));
+        if (worker) losses.push_back(scalar(out[0]));
+      }
+      for (int i = 0; i < c.staleness && worker; ++i) MIRRA_RETURN_IF_ERROR(session.run({}, {}, pulls).status());
+      return losses;
+    }));
+  }
+  for (int task = 0; task < c.servers + c.workers; ++task) {
+    auto losses = runs[static_cast<size_t>(task)].get();
+    REQUIRE_MESSAGE(losses.ok(), "task " << task << ": " << losses.status().to_string());
+    if (task < c.servers) continue;
+    const size_t w = static_cast<size_t>(task - c.servers);
+    REQUIRE(losses->size() == static_cast<size_t>(kSteps));
+    for (size_t step = 0; step < losses->size(); ++step) {
+      CHECK((*losses)[step] == doctest::Approx(reference.share_losses[step][w]).epsilon(1e-5));
+    }
+  }
+  std::map<std::string, std::vector<double>> got;
+  for (int s = 0; s < c.servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
+  got = joined_parts(got);
+  for (const auto& [name, value] : reference.variables) {
+    const auto found = got.find(name);
+    if (found == got.end()) FAIL("no server holds '" << name << "'");
+    check_close(name, found->second, value);
+  }
+}
+
+TEST_CASE("ParameterServer.sync.with_staleness_k_each_step_reads_the_variables_k_steps_old") {
+  const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
+  const ops::Optimizer adam{.kind = "adam", .learning_rate = 0.01};
+  const ops::Optimizer momentum{.kind = "momentum", .learning_rate = 0.05, .momentum = 0.9};
+  for (const Case& c : {Case{"mlp", sgd, 1, 2, 128, true, 0, 1}, Case{"mlp", adam, 2, 2, 61, true, 64 << 10, 2},
+                        Case{"small_cnn", momentum, 2, 3, 61, true, 0, 1}}) {
+    check_trains_with_stale_variables(c);
+  }
+}
+
 // Asynchronous: each worker runs a copy of the one-replica program and holds no variable; each server
 // has a loop per worker whose transfers are all of that worker's copy (the Sends' values its own
 // reads, no Send waiting for a Recv, no update ordered after a Send) and whose updates apply that
@@ -234,11 +372,11 @@ TEST_CASE("ParameterServer.async.each_worker_a_copy_each_server_a_loop_per_worke
   const TrainingProgram program = build_program("mlp", {.kind = "adam", .learning_rate = 0.01});
   for (int servers : {1, 2}) {
     CAPTURE(servers);
-    ParameterServerPlan plan{.servers = servers, .asynchronous = true};
+    ParameterServerPlan plan{.servers = servers, .mode = {.asynchronous = true}};
     for (int w = 0; w < 2; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, servers + w});
     auto cluster = place_on_parameter_servers(program, plan);
     REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
-    auto tasks = parameter_server_tasks(*cluster, {}, /*asynchronous=*/true);
+    auto tasks = parameter_server_tasks(*cluster, {}, {.asynchronous = true});
     REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
     REQUIRE(tasks->size() == static_cast<size_t>(servers + 2));
     for (int w = 0; w < 2; ++w) {

@@ -5,7 +5,9 @@
 // (runtime::GrpcCommunicator). A server holds its variables, set from the model file. Synchronous:
 // it runs a step whenever the workers do, as many as they train; a worker trains on its share of
 // every global batch and reports the global batch's loss (worker 0 prints the progress and the
-// summary). Asynchronous: it serves each worker's steps as they come (serve_asynchronously), and each
+// summary). With a staleness bound k, the servers send the variables k steps ahead (before their
+// first step, and from each step for the workers' step k later), each worker reports its own share's
+// loss, and it receives what the servers' last k steps sent after its own last. Asynchronous: it serves each worker's steps as they come (serve_asynchronously), and each
 // worker reports its own batches' loss; a lost worker ends its own loop only. Server 0
 // writes the checkpoints (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at
 // the end), each server's variables gathered onto it, and at the end --save; with --resume, given to
@@ -101,6 +103,12 @@ class ParameterServerTask {
   int evaluating_task() const { return static_cast<int>(cluster_.servers.size()); }  // worker 0's
   double timeout_s() const { return config_.strategy.all_reduce.timeout_s; }
   bool checkpoints() const { return !config_.checkpoint.dir.empty(); }
+  // Whether each worker reports its own batches (asynchronous, or synchronous with staleness) rather
+  // than the global batch's.
+  bool own_batches() const { return config_.strategy.asynchronous || config_.strategy.staleness > 0; }
+  // With staleness k: the pulls (TaskProgram::pulls) run k times, a server's before its first step, a
+  // worker's after its last.
+  graph::Status run_pulls(const std::string& what);
 
   const TrainCommand& command_;
   const RunConfig& config_;
@@ -157,7 +165,7 @@ graph::Status ParameterServerTask::run() {
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy->distribute(program_.program));
   MIRRA_ASSIGN_OR_RETURN(auto tasks, strategies::parameter_server_tasks(
                                          distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)},
-                                         config_.strategy.asynchronous));
+                                         {.asynchronous = config_.strategy.asynchronous, .staleness = config_.strategy.staleness}));
   const int task = cluster_.task();
   if (!tasks.contains(task)) return graph::internal_error("the cluster program has no part for " + cluster_.role());
   std::map<int, std::set<std::string, std::less<>>> held;
@@ -297,7 +305,20 @@ graph::Status ParameterServerTask::serve_workers(int64_t steps) {
   return graph::Status();
 }
 
+graph::Status ParameterServerTask::run_pulls(const std::string& what) {
+  if (part_.pulls == graph::kInvalidNode) return graph::Status();
+  for (int i = 0; i < config_.strategy.staleness; ++i) {
+    const graph::Status status = session_->run({}, {}, std::vector<graph::NodeId>{part_.pulls}).status();
+    if (!status.ok()) {
+      return status.with_context(cluster_.role() + ", " + what + " (" + std::to_string(i + 1) + " of " +
+                                 std::to_string(config_.strategy.staleness) + ")");
+    }
+  }
+  return graph::Status();
+}
+
 graph::Status ParameterServerTask::serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches) {
+  MIRRA_RETURN_IF_ERROR(run_pulls("sending the variables ahead of the first step"));
   serialization::TrainingPosition position = start;
   const graph::Node* rate_variable = scheduled_rate();
   for (int64_t step = 0; step < steps; ++step) {
@@ -344,7 +365,7 @@ graph::Status ParameterServerTask::train() {
        .first_batch = start.batch_in_epoch,
        .first_step = start.step,
        .max_steps = config_.training.steps,
-       .own_batches = config_.strategy.asynchronous,
+       .own_batches = own_batches(),
        .base_learning_rate = program_.optimizer.learning_rate,
        .on_step = [this](const runtime::training::StepMetrics& step) { on_step(step); },
        .should_stop = [this] { return !out_.evaluation_error.ok(); },
@@ -355,6 +376,7 @@ graph::Status ParameterServerTask::train() {
     MIRRA_RETURN_IF_ERROR(out_.evaluation_error);
     MIRRA_RETURN_IF_ERROR(fitted);
   }
+  MIRRA_RETURN_IF_ERROR(run_pulls("receiving the variables sent past the last step"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - out_.started).count();
   if (out_.tensorboard) MIRRA_RETURN_IF_ERROR(out_.tensorboard->close());
   if (out_.trace) {
@@ -386,15 +408,18 @@ graph::Status ParameterServerTask::open_outputs(const DataSpec& spec) {
     out_.tensorboard->write_graph();
     out_.tensorboard->write_config(run_config_json(config_));
   }
-  if (!command_.metrics.empty() && (speaks || config_.strategy.asynchronous)) {  // asynchronous: each worker's own steps
+  if (!command_.metrics.empty() && (speaks || own_batches())) {  // each worker's own steps where it reports its own
     out_.metrics.open(command_.metrics);
     if (!out_.metrics) return graph::invalid_argument("cannot write metrics file '" + command_.metrics + "'");
   }
   const int workers = static_cast<int>(cluster_.workers.size());
   if (speaks && !command_.json) {
-    std::printf("training %s with parameter_server (%s) on %zu server%s and %d worker%s, global batch %lld\n",
-                command_.model.c_str(), config_.strategy.asynchronous ? "asynchronous" : "synchronous", cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers,
-                workers == 1 ? "" : "s", static_cast<long long>(config_.training.batch_size));
+    const std::string mode = config_.strategy.asynchronous      ? "asynchronous"
+                             : config_.strategy.staleness == 0 ? "synchronous"
+                                                               : "synchronous, staleness " + std::to_string(config_.strategy.staleness);
+    std::printf("training %s with parameter_server (%s) on %zu server%s and %d worker%s, global batch %lld\n", command_.model.c_str(),
+                mode.c_str(), cluster_.servers.size(), cluster_.servers.size() == 1 ? "" : "s", workers, workers == 1 ? "" : "s",
+                static_cast<long long>(config_.training.batch_size));
   }
   out_.progress = std::make_unique<ProgressReporter>(speaks ? stdout : nullptr, false,
                                                      config_.training.steps > 0 ? 0 : config_.training.epochs);
@@ -449,6 +474,7 @@ void ParameterServerTask::print_summary(double seconds) const {
   nlohmann::json summary = {{"model", command_.model},
                             {"strategy", "parameter_server"},
                             {"update_mode", config_.strategy.asynchronous ? "async" : "sync"},
+                            {"staleness", config_.strategy.staleness},
                             {"servers", cluster_.servers.size()},
                             {"workers", cluster_.workers.size()},
                             {"steps", out_.steps},

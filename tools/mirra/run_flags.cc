@@ -16,6 +16,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--update-mode", f.update_mode,
                      "parameter_server: async (each worker at its own pace; the default) or sync (one update per global batch)")
       ->check(CLI::IsMember({"async", "sync"}));
+  command.add_option("--staleness", f.staleness,
+                     "parameter_server, sync: how many steps old the variables a worker's step reads may be (default 0)")
+      ->check(CLI::Range(0, 1000000));
   command.add_option("--devices", f.devices, "Comma-separated devices, e.g. cpu:0,cpu:1 (default: the local devices)");
   command.add_option("--logical-gpus-per-gpu", f.logical_gpus_per_gpu,
                      "Split each GPU into this many logical GPUs, each a replica of its own (default 1)")
@@ -136,6 +139,13 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
     }
     config.strategy.asynchronous = *f.update_mode == "async";
     if (config.strategy.asynchronous) config.strategy.staleness = 0;
+  }
+  if (f.staleness) {
+    if (config.strategy.strategy != "parameter_server" || config.strategy.asynchronous) {
+      return graph::invalid_argument("--staleness bounds how far a worker runs ahead under parameter_server's sync update mode "
+                                     "(--update-mode sync)");
+    }
+    config.strategy.staleness = *f.staleness;
   }
   if (f.data) {
     config.training.data = *f.data;

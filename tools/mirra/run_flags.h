@@ -19,7 +19,7 @@ struct RunFlags {
   std::optional<double> learning_rate, weight_decay;
   std::optional<std::string> exclude_from_weight_decay;  // comma-separated name parts
   std::optional<int64_t> seed, crop_padding;
-  std::optional<int> threads, data_threads, keep_checkpoints, logical_gpus_per_gpu;
+  std::optional<int> threads, data_threads, keep_checkpoints, logical_gpus_per_gpu, staleness;
   bool deterministic = false;
   bool check_numerics = false;
   bool sync_batch_norm = false;
