@@ -453,6 +453,15 @@ std::vector<NodeId> pulls_to_workers(const graph::Graph& part, const std::vector
   return pulls;
 }
 
+// The Recvs of `part` of the transfer groups `groups`.
+std::vector<NodeId> receives_of(const graph::Graph& part, const std::set<std::string>& groups) {
+  std::vector<NodeId> recvs;
+  for (const graph::Node& node : part.nodes()) {
+    if (node.op == "Recv" && groups.contains(graph::checked_attr<std::string>(node, "group"))) recvs.push_back(node.id);
+  }
+  return recvs;
+}
+
 // Splits the control inputs of `train` by task: it keeps those of its own task, and each other
 // task's become a NoOp there, "<train>/task_<t>". The names of those, by task.
 std::map<int, std::string> split_by_task(graph::Graph& g, graph::Builder& b, NodeId train) {
@@ -583,12 +592,12 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
     workers.emplace(task_of(node), *node.device);
     replicas.emplace(task_of(node), replica);
   }
-  // Each worker receives the values the signature reports; with staleness it reports its own.
-  for (const auto& [task, device] : workers) {
-    if (mode.staleness > 0) break;
-    b.set_device(device);
-    for (graph::ValueRef value : reported_values(cluster.signature)) {
-      if (value.valid()) b.add({.op = "Identity", .inputs = {value}, .name = on_task(g.node(value.node).name, task)});
+  if (mode.staleness == 0) {  // each worker receives the values the signature reports (with staleness it reports its own)
+    for (const auto& [task, device] : workers) {
+      b.set_device(device);
+      for (graph::ValueRef value : reported_values(cluster.signature)) {
+        if (value.valid()) b.add({.op = "Identity", .inputs = {value}, .name = on_task(g.node(value.node).name, task)});
+      }
     }
   }
   MIRRA_RETURN_IF_ERROR(b.status());
@@ -617,13 +626,9 @@ graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const Trainin
     report_in_part(program.signature, program.graph, g, cluster.signature, rename);
   }
   for (const auto& [task, device] : workers) {
-    if (mode.staleness == 0) break;
-    TaskProgram& program = tasks.at(task);
-    std::vector<NodeId> recvs;
-    for (const graph::Node& node : program.graph.nodes()) {
-      if (node.op == "Recv" && pulled.contains(graph::checked_attr<std::string>(node, "group"))) recvs.push_back(node.id);
-    }
-    MIRRA_ASSIGN_OR_RETURN(program.pulls, add_target(program.graph, "parameter_server_pulls", recvs, *cluster.ops));
+    if (mode.staleness == 0) continue;
+    graph::Graph& part = tasks.at(task).graph;
+    MIRRA_ASSIGN_OR_RETURN(tasks.at(task).pulls, add_target(part, "parameter_server_pulls", receives_of(part, pulled), *cluster.ops));
   }
   return tasks;
 }
