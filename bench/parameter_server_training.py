@@ -5,6 +5,8 @@ For each model (MLP, CNN), interleaved and repeated:
   - mirra parameter_server: 1 server and 2 workers, each a `mirra train --strategy parameter_server`
     process with one thread (MIRRA_CLUSTER on localhost ports), synchronous;
   - the same, asynchronous (each worker's examples/s summed: they do not wait for each other);
+  - the same, synchronous with staleness 1 (each step reads the variables of the step before, so the
+    servers' update and the next variables' transfer overlap the workers' computing; summed alike);
   - the same on 2 servers, every variable whole, and with min_shard_bytes 64 KiB (the large kernels
     cut into a part on each server);
   - mirra multi_worker_mirrored: `mpirun -np 2 mirra train` with one logical CPU device and one thread
@@ -46,8 +48,8 @@ def free_addresses(n):
 
 def parameter_server(train, metrics, servers=1, workers=2):
     """Runs `servers` servers and `workers` workers of `train`; returns worker 0's summary and the
-    cluster's examples/s: synchronous, worker 0's (each counts the global batch); asynchronous, the
-    workers' summed (each counts its own batches)."""
+    cluster's examples/s: synchronous, worker 0's (each counts the global batch); asynchronous or with
+    staleness, the workers' summed (each counts its own batches)."""
     addresses = free_addresses(servers + workers)
     cluster = {"ps": addresses[:servers], "worker": addresses[servers:]}
     tasks = [("ps", s) for s in range(servers)] + [("worker", w) for w in range(workers)]
@@ -61,7 +63,7 @@ def parameter_server(train, metrics, servers=1, workers=2):
         if p.returncode != 0:
             raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
     summary = last_json(outputs[servers][0])
-    if summary["update_mode"] == "sync":
+    if summary["update_mode"] == "sync" and summary["staleness"] == 0:
         return summary, window_rate(f"{metrics}.0", WARMUP)
     return summary, sum(window_rate(f"{metrics}.{w}", WARMUP) for w in range(workers))
 
@@ -86,22 +88,26 @@ def main():
             run([examples, "write", model, model_file], DRIVER)
             train = [mirra, "train", model_file, "--steps", str(STEPS[model]), "--batch-size", "128", "--threads", "1", "--json"]
             sync = ["--strategy", "parameter_server", "--update-mode", "sync"]
-            ps_runs, async_runs, two_runs, cut_runs, mw_runs, summaries = [], [], [], [], [], []
+            ps_runs, async_runs, stale_runs, two_runs, cut_runs, mw_runs, summaries = [], [], [], [], [], [], []
             for _ in range(args.repeats):
                 summary, rate = parameter_server(train + sync, metrics)
                 summaries.append(summary)
                 ps_runs.append(rate)
                 async_runs.append(parameter_server(train + ["--strategy", "parameter_server", "--update-mode", "async"], metrics)[1])
+                stale_runs.append(parameter_server(train + sync + ["--staleness", "1"], metrics)[1])
                 two_runs.append(parameter_server(train + sync, metrics, servers=2)[1])
                 cut_runs.append(parameter_server(train + ["--config", cut_config], metrics, servers=2)[1])
                 mw_runs.append(multi_worker(train + ["--strategy", "multi_worker_mirrored", "--devices", "cpu:0"], metrics))
             ps, mw, asynchronous = statistics.median(ps_runs), statistics.median(mw_runs), statistics.median(async_runs)
+            stale = statistics.median(stale_runs)
             two, cut = statistics.median(two_runs), statistics.median(cut_runs)
             steps = summaries[-1]["steps"]
             report["models"][model] = {
                 "parameter_server": {"examples_per_s": round(ps, 1), "runs": [round(x, 1) for x in ps_runs]},
                 "parameter_server_async": {"examples_per_s": round(asynchronous, 1), "runs": [round(x, 1) for x in async_runs]},
                 "ratio_async_over_sync": round(asynchronous / ps, 3),
+                "parameter_server_staleness_1": {"examples_per_s": round(stale, 1), "runs": [round(x, 1) for x in stale_runs]},
+                "ratio_staleness_1_over_sync": round(stale / ps, 3),
                 "parameter_server_2_servers": {"examples_per_s": round(two, 1), "runs": [round(x, 1) for x in two_runs]},
                 "parameter_server_2_servers_cut": {"examples_per_s": round(cut, 1), "runs": [round(x, 1) for x in cut_runs],
                                                    "min_shard_bytes": CUT_BYTES},

@@ -29,8 +29,13 @@ using ops::task_of;
 
 // The trained variables, then every update of one with the state it updates (an optimizer's slots),
 // on their servers; then each node of server 0 (the host) that only nodes of one other server read
-// (a sum of a variable's gradients, a scaling of it) on that server too.
-graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
+// (a sum of a variable's gradients, a scaling of it) on that server too. With `lookups_on_servers`,
+// each lookup of a variable's rows (a GatherV2 along axis 0 of a variable a server holds) on that
+// server, and each scatter of rows into a gradient (an UnsortedSegmentSum that only one server's
+// nodes read: a lookup's gradient, summed there) too: a worker then sends the indices and its
+// gradient's rows and receives the rows it looks up, not the whole variable and its whole gradient
+// (TensorFlow's embedding lookup placed with its table, and its IndexedSlices gradients).
+graph::Status spread_over_servers(TrainingProgram& cluster, int servers, bool lookups_on_servers) {
   graph::Graph& g = cluster.graph;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, g.topological_order());
   std::vector<int64_t> bytes;
@@ -75,6 +80,20 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
     const bool one_server = server > 0 && server < servers &&
                             std::all_of(consumers[id].begin(), consumers[id].end(), [&](NodeId c) { return where(c) == server; });
     if (one_server) server_of[id] = server;
+  }
+  if (lookups_on_servers) {
+    for (const graph::Node& node : g.nodes()) {
+      const bool rows = node.op == "GatherV2" && graph::checked_attr<int64_t>(node, "axis") == 0 &&
+                        graph::checked_attr<int64_t>(node, "batch_dims") == 0;
+      if (rows && server_of[node.id] < 0 && server_of[node.inputs[0].node] >= 0) server_of[node.id] = server_of[node.inputs[0].node];
+    }
+    for (NodeId id : order) {
+      if (g.node(id).op != "UnsortedSegmentSum" || server_of[id] >= 0 || consumers[id].empty()) continue;
+      const int server = where(consumers[id].front());
+      const bool one_server = server >= 0 && server < servers &&
+                              std::all_of(consumers[id].begin(), consumers[id].end(), [&](NodeId c) { return where(c) == server; });
+      if (one_server) server_of[id] = server;
+    }
   }
   for (NodeId id = 0; id < g.size(); ++id) {
     if (server_of[id] >= 0) g.mutable_node(id).device = server_device(server_of[id]);
@@ -360,7 +379,8 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
   replication.replicas_feed_their_batches = true;
   replication.report_each_replica = plan.mode.staleness > 0;
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(partitioned, replication));
-  MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers));
+  // With staleness a worker's step must not wait for its servers' step: its lookups stay its own.
+  MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers, plan.lookups_on_servers && plan.mode.staleness == 0));
   join_on_reading_tasks(cluster.graph, joins);
   return cluster;
 }

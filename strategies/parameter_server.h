@@ -1,18 +1,18 @@
 // ParameterServerStrategy's rewrites: the variables, their optimizer slots and their updates live on
 // parameter-server tasks; every worker task trains one replica on the batch it reads itself.
-// Synchronous: each step the workers receive the variables, compute their gradients
-// scaled by their share of the global batch, and send them to the variables' servers, which sum them
-// per variable and apply one update: one device's training on the global batch. With a staleness
-// bound k > 0, a server sends the variables of its step t for the workers' step t + k (the first k
-// steps read the starting values), so a worker computes step t on the variables as they were k
-// steps earlier and runs up to k steps ahead of the slowest; each worker then reports its own share's
-// loss. It is CentralStorage
-// over the workers' devices with server 0 as its host and each replica feeding its own batch
-// (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers,
-// the largest first onto the least loaded; a variable above the plan's min_shard_bytes is cut into
-// parts first, which land on different servers, and each worker joins the parts it reads. Cut by task (ops::partition_by_task), each task's
-// session runs its part every step; the parts exchange values as Send and Recv over a communicator
-// that offers them.
+// Synchronous: each step the workers receive the variables, compute their gradients scaled by their
+// share of the global batch, and send them to the variables' servers, which sum them per variable
+// and apply one update: one device's training on the global batch. It is CentralStorage over the
+// workers' devices with server 0 as its host and each replica feeding its own batch
+// (ReplicationPlan::replicas_feed_their_batches), the variables then spread over the servers, the
+// largest first onto the least loaded; a variable above the plan's min_shard_bytes is cut into parts
+// first, which land on different servers, and each worker joins the parts it reads. An embedding
+// lookup of a whole variable, and the scatter of its gradient's rows, run on its server. Cut by task
+// (ops::partition_by_task), each task's session runs its part every step; the parts exchange values
+// as Send and Recv over a communicator that offers them. With a staleness bound k > 0, a server
+// sends the variables of its step t for the workers' step t + k (the first k steps read the starting
+// values), so a worker computes step t on the variables as they were k steps earlier and runs up to
+// k steps ahead of the slowest; each worker then reports its own share's loss.
 // Asynchronous (TensorFlow's ParameterServerStrategy as its coordinator runs it): the one-replica
 // program once per worker, each copy reading the variables through reads of its own on their servers
 // and applying its own gradients there, scaled by its own batch alone; a server serves each worker's
@@ -52,6 +52,12 @@ struct ParameterServerPlan {
   // per server (strategies/variable_partitioning.h); 0: every variable whole.
   int64_t min_shard_bytes = 0;
   ParameterServerMode mode;
+  // Synchronous without staleness: an embedding lookup (GatherV2 along axis 0) of a whole variable
+  // runs on its server, and the scatter of its gradient's rows too, so that only the rows a batch uses
+  // cross the network (sparse pulls and pushes); false (and with staleness, whose workers must not
+  // wait for their servers' step, and asynchronously): the worker receives the whole variable and
+  // sends its whole gradient (dense).
+  bool lookups_on_servers = true;
 };
 
 // The program of the whole cluster: every node on a device of its task. Its signature's loss,

@@ -7,7 +7,9 @@
 // and still train as one device; plans without a server, or with a worker outside a worker task, are refused naming it.
 // With a staleness bound k (over gRPC, whose sends do not wait for their receives): the variables
 // step t reads are those before step t - k, exactly (one device fed the gradients of those, computed
-// on the global batch by a second session), and each worker reports its own share's loss.
+// on the global batch by a second session), and each worker reports its own share's loss. An
+// embedding model's lookups and their gradients' scatters run on the table's server: no worker moves
+// the table, and the workers move under a hundredth of the dense pulls' and pushes' bytes.
 // Asynchronous: a copy of the program per worker, and on each server a loop per worker over that copy's transfers.
 #include <doctest/doctest.h>
 
@@ -37,6 +39,7 @@ struct Case {
   bool over_grpc = false;  // else over one in-process communicator
   int64_t min_shard_bytes = 0;
   int staleness = 0;
+  bool lookups_on_servers = true;
 };
 
 // Each partitioned variable's parts ("<name>/part_<i>") joined in part order: rows along axis 0, so
@@ -82,10 +85,16 @@ std::vector<std::vector<Batch>> worker_shares(const Case& c) {
 std::string describe(const Case& c) {
   return c.model + " " + c.optimizer.kind + ", " + std::to_string(c.servers) + " servers, " + std::to_string(c.workers) +
          " workers, batch " + std::to_string(c.batch) + (c.over_grpc ? ", over gRPC" : "") + ", min_shard_bytes " +
-         std::to_string(c.min_shard_bytes) + ", staleness " + std::to_string(c.staleness);
+         std::to_string(c.min_shard_bytes) + ", staleness " + std::to_string(c.staleness) +
+         (c.lookups_on_servers ? "" : ", lookups on the workers");
 }
 
-void check_trains_as_one_device(const Case& c) {
+// The tensor bytes the workers received and sent over gRPC in all (none in process).
+struct WorkerBytes {
+  int64_t received = 0, sent = 0;
+};
+
+WorkerBytes check_trains_as_one_device(const Case& c) {
   INFO(describe(c));
   const TrainingProgram program = build_program(c.model, c.optimizer);
   const std::vector<std::vector<Batch>> shares = worker_shares(c);
@@ -99,7 +108,7 @@ void check_trains_as_one_device(const Case& c) {
     reference_loss.push_back(scalar((*out)[0]));
   }
 
-  ParameterServerPlan plan{.servers = c.servers, .min_shard_bytes = c.min_shard_bytes};
+  ParameterServerPlan plan{.servers = c.servers, .min_shard_bytes = c.min_shard_bytes, .lookups_on_servers = c.lookups_on_servers};
   for (int w = 0; w < c.workers; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, c.servers + w});
   auto cluster = place_on_parameter_servers(program, plan);
   REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
@@ -133,12 +142,14 @@ void check_trains_as_one_device(const Case& c) {
   const std::vector<std::string> addresses = c.over_grpc ? free_local_addresses(c.servers + c.workers) : std::vector<std::string>();
   const std::string fingerprint = program_fingerprint(cluster->graph);
   std::vector<std::unique_ptr<runtime::Session>> sessions;
+  std::vector<std::shared_ptr<runtime::GrpcCommunicator>> workers_grpc;
   for (auto& [task, part] : *tasks) {
     std::shared_ptr<runtime::Communicator> transfers = in_process;
     if (c.over_grpc) {
       auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
       REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
       transfers = *grpc;
+      if (task >= c.servers) workers_grpc.push_back(*grpc);
     }
     sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
                                                           runtime::SessionOptions{.threads = 1, .communicators = {transfers}, .task = task}));
@@ -173,6 +184,12 @@ void check_trains_as_one_device(const Case& c) {
     if (found == got.end()) FAIL("no server holds '" << name << "'");
     check_close(name, found->second, value);
   }
+  WorkerBytes bytes;
+  for (const auto& grpc : workers_grpc) {
+    bytes.received += grpc->bytes_received();
+    bytes.sent += grpc->bytes_sent();
+  }
+  return bytes;
 }
 
 TEST_CASE("ParameterServer.sync.trains_as_one_device_on_the_global_batch") {
@@ -362,6 +379,40 @@ TEST_CASE("ParameterServer.sync.with_staleness_k_each_step_reads_the_variables_k
                         Case{"small_cnn", momentum, 2, 3, 61, true, 0, 1}}) {
     check_trains_with_stale_variables(c);
   }
+}
+
+// Sparse pulls and pushes: the embedding model's lookups of its 100,000-row table run on the table's
+// server, and so does the scatter of their gradient rows, so no worker receives or sends a value of
+// the table's size; the variables equal one device's on the global batch (as the dense pulls and
+// pushes give them), and the workers move less than a hundredth of the dense run's bytes: each step
+// a worker receives the rows its batch uses and the dense layer, where the dense run receives the
+// whole 12.8 MB table.
+TEST_CASE("ParameterServer.sync.embedding_lookups_run_on_the_servers_and_only_the_rows_used_cross") {
+  const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
+  const TrainingProgram program = build_program("embedding", sgd);
+  ParameterServerPlan plan{.servers = 2};
+  for (int w = 0; w < 2; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, 2 + w});
+  auto cluster = place_on_parameter_servers(program, plan);
+  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+  auto tasks = parameter_server_tasks(*cluster);
+  REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
+  const int64_t table_elements = kEmbeddingRows * 16;
+  for (const auto& [task, part] : *tasks) {
+    for (const graph::Node& node : part.graph.nodes()) {
+      if (node.op == "GatherV2" || node.op == "UnsortedSegmentSum") CHECK_MESSAGE(task < 2, node.name << " on task " << task);
+      if (task < 2 || (node.op != "Send" && node.op != "Recv")) continue;
+      const graph::ValueRef value = node.op == "Send" ? node.inputs.front() : graph::ValueRef{node.id, 0};
+      CHECK_MESSAGE(part.graph.type(value).shape.num_elements() != table_elements, "worker " << task - 2 << " moves the table: " << node.name);
+    }
+  }
+  const WorkerBytes sparse = check_trains_as_one_device(Case{"embedding", sgd, 2, 2, 64, true});
+  const WorkerBytes dense = check_trains_as_one_device(Case{"embedding", sgd, 2, 2, 64, true, 0, 0, false});
+  CHECK(dense.received >= 2 * kSteps * table_elements * 8);
+  CHECK(dense.sent >= 2 * kSteps * table_elements * 8);
+  CHECK(sparse.received * 100 < dense.received);
+  CHECK(sparse.sent * 100 < dense.sent);
+  MESSAGE("bytes per worker step, sparse: " << sparse.received / (2 * kSteps) << " received, " << sparse.sent / (2 * kSteps)
+          << " sent; dense: " << dense.received / (2 * kSteps) << " received, " << dense.sent / (2 * kSteps) << " sent");
 }
 
 // Asynchronous: each worker runs a copy of the one-replica program and holds no variable; each server

@@ -31,6 +31,16 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
       if (layer < 2) x = ops::relu(b, x);
     }
     logits = x;
+  } else if (model == "embedding") {
+    // Each example's 4 ids looked up in a table of kEmbeddingRows x 16 rows, their mean, a dense layer
+    // to 10 classes; in float64.
+    auto ids = ops::placeholder(b, "ids", graph::DType::i64, {-1, 4});
+    auto table = ops::variable(b, "embedding/table", {kEmbeddingRows, 16}, ops::Initializer::normal(0.5), graph::DType::f64);
+    const graph::ValueRef pooled = ops::reduce_mean(b, ops::gather(b, table, ids), {1});
+    auto scope = b.scope("logits");
+    auto w = ops::variable(b, "w", {16, 10}, ops::Initializer::glorot_uniform(), graph::DType::f64);
+    auto bias = ops::variable(b, "b", {10}, ops::Initializer::zeros(), graph::DType::f64);
+    logits = ops::bias_add(b, ops::matmul(b, pooled, w), bias);
   } else {
     auto images = ops::placeholder(b, "images", graph::DType::f32, {-1, 8, 8, 1});
     auto filter = ops::variable(b, "conv/filter", {3, 3, 1, 4}, ops::Initializer::glorot_uniform());
@@ -51,6 +61,7 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
                        .correct = objective.correct,
                        .train = train->train,
                        .learning_rate = train->learning_rate};
+  if (model == "embedding") program.signature.features = "ids";
   if (model == "padded_cnn") {  // the passes the runner's programs take: the padding folds into the convolution
     REQUIRE(ops::rewrite_for_training(program.graph, ops::registry(), ops::MixedPrecision::off, {},
                                       {train->train, objective.loss.node, objective.correct.node})
@@ -64,6 +75,17 @@ TrainingProgram build_program(const std::string& model, const ops::Optimizer& op
 
 std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed) {
   runtime::Random rng(seed);
+  if (model == "embedding") {
+    std::vector<Batch> batches;
+    for (int i = 0; i < count; ++i) {
+      std::vector<int64_t> ids(static_cast<size_t>(size * 4)), labels(static_cast<size_t>(size));
+      for (int64_t& id : ids) id = static_cast<int64_t>(rng.below(kEmbeddingRows));
+      for (int64_t& l : labels) l = static_cast<int64_t>(rng.below(10));
+      batches.push_back({runtime::Tensor::from<int64_t>({size, 4}, std::span<const int64_t>(ids)),
+                         runtime::Tensor::from<int64_t>({size}, std::span<const int64_t>(labels))});
+    }
+    return batches;
+  }
   const int64_t side = model == "mlp" ? 28 : 8;
   std::vector<Batch> batches;
   for (int i = 0; i < count; ++i) {
@@ -145,7 +167,10 @@ Batch join(const std::vector<Batch>& batches) {
     images.push_back(batch.images);
     labels.push_back(batch.labels);
   }
-  return {images.front().dtype() == graph::DType::f64 ? join_values<double>(images) : join_values<float>(images),
+  const graph::DType dtype = images.front().dtype();
+  return {dtype == graph::DType::f64   ? join_values<double>(images)
+          : dtype == graph::DType::i64 ? join_values<int64_t>(images)
+                                       : join_values<float>(images),
           join_values<int64_t>(labels)};
 }
 

@@ -19,12 +19,14 @@ namespace mirra::strategies::test {
 // "small_cnn": conv 3x3x4 + ReLU, max-pool 2x2, dense 10 in float32 on [?, 8, 8, 1]. Classifier
 // objective and minimize() with `optimizer` and `options`. "padded_cnn": small_cnn with its padding a Pad
 // before a VALID convolution (as torchvision pads), after the training passes (which fold it into
-// the convolution).
+// the convolution). "embedding": 4 ids per example ("ids", i64 [?, 4]) looked up in a table of
+// kEmbeddingRows x 16, averaged, and a dense layer to 10 classes, in float64.
+inline constexpr int64_t kEmbeddingRows = 100'000;
 TrainingProgram build_program(const std::string& model, const ops::Optimizer& optimizer,
                               const ops::MinimizeOptions& options = {});
 
 struct Batch {
-  runtime::Tensor images, labels;
+  runtime::Tensor images, labels;  // images: the features (the embedding model's ids)
 };
 // Deterministic batches of `size` examples for `model`'s input shape.
 std::vector<Batch> random_batches(const std::string& model, int64_t size, int count, uint64_t seed);

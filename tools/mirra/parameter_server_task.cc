@@ -74,8 +74,10 @@ class ParameterServerTask {
  private:
   graph::Status serve();
   // A synchronous server's steps, from `start`: each one a step of every worker's, with the
-  // checkpoints and evaluations due after it.
-  graph::Status serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches);
+  // checkpoints and evaluations due after it. The variables gathered after the last step, where a
+  // checkpoint or an evaluation gathered them.
+  using Gathered = std::optional<std::vector<serialization::NamedTensor>>;
+  graph::Expected<Gathered> serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches);
   // An asynchronous server's: `steps` of each worker, as they come (serve_asynchronously); a lost
   // worker is reported and the others go on, and the server fails only when every worker was lost.
   graph::Status serve_workers(int64_t steps);
@@ -121,7 +123,6 @@ class ParameterServerTask {
   std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<ClusterVariables> variables_;
   std::unique_ptr<serialization::CheckpointStore> store_;  // server 0's
-  std::optional<std::vector<serialization::NamedTensor>> saved_at_the_end_;  // a server's, gathered by the last checkpoint
   struct WorkerOutputs {
     std::unique_ptr<ProgressReporter> progress;
     std::ofstream metrics;
@@ -275,17 +276,18 @@ graph::Status ParameterServerTask::serve() {
                             : config_.training.epochs * epoch_batches - (start.epoch * epoch_batches + start.batch_in_epoch);
   if (!command_.json) std::printf("%s serving %lld steps on %s\n", cluster_.role().c_str(), static_cast<long long>(std::max<int64_t>(0, steps)),
                                   cluster_.addresses()[static_cast<size_t>(cluster_.task())].c_str());
+  Gathered at_the_end;
   if (config_.strategy.asynchronous) {
     MIRRA_RETURN_IF_ERROR(serve_workers(steps));
   } else {
-    MIRRA_RETURN_IF_ERROR(serve_steps(start, steps, epoch_batches));
+    MIRRA_ASSIGN_OR_RETURN(at_the_end, serve_steps(start, steps, epoch_batches));
   }
-  if (!saved_at_the_end_) {
-    MIRRA_ASSIGN_OR_RETURN(saved_at_the_end_, variables_->gather(*session_));
+  if (!at_the_end) {
+    MIRRA_ASSIGN_OR_RETURN(at_the_end, variables_->gather(*session_));
   }
   if (cluster_.task() != 0 || command_.save.empty()) return graph::Status();
-  MIRRA_RETURN_IF_ERROR(check_values(*saved_at_the_end_, "not saving '" + command_.save + "'"));
-  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(*saved_at_the_end_)), command_.save));
+  MIRRA_RETURN_IF_ERROR(check_values(*at_the_end, "not saving '" + command_.save + "'"));
+  MIRRA_RETURN_IF_ERROR(serialization::save_model(trained_model(model_, program_.optimizer, std::move(*at_the_end)), command_.save));
   if (!command_.json) std::printf("saved the trained model to %s\n", command_.save.c_str());
   return graph::Status();
 }
@@ -317,7 +319,8 @@ graph::Status ParameterServerTask::run_pulls(const std::string& what) {
   return graph::Status();
 }
 
-graph::Status ParameterServerTask::serve_steps(const serialization::TrainingPosition& start, int64_t steps, int64_t epoch_batches) {
+graph::Expected<ParameterServerTask::Gathered> ParameterServerTask::serve_steps(const serialization::TrainingPosition& start,
+                                                                                int64_t steps, int64_t epoch_batches) {
   MIRRA_RETURN_IF_ERROR(run_pulls("sending the variables ahead of the first step"));
   serialization::TrainingPosition position = start;
   const graph::Node* rate_variable = scheduled_rate();
@@ -339,9 +342,9 @@ graph::Status ParameterServerTask::serve_steps(const serialization::TrainingPosi
     MIRRA_ASSIGN_OR_RETURN(std::vector<serialization::NamedTensor> values,
                            checkpoint_due ? save_checkpoint(position) : variables_->gather(*session_));
     if (evaluation_due) MIRRA_RETURN_IF_ERROR(variables_->send_for_evaluation(values, evaluating_task()));
-    if (last) saved_at_the_end_ = std::move(values);
+    if (last) return Gathered(std::move(values));
   }
-  return graph::Status();
+  return Gathered();
 }
 
 graph::Status ParameterServerTask::train() {
