@@ -46,7 +46,7 @@ def free_addresses(n):
     return addresses
 
 
-def parameter_server(train, metrics, servers=1, workers=2):
+def parameter_server(train, metrics, servers=1, workers=2, warmup=WARMUP):
     """Runs `servers` servers and `workers` workers of `train`; returns worker 0's summary and the
     cluster's examples/s: synchronous, worker 0's (each counts the global batch); asynchronous or with
     staleness, the workers' summed (each counts its own batches)."""
@@ -64,8 +64,8 @@ def parameter_server(train, metrics, servers=1, workers=2):
             raise SystemExit(f"{DRIVER}: {kind} {index} failed ({p.returncode}): {err.strip()}")
     summary = last_json(outputs[servers][0])
     if summary["update_mode"] == "sync" and summary["staleness"] == 0:
-        return summary, window_rate(f"{metrics}.0", WARMUP)
-    return summary, sum(window_rate(f"{metrics}.{w}", WARMUP) for w in range(workers))
+        return summary, window_rate(f"{metrics}.0", warmup)
+    return summary, sum(window_rate(f"{metrics}.{w}", warmup) for w in range(workers))
 
 
 def multi_worker(train, metrics, workers=2):

@@ -26,6 +26,8 @@ const std::vector<ExampleModel>& example_models() {
       {"inception_v3", "Inception V3 (torchvision's, without the auxiliary classifier), for 299x299x3 images in 1000 "
                        "classes; 23.8M parameters"},
       {"linear", "Linear regression: inputs [features] -> targets [outputs] (--features, --outputs), mean squared error"},
+      {"embedding_bag", "Classifier of bags of ids: --context ids per example looked up in a --vocab x --embedding table "
+                        "(1,000,000 x 64, 8 ids by default), averaged, dense to 10 classes"},
       {"bigram", "Bigram language model: token ids [context] -> the next tokens (--vocab, --context), cross-entropy per token"},
       {"gpt", "GPT-2-style decoder: --layers, --heads, --embedding, --context, --vocab (gpt-tiny's by default)"},
       {"gpt-tiny", "GPT: 4 layers, 4 heads, 128 wide, context 64, 84 characters (0.8M parameters; for CPUs)"},
@@ -62,8 +64,16 @@ ops::Optimizer gpt_optimizer() {
   return o;
 }
 
-// The classifier `name` in `dtype`: the ResNets in f32 or f64, the others in f32 only.
-graph::Expected<Classifier> build_classifier(graph::Builder& b, std::string_view name, graph::DType dtype) {
+// The classifier `name` in `options.dtype`: the ResNets in f32 or f64, the others in f32 only.
+graph::Expected<Classifier> build_classifier(graph::Builder& b, std::string_view name, const ExampleModelOptions& options) {
+  const graph::DType dtype = options.dtype;
+  if (dtype == graph::DType::f32 && name == "embedding_bag") {
+    const EmbeddingBagOptions bag{.rows = options.vocab.value_or(1'000'000),
+                                  .width = options.embedding.value_or(64),
+                                  .ids = options.context.value_or(8)};
+    if (bag.rows < 1 || bag.width < 1 || bag.ids < 1) return graph::invalid_argument("an embedding bag needs rows, a width and ids");
+    return build_embedding_bag(b, bag);
+  }
   if (dtype == graph::DType::f32) return model_builder(name)(b);
   if (dtype != graph::DType::f64) {
     return graph::invalid_argument("the ResNets are built in f32 or f64, not " + std::string(graph::dtype_name(dtype)) +
@@ -130,7 +140,7 @@ graph::Expected<serialization::Model> build_example_model(std::string_view name,
     model.signature.metrics = {{.name = "perplexity", .value = loss, .reduction = "exp_mean"},
                                {.name = "tokens", .value = tokens, .reduction = "sum"}};
   } else {
-    MIRRA_ASSIGN_OR_RETURN(const Classifier classifier, build_classifier(b, name, options.dtype));
+    MIRRA_ASSIGN_OR_RETURN(const Classifier classifier, build_classifier(b, name, options));
     const ops::ClassifierObjective objective =
         ops::classifier_objective(b, classifier.logits, {.label_smoothing = options.label_smoothing});
     MIRRA_RETURN_IF_ERROR(b.status());

@@ -2,6 +2,7 @@
 //   mirra-examples list                 names the examples
 //   mirra-examples write NAME OUT.mirra writes one (weights initialised from --seed; --label-smoothing;
 //                                       linear's --features and --outputs; bigram's --vocab and --context;
+//                                       embedding_bag's --vocab (rows), --embedding (width), --context (ids);
 //                                       the GPTs' --layers, --heads, --embedding, --context, --vocab, --dropout;
 //                                       the ResNets' --dtype f32|f64)
 // Exit codes: 0 success, 2 bad input, 1 internal failure.
@@ -28,16 +29,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   write->add_option("--features", options.features, "linear: inputs per example (default 8)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   write->add_option("--outputs", options.outputs, "linear: targets per example (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  write->add_option("--vocab", options.vocab, "bigram, gpt: tokens in the vocabulary (bigram: 256; gpt: the preset's)")
+  write->add_option("--vocab", options.vocab, "bigram, gpt: tokens in the vocabulary (bigram: 256; gpt: the preset's); embedding_bag: the table's rows (1,000,000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  write->add_option("--context", options.context, "bigram, gpt: tokens per window (bigram: 64; gpt: the preset's)")
+  write->add_option("--context", options.context, "bigram, gpt: tokens per window (bigram: 64; gpt: the preset's); embedding_bag: ids per example (8)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   write->add_option("--layers", options.layers, "gpt: transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
   write->add_option("--heads", options.heads, "gpt: attention heads (dividing the embedding)")->check(CLI::Range(int64_t{1}, int64_t{1} << 10));
   write->add_option("--dropout", options.dropout, "gpt: dropout rate, keyed by example (default 0)")->check(CLI::Range(0.0, 0.999));
   write->add_option("--dtype", dtype_name, "resnet20, resnet18, resnet50, resnet101: f32 (default) or f64")
       ->check(CLI::IsMember({"f32", "f64"}));
-  write->add_option("--embedding", options.embedding, "gpt: width of the residual stream")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  write->add_option("--embedding", options.embedding, "gpt: width of the residual stream; embedding_bag: the table's width (64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

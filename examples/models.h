@@ -4,7 +4,8 @@
 // [batch, 28, 28, 1] from a placeholder named "images" and produce logits [batch, 10]; ResNet-18,
 // ResNet-50 and ResNet-101 at ImageNet's shapes (resnet_imagenet_model.cc): images [batch, 224,
 // 224, 3], logits [batch, 1000]; VGG-16 and Inception V3 (vgg_model.cc, inception_model.cc); linear
-// regression (linear_model.cc), a bigram language model (bigram_model.cc) and a GPT (gpt_model.cc).
+// regression (linear_model.cc), a classifier of bags of ids (embedding_bag_model.cc), a bigram
+// language model (bigram_model.cc) and a GPT (gpt_model.cc).
 #pragma once
 
 #include <string>
@@ -62,6 +63,14 @@ struct Regressor {
 };
 // Linear regression (linear_model.cc): predictions = inputs * w + b, w and b starting at zero.
 Regressor build_linear(graph::Builder& b, int64_t features, int64_t outputs);
+
+// A classifier of bags of ids (embedding_bag_model.cc): `ids` ids per example ("ids", i64 [?, ids])
+// looked up in a `rows` x `width` table ("embedding/table", normal 0.05), averaged, and a dense layer to
+// `classes` logits; its Classifier::images is the ids.
+struct EmbeddingBagOptions {
+  int64_t rows = 1'000'000, width = 64, ids = 8, classes = 10;
+};
+Classifier build_embedding_bag(graph::Builder& b, const EmbeddingBagOptions& options);
 
 // A language model: token ids [?, context] in, the next tokens' logits [? x context, vocab] out.
 struct LanguageModel {
