@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <numeric>
-#include <optional>
 #include <set>
 #include <string>
 
@@ -29,13 +28,8 @@ using ops::task_of;
 
 // The trained variables, then every update of one with the state it updates (an optimizer's slots),
 // on their servers; then each node of server 0 (the host) that only nodes of one other server read
-// (a sum of a variable's gradients, a scaling of it) on that server too. With `lookups_on_servers`,
-// each lookup of a variable's rows (a GatherV2 along axis 0 of a variable a server holds) on that
-// server, and each scatter of rows into a gradient (an UnsortedSegmentSum that only one server's
-// nodes read: a lookup's gradient, summed there) too: a worker then sends the indices and its
-// gradient's rows and receives the rows it looks up, not the whole variable and its whole gradient
-// (TensorFlow's embedding lookup placed with its table, and its IndexedSlices gradients).
-graph::Status spread_over_servers(TrainingProgram& cluster, int servers, bool lookups_on_servers) {
+// (a sum of a variable's gradients, a scaling of it) on that server too.
+graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
   graph::Graph& g = cluster.graph;
   MIRRA_ASSIGN_OR_RETURN(const std::vector<NodeId> order, g.topological_order());
   std::vector<int64_t> bytes;
@@ -81,24 +75,40 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers, bool lo
                             std::all_of(consumers[id].begin(), consumers[id].end(), [&](NodeId c) { return where(c) == server; });
     if (one_server) server_of[id] = server;
   }
-  if (lookups_on_servers) {
-    for (const graph::Node& node : g.nodes()) {
-      const bool rows = node.op == "GatherV2" && graph::checked_attr<int64_t>(node, "axis") == 0 &&
-                        graph::checked_attr<int64_t>(node, "batch_dims") == 0;
-      if (rows && server_of[node.id] < 0 && server_of[node.inputs[0].node] >= 0) server_of[node.id] = server_of[node.inputs[0].node];
-    }
-    for (NodeId id : order) {
-      if (g.node(id).op != "UnsortedSegmentSum" || server_of[id] >= 0 || consumers[id].empty()) continue;
-      const int server = where(consumers[id].front());
-      const bool one_server = server >= 0 && server < servers &&
-                              std::all_of(consumers[id].begin(), consumers[id].end(), [&](NodeId c) { return where(c) == server; });
-      if (one_server) server_of[id] = server;
-    }
-  }
   for (NodeId id = 0; id < g.size(); ++id) {
     if (server_of[id] >= 0) g.mutable_node(id).device = server_device(server_of[id]);
   }
   return graph::Status();
+}
+
+// Each lookup of a variable's rows (a GatherV2 along axis 0 of a variable a server holds, or of a
+// read of one) onto that server, then each scatter of rows into a gradient (an UnsortedSegmentSum
+// that only one server's nodes read: a lookup's gradient, summed or applied there) too: a worker then
+// sends the indices and its gradient's rows and receives the rows it looks up, not the whole variable
+// and its whole gradient (TensorFlow's embedding lookup placed with its table, and its IndexedSlices).
+void put_lookups_on_servers(graph::Graph& g, int servers) {
+  const auto server = [&](NodeId id) { return task_of(g.node(id)) < servers ? task_of(g.node(id)) : -1; };
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& node = g.node(id);
+    if (node.op != "GatherV2" || graph::checked_attr<int64_t>(node, "axis") != 0 || graph::checked_attr<int64_t>(node, "batch_dims") != 0) {
+      continue;
+    }
+    NodeId table = node.inputs[0].node;
+    if (g.node(table).op == "Identity" && g.node(g.node(table).inputs[0].node).op == "Variable") table = g.node(table).inputs[0].node;
+    if (g.node(table).op == "Variable" && server(table) >= 0) g.mutable_node(id).device = g.node(table).device;
+  }
+  std::vector<std::vector<NodeId>> consumers(g.size());
+  for (const graph::Node& node : g.nodes()) {
+    for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
+    for (NodeId control : node.control_inputs) consumers[control].push_back(node.id);
+  }
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).op != "UnsortedSegmentSum" || server(id) >= 0 || consumers[id].empty()) continue;
+    const NodeId first = consumers[id].front();
+    const bool one_server = server(first) >= 0 && std::all_of(consumers[id].begin(), consumers[id].end(),
+                                                              [&](NodeId c) { return server(c) == server(first); });
+    if (one_server) g.mutable_node(id).device = g.node(first).device;
+  }
 }
 
 // Each join of a variable's parts (made on server 0 by partition_variables) copied onto every task
@@ -373,14 +383,17 @@ graph::Expected<TrainingProgram> place_on_parameter_servers(const TrainingProgra
                          partition_variables(partitioned, {.min_shard_bytes = plan.min_shard_bytes, .max_shards = plan.servers}));
   if (plan.mode.asynchronous) {
     if (plan.mode.staleness > 0) return graph::invalid_argument("parameter_server: a staleness bound is synchronous training's");
-    return place_asynchronously(partitioned, plan);
+    MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, place_asynchronously(partitioned, plan));
+    if (plan.lookups_on_servers) put_lookups_on_servers(cluster.graph, plan.servers);
+    return cluster;
   }
   ReplicationPlan replication{.devices = plan.workers, .host = server_device(0), .mirror_state = false};
   replication.replicas_feed_their_batches = true;
   replication.report_each_replica = plan.mode.staleness > 0;
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram cluster, replicate(partitioned, replication));
+  MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers));
   // With staleness a worker's step must not wait for its servers' step: its lookups stay its own.
-  MIRRA_RETURN_IF_ERROR(spread_over_servers(cluster, plan.servers, plan.lookups_on_servers && plan.mode.staleness == 0));
+  if (plan.lookups_on_servers && plan.mode.staleness == 0) put_lookups_on_servers(cluster.graph, plan.servers);
   join_on_reading_tasks(cluster.graph, joins);
   return cluster;
 }
@@ -451,14 +464,13 @@ graph::Expected<NodeId> add_step(graph::Graph& part, const std::vector<NodeId>& 
   return add_target(part, "parameter_server_step", step, ops);
 }
 
-// A Recv of `part` that `send` needs (it sends a value computed from what the step receives); none
-// for a value the step has before it receives anything.
-std::optional<NodeId> recv_needed_by(const graph::Graph& part, NodeId send) {
+// Whether `send` of `part` sends a value computed from what the part receives in the same step.
+bool sends_what_it_receives(const graph::Graph& part, NodeId send) {
   const std::vector<bool> needed = part.needed_for(std::vector<NodeId>{send});
   for (NodeId id = 0; id < part.size(); ++id) {
-    if (needed[id] && part.node(id).op == "Recv") return id;
+    if (needed[id] && part.node(id).op == "Recv") return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 // A server's pulls among its Sends: those to a worker task (of `workers`) of a value its step has
@@ -468,7 +480,7 @@ std::vector<NodeId> pulls_to_workers(const graph::Graph& part, const std::vector
   std::vector<NodeId> pulls;
   for (NodeId send : sends) {
     const int peer = static_cast<int>(graph::checked_attr<int64_t>(part.node(send), "peer_task"));
-    if (workers.contains(peer) && !recv_needed_by(part, send)) pulls.push_back(send);
+    if (workers.contains(peer) && !sends_what_it_receives(part, send)) pulls.push_back(send);
   }
   return pulls;
 }
@@ -514,8 +526,8 @@ int copy_of_transfer(const graph::Graph& part, const graph::Node& transfer) {
 }
 
 // An asynchronous server's loops over its part `part`: each worker's transfers and updates. A control
-// input from a Send is dropped (the loop's runs order its Sends before its updates); a Send that
-// waits for a Recv of its loop is an error naming both, as the loop sends before it receives.
+// input from a Send is dropped (the loop's runs order its Sends before its updates); the Recvs a Send
+// needs are received before the loop pulls (a Recv of another worker's copy is an error naming both).
 graph::Expected<std::vector<WorkerLoop>> worker_loops(graph::Graph& part, const std::map<int, int>& worker_tasks,
                                                       const std::map<int, std::string>& applies) {
   for (NodeId id = 0; id < part.size(); ++id) {
@@ -535,15 +547,21 @@ graph::Expected<std::vector<WorkerLoop>> worker_loops(graph::Graph& part, const 
       loop.recvs.push_back(node.id);
       continue;
     }
-    if (const std::optional<NodeId> recv = recv_needed_by(part, node.id)) {
-      return graph::unimplemented("asynchronous training: the server's send '" + node.name + "' needs what '" +
-                                  part.node(*recv).name + "' receives in the same step");
+    const std::vector<bool> needed = part.needed_for(std::vector<NodeId>{node.id});
+    for (NodeId id = 0; id < part.size(); ++id) {
+      if (!needed[id] || part.node(id).op != "Recv" || std::count(loop.pull_recvs.begin(), loop.pull_recvs.end(), id) > 0) continue;
+      if (copy_of_transfer(part, part.node(id)) != w) {
+        return graph::internal_error("asynchronous server: the send '" + node.name + "' needs '" + part.node(id).name +
+                                     "' of another worker's copy");
+      }
+      loop.pull_recvs.push_back(id);
     }
     loop.sends.push_back(node.id);
     loop.pulled.push_back(node.inputs.front());
   }
   std::vector<WorkerLoop> result;
   for (auto& [w, loop] : loops) {
+    std::erase_if(loop.recvs, [&](NodeId recv) { return std::count(loop.pull_recvs.begin(), loop.pull_recvs.end(), recv) > 0; });
     if (const auto apply = applies.find(w); apply != applies.end()) {
       if (const auto found = part.find(apply->second)) loop.apply = *found;
     }

@@ -15,8 +15,9 @@
 // k steps ahead of the slowest; each worker then reports its own share's loss.
 // Asynchronous (TensorFlow's ParameterServerStrategy as its coordinator runs it): the one-replica
 // program once per worker, each copy reading the variables through reads of its own on their servers
-// and applying its own gradients there, scaled by its own batch alone; a server serves each worker's
-// steps as they come (WorkerLoop), and no worker waits for another.
+// (its lookups of a variable's rows there too) and applying its own gradients there, scaled by its
+// own batch alone; a server serves each worker's steps as they come (WorkerLoop), and no worker waits
+// for another.
 //
 //   auto cluster = strategies::place_on_parameter_servers(program, {.servers = 2, .workers = {
 //       graph::DeviceId{graph::DeviceKind::cpu, 0, 2}, graph::DeviceId{graph::DeviceKind::cpu, 0, 3}}});
@@ -52,11 +53,10 @@ struct ParameterServerPlan {
   // per server (strategies/variable_partitioning.h); 0: every variable whole.
   int64_t min_shard_bytes = 0;
   ParameterServerMode mode;
-  // Synchronous without staleness: an embedding lookup (GatherV2 along axis 0) of a whole variable
-  // runs on its server, and the scatter of its gradient's rows too, so that only the rows a batch uses
-  // cross the network (sparse pulls and pushes); false (and with staleness, whose workers must not
-  // wait for their servers' step, and asynchronously): the worker receives the whole variable and
-  // sends its whole gradient (dense).
+  // An embedding lookup (GatherV2 along axis 0) of a whole variable runs on its server, and the
+  // scatter of its gradient's rows too, so that only the rows a batch uses cross the network (sparse
+  // pulls and pushes); false (and synchronously with staleness, whose workers must not wait for their
+  // servers' step): the worker receives the whole variable and sends its whole gradient (dense).
   bool lookups_on_servers = true;
 };
 
@@ -74,17 +74,19 @@ graph::Expected<std::unique_ptr<Strategy>> make_parameter_server_strategy(Strate
 // non-empty `whole` name (the parts of one variable) go onto different servers while there are some.
 std::vector<int> assign_servers(const std::vector<int64_t>& bytes, int servers, const std::vector<std::string>& whole = {});
 
-// Asynchronous training: what a server does for each step of one worker: under a shared lock of its
-// variables, fetch `pulled` and copy it; with no lock, send the copies as `sends` would (the worker's
-// variables, and values other servers' updates for this worker read) and receive what `recvs` would
-// (the worker's gradients, and the other servers' values); then, with those fed to the Recv nodes
-// and the lock held alone, run `apply`. Every transfer of a loop names its worker's copy, so the
-// loop's n-th step meets the n-th step of its worker (and of the other servers' loops for that
-// worker) whatever the other loops do.
+// Asynchronous training: what a server does for each step of one worker: receive what `pull_recvs`
+// would (the ids of the worker's embedding lookups, which run on the server); under a shared lock of
+// its variables, fetch `pulled` with those fed and copy it; with no lock, send the copies as `sends`
+// would (the worker's variables and looked-up rows, and values other servers' updates for this
+// worker read) and receive what `recvs` would (the worker's gradients, and the other servers'
+// values); then, with all it received fed to the Recv nodes and the lock held alone, run `apply`.
+// Every transfer of a loop names its worker's copy, so the loop's n-th step meets the n-th step of
+// its worker (and of the other servers' loops for that worker) whatever the other loops do.
 struct WorkerLoop {
   int worker_task = 0;
   std::vector<graph::ValueRef> pulled;  // what `sends` send: single-output nodes, fed by name
   std::vector<graph::NodeId> sends;
+  std::vector<graph::NodeId> pull_recvs;  // what `pulled` needs from the worker's step (sent before it receives anything)
   std::vector<graph::NodeId> recvs;
   graph::NodeId apply = graph::kInvalidNode;  // the worker's updates on this server; invalid for none
 };

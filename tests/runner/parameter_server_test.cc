@@ -28,6 +28,8 @@
 #include <fstream>
 #include <thread>
 
+#include "examples/example_models.h"
+#include "serialization/model_file.h"
 #include "tests/local_addresses.h"
 #include "tests/runner/runner_process.h"
 
@@ -524,6 +526,43 @@ TEST_CASE("ParameterServer.async_with_one_worker_trains_as_one_device") {
     for (size_t i = 0; i < losses.size(); ++i) CHECK(losses[i] == doctest::Approx(want_losses[i]).epsilon(1e-6));
     const std::string summary = last_line(read_text(tasks[static_cast<size_t>(servers)].out));
     CHECK(summary.find("\"update_mode\":\"async\"") != std::string::npos);
+  }
+}
+
+// The embedding_bag example (a 100,000 x 16 table, 4 ids a bag, written by numpy): its lookups run on
+// the table's server in both modes, so each worker step moves under a hundredth of the table's bytes,
+// and the result is one device's: 1 asynchronous worker (1e-6), and 2 synchronous workers on the
+// global batch (1e-5).
+TEST_CASE("ParameterServer.embedding_lookups_move_only_the_rows_used_and_train_as_one_device") {
+  const std::string model = workspace() / "embedding_bag.mirra";
+  auto built = examples::build_example_model("embedding_bag", 1, {.vocab = 100'000, .context = 4, .embedding = 16});
+  REQUIRE_MESSAGE(built.ok(), built.status().to_string());
+  REQUIRE(serialization::save_model(*built, model).ok());
+  const std::string python = std::string(MIRRA_SYSTEM_PYTHON) + " " + MIRRA_SOURCE_DIR + "/tests/runner/bags_npz.py 100000 4 " +
+                             workspace().dir.string();
+  REQUIRE_MESSAGE(std::system(python.c_str()) == 0, python);
+  const std::vector<std::string> common = {"train", model, "--data", workspace() / "bags.npz", "--steps", "20", "--batch-size", "61",
+                                           "--threads", "1"};
+  std::vector<std::string> reference = common;
+  const std::string reference_file = workspace() / "ps_bag_reference.mirra";
+  reference.insert(reference.end(), {"--strategy", "one_device", "--devices", "cpu:0", "--save", reference_file});
+  REQUIRE(run(reference, "ps_bag_reference").code == 0);
+  const auto want = trained_values(reference_file);
+  const int64_t table_bytes = 100'000 * 16 * 4;
+  for (const char* mode : {"async", "sync"}) {
+    CAPTURE(mode);
+    const int workers = std::string(mode) == "async" ? 1 : 2;
+    const Cluster cluster = make_cluster(1, workers);
+    const std::string saved = workspace() / "ps_bag.mirra";
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--strategy", "parameter_server", "--update-mode", mode, "--json"});
+    const std::vector<Process> tasks = start_tasks(cluster, args, {"--save", saved}, "ps_bag");
+    const std::vector<int> codes = wait_for_all(tasks, 300s);
+    for (size_t t = 0; t < tasks.size(); ++t) CHECK_MESSAGE(codes[t] == 0, "task " << t << ": " << read_text(tasks[t].err));
+    check_close(trained_values(saved), want, workers == 1 ? 1e-6 : 1e-5);
+    const nlohmann::json summary = nlohmann::json::parse(last_line(read_text(tasks[1].out)));  // worker 0's
+    CHECK(summary["bytes_received"].get<int64_t>() * 100 < 20 * table_bytes);
+    CHECK(summary["bytes_sent"].get<int64_t>() * 100 < 20 * table_bytes);
   }
 }
 

@@ -383,27 +383,34 @@ TEST_CASE("ParameterServer.sync.with_staleness_k_each_step_reads_the_variables_k
 
 // Sparse pulls and pushes: the embedding model's lookups of its 100,000-row table run on the table's
 // server, and so does the scatter of their gradient rows, so no worker receives or sends a value of
-// the table's size; the variables equal one device's on the global batch (as the dense pulls and
+// the table's size (synchronously, and asynchronously, where the server's loop for each worker
+// receives that worker's ids before it pulls); synchronously, the variables equal one device's on the global batch (as the dense pulls and
 // pushes give them), and the workers move less than a hundredth of the dense run's bytes: each step
 // a worker receives the rows its batch uses and the dense layer, where the dense run receives the
 // whole 12.8 MB table.
 TEST_CASE("ParameterServer.sync.embedding_lookups_run_on_the_servers_and_only_the_rows_used_cross") {
   const ops::Optimizer sgd{.kind = "sgd", .learning_rate = 0.1};
   const TrainingProgram program = build_program("embedding", sgd);
-  ParameterServerPlan plan{.servers = 2};
-  for (int w = 0; w < 2; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, 2 + w});
-  auto cluster = place_on_parameter_servers(program, plan);
-  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
-  auto tasks = parameter_server_tasks(*cluster);
-  REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
   const int64_t table_elements = kEmbeddingRows * 16;
-  for (const auto& [task, part] : *tasks) {
-    for (const graph::Node& node : part.graph.nodes()) {
-      if (node.op == "GatherV2" || node.op == "UnsortedSegmentSum") CHECK_MESSAGE(task < 2, node.name << " on task " << task);
-      if (task < 2 || (node.op != "Send" && node.op != "Recv")) continue;
-      const graph::ValueRef value = node.op == "Send" ? node.inputs.front() : graph::ValueRef{node.id, 0};
-      CHECK_MESSAGE(part.graph.type(value).shape.num_elements() != table_elements, "worker " << task - 2 << " moves the table: " << node.name);
+  for (const bool asynchronous : {false, true}) {
+    CAPTURE(asynchronous);
+    ParameterServerPlan plan{.servers = 2, .mode = {.asynchronous = asynchronous}};
+    for (int w = 0; w < 2; ++w) plan.workers.push_back({graph::DeviceKind::cpu, 0, 2 + w});
+    auto cluster = place_on_parameter_servers(program, plan);
+    REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+    auto tasks = parameter_server_tasks(*cluster, {}, plan.mode);
+    REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
+    size_t ids_received_first = 0;  // asynchronously: by the table's server's loops, before they pull
+    for (const auto& [task, part] : *tasks) {
+      for (const WorkerLoop& loop : part.loops) ids_received_first += loop.pull_recvs.size();
+      for (const graph::Node& node : part.graph.nodes()) {
+        if (node.op == "GatherV2" || node.op == "UnsortedSegmentSum") CHECK_MESSAGE(task < 2, node.name << " on task " << task);
+        if (task < 2 || (node.op != "Send" && node.op != "Recv")) continue;
+        const graph::ValueRef value = node.op == "Send" ? node.inputs.front() : graph::ValueRef{node.id, 0};
+        CHECK_MESSAGE(part.graph.type(value).shape.num_elements() != table_elements, "worker " << task - 2 << " moves the table: " << node.name);
+      }
     }
+    CHECK(ids_received_first == (asynchronous ? 2 : 0));
   }
   const WorkerBytes sparse = check_trains_as_one_device(Case{"embedding", sgd, 2, 2, 64, true});
   const WorkerBytes dense = check_trains_as_one_device(Case{"embedding", sgd, 2, 2, 64, true, 0, 0, false});

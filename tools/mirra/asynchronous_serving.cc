@@ -1,6 +1,6 @@
-// serve_asynchronously: a thread per worker, each step of its worker in four parts: the reads
-// (session, shared lock), the sends and receives (the communicator, no lock), the updates (session,
-// the lock alone).
+// serve_asynchronously: a thread per worker, each step of its worker in five parts: what the reads
+// need from the worker (the ids of its lookups; the communicator), the reads (session, shared lock),
+// the sends and receives (the communicator, no lock), the updates (session, the lock alone).
 //
 // Note [Transfers outside the session]
 // The loop moves its worker's values through the communicator itself, with the groups, peers and
@@ -48,36 +48,43 @@ graph::Status check_received(const graph::Node& recv, const runtime::Tensor& val
   return graph::invalid_argument("'" + recv.name + "' received " + value.type_string() + ", not " + declared.to_string());
 }
 
+// Receives what `recvs` would at their groups' execution `instance` into `received`, by node name,
+// each checked against its declared type, once `others` (sends under way) have ended too.
+graph::Status receive(const graph::Graph& g, runtime::Communicator& transfers, const std::vector<graph::NodeId>& recvs,
+                      int64_t instance, std::vector<std::shared_ptr<runtime::Work>> others, runtime::Feeds& received) {
+  std::vector<runtime::Tensor> values(recvs.size());
+  for (size_t i = 0; i < recvs.size(); ++i) others.push_back(transfers.recv(transfer_call(g.node(recvs[i]), instance, 1), values[i]));
+  MIRRA_RETURN_IF_ERROR(wait_all(others));
+  for (size_t i = 0; i < recvs.size(); ++i) {
+    const graph::Node& recv = g.node(recvs[i]);
+    MIRRA_RETURN_IF_ERROR(check_received(recv, values[i]));
+    received.insert_or_assign(recv.name, std::move(values[i]));
+  }
+  return graph::Status();
+}
+
 // One worker's steps; `served` counts those done.
 graph::Status serve_worker(runtime::Session& session, runtime::Communicator& transfers, const strategies::WorkerLoop& loop,
                            int64_t steps, std::shared_mutex& variables, int64_t& served) {
   const graph::Graph& g = session.graph();
   for (; served < steps; ++served) {
+    runtime::Feeds received;  // by Recv node
+    MIRRA_RETURN_IF_ERROR(receive(g, transfers, loop.pull_recvs, served, {}, received));
     std::vector<runtime::Tensor> pulled;
     {
       const std::shared_lock reading(variables);
-      MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run({}, loop.pulled));
+      MIRRA_ASSIGN_OR_RETURN(const std::vector<runtime::Tensor> values, session.run(received, loop.pulled));
       for (const runtime::Tensor& value : values) pulled.push_back(runtime::host_copy(value));  // the variable's next update leaves it as it is
     }
-    std::vector<std::shared_ptr<runtime::Work>> works;
+    std::vector<std::shared_ptr<runtime::Work>> sends;
     for (size_t i = 0; i < loop.sends.size(); ++i) {
-      works.push_back(transfers.send(transfer_call(g.node(loop.sends[i]), served, 0), pulled[i]));
+      sends.push_back(transfers.send(transfer_call(g.node(loop.sends[i]), served, 0), pulled[i]));
     }
-    std::vector<runtime::Tensor> received(loop.recvs.size());
-    for (size_t i = 0; i < loop.recvs.size(); ++i) {
-      works.push_back(transfers.recv(transfer_call(g.node(loop.recvs[i]), served, 1), received[i]));
-    }
-    MIRRA_RETURN_IF_ERROR(wait_all(works));
-    runtime::Feeds gradients;
-    for (size_t i = 0; i < loop.recvs.size(); ++i) {
-      const graph::Node& recv = g.node(loop.recvs[i]);
-      MIRRA_RETURN_IF_ERROR(check_received(recv, received[i]));
-      gradients.emplace(recv.name, std::move(received[i]));
-    }
+    MIRRA_RETURN_IF_ERROR(receive(g, transfers, loop.recvs, served, std::move(sends), received));
     if (loop.apply != graph::kInvalidNode) {
       const std::unique_lock updating(variables);
       const std::vector<graph::NodeId> apply = {loop.apply};
-      MIRRA_RETURN_IF_ERROR(session.run(gradients, {}, apply).status());
+      MIRRA_RETURN_IF_ERROR(session.run(received, {}, apply).status());
     }
   }
   return graph::Status();
