@@ -561,7 +561,8 @@ graph::Expected<std::vector<WorkerLoop>> worker_loops(graph::Graph& part, const 
   }
   std::vector<WorkerLoop> result;
   for (auto& [w, loop] : loops) {
-    std::erase_if(loop.recvs, [&](NodeId recv) { return std::count(loop.pull_recvs.begin(), loop.pull_recvs.end(), recv) > 0; });
+    const std::vector<NodeId>& first = loop.pull_recvs;  // a lambda may not capture a structured binding (clang 14)
+    std::erase_if(loop.recvs, [&](NodeId recv) { return std::count(first.begin(), first.end(), recv) > 0; });
     if (const auto apply = applies.find(w); apply != applies.end()) {
       if (const auto found = part.find(apply->second)) loop.apply = *found;
     }

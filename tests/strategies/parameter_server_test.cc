@@ -320,7 +320,8 @@ void check_trains_with_stale_variables(const Case& c) {
   const std::string fingerprint = program_fingerprint(cluster->graph);
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   for (auto& [task, part] : *tasks) {
-    CHECK_MESSAGE(part.pulls != graph::kInvalidNode, "task " << task << " has no pulls");
+    const int named = task;  // doctest's messages are lambdas, which may not capture a structured binding (clang 14)
+    CHECK_MESSAGE(part.pulls != graph::kInvalidNode, "task " << named << " has no pulls");
     auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
     REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
     sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
@@ -401,7 +402,8 @@ TEST_CASE("ParameterServer.sync.embedding_lookups_run_on_the_servers_and_only_th
     auto tasks = parameter_server_tasks(*cluster, {}, plan.mode);
     REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
     size_t ids_received_first = 0;  // asynchronously: by the table's server's loops, before they pull
-    for (const auto& [task, part] : *tasks) {
+    for (const auto& [t, part] : *tasks) {
+      const int task = t;  // doctest's messages are lambdas, which may not capture a structured binding (clang 14)
       for (const WorkerLoop& loop : part.loops) ids_received_first += loop.pull_recvs.size();
       for (const graph::Node& node : part.graph.nodes()) {
         if (node.op == "GatherV2" || node.op == "UnsortedSegmentSum") CHECK_MESSAGE(task < 2, node.name << " on task " << task);
