@@ -5,10 +5,13 @@ The embedding_bag example model (a --rows x --width float32 table, 8 ids per exa
 dense layer to 10 classes) on 1 server and 2 workers, synchronous, global batch 128, random ids:
   - sparse: without staleness each lookup runs on the table's server, so a worker sends its ids and
     its gradient's rows and receives the rows its batch uses;
+  - sparse_lazy: the same with --lazy-updates, so the server's momentum updates the rows looked up
+    alone (LazyAdam's rule for momentum) instead of every row of the table each step;
   - dense: with staleness 1 a worker's lookups stay its own (it must not wait for the server's step),
-    so each step it receives the whole table and sends its whole gradient, as any dense pull does.
-Both sum the same gradients; the bytes are worker 0's tensor bytes per step (its JSON summary), the
-rates the workers' examples/s summed after the first steps. Prints one JSON object with the ratios.
+    so each step it receives the whole table, as any dense pull does, and sends its whole gradient
+    (which the server's dense momentum reads; under --lazy-updates it would send the rows).
+The bytes are worker 0's tensor bytes per step (its JSON summary), the rates the workers' examples/s
+summed after the first steps. Prints one JSON object with the ratios.
 
 Needs: a built tree (build/release, or --build DIR) and numpy.
 Usage: bench/embedding_pulls.py [--build DIR] [--rows 1000000] [--width 64]
@@ -47,9 +50,10 @@ def main():
         data = os.path.join(work, "bags.npz")
         np.savez(data, ids=ids, labels=ids[:, 0] % 10)
         metrics = os.path.join(work, "metrics.jsonl")
-        for name, steps, warmup, staleness in (("sparse", 60, 20, 0), ("dense", 6, 2, 1)):
+        for name, steps, warmup, staleness, flags in (("sparse", 60, 20, 0, []), ("sparse_lazy", 200, 50, 0, ["--lazy-updates"]),
+                                                      ("dense", 6, 2, 1, [])):
             train = [mirra, "train", model, "--data", data, "--steps", str(steps), "--batch-size", "128", "--threads", "1",
-                     "--json", "--strategy", "parameter_server", "--update-mode", "sync", "--staleness", str(staleness)]
+                     "--json", "--strategy", "parameter_server", "--update-mode", "sync", "--staleness", str(staleness)] + flags
             summary, rate = parameter_server(train, metrics, warmup=warmup)
             report[name] = {"examples_per_s": round(rate, 1),  # a worker receives the variables `staleness` more times
                             "worker_0_bytes_received_per_step": summary["bytes_received"] // (summary["steps"] + staleness),
@@ -58,6 +62,7 @@ def main():
     report["ratio_dense_over_sparse_bytes_received"] = round(
         report["dense"]["worker_0_bytes_received_per_step"] / report["sparse"]["worker_0_bytes_received_per_step"], 1)
     report["ratio_sparse_over_dense_examples_per_s"] = round(report["sparse"]["examples_per_s"] / report["dense"]["examples_per_s"], 2)
+    report["ratio_lazy_over_sparse_examples_per_s"] = round(report["sparse_lazy"]["examples_per_s"] / report["sparse"]["examples_per_s"], 2)
     print(json.dumps(report, indent=1))
 
 

@@ -270,6 +270,24 @@ graph::Status check_assigned_parts(const KernelContext& ctx) {
   return graph::Status();
 }
 
+graph::Status check_sparse_update_operands(const KernelContext& ctx, size_t slots) {
+  const Tensor& variable = ctx.input(0);
+  for (size_t i = 1; i <= slots; ++i) {
+    if (!(ctx.input(i).shape() == variable.shape())) {
+      return graph::invalid_argument("slot " + ctx.input(i).type_string() + " does not match the variable " + variable.type_string());
+    }
+  }
+  const Tensor& rows = ctx.input(slots + 1);
+  const Tensor& indices = ctx.input(slots + 2);
+  std::vector<int64_t> expected = indices.shape().to_vector();
+  for (int d = 1; d < variable.shape().rank(); ++d) expected.push_back(variable.shape().dim(d));
+  if (variable.shape().rank() < 1 || rows.shape().to_vector() != expected) {
+    return graph::invalid_argument("rows " + rows.type_string() + " do not match indices " + indices.type_string() +
+                                   " of the variable " + variable.type_string());
+  }
+  return graph::Status();
+}
+
 bool update_gated_off(const KernelContext& ctx, size_t gate) {
   return ctx.num_inputs() > gate && !ctx.input(gate).data<bool>()[0];
 }

@@ -108,5 +108,9 @@ graph::Status check_assigned_parts(const KernelContext& ctx);
 bool update_gated_off(const KernelContext& ctx, size_t gate);
 // Where each update op's gate is.
 inline constexpr size_t kGradientDescentGate = 3, kMomentumGate = 4, kAdamGate = 6, kAssignAddGate = 2;
+// Row-wise updates (ops/sparse_optimizer_ops.h): the `slots` inputs after the variable have its shape,
+// and the rows (input slots + 1) the indices' (input slots + 2) shape followed by the variable's row.
+graph::Status check_sparse_update_operands(const KernelContext& ctx, size_t slots);
+inline constexpr size_t kSparseGradientDescentGate = 4, kSparseMomentumGate = 5, kSparseAdamGate = 7;
 
 }  // namespace mirra::ops

@@ -29,6 +29,7 @@ void register_reduce_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& ke
 void register_distribute_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_collective_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
+void register_sparse_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 void register_copy_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& kernels);
 
 }  // namespace mirra::ops

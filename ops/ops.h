@@ -26,6 +26,8 @@
 #include "ops/mixed_precision.h"
 #include "ops/optimizer_ops.h"
 #include "ops/optimizers.h"
+#include "ops/sparse_optimizer_ops.h"
+#include "ops/sparse_updates.h"
 #include "ops/collective_ops.h"
 #include "ops/pool_ops.h"
 #include "ops/recomputation.h"

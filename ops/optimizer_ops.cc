@@ -253,14 +253,16 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .optional_inputs = 1,
                               .attrs = {{"momentum", AttrType::real, {}},
                                         {"use_nesterov", AttrType::boolean, false},
-                                        {"weight_decay", AttrType::real, 0.0}},
+                                        {"weight_decay", AttrType::real, 0.0},
+                                        {"lazy", AttrType::boolean, false}},
                               .updates = {0, 1},
                               .update_gradient = 2,
                               .infer = infer_apply(kMomentumGate),
                               .summary = "accumulator = momentum * accumulator + gradient; variable -= learning_rate * "
                                          "accumulator (Nesterov: learning_rate * (gradient + momentum * accumulator)), "
                                          "after variable *= 1 - learning_rate * weight_decay (decoupled weight decay, "
-                                         "SGDW); nothing when the optional bool apply is false.",
+                                         "SGDW); nothing when the optional bool apply is false. lazy: an embedding table's "
+                                         "update changes the rows looked up alone (ops/sparse_updates.h).",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("ApplyMomentum", graph::DeviceKind::cpu, {apply_momentum_kernel});
   schemas.add(graph::OpSchema{.name = "ApplyAdam",
@@ -269,13 +271,15 @@ void register_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRegistry&
                               .attrs = {{"beta1", AttrType::real, 0.9},
                                         {"beta2", AttrType::real, 0.999},
                                         {"epsilon", AttrType::real, 1e-7},
-                                        {"weight_decay", AttrType::real, 0.0}},
+                                        {"weight_decay", AttrType::real, 0.0},
+                                        {"lazy", AttrType::boolean, false}},
                               .updates = {0, 1, 2},
                               .update_gradient = 3,
                               .infer = infer_apply_adam,
                               .summary = "Adam with bias correction; with weight_decay, AdamW's decoupled decay first. step "
                                          "counts the updates already applied; nothing when the optional bool apply is "
-                                         "false.",
+                                         "false. lazy: an embedding table's update changes the rows looked up alone "
+                                         "(LazyAdam; ops/sparse_updates.h).",
                               .no_gradient = "it updates state and outputs nothing"});
   kernels.add("ApplyAdam", graph::DeviceKind::cpu, {apply_adam_kernel});
   schemas.add(graph::OpSchema{.name = "AssignAdd",
@@ -329,16 +333,20 @@ NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, Value
                 .inputs = gated({variable, accumulator, gradient, learning_rate}, apply),
                 .attrs = {{"momentum", settings.momentum},
                           {"use_nesterov", settings.nesterov},
-                          {"weight_decay", settings.weight_decay}}});
+                          {"weight_decay", settings.weight_decay},
+                          {"lazy", settings.lazy}}});
 }
 
-NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
-                  double weight_decay, ValueRef apply) {
+NodeId apply_adam(Builder& b, const AdamOperands& operands, const AdamSettings& settings, ValueRef apply) {
   return b.add({.op = "ApplyAdam",
                 .inputs = gated({operands.variable, operands.m, operands.v, operands.gradient, operands.learning_rate,
                                  operands.step},
                                 apply),
-                .attrs = {{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}, {"weight_decay", weight_decay}}});
+                .attrs = {{"beta1", settings.beta1},
+                          {"beta2", settings.beta2},
+                          {"epsilon", settings.epsilon},
+                          {"weight_decay", settings.weight_decay},
+                          {"lazy", settings.lazy}}});
 }
 
 NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply) {

@@ -5,7 +5,9 @@
 // They take (variable, [slots,] gradient, learning rate), so a strategy can put an all-reduce between
 // a gradient and its update, and optionally a bool scalar `apply`: false makes the update change
 // nothing (loss scaling skips a step whose gradients overflowed). NoOp groups nodes under one target
-// by control edges.
+// by control edges. With `lazy`, momentum's and Adam's update of an embedding table (a variable whose
+// gradient is the rows of its lookups) changes only the rows looked up and their slots, once
+// ops/sparse_updates.h has made it row-wise; the attribute changes nothing else.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,7 @@ struct MomentumSettings {
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
+  bool lazy = false;
 };
 NodeId apply_momentum(Builder& b, ValueRef variable, ValueRef accumulator, ValueRef gradient, ValueRef learning_rate,
                       const MomentumSettings& settings, ValueRef apply = {});
@@ -40,8 +43,12 @@ struct AdamOperands {
   ValueRef variable, m, v, gradient, learning_rate;
   ValueRef step;  // i64 scalar: updates applied so far
 };
-NodeId apply_adam(Builder& b, const AdamOperands& operands, double beta1, double beta2, double epsilon,
-                  double weight_decay, ValueRef apply = {});
+struct AdamSettings {
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7;
+  double weight_decay = 0.0;
+  bool lazy = false;
+};
+NodeId apply_adam(Builder& b, const AdamOperands& operands, const AdamSettings& settings, ValueRef apply = {});
 NodeId assign_add(Builder& b, ValueRef variable, ValueRef value, ValueRef apply = {});
 NodeId assign(Builder& b, ValueRef variable, ValueRef value);
 // The parts' elements, in order, become the variable's (their element counts add up to its).

@@ -179,11 +179,19 @@ graph::Expected<TrainOp> minimize(graph::Builder& b, graph::ValueRef loss, const
       update = apply_gradient_descent(b, v, applied[i], result.learning_rate, weight_decay, finite);
     } else if (optimizer.kind == "momentum") {
       update = apply_momentum(b, v, slot("momentum"), applied[i], result.learning_rate,
-                              {.momentum = optimizer.momentum, .nesterov = optimizer.nesterov, .weight_decay = weight_decay},
+                              {.momentum = optimizer.momentum,
+                               .nesterov = optimizer.nesterov,
+                               .weight_decay = weight_decay,
+                               .lazy = optimizer.lazy},
                               finite);
     } else {
       update = apply_adam(b, {v, slot("m"), slot("v"), applied[i], result.learning_rate, result.iterations},
-                          optimizer.beta1, optimizer.beta2, optimizer.epsilon, weight_decay, finite);
+                          {.beta1 = optimizer.beta1,
+                           .beta2 = optimizer.beta2,
+                           .epsilon = optimizer.epsilon,
+                           .weight_decay = weight_decay,
+                           .lazy = optimizer.lazy},
+                          finite);
     }
     if (update == graph::kInvalidNode) return b.status();
     order_after_readers(b, v.node, update);
@@ -239,7 +247,8 @@ graph::AttrMap optimizer_hyper_parameters(const Optimizer& optimizer) {
           {"nesterov", optimizer.nesterov},           {"beta1", optimizer.beta1},
           {"beta2", optimizer.beta2},                 {"epsilon", optimizer.epsilon},
           {"weight_decay", optimizer.weight_decay},   {"clip_global_norm", optimizer.clip_global_norm},
-          {"exclude_from_weight_decay", optimizer.exclude_from_weight_decay}};
+          {"exclude_from_weight_decay", optimizer.exclude_from_weight_decay},
+          {"lazy", optimizer.lazy}};
 }
 
 graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind, const graph::AttrMap& hyper_parameters) {
@@ -266,10 +275,11 @@ graph::Expected<Optimizer> optimizer_from_hyper_parameters(std::string_view kind
       o.exclude_from_weight_decay = *names;
       known = true;
     }
-    if (name == "nesterov") {
+    for (const auto& [flag_name, field] : {std::pair{"nesterov", &o.nesterov}, std::pair{"lazy", &o.lazy}}) {
+      if (name != flag_name) continue;
       const bool* flag = std::get_if<bool>(&value);
-      if (flag == nullptr) return graph::invalid_argument("optimizer hyper-parameter 'nesterov' must be a bool");
-      o.nesterov = *flag;
+      if (flag == nullptr) return graph::invalid_argument("optimizer hyper-parameter '" + name + "' must be a bool");
+      *field = *flag;
       known = true;
     }
     if (!known) return graph::invalid_argument("optimizer hyper-parameter '" + name + "' is not known");

@@ -52,6 +52,10 @@ struct Optimizer {
   // {"gamma", "beta", "bias"} keeps batch normalisation's parameters and biases out).
   std::vector<std::string> exclude_from_weight_decay;
   double clip_global_norm = 0.0;  // > 0: scale all gradients by min(1, clip / global norm) first
+  // momentum, adam: an embedding table (a variable whose gradient is the rows of its lookups) updates
+  // the rows a step looks up alone, with their slots (TensorFlow's sparse momentum, LazyAdam), where
+  // the update can read those rows (ops/sparse_updates.h); false: every row, as the dense update does.
+  bool lazy = false;
 
   static Optimizer sgd(double learning_rate) { return {"sgd", learning_rate}; }
   static Optimizer momentum_sgd(double learning_rate, double momentum, bool nesterov = false) {

@@ -29,6 +29,7 @@ void register_builtin_ops(graph::OpRegistry& schemas, runtime::KernelRegistry& k
   register_slicing_ops(schemas, kernels);
   register_reduce_ops(schemas, kernels);
   register_optimizer_ops(schemas, kernels);
+  register_sparse_optimizer_ops(schemas, kernels);
   register_distribute_ops(schemas, kernels);
   register_collective_ops(schemas, kernels);
   register_copy_ops(schemas, kernels);

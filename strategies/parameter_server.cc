@@ -13,6 +13,7 @@
 #include "graph/print.h"
 #include "ops/optimizer_ops.h"
 #include "ops/task_partition.h"
+#include "strategies/pruning.h"
 #include "strategies/replicate.h"
 #include "strategies/variable_partitioning.h"
 
@@ -611,9 +612,14 @@ graph::Expected<std::map<int, TaskProgram>> asynchronous_tasks(const TrainingPro
 
 }  // namespace
 
-graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& cluster,
+graph::Expected<std::map<int, TaskProgram>> parameter_server_tasks(const TrainingProgram& program,
                                                                    const ops::CollectiveOptions& transfers,
                                                                    const ParameterServerMode& mode) {
+  // Only what the steps run: every value crossing between tasks does so each step, and a gradient
+  // the program lists but no update reads (an embedding table's, updated by rows) must not.
+  TrainingProgram cluster = program;
+  for (auto& [variable, gradient] : cluster.variables_and_gradients) gradient = {};
+  prune(cluster);
   if (mode.asynchronous) return asynchronous_tasks(cluster, transfers);
   graph::Graph g = cluster.graph;
   graph::Builder b(g, *cluster.ops);

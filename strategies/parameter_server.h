@@ -56,7 +56,8 @@ struct ParameterServerPlan {
   // An embedding lookup (GatherV2 along axis 0) of a whole variable runs on its server, and the
   // scatter of its gradient's rows too, so that only the rows a batch uses cross the network (sparse
   // pulls and pushes); false (and synchronously with staleness, whose workers must not wait for their
-  // servers' step): the worker receives the whole variable and sends its whole gradient (dense).
+  // servers' step): the worker receives the whole variable, and sends its whole gradient unless the
+  // update is made row-wise (ops/sparse_updates.h, which Strategy::distribute runs: then its rows).
   bool lookups_on_servers = true;
 };
 

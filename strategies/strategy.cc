@@ -4,6 +4,7 @@
 #include "strategies/strategy.h"
 
 #include "ops/inference_mode.h"
+#include "ops/sparse_updates.h"
 
 #include "graph/verify.h"
 #include "runtime/device_kinds.h"
@@ -97,6 +98,8 @@ graph::Expected<TrainingProgram> Strategy::distribute(const TrainingProgram& pro
   TrainingProgram pruned = program;
   prune(pruned);
   MIRRA_ASSIGN_OR_RETURN(TrainingProgram distributed, rewrite(pruned, part));
+  // Every strategy's embedding tables updated by rows where its result lets them be.
+  MIRRA_RETURN_IF_ERROR(ops::update_looked_up_rows(distributed.graph, *distributed.ops));
   prune(distributed);
   // Evaluation's values in inference mode (the moving statistics), beside the training step's.
   MIRRA_RETURN_IF_ERROR(ops::add_inference_values(distributed.graph, *distributed.ops, distributed.signature));

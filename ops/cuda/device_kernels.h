@@ -141,6 +141,30 @@ size_t segment_sum_scratch_bytes(DType id_dtype, int64_t rows);
 cudaError_t unsorted_segment_sum(DType dtype, DType id_dtype, const void* data, const void* ids, void* y, int64_t rows,
                                  int64_t inner, int64_t segments, const SegmentScratch& scratch, unsigned long long* bad,
                                  cudaStream_t stream);
+// The row-wise updates (SparseApplyGradientDescent, SparseApplyMomentum, SparseApplyAdam): the indices
+// sorted with their positions as UnsortedSegmentSum sorts them (`scratch`, of
+// segment_sum_scratch_bytes), each index's rows summed in their order and its row of the variable and
+// slots updated as ops/elementwise_math.h's update; negative indices dropped, each at or past `limit`
+// skipped and counted into *bad. The learning rate, Adam's step and the gate are read on the device.
+struct SparseRows {
+  const void* rows = nullptr;
+  const void* indices = nullptr;
+  DType index_dtype = DType::i64;
+  int64_t count = 0, width = 1, limit = 0;  // indices, elements per row, the variable's rows
+};
+enum class SparseRule { gradient_descent, momentum, nesterov_momentum, adam };
+struct SparseUpdate {
+  SparseRule rule = SparseRule::gradient_descent;
+  void* variable = nullptr;
+  void* first_slot = nullptr;   // momentum's accumulator, Adam's m
+  void* second_slot = nullptr;  // Adam's v
+  const void* learning_rate = nullptr;
+  const int64_t* step = nullptr;  // Adam's
+  const bool* gate = nullptr;
+  double momentum = 0, beta1 = 0, beta2 = 0, epsilon = 0;
+};
+cudaError_t sparse_apply(DType dtype, const SparseUpdate& update, const SparseRows& rows, const SegmentScratch& scratch,
+                         unsigned long long* bad, cudaStream_t stream);
 // LayerNorm over the rows of x [rows, columns]: y, and each row's mean and rstd (f32, f64).
 cudaError_t layer_norm(DType dtype, const void* x, const void* scale, const void* offset, void* y, void* mean, void* rstd,
                        int64_t rows, int64_t columns, double epsilon, cudaStream_t stream);

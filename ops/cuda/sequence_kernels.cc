@@ -1,7 +1,8 @@
-// GPU kernels of the sequence ops, host side: Dropout, GatherV2 and UnsortedSegmentSum, which complete on the
-// host once the device has counted the indices out of range (an error naming the first such count,
-// as the CPU's names the index: TensorFlow's CPU behaviour, where its GPU kernels return zeros), and
-// LayerNorm with its gradient. Shapes and errors as on the CPU (ops/kernel_shapes.h).
+// GPU kernels of the sequence ops, host side: Dropout, GatherV2, UnsortedSegmentSum and the row-wise
+// updates of looked-up rows (SparseApply*), which complete on the host once the device has counted the
+// indices out of range (an error naming the first such count, as the CPU's names the index:
+// TensorFlow's CPU behaviour, where its GPU kernels return zeros), and LayerNorm with its gradient.
+// Shapes and errors as on the CPU (ops/kernel_shapes.h).
 #include <functional>
 
 #include "ops/cuda/gpu_kernel.h"
@@ -76,6 +77,23 @@ void gather_kernel(KernelContext& ctx, runtime::KernelDone done) {
       });
 }
 
+// The device scratch of sorting `rows` ids of `id_dtype` for `segments` segments, its buffers added
+// to `buffers`.
+SegmentScratch segment_scratch(const KernelContext& ctx, DType id_dtype, int64_t rows, int64_t segments,
+                               std::vector<Tensor>& buffers) {
+  const auto& allocator = gpu_of(ctx).allocator();
+  const size_t sort_bytes = segment_sum_scratch_bytes(id_dtype, rows);
+  buffers = {Tensor::empty(allocator, id_dtype, TensorShape{rows}), Tensor::empty(allocator, DType::i64, TensorShape{rows}),
+             Tensor::empty(allocator, DType::i64, TensorShape{rows}), Tensor::empty(allocator, DType::i64, TensorShape{segments + 1}),
+             Tensor::empty(allocator, DType::u8, TensorShape{static_cast<int64_t>(sort_bytes)})};
+  return {.sorted_ids = buffers[0].mutable_raw_data(),
+          .rows = buffers[1].mutable_data<int64_t>(),
+          .order = buffers[2].mutable_data<int64_t>(),
+          .starts = buffers[3].mutable_data<int64_t>(),
+          .sort = buffers[4].mutable_raw_data(),
+          .sort_bytes = sort_bytes};
+}
+
 void unsorted_segment_sum_kernel(KernelContext& ctx, runtime::KernelDone done) {
   const Tensor& data = ctx.input(0);
   const Tensor& ids = ctx.input(1);
@@ -84,19 +102,8 @@ void unsorted_segment_sum_kernel(KernelContext& ctx, runtime::KernelDone done) {
   if (!geometry.ok()) return done(geometry.status());
   const SegmentGeometry& g = *geometry;
   Tensor& y = ctx.allocate_output(0, data.dtype(), g.output);
-  const auto& allocator = gpu_of(ctx).allocator();
-  const size_t sort_bytes = segment_sum_scratch_bytes(ids.dtype(), g.rows);
-  std::vector<Tensor> scratch = {Tensor::empty(allocator, ids.dtype(), TensorShape{g.rows}),
-                                 Tensor::empty(allocator, DType::i64, TensorShape{g.rows}),
-                                 Tensor::empty(allocator, DType::i64, TensorShape{g.rows}),
-                                 Tensor::empty(allocator, DType::i64, TensorShape{segments + 1}),
-                                 Tensor::empty(allocator, DType::u8, TensorShape{static_cast<int64_t>(sort_bytes)})};
-  const SegmentScratch space{.sorted_ids = scratch[0].mutable_raw_data(),
-                             .rows = scratch[1].mutable_data<int64_t>(),
-                             .order = scratch[2].mutable_data<int64_t>(),
-                             .starts = scratch[3].mutable_data<int64_t>(),
-                             .sort = scratch[4].mutable_raw_data(),
-                             .sort_bytes = sort_bytes};
+  std::vector<Tensor> scratch;
+  const SegmentScratch space = segment_scratch(ctx, ids.dtype(), g.rows, segments, scratch);
   run_counting(
       ctx, std::move(done),
       [&](unsigned long long* bad) {
@@ -108,6 +115,55 @@ void unsorted_segment_sum_kernel(KernelContext& ctx, runtime::KernelDone done) {
         return graph::invalid_argument(std::to_string(found) + " segment_ids are not in [0, " + std::to_string(segments) + ")");
       },
       std::move(scratch));
+}
+
+// SparseApplyGradientDescent, SparseApplyMomentum and SparseApplyAdam: `slots` inputs after the
+// variable, then rows, indices, the learning rate (and Adam's step) and the optional gate.
+void sparse_apply_kernel(KernelContext& ctx, runtime::KernelDone done, size_t slots, size_t gate, SparseUpdate update) {
+  if (const Status valid = check_sparse_update_operands(ctx, slots); !valid.ok()) return done(valid);
+  Tensor& variable = ctx.input_for_update(0);
+  const Tensor& rows = ctx.input(slots + 1);
+  const Tensor& indices = ctx.input(slots + 2);
+  update.variable = variable.mutable_raw_data();
+  if (slots > 0) update.first_slot = ctx.input_for_update(1).mutable_raw_data();
+  if (slots > 1) update.second_slot = ctx.input_for_update(2).mutable_raw_data();
+  update.learning_rate = ctx.input(slots + 3).raw_data();
+  if (update.rule == SparseRule::adam) update.step = ctx.input(slots + 4).data<int64_t>();
+  update.gate = ctx.num_inputs() > gate ? ctx.input(gate).data<bool>() : nullptr;
+  const int64_t limit = variable.shape().dim(0);
+  const SparseRows named{.rows = rows.raw_data(),
+                         .indices = indices.raw_data(),
+                         .index_dtype = indices.dtype(),
+                         .count = indices.num_elements(),
+                         .width = limit > 0 ? variable.num_elements() / limit : 1,
+                         .limit = limit};
+  std::vector<Tensor> scratch;
+  const SegmentScratch space = segment_scratch(ctx, indices.dtype(), named.count, 0, scratch);
+  run_counting(
+      ctx, std::move(done),
+      [&](unsigned long long* bad) { return launched(sparse_apply(variable.dtype(), update, named, space, bad, stream_of(ctx)), "sparse_apply"); },
+      [limit](int64_t found) {
+        return graph::invalid_argument(std::to_string(found) + " indices are not in [0, " + std::to_string(limit) + ")");
+      },
+      std::move(scratch));
+}
+
+void sparse_apply_gradient_descent_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  sparse_apply_kernel(ctx, std::move(done), 0, kSparseGradientDescentGate, {.rule = SparseRule::gradient_descent});
+}
+
+void sparse_apply_momentum_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  sparse_apply_kernel(ctx, std::move(done), 1, kSparseMomentumGate,
+                      {.rule = ctx.attr<bool>("use_nesterov") ? SparseRule::nesterov_momentum : SparseRule::momentum,
+                       .momentum = ctx.attr<double>("momentum")});
+}
+
+void sparse_apply_adam_kernel(KernelContext& ctx, runtime::KernelDone done) {
+  sparse_apply_kernel(ctx, std::move(done), 2, kSparseAdamGate,
+                      {.rule = SparseRule::adam,
+                       .beta1 = ctx.attr<double>("beta1"),
+                       .beta2 = ctx.attr<double>("beta2"),
+                       .epsilon = ctx.attr<double>("epsilon")});
 }
 
 Status layer_norm_kernel(KernelContext& ctx) {
@@ -142,6 +198,9 @@ void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels) {
   const char* host_check = "completes on the host, after the device counted the indices out of range";
   kernels.add("GatherV2", DeviceKind::gpu, {.async_fn = gather_kernel, .not_capturable = host_check});
   kernels.add("UnsortedSegmentSum", DeviceKind::gpu, {.async_fn = unsorted_segment_sum_kernel, .not_capturable = host_check});
+  kernels.add("SparseApplyGradientDescent", DeviceKind::gpu, {.async_fn = sparse_apply_gradient_descent_kernel, .not_capturable = host_check});
+  kernels.add("SparseApplyMomentum", DeviceKind::gpu, {.async_fn = sparse_apply_momentum_kernel, .not_capturable = host_check});
+  kernels.add("SparseApplyAdam", DeviceKind::gpu, {.async_fn = sparse_apply_adam_kernel, .not_capturable = host_check});
   kernels.add("Dropout", DeviceKind::gpu, {.fn = dropout_kernel, .dtypes = floats});
   kernels.add("LayerNorm", DeviceKind::gpu, {.fn = layer_norm_kernel, .dtypes = floats});
   kernels.add("LayerNormGrad", DeviceKind::gpu, {.fn = layer_norm_grad_kernel, .dtypes = floats});

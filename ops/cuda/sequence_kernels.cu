@@ -1,12 +1,13 @@
 // CUDA kernels of the sequence ops: Dropout (Philox's draws, as the CPU kernel makes them), GatherV2's
 // row copies (counting the indices out of range, whose
 // rows are zeroed), UnsortedSegmentSum (the rows stably sorted by id with CUB's radix sort, then each
-// segment's rows added in their order in data: the CPU kernel's sums, without atomics), and
-// LayerNorm with its gradient (a block per row summing in double over a fixed tree; the column sums
+// segment's rows added in their order in data: the CPU kernel's sums, without atomics), the row-wise
+// optimizer updates over ids sorted the same way, and LayerNorm with its gradient (a block per row summing in double over a fixed tree; the column sums
 // a thread per column adding the rows in order).
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/cuda/launch.cuh"
+#include "ops/elementwise_math.h"
 #include "ops/philox.h"
 
 namespace mirra::ops::cuda {
@@ -76,6 +77,75 @@ __global__ void segment_sum_kernel(const T* data, const int64_t* order, const in
     for (int64_t k = starts[s]; k < starts[s + 1]; ++k) sum += data[order[k] * inner + column];
     y[i] = sum;
   }
+}
+
+// Each position k of the sorted indices that starts its index's run sums the run's rows in their
+// order, column by column, and updates that row of the variable through `apply`.
+template <class T, class I, class Apply>
+__global__ void sparse_update_kernel(const T* rows, const I* sorted, const int64_t* order, int64_t count, int64_t width,
+                                     int64_t limit, const bool* gate, Apply apply) {
+  if (gate != nullptr && !*gate) return;
+  for (int64_t i = first_index(); i < count * width; i += grid_stride()) {
+    const int64_t k = i / width, column = i % width;
+    const I index = sorted[k];
+    if (index < 0 || static_cast<int64_t>(index) >= limit || (k > 0 && sorted[k - 1] == index)) continue;
+    T sum = 0;
+    for (int64_t p = k; p < count && sorted[p] == index; ++p) sum += rows[order[p] * width + column];
+    apply(static_cast<int64_t>(index) * width + column, sum);
+  }
+}
+
+template <class T>
+struct DescentRows {
+  T* variable;
+  const T* learning_rate;
+  __device__ void operator()(int64_t at, T gradient) const {
+    math::GradientDescentUpdate<T>{*learning_rate}.apply(variable[at], gradient);
+  }
+};
+
+template <class T, bool kNesterov>
+struct MomentumRows {
+  T* variable;
+  T* accumulator;
+  const T* learning_rate;
+  T momentum;
+  __device__ void operator()(int64_t at, T gradient) const {
+    math::MomentumUpdate<T, kNesterov>{*learning_rate, momentum}.apply(variable[at], accumulator[at], gradient);
+  }
+};
+
+// The bias corrections of step + 1 in double, as ApplyAdam's kernels fold them.
+template <class T>
+struct AdamRows {
+  T *variable, *m, *v;
+  const T* learning_rate;
+  const int64_t* step;
+  double beta1, beta2, epsilon;
+  __device__ void operator()(int64_t at, T gradient) const {
+    const double rate = static_cast<double>(*learning_rate), t = static_cast<double>(*step + 1);
+    const math::AdamUpdate<T> update{static_cast<T>(beta1),
+                                     static_cast<T>(beta2),
+                                     static_cast<T>(rate / (1.0 - pow(beta1, t))),
+                                     static_cast<T>(1.0 / sqrt(1.0 - pow(beta2, t))),
+                                     T(1),
+                                     static_cast<T>(epsilon)};
+    update.apply(variable[at], m[at], v[at], gradient);
+  }
+};
+
+// `ids` sorted with their positions into scratch's sorted_ids and order (stable: equal ids keep their
+// order), each id at or past `limit` counted into *bad.
+template <class I>
+cudaError_t sort_ids(const I* ids, int64_t rows, int64_t limit, const SegmentScratch& scratch, unsigned long long* bad,
+                     cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  cudaError_t result = launch(count_past_kernel<I>, blocks_for(rows), kThreads, stream, ids, rows, limit, bad);
+  if (result == cudaSuccess) result = launch(iota_kernel, blocks_for(rows), kThreads, stream, scratch.rows, rows);
+  if (result != cudaSuccess) return result;
+  size_t bytes = scratch.sort_bytes;
+  return cub::DeviceRadixSort::SortPairs(scratch.sort, bytes, ids, static_cast<I*>(scratch.sorted_ids), scratch.rows, scratch.order,
+                                         rows, 0, static_cast<int>(sizeof(I) * 8), stream);
 }
 
 template <class T>
@@ -188,23 +258,44 @@ cudaError_t unsorted_segment_sum(DType dtype, DType id_dtype, const void* data, 
                                  int64_t inner, int64_t segments, const SegmentScratch& scratch, unsigned long long* bad,
                                  cudaStream_t stream) {
   return visit<int32_t, int64_t>(id_dtype, [&]<class I>(I) {
-    const I* id = static_cast<const I*>(ids);
-    I* sorted = static_cast<I*>(scratch.sorted_ids);
-    if (rows > 0) {
-      cudaError_t result = launch(count_past_kernel<I>, blocks_for(rows), kThreads, stream, id, rows, segments, bad);
-      if (result == cudaSuccess) result = launch(iota_kernel, blocks_for(rows), kThreads, stream, scratch.rows, rows);
-      if (result != cudaSuccess) return result;
-      size_t bytes = scratch.sort_bytes;
-      result = cub::DeviceRadixSort::SortPairs(scratch.sort, bytes, id, sorted, scratch.rows, scratch.order, rows, 0,
-                                               static_cast<int>(sizeof(I) * 8), stream);
-      if (result != cudaSuccess) return result;
-    }
-    cudaError_t result = launch(segment_starts_kernel<I>, blocks_for(segments + 1), kThreads, stream, static_cast<const I*>(sorted),
+    const I* sorted = static_cast<const I*>(scratch.sorted_ids);
+    cudaError_t result = sort_ids(static_cast<const I*>(ids), rows, segments, scratch, bad, stream);
+    if (result != cudaSuccess) return result;
+    result = launch(segment_starts_kernel<I>, blocks_for(segments + 1), kThreads, stream, static_cast<const I*>(sorted),
                                 rows, segments, scratch.starts);
     if (result != cudaSuccess || segments * inner == 0) return result;
     return visit<float, double, int32_t, int64_t>(dtype, [&]<class T>(T) {
       return launch(segment_sum_kernel<T>, blocks_for(segments * inner), kThreads, stream, static_cast<const T*>(data), scratch.order,
                     scratch.starts, static_cast<T*>(y), segments, inner);
+    });
+  });
+}
+
+cudaError_t sparse_apply(DType dtype, const SparseUpdate& update, const SparseRows& rows, const SegmentScratch& scratch,
+                         unsigned long long* bad, cudaStream_t stream) {
+  return visit<int32_t, int64_t>(rows.index_dtype, [&]<class I>(I) {
+    cudaError_t result = sort_ids(static_cast<const I*>(rows.indices), rows.count, rows.limit, scratch, bad, stream);
+    if (result != cudaSuccess || rows.count * rows.width == 0) return result;
+    const I* sorted = static_cast<const I*>(scratch.sorted_ids);
+    return visit<float, double>(dtype, [&]<class T>(T) {
+      const auto run = [&](auto apply) {
+        return launch(sparse_update_kernel<T, I, decltype(apply)>, blocks_for(rows.count * rows.width), kThreads, stream,
+                      static_cast<const T*>(rows.rows), sorted, static_cast<const int64_t*>(scratch.order), rows.count,
+                      rows.width, rows.limit, update.gate, apply);
+      };
+      T* variable = static_cast<T*>(update.variable);
+      const T* rate = static_cast<const T*>(update.learning_rate);
+      switch (update.rule) {
+        case SparseRule::gradient_descent: return run(DescentRows<T>{variable, rate});
+        case SparseRule::momentum:
+          return run(MomentumRows<T, false>{variable, static_cast<T*>(update.first_slot), rate, static_cast<T>(update.momentum)});
+        case SparseRule::nesterov_momentum:
+          return run(MomentumRows<T, true>{variable, static_cast<T*>(update.first_slot), rate, static_cast<T>(update.momentum)});
+        case SparseRule::adam:
+          return run(AdamRows<T>{variable, static_cast<T*>(update.first_slot), static_cast<T*>(update.second_slot), rate,
+                                 update.step, update.beta1, update.beta2, update.epsilon});
+      }
+      return cudaErrorNotSupported;
     });
   });
 }

@@ -564,6 +564,28 @@ TEST_CASE("ParameterServer.embedding_lookups_move_only_the_rows_used_and_train_a
     CHECK(summary["bytes_received"].get<int64_t>() * 100 < 20 * table_bytes);
     CHECK(summary["bytes_sent"].get<int64_t>() * 100 < 20 * table_bytes);
   }
+  // --lazy-updates: the server's momentum updates the rows looked up alone, as one device's does
+  // (which differs from the dense momentum's table); Mirrored, which sums the table's gradient whole,
+  // refuses it naming the table.
+  const std::string lazy_reference_file = workspace() / "ps_bag_lazy_reference.mirra";
+  std::vector<std::string> lazy_reference = common;
+  lazy_reference.insert(lazy_reference.end(),
+                        {"--strategy", "one_device", "--devices", "cpu:0", "--save", lazy_reference_file, "--lazy-updates"});
+  REQUIRE(run(lazy_reference, "ps_bag_lazy_reference").code == 0);
+  const auto lazy_want = trained_values(lazy_reference_file);
+  CHECK(*lazy_want.at("embedding/table").bytes != *want.at("embedding/table").bytes);
+  const std::string lazy_saved = workspace() / "ps_bag_lazy.mirra";
+  std::vector<std::string> lazy_args = common;
+  lazy_args.insert(lazy_args.end(), {"--strategy", "parameter_server", "--update-mode", "sync", "--lazy-updates"});
+  const std::vector<Process> lazy_tasks = start_tasks(make_cluster(1, 2), lazy_args, {"--save", lazy_saved}, "ps_bag_lazy");
+  const std::vector<int> lazy_codes = wait_for_all(lazy_tasks, 300s);
+  for (size_t t = 0; t < lazy_tasks.size(); ++t) CHECK_MESSAGE(lazy_codes[t] == 0, "task " << t << ": " << read_text(lazy_tasks[t].err));
+  check_close(trained_values(lazy_saved), lazy_want, 1e-5);
+  std::vector<std::string> mirrored = common;
+  mirrored.insert(mirrored.end(), {"--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--lazy-updates"});
+  const Run refused = run(mirrored, "ps_bag_lazy_mirrored");
+  CHECK(refused.code != 0);
+  CHECK_MESSAGE(refused.err.find("lazy update of 'replica_0/embedding/table'") != std::string::npos, refused.err);
 }
 
 // Synchronous with a staleness bound of 2: each worker reads variables two steps old and reports its

@@ -28,6 +28,17 @@ graph::Expected<runtime::training::TrainingGraph> trainer_signature(const serial
   return graph;
 }
 
+ModelProgramOptions model_program_options(const TrainingConfig& training, const std::vector<graph::DeviceId>& devices) {
+  return {.learning_rate = training.learning_rate,
+          .weight_decay = training.weight_decay,
+          .exclude_from_weight_decay = training.exclude_from_weight_decay,
+          .lazy_updates = training.lazy_updates,
+          .check_numerics = training.check_numerics,
+          .mixed_precision = training.mixed_precision,
+          .recompute = training.recompute,
+          .devices = devices};
+}
+
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
                                                   const ModelProgramOptions& options) {
   const serialization::OptimizerSpec& spec = model.signature.optimizer;
@@ -35,6 +46,7 @@ graph::Expected<ModelProgram> build_model_program(const serialization::Model& mo
   if (options.learning_rate) hyper_parameters.set("learning_rate", *options.learning_rate);
   if (options.weight_decay) hyper_parameters.set("weight_decay", *options.weight_decay);
   if (options.exclude_from_weight_decay) hyper_parameters.set("exclude_from_weight_decay", *options.exclude_from_weight_decay);
+  if (options.lazy_updates) hyper_parameters.set("lazy", *options.lazy_updates);
   ModelProgram out;
   MIRRA_ASSIGN_OR_RETURN(out.optimizer, ops::optimizer_from_hyper_parameters(spec.kind, hyper_parameters));
   strategies::TrainingProgram& program = out.program;

@@ -12,6 +12,7 @@
 #include "ops/registry.h"
 #include "serialization/model_file.h"
 #include "strategies/strategy.h"
+#include "tools/mirra/run_config.h"
 
 namespace mirra::runner {
 
@@ -30,6 +31,7 @@ struct ModelProgramOptions {
   std::optional<double> learning_rate;  // unset: the model file's
   std::optional<double> weight_decay;   // unset: the model file's
   std::optional<std::vector<std::string>> exclude_from_weight_decay;  // unset: the model file's
+  std::optional<bool> lazy_updates;     // unset: the model file's (ops::Optimizer::lazy)
   bool check_numerics = false;          // every gradient checked for NaN and infinity before its update
   ops::MixedPrecision mixed_precision = ops::MixedPrecision::off;
   ops::Recompute recompute = ops::Recompute::none;  // activations computed again in the backward pass
@@ -40,6 +42,9 @@ struct ModelProgramOptions {
 
 graph::Expected<ModelProgram> build_model_program(const serialization::Model& model,
                                                   const ModelProgramOptions& options = {});
+
+// The options a run's training settings give, for a strategy over `devices`.
+ModelProgramOptions model_program_options(const TrainingConfig& training, const std::vector<graph::DeviceId>& devices);
 
 // What the Trainer runs of a model file's signature: its batch inputs, loss, loss weight, "correct"
 // metric (a classifier's; other objectives have none) and its other metrics; no train target.

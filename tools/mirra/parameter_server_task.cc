@@ -156,13 +156,7 @@ graph::Status ParameterServerTask::run() {
   strategies::StrategyConfig strategy_config = config_.strategy;
   strategy_config.cluster = {.servers = static_cast<int>(cluster_.servers.size()), .workers = static_cast<int>(cluster_.workers.size())};
   MIRRA_ASSIGN_OR_RETURN(const std::unique_ptr<strategies::Strategy> strategy, strategies::make_strategy(strategy_config));
-  MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, {.learning_rate = config_.training.learning_rate,
-                                                                .weight_decay = config_.training.weight_decay,
-                                                                .exclude_from_weight_decay = config_.training.exclude_from_weight_decay,
-                                                                .check_numerics = config_.training.check_numerics,
-                                                                .mixed_precision = config_.training.mixed_precision,
-                                                                .recompute = config_.training.recompute,
-                                                                .devices = strategy_config.devices}));
+  MIRRA_ASSIGN_OR_RETURN(program_, build_model_program(model_, model_program_options(config_.training, strategy_config.devices)));
   MIRRA_ASSIGN_OR_RETURN(distributed_, strategy->distribute(program_.program));
   MIRRA_ASSIGN_OR_RETURN(auto tasks, strategies::parameter_server_tasks(
                                          distributed_, {.implementation = "grpc", .timeout_ms = static_cast<int64_t>(timeout_s() * 1000)},

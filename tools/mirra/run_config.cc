@@ -113,7 +113,7 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   MIRRA_RETURN_IF_ERROR(strategies::check_config_keys(
       t, {"data", "epochs", "steps", "batch_size", "accumulation_steps", "learning_rate", "schedule", "seed",
           "deterministic", "threads", "memory_limit", "check_numerics", "soft_placement", "allow_tf32",
-          "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "augmentation",
+          "cuda_graph", "mixed_precision", "sync_batch_norm", "weight_decay", "exclude_from_weight_decay", "lazy_updates", "augmentation",
           "recompute", "logdir", "logdir_per_worker", "histogram_every"},
       source, "training."));
   if (t.contains("schedule")) MIRRA_RETURN_IF_ERROR(read_schedule(t.at("schedule"), source, out.schedule));
@@ -140,6 +140,11 @@ graph::Status read_training(const json& t, std::string_view source, TrainingConf
   }
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "deterministic", "training.deterministic", source, out.deterministic));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "check_numerics", "training.check_numerics", source, out.check_numerics));
+  if (t.contains("lazy_updates")) {
+    bool lazy = false;
+    MIRRA_RETURN_IF_ERROR(read_boolean(t, "lazy_updates", "training.lazy_updates", source, lazy));
+    out.lazy_updates = lazy;
+  }
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "soft_placement", "training.soft_placement", source, out.soft_placement));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "allow_tf32", "training.allow_tf32", source, out.allow_tf32));
   MIRRA_RETURN_IF_ERROR(read_boolean(t, "cuda_graph", "training.cuda_graph", source, out.cuda_graph));
@@ -258,6 +263,7 @@ std::string run_config_json(const RunConfig& c) {
   if (c.training.learning_rate) training["learning_rate"] = *c.training.learning_rate;
   if (c.training.weight_decay) training["weight_decay"] = *c.training.weight_decay;
   if (c.training.exclude_from_weight_decay) training["exclude_from_weight_decay"] = *c.training.exclude_from_weight_decay;
+  if (c.training.lazy_updates) training["lazy_updates"] = *c.training.lazy_updates;
   training["augmentation"] = {{"crop_padding", c.training.augmentation.crop_padding},
                               {"horizontal_flip", c.training.augmentation.horizontal_flip}};
   const runtime::training::LearningRateSchedule& s = c.training.schedule;

@@ -36,6 +36,9 @@ struct TrainingConfig {
   // Decoupled weight decay (SGDW, AdamW) and the name parts it skips; unset: the model file's.
   std::optional<double> weight_decay;
   std::optional<std::vector<std::string>> exclude_from_weight_decay;
+  // Momentum and Adam update an embedding table's rows a step looks up alone, with their slots
+  // (ops::Optimizer::lazy; TensorFlow's sparse momentum, LazyAdam); unset: the model file's.
+  std::optional<bool> lazy_updates;
   runtime::training::LearningRateSchedule schedule;  // over the learning rate, by global step
   runtime::data::ImageAugmentation augmentation;     // of the training images (never the evaluation's)
   uint64_t seed = 1;                    // shuffle seed

@@ -58,6 +58,9 @@ void add_run_flags(CLI::App& command, RunFlags& f) {
   command.add_option("--threads", f.threads, "oneTBB threads (default 0: all cores)")->check(CLI::Range(0, 1024));
   command.add_option("--memory-limit", f.memory_limit,
                      "Most memory the run may plan to use, e.g. 16G (default: nine tenths of physical memory)");
+  command.add_flag("--lazy-updates", f.lazy_updates,
+                   "Momentum and Adam update an embedding table's rows a step looks up alone, with their slots "
+                   "(TensorFlow's LazyAdam)");
   command.add_flag("--check-numerics", f.check_numerics,
                    "Stop at the first non-finite gradient, before it is applied (the loss is always checked)");
   command.add_flag("--sync-batch-norm", f.sync_batch_norm,
@@ -181,6 +184,7 @@ graph::Expected<RunConfig> resolve_run_config(const RunFlags& f) {
     MIRRA_ASSIGN_OR_RETURN(config.training.memory_limit, parse_byte_size(*f.memory_limit, "--memory-limit"));
   }
   if (f.check_numerics) config.training.check_numerics = true;
+  if (f.lazy_updates) config.training.lazy_updates = true;
   if (f.sync_batch_norm) config.strategy.sync_batch_norm = true;
   if (f.soft_placement) config.training.soft_placement = true;
   if (f.allow_tf32) config.training.allow_tf32 = true;

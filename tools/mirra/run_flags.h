@@ -22,6 +22,7 @@ struct RunFlags {
   std::optional<int> threads, data_threads, keep_checkpoints, logical_gpus_per_gpu, staleness;
   bool deterministic = false;
   bool check_numerics = false;
+  bool lazy_updates = false;
   bool sync_batch_norm = false;
   bool horizontal_flip = false;
   bool soft_placement = false;

@@ -159,13 +159,7 @@ graph::Status TrainRun::run() {
   MIRRA_ASSIGN_OR_RETURN(model_, serialization::load_model(command_.model, ops::registry()));
   MIRRA_ASSIGN_OR_RETURN(strategy_, strategies::make_strategy(config_.strategy));
   MIRRA_ASSIGN_OR_RETURN(program_,
-                         build_model_program(model_, {.learning_rate = config_.training.learning_rate,
-                                                      .weight_decay = config_.training.weight_decay,
-                                                      .exclude_from_weight_decay = config_.training.exclude_from_weight_decay,
-                                                      .check_numerics = config_.training.check_numerics,
-                                                      .mixed_precision = config_.training.mixed_precision,
-                                                      .recompute = config_.training.recompute,
-                                                      .devices = strategy_->config().devices}));
+                         build_model_program(model_, model_program_options(config_.training, strategy_->config().devices)));
   all_reduce_plan_ = strategies::describe(strategy_->all_reduce_plan(), strategy_->config().devices);
   if (strategy_->across_workers()) {
     MIRRA_ASSIGN_OR_RETURN(workers_, runtime::open_mpi_communicator());
