@@ -28,12 +28,16 @@ namespace {
 // the optional gate.
 struct SparseLayout {
   size_t slots;
-  size_t rows() const { return 1 + slots; }
-  size_t indices() const { return 2 + slots; }
-  size_t learning_rate() const { return 3 + slots; }
-  size_t gate(bool step) const { return 4 + slots + (step ? 1 : 0); }
+  bool step;    // Adam's count of updates done, after the learning rate
+  size_t gate;  // ops/kernel_shapes.h's, which the GPU kernels read too
+  constexpr size_t rows() const { return 1 + slots; }
+  constexpr size_t indices() const { return 2 + slots; }
+  constexpr size_t learning_rate() const { return 3 + slots; }
 };
-constexpr SparseLayout kGradientDescent{0}, kMomentum{1}, kAdam{2};
+constexpr SparseLayout kGradientDescent{0, false, kSparseGradientDescentGate}, kMomentum{1, false, kSparseMomentumGate},
+    kAdam{2, true, kSparseAdamGate};
+constexpr bool gate_follows(const SparseLayout& layout) { return layout.gate == layout.learning_rate() + (layout.step ? 2 : 1); }
+static_assert(gate_follows(kGradientDescent) && gate_follows(kMomentum) && gate_follows(kAdam));
 
 // The distinct indices named, ascending, each with the positions of its rows in their order.
 struct RowGroups {
@@ -95,7 +99,7 @@ Status for_each_named_row(const KernelContext& ctx, const SparseLayout& layout, 
 
 Status sparse_apply_gradient_descent_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_sparse_update_operands(ctx, kGradientDescent.slots));
-  if (update_gated_off(ctx, kSparseGradientDescentGate)) return Status();
+  if (update_gated_off(ctx, kGradientDescent.gate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   return cpu::visit_dtype<float, double>(variable.dtype(), [&]<class T>(cpu::Type<T>) {
     const math::GradientDescentUpdate<T> update{ctx.input(kGradientDescent.learning_rate()).data<T>()[0]};
@@ -108,7 +112,7 @@ Status sparse_apply_gradient_descent_kernel(KernelContext& ctx) {
 
 Status sparse_apply_momentum_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_sparse_update_operands(ctx, kMomentum.slots));
-  if (update_gated_off(ctx, kSparseMomentumGate)) return Status();
+  if (update_gated_off(ctx, kMomentum.gate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& accumulator = ctx.input_for_update(1);
   const bool nesterov = ctx.attr<bool>("use_nesterov");
@@ -129,7 +133,7 @@ Status sparse_apply_momentum_kernel(KernelContext& ctx) {
 // Adam's update with the bias corrections of step + 1, as ApplyAdam's, on the rows named alone.
 Status sparse_apply_adam_kernel(KernelContext& ctx) {
   MIRRA_RETURN_IF_ERROR(check_sparse_update_operands(ctx, kAdam.slots));
-  if (update_gated_off(ctx, kSparseAdamGate)) return Status();
+  if (update_gated_off(ctx, kAdam.gate)) return Status();
   Tensor& variable = ctx.input_for_update(0);
   Tensor& first_moment = ctx.input_for_update(1);
   Tensor& second_moment = ctx.input_for_update(2);
@@ -156,8 +160,8 @@ Status sparse_apply_adam_kernel(KernelContext& ctx) {
 // (variable, slots..., rows, indices, learning_rate[, step][, apply]): the variable floating of rank
 // at least 1, the slots of its dtype and shape, rows of its dtype and shape indices.shape +
 // variable.shape[1:], integer indices, a scalar learning rate of its dtype, an i64 scalar step.
-graph::InferFn infer_sparse_apply(SparseLayout layout, bool step) {
-  return [layout, step](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
+graph::InferFn infer_sparse_apply(SparseLayout layout) {
+  return [layout](const InferContext& ctx) -> Expected<std::vector<TensorType>> {
     MIRRA_RETURN_IF_ERROR(require_dtype_in(ctx, 0, {DType::f32, DType::f64}));
     const graph::TensorType& variable = ctx.input(0);
     if (variable.shape.rank() < 1) return ctx.error("the variable must have rows (rank 1 or more)");
@@ -175,10 +179,10 @@ graph::InferFn infer_sparse_apply(SparseLayout layout, bool step) {
     if (ctx.input(layout.learning_rate()).dtype != variable.dtype || ctx.input(layout.learning_rate()).shape.rank() != 0) {
       return ctx.error("the learning rate must be a scalar of the variable's dtype");
     }
-    if (step && (ctx.input(layout.learning_rate() + 1).dtype != DType::i64 || ctx.input(layout.learning_rate() + 1).shape.rank() != 0)) {
+    if (layout.step && (ctx.input(layout.learning_rate() + 1).dtype != DType::i64 || ctx.input(layout.learning_rate() + 1).shape.rank() != 0)) {
       return ctx.error("the step must be an i64 scalar");
     }
-    const size_t gate = layout.gate(step);
+    const size_t gate = layout.gate;
     if (ctx.num_inputs() > gate && (ctx.input(gate).dtype != DType::boolean || ctx.input(gate).shape.rank() != 0)) {
       return ctx.error("the gate must be a bool scalar");
     }
@@ -200,7 +204,7 @@ void register_sparse_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRe
                               .optional_inputs = 1,
                               .updates = {0},
                               .update_gradient = kGradientDescent.rows(),
-                              .infer = infer_sparse_apply(kGradientDescent, false),
+                              .infer = infer_sparse_apply(kGradientDescent),
                               .summary = "variable[i] -= learning_rate * (the sum of the rows of index i), for each index "
                                          "named; nothing when the optional bool apply is false.",
                               .no_gradient = kNoGradient});
@@ -211,7 +215,7 @@ void register_sparse_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRe
                               .attrs = {{"momentum", AttrType::real, {}}, {"use_nesterov", AttrType::boolean, false}},
                               .updates = {0, 1},
                               .update_gradient = kMomentum.rows(),
-                              .infer = infer_sparse_apply(kMomentum, false),
+                              .infer = infer_sparse_apply(kMomentum),
                               .summary = "ApplyMomentum on the rows named alone, each with the sum of its rows as its "
                                          "gradient (lazy: other rows and their accumulator stay).",
                               .no_gradient = kNoGradient});
@@ -224,7 +228,7 @@ void register_sparse_optimizer_ops(graph::OpRegistry& schemas, runtime::KernelRe
                                         {"epsilon", AttrType::real, 1e-7}},
                               .updates = {0, 1, 2},
                               .update_gradient = kAdam.rows(),
-                              .infer = infer_sparse_apply(kAdam, true),
+                              .infer = infer_sparse_apply(kAdam),
                               .summary = "ApplyAdam on the rows named alone, each with the sum of its rows as its "
                                          "gradient (LazyAdam: other rows and their moments stay).",
                               .no_gradient = kNoGradient});
