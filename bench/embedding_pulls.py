@@ -10,10 +10,12 @@ dense layer to 10 classes) on 1 server and 2 workers, synchronous, global batch 
   - dense: with staleness 1 a worker's lookups stay its own (it must not wait for the server's step),
     so each step it receives the whole table, as any dense pull does, and sends its whole gradient
     (which the server's dense momentum reads; under --lazy-updates it would send the rows).
+And the all-reduce alternative on the same two processes: multi_worker_mirrored (`mpirun -np 2`),
+whose workers sum the table's whole gradient every step (an all-reduce has no rows to send).
 The bytes are worker 0's tensor bytes per step (its JSON summary), the rates the workers' examples/s
 summed after the first steps. Prints one JSON object with the ratios.
 
-Needs: a built tree (build/release, or --build DIR) and numpy.
+Needs: a built tree (build/release, or --build DIR) with MPI and mpirun, and numpy.
 Usage: bench/embedding_pulls.py [--build DIR] [--rows 1000000] [--width 64]
 """
 import argparse
@@ -24,7 +26,7 @@ import tempfile
 import numpy as np
 
 from parameter_server_training import parameter_server
-from peer_runs import built_programs, cpu_model, run
+from peer_runs import built_programs, cpu_model, run, window_rate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = "embedding_pulls"
@@ -58,10 +60,16 @@ def main():
             report[name] = {"examples_per_s": round(rate, 1),  # a worker receives the variables `staleness` more times
                             "worker_0_bytes_received_per_step": summary["bytes_received"] // (summary["steps"] + staleness),
                             "worker_0_bytes_sent_per_step": summary["bytes_sent"] // summary["steps"]}
+        mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
+        run(mpirun + [mirra, "train", model, "--data", data, "--steps", "6", "--batch-size", "128", "--threads", "1",
+                      "--strategy", "multi_worker_mirrored", "--devices", "cpu:0", "--metrics", metrics], DRIVER)
+        report["multi_worker_mirrored"] = {"examples_per_s": round(window_rate(metrics, 2), 1)}
     report["table_bytes"] = args.rows * args.width * 4
     report["ratio_dense_over_sparse_bytes_received"] = round(
         report["dense"]["worker_0_bytes_received_per_step"] / report["sparse"]["worker_0_bytes_received_per_step"], 1)
     report["ratio_sparse_over_dense_examples_per_s"] = round(report["sparse"]["examples_per_s"] / report["dense"]["examples_per_s"], 2)
+    report["ratio_lazy_over_multi_worker_mirrored_examples_per_s"] = round(
+        report["sparse_lazy"]["examples_per_s"] / report["multi_worker_mirrored"]["examples_per_s"], 1)
     report["ratio_lazy_over_sparse_examples_per_s"] = round(report["sparse_lazy"]["examples_per_s"] / report["sparse"]["examples_per_s"], 2)
     print(json.dumps(report, indent=1))
 
