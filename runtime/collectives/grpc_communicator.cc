@@ -1,9 +1,15 @@
 // GrpcCommunicator: the Transfers service that receives the values other tasks send, checked before
 // anything is kept; the stubs that deliver this task's (gRPC's callback API, so no executor thread
-// waits); and the rendezvous where a delivered value meets its Recv.
+// waits); and the rendezvous where a delivered value meets its Recv. A value's bytes are copied once
+// on each side (Note [One copy a side]).
 #include "runtime/collectives/grpc_communicator.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -20,7 +26,22 @@
 
 namespace mirra::runtime {
 
+// Note [One copy a side]
+// A Delivery's data is the tensor's bytes, which protobuf's generated code would copy twice on each
+// side: into the message's string and into gRPC's buffer when sending, into the string and out of it
+// into a tensor when receiving. So the Deliver method carries raw bytes (gRPC's ByteBuffer) framed
+// as the Delivery message itself, which any protobuf client may still send: the sender serialises
+// the other fields, then the data field's key and length, into one small slice, and hands gRPC a
+// second slice over the tensor's own buffer (kept alive by the slice until gRPC is done with it):
+// no copy of the data. The receiver reads the message's fields in whatever order they come,
+// reading the data field once into a buffer of its own, which then becomes the tensor's: one copy.
+
 namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+constexpr int kDataField = 9;  // transfers.proto's Delivery.data
+constexpr const char* kDeliverMethod = "/mirra.transfers.Transfers/Deliver";
 
 // One side of a transfer at the rendezvous: side 0 the value delivered, side 1 the Recv.
 struct Side {
@@ -45,8 +66,8 @@ std::chrono::system_clock::time_point system_deadline(CollectiveClock::time_poin
   return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(left);
 }
 
-// The value a delivery carries, or why it is malformed.
-graph::Expected<Tensor> value_of(const transfers::Delivery& delivery) {
+// The value a delivery's header describes, over `data` (its bytes), or why it is malformed.
+graph::Expected<Tensor> value_of(const transfers::Delivery& delivery, const Tensor& data) {
   if (delivery.dtype() < 0 || delivery.dtype() > static_cast<int>(graph::DType::f16)) {
     return graph::invalid_argument("its dtype " + std::to_string(delivery.dtype()) + " is not one of mirra's");
   }
@@ -63,13 +84,73 @@ graph::Expected<Tensor> value_of(const transfers::Delivery& delivery) {
     }
     elements *= dim;
   }
-  if (static_cast<uint64_t>(elements * element_size) != delivery.data().size()) {
-    return graph::invalid_argument("it carries " + std::to_string(delivery.data().size()) + " bytes where its shape asks " +
+  if (static_cast<uint64_t>(elements * element_size) != data.byte_size()) {
+    return graph::invalid_argument("it carries " + std::to_string(data.byte_size()) + " bytes where its shape asks " +
                                    std::to_string(elements * element_size));
   }
-  Tensor value = Tensor::empty(host_allocator(), dtype, TensorShape(std::vector<int64_t>(delivery.shape().begin(), delivery.shape().end())));
-  if (!delivery.data().empty()) std::memcpy(value.mutable_raw_data(), delivery.data().data(), delivery.data().size());
-  return value;
+  const TensorShape shape(std::vector<int64_t>(delivery.shape().begin(), delivery.shape().end()));
+  if (elements == 0) return Tensor::empty(host_allocator(), dtype, shape);
+  return Tensor(dtype, shape, data.buffer());
+}
+
+// A delivery as it came off the wire: every field but the data, and the data's bytes.
+struct Received {
+  transfers::Delivery header;
+  Tensor data;  // u8
+};
+
+// Reads the Delivery message in `request`: the data field's bytes straight into a buffer of their own
+// (the one copy of Note [One copy a side]), every other field, in any order, into the header.
+graph::Expected<Received> read_delivery(const grpc::ByteBuffer& request) {
+  grpc::ByteBuffer shared(request);  // the same slices
+  const size_t length = shared.Length();
+  grpc::ProtoBufferReader reader(&shared);
+  google::protobuf::io::CodedInputStream in(&reader);
+  std::string header_bytes;
+  Received received{.data = Tensor::empty(host_allocator(), graph::DType::u8, TensorShape{0})};
+  {
+    google::protobuf::io::StringOutputStream header_stream(&header_bytes);
+    google::protobuf::io::CodedOutputStream header(&header_stream);
+    for (uint32_t tag = in.ReadTag(); tag != 0; tag = in.ReadTag()) {
+      if (WireFormatLite::GetTagFieldNumber(tag) != kDataField) {
+        if (!WireFormatLite::SkipField(&in, tag, &header)) return graph::invalid_argument("its field " + std::to_string(tag >> 3) + " is cut short");
+        continue;
+      }
+      uint32_t bytes = 0;
+      if (WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED || !in.ReadVarint32(&bytes) ||
+          bytes > length) {
+        return graph::invalid_argument("its data field is not a length-delimited run of its bytes");
+      }
+      received.data = Tensor::empty(host_allocator(), graph::DType::u8, TensorShape{static_cast<int64_t>(bytes)});
+      if (bytes > 0 && !in.ReadRaw(received.data.mutable_raw_data(), static_cast<int>(bytes))) {
+        return graph::invalid_argument("its data is cut short");
+      }
+    }
+    if (!in.ConsumedEntireMessage()) return graph::invalid_argument("it is not a Delivery message");
+  }
+  if (!received.header.ParseFromString(header_bytes)) return graph::invalid_argument("its fields are not a Delivery's");
+  return received;
+}
+
+// `header` (a Delivery without its data) and `value`'s bytes as the Delivery message: the fields and
+// the data's key and length copied into one slice, the data a slice over the value's own buffer,
+// which the slice keeps alive until gRPC is done with it (Note [One copy a side]).
+grpc::ByteBuffer framed(const transfers::Delivery& header, const Tensor& value) {
+  std::string head = header.SerializeAsString();
+  {
+    google::protobuf::io::StringOutputStream out(&head);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.WriteTag(WireFormatLite::MakeTag(kDataField, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    coded.WriteVarint64(value.byte_size());
+  }
+  std::vector<grpc::Slice> slices;
+  slices.emplace_back(head);
+  if (value.byte_size() > 0) {
+    auto* kept = new Tensor(value);
+    slices.emplace_back(const_cast<void*>(value.raw_data()), value.byte_size(), [](void* tensor) { delete static_cast<Tensor*>(tensor); },
+                        kept);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
 graph::Status status_of(const grpc::Status& status, const std::string& what) {
@@ -96,20 +177,20 @@ void transfer(std::vector<Side>& sides) {
 // channel it goes over.
 struct Delivering {
   grpc::ClientContext context;
-  transfers::Delivery request;
-  transfers::Delivered reply;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer reply;
   std::string what;
   CollectiveDone done;
 };
 
 }  // namespace
 
-struct GrpcCommunicator::State final : transfers::Transfers::Service {
+struct GrpcCommunicator::State final : transfers::Transfers::WithRawCallbackMethod_Deliver<transfers::Transfers::Service> {
   GrpcCluster cluster;
   Rendezvous<Side> meetings{"side"};
   std::unique_ptr<grpc::Server> server;
   std::mutex mutex;
-  std::map<int, std::unique_ptr<transfers::Transfers::Stub>> stubs;  // by task, made on first use
+  std::map<int, std::unique_ptr<grpc::GenericStub>> stubs;  // by task, made on first use
   std::set<int> refused_tasks;                                      // those refused so far (said once each)
   std::atomic<int64_t> sent{0}, received{0};
   // The deliveries whose callbacks have not finished. The communicator's end cancels them (one to
@@ -149,11 +230,11 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
 
   int tasks() const { return static_cast<int>(cluster.addresses.size()); }
 
-  transfers::Transfers::Stub& stub(int task) {
+  grpc::GenericStub& stub(int task) {
     std::lock_guard lock(mutex);
-    std::unique_ptr<transfers::Transfers::Stub>& stub = stubs[task];
+    std::unique_ptr<grpc::GenericStub>& stub = stubs[task];
     if (!stub) {
-      stub = transfers::Transfers::NewStub(
+      stub = std::make_unique<grpc::GenericStub>(
           grpc::CreateChannel(cluster.addresses[static_cast<size_t>(task)], grpc::InsecureChannelCredentials()));
     }
     return *stub;
@@ -175,7 +256,23 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
     return {code, message};
   }
 
-  grpc::Status Deliver(grpc::ServerContext*, const transfers::Delivery* delivery, transfers::Delivered*) override {
+  grpc::ServerUnaryReactor* Deliver(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* reply) override {
+    grpc::Slice nothing;  // transfers.Delivered, which has no fields
+    *reply = grpc::ByteBuffer(&nothing, 1);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(deliver(*request));
+    return reactor;
+  }
+
+  // Checks a delivery and has its value meet its Recv.
+  grpc::Status deliver(const grpc::ByteBuffer& request) {
+    auto arrived = read_delivery(request);
+    if (!arrived.ok()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "task " + std::to_string(cluster.task) + " refused a malformed transfer: " + arrived.status().message()};
+    }
+    const transfers::Delivery* delivery = &arrived->header;
     const int from = delivery->from_task();
     if (delivery->token() != cluster.token) return refuse(*delivery, grpc::StatusCode::PERMISSION_DENIED, "the cluster token differs");
     if (from < 0 || from >= tasks() || from == cluster.task) {
@@ -190,12 +287,12 @@ struct GrpcCommunicator::State final : transfers::Transfers::Service {
                     "it runs another program (its fingerprint " + delivery->fingerprint() + ", this task's " +
                         cluster.fingerprint + ")");
     }
-    auto value = value_of(*delivery);
+    auto value = value_of(*delivery, arrived->data);
     if (!value.ok()) {
       return refuse(*delivery, grpc::StatusCode::INVALID_ARGUMENT,
                     "its value for '" + delivery->group() + "' is malformed: " + value.status().message());
     }
-    received += static_cast<int64_t>(delivery->data().size());
+    received += static_cast<int64_t>(arrived->data.byte_size());
     const auto deadline = deadline_after(std::chrono::milliseconds(delivery->timeout_ms()));
     auto sides = meetings.arrive({nullptr, meeting_group(from, delivery->group()), delivery->instance()},
                                  describe(from, delivery->group(), delivery->instance()), kDelivered, 2, deadline,
@@ -254,7 +351,7 @@ void GrpcCommunicator::start_send(const CollectiveCall& call, const Tensor& valu
   auto delivering = std::make_shared<Delivering>();
   delivering->what = what + " at " + s.cluster.addresses[static_cast<size_t>(call.peer)];
   delivering->done = std::move(done);
-  transfers::Delivery& request = delivering->request;
+  transfers::Delivery request;
   request.set_token(s.cluster.token);
   request.set_fingerprint(s.cluster.fingerprint);
   request.set_from_task(s.cluster.task);
@@ -263,7 +360,6 @@ void GrpcCommunicator::start_send(const CollectiveCall& call, const Tensor& valu
   request.set_instance(call.instance);
   request.set_dtype(static_cast<int>(value.dtype()));
   for (int64_t dim : value.shape().dims()) request.add_shape(dim);
-  request.set_data(value.raw_data(), value.byte_size());
   s.sent += static_cast<int64_t>(value.byte_size());
   delivering->context.set_wait_for_ready(true);  // a task that has not started yet: wait for it, until the deadline
   if (call.deadline != CollectiveClock::time_point::max()) {
@@ -271,10 +367,11 @@ void GrpcCommunicator::start_send(const CollectiveCall& call, const Tensor& valu
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - CollectiveClock::now());
     request.set_timeout_ms(std::max<int64_t>(1, left.count()));
   }
+  delivering->request = framed(request, value);
   Delivering* flight = delivering.get();
   s.take_off(std::move(delivering));
-  s.stub(call.peer).async()->Deliver(&flight->context, &flight->request, &flight->reply,
-                                     [&s, flight](grpc::Status status) { s.land(flight, status); });
+  s.stub(call.peer).UnaryCall(&flight->context, kDeliverMethod, grpc::StubOptions(), &flight->request, &flight->reply,
+                              [&s, flight](grpc::Status status) { s.land(flight, status); });
 }
 
 void GrpcCommunicator::start_recv(const CollectiveCall& call, Tensor& value, CollectiveDone done) {

@@ -6,6 +6,8 @@
 // carries the cluster's token and the fingerprint of the sender's program: a task refuses one with
 // another token, another fingerprint or from a task outside the cluster, the sender's Send fails
 // with the receiver's reason, and the Recv it was for fails at once with it there.
+// A value's bytes are copied once on each side: the sender hands gRPC a slice of the tensor's own
+// buffer, the receiver reads them once into the buffer that becomes the Recv's tensor.
 // Collectives other than send and receive are not offered (Communicator's "not supported"). Its end
 // cancels the deliveries still in flight (their sends fail as cancelled) and waits for their
 // callbacks, so no gRPC work of it outlives it.
