@@ -126,6 +126,17 @@ Expected<std::vector<NodeId>> Graph::topological_order() const {
   return order;
 }
 
+std::vector<std::vector<NodeId>> Graph::consumers() const {
+  std::vector<std::vector<NodeId>> consumers(nodes_.size());
+  for (const Node& node : nodes_) {
+    for (const ValueRef input : node.inputs) {
+      if (input.node < nodes_.size()) consumers[input.node].push_back(node.id);
+    }
+    for (const NodeId control : node.control_inputs) consumers[control].push_back(node.id);
+  }
+  return consumers;
+}
+
 std::vector<bool> Graph::needed_for(std::span<const NodeId> roots) const {
   std::vector<bool> needed(nodes_.size(), false);
   std::vector<NodeId> stack(roots.begin(), roots.end());

@@ -49,6 +49,8 @@ class Graph {
   Expected<std::vector<NodeId>> topological_order() const;
   // By node id: whether `roots` depend on it through data and control inputs (the roots included).
   std::vector<bool> needed_for(std::span<const NodeId> roots) const;
+  // By node id: the nodes that read it, through a data input (once per input) or a control input.
+  std::vector<std::vector<NodeId>> consumers() const;
 
  private:
   std::vector<Node> nodes_;

@@ -91,13 +91,7 @@ size_t recompute_scope(graph::Builder& b, const std::string& prefix, NodeId firs
     }
   }
   // What follows the copies, to keep the triggers out of it (an edge from there would close a cycle).
-  std::vector<std::vector<NodeId>> consumers(g.size());
-  for (const Node& node : g.nodes()) {
-    for (const ValueRef& input : node.inputs) {
-      if (input.valid()) consumers[input.node].push_back(node.id);
-    }
-    for (const NodeId control : node.control_inputs) consumers[control].push_back(node.id);
-  }
+  const std::vector<std::vector<NodeId>> consumers = g.consumers();
   std::vector<bool> after_copies(g.size(), false);
   std::deque<NodeId> queue;
   for (const auto& [original, copy] : copy_of) {

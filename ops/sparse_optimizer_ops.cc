@@ -174,12 +174,14 @@ graph::InferFn infer_sparse_apply(SparseLayout layout) {
     graph::Shape rows = ctx.input(layout.indices()).shape;
     rows.dims.insert(rows.dims.end(), variable.shape.dims.begin() + 1, variable.shape.dims.end());
     if (ctx.input(layout.rows()).dtype != variable.dtype || !ctx.input(layout.rows()).shape.compatible_with(rows)) {
-      return ctx.error("the rows must be " + graph::TensorType{variable.dtype, rows}.to_string() + " (indices' shape, then the variable's row)");
+      return ctx.error("the rows must be " + graph::TensorType{variable.dtype, rows}.to_string() +
+                       " (indices' shape, then the variable's row)");
     }
     if (ctx.input(layout.learning_rate()).dtype != variable.dtype || ctx.input(layout.learning_rate()).shape.rank() != 0) {
       return ctx.error("the learning rate must be a scalar of the variable's dtype");
     }
-    if (layout.step && (ctx.input(layout.learning_rate() + 1).dtype != DType::i64 || ctx.input(layout.learning_rate() + 1).shape.rank() != 0)) {
+    const size_t step = layout.learning_rate() + 1;
+    if (layout.step && (ctx.input(step).dtype != DType::i64 || ctx.input(step).shape.rank() != 0)) {
       return ctx.error("the step must be an i64 scalar");
     }
     const size_t gate = layout.gate;

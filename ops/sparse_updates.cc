@@ -140,10 +140,7 @@ std::optional<size_t> gradient_input(const Node& node) {
 graph::Status update_looked_up_rows(Graph& g, const graph::OpRegistry& schemas) {
   graph::Builder b(g, schemas);
   const NodeId original = static_cast<NodeId>(g.size());
-  std::vector<std::vector<NodeId>> consumers(original);
-  for (const Node& node : g.nodes()) {
-    for (ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
-  }
+  const std::vector<std::vector<NodeId>> consumers = g.consumers();
   for (NodeId id = 0; id < original; ++id) {
     const Node update = g.node(id);  // a copy: adding nodes may move the graph's
     const std::optional<size_t> at = gradient_input(update);

@@ -57,11 +57,7 @@ graph::Status spread_over_servers(TrainingProgram& cluster, int servers) {
       if (i < node.inputs.size()) server_of[node.inputs[i].node] = server;
     }
   }
-  std::vector<std::vector<NodeId>> consumers(g.size());
-  for (const graph::Node& node : g.nodes()) {
-    for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
-    for (NodeId control : node.control_inputs) consumers[control].push_back(node.id);
-  }
+  const std::vector<std::vector<NodeId>> consumers = g.consumers();
   const std::set<NodeId> stay(cluster.step_state.begin(), cluster.step_state.end());
   const graph::DeviceId host = server_device(0);
   const auto where = [&](NodeId id) { return server_of[id] >= 0 ? server_of[id] : task_of(g.node(id)); };
@@ -98,11 +94,7 @@ void put_lookups_on_servers(graph::Graph& g, int servers) {
     if (g.node(table).op == "Identity" && g.node(g.node(table).inputs[0].node).op == "Variable") table = g.node(table).inputs[0].node;
     if (g.node(table).op == "Variable" && server(table) >= 0) g.mutable_node(id).device = g.node(table).device;
   }
-  std::vector<std::vector<NodeId>> consumers(g.size());
-  for (const graph::Node& node : g.nodes()) {
-    for (graph::ValueRef input : node.inputs) consumers[input.node].push_back(node.id);
-    for (NodeId control : node.control_inputs) consumers[control].push_back(node.id);
-  }
+  const std::vector<std::vector<NodeId>> consumers = g.consumers();
   for (NodeId id = 0; id < g.size(); ++id) {
     if (g.node(id).op != "UnsortedSegmentSum" || server(id) >= 0 || consumers[id].empty()) continue;
     const NodeId first = consumers[id].front();

@@ -141,7 +141,9 @@ void sparse_apply_kernel(KernelContext& ctx, runtime::KernelDone done, size_t sl
   const SegmentScratch space = segment_scratch(ctx, indices.dtype(), named.count, 0, scratch);
   run_counting(
       ctx, std::move(done),
-      [&](unsigned long long* bad) { return launched(sparse_apply(variable.dtype(), update, named, space, bad, stream_of(ctx)), "sparse_apply"); },
+      [&](unsigned long long* bad) {
+        return launched(sparse_apply(variable.dtype(), update, named, space, bad, stream_of(ctx)), "sparse_apply");
+      },
       [limit](int64_t found) {
         return graph::invalid_argument(std::to_string(found) + " indices are not in [0, " + std::to_string(limit) + ")");
       },
@@ -198,7 +200,8 @@ void register_gpu_sequence_kernels(runtime::KernelRegistry& kernels) {
   const char* host_check = "completes on the host, after the device counted the indices out of range";
   kernels.add("GatherV2", DeviceKind::gpu, {.async_fn = gather_kernel, .not_capturable = host_check});
   kernels.add("UnsortedSegmentSum", DeviceKind::gpu, {.async_fn = unsorted_segment_sum_kernel, .not_capturable = host_check});
-  kernels.add("SparseApplyGradientDescent", DeviceKind::gpu, {.async_fn = sparse_apply_gradient_descent_kernel, .not_capturable = host_check});
+  kernels.add("SparseApplyGradientDescent", DeviceKind::gpu,
+              {.async_fn = sparse_apply_gradient_descent_kernel, .not_capturable = host_check});
   kernels.add("SparseApplyMomentum", DeviceKind::gpu, {.async_fn = sparse_apply_momentum_kernel, .not_capturable = host_check});
   kernels.add("SparseApplyAdam", DeviceKind::gpu, {.async_fn = sparse_apply_adam_kernel, .not_capturable = host_check});
   kernels.add("Dropout", DeviceKind::gpu, {.fn = dropout_kernel, .dtypes = floats});

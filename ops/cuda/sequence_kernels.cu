@@ -1,9 +1,9 @@
 // CUDA kernels of the sequence ops: Dropout (Philox's draws, as the CPU kernel makes them), GatherV2's
-// row copies (counting the indices out of range, whose
-// rows are zeroed), UnsortedSegmentSum (the rows stably sorted by id with CUB's radix sort, then each
-// segment's rows added in their order in data: the CPU kernel's sums, without atomics), the row-wise
-// optimizer updates over ids sorted the same way, and LayerNorm with its gradient (a block per row summing in double over a fixed tree; the column sums
-// a thread per column adding the rows in order).
+// row copies (counting the indices out of range, whose rows are zeroed), UnsortedSegmentSum (the rows
+// stably sorted by id with CUB's radix sort, then each segment's rows added in their order in data:
+// the CPU kernel's sums, without atomics), the row-wise optimizer updates over ids sorted the same
+// way, and LayerNorm with its gradient (a block per row summing in double over a fixed tree; the
+// column sums a thread per column adding the rows in order).
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/cuda/launch.cuh"

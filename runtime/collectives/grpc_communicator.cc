@@ -113,7 +113,9 @@ graph::Expected<Received> read_delivery(const grpc::ByteBuffer& request) {
     google::protobuf::io::CodedOutputStream header(&header_stream);
     for (uint32_t tag = in.ReadTag(); tag != 0; tag = in.ReadTag()) {
       if (WireFormatLite::GetTagFieldNumber(tag) != kDataField) {
-        if (!WireFormatLite::SkipField(&in, tag, &header)) return graph::invalid_argument("its field " + std::to_string(tag >> 3) + " is cut short");
+        if (!WireFormatLite::SkipField(&in, tag, &header)) {
+          return graph::invalid_argument("its field " + std::to_string(WireFormatLite::GetTagFieldNumber(tag)) + " is cut short");
+        }
         continue;
       }
       uint32_t bytes = 0;

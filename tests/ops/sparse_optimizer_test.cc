@@ -19,7 +19,8 @@ const std::vector<int64_t> kIndices = {4, 0, -1, 4, 1, 1};
 Tensor scalar(DType dtype, double value) { return make_tensor(dtype, {}, [&](int64_t) { return value; }); }
 
 Tensor indices_of(DType dtype) {
-  return make_tensor(dtype, {static_cast<int64_t>(kIndices.size())}, [](int64_t i) { return static_cast<double>(kIndices[static_cast<size_t>(i)]); });
+  return make_tensor(dtype, {static_cast<int64_t>(kIndices.size())},
+                     [](int64_t i) { return static_cast<double>(kIndices[static_cast<size_t>(i)]); });
 }
 
 // Each named row's summed gradient, adding its rows in their order.

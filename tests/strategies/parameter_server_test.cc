@@ -96,6 +96,42 @@ struct WorkerBytes {
   int64_t received = 0, sent = 0;
 };
 
+// One session per task of `tasks`, in task order, exchanging values over gRPC between localhost
+// ports, or without c.over_grpc over one in-process communicator; `workers_grpc` gets the workers'
+// gRPC communicators (whose bytes a test counts).
+std::vector<std::unique_ptr<runtime::Session>> task_sessions(const Case& c, const std::map<int, TaskProgram>& tasks,
+                                                             const std::string& fingerprint,
+                                                             std::vector<std::shared_ptr<runtime::GrpcCommunicator>>* workers_grpc = nullptr) {
+  std::shared_ptr<runtime::Communicator> in_process = std::make_shared<runtime::InProcessCommunicator>();
+  const std::vector<std::string> addresses = c.over_grpc ? free_local_addresses(c.servers + c.workers) : std::vector<std::string>();
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  for (const auto& [task, part] : tasks) {
+    std::shared_ptr<runtime::Communicator> transfers = in_process;
+    if (c.over_grpc) {
+      auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
+      REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
+      transfers = *grpc;
+      if (task >= c.servers && workers_grpc != nullptr) workers_grpc->push_back(*grpc);
+    }
+    sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
+                                                          runtime::SessionOptions{.threads = 1, .communicators = {transfers}, .task = task}));
+  }
+  return sessions;
+}
+
+// The servers (the first `servers` sessions) hold `want`'s variables, the parts of cut ones joined.
+void check_servers_hold(const std::vector<std::unique_ptr<runtime::Session>>& sessions, int servers,
+                        const std::map<std::string, std::vector<double>>& want) {
+  std::map<std::string, std::vector<double>> got;
+  for (int s = 0; s < servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
+  got = joined_parts(got);
+  for (const auto& [name, value] : want) {
+    const auto found = got.find(name);
+    if (found == got.end()) FAIL("no server holds '" << name << "'");
+    check_close(name, found->second, value);
+  }
+}
+
 // The cluster's program as the strategy's distribute leaves it: placed, the embedding table's
 // updates by rows (ops/sparse_updates.h), pruned.
 graph::Expected<TrainingProgram> cluster_program(const TrainingProgram& program, const ParameterServerPlan& plan) {
@@ -159,22 +195,8 @@ WorkerBytes check_trains_as_one_device(const Case& c) {
   } else {
     CHECK(servers_of_parts.empty());
   }
-  std::shared_ptr<runtime::Communicator> in_process = std::make_shared<runtime::InProcessCommunicator>();
-  const std::vector<std::string> addresses = c.over_grpc ? free_local_addresses(c.servers + c.workers) : std::vector<std::string>();
-  const std::string fingerprint = program_fingerprint(cluster->graph);
-  std::vector<std::unique_ptr<runtime::Session>> sessions;
   std::vector<std::shared_ptr<runtime::GrpcCommunicator>> workers_grpc;
-  for (auto& [task, part] : *tasks) {
-    std::shared_ptr<runtime::Communicator> transfers = in_process;
-    if (c.over_grpc) {
-      auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
-      REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
-      transfers = *grpc;
-      if (task >= c.servers) workers_grpc.push_back(*grpc);
-    }
-    sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
-                                                          runtime::SessionOptions{.threads = 1, .communicators = {transfers}, .task = task}));
-  }
+  const std::vector<std::unique_ptr<runtime::Session>> sessions = task_sessions(c, *tasks, program_fingerprint(cluster->graph), &workers_grpc);
   for (int step = 0; step < kSteps; ++step) {
     std::vector<std::future<graph::Expected<std::vector<runtime::Tensor>>>> runs;
     for (int task = 0; task < c.servers + c.workers; ++task) {
@@ -196,15 +218,7 @@ WorkerBytes check_trains_as_one_device(const Case& c) {
       }
     }
   }
-  const auto want = float_variables(reference);
-  std::map<std::string, std::vector<double>> got;
-  for (int s = 0; s < c.servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
-  got = joined_parts(got);
-  for (const auto& [name, value] : want) {
-    const auto found = got.find(name);
-    if (found == got.end()) FAIL("no server holds '" << name << "'");
-    check_close(name, found->second, value);
-  }
+  check_servers_hold(sessions, c.servers, float_variables(reference));
   WorkerBytes bytes;
   for (const auto& grpc : workers_grpc) {
     bytes.received += grpc->bytes_received();
@@ -337,17 +351,12 @@ void check_trains_with_stale_variables(const Case& c) {
   REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
   auto tasks = parameter_server_tasks(*cluster, {}, mode);
   REQUIRE_MESSAGE(tasks.ok(), tasks.status().to_string());
-  const std::vector<std::string> addresses = free_local_addresses(c.servers + c.workers);
-  const std::string fingerprint = program_fingerprint(cluster->graph);
-  std::vector<std::unique_ptr<runtime::Session>> sessions;
-  for (auto& [task, part] : *tasks) {
+  for (const auto& [task, part] : *tasks) {
     const int named = task;  // doctest's messages are lambdas, which may not capture a structured binding (clang 14)
     CHECK_MESSAGE(part.pulls != graph::kInvalidNode, "task " << named << " has no pulls");
-    auto grpc = runtime::GrpcCommunicator::start({.addresses = addresses, .task = task, .token = "t", .fingerprint = fingerprint});
-    REQUIRE_MESSAGE(grpc.ok(), grpc.status().to_string());
-    sessions.push_back(std::make_unique<runtime::Session>(part.graph, ops::kernels(),
-                                                          runtime::SessionOptions{.threads = 1, .communicators = {*grpc}, .task = task}));
   }
+  REQUIRE(c.over_grpc);  // a gRPC send does not wait for its receive, as the servers' early pulls need
+  const std::vector<std::unique_ptr<runtime::Session>> sessions = task_sessions(c, *tasks, program_fingerprint(cluster->graph));
   // Each task at its own pace: a server sends its pulls k times, then steps; a worker steps (each
   // reporting its loss), then receives the pulls of the servers' last k steps.
   std::vector<std::future<graph::Expected<std::vector<double>>>> runs;
@@ -383,14 +392,7 @@ void check_trains_with_stale_variables(const Case& c) {
       CHECK((*losses)[step] == doctest::Approx(reference.share_losses[step][w]).epsilon(1e-5));
     }
   }
-  std::map<std::string, std::vector<double>> got;
-  for (int s = 0; s < c.servers; ++s) got.merge(float_variables(*sessions[static_cast<size_t>(s)]));
-  got = joined_parts(got);
-  for (const auto& [name, value] : reference.variables) {
-    const auto found = got.find(name);
-    if (found == got.end()) FAIL("no server holds '" << name << "'");
-    check_close(name, found->second, value);
-  }
+  check_servers_hold(sessions, c.servers, reference.variables);
 }
 
 TEST_CASE("ParameterServer.sync.with_staleness_k_each_step_reads_the_variables_k_steps_old") {

@@ -7,15 +7,16 @@
 // every global batch and reports the global batch's loss (worker 0 prints the progress and the
 // summary). With a staleness bound k, the servers send the variables k steps ahead (before their
 // first step, and from each step for the workers' step k later), each worker reports its own share's
-// loss, and it receives what the servers' last k steps sent after its own last. Asynchronous: it serves each worker's steps as they come (serve_asynchronously), and each
-// worker reports its own batches' loss; a lost worker ends its own loop only. Server 0
-// writes the checkpoints (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at
-// the end), each server's variables gathered onto it, and at the end --save; with --resume, given to
-// every task, server 0 hands its latest checkpoint out and training goes on from its position.
-// Server 0 sets a learning-rate schedule's rate before every step. With --eval, worker 0 evaluates
-// the variables server 0 sends it where its epochs end; with training.logdir it writes TensorBoard's
-// event files. Checkpoints, --resume, --eval and schedules are synchronous training's only. One replica per worker;
-// what the other strategies offer beyond that is refused naming it.
+// loss, and it receives what the servers' last k steps sent after its own last. Asynchronous: it
+// serves each worker's steps as they come (serve_asynchronously), and each worker reports its own
+// batches' loss; a lost worker ends its own loop only. Server 0 writes the checkpoints
+// (checkpoint.dir: every checkpoint.every_steps, at each epoch's end and at the end), each server's
+// variables gathered onto it, and at the end --save; with --resume, given to every task, server 0
+// hands its latest checkpoint out and training goes on from its position. Server 0 sets a
+// learning-rate schedule's rate before every step. With --eval, worker 0 evaluates the variables
+// server 0 sends it where its epochs end; with training.logdir it writes TensorBoard's event files.
+// Checkpoints, --resume, --eval and schedules are synchronous training's only. One replica per
+// worker; what the other strategies offer beyond that is refused naming it.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
