@@ -127,12 +127,9 @@ NodeId sparse_update(graph::Builder& b, const Node& update, const SparseGradient
                            graph::checked_attr<double>(update, "epsilon"), gate(6));
 }
 
-// Where an update takes its gradient; nullopt for a node this pass leaves.
-std::optional<size_t> gradient_input(const Node& node) {
-  if (node.op == "ApplyGradientDescent") return 1;
-  if (node.op == "ApplyMomentum") return 2;
-  if (node.op == "ApplyAdam") return 3;
-  return std::nullopt;
+// Whether this pass makes `node` row-wise where it can: a dense update with a row-wise op.
+bool has_row_wise_op(const Node& node) {
+  return node.op == "ApplyGradientDescent" || node.op == "ApplyMomentum" || node.op == "ApplyAdam";
 }
 
 }  // namespace
@@ -143,8 +140,8 @@ graph::Status update_looked_up_rows(Graph& g, const graph::OpRegistry& schemas) 
   const std::vector<std::vector<NodeId>> consumers = g.consumers();
   for (NodeId id = 0; id < original; ++id) {
     const Node update = g.node(id);  // a copy: adding nodes may move the graph's
-    const std::optional<size_t> at = gradient_input(update);
-    if (!at) continue;
+    if (!has_row_wise_op(update)) continue;
+    const std::optional<size_t> at = schemas.find(update.op)->update_gradient;
     const bool lazy = update.op != "ApplyGradientDescent" && graph::checked_attr<bool>(update, "lazy");
     if (update.op != "ApplyGradientDescent" && !lazy) continue;
     const TensorType variable = g.type(update.inputs[0]);
@@ -167,7 +164,7 @@ graph::Status update_looked_up_rows(Graph& g, const graph::OpRegistry& schemas) 
     const NodeId replacement = sparse_update(b, update, rows);
     MIRRA_RETURN_IF_ERROR(b.status());
     for (NodeId control : update.control_inputs) g.add_control_edge(control, replacement);
-    for (NodeId reader = 0; reader < g.size(); ++reader) {
+    for (NodeId reader : consumers[id]) {  // an update has no outputs: only control edges read it
       for (NodeId& control : g.mutable_node(reader).control_inputs) {
         if (control == id) control = replacement;
       }

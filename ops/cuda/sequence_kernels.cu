@@ -80,11 +80,13 @@ __global__ void segment_sum_kernel(const T* data, const int64_t* order, const in
 }
 
 // Each position k of the sorted indices that starts its index's run sums the run's rows in their
-// order, column by column, and updates that row of the variable through `apply`.
-template <class T, class I, class Apply>
+// order, column by column, and updates that row of the variable through `rule.bound()`, the update
+// with its scalars read from the device once per thread.
+template <class T, class I, class Rule>
 __global__ void sparse_update_kernel(const T* rows, const I* sorted, const int64_t* order, int64_t count, int64_t width,
-                                     int64_t limit, const bool* gate, Apply apply) {
+                                     int64_t limit, const bool* gate, Rule rule) {
   if (gate != nullptr && !*gate) return;
+  const auto apply = rule.bound();
   for (int64_t i = first_index(); i < count * width; i += grid_stride()) {
     const int64_t k = i / width, column = i % width;
     const I index = sorted[k];
@@ -99,8 +101,10 @@ template <class T>
 struct DescentRows {
   T* variable;
   const T* learning_rate;
-  __device__ void operator()(int64_t at, T gradient) const {
-    math::GradientDescentUpdate<T>{*learning_rate}.apply(variable[at], gradient);
+  __device__ auto bound() const {
+    return [variable = variable, update = math::GradientDescentUpdate<T>{*learning_rate}](int64_t at, T gradient) {
+      update.apply(variable[at], gradient);
+    };
   }
 };
 
@@ -110,8 +114,11 @@ struct MomentumRows {
   T* accumulator;
   const T* learning_rate;
   T momentum;
-  __device__ void operator()(int64_t at, T gradient) const {
-    math::MomentumUpdate<T, kNesterov>{*learning_rate, momentum}.apply(variable[at], accumulator[at], gradient);
+  __device__ auto bound() const {
+    return [variable = variable, accumulator = accumulator,
+            update = math::MomentumUpdate<T, kNesterov>{*learning_rate, momentum}](int64_t at, T gradient) {
+      update.apply(variable[at], accumulator[at], gradient);
+    };
   }
 };
 
@@ -122,7 +129,7 @@ struct AdamRows {
   const T* learning_rate;
   const int64_t* step;
   double beta1, beta2, epsilon;
-  __device__ void operator()(int64_t at, T gradient) const {
+  __device__ auto bound() const {
     const double rate = static_cast<double>(*learning_rate), t = static_cast<double>(*step + 1);
     const math::AdamUpdate<T> update{static_cast<T>(beta1),
                                      static_cast<T>(beta2),
@@ -130,7 +137,9 @@ struct AdamRows {
                                      static_cast<T>(1.0 / sqrt(1.0 - pow(beta2, t))),
                                      T(1),
                                      static_cast<T>(epsilon)};
-    update.apply(variable[at], m[at], v[at], gradient);
+    return [variable = variable, m = m, v = v, update](int64_t at, T gradient) {
+      update.apply(variable[at], m[at], v[at], gradient);
+    };
   }
 };
 
@@ -278,10 +287,10 @@ cudaError_t sparse_apply(DType dtype, const SparseUpdate& update, const SparseRo
     if (result != cudaSuccess || rows.count * rows.width == 0) return result;
     const I* sorted = static_cast<const I*>(scratch.sorted_ids);
     return visit<float, double>(dtype, [&]<class T>(T) {
-      const auto run = [&](auto apply) {
-        return launch(sparse_update_kernel<T, I, decltype(apply)>, blocks_for(rows.count * rows.width), kThreads, stream,
+      const auto run = [&](auto rule) {
+        return launch(sparse_update_kernel<T, I, decltype(rule)>, blocks_for(rows.count * rows.width), kThreads, stream,
                       static_cast<const T*>(rows.rows), sorted, static_cast<const int64_t*>(scratch.order), rows.count,
-                      rows.width, rows.limit, update.gate, apply);
+                      rows.width, rows.limit, update.gate, rule);
       };
       T* variable = static_cast<T*>(update.variable);
       const T* rate = static_cast<const T*>(update.learning_rate);
