@@ -22,12 +22,14 @@ struct Stage {
     return layers.conv_bn(name, x, {.kernel = 3, .in = in, .out = out, .stride = stride});
   }
 
-  // x[:, ::stride, ::stride, :] (NHWC): rows and columns padded to a multiple of the stride, each
-  // split into (index / stride, index % stride), and the first of each group kept.
+  // x[:, ::stride, ::stride, :] (NHWC): rows and columns padded to a multiple of the stride where they
+  // are not one, each split into (index / stride, index % stride), and the first of each group kept.
   graph::ValueRef subsample(graph::ValueRef x, int64_t stride) {
     const graph::Shape& shape = b.type(x).shape;
     const int64_t h = (shape.dim(1) + stride - 1) / stride, w = (shape.dim(2) + stride - 1) / stride, c = shape.dim(3);
-    x = ops::pad(b, x, {0, 0, 0, h * stride - shape.dim(1), 0, w * stride - shape.dim(2), 0, 0});
+    if (h * stride != shape.dim(1) || w * stride != shape.dim(2)) {
+      x = ops::pad(b, x, {0, 0, 0, h * stride - shape.dim(1), 0, w * stride - shape.dim(2), 0, 0});
+    }
     x = ops::reshape(b, x, {-1, h, stride, w, stride, c});
     x = ops::slice(b, x, {0, 0, 0, 0, 0, 0}, {-1, h, 1, w, 1, c});
     return ops::reshape(b, x, {-1, h, w, c});

@@ -1,6 +1,9 @@
 // Concat, Split, Slice and Pad: schemas, builders and CPU kernels. All move bytes only, so they work
-// for every dtype; Slice and Pad share one box copy.
+// for every dtype; Concat, Split and Slice share one box copy, and Pad writes each row of its result once.
 #include "ops/array_ops.h"
+
+#include <cstring>
+
 #include "ops/cpu/dtype_dispatch.h"
 #include "ops/cpu/element_copy.h"
 #include "ops/cpu/parallel.h"
@@ -18,34 +21,52 @@ using runtime::TensorShape;
 
 namespace {
 
+// Row-major strides of `shape`, in elements.
+void strides_of(const TensorShape& shape, int64_t* strides) {
+  int64_t stride = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape.dim(d);
+  }
+}
+
+// body(row, index) for rows [begin, end) of `shape` (a row: one index into every dim but the last),
+// index the row's index in each of those dims, counted on from row to row instead of divided out.
+template <class Body>
+void for_rows(const TensorShape& shape, int64_t begin, int64_t end, const Body& body) {
+  const int outer = shape.rank() - 1;
+  int64_t index[runtime::kMaxRank] = {};
+  for (int64_t d = outer - 1, rest = begin; d >= 0; --d) {
+    index[d] = rest % shape.dim(static_cast<int>(d));
+    rest /= shape.dim(static_cast<int>(d));
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    body(row, static_cast<const int64_t*>(index));
+    for (int d = outer - 1; d >= 0 && ++index[d] == shape.dim(d); --d) index[d] = 0;
+  }
+}
+
 // Copies the box of size `box` at `src_origin` in `src` to `dst_origin` in `dst` (same rank and dtype).
 void copy_box(const Tensor& src, const int64_t* src_origin, Tensor& dst, const int64_t* dst_origin, const TensorShape& box) {
   const int rank = box.rank();
   if (box.num_elements() == 0) return;
-  int64_t src_strides[runtime::kMaxRank], dst_strides[runtime::kMaxRank];
-  int64_t ss = 1, ds = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    src_strides[d] = ss;
-    dst_strides[d] = ds;
-    ss *= src.dim(d);
-    ds *= dst.dim(d);
-  }
+  int64_t src_strides[runtime::kMaxRank] = {}, dst_strides[runtime::kMaxRank] = {};
+  strides_of(src.shape(), src_strides);
+  strides_of(dst.shape(), dst_strides);
   const int64_t inner = rank > 0 ? box.dim(rank - 1) : 1;
   const int64_t rows = box.num_elements() / inner;
   cpu::with_element_type(src.dtype(), [&]<class E>(std::type_identity<E>) {
     const E* in = static_cast<const E*>(src.raw_data());
     E* out = static_cast<E*>(dst.mutable_raw_data());
     cpu::parallel_for(rows, std::max<int64_t>(1, cpu::kElementwiseGrain / inner), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        int64_t src_offset = 0, dst_offset = 0, rest = row;
-        for (int d = rank - 1; d >= 0; --d) {
-          const int64_t index = d == rank - 1 ? 0 : rest % box.dim(d);
-          if (d != rank - 1) rest /= box.dim(d);
-          src_offset += (index + src_origin[d]) * src_strides[d];
-          dst_offset += (index + dst_origin[d]) * dst_strides[d];
+      for_rows(box, begin, end, [&](int64_t, const int64_t* index) {
+        int64_t src_offset = rank > 0 ? src_origin[rank - 1] : 0, dst_offset = rank > 0 ? dst_origin[rank - 1] : 0;
+        for (int d = 0; d < rank - 1; ++d) {
+          src_offset += (index[d] + src_origin[d]) * src_strides[d];
+          dst_offset += (index[d] + dst_origin[d]) * dst_strides[d];
         }
         std::copy_n(in + src_offset, inner, out + dst_offset);
-      }
+      });
     });
   });
 }
@@ -156,20 +177,50 @@ Expected<std::vector<TensorType>> infer_slice(const InferContext& ctx) {
 
 // ---- Pad ----
 
+// Each row of y (every dim but the last) is written once, in parallel: x's row between the value's
+// padding where the row lies in x's box, the value alone elsewhere.
 Status pad_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   int64_t origin[runtime::kMaxRank] = {};
   Tensor& y = ctx.allocate_output(0, x.dtype(), padded_shape(ctx, x, origin));
   const double value = ctx.attr<double>("constant_value");
+  const int rank = y.rank();
+  if (y.num_elements() == 0) return Status();
+  if (rank == 0) {  // a scalar has nothing to pad
+    std::memcpy(y.mutable_raw_data(), x.raw_data(), y.byte_size());
+    return Status();
+  }
+  const int64_t inner = y.dim(rank - 1), inner_x = x.dim(rank - 1), before = origin[rank - 1];
+  int64_t x_strides[runtime::kMaxRank] = {};
+  strides_of(x.shape(), x_strides);
   using graph::bfloat16, graph::float16;
-  MIRRA_RETURN_IF_ERROR((cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(
+  return cpu::visit_dtype<float, double, int32_t, int64_t, uint8_t, bool, bfloat16, float16>(
       y.dtype(), [&]<class T>(cpu::Type<T>) {
-        std::fill_n(y.mutable_data<T>(), y.num_elements(), math::convert<T>(value));
+        const T fill = math::convert<T>(value);
+        const T* in = x.data<T>();
+        T* out = y.mutable_data<T>();
+        cpu::parallel_for(y.num_elements() / inner, std::max<int64_t>(1, cpu::kElementwiseGrain / inner),
+                          [&](int64_t begin, int64_t end) {
+          for_rows(y.shape(), begin, end, [&](int64_t row, const int64_t* index) {
+            T* dst = out + row * inner;
+            int64_t src = 0;
+            bool in_x = inner_x > 0;
+            for (int d = 0; in_x && d < rank - 1; ++d) {
+              const int64_t i = index[d] - origin[d];
+              in_x = i >= 0 && i < x.dim(d);
+              src += i * x_strides[d];
+            }
+            if (!in_x) {
+              std::fill_n(dst, inner, fill);
+              return;
+            }
+            std::fill_n(dst, before, fill);
+            std::copy_n(in + src, inner_x, dst + before);
+            std::fill_n(dst + before + inner_x, inner - before - inner_x, fill);
+          });
+        });
         return Status();
-      })));
-  const int64_t src_origin[runtime::kMaxRank] = {};
-  copy_box(x, src_origin, y, origin, x.shape());
-  return Status();
+      });
 }
 
 Expected<std::vector<TensorType>> infer_pad(const InferContext& ctx) {

@@ -184,7 +184,7 @@ TEST_CASE("Kernels.Slice_and_Pad.copy_boxes") {
   runtime::Random rng(24);
   struct Case { TensorShape in; List begin, size; };
   for (const Case& c : {Case{{5, 4}, {1, 1}, {3, -1}}, Case{{0, 4}, {0, 2}, {-1, 2}}, Case{{2, 3, 4}, {1, 0, 3}, {1, 3, 1}},
-                        Case{{3}, {3}, {0}}}) {
+                        Case{{3}, {3}, {0}}, Case{{4, 300, 17}, {1, 7, 2}, {2, 290, 13}}}) {
     const List in_dims = c.in.to_vector();
     List out_dims;
     for (size_t d = 0; d < in_dims.size(); ++d) out_dims.push_back(c.size[d] < 0 ? in_dims[d] - c.begin[d] : c.size[d]);
@@ -198,7 +198,9 @@ TEST_CASE("Kernels.Slice_and_Pad.copy_boxes") {
       return OpCase{{x}, {{"begin", c.begin}, {"size", c.size}}, {want}};
     });
   }
-  for (const TensorShape& shape : {TensorShape{2, 3}, TensorShape{0, 2}, TensorShape{1, 2, 2, 1}}) {
+  // A scalar, an empty last dim, and rows enough to be written in several parallel chunks.
+  for (const TensorShape& shape : {TensorShape{2, 3}, TensorShape{0, 2}, TensorShape{1, 2, 2, 1}, TensorShape{},
+                                   TensorShape{3}, TensorShape{2, 0}, TensorShape{4, 300, 17}}) {
     List paddings;
     for (int d = 0; d < shape.rank(); ++d) { paddings.push_back(d % 2); paddings.push_back(2 - d % 2); }
     List out_dims = shape.to_vector();
