@@ -1,8 +1,8 @@
 // FusedBatchNormV3 and FusedBatchNormGradV3, and the fused forms the passes make (FusedBatchNormEx,
 // SyncFusedBatchNorm, FusedBatchNormGradEx): schemas, builders, the gradient rule and CPU kernels.
-// A channel's sums are taken in two passes (the mean, then the squared deviations from it), so a
-// large mean costs no precision, and in double, over blocks of the input fixed by its shape, added in
-// block order: the same bits on any thread count.
+// A channel's statistics are taken in one sweep, as sums of the deviations from one of its values and
+// of their squares, so a large mean costs no precision, and in double, over blocks of the input fixed
+// by its shape, added in block order: the same bits on any thread count.
 #include "ops/batch_norm_ops.h"
 
 #include <array>
@@ -201,14 +201,32 @@ Status fused_batch_norm_kernel(KernelContext& ctx) {
         variance = as_doubles<U>(ctx.input(6));
         n = as_doubles<U>(ctx.input(7))[0];
       } else {
-        mean = channel_sums<1>(l, [&](int64_t i, int64_t) { return std::array<double, 1>{wide(px[i])}; })[0];
-        for (double& m : mean) m = n > 0 ? m / n : 0.0;
-        const double* centre = mean.data();
-        variance = channel_sums<1>(l, [&](int64_t i, int64_t c) {
-          const double d = wide(px[i]) - centre[c];
-          return std::array<double, 1>{d * d};
-        })[0];
-        for (double& v : variance) v = n > 0 ? v / n : 0.0;
+        // One sweep: the sums of d and d^2 for d = x - s, s the mean of a few of the channel's values
+        // (kShiftSample outer by kShiftSample inner indices, from the first), so that d is of the
+        // order of the spread however large the mean, and the variance (sum d^2 - (sum d)^2 / n) / n
+        // cancels little in double.
+        constexpr int64_t kShiftSample = 16;
+        std::vector<double> shift(static_cast<size_t>(l.channels), 0.0);
+        const int64_t sample_outer = std::min(l.outer, kShiftSample), sample_inner = std::min(l.inner, kShiftSample);
+        for (int64_t c = 0; c < l.channels && n > 0; ++c) {
+          double sum = 0;
+          for (int64_t o = 0; o < sample_outer; ++o) {
+            for (int64_t i = 0; i < sample_inner; ++i) sum += wide(px[(o * l.channels + c) * l.inner + i]);
+          }
+          shift[static_cast<size_t>(c)] = sum / static_cast<double>(sample_outer * sample_inner);
+        }
+        const double* ps = shift.data();
+        const auto sums = channel_sums<2>(l, [&](int64_t i, int64_t c) {
+          const double d = wide(px[i]) - ps[c];
+          return std::array<double, 2>{d, d * d};
+        });
+        mean.resize(shift.size());
+        variance.resize(shift.size());
+        for (size_t c = 0; c < shift.size(); ++c) {
+          const double mean_d = n > 0 ? sums[0][c] / n : 0.0;
+          mean[c] = shift[c] + mean_d;
+          variance[c] = n > 0 ? std::max(sums[1][c] / n - mean_d * mean_d, 0.0) : 0.0;
+        }
       }
       const double correction = n / std::max(n - 1.0, 1.0);  // n / (n - 1): the unbiased variance
       const std::vector<double> old_mean = as_doubles<U>(ctx.input(3)), old_variance = as_doubles<U>(ctx.input(4));

@@ -49,9 +49,12 @@ struct Mode {
   double factor = 1.0;
 };
 
-OpCase forward_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mode, double shift = 0.0) {
+// x uniform in shift +- 1, but its first `outliers` values shift + 1000.
+OpCase forward_case(runtime::Random& rng, DType dtype, const Layout& l, Mode mode, double shift = 0.0,
+                    int64_t outliers = 0) {
   const DType u = param_dtype(dtype);
-  const Tensor x = random_of(rng, dtype, l.shape, shift - 1.0, shift + 1.0);
+  const Tensor uniform = random_of(rng, dtype, l.shape, shift - 1.0, shift + 1.0);
+  const Tensor x = make_tensor(dtype, l.shape, [&](int64_t i) { return i < outliers ? shift + 1000.0 : element(uniform, i); });
   const TensorShape c{l.channels};
   const Tensor scale = random_of(rng, u, c, 0.5, 1.5), offset = random_of(rng, u, c);
   const Tensor given_mean = random_of(rng, u, c), given_variance = random_of(rng, u, c, 0.5, 2.0);
@@ -258,6 +261,18 @@ TEST_CASE("Kernels.FusedBatchNormV3.a_large_mean_costs_no_precision") {
   runtime::Random rng(32);
   const OpCase c = forward_case(rng, DType::f32, layout("NHWC", {16, 8, 8, 4}), {}, 1000.0);
   check_op("FusedBatchNormV3", c.inputs, c.attrs, c.expected, 1e-4);
+}
+
+TEST_CASE("Kernels.FusedBatchNormV3.outliers_where_the_kernel_takes_its_shift") {
+  // The kernel sums deviations from the mean of a few of each channel's first values: here some of
+  // those are 1000 away from the rest (1000 +- 1), and the result is still the two-pass loop's to
+  // within its own rounding.
+  runtime::Random rng(34);
+  for (const Layout& l : {layout("NHWC", {16, 8, 8, 4}), layout("NCHW", {16, 4, 8, 8})}) {
+    CAPTURE(l.format);
+    const OpCase c = forward_case(rng, DType::f64, l, {}, 1000.0, /*outliers=*/64);
+    check_op("FusedBatchNormV3", c.inputs, c.attrs, c.expected, 1e-10);
+  }
 }
 
 TEST_CASE("Kernels.FusedBatchNormGradV3.matches_the_loops") {
