@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """Mixed precision: training throughput in f32 and bf16, mirra next to PyTorch and TensorFlow, in one run.
 
-For each model (MLP, CNN) it runs `mirra bench training` in f32 and with `--mixed-precision bf16`, on one
-device and Mirrored over cpu:0, cpu:1 (2 threads), next to the same models and settings in bf16 on
-the peers: PyTorch under torch.autocast("cpu", torch.bfloat16) with 1 and 2 threads and with
-DistributedDataParallel over 2 processes, TensorFlow under Keras's "mixed_bfloat16" policy with
-intra-op threads 1 and 2 and MirroredStrategy over 2 logical CPUs (bench/peers/; each at its fastest,
-as in training_vs_pytorch.py and training_vs_tensorflow.py). Each run is a process of its own;
+For each model (MLP, CNN, ResNet-20) it runs `mirra bench training` in f32 and with
+`--mixed-precision bf16`, on one device and Mirrored over cpu:0, cpu:1 (2 threads), next to the same
+models and settings in bf16 on the peers: PyTorch under torch.autocast("cpu", torch.bfloat16) with 1
+and 2 threads and with DistributedDataParallel over 2 processes (convolutional models also in
+channels-last memory), TensorFlow under Keras's "mixed_bfloat16" policy with intra-op threads 1 and 2
+and MirroredStrategy over 2 logical CPUs (bench/peers/; each at its fastest, as in
+training_vs_pytorch.py and training_vs_tensorflow.py). Each run is a process of its own;
 configurations are interleaved and repeated; medians are reported with two ratios per model and
 placement: mirra bf16 over mirra f32, and mirra bf16 over the faster peer in bf16 (>1: mirra faster).
 
 TensorFlow comes from PyPI into the virtual environment training_vs_tensorflow.py uses (--venv, default
 build/tf-venv, made on first use); PyTorch from the system python3.
-Usage: bench/mixed_precision_vs_peers.py [--models mlp,cnn] [--repeats 3] [--mirra PATH] [--venv PATH]
+Usage: bench/mixed_precision_vs_peers.py [--models mlp,cnn,resnet20] [--repeats 3] [--mirra PATH] [--venv PATH]
 """
 import argparse
 import json
@@ -24,7 +25,9 @@ from peer_runs import best_of, summarise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DRIVER = "mixed_precision_vs_peers"
-STEPS = {"mlp": 400, "cnn": 60}
+STEPS = {"mlp": 400, "cnn": 60, "resnet20": 20}
+# PyTorch also runs these in channels-last memory, its faster layout on a CPU (its best counting).
+CONVOLUTIONAL = {"cnn", "resnet20"}
 STEPS_PER_CALL = 10  # TensorFlow's fastest loop: several steps per tf.function call
 
 
@@ -38,12 +41,18 @@ def commands(model, mirra, tensorflow, torch):
         mirrored[f"mirra_{name}"] = bench + ["--strategy", "mirrored", "--mixed-precision", precision] + steps
     for threads in (1, 2):
         one_device[f"pytorch_bf16_threads_{threads}"] = torch + [model, "--bf16", "--threads", str(threads)] + steps
+        if model in CONVOLUTIONAL:
+            one_device[f"pytorch_bf16_threads_{threads}_channels_last"] = torch + [
+                model, "--bf16", "--threads", str(threads), "--channels-last"] + steps
         one_device[f"tensorflow_bf16_intra_{threads}"] = tensorflow + [
             model, "--bf16", "--intra", str(threads), "--inter", "1", "--steps-per-call", str(STEPS_PER_CALL)] + steps
         mirrored[f"tensorflow_bf16_mirrored_intra_{threads}"] = tensorflow + [
             model, "--bf16", "--mirrored", "2", "--intra", str(threads), "--inter", "2",
             "--steps-per-call", str(STEPS_PER_CALL)] + steps
     mirrored["pytorch_bf16_ddp_2"] = torch + [model, "--bf16", "--ddp", "2", "--threads", "1"] + steps
+    if model in CONVOLUTIONAL:
+        mirrored["pytorch_bf16_ddp_2_channels_last"] = torch + [
+            model, "--bf16", "--ddp", "2", "--threads", "1", "--channels-last"] + steps
     return one_device, mirrored
 
 
