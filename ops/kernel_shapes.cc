@@ -271,12 +271,8 @@ graph::Status check_assigned_parts(const KernelContext& ctx) {
 }
 
 graph::Status check_sparse_update_operands(const KernelContext& ctx, size_t slots) {
+  MIRRA_RETURN_IF_ERROR(check_update_operands(ctx, slots));
   const Tensor& variable = ctx.input(0);
-  for (size_t i = 1; i <= slots; ++i) {
-    if (!(ctx.input(i).shape() == variable.shape())) {
-      return graph::invalid_argument("slot " + ctx.input(i).type_string() + " does not match the variable " + variable.type_string());
-    }
-  }
   const Tensor& rows = ctx.input(slots + 1);
   const Tensor& indices = ctx.input(slots + 2);
   std::vector<int64_t> expected = indices.shape().to_vector();

@@ -115,7 +115,7 @@ TEST_CASE("Kernels.sparse_updates.gradient_descent_by_rows_equals_the_dense_upda
   }
 }
 
-TEST_CASE("Kernels.sparse_updates.refuse_an_index_past_the_rows_and_rows_of_another_shape") {
+TEST_CASE("Kernels.sparse_updates.refuse_an_index_past_the_rows_and_rows_or_slots_of_another_shape") {
   const Tensor v = make_tensor(DType::f32, {kRows, kWidth}, [](int64_t) { return 1.0; });
   const Tensor rows = make_tensor(DType::f32, {2, kWidth}, [](int64_t) { return 1.0; });
   const Tensor past = make_tensor(DType::i64, {2}, [](int64_t i) { return i == 0 ? 1.0 : static_cast<double>(kRows); });
@@ -126,6 +126,12 @@ TEST_CASE("Kernels.sparse_updates.refuse_an_index_past_the_rows_and_rows_of_anot
   out = run_op("SparseApplyGradientDescent", {v, rows, three, scalar(DType::f32, 0.1)}, {}, false, {}, 1);
   REQUIRE_FALSE(out.ok());
   CHECK_MESSAGE(out.status().message().find("rows must be") != std::string::npos, out.status().to_string());
+  const Tensor short_slot = make_tensor(DType::f32, {kRows - 1, kWidth}, [](int64_t) { return 0.0; });
+  const Tensor two = make_tensor(DType::i64, {2}, [](int64_t i) { return static_cast<double>(i); });
+  out = run_op("SparseApplyMomentum", {v, short_slot, rows, two, scalar(DType::f32, 0.1)}, {{"momentum", 0.9}}, false, {}, 1);
+  REQUIRE_FALSE(out.ok());
+  CHECK_MESSAGE(out.status().message().find("slot 1 must have the variable's dtype and shape") != std::string::npos,
+                out.status().to_string());
 }
 
 }  // namespace
