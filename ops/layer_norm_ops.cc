@@ -13,6 +13,7 @@
 #include "ops/op_families.h"
 #include "ops/shape_inference.h"
 #include "ops/source_ops.h"
+#include "runtime/vector_clones.h"
 
 namespace mirra::ops {
 
@@ -69,21 +70,107 @@ Expected<std::vector<TensorType>> infer_layer_norm_grad(const InferContext& ctx)
   return std::vector<TensorType>{x, parameter, parameter};
 }
 
-// The sum of term(0) .. term(n - 1) in double, in four interleaved partial sums (term c adds to sum
-// c mod 4) combined as (s0 + s1) + (s2 + s3): an order fixed by n alone, so as deterministic as one
-// running sum, without its single chain of dependent additions.
+// The sum of term(0) .. term(n - 1) in double, in eight interleaved partial sums (term c adds to sum
+// c mod 8) combined pairwise in a fixed tree: an order fixed by n alone, so as deterministic as one
+// running sum, and the eight sums fill a vector register.
 template <class Term>
-inline double interleaved_sum(int64_t n, const Term& term) {
-  double s[4] = {0, 0, 0, 0};
+[[gnu::always_inline]] inline double interleaved_sum(int64_t n, const Term& term) {
+  constexpr int kLanes = 8;
+  double s[kLanes] = {};
   int64_t c = 0;
-  for (; c + 4 <= n; c += 4) {
-    s[0] += term(c);
-    s[1] += term(c + 1);
-    s[2] += term(c + 2);
-    s[3] += term(c + 3);
+  for (; c + kLanes <= n; c += kLanes) {
+    for (int k = 0; k < kLanes; ++k) s[k] += term(c + k);
   }
-  for (; c < n; ++c) s[c % 4] += term(c);
-  return (s[0] + s[1]) + (s[2] + s[3]);
+  for (; c < n; ++c) s[c % kLanes] += term(c);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// One row of LayerNorm: its mean and 1 / sqrt(variance + epsilon), then y.
+template <class T>
+[[gnu::always_inline]] inline void normalise_row(const T* x, const T* gamma, const T* beta, int64_t n, double epsilon,
+                                                 T* y, T* mean, T* rstd) {
+  const double mu = interleaved_sum(n, [&](int64_t c) { return static_cast<double>(x[c]); }) / static_cast<double>(n);
+  const double squares = interleaved_sum(n, [&](int64_t c) {
+    const double d = static_cast<double>(x[c]) - mu;
+    return d * d;
+  });
+  const double inv = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
+  *mean = static_cast<T>(mu);
+  *rstd = static_cast<T>(inv);
+  for (int64_t c = 0; c < n; ++c) {
+    y[c] = static_cast<T>((static_cast<double>(x[c]) - mu) * inv * static_cast<double>(gamma[c]) + static_cast<double>(beta[c]));
+  }
+}
+
+// One row of dx = rstd * (dy * scale - mean(dy * scale) - xhat * mean(dy * scale * xhat)).
+template <class T>
+[[gnu::always_inline]] inline void row_gradient(const T* dy, const T* x, const T* gamma, int64_t n, double mu, double inv,
+                                                T* dx) {
+  const auto scaled = [&](int64_t c) { return static_cast<double>(dy[c]) * static_cast<double>(gamma[c]); };
+  const double sum = interleaved_sum(n, scaled);
+  const double dot = interleaved_sum(n, [&](int64_t c) { return scaled(c) * (static_cast<double>(x[c]) - mu) * inv; });
+  const double mean_scaled = sum / static_cast<double>(n), mean_dot = dot / static_cast<double>(n);
+  for (int64_t c = 0; c < n; ++c) {
+    const double xhat = (static_cast<double>(x[c]) - mu) * inv;
+    dx[c] = static_cast<T>(inv * (static_cast<double>(dy[c]) * static_cast<double>(gamma[c]) - mean_scaled - xhat * mean_dot));
+  }
+}
+
+// Columns per task of the column sums.
+inline constexpr int64_t kColumnBlock = 64;
+
+// dscale and doffset over columns [first, last) (at most kColumnBlock): the sums of dy * xhat and of
+// dy over all rows, in row order.
+template <class T>
+[[gnu::always_inline]] inline void column_sums(const T* dy, const T* x, const T* means, const T* rstds, int64_t rows,
+                                               int64_t n, int64_t first, int64_t last, T* dscale, T* doffset) {
+  double scale_sums[kColumnBlock] = {}, offset_sums[kColumnBlock] = {};
+  const int64_t width = last - first;
+  for (int64_t row = 0; row < rows; ++row) {
+    const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
+    const T* g = dy + row * n + first;
+    const T* in = x + row * n + first;
+    for (int64_t c = 0; c < width; ++c) {
+      const double grad = static_cast<double>(g[c]);
+      scale_sums[c] += grad * (static_cast<double>(in[c]) - mu) * inv;
+      offset_sums[c] += grad;
+    }
+  }
+  for (int64_t c = 0; c < width; ++c) {
+    dscale[first + c] = static_cast<T>(scale_sums[c]);
+    doffset[first + c] = static_cast<T>(offset_sums[c]);
+  }
+}
+
+// The row and column loops, compiled per instruction set (runtime/vector_clones.h): in double they
+// are bound by arithmetic, not memory.
+MIRRA_VECTOR_CLONES void normalise_rows(const float* x, const float* gamma, const float* beta, int64_t n, double epsilon,
+                                        int64_t begin, int64_t end, float* y, float* mean, float* rstd) {
+  for (int64_t row = begin; row < end; ++row) normalise_row(x + row * n, gamma, beta, n, epsilon, y + row * n, mean + row, rstd + row);
+}
+MIRRA_VECTOR_CLONES void normalise_rows(const double* x, const double* gamma, const double* beta, int64_t n, double epsilon,
+                                        int64_t begin, int64_t end, double* y, double* mean, double* rstd) {
+  for (int64_t row = begin; row < end; ++row) normalise_row(x + row * n, gamma, beta, n, epsilon, y + row * n, mean + row, rstd + row);
+}
+MIRRA_VECTOR_CLONES void row_gradients(const float* dy, const float* x, const float* gamma, const float* means,
+                                       const float* rstds, int64_t n, int64_t begin, int64_t end, float* dx) {
+  for (int64_t row = begin; row < end; ++row) {
+    row_gradient(dy + row * n, x + row * n, gamma, n, static_cast<double>(means[row]), static_cast<double>(rstds[row]), dx + row * n);
+  }
+}
+MIRRA_VECTOR_CLONES void row_gradients(const double* dy, const double* x, const double* gamma, const double* means,
+                                       const double* rstds, int64_t n, int64_t begin, int64_t end, double* dx) {
+  for (int64_t row = begin; row < end; ++row) row_gradient(dy + row * n, x + row * n, gamma, n, means[row], rstds[row], dx + row * n);
+}
+MIRRA_VECTOR_CLONES void column_block_sums(const float* dy, const float* x, const float* means, const float* rstds,
+                                           int64_t rows, int64_t n, int64_t first, int64_t last, float* dscale,
+                                           float* doffset) {
+  column_sums(dy, x, means, rstds, rows, n, first, last, dscale, doffset);
+}
+MIRRA_VECTOR_CLONES void column_block_sums(const double* dy, const double* x, const double* means, const double* rstds,
+                                           int64_t rows, int64_t n, int64_t first, int64_t last, double* dscale,
+                                           double* doffset) {
+  column_sums(dy, x, means, rstds, rows, n, first, last, dscale, doffset);
 }
 
 Status layer_norm_kernel(KernelContext& ctx) {
@@ -96,36 +183,14 @@ Status layer_norm_kernel(KernelContext& ctx) {
   Tensor& mean = ctx.allocate_output(1, statistics_dtype(x.dtype()), r.row_shape);
   Tensor& rstd = ctx.allocate_output(2, statistics_dtype(x.dtype()), r.row_shape);
   return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
-    const T* in = x.data<T>();
-    const T* gamma = scale.data<T>();
-    const T* beta = offset.data<T>();
-    T* out = y.mutable_data<T>();
-    T* means = mean.mutable_data<T>();
-    T* rstds = rstd.mutable_data<T>();
     const int64_t n = r.columns;
     cpu::parallel_for(r.rows, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const T* xr = in + row * n;
-        const double mu = interleaved_sum(n, [&](int64_t c) { return static_cast<double>(xr[c]); }) / static_cast<double>(n);
-        const double squares = interleaved_sum(n, [&](int64_t c) {
-          const double d = static_cast<double>(xr[c]) - mu;
-          return d * d;
-        });
-        const double inv = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
-        means[row] = static_cast<T>(mu);
-        rstds[row] = static_cast<T>(inv);
-        T* yr = out + row * n;
-        for (int64_t c = 0; c < n; ++c) {
-          yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * inv * static_cast<double>(gamma[c]) + static_cast<double>(beta[c]));
-        }
-      }
+      normalise_rows(x.data<T>(), scale.data<T>(), offset.data<T>(), n, epsilon, begin, end, y.mutable_data<T>(),
+                     mean.mutable_data<T>(), rstd.mutable_data<T>());
     });
     return Status();
   });
 }
-
-// Columns per task of the column sums.
-inline constexpr int64_t kColumnBlock = 64;
 
 Status layer_norm_grad_kernel(KernelContext& ctx) {
   const Tensor& dy = ctx.input(0);
@@ -138,50 +203,17 @@ Status layer_norm_grad_kernel(KernelContext& ctx) {
   Tensor& dscale = ctx.allocate_output(1, x.dtype(), TensorShape{r.columns});
   Tensor& doffset = ctx.allocate_output(2, x.dtype(), TensorShape{r.columns});
   return cpu::visit_dtype<float, double>(x.dtype(), [&]<class T>(cpu::Type<T>) {
-    const T* g = dy.data<T>();
-    const T* in = x.data<T>();
-    const T* gamma = scale.data<T>();
-    const T* means = mean.data<T>();
-    const T* rstds = rstd.data<T>();
     const int64_t n = r.columns;
-    T* out = dx.mutable_data<T>();
-    // dx = rstd * (dy * scale - mean(dy * scale) - xhat * mean(dy * scale * xhat)) per row.
     cpu::parallel_for(r.rows, std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const T* gr = g + row * n;
-        const T* xr = in + row * n;
-        const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
-        const auto scaled = [&](int64_t c) { return static_cast<double>(gr[c]) * static_cast<double>(gamma[c]); };
-        const double sum = interleaved_sum(n, scaled);
-        const double dot = interleaved_sum(n, [&](int64_t c) { return scaled(c) * (static_cast<double>(xr[c]) - mu) * inv; });
-        const double mean_scaled = sum / static_cast<double>(n), mean_dot = dot / static_cast<double>(n);
-        T* dr = out + row * n;
-        for (int64_t c = 0; c < n; ++c) {
-          const double xhat = (static_cast<double>(xr[c]) - mu) * inv;
-          dr[c] = static_cast<T>(inv * (static_cast<double>(gr[c]) * static_cast<double>(gamma[c]) - mean_scaled - xhat * mean_dot));
-        }
-      }
+      row_gradients(dy.data<T>(), x.data<T>(), scale.data<T>(), mean.data<T>(), rstd.data<T>(), n, begin, end,
+                    dx.mutable_data<T>());
     });
-    // dscale = sum over rows of dy * xhat, doffset = sum of dy: per column block, rows in order.
-    T* ds = dscale.mutable_data<T>();
-    T* db = doffset.mutable_data<T>();
     const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
     cpu::parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t block = begin; block < end; ++block) {
-        const int64_t first = block * kColumnBlock, last = std::min(n, first + kColumnBlock);
-        double scale_sums[kColumnBlock] = {}, offset_sums[kColumnBlock] = {};
-        for (int64_t row = 0; row < r.rows; ++row) {
-          const double mu = static_cast<double>(means[row]), inv = static_cast<double>(rstds[row]);
-          for (int64_t c = first; c < last; ++c) {
-            const double grad = static_cast<double>(g[row * n + c]);
-            scale_sums[c - first] += grad * (static_cast<double>(in[row * n + c]) - mu) * inv;
-            offset_sums[c - first] += grad;
-          }
-        }
-        for (int64_t c = first; c < last; ++c) {
-          ds[c] = static_cast<T>(scale_sums[c - first]);
-          db[c] = static_cast<T>(offset_sums[c - first]);
-        }
+        const int64_t first = block * kColumnBlock;
+        column_block_sums(dy.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(), r.rows, n, first,
+                          std::min(n, first + kColumnBlock), dscale.mutable_data<T>(), doffset.mutable_data<T>());
       }
     });
     return Status();
