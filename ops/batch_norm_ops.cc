@@ -1,8 +1,8 @@
 // FusedBatchNormV3 and FusedBatchNormGradV3, and the fused forms the passes make (FusedBatchNormEx,
 // SyncFusedBatchNorm, FusedBatchNormGradEx): schemas, builders, the gradient rule and CPU kernels.
-// A channel's statistics are taken in one sweep, as sums of the deviations from one of its values and
-// of their squares, so a large mean costs no precision, and in double, over blocks of the input fixed
-// by its shape, added in block order: the same bits on any thread count.
+// A channel's statistics are taken in one sweep, as sums of the deviations from the mean of a small
+// sample of its values and of their squares, so a large mean costs no precision, and in double, over
+// blocks of the input fixed by its shape, added in block order: the same bits on any thread count.
 #include "ops/batch_norm_ops.h"
 
 #include <array>

@@ -339,8 +339,8 @@ Status conv2d_backprop_input_kernel(KernelContext& ctx) {
 // gradient, and oneDNN's backward-weights kernels (on OpenMP) hold their team together with spin
 // barriers: beside another kernel a team of two waits for its descheduled member at every barrier,
 // and AMX's kernel (`jit:avx512_core_amx_bf16`) took up to a second per call instead of 2 ms on a
-// 2-core Xeon. One thread each: ResNet-20 in bf16 trained 12x faster there, in f32 8% faster, and the
-// CNN 25% faster in bf16 (docs/performance.md, "The filter gradient on one thread").
+// 2-core Xeon. One thread each: ResNet-20 in bf16 trained 11-17x faster there, in f32 13% faster, and
+// the CNN 17-29% faster in bf16 (docs/performance.md, "The filter gradient on one thread").
 constexpr int kFilterGradientThreads = 1;
 
 // d loss / d filter of Conv2D: inputs (input, filter, dy); `filter` gives the shape.

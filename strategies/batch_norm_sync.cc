@@ -6,9 +6,10 @@
 // Forward, per layer, two all-reduces: of each replica's per-channel sums and value count, giving the
 // mean, then of its squared deviations from that mean, giving the biased variance. Two passes, so a
 // large mean costs no precision (a sum of squares minus the squared mean would lose it; the CPU kernel
-// sweeps once, from a shift it samples, which replicas would have to agree on). Each replica's FusedBatchNormV3 becomes a SyncFusedBatchNorm given those statistics
-// (its inference mode is FusedBatchNormV3's: evaluation still uses the moving statistics); a
-// FusedBatchNormEx keeps its side input and activation in it.
+// sweeps once, from a shift it samples, which replicas would have to agree on). Each replica's
+// FusedBatchNormV3 becomes a SyncFusedBatchNorm given those statistics (its inference mode is
+// FusedBatchNormV3's: evaluation still uses the moving statistics); a FusedBatchNormEx keeps its side
+// input and activation in it.
 //
 // Backward, per layer, one all-reduce: each replica's FusedBatchNormGradV3 runs in inference mode
 // (dx = scale * inv * dy with the global statistics, dscale and doffset its own sums, which the
